@@ -1,0 +1,1 @@
+//! Placeholder for `content`; filled in by its own change.

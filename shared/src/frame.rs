@@ -1,0 +1,1 @@
+//! Placeholder for `frame`; filled in by its own change.

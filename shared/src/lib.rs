@@ -1,0 +1,19 @@
+//! The Realm Crafter wire protocol, its QUIC framing and the game content model.
+//!
+//! Everything here is plain, synchronous, deterministic Rust: bytes and values in,
+//! bytes and values out. There is no runtime, no clock and no socket in this crate;
+//! the only file access lives in [`content::fs`], a thin shell over the pure parsers.
+//!
+//! # Layout
+//! - [`wire`]: encoding primitives (little-endian integers, f32, length-prefixed strings),
+//!   `ClampWorldCoord` / `ClampSaneFloat`, and the decode error type.
+//! - [`frame`]: `[len u16][type u8][payload]` framing for the reliable stream and datagrams.
+//! - [`proto`]: typed packets, client→server and server→client.
+//! - [`content`]: the typed `World` (areas, templates, items, factions ...), its loaders
+//!   for Realm Crafter's binary `Server Data` and for the native TOML format.
+#![warn(missing_docs)]
+
+pub mod content;
+pub mod frame;
+pub mod proto;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! Placeholder for `proto`; filled in by its own change.

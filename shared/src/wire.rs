@@ -1,0 +1,1 @@
+//! Placeholder for `wire`; filled in by its own change.

@@ -1,0 +1,133 @@
+//! Workspace tidy rules, checked by `cargo test` rather than by review.
+//!
+//! - every Rust source file opens with a `//!` line saying what it is for;
+//! - every crate inherits the workspace lints;
+//! - `shared` depends on no runtime, actor framework or QUIC stack;
+//! - the pure simulation and session cores never read the wall clock or a global RNG.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+const CRATES: &[&str] = &["shared", "gateway", "zone-node", "client", "tests"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_module_opens_with_a_doc_line() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for krate in CRATES.iter().chain(["fuzz"].iter()) {
+        rust_files(&root.join(krate), &mut files);
+    }
+    assert!(!files.is_empty());
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let text = fs::read_to_string(p).unwrap_or_default();
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these files do not open with a `//!` line saying what they are for:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_crate_inherits_workspace_lints() {
+    let root = workspace_root();
+    for krate in CRATES {
+        let manifest = fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("[lints]\nworkspace = true"),
+            "{krate}/Cargo.toml must have `[lints] workspace = true`"
+        );
+    }
+}
+
+#[test]
+fn shared_has_no_runtime_dependencies() {
+    let manifest = fs::read_to_string(workspace_root().join("shared/Cargo.toml")).unwrap();
+    for banned in ["tokio", "actix", "quinn", "dashmap", "rustls"] {
+        let found = manifest
+            .lines()
+            .any(|l| l.trim_start().starts_with(banned));
+        assert!(!found, "shared/Cargo.toml must not depend on {banned}");
+    }
+}
+
+/// Pure cores: no wall clock, no global RNG, no sockets, no actors.
+#[test]
+fn pure_cores_do_not_touch_the_clock_or_io() {
+    let root = workspace_root();
+    let pure_dirs = [
+        root.join("shared/src/wire.rs"),
+        root.join("shared/src/wire"),
+        root.join("shared/src/frame.rs"),
+        root.join("shared/src/proto"),
+        root.join("shared/src/proto.rs"),
+        root.join("zone-node/src/sim"),
+        root.join("gateway/src/session"),
+    ];
+    let banned = [
+        "Instant::now",
+        "SystemTime::now",
+        "thread_rng",
+        "rand::random",
+        "std::net",
+        "tokio::",
+        "actix::",
+        "quinn::",
+        "std::fs",
+    ];
+    let mut files = Vec::new();
+    for d in &pure_dirs {
+        if d.is_file() {
+            files.push(d.clone());
+        } else {
+            rust_files(d, &mut files);
+        }
+    }
+    let mut offences = Vec::new();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for b in &banned {
+                if code.contains(b) {
+                    offences.push(format!("{}:{}: {b}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "pure modules must take time, randomness and I/O as inputs:\n{}",
+        offences.join("\n")
+    );
+}
