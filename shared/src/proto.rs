@@ -1,1 +1,0 @@
-//! Placeholder for `proto`; filled in by its own change.

@@ -1,0 +1,1170 @@
+//! Golden byte vectors: every vector of golden-vectors.md and reference §11, plus our own
+//! for every packet type. Each decodes to the given fields, encodes back to the same
+//! bytes, and survives the JSON form used by `rcwire`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use shared::frame::{self, FrameDecoder};
+use shared::proto::*;
+use shared::wire::*;
+
+fn unhex(s: &str) -> Vec<u8> {
+    let clean: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    hex::decode(clean).unwrap()
+}
+
+/// Decodes `bytes` (type byte first) as a server packet, checks it equals `want`, encodes
+/// back to the same bytes, and round-trips through JSON.
+#[track_caller]
+fn check_server(bytes: &[u8], want: ServerPacket) {
+    let got = ServerPacket::decode_packet(bytes).unwrap();
+    assert_eq!(got, want, "decode");
+    assert_eq!(got.to_bytes(), bytes, "encode");
+    let json = got.to_json();
+    assert_eq!(json["id"], u64::from(bytes[0]), "json id");
+    let back = ServerPacket::from_json(&json).unwrap();
+    assert_eq!(back.to_bytes(), bytes, "json round trip: {json}");
+}
+
+#[track_caller]
+fn check_client(bytes: &[u8], want: ClientPacket) {
+    let got = ClientPacket::decode_packet(bytes).unwrap();
+    assert_eq!(got, want, "decode");
+    assert_eq!(got.to_bytes(), bytes, "encode");
+    let json = got.to_json();
+    let back = ClientPacket::from_json(&json).unwrap();
+    assert_eq!(back.to_bytes(), bytes, "json round trip: {json}");
+}
+
+#[track_caller]
+fn check_server_value(p: ServerPacket) {
+    let bytes = p.to_bytes();
+    check_server(&bytes, p);
+}
+
+fn creds(user: &str, pw: &str) -> Creds {
+    Creds::from_password(user, pw)
+}
+
+// ---------------------------------------------------------------- golden-vectors.md
+
+#[test]
+fn standard_update_c2s_golden() {
+    let bytes = unhex("0e 00 00 20 41 00 00 b0 c0 00 00 00 40 00 00 10 41 00 00 a0 c0 01 00");
+    let want = StandardUpdateC2S {
+        dest_x: 10.0,
+        dest_z: -5.5,
+        y: 2.0,
+        x: 9.0,
+        z: -5.0,
+        is_running: 1,
+        walking_backward: 0,
+    };
+    check_client(&bytes, ClientPacket::StandardUpdate(want));
+    assert_eq!(StandardUpdateC2S::decode_fast(&bytes[1..]).unwrap(), want);
+    assert_eq!(want.to_payload(), bytes[1..]);
+}
+
+#[test]
+fn standard_update_s2c_energy_golden() {
+    let bytes = unhex("0e 07 00 00 00 10 41 00 00 a0 c0 01 00 00 00 20 41 00 00 b0 c0 00 00 64 00");
+    let want = StandardUpdateS2C {
+        runtime_id: 7,
+        x: 9.0,
+        z: -5.0,
+        is_running: 1,
+        walking_backward: 0,
+        dest_x: 10.0,
+        dest_z: -5.5,
+        mount: 0,
+        tail: UpdateTail::Energy(100),
+    };
+    check_server(&bytes, ServerPacket::StandardUpdate(want));
+    // The body is the first 22 payload bytes; the frame adds the length prefix.
+    assert_eq!(want.body(), bytes[1..23]);
+    let mut f = Vec::new();
+    want.write_frame(&mut f);
+    assert_eq!(f[..2], [25, 0]);
+    assert_eq!(f[2..], bytes[..]);
+}
+
+#[test]
+fn standard_update_s2c_tails_by_length() {
+    let base = StandardUpdateS2C {
+        runtime_id: 9,
+        x: 1.5,
+        z: 2.5,
+        is_running: 0,
+        walking_backward: 1,
+        dest_x: 3.0,
+        dest_z: 4.0,
+        mount: 12,
+        tail: UpdateTail::None,
+    };
+    let none = ServerPacket::StandardUpdate(base).to_bytes();
+    assert_eq!(none.len(), 23);
+    let fly = ServerPacket::StandardUpdate(StandardUpdateS2C {
+        tail: UpdateTail::FlyY(2.0),
+        ..base
+    })
+    .to_bytes();
+    assert_eq!(fly.len(), 27);
+    assert_eq!(fly[23..], [0, 0, 0, 0x40]);
+    check_server_value(ServerPacket::StandardUpdate(base));
+    check_server_value(ServerPacket::StandardUpdate(StandardUpdateS2C {
+        tail: UpdateTail::FlyY(2.0),
+        ..base
+    }));
+    for bad in [0usize, 21, 23, 25, 27, 30] {
+        let e = ServerPacket::decode(14, &vec![0; bad]).unwrap_err();
+        assert!(
+            matches!(e.kind, DecodeErrorKind::LengthMismatch { .. }),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn stat_update_a_golden() {
+    check_server(
+        &unhex("16 41 07 00 00 55 00"),
+        ServerPacket::StatUpdate(StatUpdate::Value {
+            runtime_id: 7,
+            attribute: 0,
+            value: 85,
+        }),
+    );
+}
+
+#[test]
+fn attack_golden() {
+    check_client(
+        &unhex("12 07 00"),
+        ClientPacket::AttackActor(AttackActorC2S { target: 7 }),
+    );
+    check_server(
+        &unhex("12 48 07 00 0d 00 01"),
+        ServerPacket::AttackActor(AttackActorS2C::Hit {
+            victim: 7,
+            damage: 12,
+            damage_type: 1,
+        }),
+    );
+    check_server(
+        &unhex("12 59 03 00 00 00 00"),
+        ServerPacket::AttackActor(AttackActorS2C::HitYou {
+            attacker: 3,
+            damage: -1,
+            damage_type: 0,
+        }),
+    );
+    check_server(
+        &unhex("12 4f 03 00 07 00"),
+        ServerPacket::AttackActor(AttackActorS2C::Observed {
+            attacker: 3,
+            victim: 7,
+        }),
+    );
+}
+
+#[test]
+fn actor_dead_and_gone_golden() {
+    check_server(
+        &unhex("13 07 00 03 00"),
+        ServerPacket::ActorDead(ActorDead {
+            runtime_id: 7,
+            killer: Some(3),
+        }),
+    );
+    check_server(
+        &unhex("13 07 00"),
+        ServerPacket::ActorDead(ActorDead {
+            runtime_id: 7,
+            killer: None,
+        }),
+    );
+    check_server(
+        &unhex("0d 07 00"),
+        ServerPacket::ActorGone(ActorGone {
+            runtime_id: 7,
+            four_bytes: false,
+        }),
+    );
+    check_server(
+        &unhex("0d 07 00 00 00"),
+        ServerPacket::ActorGone(ActorGone {
+            runtime_id: 7,
+            four_bytes: true,
+        }),
+    );
+    assert!(ServerPacket::decode(13, &[7, 0, 0]).is_err());
+}
+
+#[test]
+fn verify_account_and_start_game_golden() {
+    let mut bytes = unhex("02 03 62 6f 62 20");
+    bytes.extend_from_slice(b"5ebe2294ecd0e0f08eab7690d2a6ee69");
+    check_client(
+        &bytes,
+        ClientPacket::VerifyAccount(VerifyAccount {
+            creds: creds("bob", "secret"),
+        }),
+    );
+    let mut start = bytes.clone();
+    start[0] = 0x0c;
+    start.push(0);
+    check_client(
+        &start,
+        ClientPacket::StartGame(StartGame {
+            creds: creds("bob", "secret"),
+            index: 0,
+        }),
+    );
+}
+
+#[test]
+fn change_area_golden() {
+    let bytes = unhex(
+        "09 cd cc 52 c2 33 33 53 40 cd cc b0 42 00 00 b0 c1 01 2c 01 34 12 00 00 00 06 50 6c 61 69 6e 73",
+    );
+    check_server(
+        &bytes,
+        ServerPacket::ChangeArea(ChangeArea {
+            x: -52.7,
+            y: 3.3,
+            z: 88.4,
+            yaw: -22.0,
+            pvp: 1,
+            gravity: 300,
+            instance_handle: 0x1234,
+            weather: 0,
+            area: "Plains".into(),
+        }),
+    );
+    // The JSON shows the short decimal form.
+    let json = ServerPacket::decode_packet(&bytes).unwrap().to_json();
+    assert_eq!(json["x"], serde_json::json!(-52.7));
+    assert_eq!(json["name"], "P_ChangeArea");
+}
+
+#[test]
+fn clamp_world_coord_golden() {
+    for (v, want) in [
+        (0.0, 0.0),
+        (1234.5, 1234.5),
+        (99999.0, 99999.0),
+        (-99999.0, -99999.0),
+        (100000.0, 0.0),
+        (-100000.0, 0.0),
+        (1e6, 0.0),
+        (-1e6, 0.0),
+        (200000.0, 0.0),
+        (f32::NAN, 0.0),
+        (f32::INFINITY, 0.0),
+        (f32::NEG_INFINITY, 0.0),
+    ] {
+        assert_eq!(clamp_world_coord(v).to_bits(), f32::to_bits(want), "{v}");
+    }
+}
+
+#[test]
+fn clamp_sane_float_golden() {
+    for (v, want) in [
+        (1234567.0, 1234567.0),
+        (1e10, 0.0),
+        (-1e10, 0.0),
+        (200000.0, 200000.0),
+        (f32::NAN, 0.0),
+        (f32::INFINITY, 0.0),
+        (1e9, 0.0),
+        (-1e9, 0.0),
+    ] {
+        assert_eq!(clamp_sane_float(v).to_bits(), f32::to_bits(want), "{v}");
+    }
+}
+
+// ---------------------------------------------------------------- reference §11
+
+#[test]
+fn enet_framing_vectors() {
+    // frame(14, [DE AD]) = 0E DE AD: type byte then payload.
+    let raw = ServerPacket::Raw {
+        id: 14,
+        bytes: HexBytes(vec![0xde, 0xad]),
+    };
+    assert_eq!(raw.to_bytes(), [0x0e, 0xde, 0xad]);
+    // NewClient = 00.
+    assert_eq!(ClientPacket::NewClient(NewClient {}).to_bytes(), [0]);
+    check_client(&[0], ClientPacket::NewClient(NewClient {}));
+    // On QUIC the same frame gets a length prefix.
+    let mut q = Vec::new();
+    frame::write_frame(&mut q, 14, &[0xde, 0xad]).unwrap();
+    assert_eq!(q, [3, 0, 0x0e, 0xde, 0xad]);
+}
+
+#[test]
+fn primitive_vector_11_bytes() {
+    let mut v = Vec::new();
+    v.put_str8(b"alice");
+    v.put_u16(0x1234);
+    v.put_u8(7);
+    v.put_str8(b"z");
+    assert_eq!(v, unhex("05 61 6c 69 63 65 34 12 07 01 7a"));
+    let mut r = Reader::new(&v);
+    assert_eq!(r.str8().unwrap(), b"alice");
+    assert_eq!(r.u16().unwrap(), 0x1234);
+    assert_eq!(r.u8().unwrap(), 7);
+    assert_eq!(r.str8().unwrap(), b"z");
+    r.finish().unwrap();
+}
+
+#[test]
+fn md5_vectors() {
+    assert_eq!(md5_hex(b"abc"), "900150983cd24fb0d6963f7d28e17f72");
+    assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
+    assert_eq!(md5_hex(b"secret"), "5ebe2294ecd0e0f08eab7690d2a6ee69");
+}
+
+#[test]
+fn email_obfuscation_round_trips() {
+    let e = b"rust@bot.com";
+    let o = obfuscate_email(e);
+    assert_eq!(o.len(), e.len());
+    assert_eq!(o[0], b'm'.wrapping_sub(26));
+    assert_eq!(deobfuscate_email(&o), e);
+    let all: Vec<u8> = (0..=255).collect();
+    assert_eq!(deobfuscate_email(&obfuscate_email(&all)), all);
+}
+
+#[test]
+fn rid_7_is_little_endian() {
+    let mut v = Vec::new();
+    v.put_u16(7);
+    assert_eq!(v, [0x07, 0x00]);
+    assert_eq!(Reader::new(&[0x07, 0x00]).u16().unwrap(), 7);
+}
+
+// ---------------------------------------------------------------- our own vectors
+
+#[test]
+fn create_account_vector() {
+    let mut bytes = vec![1, 3, b'b', b'o', b'b', 32];
+    bytes.extend_from_slice(b"5ebe2294ecd0e0f08eab7690d2a6ee69");
+    let email = obfuscate_email(b"rust@bot.com");
+    bytes.push(email.len() as u8);
+    bytes.extend_from_slice(&email);
+    check_client(
+        &bytes,
+        ClientPacket::CreateAccount(CreateAccount {
+            creds: creds("bob", "secret"),
+            email: "rust@bot.com".into(),
+        }),
+    );
+    check_server(
+        b"\x01Y",
+        ServerPacket::CreateAccount(CreateAccountReply::Created),
+    );
+    check_server(
+        b"\x01N",
+        ServerPacket::CreateAccount(CreateAccountReply::Refused),
+    );
+    let e = ServerPacket::decode(1, b"Q").unwrap_err();
+    assert_eq!(e.kind, DecodeErrorKind::BadSubCode(b'Q'));
+    assert_eq!(e.offset, 0);
+    assert!(ServerPacket::decode(1, b"YY").is_err());
+}
+
+#[test]
+fn verify_account_reply_vectors() {
+    let bytes = unhex("02 59 05 41 6c 69 63 65 02 00 01 02 03 04 05");
+    check_server(
+        &bytes,
+        ServerPacket::VerifyAccount(VerifyAccountReply::Ok {
+            characters: vec![CharacterSummary {
+                name: "Alice".into(),
+                actor_id: 2,
+                gender: 1,
+                face: 2,
+                hair: 3,
+                beard: 4,
+                body: 5,
+            }],
+        }),
+    );
+    check_server(
+        b"\x02Y",
+        ServerPacket::VerifyAccount(VerifyAccountReply::Ok { characters: vec![] }),
+    );
+    for (c, v) in [
+        (b'N', VerifyAccountReply::NoAccount),
+        (b'P', VerifyAccountReply::BadPassword),
+        (b'B', VerifyAccountReply::Banned),
+        (b'L', VerifyAccountReply::LoggedOn),
+    ] {
+        check_server(&[2, c], ServerPacket::VerifyAccount(v));
+    }
+    // A truncated entry names the offset.
+    let e = ServerPacket::decode(2, &unhex("59 05 41 6c")).unwrap_err();
+    assert_eq!(e.offset, 2);
+}
+
+#[test]
+fn create_character_vectors() {
+    let mut bytes = vec![4];
+    creds("bob", "secret").write(&mut bytes);
+    bytes.extend_from_slice(&[2, 0, 1, 2, 3, 4, 5]);
+    bytes.extend_from_slice(&[1u8; 40]);
+    bytes.extend_from_slice(b"Hero");
+    let want = CreateCharacter {
+        creds: creds("bob", "secret"),
+        actor_id: 2,
+        gender: 1,
+        face: 2,
+        hair: 3,
+        beard: 4,
+        body: 5,
+        points: vec![1; 40],
+        character_name: "Hero".into(),
+    };
+    check_client(&bytes, ClientPacket::CreateCharacter(want.clone()));
+    // Without creation points the name follows the appearance bytes directly.
+    let ctx = DecodeCtx {
+        create_character_points: false,
+        ..DecodeCtx::default()
+    };
+    let mut short = vec![];
+    creds("bob", "secret").write(&mut short);
+    short.extend_from_slice(&[2, 0, 1, 2, 3, 4, 5]);
+    short.extend_from_slice(b"Hero");
+    let got = ClientPacket::decode_with(4, &short, &ctx).unwrap();
+    assert_eq!(
+        got,
+        ClientPacket::CreateCharacter(CreateCharacter {
+            points: vec![],
+            ..want
+        })
+    );
+    assert_eq!(got.encode_payload_vec(), short);
+    for (c, v) in [
+        (b'Y', CreateCharacterReply::Created),
+        (b'N', CreateCharacterReply::Refused),
+        (b'I', CreateCharacterReply::InvalidName),
+    ] {
+        check_server(&[4, c], ServerPacket::CreateCharacter(v));
+    }
+}
+
+trait PayloadVec {
+    fn encode_payload_vec(&self) -> Vec<u8>;
+}
+impl PayloadVec for ClientPacket {
+    fn encode_payload_vec(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode_payload(&mut v);
+        v
+    }
+}
+
+#[test]
+fn delete_character_and_change_password_vectors() {
+    let mut bytes = vec![5];
+    creds("bob", "x").write(&mut bytes);
+    bytes.push(2);
+    check_client(
+        &bytes,
+        ClientPacket::DeleteCharacter(DeleteCharacter {
+            creds: creds("bob", "x"),
+            index: 2,
+        }),
+    );
+    check_server(
+        b"\x05N",
+        ServerPacket::DeleteCharacter(DeleteCharacterReply::Refused),
+    );
+    check_server(
+        &[5],
+        ServerPacket::DeleteCharacter(DeleteCharacterReply::List { characters: vec![] }),
+    );
+    check_server(
+        &unhex("05 01 41 02 00 00 00 00 00 00"),
+        ServerPacket::DeleteCharacter(DeleteCharacterReply::List {
+            characters: vec![CharacterSummary {
+                name: "A".into(),
+                actor_id: 2,
+                ..CharacterSummary::default()
+            }],
+        }),
+    );
+    let mut bytes = vec![6];
+    creds("bob", "x").write(&mut bytes);
+    bytes.push(3);
+    bytes.extend_from_slice(b"abc");
+    check_client(
+        &bytes,
+        ClientPacket::ChangePassword(ChangePassword {
+            creds: creds("bob", "x"),
+            new_password_md5: "abc".into(),
+        }),
+    );
+    for (c, v) in [
+        (b'Y', ChangePasswordReply::Changed),
+        (b'P', ChangePasswordReply::BadPassword),
+        (b'N', ChangePasswordReply::Refused),
+    ] {
+        check_server(&[6, c], ServerPacket::ChangePassword(v));
+    }
+}
+
+#[test]
+fn fetch_character_vectors() {
+    let mut bytes = vec![3];
+    creds("bob", "secret").write(&mut bytes);
+    bytes.push(1);
+    check_client(
+        &bytes,
+        ClientPacket::FetchCharacter(FetchCharacter {
+            creds: creds("bob", "secret"),
+            index: 1,
+        }),
+    );
+    let c1 = FetchCharacterReply::Stats {
+        gold: 50,
+        reputation: -3,
+        level: 2,
+        xp: 1234,
+        home_faction: 1,
+        attributes: (0..40)
+            .map(|i| AttributePair { value: i, max: 100 })
+            .collect(),
+    };
+    let b = ServerPacket::FetchCharacter(c1.clone()).to_bytes();
+    assert_eq!(b.len(), 1 + 2 + 4 + 2 + 2 + 4 + 1 + 160);
+    assert_eq!(b[1..3], *b"C1");
+    assert_eq!(b[3..7], [50, 0, 0, 0]);
+    assert_eq!(b[7..9], [0xfd, 0xff]);
+    check_server_value(ServerPacket::FetchCharacter(c1));
+
+    let item = ItemString {
+        item_id: 7,
+        attributes: vec![5000; 40],
+        health: 100,
+    };
+    let c3 = FetchCharacterReply::Inventory {
+        slots: vec![
+            Some(InventorySlot {
+                slot: 0,
+                item: item.clone(),
+                amount: 1,
+            }),
+            None,
+            Some(InventorySlot {
+                slot: 2,
+                item,
+                amount: 5,
+            }),
+        ],
+    };
+    let b = ServerPacket::FetchCharacter(c3.clone()).to_bytes();
+    assert_eq!(b.len(), 3 + (1 + 83 + 2) * 2 + 1);
+    assert_eq!(b[3 + 86], 99);
+    check_server_value(ServerPacket::FetchCharacter(c3));
+    check_server_value(ServerPacket::FetchCharacter(FetchCharacterReply::Spells {
+        spells: vec![KnownSpell {
+            level: 1,
+            id: 3,
+            thumb: 4,
+            recharge: 1000,
+            name: "Fireball".into(),
+            description: "Burns.".into(),
+            memorised: 1,
+        }],
+    }));
+    check_server_value(ServerPacket::FetchCharacter(FetchCharacterReply::Quests {
+        quests: vec![QuestEntry {
+            name: "Rats".into(),
+            status: "Kill 10 rats".into(),
+        }],
+    }));
+    check_server(
+        &unhex("03 46 02 00 01 00"),
+        ServerPacket::FetchCharacter(FetchCharacterReply::Finished {
+            quests: 2,
+            spells: 1,
+        }),
+    );
+    check_server(
+        b"\x03N",
+        ServerPacket::FetchCharacter(FetchCharacterReply::Failed),
+    );
+    let e = ServerPacket::decode(3, b"C2").unwrap_err();
+    assert_eq!((e.offset, e.kind), (1, DecodeErrorKind::BadSubCode(b'2')));
+}
+
+fn sample_item(id: u16, item_type: u8) -> ItemDef {
+    ItemDef {
+        id,
+        item_type,
+        takes_damage: 1,
+        value: 10,
+        mass: 2,
+        thumb: 3,
+        gubbins: [0, 1, 0, 0, 0, 0],
+        male_mesh: 4,
+        female_mesh: 5,
+        slot_type: 1,
+        stackable: 0,
+        attributes: vec![5000; 40],
+        name: "Sword".into(),
+        exclusive_race: "".into(),
+        exclusive_class: "".into(),
+        tail: match item_type {
+            1 => ItemTail::Weapon {
+                damage: 12,
+                damage_type: 1,
+                weapon_type: 1,
+                range: 7.5,
+            },
+            2 => ItemTail::Armour { level: 3 },
+            4 | 5 => ItemTail::Consumable { seconds: 30 },
+            6 => ItemTail::Image { image_id: 9 },
+            _ => ItemTail::None,
+        },
+        misc: "m".into(),
+    }
+}
+
+fn sample_template(id: u16) -> ActorTemplateDef {
+    ActorTemplateDef {
+        id,
+        playable: 1,
+        poly_collision: 0,
+        meshes: [1; 8],
+        beards: [2; 5],
+        male_hair: [3; 5],
+        female_hair: [4; 5],
+        male_faces: [5; 5],
+        female_faces: [6; 5],
+        male_bodies: [7; 5],
+        female_bodies: [8; 5],
+        male_speech: [9; 16],
+        female_speech: [10; 16],
+        rideable: 0,
+        trade: 2,
+        blood: 11,
+        aggressiveness: 2,
+        genders: 0,
+        environment: 3,
+        inventory_slots: 0xffff,
+        male_anim: 1,
+        female_anim: 2,
+        scale: 1.25,
+        faction: 3,
+        attributes: vec![
+            AttributePair {
+                value: 50,
+                max: 100
+            };
+            40
+        ],
+        race: "Human".into(),
+        class: "Warrior".into(),
+        description: "A brave warrior.".into(),
+    }
+}
+
+#[test]
+fn fetch_actors_vectors() {
+    check_client(&[7], ClientPacket::FetchActors(FetchActors {}));
+    assert!(ClientPacket::decode(7, &[1]).is_err());
+
+    let a = FetchActorsReply::Attributes {
+        assignment: 10,
+        attributes: (0..40)
+            .map(|i| AttributeDef {
+                is_skill: u8::from(i == 11),
+                hidden: 0,
+                name: format!("Attr{i}").as_str().into(),
+            })
+            .collect(),
+    };
+    let b = ServerPacket::FetchActors(a.clone()).to_bytes();
+    assert_eq!(b[..3], [7, b'A', 10]);
+    check_server_value(ServerPacket::FetchActors(a));
+    check_server_value(ServerPacket::FetchActors(FetchActorsReply::DamageTypes {
+        names: (0..20).map(|i| format!("D{i}").as_str().into()).collect(),
+    }));
+    check_server_value(ServerPacket::FetchActors(FetchActorsReply::Environment {
+        year: 1,
+        day: 2,
+        hour: 3,
+        minute: 4,
+        time_factor: 10,
+        seasons: (0..12)
+            .map(|i| SeasonDef {
+                name: "Spring".into(),
+                start_day: i,
+                dusk_hour: 20,
+                dawn_hour: 6,
+            })
+            .collect(),
+        months: (0..20)
+            .map(|i| MonthDef {
+                name: "M".into(),
+                start_day: i,
+            })
+            .collect(),
+    }));
+    let items = FetchActorsReply::Items {
+        items: (1..=7).map(|t| sample_item(u16::from(t), t)).collect(),
+    };
+    let b = ServerPacket::FetchActors(items.clone()).to_bytes();
+    assert_eq!(b[..3], [7, b'I', b'N']);
+    check_server_value(ServerPacket::FetchActors(items));
+    check_server(
+        &unhex("07 49 59 06 00"),
+        ServerPacket::FetchActors(FetchActorsReply::ItemsDone { total: 6 }),
+    );
+    check_server(
+        &unhex("07 46 05 00 48 65 6c 6c 6f 02 01 41 42"),
+        ServerPacket::FetchActors(FetchActorsReply::Factions {
+            factions: vec![
+                FactionDef {
+                    index: 0,
+                    name: "Hello".into(),
+                },
+                FactionDef {
+                    index: 1,
+                    name: "AB".into(),
+                },
+            ],
+        }),
+    );
+    check_server_value(ServerPacket::FetchActors(FetchActorsReply::Actors {
+        actors: vec![sample_template(1), sample_template(2)],
+    }));
+    check_server(
+        &unhex("07 59 02 00"),
+        ServerPacket::FetchActors(FetchActorsReply::ActorsDone { total: 2 }),
+    );
+    let e = ServerPacket::decode(7, b"IX").unwrap_err();
+    assert_eq!((e.offset, e.kind), (1, DecodeErrorKind::BadSubCode(b'X')));
+}
+
+fn sample_new_actor(gender: Option<u8>) -> NewActor {
+    NewActor {
+        instance_handle: 0x1234,
+        runtime_id: 7,
+        level: 3,
+        xp: 250,
+        template_id: 2,
+        x: 1.0,
+        y: 2.0,
+        z: 3.0,
+        yaw: 90.0,
+        human: 1,
+        actor_name: "Alice".into(),
+        tag: "".into(),
+        gender,
+        reputation: -5,
+        face: 1,
+        hair: 2,
+        body: 3,
+        beard: 4,
+        speed: 10,
+        speed_max: 10,
+        health: 80,
+        health_max: 100,
+        weapon: 65535,
+        shield: 65535,
+        hat: 65535,
+        chest: 12,
+        home_faction: 0,
+        ratings: vec![100; 100],
+    }
+}
+
+#[test]
+fn new_actor_gender_by_length_and_context() {
+    let with = sample_new_actor(Some(1));
+    let without = sample_new_actor(None);
+    let bw = ServerPacket::NewActor(with.clone()).to_bytes();
+    let bo = ServerPacket::NewActor(without.clone()).to_bytes();
+    assert_eq!(bw.len(), bo.len() + 1);
+    assert_eq!(bo.len(), 1 + 30 + 1 + 6 + 1 + 127);
+    check_server(&bw, ServerPacket::NewActor(with.clone()));
+    check_server(&bo, ServerPacket::NewActor(without));
+    // With a context the template decides; a contradicting length is an error.
+    let gendered = |t: u16| t == 2;
+    let ctx = DecodeCtx {
+        template_has_gender: Some(&gendered),
+        ..DecodeCtx::default()
+    };
+    assert_eq!(
+        ServerPacket::decode_with(11, &bw[1..], &ctx).unwrap(),
+        ServerPacket::NewActor(with)
+    );
+    assert!(ServerPacket::decode_with(11, &bo[1..], &ctx).is_err());
+    // One byte short of either form.
+    let e = ServerPacket::decode(11, &bo[1..bo.len() - 1]).unwrap_err();
+    assert!(matches!(e.kind, DecodeErrorKind::LengthMismatch { .. }));
+}
+
+#[test]
+fn start_game_reply_vectors() {
+    check_server(
+        &unhex("0c 07 00"),
+        ServerPacket::StartGame(StartGameReply::RuntimeId { runtime_id: 7 }),
+    );
+    check_server(b"\x0cN", ServerPacket::StartGame(StartGameReply::Failed));
+    check_server(
+        &unhex("0c 03  06 00 53 48 65 61 6c 21  03 00 49 05 00  00 00"),
+        ServerPacket::StartGame(StartGameReply::ActionBar {
+            first_slot: 3,
+            slots: vec![
+                ActionSlot::Spell("Heal!".into()),
+                ActionSlot::Item(5),
+                ActionSlot::Empty,
+            ],
+        }),
+    );
+    check_server(
+        &unhex("0c 00  02 00 49 01  00 00  00 00"),
+        ServerPacket::StartGame(StartGameReply::ActionBar {
+            first_slot: 0,
+            slots: vec![
+                ActionSlot::Other(HexBytes(vec![0x49, 0x01])),
+                ActionSlot::Empty,
+                ActionSlot::Empty,
+            ],
+        }),
+    );
+    assert!(ServerPacket::decode(12, &[1, 2, 3]).is_err());
+    assert!(ServerPacket::decode(12, b"X").is_err());
+}
+
+#[test]
+fn chat_vectors() {
+    check_client(
+        b"\x10/yell hi",
+        ClientPacket::ChatMessage(ChatMessageC2S {
+            text: "/yell hi".into(),
+        }),
+    );
+    check_server(
+        b"\x10\xfeWelcome",
+        ServerPacket::ChatMessage(ChatMessageS2C::system("Welcome")),
+    );
+    for (b, c) in [
+        (253u8, ChatColour::Red),
+        (252, ChatColour::Magenta),
+        (251, ChatColour::Green),
+    ] {
+        check_server(
+            &[16, b, b'x'],
+            ServerPacket::ChatMessage(ChatMessageS2C {
+                colour: c,
+                text: "x".into(),
+            }),
+        );
+    }
+    check_server(
+        &unhex("10 fa ff e1 64 43 72 69 74"),
+        ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::Rgb(255, 225, 100),
+            text: "Crit".into(),
+        }),
+    );
+    check_server(
+        b"\x10<Bob> hi",
+        ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::Plain,
+            text: "<Bob> hi".into(),
+        }),
+    );
+    check_server(
+        &[16],
+        ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::Plain,
+            text: "".into(),
+        }),
+    );
+    // Latin-1 bytes survive JSON.
+    check_server(
+        &[16, 254, 0xe9, 0x00, 0x80],
+        ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::System,
+            text: RcString(vec![0xe9, 0x00, 0x80]),
+        }),
+    );
+    assert!(ServerPacket::decode(16, &[250, 1]).is_err());
+}
+
+#[test]
+fn small_server_packets_vectors() {
+    check_server(
+        &unhex("11 34 12 00 00 02"),
+        ServerPacket::WeatherChange(WeatherChange {
+            instance_handle: 0x1234,
+            weather: 2,
+        }),
+    );
+    check_server(
+        &unhex("18 55 e8 03 00 00"),
+        ServerPacket::GoldChange(GoldChange::Up { amount: 1000 }),
+    );
+    check_server(
+        &unhex("18 44 05 00 00 00"),
+        ServerPacket::GoldChange(GoldChange::Down { amount: 5 }),
+    );
+    check_server(
+        &unhex("19 07 00 03 42 6f 62 5b 47 4d 5d"),
+        ServerPacket::NameChange(NameChange {
+            runtime_id: 7,
+            actor_name: "Bob".into(),
+            tag: "[GM]".into(),
+        }),
+    );
+    check_server(
+        &unhex("20 4d 64 00 00 00"),
+        ServerPacket::XpUpdate(XpUpdate::Gained { amount: 100 }),
+    );
+    check_server(
+        &unhex("20 42 03"),
+        ServerPacket::XpUpdate(XpUpdate::BarLevel { bar_level: 3 }),
+    );
+    check_server(
+        &unhex("20 55 05 00"),
+        ServerPacket::XpUpdate(XpUpdate::Level { level: 5 }),
+    );
+    check_server(
+        &unhex("20 4c 07 00 05 00"),
+        ServerPacket::XpUpdate(XpUpdate::LevelUp {
+            runtime_id: 7,
+            rest: HexBytes(vec![5, 0]),
+        }),
+    );
+    check_server(
+        &unhex("25 01 00 02 00 03 00 04 00 05 00 01 0a 02 45 31 45 32"),
+        ServerPacket::Projectile(Projectile {
+            source: 1,
+            target: 2,
+            mesh: 3,
+            texture1: 4,
+            texture2: 5,
+            homing: 1,
+            speed: 10,
+            emitter1: "E1".into(),
+            emitter2: "E2".into(),
+        }),
+    );
+    check_server(
+        &unhex("26 03 42 6f 62 03 41 6e 6e"),
+        ServerPacket::PartyUpdate(PartyUpdate {
+            members: vec!["Bob".into(), "Ann".into()],
+        }),
+    );
+    check_server(
+        &unhex("2e 07 00"),
+        ServerPacket::Jump(JumpS2C { runtime_id: 7 }),
+    );
+    check_server(
+        &unhex("30 07 00 f6 ff ff ff ff 00 00"),
+        ServerPacket::FloatingNumber(FloatingNumber {
+            runtime_id: 7,
+            amount: -10,
+            r: 255,
+            g: 0,
+            b: 0,
+        }),
+    );
+    check_server(&[60], ServerPacket::KickedPlayer(KickedPlayer {}));
+    assert!(ServerPacket::decode(60, &[0]).is_err());
+    check_server(
+        &unhex("16 4d 07 00 00 64 00"),
+        ServerPacket::StatUpdate(StatUpdate::Max {
+            runtime_id: 7,
+            attribute: 0,
+            value: 100,
+        }),
+    );
+    check_server(
+        &unhex("16 52 07 00 fb ff"),
+        ServerPacket::StatUpdate(StatUpdate::Reputation {
+            runtime_id: 7,
+            value: -5,
+        }),
+    );
+}
+
+#[test]
+fn reposition_actor_vectors() {
+    check_server(
+        &unhex("31 4d 07 00 00 00 80 3f 00 00 00 40 00 00 40 40 00 01"),
+        ServerPacket::RepositionActor(RepositionActor::Move {
+            runtime_id: 7,
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+            flag1: 0,
+            flag2: 1,
+        }),
+    );
+    check_server(
+        &unhex("31 52 07 00 00 00 b4 42"),
+        ServerPacket::RepositionActor(RepositionActor::Rotate {
+            runtime_id: 7,
+            yaw: 90.0,
+        }),
+    );
+    check_server(
+        &unhex("31 07 00 00 00 80 3f 00 00 00 40 00 00 40 40 00"),
+        ServerPacket::RepositionActor(RepositionActor::SetArea {
+            runtime_id: 7,
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+            flag: 0,
+        }),
+    );
+    check_client(
+        &[49],
+        ClientPacket::RepositionActor(RepositionAck {
+            bytes: HexBytes(vec![]),
+        }),
+    );
+}
+
+#[test]
+fn small_client_packets_vectors() {
+    check_client(
+        &unhex("14 07 00"),
+        ClientPacket::RightClick(RightClick { target: 7 }),
+    );
+    assert!(ClientPacket::decode(20, &[7, 0, 0]).is_err());
+    check_client(&[46], ClientPacket::Jump(JumpC2S {}));
+    check_client(&[47], ClientPacket::Dismount(Dismount {}));
+    check_client(
+        &[9, 1],
+        ClientPacket::ChangeArea(ChangeAreaAck {
+            bytes: HexBytes(vec![1]),
+        }),
+    );
+}
+
+#[test]
+fn raw_for_unknown_ids() {
+    check_server(
+        &[15, 1, 2, 3],
+        ServerPacket::Raw {
+            id: 15,
+            bytes: HexBytes(vec![1, 2, 3]),
+        },
+    );
+    check_client(
+        &[200, 1, 0, 0, 0],
+        ClientPacket::Raw {
+            id: 200,
+            bytes: HexBytes(vec![1, 0, 0, 0]),
+        },
+    );
+    let p = ServerPacket::decode(15, &[]).unwrap();
+    assert_eq!(p.name(), "P_InventoryUpdate");
+    assert_eq!(ServerPacket::decode(99, &[]).unwrap().name(), "Raw");
+}
+
+#[test]
+fn names_and_ids() {
+    let p = ServerPacket::StandardUpdate(StandardUpdateS2C::default());
+    assert_eq!((p.id(), p.name()), (14, "P_StandardUpdate"));
+    assert_eq!(packet_name(22), Some("P_StatUpdate"));
+    assert_eq!(<StatUpdate as Packet>::NAME, "P_StatUpdate");
+}
+
+#[test]
+fn json_shape() {
+    let p = ServerPacket::StatUpdate(StatUpdate::Value {
+        runtime_id: 7,
+        attribute: 0,
+        value: 85,
+    });
+    assert_eq!(
+        p.to_json(),
+        serde_json::json!({"name":"P_StatUpdate","id":22,"sub":"A","runtime_id":7,"attribute":0,"value":85})
+    );
+    // Wrong id is refused; missing id is fine.
+    let bad = serde_json::json!({"name":"P_StatUpdate","id":23,"sub":"A","runtime_id":7,"attribute":0,"value":85});
+    assert!(ServerPacket::from_json(&bad).is_err());
+    let no_id = serde_json::json!({"name":"P_KickedPlayer"});
+    assert_eq!(
+        ServerPacket::from_json(&no_id).unwrap(),
+        ServerPacket::KickedPlayer(KickedPlayer {})
+    );
+    let with_id = serde_json::json!({"name":"P_KickedPlayer","id":60});
+    assert!(ServerPacket::from_json(&with_id).is_ok());
+    let raw = serde_json::json!({"name":"Raw","id":15,"bytes":"0102"});
+    assert_eq!(
+        ServerPacket::from_json(&raw).unwrap().to_bytes(),
+        [15, 1, 2]
+    );
+}
+
+#[test]
+fn non_finite_floats_survive_json() {
+    for bits in [
+        0x7fc0_0000u32,
+        0x7f80_0001,
+        0xffc0_1234,
+        0x7f80_0000,
+        0xff80_0000,
+        0x8000_0000,
+    ] {
+        let p = ServerPacket::StandardUpdate(StandardUpdateS2C {
+            x: f32::from_bits(bits),
+            tail: UpdateTail::FlyY(f32::from_bits(bits)),
+            ..StandardUpdateS2C::default()
+        });
+        let bytes = p.to_bytes();
+        let json = p.to_json();
+        let back = ServerPacket::from_json(&json).unwrap();
+        assert_eq!(back.to_bytes(), bytes, "{bits:#x}: {json}");
+    }
+}
+
+#[test]
+fn frame_decoder_stream_vector() {
+    let mut stream = Vec::new();
+    frame::write_frame(&mut stream, 2, b"abc").unwrap();
+    frame::write_frame(&mut stream, 60, b"").unwrap();
+    let mut d = FrameDecoder::new();
+    let mut got = Vec::new();
+    for b in &stream {
+        d.push(std::slice::from_ref(b));
+        while let Some(f) = d.next_frame().unwrap() {
+            got.push(f.to_owned_frame());
+        }
+    }
+    d.finish().unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!((got[0].ty, &got[0].payload[..]), (2, &b"abc"[..]));
+    assert_eq!((got[1].ty, got[1].payload.len()), (60, 0));
+}
+
+#[test]
+fn encode_frame_and_from() {
+    let p: ServerPacket = StatUpdate::Value {
+        runtime_id: 7,
+        attribute: 0,
+        value: 85,
+    }
+    .into();
+    let mut out = Vec::new();
+    p.encode_frame(&mut out).unwrap();
+    assert_eq!(out, unhex("07 00 16 41 07 00 00 55 00"));
+    let mut d = FrameDecoder::new();
+    d.push(&out);
+    let f = d.next_frame().unwrap().unwrap();
+    assert_eq!(ServerPacket::decode(f.ty, f.payload).unwrap(), p);
+    let c: ClientPacket = AttackActorC2S { target: 7 }.into();
+    let mut out = Vec::new();
+    c.encode_frame(&mut out).unwrap();
+    assert_eq!(out, unhex("03 00 12 07 00"));
+}
