@@ -1,1 +1,0 @@
-//! Placeholder for `content`; filled in by its own change.
