@@ -1,0 +1,155 @@
+//! Black-box tests of the `rcwire` binary: decode, encode back, frames, and malformed input
+//! (exit code 2 and exactly one line naming the problem and the byte offset).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+fn rcwire(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rcwire"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rcwire runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "rcwire failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn assert_fails_with_one_line(out: &Output, needle: &str) {
+    assert_eq!(out.status.code(), Some(2), "exit code 2 on malformed input");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    assert!(err.contains(needle), "{err:?} should mention {needle:?}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Decodes `hex`, checks it is the named packet, encodes the JSON back and expects `hex`.
+fn round_trip(dir: &str, hex: &str, name: &str) -> serde_json::Value {
+    let decoded = rcwire(&["decode", "--dir", dir, hex], None);
+    let v = json(&decoded);
+    assert_eq!(v["name"], name);
+    let encoded = rcwire(&["encode"], Some(&v.to_string()));
+    assert!(encoded.status.success());
+    assert_eq!(String::from_utf8_lossy(&encoded.stdout).trim(), hex);
+    v
+}
+
+#[test]
+fn standard_update_c2s_golden() {
+    let v = round_trip(
+        "c2s",
+        "0e0000204100 00b0c000000040000010410000a0c00100".replace(' ', "").as_str(),
+        "P_StandardUpdate",
+    );
+    assert_eq!(v["id"], 14);
+    assert_eq!(v["dest_x"], 10.0);
+    assert_eq!(v["dest_z"], -5.5);
+    assert_eq!(v["y"], 2.0);
+    assert_eq!(v["x"], 9.0);
+    assert_eq!(v["z"], -5.0);
+    assert_eq!(v["is_running"], 1);
+    assert_eq!(v["walking_backward"], 0);
+}
+
+#[test]
+fn change_area_golden() {
+    let v = round_trip(
+        "s2c",
+        "09cdcc52c233335340cdccb0420000b0c1012c0134120000000650 6c61696e73"
+            .replace(' ', "")
+            .as_str(),
+        "P_ChangeArea",
+    );
+    assert_eq!(v["area"], "Plains");
+    assert_eq!(v["gravity"], 300);
+    assert_eq!(v["instance_handle"], 0x1234);
+}
+
+#[test]
+fn attack_and_stat_golden() {
+    round_trip("c2s", "120700", "P_AttackActor");
+    round_trip("s2c", "124807000d0001", "P_AttackActor");
+    round_trip("s2c", "124f03000700", "P_AttackActor");
+    round_trip("s2c", "16410700005500", "P_StatUpdate");
+    round_trip("s2c", "1307000300", "P_ActorDead");
+    round_trip("s2c", "0d0700", "P_ActorGone");
+}
+
+#[test]
+fn unknown_id_is_raw_and_round_trips() {
+    let v = round_trip("c2s", "63010203", "Raw");
+    assert_eq!(v["id"], 99);
+}
+
+#[test]
+fn malformed_hex_exits_2_with_the_offset() {
+    assert_fails_with_one_line(&rcwire(&["decode", "--dir", "c2s", "0e0g"], None), "offset 1");
+    assert_fails_with_one_line(&rcwire(&["decode", "--dir", "c2s", "0e0"], None), "offset 1");
+}
+
+#[test]
+fn truncated_packet_exits_2_with_the_offset() {
+    let out = rcwire(&["decode", "--dir", "c2s", "0e000020"], None);
+    assert_fails_with_one_line(&out, "byte");
+}
+
+#[test]
+fn bad_json_exits_2() {
+    assert_fails_with_one_line(&rcwire(&["encode", "--dir", "s2c"], Some("{")), "JSON");
+    assert_fails_with_one_line(
+        &rcwire(&["encode"], Some(r#"{"name":"P_AttackActor"}"#)),
+        "--dir",
+    );
+    assert_fails_with_one_line(
+        &rcwire(&["encode", "--dir", "s2c"], Some(r#"{"name":"P_Nope"}"#)),
+        "server packet",
+    );
+}
+
+#[test]
+fn frames_splits_a_stream_and_a_datagram() {
+    let out = rcwire(&["frames", "--dir", "s2c", "05001307000300", "03000d0700"], None);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["name"], "P_ActorDead");
+    assert_eq!(lines[1]["name"], "P_ActorGone");
+    assert_eq!(lines[1]["frame_offset"], 7);
+
+    let update = "17000e0000204100 00b0c000000040000010410000a0c00100".replace(' ', "");
+    let two = format!("{update}{update}");
+    let out = rcwire(&["frames", "--dir", "c2s", "--datagram", &two], None);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+
+    // One byte short: the whole datagram is rejected.
+    let cut = &two[..two.len() - 2];
+    assert_fails_with_one_line(
+        &rcwire(&["frames", "--dir", "c2s", "--datagram", cut], None),
+        "offset",
+    );
+    // A stream that ends inside a frame.
+    assert_fails_with_one_line(&rcwire(&["frames", "--dir", "s2c", "05001307"], None), "stream");
+}
