@@ -79,7 +79,8 @@ impl<'a> Reader<'a> {
     }
 
     fn u8(&mut self, what: &str) -> Step<u8> {
-        Ok(self.arr::<1>(what)?[0])
+        let [b] = self.arr::<1>(what)?;
+        Ok(b)
     }
 
     fn bool(&mut self, what: &str) -> Step<bool> {
