@@ -5,9 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{DecodeCtx, Packet, bad_sub, ids};
-use crate::wire::{
-    DecodeError, RcString, Reader, WireWrite, deobfuscate_email, obfuscate_email,
-};
+use crate::wire::{DecodeError, RcString, Reader, WireWrite, deobfuscate_email, obfuscate_email};
 
 /// `creds`: `u8 len, user, u8 len, password` where the password is the lowercase 32-hex
 /// MD5 of what the player typed (see [`crate::wire::md5_hex`]).

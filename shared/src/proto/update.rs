@@ -341,10 +341,18 @@ impl StandardUpdateS2C {
         tail: UpdateTail,
     ) {
         let (t, n) = tail.bytes();
-        let len = (1 + STANDARD_UPDATE_LEN + n) as u8;
-        out.extend_from_slice(&[len, 0, ids::P_STANDARD_UPDATE]);
-        out.extend_from_slice(body);
-        out.extend_from_slice(t.get(..n).unwrap_or(&[]));
+        // One stack buffer and a single copy into `out`.
+        let mut f = [0u8; 3 + STANDARD_UPDATE_LEN + 4];
+        let (head, rest) = f.split_at_mut(3);
+        head.copy_from_slice(&[
+            (1 + STANDARD_UPDATE_LEN + n) as u8,
+            0,
+            ids::P_STANDARD_UPDATE,
+        ]);
+        let (b, tl) = rest.split_at_mut(STANDARD_UPDATE_LEN);
+        b.copy_from_slice(body);
+        tl.copy_from_slice(&t);
+        out.extend_from_slice(f.get(..3 + STANDARD_UPDATE_LEN + n).unwrap_or(&f));
     }
 }
 

@@ -1,0 +1,125 @@
+//! Criterion benchmarks for the wire codec hot path: `P_StandardUpdate` in both
+//! directions, and a full per-recipient datagram batch (50 updates into 1200-byte
+//! datagrams).
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use shared::frame::{Batcher, split_datagram};
+use shared::proto::{ClientPacket, ServerPacket, StandardUpdateC2S, StandardUpdateS2C, UpdateTail};
+
+fn c2s() -> StandardUpdateC2S {
+    StandardUpdateC2S {
+        dest_x: 10.0,
+        dest_z: -5.5,
+        y: 2.0,
+        x: 9.0,
+        z: -5.0,
+        is_running: 1,
+        walking_backward: 0,
+    }
+}
+
+fn s2c(i: u16) -> StandardUpdateS2C {
+    StandardUpdateS2C {
+        runtime_id: i,
+        x: 9.0 + f32::from(i),
+        z: -5.0,
+        is_running: 1,
+        walking_backward: 0,
+        dest_x: 10.0,
+        dest_z: -5.5,
+        mount: 0,
+        tail: UpdateTail::None,
+    }
+}
+
+fn standard_update(c: &mut Criterion) {
+    let mut g = c.benchmark_group("P_StandardUpdate");
+    g.throughput(Throughput::Elements(1));
+
+    let payload = c2s().to_payload();
+    g.bench_function("c2s decode_fast", |b| {
+        b.iter(|| StandardUpdateC2S::decode_fast(black_box(&payload)))
+    });
+    g.bench_function("c2s decode via ClientPacket", |b| {
+        b.iter(|| ClientPacket::decode(14, black_box(&payload)))
+    });
+    let u = c2s();
+    g.bench_function("c2s encode frame", |b| {
+        let mut out = Vec::with_capacity(64);
+        b.iter(|| {
+            out.clear();
+            black_box(&u).write_frame(&mut out);
+            black_box(out.len())
+        })
+    });
+
+    let s = s2c(7);
+    g.bench_function("s2c body", |b| b.iter(|| black_box(&s).body()));
+    let body = s.body();
+    g.bench_function("s2c push_update into batch (per update)", |b| {
+        let mut batch = Batcher::new(1200);
+        let mut n = 0u32;
+        b.iter(|| {
+            n += 1;
+            if n.is_multiple_of(50) {
+                batch.clear();
+            }
+            batch
+                .push_update(black_box(&body), UpdateTail::Energy(100))
+                .map(|()| batch.len())
+        })
+    });
+    let mut framed = Vec::new();
+    ServerPacket::StandardUpdate(s).encode(&mut framed);
+    let s_payload = framed.get(1..).unwrap_or(&[]).to_vec();
+    g.bench_function("s2c decode_fast", |b| {
+        b.iter(|| StandardUpdateS2C::decode_fast(black_box(&s_payload)))
+    });
+    g.bench_function("s2c decode via ServerPacket", |b| {
+        b.iter(|| ServerPacket::decode(14, black_box(&s_payload)))
+    });
+    g.finish();
+}
+
+fn batch(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batch");
+    let updates: Vec<StandardUpdateS2C> = (1..=50).map(s2c).collect();
+    g.throughput(Throughput::Elements(updates.len() as u64));
+    g.bench_function("50 updates -> 1200 B datagrams (body + push)", |b| {
+        let mut batch = Batcher::new(1200);
+        b.iter(|| {
+            batch.clear();
+            for u in &updates {
+                let body = black_box(u).body();
+                let _ = batch.push_update(&body, u.tail);
+            }
+            batch.len()
+        })
+    });
+    let mut batch_out = Batcher::new(1200);
+    for u in &updates {
+        let _ = batch_out.push_update(&u.body(), UpdateTail::None);
+    }
+    let datagrams: Vec<Vec<u8>> = batch_out.datagrams().map(<[u8]>::to_vec).collect();
+    g.bench_function("split + decode 50 updates", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            for d in &datagrams {
+                if let Ok(frames) = split_datagram(black_box(d), Some(14)) {
+                    for f in frames {
+                        if StandardUpdateS2C::decode_fast(f.payload).is_ok() {
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, standard_update, batch);
+criterion_main!(benches);
