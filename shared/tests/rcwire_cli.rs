@@ -57,7 +57,9 @@ fn round_trip(dir: &str, hex: &str, name: &str) -> serde_json::Value {
 fn standard_update_c2s_golden() {
     let v = round_trip(
         "c2s",
-        "0e0000204100 00b0c000000040000010410000a0c00100".replace(' ', "").as_str(),
+        "0e0000204100 00b0c000000040000010410000a0c00100"
+            .replace(' ', "")
+            .as_str(),
         "P_StandardUpdate",
     );
     assert_eq!(v["id"], 14);
@@ -102,8 +104,14 @@ fn unknown_id_is_raw_and_round_trips() {
 
 #[test]
 fn malformed_hex_exits_2_with_the_offset() {
-    assert_fails_with_one_line(&rcwire(&["decode", "--dir", "c2s", "0e0g"], None), "offset 1");
-    assert_fails_with_one_line(&rcwire(&["decode", "--dir", "c2s", "0e0"], None), "offset 1");
+    assert_fails_with_one_line(
+        &rcwire(&["decode", "--dir", "c2s", "0e0g"], None),
+        "offset 1",
+    );
+    assert_fails_with_one_line(
+        &rcwire(&["decode", "--dir", "c2s", "0e0"], None),
+        "offset 1",
+    );
 }
 
 #[test]
@@ -127,7 +135,10 @@ fn bad_json_exits_2() {
 
 #[test]
 fn frames_splits_a_stream_and_a_datagram() {
-    let out = rcwire(&["frames", "--dir", "s2c", "05001307000300", "03000d0700"], None);
+    let out = rcwire(
+        &["frames", "--dir", "s2c", "05001307000300", "03000d0700"],
+        None,
+    );
     assert!(out.status.success());
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -151,5 +162,8 @@ fn frames_splits_a_stream_and_a_datagram() {
         "offset",
     );
     // A stream that ends inside a frame.
-    assert_fails_with_one_line(&rcwire(&["frames", "--dir", "s2c", "05001307"], None), "stream");
+    assert_fails_with_one_line(
+        &rcwire(&["frames", "--dir", "s2c", "05001307"], None),
+        "stream",
+    );
 }
