@@ -1,5 +1,64 @@
-//! The `zone-node` binary.
+//! The `zone-node` binary: `bench` runs one headless `ZoneSim`.
 
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!("zone-node: the cluster runtime is not built yet (see issue 4)")
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// A zone node of the Realm Crafter cluster.
+#[derive(Parser, Debug)]
+#[command(name = "zone-node", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one ZoneSim headless on a generated world and print one JSON object.
+    Bench {
+        /// Total actors (players + NPCs).
+        #[arg(long, default_value_t = 10_000)]
+        actors: u32,
+        /// Players among them.
+        #[arg(long, default_value_t = 1_000)]
+        players: u32,
+        /// Timed ticks (33 ms of game time each).
+        #[arg(long, default_value_t = 600)]
+        ticks: u32,
+        /// Untimed warm-up ticks.
+        #[arg(long, default_value_t = 60)]
+        warmup: u32,
+        /// Actors per km² (625 = 10,000 on 4 km × 4 km).
+        #[arg(long, default_value_t = 625.0)]
+        density: f32,
+        /// RNG seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Bench {
+            actors,
+            players,
+            ticks,
+            warmup,
+            density,
+            seed,
+        }) => {
+            let args = zone_node::bench::BenchArgs {
+                actors,
+                players,
+                ticks,
+                warmup,
+                density,
+                seed,
+            };
+            let report = zone_node::bench::run(&args);
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(())
+        }
+        None => anyhow::bail!("zone-node: joining a cluster arrives with issue 4; try `zone-node bench`"),
+    }
 }

@@ -1,0 +1,112 @@
+//! Chat-derived actions that reach the zone (reference §4.7). `/setattribute`,
+//! `/setattributemax` (stats.rs), `/pet` (pets.rs), `/invite`, `/accept`, `/leave`
+//! (party.rs) and `/warp` (setarea.rs) arrive as their own `PlayerAction`s; this module
+//! handles plain zone chat and the `Command` words the zone owns:
+//!
+//! * `ME text` → `252 "* Name text"` to the instance;
+//! * `P text` → `251 "<PARTY> <Name> text"` to the party members **in this instance**;
+//! * DM only: `XP n` (`GiveXP`), `GOLD n` (`P_GoldChange "U"/"D"`), `WEATHER name`
+//!   (lasts `Rand(2500, 10000)` visits, see weather.rs);
+//! * anything else → the `In-game Commands` hook, else a red "Unknown command".
+//!
+//! Cross-zone chat (`YELL`, `PM`, `G`, `GM`, `ALLPLAYERS`, and the cross-zone half of `P`)
+//! is the gateway's: it should intercept those words before they reach a zone. If one
+//! does reach the zone it falls through to the hook like any unknown word.
+
+use super::events::Rejection;
+use super::packets::{self, CHAT_GREEN, CHAT_MAGENTA, CHAT_RED, P_CHAT_MESSAGE};
+use super::state::{ActorId, ZoneState};
+
+/// Longest chat text relayed (bytes).
+pub const MAX_CHAT: usize = 255;
+
+fn clip(text: &str) -> &str {
+    if text.len() <= MAX_CHAT {
+        return text;
+    }
+    let mut end = MAX_CHAT;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or("")
+}
+
+/// Zone chat `"<Name> text"` to the players of the instance.
+pub(crate) fn chat(st: &mut ZoneState, actor: ActorId, text: &str) {
+    let Some(name) = st.get(actor).map(|a| a.name.clone()) else {
+        return;
+    };
+    let text = clip(text);
+    let mut payload = Vec::with_capacity(name.len() + text.len() + 3);
+    payload.push(b'<');
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(b"> ");
+    payload.extend_from_slice(text.as_bytes());
+    st.send_zone(P_CHAT_MESSAGE, &payload, None);
+}
+
+/// Any other command: the zone's words, else the `In-game Commands` hook.
+pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &str) {
+    let Some(a) = st.get(actor) else { return };
+    let (player, is_dm, name) = (a.player, a.is_dm, a.name.clone());
+    let params = clip(params.trim());
+    let dm_only = matches!(word, "XP" | "GOLD" | "WEATHER");
+    if dm_only && !is_dm {
+        st.reject(player, Rejection::NotPermitted);
+        return;
+    }
+    match word {
+        "ME" => {
+            let mut p = vec![CHAT_MAGENTA];
+            p.extend_from_slice(format!("* {name} {params}").as_bytes());
+            st.send_zone(P_CHAT_MESSAGE, &p, None);
+        }
+        "P" => {
+            let Some(pid) = st.get(actor).and_then(|a| a.party) else {
+                packets::send_chat(st, actor, CHAT_RED, "You are not in a party");
+                return;
+            };
+            let text = format!("<PARTY> <{name}> {params}");
+            for m in super::party::local_members(st, pid) {
+                packets::send_chat(st, m, CHAT_GREEN, &text);
+            }
+        }
+        "XP" => match params.parse::<u32>() {
+            Ok(n) => super::kill::give_xp(st, actor, n, false),
+            Err(_) => st.reject(player, Rejection::Invalid),
+        },
+        "GOLD" => match params.parse::<i32>() {
+            Ok(n) => {
+                let Some(a) = st.get_mut(actor) else { return };
+                a.gold = a.gold.saturating_add(n);
+                let code = if n < 0 { b'D' } else { b'U' };
+                let v = n.unsigned_abs().to_le_bytes();
+                st.send_to(
+                    actor,
+                    packets::P_GOLD_CHANGE,
+                    &[code, v[0], v[1], v[2], v[3]],
+                );
+            }
+            Err(_) => st.reject(player, Rejection::Invalid),
+        },
+        "WEATHER" => {
+            let w = super::weather::NAMES
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(params))
+                .and_then(|i| u8::try_from(i).ok());
+            match w {
+                Some(w) => {
+                    let d = super::weather::roll_duration(st);
+                    super::weather::set_weather(st, w, d);
+                }
+                None => st.reject(player, Rejection::Invalid),
+            }
+        }
+        _ => {
+            let hooks = st.hooks.clone();
+            if !hooks.on_command(st, actor, word, params) {
+                packets::send_chat(st, actor, CHAT_RED, "Unknown command");
+            }
+        }
+    }
+}

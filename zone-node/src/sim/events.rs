@@ -1,0 +1,595 @@
+//! The closed input and output enums of [`ZoneSim::tick`](super::ZoneSim::tick), and the
+//! serialisable actor state that travels with transfers and snapshots.
+//!
+//! Everything a zone can be told is a [`ZoneInput`]; everything it can say is a
+//! [`ZoneOutput`] (plus the datagram batch and the statistics in [`TickOutput`]). The
+//! shell (actor, bench, harness) never reaches into the state: it pushes inputs and routes
+//! outputs. The shapes that cross nodes ([`ActorState`], [`TransferOut`],
+//! [`CharacterSnapshot`]) derive serde so the cluster layer can send them with rmp-serde.
+
+use serde::{Deserialize, Serialize};
+
+/// A player's session key, assigned by the gateway (Realm Crafter's RNID, which is `>0`
+/// for a player). NPCs have none (RNID `-1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PlayerKey(pub u64);
+
+/// A Realm Crafter RuntimeID: the u16 every packet names an actor by. `0` is never
+/// allocated, because a mount RID of 0 means "no mount" on the wire.
+pub type RuntimeId = u16;
+
+/// Identifies one cross-instance transfer (SetArea to another AreaInstance).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TransferId(pub u64);
+
+/// Number of attribute slots (`Attributes\Value[40]`).
+pub const ATTRIBUTE_COUNT: usize = 40;
+/// Number of resistances (one per damage type).
+pub const RESISTANCE_COUNT: usize = 20;
+/// Number of faction ratings.
+pub const FACTION_COUNT: usize = 100;
+/// Inventory slots `0..=45`.
+pub const INVENTORY_SLOTS: usize = 46;
+/// Memorised spell slots; 5000 means empty.
+pub const MEMORISED_SLOTS: usize = 10;
+/// The "empty" memorised slot marker.
+pub const MEMORISED_EMPTY: u16 = 5000;
+
+/// One inventory slot's content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InvSlot {
+    /// Item template id.
+    pub item: u16,
+    /// Per-instance attribute modifiers (40 entries, may be shorter when loaded).
+    pub attributes: Vec<i32>,
+    /// Item health 0..=100.
+    pub health: u8,
+    /// Stack size (>= 1).
+    pub amount: u16,
+}
+
+/// A spell the actor knows, with its level and remaining recharge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownSpell {
+    /// Spell id.
+    pub id: u16,
+    /// Ability level.
+    pub level: u16,
+    /// Remaining recharge in milliseconds (`SpellCharge`); `<= 0` means ready.
+    pub charge_ms: i32,
+}
+
+/// The whole persistent state of one actor instance: what a save file stores, what a
+/// transfer carries, what the gateway persists. A player carries its pets and its mount.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct ActorState {
+    /// Actor template id (`Actors.dat`).
+    pub template: u16,
+    /// Character name.
+    pub name: String,
+    /// Tag shown under the name.
+    pub tag: String,
+    /// Area name (`Area$`).
+    pub area: String,
+    /// Area instance number.
+    pub instance: u16,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Facing.
+    pub yaw: f32,
+    /// Gender byte.
+    pub gender: u8,
+    /// Appearance.
+    pub face: u16,
+    /// Appearance.
+    pub hair: u16,
+    /// Appearance.
+    pub beard: u16,
+    /// Appearance.
+    pub body: u16,
+    /// Level.
+    pub level: u16,
+    /// Experience.
+    pub xp: u32,
+    /// XP bar level.
+    pub xp_bar: u8,
+    /// Gold.
+    pub gold: i32,
+    /// Reputation (signed 16-bit on the wire).
+    pub reputation: i32,
+    /// Guild (`TeamID`).
+    pub team: i32,
+    /// Home faction 0..=99.
+    pub home_faction: u8,
+    /// Faction ratings, 100 bytes, 100 = neutral.
+    pub ratings: Vec<u8>,
+    /// Attribute values (40).
+    pub attributes: Vec<i32>,
+    /// Attribute maxima (40).
+    pub attribute_max: Vec<i32>,
+    /// Resistances (20), 100 = neutral.
+    pub resistances: Vec<i32>,
+    /// Inventory slots (46).
+    pub inventory: Vec<Option<InvSlot>>,
+    /// Known spells.
+    pub known_spells: Vec<KnownSpell>,
+    /// Memorised spell slots (10); 5000 = empty.
+    pub memorised: Vec<u16>,
+    /// `ScriptGlobals$[10]`.
+    pub script_globals: Vec<String>,
+    /// Quest log `(name, status)`.
+    pub quests: Vec<(String, String)>,
+    /// Action bar (36 slots).
+    pub action_bar: Vec<String>,
+    /// Right-click script.
+    pub script: String,
+    /// Death script.
+    pub death_script: String,
+    /// The RuntimeID the actor had. Players keep it across SetArea; NPCs (pets, mounts)
+    /// get a fresh one in the destination instance.
+    pub rid: RuntimeId,
+    /// AI mode of a pet or mount (`AIMode`), so a waiting pet keeps waiting.
+    pub ai_mode: u8,
+    /// Pets (slaves), recursively.
+    pub pets: Vec<ActorState>,
+    /// The mount this actor rides, if any.
+    pub mount: Option<Box<ActorState>>,
+}
+
+/// Where an arriving actor is placed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Arrival {
+    /// At the position stored in the state.
+    Saved,
+    /// At an explicit position.
+    Position {
+        /// X.
+        x: f32,
+        /// Y.
+        y: f32,
+        /// Z.
+        z: f32,
+    },
+    /// At a waypoint index (yaw 0).
+    Waypoint(u16),
+    /// At a portal by index (position and yaw of the portal).
+    Portal(u16),
+    /// At the portal with this name (case-insensitive); portal 0 when absent.
+    PortalNamed(String),
+}
+
+/// A decoded C→S `P_StandardUpdate` (14), before any validation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StandardUpdateIn {
+    /// DestX.
+    pub dest_x: f32,
+    /// DestZ.
+    pub dest_z: f32,
+    /// Y.
+    pub y: f32,
+    /// X.
+    pub x: f32,
+    /// Z.
+    pub z: f32,
+    /// IsRunning byte.
+    pub is_running: bool,
+    /// WalkingBackward byte.
+    pub walking_backward: bool,
+}
+
+/// A pet command (`/pet name|ALL,cmd[,args]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PetCommand {
+    /// WAIT / STAY.
+    Wait,
+    /// FOLLOW / COME.
+    Follow,
+    /// ATTACK: the leader's target.
+    Attack,
+    /// NAME x.
+    Name(String),
+}
+
+/// One thing a player in the zone did, decoded by the shell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayerAction {
+    /// `P_StandardUpdate` (14).
+    StandardUpdate(StandardUpdateIn),
+    /// `P_AttackActor` (18) on a target RID.
+    Attack {
+        /// Target.
+        target: RuntimeId,
+    },
+    /// `P_RightClick` (20): run the target's script or mount it.
+    RightClick {
+        /// Target.
+        target: RuntimeId,
+    },
+    /// `P_Dismount` (47).
+    Dismount,
+    /// `P_Jump` (46).
+    Jump,
+    /// Zone chat (a `P_ChatMessage` that is not a command).
+    Chat {
+        /// The text.
+        text: String,
+    },
+    /// `/setattribute name,value` (DM).
+    SetAttribute {
+        /// Attribute name (case-insensitive).
+        name: String,
+        /// New value.
+        value: i32,
+    },
+    /// `/setattributemax name,value` (DM).
+    SetAttributeMax {
+        /// Attribute name (case-insensitive).
+        name: String,
+        /// New maximum.
+        value: i32,
+    },
+    /// `/pet name|ALL,cmd`.
+    Pet {
+        /// Pet name, or `None` for ALL.
+        pet: Option<String>,
+        /// The command.
+        command: PetCommand,
+    },
+    /// `/invite name`.
+    PartyInvite {
+        /// Invitee's name.
+        name: String,
+    },
+    /// `/accept`.
+    PartyAccept,
+    /// `/leave`.
+    PartyLeave,
+    /// `/warp area[,inst]` (DM).
+    Warp {
+        /// Area name.
+        area: String,
+        /// Instance.
+        instance: u16,
+    },
+    /// Any other chat command, for the script hooks (`In-game Commands`).
+    Command {
+        /// Upper-cased command word.
+        word: String,
+        /// Parameters, the trimmed rest.
+        params: String,
+    },
+}
+
+/// Everything a zone can be told. Inputs are applied in order at the start of a tick.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ZoneInput {
+    /// A player enters the game in this instance with its full character state.
+    PlayerJoined {
+        /// Session key.
+        player: PlayerKey,
+        /// The player's cluster-wide RuntimeID, assigned by the gateway at login.
+        rid: RuntimeId,
+        /// Whether the account is a DM.
+        is_dm: bool,
+        /// The character.
+        state: Box<ActorState>,
+        /// Where to place it.
+        arrival: Arrival,
+    },
+    /// The player disconnected (Realm Crafter 201 `PlayerHasLeft`).
+    PlayerLeft {
+        /// Session key.
+        player: PlayerKey,
+    },
+    /// A player's packet-derived action.
+    Player {
+        /// Session key.
+        player: PlayerKey,
+        /// What it did.
+        action: PlayerAction,
+    },
+    /// An actor arriving from another AreaInstance.
+    TransferIn {
+        /// The transfer id (duplicates are refused).
+        transfer_id: TransferId,
+        /// The player's session, `None` for an NPC.
+        player: Option<PlayerKey>,
+        /// Whether the account is a DM.
+        is_dm: bool,
+        /// The actor with its mount and pets.
+        state: Box<ActorState>,
+        /// Where to place it.
+        arrival: Arrival,
+    },
+    /// The destination accepted a transfer: the actor is gone for good.
+    TransferAck {
+        /// Which transfer.
+        transfer_id: TransferId,
+    },
+    /// The destination refused a transfer: the actor is restored here.
+    TransferNack {
+        /// Which transfer.
+        transfer_id: TransferId,
+        /// Why, told to the player in chat.
+        reason: String,
+    },
+}
+
+/// Why the sim asks for a snapshot to be persisted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SnapshotReason {
+    /// The player left the game.
+    Logout,
+    /// The player left this instance (transfer acknowledged).
+    Transfer,
+    /// Periodic save.
+    Periodic,
+}
+
+/// A character to persist.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CharacterSnapshot {
+    /// Whose.
+    pub player: PlayerKey,
+    /// Why.
+    pub reason: SnapshotReason,
+    /// The state.
+    pub state: ActorState,
+}
+
+/// A SetArea to another AreaInstance: the destination must insert the actor and answer
+/// with `TransferAck` or `TransferNack` (as a [`ZoneInput`] to this zone).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransferOut {
+    /// The transfer id, unique per zone (instance-tagged by the shell).
+    pub transfer_id: TransferId,
+    /// The player's session, `None` for an NPC.
+    pub player: Option<PlayerKey>,
+    /// Whether the account is a DM.
+    pub is_dm: bool,
+    /// Destination area name.
+    pub area: String,
+    /// Destination instance.
+    pub instance: u16,
+    /// Destination placement.
+    pub arrival: ArrivalWire,
+    /// The whole actor state with its mount and pets.
+    pub state: ActorState,
+}
+
+/// A serialisable copy of [`Arrival`] (kept separate so `Arrival` may grow non-serde data).
+pub type ArrivalWire = Arrival;
+
+/// Why an input was refused. Each is counted in [`Counters`]; none stops the zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Rejection {
+    /// The player key is not in this zone.
+    UnknownPlayer,
+    /// A join for a player already in the zone, or a RID in use / outside the player range.
+    BadJoin,
+    /// A duplicate transfer id.
+    DuplicateTransfer,
+    /// A transfer ack/nack for an unknown id.
+    UnknownTransfer,
+    /// An update while `IgnoreUpdate` is set.
+    IgnoredUpdate,
+    /// An update for a mount with a rider.
+    RiddenMount,
+    /// A float that `ClampWorldCoord` zeroed.
+    ClampedCoord,
+    /// A position rejected by the speed clamp.
+    SpeedClamp,
+    /// Running while walking backward.
+    RunningBackward,
+    /// An unknown attribute name.
+    UnknownAttribute,
+    /// A DM-only command from a non-DM.
+    NotPermitted,
+    /// A target RID that does not exist here.
+    UnknownTarget,
+    /// Any other invalid request (range, state).
+    Invalid,
+}
+
+/// Counters for one tick (all reset each tick).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Inputs processed.
+    pub inputs: u32,
+    /// Rejections by kind (index = `Rejection as usize`).
+    pub rejections: [u32; 13],
+    /// Actors in the zone.
+    pub actors: u32,
+    /// Online players in the zone.
+    pub players: u32,
+    /// Actor updates written into datagrams this tick.
+    pub updates_sent: u32,
+    /// Datagram bytes produced this tick.
+    pub datagram_bytes: u64,
+    /// Datagrams produced this tick.
+    pub datagrams: u32,
+    /// Reliable bytes produced this tick.
+    pub reliable_bytes: u64,
+    /// Whether this tick broadcast positions.
+    pub broadcast: bool,
+    /// Recipients that got the mid band this tick.
+    pub mid_band: u32,
+    /// Kills processed after the actor loop.
+    pub kills: u32,
+}
+
+impl Counters {
+    /// Total rejections.
+    pub fn total_rejections(&self) -> u32 {
+        self.rejections.iter().sum()
+    }
+    /// Rejections of one kind.
+    pub fn rejected(&self, r: Rejection) -> u32 {
+        self.rejections.get(r as usize).copied().unwrap_or(0)
+    }
+}
+
+/// The phases of a tick, in order; index into [`TickStats::phase_ns`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Inputs (joins, leaves, packets, transfers).
+    Ingest = 0,
+    /// Actor effects and transfer timeouts.
+    Housekeeping = 1,
+    /// The actor loop: recharge, movement, water, AI.
+    Actors = 2,
+    /// Deferred kills.
+    Kills = 3,
+    /// Round-robin visit: weather, spawns, portals, triggers.
+    Visit = 4,
+    /// Position broadcast.
+    Broadcast = 5,
+    /// Output assembly.
+    Flush = 6,
+}
+
+/// Names of [`Phase`]s, for reports.
+pub const PHASE_NAMES: [&str; 7] = [
+    "ingest",
+    "housekeeping",
+    "actors",
+    "kills",
+    "visit",
+    "broadcast",
+    "flush",
+];
+
+/// Per-tick statistics: phase durations from the injected clock, and counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TickStats {
+    /// The tick's `now_ms`.
+    pub now_ms: u64,
+    /// Nanoseconds spent per phase (0 with the no-op clock).
+    pub phase_ns: [u64; 7],
+    /// Counters.
+    pub counters: Counters,
+}
+
+/// Everything a zone can say, besides position datagrams.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ZoneOutput {
+    /// Reliable packets for one player: one or more `[len u16][type u8][payload]` frames,
+    /// in order.
+    Reliable {
+        /// Recipient.
+        player: PlayerKey,
+        /// Framed bytes.
+        bytes: Vec<u8>,
+    },
+    /// SetArea to another AreaInstance: route to the destination.
+    TransferOut(Box<TransferOut>),
+    /// A character to persist.
+    Persist(Box<CharacterSnapshot>),
+    /// The player is no longer hosted here (left, or transfer acknowledged).
+    PlayerRemoved {
+        /// Who.
+        player: PlayerKey,
+    },
+    /// A transfer into this zone succeeded: answer the source with `TransferAck`.
+    AckTransfer {
+        /// Which.
+        transfer_id: TransferId,
+    },
+    /// A transfer into this zone was refused: answer the source with `TransferNack`.
+    NackTransfer {
+        /// Which.
+        transfer_id: TransferId,
+        /// Why.
+        reason: String,
+    },
+    /// An input was refused (also counted).
+    Rejected {
+        /// Whose input, if a player's.
+        player: Option<PlayerKey>,
+        /// Why.
+        reason: Rejection,
+    },
+}
+
+/// One datagram in [`DatagramBatch`]: a run of segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatagramRef {
+    /// Recipient.
+    pub player: PlayerKey,
+    /// First segment index in [`DatagramBatch::segments`].
+    pub first: u32,
+    /// End segment index (exclusive).
+    pub end: u32,
+    /// Total bytes.
+    pub len: u32,
+}
+
+/// All position datagrams of a tick, zero-copy: every visible actor's `P_StandardUpdate`
+/// frame is encoded once into [`DatagramBatch::frames`] (followed by each recipient's own
+/// frame with its tail), and a datagram is a list of byte ranges of that buffer. The IO
+/// shell gathers a datagram into its send buffer with [`DatagramBatch::write`], the one
+/// copy the transport needs anyway. Each datagram is at most the configured byte budget
+/// and never splits a frame. Reused from tick to tick.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatagramBatch {
+    /// Encoded frames.
+    pub frames: Vec<u8>,
+    /// Byte ranges `[start, end)` of `frames`.
+    pub segments: Vec<(u32, u32)>,
+    /// The datagrams.
+    pub datagrams: Vec<DatagramRef>,
+}
+
+impl DatagramBatch {
+    /// Append one datagram's bytes to `out`.
+    pub fn write(&self, d: &DatagramRef, out: &mut Vec<u8>) {
+        let segs = self
+            .segments
+            .get(d.first as usize..d.end as usize)
+            .unwrap_or(&[]);
+        out.reserve(d.len as usize);
+        for &(a, b) in segs {
+            if let Some(bytes) = self.frames.get(a as usize..b as usize) {
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// One datagram's bytes.
+    pub fn to_vec(&self, d: &DatagramRef) -> Vec<u8> {
+        let mut v = Vec::with_capacity(d.len as usize);
+        self.write(d, &mut v);
+        v
+    }
+
+    /// Iterate `(recipient, bytes)` (allocates each datagram; for tests and simple shells).
+    pub fn iter(&self) -> impl Iterator<Item = (PlayerKey, Vec<u8>)> + '_ {
+        self.datagrams.iter().map(|d| (d.player, self.to_vec(d)))
+    }
+
+    /// Total datagram bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.datagrams.iter().map(|d| u64::from(d.len)).sum()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.frames.clear();
+        self.segments.clear();
+        self.datagrams.clear();
+    }
+}
+
+/// What one tick produced. Owned by the sim and reused from tick to tick.
+#[derive(Clone, Debug, Default)]
+pub struct TickOutput {
+    /// Reliable packets, transfers, snapshots, rejections, in the order they happened.
+    pub outputs: Vec<ZoneOutput>,
+    /// Position datagrams (broadcast ticks only).
+    pub datagrams: DatagramBatch,
+    /// Timings and counters.
+    pub stats: TickStats,
+}

@@ -1,0 +1,233 @@
+//! Phase 1: apply [`ZoneInput`]s in order. Joins, leaves and transfers go to [`setarea`];
+//! player actions are dispatched to their rule modules; `P_StandardUpdate` is validated
+//! here with the V1 hardening (reference §4.1):
+//!
+//! 1. nothing is applied while `IgnoreUpdate` is set (also while frozen in a transfer),
+//!    nor to a mount that has a rider;
+//! 2. all five floats go through `ClampWorldCoord`; a field whose float was invalid keeps
+//!    its previous value (hardening: a NaN does not become a jump to 0);
+//! 3. `WalkingBackward` clears `IsRunning`;
+//! 4. the speed clamp `maxDelta = max(2.0, 0.15 × (ratio + 0.5) × elapsed)` keeps the old
+//!    X/Z when exceeded, except on the first update or when `elapsed < 0` or `> 5 s`
+//!    (accept and re-baseline);
+//! 5. `LastPosUpdateMs = now`, `Old = X/Z`;
+//! 6. a rider's update moves its mount.
+//!
+//! [`setarea`]: super::setarea
+
+use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneInput};
+use super::state::{ActorId, ZoneState};
+use super::{combat, commands, mount, packets, party, pets, setarea, stats};
+
+/// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
+#[inline]
+pub fn clamp_world_coord(v: f32) -> f32 {
+    shared::wire::clamp_world_coord(v)
+}
+
+/// Whether a float passes `ClampWorldCoord` unchanged.
+#[inline]
+fn valid_coord(v: f32) -> bool {
+    v > -shared::wire::WORLD_COORD_MAX && v < shared::wire::WORLD_COORD_MAX
+}
+
+/// Lag-spike window: an update later than this re-baselines instead of clamping.
+pub const REBASELINE_MS: u64 = 5000;
+
+/// Apply one input.
+pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
+    match input {
+        ZoneInput::PlayerJoined {
+            player,
+            rid,
+            is_dm,
+            state,
+            arrival,
+        } => {
+            setarea::join(st, player, rid, is_dm, *state, &arrival);
+        }
+        ZoneInput::PlayerLeft { player } => setarea::leave(st, player),
+        ZoneInput::Player { player, action } => {
+            let Some(id) = st.by_player(player) else {
+                st.reject(Some(player), Rejection::UnknownPlayer);
+                return;
+            };
+            dispatch(st, player, id, action);
+        }
+        ZoneInput::TransferIn {
+            transfer_id,
+            player,
+            is_dm,
+            state,
+            arrival,
+        } => {
+            setarea::transfer_in(st, transfer_id, player, is_dm, *state, &arrival);
+        }
+        ZoneInput::TransferAck { transfer_id } => setarea::transfer_ack(st, transfer_id),
+        ZoneInput::TransferNack {
+            transfer_id,
+            reason,
+        } => {
+            setarea::transfer_nack(st, transfer_id, &reason);
+        }
+    }
+}
+
+/// Dispatch one player action to its rule.
+pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, action: PlayerAction) {
+    let (ignoring, is_dm) = match st.get(id) {
+        Some(a) => (a.ignore_update || a.frozen(), a.is_dm),
+        None => return,
+    };
+    if ignoring {
+        st.reject(Some(player), Rejection::IgnoredUpdate);
+        return;
+    }
+    match action {
+        PlayerAction::StandardUpdate(u) => standard_update(st, player, id, &u),
+        PlayerAction::Attack { target } => combat::player_attack(st, id, target),
+        PlayerAction::RightClick { target } => mount::right_click(st, id, target),
+        PlayerAction::Dismount => mount::dismount(st, id),
+        PlayerAction::Jump => jump(st, id),
+        PlayerAction::Chat { text } => commands::chat(st, id, &text),
+        PlayerAction::SetAttribute { name, value } => {
+            if is_dm {
+                stats::set_attribute_by_name(st, id, &name, value, false);
+            } else {
+                st.reject(Some(player), Rejection::NotPermitted);
+            }
+        }
+        PlayerAction::SetAttributeMax { name, value } => {
+            if is_dm {
+                stats::set_attribute_by_name(st, id, &name, value, true);
+            } else {
+                st.reject(Some(player), Rejection::NotPermitted);
+            }
+        }
+        PlayerAction::Pet { pet, command } => pets::command(st, id, pet.as_deref(), &command),
+        PlayerAction::PartyInvite { name } => party::invite(st, id, &name),
+        PlayerAction::PartyAccept => party::accept(st, id),
+        PlayerAction::PartyLeave => party::leave(st, id),
+        PlayerAction::Warp { area, instance } => {
+            if is_dm {
+                setarea::warp_command(st, id, &area, instance);
+            } else {
+                st.reject(Some(player), Rejection::NotPermitted);
+            }
+        }
+        PlayerAction::Command { word, params } => commands::command(st, id, &word, &params),
+    }
+}
+
+/// `P_Jump`: broadcast the jumper's RID to the other players of the zone (not while
+/// mounted).
+pub(crate) fn jump(st: &mut ZoneState, id: ActorId) {
+    let Some(a) = st.get(id) else { return };
+    if a.mount.is_some() {
+        let p = a.player;
+        st.reject(p, Rejection::Invalid);
+        return;
+    }
+    let rid = a.rid;
+    st.send_zone(packets::P_JUMP, &rid.to_le_bytes(), Some(id));
+}
+
+/// The speed ratio `Speed.Value / Speed.Max` (1.0 when there is no Speed stat or Max is 0).
+pub fn speed_ratio(st: &ZoneState, id: ActorId) -> f32 {
+    let Some(a) = st.get(id) else { return 1.0 };
+    let stat = st.content.fixed.speed;
+    match (a.attr_value(stat), a.attr_maximum(stat)) {
+        (Some(v), Some(m)) if m != 0 => v as f32 / m as f32,
+        _ => 1.0,
+    }
+}
+
+/// C→S `P_StandardUpdate` (reference §4.1 with the V1 hardening).
+pub(crate) fn standard_update(
+    st: &mut ZoneState,
+    player: PlayerKey,
+    id: ActorId,
+    u: &StandardUpdateIn,
+) {
+    let now = st.now_ms;
+    let (rider, mount, last) = match st.get(id) {
+        Some(a) => (a.rider, a.mount, a.last_pos_update_ms),
+        None => return,
+    };
+    if rider.is_some_and(|r| st.get(r).is_some()) {
+        st.reject(Some(player), Rejection::RiddenMount);
+        return;
+    }
+    let all = [u.dest_x, u.dest_z, u.y, u.x, u.z];
+    let bad = all.iter().filter(|v| !valid_coord(**v)).count();
+    if bad > 0 {
+        st.reject(Some(player), Rejection::ClampedCoord);
+    }
+    if u.walking_backward && u.is_running {
+        st.reject(Some(player), Rejection::RunningBackward);
+    }
+    // The speed clamp uses the speed that moves the actor: its mount's when riding.
+    let ratio = speed_ratio(st, mount.filter(|m| st.get(*m).is_some()).unwrap_or(id));
+    let Some(a) = st.get_mut(id) else { return };
+    if valid_coord(u.dest_x) && valid_coord(u.dest_z) {
+        a.dest_x = u.dest_x;
+        a.dest_z = u.dest_z;
+    } else {
+        a.dest_x = a.x;
+        a.dest_z = a.z;
+    }
+    if valid_coord(u.y) {
+        a.y = u.y;
+    }
+    a.walking_backward = u.walking_backward;
+    a.is_running = u.is_running && !u.walking_backward;
+    let mut clamped = false;
+    if valid_coord(u.x) && valid_coord(u.z) {
+        let accept = match last {
+            None => true,
+            Some(l) if now < l => true,
+            Some(l) if now - l > REBASELINE_MS => true,
+            Some(l) => {
+                let elapsed = (now - l) as f32;
+                let max_delta = (0.15 * (ratio.max(0.0) + 0.5) * elapsed).max(2.0);
+                let (dx, dz) = (u.x - a.x, u.z - a.z);
+                (dx * dx + dz * dz).sqrt() <= max_delta
+            }
+        };
+        if accept {
+            a.x = u.x;
+            a.z = u.z;
+        } else {
+            clamped = true;
+        }
+    }
+    a.last_pos_update_ms = Some(now);
+    a.old_x = a.x;
+    a.old_z = a.z;
+    let (x, y, z, dx, dz, run, back) = (
+        a.x,
+        a.y,
+        a.z,
+        a.dest_x,
+        a.dest_z,
+        a.is_running,
+        a.walking_backward,
+    );
+    if clamped {
+        st.reject(Some(player), Rejection::SpeedClamp);
+    }
+    st.grid_update(id.idx);
+    if let Some(m) = mount.and_then(|m| st.get_mut(m)) {
+        m.x = x;
+        m.y = y;
+        m.z = z;
+        m.old_x = x;
+        m.old_z = z;
+        m.dest_x = dx;
+        m.dest_z = dz;
+        m.is_running = run;
+        m.walking_backward = back;
+        let midx = m.id.idx;
+        st.grid_update(midx);
+    }
+}

@@ -1,0 +1,161 @@
+//! `KillActor`, `GiveXP` with the party split (reference §7.4), and `ProcessPendingKills`:
+//! kills found during the actor loop (or while applying inputs) are queued in
+//! `ZoneState::pending_kills` by [`stats::defer_kill`](super::stats::defer_kill) and run
+//! here, after the loop, so nothing is freed mid-iteration.
+//!
+//! # Decisions
+//! * The rating adjust is floored at 0 (bytes).
+//! * `XP = max(1, vLevel - kLevel) × XPMultiplier + Rand(0..20)`, never below 0.
+//! * The party split counts the members **in this AreaInstance** (the zone only knows
+//!   those); the giver keeps `xp/n + xp mod n`; `n = 0` cannot happen (the giver counts)
+//!   but is guarded.
+//! * A dead player keeps its actor (`dead = true`, no movement, no water, not a target)
+//!   until the Death hook restores it; NPCs chasing it drop it at once.
+
+use super::packets;
+use super::state::{ActorId, AiMode, ZoneState};
+
+/// Upper bound on kill rounds per tick (a hook that kills again queues a new round).
+const MAX_ROUNDS: usize = 8;
+
+/// Run the kills deferred during the actor loop.
+#[doc(alias = "ProcessPendingKills")]
+pub(crate) fn process_pending(st: &mut ZoneState) {
+    for _ in 0..MAX_ROUNDS {
+        if st.pending_kills.is_empty() {
+            return;
+        }
+        let kills = std::mem::take(&mut st.pending_kills);
+        st.counters.kills += u32::try_from(kills.len()).unwrap_or(u32::MAX);
+        for (victim, killer) in kills {
+            kill_actor(st, victim, killer);
+        }
+    }
+}
+
+/// `KillActor(victim, killer)`. Call it outside the actor loop (use
+/// [`stats::defer_kill`](super::stats::defer_kill) inside it).
+#[doc(alias = "KillActor")]
+pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
+    let Some(v) = st.get(victim) else { return };
+    if v.dead {
+        return;
+    }
+    let (is_player, vrid, vlevel, vhome, vmult) = (
+        v.is_player(),
+        v.rid,
+        v.level,
+        v.home_faction,
+        v.xp_multiplier,
+    );
+    let killer = killer.filter(|k| *k != victim && st.get(*k).is_some());
+    // 1. NPC victim: P_ActorDead to the zone.
+    if !is_player {
+        let mut p = vrid.to_le_bytes().to_vec();
+        if let Some(krid) = killer.and_then(|k| st.get(k)).map(|k| k.rid) {
+            p.extend_from_slice(&krid.to_le_bytes());
+        }
+        st.send_zone(packets::P_ACTOR_DEAD, &p, None);
+    }
+    // 2. Rating and XP for the killer.
+    if let Some(k) = killer {
+        let adjust = st.content.rules.combat_rating_adjust;
+        let klevel = st.get(k).map_or(1, |a| a.level);
+        if let Some(r) = st
+            .get_mut(k)
+            .and_then(|a| a.ratings.get_mut(usize::from(vhome)))
+        {
+            *r = r.saturating_sub(adjust);
+        }
+        let diff = (i32::from(vlevel) - i32::from(klevel)).max(1);
+        let xp = diff
+            .saturating_mul(vmult)
+            .saturating_add(st.rng.rand_range(0, 20))
+            .max(0);
+        give_xp(st, k, u32::try_from(xp).unwrap_or(0), false);
+    }
+    // 3. WaitKill scripts: no script VM here (a hook could count them).
+    let hooks = st.hooks.clone();
+    if is_player {
+        // 4. Player: dead until the Death hook restores it; NPCs drop it.
+        if let Some(a) = st.get_mut(victim) {
+            a.dead = true;
+            a.dest_x = a.x;
+            a.dest_z = a.z;
+            a.is_running = false;
+        }
+        drop_target(st, victim);
+        hooks.on_player_death(st, victim, killer);
+    } else {
+        // 5. NPC: death script, then gone for good.
+        hooks.on_npc_death(st, victim, killer);
+        drop_target(st, victim);
+        super::spawns::release(st, victim);
+        st.free_actor(victim);
+    }
+}
+
+/// Every NPC chasing `victim` drops it (Chase → Patrol, PetChase → Pet).
+fn drop_target(st: &mut ZoneState, victim: ActorId) {
+    let members = st.chain_members(st.zone, super::state::ChainKind::Zone);
+    for idx in members {
+        let Some(a) = st.at_mut(idx) else { continue };
+        if a.ai_target != Some(victim) {
+            continue;
+        }
+        a.ai_target = None;
+        match a.ai_mode {
+            AiMode::Chase => {
+                a.ai_mode = AiMode::Patrol;
+                a.is_running = false;
+                a.dest_x = a.x;
+                a.dest_z = a.z;
+            }
+            AiMode::PetChase => a.ai_mode = AiMode::Pet,
+            _ => {}
+        }
+    }
+}
+
+/// `GiveXP(A, xp, ignoreParty)`: a pet gives to its leader; a party member shares with the
+/// members in this instance; players run the LevelUp hook and get `P_XPUpdate "M"`.
+#[doc(alias = "GiveXP")]
+pub fn give_xp(st: &mut ZoneState, actor: ActorId, xp: u32, ignore_party: bool) {
+    give_xp_depth(st, actor, xp, ignore_party, 0);
+}
+
+fn give_xp_depth(st: &mut ZoneState, actor: ActorId, xp: u32, ignore_party: bool, depth: u8) {
+    let Some(a) = st.get(actor) else { return };
+    // 1. A pet's XP goes to its leader (recursively; bounded).
+    if let Some(l) = a.leader.filter(|l| st.get(*l).is_some()) {
+        if depth < 8 {
+            give_xp_depth(st, l, xp, ignore_party, depth + 1);
+        }
+        return;
+    }
+    // 2. Party split among the members in this instance.
+    let mut own = xp;
+    if !ignore_party && let Some(pid) = a.party {
+        let members = super::party::local_members(st, pid);
+        let n = u32::try_from(members.len()).unwrap_or(1).max(1);
+        if members.contains(&actor) && n > 1 {
+            let share = xp / n;
+            own = share + xp % n;
+            for m in members {
+                if m != actor {
+                    give_xp_depth(st, m, share, true, depth + 1);
+                }
+            }
+        }
+    }
+    // 3. XP.
+    let Some(a) = st.get_mut(actor) else { return };
+    a.xp = a.xp.saturating_add(own);
+    // 4. Players: LevelUp hook and "M".
+    if a.is_player() {
+        let hooks = st.hooks.clone();
+        hooks.on_xp(st, actor);
+        let b = own.to_le_bytes();
+        st.send_to(actor, packets::P_XP_UPDATE, &[b'M', b[0], b[1], b[2], b[3]]);
+    }
+}

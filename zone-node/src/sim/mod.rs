@@ -1,0 +1,274 @@
+//! `ZoneSim`: a pure, deterministic simulation of one Realm Crafter AreaInstance
+//! (`UpdateActorInstances` and the packet handlers that feed it).
+//!
+//! No actix, tokio, sockets, wall clock or global RNG in here: time (`now_ms`, Realm
+//! Crafter's `MilliSecs`) and a seed are inputs, so the same seed and inputs give the same
+//! outputs byte for byte. Phase timings come from an injected [`PhaseClock`].
+//!
+//! # Phase order of [`ZoneSim::tick`]
+//! 1. **Ingest** ([`ingest`]): apply every [`ZoneInput`] in order (joins, leaves,
+//!    `P_StandardUpdate`, attack, right-click, dismount, jump, chat-derived actions,
+//!    transfer in/ack/nack).
+//! 2. **Housekeeping**: transfer timeouts ([`setarea::check_timeouts`]), periodic
+//!    snapshots ([`setarea::periodic_snapshots`]), scheduled actions
+//!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait).
+//! 3. **Actor loop** over `FirstInZone`, per actor, in this order:
+//!    a. spell recharge ([`recharge::actor`], when the 100 ms step is due);
+//!    b. movement ([`movement::actor`]);
+//!    c. water, breath and water damage ([`water::actor`]);
+//!    d. NPC AI ([`ai::update_npc`], NPCs only) — RULES CALL SITE.
+//!    Kills found here are deferred (`ZoneState::pending_kills`).
+//! 4. **Kills** ([`kill::process_pending`]) — RULES CALL SITE.
+//! 5. **Visit** (Realm Crafter's round-robin area visit, once per tick here): weather
+//!    ([`weather::visit`]), spawn points ([`spawns::visit`]), portals and triggers
+//!    ([`portals::visit`]) — RULES CALL SITES.
+//! 6. **Broadcast** ([`broadcast::run`], every 200 ms; each player gets the mid band once
+//!    a second, staggered over the broadcast ticks).
+//! 7. **Flush**: each player's queued reliable frames become one [`ZoneOutput::Reliable`].
+//!
+//! # How to add a rule
+//! Put it in its own module as a free function over `&mut ZoneState` (and an actor index or
+//! [`state::ActorId`] where it is per actor). Call it from the matching call site in
+//! [`ZoneSim::tick`] below (or from [`ingest::dispatch`] for a player action). Use
+//! `st.rng` for randomness, `st.now_ms` for time, [`stats`] to change Health/Speed/Energy
+//! (right audiences), `st.send_to` / `st.send_zone` with the encoders in [`packets`] to
+//! talk, `st.pending_kills.push` to kill from inside the actor loop, and `st.reject` for bad
+//! input. Never panic on input: count and return.
+
+pub mod area;
+pub mod events;
+pub mod grid;
+pub mod packets;
+pub mod rng;
+pub mod state;
+
+pub mod broadcast;
+pub mod ingest;
+pub mod movement;
+pub mod recharge;
+pub mod setarea;
+pub mod stats;
+pub mod water;
+
+pub mod ai;
+pub mod combat;
+pub mod commands;
+pub mod kill;
+pub mod mount;
+pub mod party;
+pub mod pets;
+pub mod portals;
+pub mod scripts;
+pub mod spawns;
+pub mod weather;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+use std::sync::Arc;
+
+pub use area::ZoneContent;
+pub use events::{
+    ActorState, Arrival, CharacterSnapshot, DatagramBatch, PlayerAction, PlayerKey, RuntimeId,
+    TickOutput, TickStats, TransferId, TransferOut, ZoneInput, ZoneOutput,
+};
+pub use state::{ActorId, ZoneConfig, ZoneState};
+
+use events::Phase;
+use state::{ChainKind, NIL};
+
+/// A nanosecond timer for per-phase durations, injected from outside the simulation (the
+/// sim never reads the clock itself).
+pub trait PhaseClock {
+    /// Monotonic nanoseconds.
+    fn now_ns(&self) -> u64;
+}
+
+/// The no-op clock: every phase takes 0 ns (tests, determinism).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoClock;
+
+impl PhaseClock for NoClock {
+    fn now_ns(&self) -> u64 {
+        0
+    }
+}
+
+/// One AreaInstance.
+pub struct ZoneSim {
+    st: ZoneState,
+    out: TickOutput,
+    bcast: broadcast::Scratch,
+    first_tick: bool,
+}
+
+impl ZoneSim {
+    /// A zone with the default script hooks (the default project's behaviour).
+    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>) -> Self {
+        Self::with_hooks(cfg, content, Arc::new(scripts::DefaultHooks))
+    }
+
+    /// A zone with custom script hooks.
+    pub fn with_hooks(
+        cfg: ZoneConfig,
+        content: Arc<ZoneContent>,
+        hooks: Arc<dyn scripts::ScriptHooks>,
+    ) -> Self {
+        Self {
+            st: ZoneState::new(cfg, content, hooks),
+            out: TickOutput::default(),
+            bcast: broadcast::Scratch::default(),
+            first_tick: true,
+        }
+    }
+
+    /// The state (read-only), for tests, the bench and the shell's metrics.
+    pub fn state(&self) -> &ZoneState {
+        &self.st
+    }
+
+    /// The state, mutably (tests and the bench set up scenarios with it).
+    pub fn state_mut(&mut self) -> &mut ZoneState {
+        &mut self.st
+    }
+
+    /// Spawn an NPC of a template at a position, with a fresh NPC RuntimeID, announcing it
+    /// to the players in the zone (spawn points and scenario set-up use this).
+    pub fn spawn_npc(&mut self, template: u16, x: f32, y: f32, z: f32) -> Option<ActorId> {
+        setarea::spawn_npc(&mut self.st, template, x, y, z)
+    }
+
+    /// One world tick with no timings (the no-op clock).
+    pub fn tick(
+        &mut self,
+        now_ms: u64,
+        inputs: impl IntoIterator<Item = ZoneInput>,
+    ) -> &TickOutput {
+        self.tick_timed(now_ms, inputs, &NoClock)
+    }
+
+    /// One world tick: apply `inputs`, run the phases in the documented order, and return
+    /// what the zone has to say. The returned buffers are reused by the next tick.
+    #[doc(alias = "UpdateActorInstances")]
+    pub fn tick_timed(
+        &mut self,
+        now_ms: u64,
+        inputs: impl IntoIterator<Item = ZoneInput>,
+        clock: &dyn PhaseClock,
+    ) -> &TickOutput {
+        let st = &mut self.st;
+        st.now_ms = now_ms;
+        st.counters = Default::default();
+        // `st.outputs` is not cleared: anything queued between ticks (scenario set-up,
+        // `spawn_npc`) goes out with this tick.
+        self.out.outputs.clear();
+        self.out.datagrams.clear();
+        if self.first_tick {
+            self.first_tick = false;
+            st.next_broadcast_ms = now_ms;
+            st.next_recharge_ms = now_ms + st.cfg.recharge_ms;
+            spawns::start_instance(st);
+        }
+        let mut phase_ns = [0u64; 7];
+        let mut t = clock.now_ns();
+        let mut lap = |p: Phase, t: &mut u64| {
+            let n = clock.now_ns();
+            if let Some(s) = phase_ns.get_mut(p as usize) {
+                *s = n.saturating_sub(*t);
+            }
+            *t = n;
+        };
+
+        // 1. Ingest.
+        for input in inputs {
+            st.counters.inputs += 1;
+            ingest::apply(st, input);
+        }
+        lap(Phase::Ingest, &mut t);
+
+        // 2. Housekeeping.
+        setarea::check_timeouts(st);
+        setarea::periodic_snapshots(st);
+        scripts::run_scheduled(st);
+        lap(Phase::Housekeeping, &mut t);
+
+        // 3. Actor loop.
+        st.recharge_now = now_ms >= st.next_recharge_ms;
+        if st.recharge_now {
+            st.next_recharge_ms += st.cfg.recharge_ms.max(1);
+            if st.next_recharge_ms <= now_ms {
+                st.next_recharge_ms = now_ms + st.cfg.recharge_ms.max(1);
+            }
+        }
+        // `FirstInZone` order (a snapshot, so the loop may link and unlink safely).
+        let mut order = std::mem::take(&mut st.scratch);
+        st.chain_collect(st.zone, ChainKind::Zone, &mut order);
+        for &idx in &order {
+            let (frozen, npc) = match st.at(idx) {
+                Some(a) => (a.frozen(), !a.is_player()),
+                None => continue,
+            };
+            if frozen {
+                continue;
+            }
+            if st.recharge_now {
+                recharge::actor(st, idx);
+            }
+            movement::actor(st, idx);
+            water::actor(st, idx);
+            if npc {
+                // RULES CALL SITE: AI per NPC.
+                ai::update_npc(st, idx);
+            }
+        }
+        st.scratch = order;
+        lap(Phase::Actors, &mut t);
+
+        // 4. Deferred kills. RULES CALL SITE.
+        kill::process_pending(st);
+        lap(Phase::Kills, &mut t);
+
+        // 5. Round-robin visit. RULES CALL SITES.
+        weather::visit(st);
+        spawns::visit(st);
+        portals::visit(st);
+        lap(Phase::Visit, &mut t);
+
+        // 6. Broadcast.
+        if now_ms >= st.next_broadcast_ms {
+            st.next_broadcast_ms += st.cfg.broadcast_ms.max(1);
+            if st.next_broadcast_ms <= now_ms {
+                st.next_broadcast_ms = now_ms + st.cfg.broadcast_ms.max(1);
+            }
+            st.counters.broadcast = true;
+            broadcast::run(st, &mut self.bcast, &mut self.out.datagrams);
+            st.broadcasts += 1;
+        }
+        lap(Phase::Broadcast, &mut t);
+
+        // 7. Flush.
+        let mut cur = st.online.first;
+        let mut guard = 0;
+        while cur != NIL && guard <= st.online.len {
+            guard += 1;
+            let next = st
+                .at(cur)
+                .map_or(NIL, |a| a.links[ChainKind::Online as usize].next);
+            if let Some(id) = st.at(cur).map(|a| a.id) {
+                st.flush_player(id);
+            }
+            cur = next;
+        }
+        std::mem::swap(&mut self.out.outputs, &mut st.outputs);
+        st.counters.actors = st.zone.len;
+        st.counters.players = st.online.len;
+        lap(Phase::Flush, &mut t);
+
+        self.out.stats = TickStats {
+            now_ms,
+            phase_ns,
+            counters: st.counters.clone(),
+        };
+        &self.out
+    }
+}

@@ -1,0 +1,169 @@
+//! Parties of up to 8 (reference §7.9): invite, accept, leave, `P_PartyUpdate`.
+//!
+//! A party is `ZoneState::parties[id]` (member names, leader first) and each member's
+//! `Actor::party` holds the id, so the gateway can later extend a party across zones by
+//! name. Inside the instance everything is done here: `/invite name` (an online player of
+//! the instance, not in a party, not self; the inviter's party not full) records an invite
+//! and tells the invitee; `/accept` creates the inviter's party if needed and joins it;
+//! `/leave` (and logout / transfer) leaves it, and a party left with one member
+//! dissolves. Every change sends `P_PartyUpdate` (the *other* members' names, `u8 len +
+//! name` each) to every member in the instance; a leaver gets an empty one.
+
+use super::events::Rejection;
+use super::packets::{self, CHAT_GREEN, CHAT_RED};
+use super::state::{ActorId, ChainKind, Party, ZoneState};
+
+/// Maximum members.
+pub const MAX_MEMBERS: usize = 8;
+
+fn online_by_name(st: &ZoneState, name: &str) -> Option<ActorId> {
+    let name = name.trim();
+    st.chain_members(st.online, ChainKind::Online)
+        .into_iter()
+        .filter_map(|i| st.at(i))
+        .find(|a| a.name.eq_ignore_ascii_case(name) && !a.frozen())
+        .map(|a| a.id)
+}
+
+/// The members of party `pid` present in this instance, in party order.
+pub fn local_members(st: &ZoneState, pid: u32) -> Vec<ActorId> {
+    let Some(p) = st.parties.get(pid as usize) else {
+        return Vec::new();
+    };
+    p.members
+        .iter()
+        .filter_map(|n| online_by_name(st, n))
+        .filter(|id| st.get(*id).is_some_and(|a| a.party == Some(pid)))
+        .collect()
+}
+
+/// `P_PartyUpdate` to every local member of `pid`.
+fn send_updates(st: &mut ZoneState, pid: u32) {
+    let Some(names) = st.parties.get(pid as usize).map(|p| p.members.clone()) else {
+        return;
+    };
+    for m in local_members(st, pid) {
+        let me = st.get(m).map(|a| a.name.clone()).unwrap_or_default();
+        let mut p = Vec::new();
+        for n in names.iter().filter(|n| !n.eq_ignore_ascii_case(&me)) {
+            let b = n.as_bytes();
+            let len = b.len().min(255);
+            p.push(len as u8);
+            p.extend_from_slice(b.get(..len).unwrap_or(b));
+        }
+        st.send_to(m, packets::P_PARTY_UPDATE, &p);
+    }
+}
+
+/// `/invite name`.
+pub(crate) fn invite(st: &mut ZoneState, inviter: ActorId, name: &str) {
+    let Some(a) = st.get(inviter) else { return };
+    let (player, me, pid) = (a.player, a.name.clone(), a.party);
+    let full = pid
+        .and_then(|p| st.parties.get(p as usize))
+        .is_some_and(|p| p.members.len() >= MAX_MEMBERS);
+    let Some(t) = online_by_name(st, name).filter(|t| *t != inviter) else {
+        st.reject(player, Rejection::UnknownTarget);
+        packets::send_chat(st, inviter, CHAT_RED, "Player not found");
+        return;
+    };
+    if full || st.get(t).is_some_and(|a| a.party.is_some()) {
+        st.reject(player, Rejection::Invalid);
+        packets::send_chat(st, inviter, CHAT_RED, "Cannot invite that player");
+        return;
+    }
+    st.invites.retain(|(who, _)| *who != t);
+    st.invites.push((t, me.clone()));
+    let text = format!("{me} has invited you to join a party (type /accept)");
+    packets::send_chat(st, t, CHAT_GREEN, &text);
+}
+
+/// `/accept`.
+pub(crate) fn accept(st: &mut ZoneState, actor: ActorId) {
+    let player = st.get(actor).and_then(|a| a.player);
+    let Some(pos) = st.invites.iter().position(|(who, _)| *who == actor) else {
+        st.reject(player, Rejection::Invalid);
+        return;
+    };
+    let (_, inviter_name) = st.invites.swap_remove(pos);
+    let Some(inviter) = online_by_name(st, &inviter_name) else {
+        st.reject(player, Rejection::UnknownTarget);
+        return;
+    };
+    if st.get(actor).is_some_and(|a| a.party.is_some()) {
+        st.reject(player, Rejection::Invalid);
+        return;
+    }
+    let pid = match st.get(inviter).and_then(|a| a.party) {
+        Some(p) => p,
+        None => {
+            let party = Party {
+                members: vec![inviter_name.clone()],
+            };
+            let pid = match st.parties.iter().position(|p| p.members.is_empty()) {
+                Some(free) => {
+                    if let Some(slot) = st.parties.get_mut(free) {
+                        *slot = party;
+                    }
+                    free
+                }
+                None => {
+                    st.parties.push(party);
+                    st.parties.len() - 1
+                }
+            };
+            let pid = u32::try_from(pid).unwrap_or(u32::MAX);
+            if let Some(a) = st.get_mut(inviter) {
+                a.party = Some(pid);
+            }
+            pid
+        }
+    };
+    let name = st.get(actor).map(|a| a.name.clone()).unwrap_or_default();
+    let Some(p) = st.parties.get_mut(pid as usize) else {
+        return;
+    };
+    if p.members.len() >= MAX_MEMBERS {
+        st.reject(player, Rejection::Invalid);
+        packets::send_chat(st, actor, CHAT_RED, "That party is full");
+        return;
+    }
+    p.members.push(name);
+    if let Some(a) = st.get_mut(actor) {
+        a.party = Some(pid);
+    }
+    send_updates(st, pid);
+    let hooks = st.hooks.clone();
+    hooks.on_party_join(st, actor, pid);
+}
+
+/// `/leave` and `LeaveParty` on disconnect or transfer.
+#[doc(alias = "LeaveParty")]
+pub(crate) fn leave(st: &mut ZoneState, actor: ActorId) {
+    st.invites.retain(|(who, _)| *who != actor);
+    let Some(a) = st.get_mut(actor) else { return };
+    let Some(pid) = a.party.take() else { return };
+    let name = a.name.clone();
+    st.send_to(actor, packets::P_PARTY_UPDATE, &[]);
+    let hooks = st.hooks.clone();
+    hooks.on_party_leave(st, actor, pid);
+    let Some(p) = st.parties.get_mut(pid as usize) else {
+        return;
+    };
+    p.members.retain(|n| !n.eq_ignore_ascii_case(&name));
+    if p.members.len() <= 1 {
+        // Dissolve: the last member is alone.
+        let rest = std::mem::take(&mut p.members);
+        for n in rest {
+            if let Some(id) = online_by_name(st, &n)
+                && let Some(a) = st.get_mut(id)
+                && a.party == Some(pid)
+            {
+                a.party = None;
+                st.send_to(id, packets::P_PARTY_UPDATE, &[]);
+            }
+        }
+        return;
+    }
+    send_updates(st, pid);
+}

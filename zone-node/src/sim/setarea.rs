@@ -1,0 +1,624 @@
+//! `SetArea` (reference §7.8) and everything that brings an actor into or out of this
+//! AreaInstance: login join, logout, NPC spawn, warps inside the instance, and transfers to
+//! and from other AreaInstances.
+//!
+//! # Inside the instance
+//! The mount is warped first, then the pets; the actor is placed at the waypoint, portal or
+//! position; its target is cleared and `Dest = Old = position`; the speed clamp is
+//! re-baselined (the next client update is accepted). The player gets `P_ChangeArea`, the
+//! others `P_RepositionActor "M"` (quirk fix: Realm Crafter omitted the `"M"`).
+//!
+//! # To another instance
+//! [`transfer_out`] freezes the actor with its mount and pets (`IgnoreUpdate`, out of the
+//! chains and the grid, so out of every broadcast) and emits [`ZoneOutput::TransferOut`]
+//! with the whole state. `TransferAck` frees them for good (`P_ActorGone` to the zone);
+//! `TransferNack` or the timeout (2 s default) puts them back, playable, and tells the
+//! player why. A player's RuntimeID travels with it; pets and mounts get fresh NPC RIDs
+//! at the destination. Incoming duplicate transfer ids are refused.
+
+use super::area::TemplateProps;
+use super::events::{
+    ActorState, Arrival, CharacterSnapshot, PlayerKey, Rejection, RuntimeId, SnapshotReason,
+    TransferId, TransferOut, ZoneOutput,
+};
+use super::packets::{self, CHAT_RED};
+use super::state::{Actor, ActorId, ChainKind, PendingTransfer, PlayerData, ZoneState};
+
+/// How many incoming transfer ids are remembered for duplicate detection.
+const SEEN_TRANSFERS: usize = 4096;
+
+fn template_or_default(st: &ZoneState, id: u16) -> TemplateProps {
+    st.content
+        .template(id)
+        .cloned()
+        .unwrap_or_else(|| TemplateProps {
+            id,
+            aggressive_range: 50.0,
+            ..TemplateProps::default()
+        })
+}
+
+/// Place an actor (fresh state) according to an arrival.
+fn place(st: &ZoneState, a: &mut Actor, arrival: &Arrival) {
+    let p = st.resolve_arrival(arrival, (a.x, a.y, a.z, a.yaw));
+    a.x = p.x;
+    a.y = p.y;
+    a.z = p.z;
+    a.yaw = p.yaw;
+    a.dest_x = p.x;
+    a.dest_z = p.z;
+    a.old_x = p.x;
+    a.old_z = p.z;
+    a.last_pos_update_ms = None;
+    if let Some(w) = p.waypoint {
+        a.current_waypoint = w;
+        a.last_portal = None;
+    }
+    if let Some(portal) = p.portal {
+        a.last_portal = Some(portal);
+        a.last_portal_ms = st.now_ms;
+    }
+}
+
+/// Insert a player and its companions from a state; `None` if refused.
+fn insert_player(
+    st: &mut ZoneState,
+    player: PlayerKey,
+    rid: RuntimeId,
+    is_dm: bool,
+    state: &ActorState,
+    arrival: &Arrival,
+) -> Option<ActorId> {
+    if st.by_player(player).is_some() || !st.player_rid_ok(rid) {
+        return None;
+    }
+    let t = template_or_default(st, state.template);
+    let mut a = Actor::from_state(&t, state);
+    a.player = Some(player);
+    a.is_dm = is_dm;
+    a.player_data = Some(Box::new(PlayerData {
+        quests: state.quests.clone(),
+        action_bar: state.action_bar.clone(),
+        outbox: Vec::new(),
+    }));
+    place(st, &mut a, arrival);
+    let id = st.insert_actor(a, rid)?;
+    insert_companions(st, id, id, state);
+    announce_arrival(st, id);
+    Some(id)
+}
+
+/// Insert the mount and pets carried in a state, next to their owner.
+fn insert_companions(st: &mut ZoneState, root: ActorId, owner: ActorId, state: &ActorState) {
+    let Some((x, y, z)) = st.get(owner).map(|a| (a.x, a.y, a.z)) else {
+        return;
+    };
+    if let Some(ms) = &state.mount
+        && let Some(m) = insert_npc_from_state(st, ms, x, y, z)
+    {
+        if let Some((r, mo)) = st.pair_mut(owner, m) {
+            r.mount = Some(mo.id);
+            mo.rider = Some(r.id);
+        }
+        announce_companion(st, m, root);
+    }
+    for ps in &state.pets {
+        if let Some(p) = insert_npc_from_state(st, ps, x, y, z) {
+            st.slave_link(owner, p);
+            announce_companion(st, p, root);
+            insert_companions(
+                st,
+                root,
+                p,
+                &ActorState {
+                    pets: Vec::new(),
+                    ..ps.clone()
+                },
+            );
+        }
+    }
+}
+
+/// A companion's `P_NewActor` to the zone, except its owner (who gets it with the list of
+/// every other actor on arrival).
+fn announce_companion(st: &mut ZoneState, id: ActorId, root: ActorId) {
+    if !st.announce {
+        return;
+    }
+    let Some(a) = st.get(id) else { return };
+    let na = packets::new_actor(st, a);
+    st.send_zone(packets::P_NEW_ACTOR, &na, Some(root));
+}
+
+fn insert_npc_from_state(
+    st: &mut ZoneState,
+    s: &ActorState,
+    x: f32,
+    y: f32,
+    z: f32,
+) -> Option<ActorId> {
+    let t = template_or_default(st, s.template);
+    let mut a = Actor::from_state(&t, s);
+    a.x = x;
+    a.y = y;
+    a.z = z;
+    a.dest_x = x;
+    a.dest_z = z;
+    a.old_x = x;
+    a.old_z = z;
+    let rid = st.alloc_npc_rid()?;
+    st.insert_actor(a, rid)
+}
+
+/// Tell the zone about a newly placed actor: `P_ChangeArea` and every other actor's
+/// `P_NewActor` to it (if a player), its `P_NewActor` to the other players.
+fn announce_arrival(st: &mut ZoneState, id: ActorId) {
+    if !st.announce {
+        return;
+    }
+    let Some(a) = st.get(id) else { return };
+    let na = packets::new_actor(st, a);
+    let is_player = a.is_player();
+    if is_player {
+        let ca = packets::change_area(st, a);
+        st.send_to(id, packets::P_CHANGE_AREA, &ca);
+        let members = st.chain_members(st.zone, ChainKind::Zone);
+        let mut frames = Vec::new();
+        for idx in members {
+            if idx == id.idx {
+                continue;
+            }
+            if let Some(o) = st.at(idx) {
+                packets::push_frame(
+                    &mut frames,
+                    packets::P_NEW_ACTOR,
+                    &packets::new_actor(st, o),
+                );
+            }
+        }
+        if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
+            pd.outbox.extend_from_slice(&frames);
+        }
+    }
+    st.send_zone(packets::P_NEW_ACTOR, &na, Some(id));
+}
+
+/// A player joins the game in this instance (`P_StartGame` → `SetArea`).
+pub(crate) fn join(
+    st: &mut ZoneState,
+    player: PlayerKey,
+    rid: RuntimeId,
+    is_dm: bool,
+    state: ActorState,
+    arrival: &Arrival,
+) {
+    match insert_player(st, player, rid, is_dm, &state, arrival) {
+        Some(id) => {
+            // Rules: `Login.Main`, then the area's Entry script.
+            let hooks = st.hooks.clone();
+            hooks.on_login(st, id);
+            hooks.on_area_entry(st, id);
+        }
+        None => st.reject(Some(player), Rejection::BadJoin),
+    }
+}
+
+/// Spawn an NPC of a template at a position with a fresh NPC RID and announce it.
+pub(crate) fn spawn_npc(
+    st: &mut ZoneState,
+    template: u16,
+    x: f32,
+    y: f32,
+    z: f32,
+) -> Option<ActorId> {
+    let t = st.content.template(template)?.clone();
+    let mut a = Actor::from_template(&t);
+    let c = super::ingest::clamp_world_coord;
+    a.x = c(x);
+    a.y = c(y);
+    a.z = c(z);
+    a.dest_x = a.x;
+    a.dest_z = a.z;
+    a.old_x = a.x;
+    a.old_z = a.z;
+    for (r, i) in a.ratings.iter_mut().zip(0..) {
+        *r = st.content.default_rating(t.faction, i);
+    }
+    let rid = st.alloc_npc_rid()?;
+    let id = st.insert_actor(a, rid)?;
+    announce_arrival(st, id);
+    Some(id)
+}
+
+/// Tell the other players an actor is gone (2-byte `P_ActorGone`).
+fn announce_gone(st: &mut ZoneState, id: ActorId) {
+    let Some(rid) = st.get(id).map(|a| a.rid) else {
+        return;
+    };
+    st.send_zone(packets::P_ACTOR_GONE, &packets::actor_gone(rid), Some(id));
+}
+
+/// Remove an actor with its mount and pets, announcing each to the zone.
+fn remove_with_companions(st: &mut ZoneState, id: ActorId) -> Vec<Actor> {
+    let mut gone = Vec::new();
+    let mount = st.get(id).and_then(|a| a.mount);
+    let pets = st.slaves_of(id);
+    for c in mount.into_iter().chain(pets) {
+        if st.get(c).is_some_and(|a| !a.is_player()) {
+            gone.extend(remove_with_companions(st, c));
+        }
+    }
+    announce_gone(st, id);
+    // Rules: a spawned NPC leaving frees its spawn slot (`Spawned - 1`).
+    super::spawns::release(st, id);
+    if let Some(a) = st.free_actor(id) {
+        gone.push(a);
+    }
+    gone
+}
+
+/// The player disconnected: persist, tell the zone, free the actor with its companions.
+pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
+    let Some(id) = st.by_player(player) else {
+        st.reject(Some(player), Rejection::UnknownPlayer);
+        return;
+    };
+    super::party::leave(st, id);
+    // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
+    let hooks = st.hooks.clone();
+    hooks.on_logout(st, id);
+    if let Some(state) = st.actor_state(id) {
+        st.outputs
+            .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
+                player,
+                reason: SnapshotReason::Logout,
+                state,
+            })));
+    }
+    st.flush_player(id);
+    // A frozen player (mid-transfer) leaves too: drop the pending transfer.
+    st.transfers.retain(|_, t| t.actor != id);
+    remove_with_companions(st, id);
+    st.outputs.push(ZoneOutput::PlayerRemoved { player });
+}
+
+/// `SetArea(A, area, inst, …)`: inside this instance, or a transfer to another.
+#[doc(alias = "SetArea")]
+pub fn set_area(st: &mut ZoneState, id: ActorId, area: &str, instance: u16, arrival: &Arrival) {
+    if st.get(id).is_none() {
+        return;
+    }
+    let here = area.eq_ignore_ascii_case(&st.content.area.name) && instance == st.cfg.instance;
+    if !here {
+        transfer_out(st, id, area, instance, arrival);
+        return;
+    }
+    // The mount first (it follows the rider to the same spot), then the pets.
+    let mount = st.get(id).and_then(|a| a.mount);
+    let pets = st.slaves_of(id);
+    let mut a_place = None;
+    if let Some(a) = st.get(id) {
+        let mut tmp = a.clone();
+        place(st, &mut tmp, arrival);
+        a_place = Some((
+            tmp.x,
+            tmp.y,
+            tmp.z,
+            tmp.yaw,
+            tmp.current_waypoint,
+            tmp.last_portal,
+            tmp.last_portal_ms,
+        ));
+    }
+    let Some((x, y, z, yaw, wp, lp, lpt)) = a_place else {
+        return;
+    };
+    for c in mount
+        .into_iter()
+        .chain(pets.iter().copied())
+        .chain(std::iter::once(id))
+    {
+        let Some(a) = st.get_mut(c) else { continue };
+        a.x = x;
+        a.y = y;
+        a.z = z;
+        a.yaw = yaw;
+        a.dest_x = x;
+        a.dest_z = z;
+        a.old_x = x;
+        a.old_z = z;
+        a.ai_target = None;
+        a.last_pos_update_ms = None;
+        if c == id {
+            a.current_waypoint = wp;
+            a.last_portal = lp;
+            a.last_portal_ms = lpt;
+        }
+        let rid = a.rid;
+        st.grid_update(c.idx);
+        st.send_zone(
+            packets::P_REPOSITION_ACTOR,
+            &packets::reposition(rid, x, y, z),
+            Some(c),
+        );
+    }
+    if let Some(a) = st.get(id)
+        && a.is_player()
+    {
+        let ca = packets::change_area(st, a);
+        st.send_to(id, packets::P_CHANGE_AREA, &ca);
+    }
+}
+
+/// `/warp area[,inst]` (DM): to the area's first named portal.
+pub(crate) fn warp_command(st: &mut ZoneState, id: ActorId, area: &str, instance: u16) {
+    let world = st.content.world.clone();
+    let dest = if area.eq_ignore_ascii_case(&st.content.area.name) {
+        st.content
+            .area
+            .portals
+            .iter()
+            .position(|p| !p.name.is_empty())
+            .and_then(|i| u16::try_from(i).ok())
+    } else {
+        match world.area_by_name(area) {
+            Some(a) => a
+                .portals
+                .iter()
+                .find(|p| !p.name.is_empty())
+                .map(|p| p.index),
+            None => {
+                let player = st.get(id).and_then(|a| a.player);
+                st.reject(player, Rejection::Invalid);
+                packets::send_chat(st, id, CHAT_RED, "Area not found");
+                return;
+            }
+        }
+    };
+    let name = world
+        .area_by_name(area)
+        .map_or_else(|| area.to_owned(), |a| a.name.clone());
+    set_area(st, id, &name, instance, &Arrival::Portal(dest.unwrap_or(0)));
+}
+
+fn freeze(st: &mut ZoneState, id: ActorId, tid: TransferId) -> Vec<ActorId> {
+    let mut all = vec![id];
+    let mut i = 0;
+    while let Some(&cur) = all.get(i) {
+        i += 1;
+        if all.len() > 64 {
+            break;
+        }
+        if let Some(m) = st.get(cur).and_then(|a| a.mount)
+            && !all.contains(&m)
+        {
+            all.push(m);
+        }
+        for p in st.slaves_of(cur) {
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+    }
+    for &c in &all {
+        if let Some(a) = st.get_mut(c) {
+            a.transfer = Some(tid);
+            a.ignore_update = true;
+        }
+        st.unlink_from_zone(c);
+    }
+    all
+}
+
+/// SetArea to another AreaInstance: freeze and emit a transfer request.
+pub(crate) fn transfer_out(
+    st: &mut ZoneState,
+    id: ActorId,
+    area: &str,
+    instance: u16,
+    arrival: &Arrival,
+) {
+    let Some(a) = st.get(id) else { return };
+    if a.frozen() {
+        return;
+    }
+    if a.rider.is_some() {
+        // A ridden mount goes with its rider, not alone.
+        return;
+    }
+    let (player, is_dm) = (a.player, a.is_dm);
+    if player.is_some() {
+        // Rules: the old area's Exit script, before the state is taken.
+        let hooks = st.hooks.clone();
+        hooks.on_area_exit(st, id);
+    }
+    let Some(state) = st.actor_state(id) else {
+        return;
+    };
+    let tid =
+        TransferId((u64::from(st.cfg.instance) << 48) | (st.next_transfer & 0xFFFF_FFFF_FFFF));
+    st.next_transfer += 1;
+    let companions = freeze(st, id, tid);
+    let deadline_ms = st.now_ms + st.cfg.transfer_timeout_ms;
+    st.transfers.insert(
+        tid,
+        PendingTransfer {
+            actor: id,
+            companions,
+            deadline_ms,
+        },
+    );
+    st.outputs
+        .push(ZoneOutput::TransferOut(Box::new(TransferOut {
+            transfer_id: tid,
+            player,
+            is_dm,
+            area: area.to_owned(),
+            instance,
+            arrival: arrival.clone(),
+            state,
+        })));
+}
+
+/// The destination took the actor: free it here for good.
+pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
+    let Some(t) = st.transfers.remove(&tid) else {
+        st.reject(None, Rejection::UnknownTransfer);
+        return;
+    };
+    let player = st.get(t.actor).and_then(|a| a.player);
+    if player.is_some() {
+        super::party::leave(st, t.actor);
+        st.flush_player(t.actor);
+    }
+    for &c in t.companions.iter().rev() {
+        if let Some(rid) = st.get(c).map(|a| a.rid) {
+            st.send_zone(packets::P_ACTOR_GONE, &packets::actor_gone(rid), Some(c));
+        }
+        // Rules: a spawned NPC leaving frees its spawn slot.
+        super::spawns::release(st, c);
+        st.free_actor(c);
+    }
+    if let Some(p) = player {
+        st.outputs.push(ZoneOutput::PlayerRemoved { player: p });
+    }
+}
+
+fn rollback(st: &mut ZoneState, t: PendingTransfer, reason: &str) {
+    for &c in &t.companions {
+        if let Some(a) = st.get_mut(c) {
+            a.transfer = None;
+            a.ignore_update = false;
+            a.last_pos_update_ms = None;
+        }
+        st.link_into_zone(c);
+    }
+    if st.get(t.actor).is_some_and(|a| a.is_player()) {
+        let text = format!("Transfer failed: {reason}");
+        packets::send_chat(st, t.actor, CHAT_RED, &text);
+    }
+}
+
+/// The destination refused: restore the actor here.
+pub(crate) fn transfer_nack(st: &mut ZoneState, tid: TransferId, reason: &str) {
+    let Some(t) = st.transfers.remove(&tid) else {
+        st.reject(None, Rejection::UnknownTransfer);
+        return;
+    };
+    rollback(st, t, reason);
+}
+
+/// Roll back transfers whose destination did not answer in time.
+pub(crate) fn check_timeouts(st: &mut ZoneState) {
+    if st.transfers.is_empty() {
+        return;
+    }
+    let now = st.now_ms;
+    let due: Vec<TransferId> = st
+        .transfers
+        .iter()
+        .filter(|(_, t)| now >= t.deadline_ms)
+        .map(|(k, _)| *k)
+        .collect();
+    for tid in due {
+        if let Some(t) = st.transfers.remove(&tid) {
+            rollback(st, t, "the destination did not answer");
+        }
+    }
+}
+
+/// An actor arrives from another AreaInstance.
+pub(crate) fn transfer_in(
+    st: &mut ZoneState,
+    tid: TransferId,
+    player: Option<PlayerKey>,
+    is_dm: bool,
+    state: ActorState,
+    arrival: &Arrival,
+) {
+    if st.seen_transfers.contains_key(&tid) {
+        st.reject(player, Rejection::DuplicateTransfer);
+        st.outputs.push(ZoneOutput::NackTransfer {
+            transfer_id: tid,
+            reason: "duplicate transfer".into(),
+        });
+        return;
+    }
+    st.seen_transfers.insert(tid, st.now_ms);
+    while st.seen_transfers.len() > SEEN_TRANSFERS {
+        let Some(oldest) = st
+            .seen_transfers
+            .iter()
+            .min_by_key(|(_, t)| **t)
+            .map(|(k, _)| *k)
+        else {
+            break;
+        };
+        st.seen_transfers.remove(&oldest);
+    }
+    let ok = match player {
+        Some(p) => match insert_player(st, p, state.rid, is_dm, &state, arrival) {
+            Some(id) => {
+                // Rules: the new area's Entry script.
+                let hooks = st.hooks.clone();
+                hooks.on_area_entry(st, id);
+                true
+            }
+            None => false,
+        },
+        None => {
+            let t = template_or_default(st, state.template);
+            let mut a = Actor::from_state(&t, &state);
+            place(st, &mut a, arrival);
+            match st.alloc_npc_rid().and_then(|rid| st.insert_actor(a, rid)) {
+                Some(id) => {
+                    insert_companions(st, id, id, &state);
+                    announce_arrival(st, id);
+                    true
+                }
+                None => false,
+            }
+        }
+    };
+    if ok {
+        st.outputs
+            .push(ZoneOutput::AckTransfer { transfer_id: tid });
+    } else {
+        st.reject(player, Rejection::BadJoin);
+        st.outputs.push(ZoneOutput::NackTransfer {
+            transfer_id: tid,
+            reason: "refused".into(),
+        });
+    }
+}
+
+/// Every `persist_every_ms`, a [`SnapshotReason::Periodic`] snapshot of each online,
+/// unfrozen player, in `FirstOnlinePlayer` order.
+pub(crate) fn periodic_snapshots(st: &mut ZoneState) {
+    let every = st.cfg.persist_every_ms;
+    if every == 0 {
+        return;
+    }
+    if st.next_persist_ms == 0 {
+        st.next_persist_ms = st.now_ms + every;
+        return;
+    }
+    if st.now_ms < st.next_persist_ms {
+        return;
+    }
+    st.next_persist_ms = st.now_ms + every;
+    for idx in st.chain_members(st.online, ChainKind::Online) {
+        let Some((id, Some(player), false)) = st.at(idx).map(|a| (a.id, a.player, a.frozen()))
+        else {
+            continue;
+        };
+        if let Some(state) = st.actor_state(id) {
+            st.outputs
+                .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
+                    player,
+                    reason: SnapshotReason::Periodic,
+                    state,
+                })));
+        }
+    }
+}

@@ -1,0 +1,1266 @@
+//! Actor storage for one AreaInstance: a generational slab of [`Actor`]s, the intrusive
+//! chains Realm Crafter keeps (`FirstInZone`, the online players, slaves per leader) with
+//! O(1) insert and removal, RuntimeID allocation, and [`ZoneState`], the struct every phase
+//! function works on.
+//!
+//! # Chains
+//! A [`Chain`] is a head (`first`, `len`); each actor carries one [`Link`] per chain kind
+//! ([`ChainKind`]). Insert links at the head, removal unlinks in O(1) through `prev`/`next`
+//! and is idempotent, so [`ZoneState::free_actor`] removes an actor from every chain
+//! unconditionally (as `FreeActorInstance` does). The area's water volumes never change at
+//! run time, so the `FirstWater` chain is the plain list `content.area.water`.
+//!
+//! # RuntimeIDs
+//! `rid_map[rid]` maps a RuntimeID to a slab index. Player RIDs come from the gateway (a
+//! cluster-wide range, see [`RidRanges`]) and are kept across SetArea; NPC RIDs are allocated
+//! here from their own range with a rotating cursor. 0 is never used.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::area::{Environment, TemplateProps, ZoneContent};
+use super::events::{
+    ATTRIBUTE_COUNT, ActorState, Arrival, Counters, FACTION_COUNT, INVENTORY_SLOTS, InvSlot,
+    KnownSpell, MEMORISED_EMPTY, MEMORISED_SLOTS, PlayerKey, RESISTANCE_COUNT, Rejection,
+    RuntimeId, TransferId, ZoneOutput,
+};
+use super::grid::Grid;
+use super::rng::SimRng;
+use super::scripts::ScriptHooks;
+
+/// Sentinel index: not linked / no actor.
+pub const NIL: u32 = u32::MAX;
+
+/// A handle to an actor: slab index plus generation, so a stale handle (a freed target,
+/// leader or mount) resolves to `None` instead of to whoever reused the slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActorId {
+    /// Slab index.
+    pub idx: u32,
+    /// Generation of the slot when the handle was made.
+    pub generation: u32,
+}
+
+/// `AIMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[doc(alias = "AIMode")]
+pub enum AiMode {
+    /// AI_Wait 0.
+    #[default]
+    Wait = 0,
+    /// AI_Patrol 1.
+    Patrol = 1,
+    /// AI_Run 2.
+    Run = 2,
+    /// AI_Chase 3.
+    Chase = 3,
+    /// AI_PatrolPause 4.
+    PatrolPause = 4,
+    /// AI_Pet 5.
+    Pet = 5,
+    /// AI_PetChase 6.
+    PetChase = 6,
+    /// AI_PetWait 7.
+    PetWait = 7,
+}
+
+impl AiMode {
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Self {
+        match v {
+            1 => Self::Patrol,
+            2 => Self::Run,
+            3 => Self::Chase,
+            4 => Self::PatrolPause,
+            5 => Self::Pet,
+            6 => Self::PetChase,
+            7 => Self::PetWait,
+            _ => Self::Wait,
+        }
+    }
+}
+
+/// One link of an intrusive chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Previous slab index or [`NIL`].
+    pub prev: u32,
+    /// Next slab index or [`NIL`].
+    pub next: u32,
+    /// Whether the actor is on this chain.
+    pub linked: bool,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Self {
+            prev: NIL,
+            next: NIL,
+            linked: false,
+        }
+    }
+}
+
+/// The head of an intrusive chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// First slab index or [`NIL`].
+    pub first: u32,
+    /// Number of members.
+    pub len: u32,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self { first: NIL, len: 0 }
+    }
+}
+
+/// Which chain a [`Link`] belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainKind {
+    /// `FirstInZone` / `NextInZone`: every actor of the instance.
+    #[doc(alias = "FirstInZone")]
+    Zone,
+    /// `FirstOnlinePlayer` / `NextOnlinePlayer`, restricted to this instance.
+    #[doc(alias = "FirstOnlinePlayer")]
+    Online,
+    /// `FirstSlave` / `NextSlave`: the pets of one leader.
+    #[doc(alias = "FirstSlave")]
+    Slaves,
+}
+
+/// Player-only data that the simulation carries but does not interpret.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayerData {
+    /// Quest log.
+    pub quests: Vec<(String, String)>,
+    /// Action bar.
+    pub action_bar: Vec<String>,
+    /// Reliable frames queued for this player during the tick.
+    pub outbox: Vec<u8>,
+}
+
+/// One actor instance (player or NPC) in the zone.
+#[derive(Clone, Debug)]
+#[doc(alias = "ActorInstance")]
+pub struct Actor {
+    /// Its handle.
+    pub id: ActorId,
+    /// RuntimeID.
+    pub rid: RuntimeId,
+    /// The player's session; `None` for NPCs (RNID -1).
+    pub player: Option<PlayerKey>,
+    /// DM account.
+    pub is_dm: bool,
+    /// Template id.
+    pub template: u16,
+    /// Environment (from the template).
+    pub environment: Environment,
+    /// Radius (template radius × 0.05).
+    pub radius: f32,
+    /// Aggressiveness (template).
+    pub aggressiveness: u8,
+    /// `AggressiveRange` (template).
+    pub aggressive_range: f32,
+    /// Rideable (template).
+    pub rideable: bool,
+    /// XP multiplier (template).
+    pub xp_multiplier: i32,
+    /// Default damage type (template).
+    pub default_damage_type: u8,
+    /// Name.
+    pub name: String,
+    /// Tag.
+    pub tag: String,
+    /// Appearance: gender, face, hair, beard, body.
+    pub gender: u8,
+    /// Appearance.
+    pub face: u16,
+    /// Appearance.
+    pub hair: u16,
+    /// Appearance.
+    pub beard: u16,
+    /// Appearance.
+    pub body: u16,
+    /// Level.
+    pub level: u16,
+    /// XP.
+    pub xp: u32,
+    /// XP bar level.
+    pub xp_bar: u8,
+    /// Gold.
+    pub gold: i32,
+    /// Reputation.
+    pub reputation: i32,
+    /// Guild.
+    pub team: i32,
+    /// Home faction.
+    pub home_faction: u8,
+    /// Ratings (100).
+    pub ratings: Box<[u8; FACTION_COUNT]>,
+    /// Attribute values.
+    pub attr: [i32; ATTRIBUTE_COUNT],
+    /// Attribute maxima.
+    pub attr_max: [i32; ATTRIBUTE_COUNT],
+    /// Resistances.
+    pub resist: [i32; RESISTANCE_COUNT],
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Facing.
+    pub yaw: f32,
+    /// Destination.
+    pub dest_x: f32,
+    /// Destination.
+    pub dest_z: f32,
+    /// Previous position (`OldX`).
+    pub old_x: f32,
+    /// Previous position (`OldZ`).
+    pub old_z: f32,
+    /// Running.
+    pub is_running: bool,
+    /// Walking backward.
+    pub walking_backward: bool,
+    /// `LastPosUpdateMs`; `None` until the first update (accepted outright).
+    pub last_pos_update_ms: Option<u64>,
+    /// `IgnoreUpdate`: no client update is applied while set.
+    #[doc(alias = "IgnoreUpdate")]
+    pub ignore_update: bool,
+    /// The transfer this actor is leaving by, if any (frozen until ack/nack/timeout).
+    pub transfer: Option<TransferId>,
+    /// The actor this one rides.
+    pub mount: Option<ActorId>,
+    /// The actor riding this one.
+    pub rider: Option<ActorId>,
+    /// The leader of a pet (slave).
+    pub leader: Option<ActorId>,
+    /// This actor's pets.
+    pub slaves: Chain,
+    /// AI mode.
+    pub ai_mode: AiMode,
+    /// AI target.
+    pub ai_target: Option<ActorId>,
+    /// Current waypoint.
+    pub current_waypoint: u16,
+    /// When PatrolPause ends.
+    pub pause_until_ms: u64,
+    /// `LastAttack`.
+    pub last_attack_ms: Option<u64>,
+    /// `Underwater`: `None` out of water, else the time of the next water second.
+    pub underwater_ms: Option<u64>,
+    /// Index of the water volume the actor is in.
+    pub water: Option<u16>,
+    /// Known spells with recharge.
+    pub spells: Vec<KnownSpell>,
+    /// Memorised spells (5000 = empty).
+    pub memorised: [u16; MEMORISED_SLOTS],
+    /// Inventory (46 slots).
+    pub inventory: Vec<Option<InvSlot>>,
+    /// Script globals (10).
+    pub script_globals: Vec<String>,
+    /// Right-click script.
+    pub script: String,
+    /// Death script.
+    pub death_script: String,
+    /// Spawn point it came from.
+    pub source_spawn: Option<u16>,
+    /// Last portal used and when.
+    pub last_portal: Option<u16>,
+    /// Time of the last portal use.
+    pub last_portal_ms: u64,
+    /// Last trigger the actor was inside (edge detection).
+    pub last_trigger: Option<u16>,
+    /// Party index in [`ZoneState::parties`].
+    pub party: Option<u32>,
+    /// Set while a death script is waiting (the player is dead but not removed).
+    pub dead: bool,
+    /// Player-only data.
+    pub player_data: Option<Box<PlayerData>>,
+    /// Chain links, by [`ChainKind`].
+    pub links: [Link; 3],
+    /// Grid cell (or [`NIL`]) and position inside it.
+    pub cell: u32,
+    /// Position inside the cell's list.
+    pub cell_pos: u32,
+}
+
+impl Actor {
+    /// A fresh actor from a template, at the origin, with no RID yet.
+    pub fn from_template(t: &TemplateProps) -> Self {
+        let mut attr = [0; ATTRIBUTE_COUNT];
+        let mut attr_max = [100; ATTRIBUTE_COUNT];
+        for (i, (v, m)) in t.attributes.iter().enumerate().take(ATTRIBUTE_COUNT) {
+            if let (Some(a), Some(b)) = (attr.get_mut(i), attr_max.get_mut(i)) {
+                *a = *v;
+                *b = *m;
+            }
+        }
+        let mut resist = [100; RESISTANCE_COUNT];
+        for (i, r) in t.resistances.iter().enumerate().take(RESISTANCE_COUNT) {
+            if let Some(s) = resist.get_mut(i) {
+                *s = *r;
+            }
+        }
+        Self {
+            id: ActorId {
+                idx: NIL,
+                generation: 0,
+            },
+            rid: 0,
+            player: None,
+            is_dm: false,
+            template: t.id,
+            environment: t.environment,
+            radius: t.radius,
+            aggressiveness: t.aggressiveness,
+            aggressive_range: t.aggressive_range,
+            rideable: t.rideable,
+            xp_multiplier: t.xp_multiplier,
+            default_damage_type: t.default_damage_type,
+            name: t.race.clone(),
+            tag: String::new(),
+            gender: 0,
+            face: 0,
+            hair: 0,
+            beard: 0,
+            body: 0,
+            level: 1,
+            xp: 0,
+            xp_bar: 0,
+            gold: 0,
+            reputation: 0,
+            team: 0,
+            home_faction: t.faction,
+            ratings: Box::new([100; FACTION_COUNT]),
+            attr,
+            attr_max,
+            resist,
+            x: 0.0,
+            y: 0.0,
+            z: 0.0,
+            yaw: 0.0,
+            dest_x: 0.0,
+            dest_z: 0.0,
+            old_x: 0.0,
+            old_z: 0.0,
+            is_running: false,
+            walking_backward: false,
+            last_pos_update_ms: None,
+            ignore_update: false,
+            transfer: None,
+            mount: None,
+            rider: None,
+            leader: None,
+            slaves: Chain::default(),
+            ai_mode: AiMode::Wait,
+            ai_target: None,
+            current_waypoint: 0,
+            pause_until_ms: 0,
+            last_attack_ms: None,
+            underwater_ms: None,
+            water: None,
+            spells: Vec::new(),
+            memorised: [MEMORISED_EMPTY; MEMORISED_SLOTS],
+            inventory: vec![None; INVENTORY_SLOTS],
+            script_globals: vec![String::new(); 10],
+            script: String::new(),
+            death_script: String::new(),
+            source_spawn: None,
+            last_portal: None,
+            last_portal_ms: 0,
+            last_trigger: None,
+            party: None,
+            dead: false,
+            player_data: None,
+            links: [Link::default(); 3],
+            cell: NIL,
+            cell_pos: 0,
+        }
+    }
+
+    /// Fill the persistent fields from a saved state (template props come from `t`).
+    pub fn from_state(t: &TemplateProps, s: &ActorState) -> Self {
+        let mut a = Self::from_template(t);
+        a.name.clone_from(&s.name);
+        a.tag.clone_from(&s.tag);
+        a.gender = s.gender;
+        a.face = s.face;
+        a.hair = s.hair;
+        a.beard = s.beard;
+        a.body = s.body;
+        a.level = s.level;
+        a.xp = s.xp;
+        a.xp_bar = s.xp_bar;
+        a.gold = s.gold;
+        a.reputation = s.reputation;
+        a.team = s.team;
+        a.home_faction = s.home_faction.min(99);
+        for (d, v) in a.ratings.iter_mut().zip(&s.ratings) {
+            *d = *v;
+        }
+        for (d, v) in a.attr.iter_mut().zip(&s.attributes) {
+            *d = *v;
+        }
+        for (d, v) in a.attr_max.iter_mut().zip(&s.attribute_max) {
+            *d = *v;
+        }
+        for (d, v) in a.resist.iter_mut().zip(&s.resistances) {
+            *d = *v;
+        }
+        let pos = |v: f32| shared_clamp(v);
+        a.x = pos(s.x);
+        a.y = pos(s.y);
+        a.z = pos(s.z);
+        a.yaw = if s.yaw.is_finite() { s.yaw } else { 0.0 };
+        a.dest_x = a.x;
+        a.dest_z = a.z;
+        a.old_x = a.x;
+        a.old_z = a.z;
+        for (d, v) in a.inventory.iter_mut().zip(&s.inventory) {
+            d.clone_from(v);
+        }
+        a.spells.clone_from(&s.known_spells);
+        for (d, v) in a.memorised.iter_mut().zip(&s.memorised) {
+            *d = *v;
+        }
+        for (d, v) in a.script_globals.iter_mut().zip(&s.script_globals) {
+            d.clone_from(v);
+        }
+        a.script.clone_from(&s.script);
+        a.death_script.clone_from(&s.death_script);
+        a.ai_mode = AiMode::from_u8(s.ai_mode);
+        a
+    }
+
+    /// The persistent state (without pets and mount; see [`ZoneState::actor_state`]).
+    pub fn to_state(&self, area: &str, instance: u16) -> ActorState {
+        ActorState {
+            template: self.template,
+            name: self.name.clone(),
+            tag: self.tag.clone(),
+            area: area.to_owned(),
+            instance,
+            x: self.x,
+            y: self.y,
+            z: self.z,
+            yaw: self.yaw,
+            gender: self.gender,
+            face: self.face,
+            hair: self.hair,
+            beard: self.beard,
+            body: self.body,
+            level: self.level,
+            xp: self.xp,
+            xp_bar: self.xp_bar,
+            gold: self.gold,
+            reputation: self.reputation,
+            team: self.team,
+            home_faction: self.home_faction,
+            ratings: self.ratings.to_vec(),
+            attributes: self.attr.to_vec(),
+            attribute_max: self.attr_max.to_vec(),
+            resistances: self.resist.to_vec(),
+            inventory: self.inventory.clone(),
+            known_spells: self.spells.clone(),
+            memorised: self.memorised.to_vec(),
+            script_globals: self.script_globals.clone(),
+            quests: self
+                .player_data
+                .as_ref()
+                .map(|p| p.quests.clone())
+                .unwrap_or_default(),
+            action_bar: self
+                .player_data
+                .as_ref()
+                .map(|p| p.action_bar.clone())
+                .unwrap_or_default(),
+            script: self.script.clone(),
+            death_script: self.death_script.clone(),
+            rid: self.rid,
+            ai_mode: self.ai_mode as u8,
+            pets: Vec::new(),
+            mount: None,
+        }
+    }
+
+    /// Whether the actor is a player (RNID > 0).
+    pub fn is_player(&self) -> bool {
+        self.player.is_some()
+    }
+
+    /// Value of an attribute slot, if the index is valid.
+    pub fn attr_value(&self, i: Option<u8>) -> Option<i32> {
+        i.and_then(|i| self.attr.get(usize::from(i)).copied())
+    }
+
+    /// Maximum of an attribute slot, if the index is valid.
+    pub fn attr_maximum(&self, i: Option<u8>) -> Option<i32> {
+        i.and_then(|i| self.attr_max.get(usize::from(i)).copied())
+    }
+
+    /// Whether the actor is frozen (mid-transfer) or otherwise ignoring updates.
+    pub fn frozen(&self) -> bool {
+        self.transfer.is_some()
+    }
+}
+
+fn shared_clamp(v: f32) -> f32 {
+    super::ingest::clamp_world_coord(v)
+}
+
+/// RuntimeID ranges (inclusive). Player RIDs are assigned cluster-wide by the gateway and
+/// travel with the player; NPC RIDs are per instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RidRanges {
+    /// First player RID (>= 1).
+    pub player_lo: u16,
+    /// Last player RID.
+    pub player_hi: u16,
+    /// First NPC RID.
+    pub npc_lo: u16,
+    /// Last NPC RID (<= 65534).
+    pub npc_hi: u16,
+}
+
+impl Default for RidRanges {
+    fn default() -> Self {
+        Self {
+            player_lo: 1,
+            player_hi: 15999,
+            npc_lo: 16000,
+            npc_hi: 65534,
+        }
+    }
+}
+
+/// A scheduled action run by the housekeeping phase when due.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scheduled {
+    /// The default death script's 5 s wait is over: restore and warp the player.
+    DeathRespawn {
+        /// Who.
+        actor: ActorId,
+    },
+    /// A rules-defined timer, interpreted by `scripts::run_scheduled`.
+    Script {
+        /// Context actor.
+        actor: ActorId,
+        /// Free-form tag.
+        tag: String,
+    },
+}
+
+/// A party (members may be in other zones; this zone tracks the local ones by name).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Party {
+    /// Member names, leader first; at most 8.
+    pub members: Vec<String>,
+}
+
+/// An outgoing transfer waiting for ack/nack.
+#[derive(Clone, Debug)]
+pub struct PendingTransfer {
+    /// The frozen actor (with its mount and pets frozen too).
+    pub actor: ActorId,
+    /// Frozen companions (mount, pets).
+    pub companions: Vec<ActorId>,
+    /// When it times out.
+    pub deadline_ms: u64,
+}
+
+/// Zone-wide configuration (validated by the shell; the sim only clamps).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ZoneConfig {
+    /// Instance number.
+    pub instance: u16,
+    /// Instance handle sent in P_ChangeArea / P_NewActor (the client's CurrentAreaID).
+    pub instance_handle: u32,
+    /// RNG seed.
+    pub seed: u64,
+    /// Broadcast period (ms), 200.
+    pub broadcast_ms: u64,
+    /// Mid band period (ms), 1000: each player gets the mid band on one broadcast tick in
+    /// every `mid_band_ms / broadcast_ms` (staggered by player).
+    pub mid_band_ms: u64,
+    /// Spell recharge step (ms), 100.
+    pub recharge_ms: u64,
+    /// Close band radius, 500.
+    pub update_distance: f32,
+    /// Far band radius, 1000.
+    pub far_distance: f32,
+    /// Spatial grid cell size.
+    pub grid_cell: f32,
+    /// Datagram byte budget.
+    pub datagram_budget: usize,
+    /// RuntimeID ranges.
+    pub rids: RidRanges,
+    /// Transfer timeout (ms), 2000.
+    pub transfer_timeout_ms: u64,
+    /// Period of the character snapshots of every online player (ms); 0 disables.
+    pub persist_every_ms: u64,
+}
+
+impl Default for ZoneConfig {
+    fn default() -> Self {
+        Self {
+            instance: 0,
+            instance_handle: 0,
+            seed: 0x5eed,
+            broadcast_ms: 200,
+            mid_band_ms: 1000,
+            recharge_ms: 100,
+            update_distance: 500.0,
+            far_distance: 1000.0,
+            grid_cell: 125.0,
+            datagram_budget: 1200,
+            rids: RidRanges::default(),
+            transfer_timeout_ms: 2000,
+            persist_every_ms: 300_000,
+        }
+    }
+}
+
+/// One slab slot.
+#[derive(Clone, Debug)]
+struct Slot {
+    generation: u32,
+    actor: Option<Actor>,
+}
+
+/// The whole mutable state of one AreaInstance. Phase functions take `&mut ZoneState`.
+pub struct ZoneState {
+    /// Configuration.
+    pub cfg: ZoneConfig,
+    /// Content.
+    pub content: Arc<ZoneContent>,
+    /// Script hooks.
+    pub hooks: Arc<dyn ScriptHooks>,
+    /// The RNG.
+    pub rng: SimRng,
+    /// `now` of the current tick (ms).
+    pub now_ms: u64,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// `FirstInZone`.
+    pub zone: Chain,
+    /// Online players in this instance.
+    pub online: Chain,
+    rid_map: Vec<u32>,
+    npc_cursor: u16,
+    by_player: HashMap<PlayerKey, ActorId>,
+    /// The spatial index.
+    pub grid: Grid,
+    /// Kills queued during the actor loop: `(victim, killer)`.
+    #[doc(alias = "DeferKillActor")]
+    pub pending_kills: Vec<(ActorId, Option<ActorId>)>,
+    /// Scheduled actions `(due_ms, action)`, in insertion order.
+    pub scheduled: Vec<(u64, Scheduled)>,
+    /// Outgoing transfers.
+    pub transfers: BTreeMap<TransferId, PendingTransfer>,
+    /// Recently seen incoming transfer ids (duplicates refused).
+    pub seen_transfers: BTreeMap<TransferId, u64>,
+    /// Next outgoing transfer id.
+    pub next_transfer: u64,
+    /// Current weather (0 sun .. 5 wind).
+    pub weather: u8,
+    /// Weather time left, in visits.
+    pub weather_time: i32,
+    /// `Spawned[]` per spawn point.
+    pub spawned: Vec<u16>,
+    /// `SpawnLast[]` per spawn point.
+    pub spawn_last: Vec<u64>,
+    /// Parties.
+    pub parties: Vec<Party>,
+    /// Pending party invites `(invitee, inviter name)`.
+    pub invites: Vec<(ActorId, String)>,
+    /// Next broadcast time.
+    pub next_broadcast_ms: u64,
+    /// Broadcast ticks so far (staggers the mid band).
+    pub broadcasts: u64,
+    /// Next recharge step.
+    pub next_recharge_ms: u64,
+    /// Next periodic snapshot time.
+    pub next_persist_ms: u64,
+    /// Whether this tick recharges spells.
+    pub recharge_now: bool,
+    /// Counters of the current tick.
+    pub counters: Counters,
+    /// Non-datagram outputs of the current tick.
+    pub outputs: Vec<ZoneOutput>,
+    /// Scratch list reused by phases.
+    pub scratch: Vec<u32>,
+    /// Whether arrivals are announced (`P_ChangeArea`, `P_NewActor`). Only the bench's
+    /// set-up turns this off, to pre-load a zone without O(actors × players) packets.
+    pub announce: bool,
+}
+
+impl ZoneState {
+    /// An empty instance.
+    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, hooks: Arc<dyn ScriptHooks>) -> Self {
+        let grid = Grid::for_area(&content.area, cfg.grid_cell);
+        let n_spawns = content.area.spawns.len();
+        let rng = SimRng::new(cfg.seed);
+        let npc_cursor = cfg.rids.npc_lo;
+        Self {
+            cfg,
+            content,
+            hooks,
+            rng,
+            now_ms: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            zone: Chain::default(),
+            online: Chain::default(),
+            rid_map: vec![NIL; 65536],
+            npc_cursor,
+            by_player: HashMap::new(),
+            grid,
+            pending_kills: Vec::new(),
+            scheduled: Vec::new(),
+            transfers: BTreeMap::new(),
+            seen_transfers: BTreeMap::new(),
+            next_transfer: 1,
+            weather: 0,
+            weather_time: 0,
+            spawned: vec![0; n_spawns],
+            spawn_last: vec![0; n_spawns],
+            parties: Vec::new(),
+            invites: Vec::new(),
+            next_broadcast_ms: 0,
+            broadcasts: 0,
+            next_recharge_ms: 0,
+            recharge_now: false,
+            next_persist_ms: 0,
+            counters: Counters::default(),
+            outputs: Vec::new(),
+            scratch: Vec::new(),
+            announce: true,
+        }
+    }
+
+    // ----- lookup -------------------------------------------------------------------
+
+    /// The actor behind a handle, if it still exists.
+    pub fn get(&self, id: ActorId) -> Option<&Actor> {
+        let s = self.slots.get(id.idx as usize)?;
+        if s.generation != id.generation {
+            return None;
+        }
+        s.actor.as_ref()
+    }
+
+    /// Mutable access through a handle.
+    pub fn get_mut(&mut self, id: ActorId) -> Option<&mut Actor> {
+        let s = self.slots.get_mut(id.idx as usize)?;
+        if s.generation != id.generation {
+            return None;
+        }
+        s.actor.as_mut()
+    }
+
+    /// The actor in a slab slot (no generation check; for chain and grid walks).
+    pub fn at(&self, idx: u32) -> Option<&Actor> {
+        self.slots.get(idx as usize).and_then(|s| s.actor.as_ref())
+    }
+
+    /// Mutable access to a slab slot.
+    pub fn at_mut(&mut self, idx: u32) -> Option<&mut Actor> {
+        self.slots
+            .get_mut(idx as usize)
+            .and_then(|s| s.actor.as_mut())
+    }
+
+    /// Two distinct actors mutably at once.
+    pub fn pair_mut(&mut self, a: ActorId, b: ActorId) -> Option<(&mut Actor, &mut Actor)> {
+        if a.idx == b.idx {
+            return None;
+        }
+        let (lo, hi, swap) = if a.idx < b.idx {
+            (a, b, false)
+        } else {
+            (b, a, true)
+        };
+        let (left, right) = self.slots.split_at_mut(hi.idx as usize);
+        let l = left.get_mut(lo.idx as usize)?;
+        let r = right.first_mut()?;
+        if l.generation != lo.generation || r.generation != hi.generation {
+            return None;
+        }
+        let (la, ra) = (l.actor.as_mut()?, r.actor.as_mut()?);
+        Some(if swap { (ra, la) } else { (la, ra) })
+    }
+
+    /// The actor with this RuntimeID in this instance.
+    pub fn by_rid(&self, rid: RuntimeId) -> Option<ActorId> {
+        let idx = *self.rid_map.get(usize::from(rid))?;
+        self.at(idx).map(|a| a.id)
+    }
+
+    /// The actor of a player session.
+    pub fn by_player(&self, p: PlayerKey) -> Option<ActorId> {
+        self.by_player
+            .get(&p)
+            .copied()
+            .filter(|id| self.get(*id).is_some())
+    }
+
+    /// Slab capacity (upper bound of slot indices).
+    pub fn slab_len(&self) -> u32 {
+        u32::try_from(self.slots.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Number of live actors.
+    pub fn actor_count(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Slab indices of a chain, collected (for walks that mutate chains).
+    pub fn chain_members(&self, chain: Chain, kind: ChainKind) -> Vec<u32> {
+        let mut v = Vec::with_capacity(chain.len as usize);
+        self.chain_collect(chain, kind, &mut v);
+        v
+    }
+
+    /// Collect a chain's slab indices into `out` (cleared first).
+    pub fn chain_collect(&self, chain: Chain, kind: ChainKind, out: &mut Vec<u32>) {
+        out.clear();
+        let mut cur = chain.first;
+        let mut guard = 0u32;
+        while cur != NIL && guard <= chain.len {
+            out.push(cur);
+            cur = self.at(cur).map_or(NIL, |a| a.links[kind as usize].next);
+            guard += 1;
+        }
+    }
+
+    /// The handles of a leader's pets.
+    pub fn slaves_of(&self, leader: ActorId) -> Vec<ActorId> {
+        let Some(l) = self.get(leader) else {
+            return Vec::new();
+        };
+        self.chain_members(l.slaves, ChainKind::Slaves)
+            .into_iter()
+            .filter_map(|i| self.at(i).map(|a| a.id))
+            .collect()
+    }
+
+    // ----- chains -------------------------------------------------------------------
+
+    fn chain_head(&mut self, kind: ChainKind, owner: Option<u32>) -> Option<&mut Chain> {
+        match kind {
+            ChainKind::Zone => Some(&mut self.zone),
+            ChainKind::Online => Some(&mut self.online),
+            ChainKind::Slaves => owner.and_then(|o| self.at_mut(o)).map(|a| &mut a.slaves),
+        }
+    }
+
+    /// Link `idx` at the head of a chain (no-op if already linked).
+    pub fn chain_insert(&mut self, kind: ChainKind, owner: Option<u32>, idx: u32) {
+        let k = kind as usize;
+        match self.at(idx) {
+            Some(a) if !a.links[k].linked => {}
+            _ => return,
+        }
+        let Some(head) = self.chain_head(kind, owner) else {
+            return;
+        };
+        let old_first = head.first;
+        head.first = idx;
+        head.len += 1;
+        if let Some(a) = self.at_mut(idx) {
+            a.links[k] = Link {
+                prev: NIL,
+                next: old_first,
+                linked: true,
+            };
+        }
+        if old_first != NIL
+            && let Some(f) = self.at_mut(old_first)
+        {
+            f.links[k].prev = idx;
+        }
+    }
+
+    /// Unlink `idx` from a chain in O(1) (no-op if not linked).
+    pub fn chain_remove(&mut self, kind: ChainKind, owner: Option<u32>, idx: u32) {
+        let k = kind as usize;
+        let link = match self.at(idx) {
+            Some(a) if a.links[k].linked => a.links[k],
+            _ => return,
+        };
+        if link.prev != NIL {
+            if let Some(p) = self.at_mut(link.prev) {
+                p.links[k].next = link.next;
+            }
+        } else if let Some(head) = self.chain_head(kind, owner) {
+            head.first = link.next;
+        }
+        if link.next != NIL
+            && let Some(n) = self.at_mut(link.next)
+        {
+            n.links[k].prev = link.prev;
+        }
+        if let Some(head) = self.chain_head(kind, owner) {
+            head.len = head.len.saturating_sub(1);
+        }
+        if let Some(a) = self.at_mut(idx) {
+            a.links[k] = Link::default();
+        }
+    }
+
+    /// `SlaveLink`: make `pet` a slave of `leader`.
+    pub fn slave_link(&mut self, leader: ActorId, pet: ActorId) {
+        if self.get(leader).is_none() || self.get(pet).is_none() || leader == pet {
+            return;
+        }
+        self.slave_unlink(pet);
+        self.chain_insert(ChainKind::Slaves, Some(leader.idx), pet.idx);
+        if let Some(p) = self.get_mut(pet) {
+            p.leader = Some(leader);
+        }
+    }
+
+    /// `SlaveUnlink`: detach `pet` from its leader.
+    pub fn slave_unlink(&mut self, pet: ActorId) {
+        let Some(leader) = self.get(pet).and_then(|p| p.leader) else {
+            return;
+        };
+        let owner = self.get(leader).map(|l| l.id.idx);
+        if owner.is_some() {
+            self.chain_remove(ChainKind::Slaves, owner, pet.idx);
+        } else if let Some(p) = self.get_mut(pet) {
+            // The leader is gone; just clear the link.
+            p.links[ChainKind::Slaves as usize] = Link::default();
+        }
+        if let Some(p) = self.get_mut(pet) {
+            p.leader = None;
+        }
+    }
+
+    // ----- lifetime -----------------------------------------------------------------
+
+    /// Allocate a free NPC RuntimeID (rotating cursor over the NPC range).
+    pub fn alloc_npc_rid(&mut self) -> Option<RuntimeId> {
+        let r = self.cfg.rids;
+        let lo = r.npc_lo.max(1);
+        let hi = r.npc_hi.clamp(lo, 65534);
+        let span = u32::from(hi - lo) + 1;
+        let mut c = self.npc_cursor.clamp(lo, hi);
+        for _ in 0..span {
+            let cand = c;
+            c = if c >= hi { lo } else { c + 1 };
+            if self.rid_map.get(usize::from(cand)) == Some(&NIL) {
+                self.npc_cursor = c;
+                return Some(cand);
+            }
+        }
+        None
+    }
+
+    /// Whether a RID is a free player RID of this cluster's player range.
+    pub fn player_rid_ok(&self, rid: RuntimeId) -> bool {
+        let r = self.cfg.rids;
+        rid >= r.player_lo.max(1)
+            && rid <= r.player_hi
+            && self.rid_map.get(usize::from(rid)) == Some(&NIL)
+    }
+
+    /// Put an actor into the slab with the given RID, link it into `FirstInZone` (and the
+    /// online chain for players) and the grid. The RID must be free (checked by callers).
+    pub fn insert_actor(&mut self, mut actor: Actor, rid: RuntimeId) -> Option<ActorId> {
+        if rid == 0 || self.rid_map.get(usize::from(rid)) != Some(&NIL) {
+            return None;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(self.slots.len()).ok().filter(|&i| i != NIL)?;
+                self.slots.push(Slot {
+                    generation: 0,
+                    actor: None,
+                });
+                i
+            }
+        };
+        let slot = self.slots.get_mut(idx as usize)?;
+        slot.generation = slot.generation.wrapping_add(1);
+        let id = ActorId {
+            idx,
+            generation: slot.generation,
+        };
+        actor.id = id;
+        actor.rid = rid;
+        actor.links = [Link::default(); 3];
+        actor.slaves = Chain::default();
+        actor.cell = NIL;
+        let player = actor.player;
+        slot.actor = Some(actor);
+        if let Some(m) = self.rid_map.get_mut(usize::from(rid)) {
+            *m = idx;
+        }
+        if let Some(p) = player {
+            self.by_player.insert(p, id);
+        }
+        self.link_into_zone(id);
+        Some(id)
+    }
+
+    /// Link an actor into `FirstInZone`, the online chain (players) and the grid.
+    pub fn link_into_zone(&mut self, id: ActorId) {
+        let Some(a) = self.get(id) else { return };
+        let is_player = a.is_player();
+        self.chain_insert(ChainKind::Zone, None, id.idx);
+        if is_player {
+            self.chain_insert(ChainKind::Online, None, id.idx);
+        }
+        self.grid_place(id.idx);
+    }
+
+    /// Unlink an actor from `FirstInZone`, the online chain and the grid (it stays in the
+    /// slab; used while frozen in a transfer).
+    pub fn unlink_from_zone(&mut self, id: ActorId) {
+        if self.get(id).is_none() {
+            return;
+        }
+        self.chain_remove(ChainKind::Zone, None, id.idx);
+        self.chain_remove(ChainKind::Online, None, id.idx);
+        self.grid_remove(id.idx);
+    }
+
+    /// `FreeActorInstance`: remove from every chain, the grid and the RID map, detach the
+    /// mount, rider, leader and pets, drop pending references, and free the slot.
+    pub fn free_actor(&mut self, id: ActorId) -> Option<Actor> {
+        let (rid, player, mount, rider) = {
+            let a = self.get(id)?;
+            (a.rid, a.player, a.mount, a.rider)
+        };
+        self.unlink_from_zone(id);
+        self.slave_unlink(id);
+        for pet in self.slaves_of(id) {
+            self.slave_unlink(pet);
+        }
+        if let Some(m) = mount.and_then(|m| self.get_mut(m)) {
+            m.rider = None;
+        }
+        if let Some(r) = rider.and_then(|r| self.get_mut(r)) {
+            r.mount = None;
+        }
+        if self.rid_map.get(usize::from(rid)) == Some(&id.idx)
+            && let Some(m) = self.rid_map.get_mut(usize::from(rid))
+        {
+            *m = NIL;
+        }
+        if let Some(p) = player
+            && self.by_player.get(&p) == Some(&id)
+        {
+            self.by_player.remove(&p);
+        }
+        self.invites.retain(|(who, _)| *who != id);
+        let slot = self.slots.get_mut(id.idx as usize)?;
+        let actor = slot.actor.take();
+        self.free.push(id.idx);
+        actor
+    }
+
+    // ----- grid -------------------------------------------------------------------
+
+    /// Put an actor into its grid cell (no-op if already placed).
+    pub fn grid_place(&mut self, idx: u32) {
+        let Some(a) = self.at(idx) else { return };
+        if a.cell != NIL {
+            return;
+        }
+        let (x, z) = (a.x, a.z);
+        let cell = self.grid.cell_of(x, z);
+        let pos = self.grid.push(cell, idx, x, z);
+        if let Some(a) = self.at_mut(idx) {
+            a.cell = cell;
+            a.cell_pos = pos;
+        }
+    }
+
+    /// Take an actor out of the grid.
+    pub fn grid_remove(&mut self, idx: u32) {
+        let Some(a) = self.at(idx) else { return };
+        let (cell, pos) = (a.cell, a.cell_pos);
+        if cell == NIL {
+            return;
+        }
+        if let Some(moved) = self.grid.swap_remove(cell, pos)
+            && let Some(m) = self.at_mut(moved)
+        {
+            m.cell_pos = pos;
+        }
+        if let Some(a) = self.at_mut(idx) {
+            a.cell = NIL;
+        }
+    }
+
+    /// After an actor's X/Z changed: move it to its new cell if needed (O(1)) and store the
+    /// new position in its grid entry. Every write of `x`/`z` must be followed by this.
+    pub fn grid_update(&mut self, idx: u32) {
+        let Some(a) = self.at(idx) else { return };
+        if a.cell == NIL {
+            return;
+        }
+        let (x, z, old, pos) = (a.x, a.z, a.cell, a.cell_pos);
+        let cell = self.grid.cell_of(x, z);
+        if cell == old {
+            self.grid.set_pos(cell, pos, x, z);
+        } else {
+            self.grid_remove(idx);
+            self.grid_place(idx);
+        }
+    }
+
+    /// Re-file every actor in the grid from its current position (O(actors)); for test
+    /// harnesses that write positions directly.
+    pub fn grid_resync(&mut self) {
+        for idx in 0..self.slab_len() {
+            self.grid_update(idx);
+        }
+    }
+
+    // ----- output -------------------------------------------------------------------
+
+    /// Count a rejection and report it.
+    pub fn reject(&mut self, player: Option<PlayerKey>, reason: Rejection) {
+        if let Some(c) = self.counters.rejections.get_mut(reason as usize) {
+            *c += 1;
+        }
+        self.outputs.push(ZoneOutput::Rejected { player, reason });
+    }
+
+    /// Queue a reliable packet (type + payload) for one actor's player (no-op for NPCs).
+    pub fn send_to(&mut self, to: ActorId, ptype: u8, payload: &[u8]) {
+        if let Some(pd) = self.get_mut(to).and_then(|a| a.player_data.as_mut()) {
+            super::packets::push_frame(&mut pd.outbox, ptype, payload);
+        }
+    }
+
+    /// Queue a reliable packet for every online player of the instance, except `except`.
+    pub fn send_zone(&mut self, ptype: u8, payload: &[u8], except: Option<ActorId>) {
+        let mut cur = self.online.first;
+        let mut guard = 0u32;
+        while cur != NIL && guard <= self.online.len {
+            guard += 1;
+            let Some(a) = self.at_mut(cur) else { break };
+            let next = a.links[ChainKind::Online as usize].next;
+            if Some(a.id) != except
+                && let Some(pd) = a.player_data.as_mut()
+            {
+                super::packets::push_frame(&mut pd.outbox, ptype, payload);
+            }
+            cur = next;
+        }
+    }
+
+    /// Move a player's queued reliable bytes into the outputs now (before it leaves).
+    pub fn flush_player(&mut self, id: ActorId) {
+        let Some(a) = self.get_mut(id) else { return };
+        let Some(player) = a.player else { return };
+        let Some(pd) = a.player_data.as_mut() else {
+            return;
+        };
+        if pd.outbox.is_empty() {
+            return;
+        }
+        let bytes = std::mem::take(&mut pd.outbox);
+        self.counters.reliable_bytes += bytes.len() as u64;
+        self.outputs.push(ZoneOutput::Reliable { player, bytes });
+    }
+
+    /// Schedule an action.
+    pub fn schedule(&mut self, due_ms: u64, what: Scheduled) {
+        self.scheduled.push((due_ms, what));
+    }
+
+    /// The full state of an actor with its mount and pets (recursively), for transfers and
+    /// snapshots.
+    pub fn actor_state(&self, id: ActorId) -> Option<ActorState> {
+        self.actor_state_depth(id, 0)
+    }
+
+    fn actor_state_depth(&self, id: ActorId, depth: u8) -> Option<ActorState> {
+        let a = self.get(id)?;
+        let mut s = a.to_state(&self.content.area.name, self.cfg.instance);
+        if depth < 4 {
+            if let Some(m) = a.mount {
+                s.mount = self.actor_state_depth(m, depth + 1).map(Box::new);
+            }
+            s.pets = self
+                .slaves_of(id)
+                .into_iter()
+                .filter_map(|p| self.actor_state_depth(p, depth + 1))
+                .collect();
+        }
+        Some(s)
+    }
+
+    /// Resolve an [`Arrival`] to a position and yaw (and the portal/waypoint used).
+    pub fn resolve_arrival(&self, arrival: &Arrival, saved: (f32, f32, f32, f32)) -> Placement {
+        let area = &self.content.area;
+        match arrival {
+            Arrival::Saved => Placement::at(saved.0, saved.1, saved.2, saved.3),
+            Arrival::Position { x, y, z } => Placement::at(*x, *y, *z, 0.0),
+            Arrival::Waypoint(w) => match area.waypoint(*w) {
+                Some(wp) => Placement {
+                    waypoint: Some(*w),
+                    ..Placement::at(wp.x, wp.y, wp.z, 0.0)
+                },
+                None => Placement::at(saved.0, saved.1, saved.2, saved.3),
+            },
+            Arrival::Portal(p) => self.portal_placement(*p, saved),
+            Arrival::PortalNamed(n) => {
+                let p = area.portal_named(n).unwrap_or(0);
+                self.portal_placement(p, saved)
+            }
+        }
+    }
+
+    fn portal_placement(&self, p: u16, saved: (f32, f32, f32, f32)) -> Placement {
+        match self.content.area.portals.get(usize::from(p)) {
+            Some(pt) => Placement {
+                portal: Some(p),
+                ..Placement::at(pt.x, pt.y, pt.z, pt.yaw)
+            },
+            None => Placement::at(saved.0, saved.1, saved.2, saved.3),
+        }
+    }
+}
+
+/// A resolved arrival position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Yaw.
+    pub yaw: f32,
+    /// Waypoint used.
+    pub waypoint: Option<u16>,
+    /// Portal used.
+    pub portal: Option<u16>,
+}
+
+impl Placement {
+    fn at(x: f32, y: f32, z: f32, yaw: f32) -> Self {
+        let c = super::ingest::clamp_world_coord;
+        Self {
+            x: c(x),
+            y: c(y),
+            z: c(z),
+            yaw: if yaw.is_finite() { yaw } else { 0.0 },
+            waypoint: None,
+            portal: None,
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Weather per instance (reference §7.7): timer, linked area, `WeatherChance`,
+//! `P_WeatherChange`.
+//!
+//! Quirk fix: Realm Crafter counts the weather time in round-robin **visits** of the area
+//! (`Rand(2500, 10000)` of them), so weather lasted longer on a server with more areas or
+//! a slower loop. Here the time is in milliseconds: one visit is taken as
+//! [`MS_PER_VISIT`] = 100 ms (a loop of a few ms visiting a few dozen areas), so a weather
+//! lasts 250 s to 1000 s. The roll: `r = Rand(1..100)` against the cumulative
+//! `WeatherChance[0..4]` (weathers 1..5 = rain, snow, fog, storm, wind), Sun when none
+//! matches; then `P_WeatherChange` (`instHandle u32, weather u8`) to the zone.
+//!
+//! `WeatherLink`: the zone hosts one AreaInstance, so the linked area's weather comes from
+//! [`ScriptHooks::linked_weather`](super::scripts::ScriptHooks::linked_weather) (the shell
+//! or the game supplies it); when it answers `None` the zone rolls its own.
+
+use super::packets;
+use super::state::ZoneState;
+
+/// Milliseconds per Realm Crafter weather "visit".
+pub const MS_PER_VISIT: u64 = 100;
+/// Shortest weather, in visits.
+pub const MIN_VISITS: i32 = 2500;
+/// Longest weather, in visits.
+pub const MAX_VISITS: i32 = 10_000;
+/// Weather names, by number (`/weather`).
+pub const NAMES: [&str; 6] = ["sun", "rain", "snow", "fog", "storm", "wind"];
+
+/// A random weather duration (ms).
+pub fn roll_duration(st: &mut ZoneState) -> u64 {
+    let visits = st.rng.rand_range(MIN_VISITS, MAX_VISITS);
+    u64::try_from(visits).unwrap_or(0) * MS_PER_VISIT
+}
+
+/// The weather part of the round-robin visit. `st.weather_time` holds the time (ms, from
+/// `now_ms`) at which the current weather ends.
+pub(crate) fn visit(st: &mut ZoneState) {
+    let now = st.now_ms;
+    let until = u64::try_from(st.weather_time).unwrap_or(0) * MS_PER_VISIT;
+    if until > now {
+        return;
+    }
+    let link = st.content.area.weather_link.clone();
+    let hooks = st.hooks.clone();
+    let linked = if link.is_empty() {
+        None
+    } else {
+        hooks.linked_weather(st, &link)
+    };
+    let (weather, dur) = match linked {
+        Some(w) => (w.min(5), 10 * MS_PER_VISIT),
+        None => {
+            let dur = roll_duration(st);
+            let r = st.rng.rand_range(1, 100);
+            let mut acc = 0i32;
+            let mut w = 0u8;
+            for (i, c) in st.content.area.weather_chance.iter().enumerate() {
+                acc += i32::from(*c);
+                if r <= acc {
+                    w = u8::try_from(i + 1).unwrap_or(0);
+                    break;
+                }
+            }
+            (w, dur)
+        }
+    };
+    set_weather(st, weather, dur);
+}
+
+/// Set the weather for `duration_ms` and tell the zone (`/weather`, the visit).
+pub fn set_weather(st: &mut ZoneState, weather: u8, duration_ms: u64) {
+    st.weather = weather.min(5);
+    let until = st.now_ms.saturating_add(duration_ms.max(MS_PER_VISIT)) / MS_PER_VISIT + 1;
+    st.weather_time = i32::try_from(until).unwrap_or(i32::MAX);
+    let mut p = st.cfg.instance_handle.to_le_bytes().to_vec();
+    p.push(st.weather);
+    st.send_zone(packets::P_WEATHER_CHANGE, &p, None);
+}

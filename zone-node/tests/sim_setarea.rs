@@ -1,0 +1,299 @@
+//! Scenarios for SetArea inside the instance and transfers to and from other
+//! AreaInstances (freeze, ack, nack, timeout, duplicates, RID kept, companions carried).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp)]
+
+use zone_node::sim::events::{Arrival, PlayerAction, Rejection, TransferId, ZoneInput, ZoneOutput};
+use zone_node::sim::packets::*;
+use zone_node::sim::setarea::set_area;
+use zone_node::sim::testing::{SimHarness, templates};
+
+fn transfer_out(h: &SimHarness) -> Option<zone_node::sim::TransferOut> {
+    h.outputs.iter().find_map(|o| match o {
+        ZoneOutput::TransferOut(t) => Some((**t).clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn warp_inside_the_instance_repositions_and_rebaselines() {
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_player("Alice", 0.0, 0.0);
+    let (o, _) = h.spawn_player("Obs", 3.0, 0.0);
+    h.update(p, 1.0, 0.0, 1.0, 0.0, false, false);
+    h.tick();
+    h.clear();
+    let st = h.sim.state_mut();
+    set_area(st, id, "testland", 0, &Arrival::PortalNamed("gate".into()));
+    h.tick();
+    let a = h.actor(id);
+    assert_eq!((a.x, a.z, a.dest_x, a.old_x), (500.0, 500.0, 500.0, 500.0));
+    assert_eq!(a.last_portal, Some(1));
+    assert_eq!(h.reliable_of(p, P_CHANGE_AREA).len(), 1);
+    let rep = h.reliable_of(o, P_REPOSITION_ACTOR);
+    assert_eq!(rep.len(), 1);
+    assert_eq!(rep[0][0], b'M');
+    assert_eq!(rep[0].len(), 17);
+    // The next client update after the warp is accepted (re-baselined).
+    h.update(p, 501.0, 500.0, 501.0, 500.0, false, false);
+    h.tick();
+    assert_eq!(h.actor(id).x, 501.0);
+}
+
+#[test]
+fn dm_warp_to_another_area_is_a_transfer_with_freeze_and_ack() {
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_dm("Alice", 0.0, 0.0);
+    let (o, _) = h.spawn_player("Obs", 3.0, 0.0);
+    h.clear();
+    h.act(
+        p,
+        PlayerAction::Warp {
+            area: "Elsewhere".into(),
+            instance: 2,
+        },
+    );
+    h.tick();
+    let t = transfer_out(&h).expect("transfer out");
+    assert_eq!(
+        (t.area.as_str(), t.instance, t.player),
+        ("Elsewhere", 2, Some(p))
+    );
+    assert_eq!(t.state.rid, 1);
+    assert_eq!(t.state.name, "Alice");
+    // Frozen: updates ignored, out of the broadcast, out of the chains.
+    assert!(h.actor(id).ignore_update);
+    h.clear();
+    h.update(p, 5.0, 5.0, 5.0, 5.0, false, false);
+    h.run_ticks(8);
+    assert_eq!(h.rejections(), vec![Rejection::IgnoredUpdate]);
+    assert!(!h.updates(o).iter().any(|u| u.rid == 1));
+    assert!(h.updates(p).is_empty());
+    assert_eq!(h.sim.state().online.len, 1);
+    // Ack: gone for good.
+    h.clear();
+    h.push(ZoneInput::TransferAck {
+        transfer_id: t.transfer_id,
+    });
+    h.tick();
+    assert!(h.sim.state().get(id).is_none());
+    assert_eq!(h.reliable_of(o, P_ACTOR_GONE), vec![vec![1, 0]]);
+    assert!(
+        h.outputs
+            .iter()
+            .any(|x| matches!(x, ZoneOutput::PlayerRemoved { player } if *player == p))
+    );
+    // A second ack is unknown, counted.
+    h.clear();
+    h.push(ZoneInput::TransferAck {
+        transfer_id: t.transfer_id,
+    });
+    h.tick();
+    assert_eq!(h.rejections(), vec![Rejection::UnknownTransfer]);
+}
+
+#[test]
+fn nack_restores_the_player_and_tells_it() {
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_dm("Alice", 0.0, 0.0);
+    h.act(
+        p,
+        PlayerAction::Warp {
+            area: "Elsewhere".into(),
+            instance: 0,
+        },
+    );
+    h.tick();
+    let t = transfer_out(&h).unwrap();
+    h.clear();
+    h.push(ZoneInput::TransferNack {
+        transfer_id: t.transfer_id,
+        reason: "full".into(),
+    });
+    h.tick();
+    let a = h.actor(id);
+    assert!(!a.ignore_update && a.transfer.is_none());
+    assert_eq!(h.sim.state().online.len, 1);
+    let chat = h.reliable_of(p, P_CHAT_MESSAGE);
+    assert!(
+        chat.iter()
+            .any(|c| c[0] == CHAT_RED && String::from_utf8_lossy(&c[1..]).contains("full"))
+    );
+    // Playable again.
+    h.update(p, 30.0, 0.0, 30.0, 0.0, false, false);
+    h.tick();
+    assert_eq!(h.actor(id).x, 30.0);
+    h.clear();
+    h.run_ticks(7);
+    assert!(h.updates(p).iter().any(|u| u.rid == 1));
+}
+
+#[test]
+fn an_unanswered_transfer_times_out_after_2_s() {
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_dm("Alice", 0.0, 0.0);
+    h.act(
+        p,
+        PlayerAction::Warp {
+            area: "Elsewhere".into(),
+            instance: 0,
+        },
+    );
+    h.tick();
+    h.run_ticks(59);
+    assert!(h.actor(id).transfer.is_some());
+    h.run_ticks(2);
+    assert!(h.actor(id).transfer.is_none());
+    assert!(!h.actor(id).ignore_update);
+}
+
+#[test]
+fn transfer_carries_mount_and_pets_and_keeps_the_player_rid() {
+    let mut src = SimHarness::new();
+    let (p, id) = src.spawn_player("Rider", 0.0, 0.0);
+    let horse = src.spawn_npc(templates::HORSE, 0.0, 0.0);
+    let wolf = src.spawn_npc(templates::WOLF, 1.0, 0.0);
+    {
+        let st = src.sim.state_mut();
+        st.get_mut(id).unwrap().mount = Some(horse);
+        st.get_mut(horse).unwrap().rider = Some(id);
+        st.slave_link(id, wolf);
+        st.get_mut(wolf).unwrap().name = "Fang".into();
+    }
+    src.clear();
+    let st = src.sim.state_mut();
+    set_area(
+        st,
+        id,
+        "Elsewhere",
+        0,
+        &Arrival::PortalNamed("Begin".into()),
+    );
+    src.tick();
+    let t = transfer_out(&src).unwrap();
+    assert!(t.state.mount.is_some());
+    assert_eq!(t.state.pets.len(), 1);
+    assert_eq!(t.state.pets[0].name, "Fang");
+    // Mount and pet are frozen with the rider.
+    assert!(src.actor(horse).frozen() && src.actor(wolf).frozen());
+
+    // The destination: another zone with its own players.
+    let mut dst = SimHarness::new();
+    let (obs, _) = dst.spawn_player("Local", 10.0, 10.0);
+    // The local player took RID 1 here in the harness; use a cluster-unique RID instead.
+    let mut state = t.state.clone();
+    state.rid = 77;
+    dst.clear();
+    let p = zone_node::sim::PlayerKey(1000 + p.0);
+    dst.push(ZoneInput::TransferIn {
+        transfer_id: t.transfer_id,
+        player: Some(p),
+        is_dm: t.is_dm,
+        state: Box::new(state.clone()),
+        arrival: t.arrival.clone(),
+    });
+    dst.tick();
+    assert!(dst.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == t.transfer_id)
+    ));
+    let arrived = dst.sim.state().by_player(p).unwrap();
+    let a = dst.actor(arrived).clone();
+    assert_eq!(a.rid, 77);
+    assert_eq!((a.x, a.z), (10.0, 10.0)); // Portal "Begin".
+    let m = dst.actor(a.mount.unwrap()).clone();
+    assert_eq!(m.rider, Some(arrived));
+    assert!(m.rid >= 16000);
+    assert_eq!(dst.sim.state().slaves_of(arrived).len(), 1);
+    // The local player learns about all three; the newcomer gets P_ChangeArea.
+    assert_eq!(dst.reliable_of(obs, P_NEW_ACTOR).len(), 3);
+    assert_eq!(dst.reliable_of(p, P_CHANGE_AREA).len(), 1);
+    // A duplicate is refused.
+    dst.clear();
+    dst.push(ZoneInput::TransferIn {
+        transfer_id: t.transfer_id,
+        player: Some(zone_node::sim::PlayerKey(3000)),
+        is_dm: false,
+        state: Box::new(state),
+        arrival: Arrival::Saved,
+    });
+    dst.tick();
+    assert_eq!(dst.rejections(), vec![Rejection::DuplicateTransfer]);
+    assert!(
+        dst.outputs
+            .iter()
+            .any(|o| matches!(o, ZoneOutput::NackTransfer { .. }))
+    );
+
+    // Source: ack frees all three.
+    src.clear();
+    src.push(ZoneInput::TransferAck {
+        transfer_id: t.transfer_id,
+    });
+    src.tick();
+    let st = src.sim.state();
+    assert!(st.get(id).is_none() && st.get(horse).is_none() && st.get(wolf).is_none());
+    assert_eq!(st.zone.len, 0);
+}
+
+#[test]
+fn a_transfer_in_with_a_used_rid_is_nacked() {
+    let mut h = SimHarness::new();
+    h.spawn_player("Local", 0.0, 0.0);
+    let mut state = h.player_state("Twin", 0.0, 0.0);
+    state.rid = 1;
+    h.clear();
+    h.push(ZoneInput::TransferIn {
+        transfer_id: TransferId(5),
+        player: Some(zone_node::sim::PlayerKey(500)),
+        is_dm: false,
+        state: Box::new(state),
+        arrival: Arrival::Saved,
+    });
+    h.tick();
+    assert!(h.outputs.iter().any(|o| matches!(o, ZoneOutput::NackTransfer { transfer_id, .. } if *transfer_id == TransferId(5))));
+}
+
+#[test]
+fn transfer_shapes_round_trip_through_serde() {
+    let mut h = SimHarness::new();
+    let (p, _) = h.spawn_dm("Alice", 0.0, 0.0);
+    h.act(
+        p,
+        PlayerAction::Warp {
+            area: "Elsewhere".into(),
+            instance: 1,
+        },
+    );
+    h.tick();
+    let t = transfer_out(&h).unwrap();
+    let json = serde_json::to_string(&t).unwrap();
+    let back: zone_node::sim::TransferOut = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, t);
+}
+
+#[test]
+fn online_players_are_snapshotted_periodically() {
+    let cfg = zone_node::sim::ZoneConfig {
+        persist_every_ms: 1000,
+        ..Default::default()
+    };
+    let mut h = SimHarness::with(cfg, zone_node::sim::testing::test_content());
+    let (p, _) = h.spawn_player("Alice", 0.0, 0.0);
+    h.spawn_player("Bob", 1.0, 0.0);
+    h.clear();
+    h.run_ticks(31);
+    let snaps: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::Persist(s) => Some((s.player, s.reason, s.state.name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(snaps.len(), 2, "{snaps:?}");
+    assert!(snaps.iter().any(|s| s.0 == p && s.2 == "Alice"));
+    assert!(
+        snaps
+            .iter()
+            .all(|s| s.1 == zone_node::sim::events::SnapshotReason::Periodic)
+    );
+}
