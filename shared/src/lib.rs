@@ -9,11 +9,14 @@
 //!   `ClampWorldCoord` / `ClampSaneFloat`, and the decode error type.
 //! - [`frame`]: `[len u16][type u8][payload]` framing for the reliable stream and datagrams.
 //! - [`proto`]: typed packets, client→server and server→client.
+//! - [`internal`]: the gateway ↔ zone-node protocol (envelope, codec, handshake proofs,
+//!   datagram header), pure types and a sans-IO codec.
 //! - [`content`]: the typed `World` (areas, templates, items, factions ...), its loaders
 //!   for Realm Crafter's binary `Server Data` and for the native TOML format.
 #![warn(missing_docs)]
 
 pub mod content;
 pub mod frame;
+pub mod internal;
 pub mod proto;
 pub mod wire;

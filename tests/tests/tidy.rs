@@ -74,9 +74,7 @@ fn every_crate_inherits_workspace_lints() {
 fn shared_has_no_runtime_dependencies() {
     let manifest = fs::read_to_string(workspace_root().join("shared/Cargo.toml")).unwrap();
     for banned in ["tokio", "actix", "quinn", "dashmap", "rustls"] {
-        let found = manifest
-            .lines()
-            .any(|l| l.trim_start().starts_with(banned));
+        let found = manifest.lines().any(|l| l.trim_start().starts_with(banned));
         assert!(!found, "shared/Cargo.toml must not depend on {banned}");
     }
 }

@@ -3,6 +3,14 @@
 //! # Layout
 //! - [`sim`]: the pure simulation of one AreaInstance (no clock, no I/O, seeded RNG).
 //! - [`bench`]: `zone-node bench`, one headless `ZoneSim` on a generated world.
+//! - [`config`]: `NodeConfig`, typed and validated (file, `ZONE_NODE_*`, flags).
+//! - [`actor`]: the actix shell: one `ZoneActor` per AreaInstance, the `Registry`.
+//! - [`link`]: the QUIC link to the gateway (auth, register, heartbeat, reconnect, drain).
+//! - [`node`]: start-up and shutdown of the whole node.
 
+pub mod actor;
 pub mod bench;
+pub mod config;
+pub mod link;
+pub mod node;
 pub mod sim;

@@ -1,4 +1,7 @@
-//! The `zone-node` binary: `bench` runs one headless `ZoneSim`.
+//! The `zone-node` binary: `run` (the default) joins the cluster; `bench` runs one headless
+//! `ZoneSim`.
+
+mod run;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -13,6 +16,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Join the cluster and host AreaInstances (the default).
+    Run(Box<run::RunArgs>),
     /// Run one ZoneSim headless on a generated world and print one JSON object.
     Bench {
         /// Total actors (players + NPCs).
@@ -59,6 +64,7 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }
-        None => anyhow::bail!("zone-node: joining a cluster arrives with issue 4; try `zone-node bench`"),
+        Some(Command::Run(args)) => run::run(*args),
+        None => run::run(run::RunArgs::default()),
     }
 }

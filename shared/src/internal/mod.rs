@@ -1,0 +1,380 @@
+//! The internal gateway ↔ zone-node protocol: pure serde types and a sans-IO codec.
+//!
+//! Nothing here opens a socket, reads a clock or draws a random number: nonces, exporter
+//! values and bytes are inputs. The QUIC shells (`zone-node::link`, the gateway) move the
+//! bytes.
+//!
+//! # Transport contract (both sides must follow it)
+//! - QUIC with ALPN [`ALPN`] (`rc-internal/1`); the zone node is the client, the gateway
+//!   the server. QUIC datagrams enabled on both sides.
+//! - The node opens **one bidirectional control stream** right after the handshake. Every
+//!   [`Envelope`] travels on it, both directions, as a `[len u32 LE][rmp-serde bytes]`
+//!   frame ([`codec::encode_frame`], [`codec::FrameDecoder`]); frames longer than
+//!   [`MAX_FRAME_LEN`] are a protocol violation.
+//! - Handshake ([`auth`]): node → `Hello { client_nonce }`; gateway → `Challenge
+//!   { server_nonce, proof }`; node checks the proof, then → `Auth { proof }` and
+//!   `Register`; gateway → `RegisterAck` or `Refused`. Both proofs are HMAC-SHA256 under the
+//!   cluster secret over both nonces and a TLS exporter value ([`EXPORTER_LABEL`], 32
+//!   bytes), so they are bound to this connection. Nothing else is accepted before that.
+//!   [`handshake::GatewayHandshake`] is the gateway's side as a state machine.
+//! - Every envelope carries [`PROTOCOL_VERSION`]; a peer with another version is refused
+//!   with [`RefuseReason::VersionMismatch`] (the decoder reports the version it saw
+//!   before trying to decode the message, see [`codec::decode_envelope`]).
+//! - `P_StandardUpdate` frames ride QUIC datagrams with the 8-byte header of
+//!   [`datagram`]: `[session u64 LE][frames ...]`, both directions.
+//! - Client frames are forwarded as received (`ClientFrames`), server frames as the zone
+//!   produced them (`ToClient`): never re-encoded.
+
+pub mod auth;
+pub mod codec;
+pub mod datagram;
+pub mod dto;
+pub mod handshake;
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+pub use dto::{
+    ActorStateDto, ArrivalDto, InvSlotDto, KnownSpellDto, SnapshotReasonDto, TransferDto,
+};
+
+/// The internal protocol version; bump on any incompatible change to [`Msg`].
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// The ALPN of the internal link.
+pub const ALPN: &[u8] = b"rc-internal/1";
+
+/// The TLS exporter label both sides feed into the handshake proofs.
+pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-rc-internal-auth";
+
+/// Length of the TLS exporter value.
+pub const EXPORTER_LEN: usize = 32;
+
+/// Largest control frame body (a character state is a few KiB; raw frame batches are
+/// bounded by the client's own 64 KiB frame limit).
+pub const MAX_FRAME_LEN: usize = 4 * 1024 * 1024;
+
+/// A gateway session (one client connection), the zone's `PlayerKey`.
+pub type SessionId = u64;
+
+/// An AreaInstance placement generation, increased by the directory on every
+/// (re)assignment; messages carrying an older generation are fenced off.
+pub type Generation = u64;
+
+/// The name of one AreaInstance.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct InstanceKey {
+    /// Area name.
+    pub area: String,
+    /// Instance number.
+    pub instance: u16,
+}
+
+impl std::fmt::Display for InstanceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{}", self.area, self.instance)
+    }
+}
+
+/// One message on the control stream, with its version and trace context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// [`PROTOCOL_VERSION`] of the sender.
+    pub version: u16,
+    /// W3C trace context (`traceparent`, `tracestate`); empty when not traced.
+    pub trace: BTreeMap<String, String>,
+    /// The message.
+    pub msg: Msg,
+}
+
+impl Envelope {
+    /// An envelope of this version with no trace context.
+    pub fn new(msg: Msg) -> Self {
+        Self {
+            version: PROTOCOL_VERSION,
+            trace: BTreeMap::new(),
+            msg,
+        }
+    }
+}
+
+/// An instance a node still runs, reported on (re-)registration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningInstance {
+    /// Which.
+    pub key: InstanceKey,
+    /// Its generation.
+    pub generation: Generation,
+    /// Sessions currently hosted in it.
+    pub sessions: Vec<SessionId>,
+}
+
+/// Why a peer was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefuseReason {
+    /// Protocol versions differ.
+    VersionMismatch {
+        /// The refusing side's version.
+        ours: u16,
+        /// The peer's version.
+        theirs: u16,
+    },
+    /// A proof did not verify (wrong cluster secret, or a replayed handshake).
+    BadAuth,
+    /// A message arrived out of order (e.g. before authentication).
+    Unexpected,
+    /// A node with this id is already registered on another connection.
+    DuplicateNode,
+    /// The node is draining and takes no more players or instances.
+    Draining,
+    /// Anything else.
+    Other(String),
+}
+
+impl std::fmt::Display for RefuseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::VersionMismatch { ours, theirs } => write!(
+                f,
+                "internal protocol version mismatch: this side speaks {ours}, the peer {theirs}"
+            ),
+            Self::BadAuth => f.write_str("authentication failed (cluster secret mismatch?)"),
+            Self::Unexpected => f.write_str("unexpected message for the connection state"),
+            Self::DuplicateNode => f.write_str("a node with this id is already registered"),
+            Self::Draining => f.write_str("the node is draining"),
+            Self::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Error codes of [`Msg::Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// A frame or envelope did not decode.
+    Malformed,
+    /// A message that is not allowed in the current state.
+    Unexpected,
+    /// A fenced message (older generation).
+    StaleGeneration,
+    /// The instance is not hosted here.
+    UnknownInstance,
+    /// The session is not hosted here.
+    UnknownSession,
+    /// The node is draining.
+    Draining,
+    /// Internal failure.
+    Internal,
+}
+
+/// Every message of the internal protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Node → gateway, first message: the node's version and nonce.
+    Hello {
+        /// Node id (for logs before registration).
+        node_id: String,
+        /// Fresh random nonce of the node.
+        client_nonce: [u8; 32],
+    },
+    /// Gateway → node: its nonce and its proof of the secret.
+    Challenge {
+        /// Fresh random nonce of the gateway.
+        server_nonce: [u8; 32],
+        /// [`auth::gateway_proof`].
+        proof: [u8; 32],
+    },
+    /// Node → gateway: its proof of the secret.
+    Auth {
+        /// [`auth::node_proof`].
+        proof: [u8; 32],
+    },
+    /// Node → gateway: join the cluster (also after a reconnect).
+    Register {
+        /// Node id, stable across reconnects.
+        node_id: String,
+        /// Where the node can be reached by other nodes (`host:port`).
+        advertised_addr: String,
+        /// How many instances the node is willing to host.
+        capacity: u32,
+        /// The node's [`PROTOCOL_VERSION`].
+        protocol_version: u16,
+        /// Instances it still runs (empty on a fresh start).
+        running: Vec<RunningInstance>,
+    },
+    /// Gateway → node: registered.
+    RegisterAck {
+        /// The gateway's id (for logs).
+        gateway_id: String,
+        /// Heartbeat period the gateway expects, in ms.
+        heartbeat_ms: u64,
+    },
+    /// Either way: the peer is refused; the connection is closed after this.
+    Refused {
+        /// Why.
+        reason: RefuseReason,
+    },
+    /// Node → gateway, every second.
+    Heartbeat {
+        /// Instances hosted.
+        instances: u32,
+        /// Players hosted.
+        players: u32,
+        /// Tick overruns since the last heartbeat.
+        overruns: u32,
+    },
+    /// Gateway → node: host this instance.
+    AssignInstance {
+        /// Which.
+        key: InstanceKey,
+        /// Its generation.
+        generation: Generation,
+    },
+    /// Node → gateway: the instance runs.
+    InstanceReady {
+        /// Which.
+        key: InstanceKey,
+        /// Its generation.
+        generation: Generation,
+    },
+    /// Gateway → node: save the instance's players and stop it.
+    StopInstance {
+        /// Which.
+        key: InstanceKey,
+        /// Its generation (older ones are ignored).
+        generation: Generation,
+    },
+    /// Node → gateway: the instance stopped (its players' snapshots were sent first).
+    InstanceStopped {
+        /// Which.
+        key: InstanceKey,
+        /// Its generation.
+        generation: Generation,
+    },
+    /// Gateway → node: a player enters the game in an instance.
+    AttachPlayer {
+        /// Session.
+        session: SessionId,
+        /// Instance.
+        key: InstanceKey,
+        /// The instance generation the gateway believes in.
+        generation: Generation,
+        /// Cluster-wide RuntimeID of the player.
+        rid: u16,
+        /// DM account.
+        is_dm: bool,
+        /// The character.
+        state: Box<ActorStateDto>,
+        /// Placement.
+        arrival: ArrivalDto,
+    },
+    /// Gateway → node: the player left (disconnect); the node answers with a `Snapshot`
+    /// (reason `Logout`) and `PlayerDetached`.
+    DetachPlayer {
+        /// Session.
+        session: SessionId,
+    },
+    /// Node → gateway: the player is no longer hosted on this node.
+    PlayerDetached {
+        /// Session.
+        session: SessionId,
+    },
+    /// Node → gateway: the player now lives in another local instance (node-local SetArea).
+    PlayerMoved {
+        /// Session.
+        session: SessionId,
+        /// Its new instance.
+        key: InstanceKey,
+    },
+    /// Gateway → node: reliable client frames, as received (`[len u16][type u8][payload]`*).
+    ClientFrames {
+        /// Session.
+        session: SessionId,
+        /// The frames, byte for byte.
+        frames: Bytes,
+    },
+    /// Node → gateway: reliable frames for one client, as the zone produced them.
+    ToClient {
+        /// Session.
+        session: SessionId,
+        /// The frames, byte for byte.
+        frames: Bytes,
+    },
+    /// Node → gateway: persist a character; answered by `SnapshotAck`.
+    Snapshot {
+        /// Node-unique id of this snapshot.
+        snapshot_id: u64,
+        /// Session.
+        session: SessionId,
+        /// Why.
+        reason: SnapshotReasonDto,
+        /// The character.
+        state: Box<ActorStateDto>,
+    },
+    /// Gateway → node: the snapshot is stored.
+    SnapshotAck {
+        /// Which.
+        snapshot_id: u64,
+    },
+    /// Either way: a SetArea to an instance the sender does not host.
+    Transfer(Box<TransferDto>),
+    /// Either way: the destination inserted the actor.
+    TransferAck {
+        /// Which transfer.
+        transfer_id: u64,
+        /// Destination generation.
+        generation: Generation,
+    },
+    /// Either way: the destination refused the actor; the source restores it.
+    TransferNack {
+        /// Which transfer.
+        transfer_id: u64,
+        /// Why (shown to the player).
+        reason: String,
+    },
+    /// Node → gateway: the node is draining (takes no new players or instances).
+    Drain,
+    /// Node → gateway: last message before closing; everything is saved.
+    Deregister,
+    /// Either way: a message was refused.
+    Error {
+        /// What kind of failure.
+        code: ErrorCode,
+        /// Human-readable reason.
+        reason: String,
+    },
+}
+
+impl Msg {
+    /// A short name for logs and counters.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Hello { .. } => "Hello",
+            Self::Challenge { .. } => "Challenge",
+            Self::Auth { .. } => "Auth",
+            Self::Register { .. } => "Register",
+            Self::RegisterAck { .. } => "RegisterAck",
+            Self::Refused { .. } => "Refused",
+            Self::Heartbeat { .. } => "Heartbeat",
+            Self::AssignInstance { .. } => "AssignInstance",
+            Self::InstanceReady { .. } => "InstanceReady",
+            Self::StopInstance { .. } => "StopInstance",
+            Self::InstanceStopped { .. } => "InstanceStopped",
+            Self::AttachPlayer { .. } => "AttachPlayer",
+            Self::DetachPlayer { .. } => "DetachPlayer",
+            Self::PlayerDetached { .. } => "PlayerDetached",
+            Self::PlayerMoved { .. } => "PlayerMoved",
+            Self::ClientFrames { .. } => "ClientFrames",
+            Self::ToClient { .. } => "ToClient",
+            Self::Snapshot { .. } => "Snapshot",
+            Self::SnapshotAck { .. } => "SnapshotAck",
+            Self::Transfer(_) => "Transfer",
+            Self::TransferAck { .. } => "TransferAck",
+            Self::TransferNack { .. } => "TransferNack",
+            Self::Drain => "Drain",
+            Self::Deregister => "Deregister",
+            Self::Error { .. } => "Error",
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Client frames (as the gateway forwarded them) → [`PlayerAction`]s for the sim.
+//!
+//! `P_StandardUpdate` takes the allocation-free fixed-offset path. Anything that does not
+//! decode is counted by the caller and dropped; it never reaches the simulation.
+
+use shared::frame::{DatagramError, FrameDecoder, split_datagram};
+use shared::proto::{ClientPacket, StandardUpdateC2S, ids};
+
+use crate::sim::events::{PlayerAction, StandardUpdateIn};
+
+/// A `P_StandardUpdate` payload as a sim action.
+pub fn standard_update(payload: &[u8]) -> Option<PlayerAction> {
+    let u = StandardUpdateC2S::decode_fast(payload).ok()?;
+    Some(PlayerAction::StandardUpdate(StandardUpdateIn {
+        dest_x: u.dest_x,
+        dest_z: u.dest_z,
+        y: u.y,
+        x: u.x,
+        z: u.z,
+        is_running: u.is_running != 0,
+        walking_backward: u.walking_backward != 0,
+    }))
+}
+
+/// The frames of an internal datagram (only `P_StandardUpdate`), each as an action;
+/// `Err` drops the whole datagram (transport contract).
+pub fn datagram_actions(
+    frames: &[u8],
+    mut each: impl FnMut(PlayerAction),
+) -> Result<(), DatagramError> {
+    for f in split_datagram(frames, Some(ids::P_STANDARD_UPDATE))? {
+        if let Some(a) = standard_update(f.payload) {
+            each(a);
+        }
+    }
+    Ok(())
+}
+
+/// One reliable packet as an action; `None` for packets the zone does not handle
+/// (counted by the caller).
+pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
+    if ty == ids::P_STANDARD_UPDATE {
+        return standard_update(payload);
+    }
+    match ClientPacket::decode(ty, payload).ok()? {
+        ClientPacket::AttackActor(a) => Some(PlayerAction::Attack { target: a.target }),
+        ClientPacket::RightClick(r) => Some(PlayerAction::RightClick { target: r.target }),
+        ClientPacket::Jump(_) => Some(PlayerAction::Jump),
+        ClientPacket::Dismount(_) => Some(PlayerAction::Dismount),
+        ClientPacket::ChatMessage(c) => {
+            let text = String::from_utf8_lossy(c.text.as_bytes()).into_owned();
+            match text.strip_prefix(['/', '\\']) {
+                None => Some(PlayerAction::Chat { text }),
+                Some(cmd) => {
+                    let (word, params) = cmd.split_once(' ').unwrap_or((cmd, ""));
+                    Some(PlayerAction::Command {
+                        word: word.to_ascii_uppercase(),
+                        params: params.trim().to_owned(),
+                    })
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Every frame of a reliable batch; returns `(accepted, refused)` counts. A framing error
+/// stops at that point (the rest of the batch is refused).
+pub fn reliable_actions(frames: &[u8], mut each: impl FnMut(PlayerAction)) -> (u32, u32) {
+    let mut dec = FrameDecoder::new();
+    dec.push(frames);
+    let (mut ok, mut bad) = (0, 0);
+    loop {
+        match dec.next_frame() {
+            Ok(Some(f)) => match reliable_action(f.ty, f.payload) {
+                Some(a) => {
+                    ok += 1;
+                    each(a);
+                }
+                None => bad += 1,
+            },
+            Ok(None) => break,
+            Err(_) => {
+                bad += 1;
+                break;
+            }
+        }
+    }
+    if dec.buffered() > 0 {
+        bad += 1;
+    }
+    (ok, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_and_chat_decode_and_garbage_is_refused() {
+        let u = StandardUpdateC2S {
+            x: 3.0,
+            z: 4.0,
+            is_running: 1,
+            ..StandardUpdateC2S::default()
+        };
+        let mut frames = Vec::new();
+        u.write_frame(&mut frames);
+        let mut got = Vec::new();
+        datagram_actions(&frames, |a| got.push(a)).unwrap();
+        assert!(
+            matches!(got.as_slice(), [PlayerAction::StandardUpdate(s)] if s.x == 3.0 && s.is_running)
+        );
+        assert!(datagram_actions(&[1, 2, 3], |_| ()).is_err());
+        let (ok, bad) = reliable_actions(&[5, 0, 99, 1, 2], |_| ());
+        assert_eq!((ok, bad), (0, 1));
+    }
+}

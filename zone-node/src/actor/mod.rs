@@ -1,0 +1,758 @@
+//! The thin actix shell around [`ZoneSim`](crate::sim::ZoneSim): one [`ZoneActor`] per
+//! AreaInstance, spread over the node's arbiters, and the [`Registry`] that creates,
+//! stops, routes to and supervises them.
+//!
+//! Data flow: the link (or a test) calls `Registry` methods, which push [`ZoneInput`]s
+//! into the target instance's [`Inbox`] (a mutex-guarded vector, no actor message per
+//! packet). Each `ZoneActor` drains its inbox into `tick` on a fixed step and routes the
+//! [`TickOutput`](crate::sim::TickOutput): frames and snapshots to the outbound channel
+//! (the link), node-local transfers into the destination's inbox.
+
+pub mod convert;
+pub mod decode;
+pub mod schedule;
+pub mod zone;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use actix::{Actor, Addr, ArbiterHandle};
+use bytes::Bytes;
+use dashmap::DashMap;
+use shared::content::World;
+use shared::internal::{
+    ArrivalDto, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId, TransferDto,
+};
+
+use crate::sim::events::{
+    ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
+};
+use crate::sim::{ZoneConfig, ZoneContent};
+
+pub use zone::{InstanceStats, ZoneActor};
+
+/// Something for the link to send.
+#[derive(Debug)]
+pub enum Outbound {
+    /// A control message.
+    Msg(Msg),
+    /// Datagrams, each already `[session u64 LE][frames]`.
+    Datagrams(Vec<Bytes>),
+}
+
+/// Where zone actors send what the link must carry.
+pub type OutboundTx = tokio::sync::mpsc::UnboundedSender<Outbound>;
+
+/// An instance's input queue, filled from any thread, drained by its actor each tick.
+pub type Inbox = Mutex<Vec<ZoneInput>>;
+
+/// Node-wide counters (monotonic).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Ticks run, all instances.
+    pub ticks: AtomicU64,
+    /// Ticks that ran late (catch-up).
+    pub late_ticks: AtomicU64,
+    /// Stalls longer than the catch-up budget (re-baselined; ticks skipped).
+    pub overruns: AtomicU64,
+    /// Panics caught inside a tick.
+    pub panics: AtomicU64,
+    /// Instances rebuilt after a panic.
+    pub restarts: AtomicU64,
+    /// Internal messages that did not decode, or were refused (unauthenticated, unexpected).
+    pub refused_msgs: AtomicU64,
+    /// Client frames or datagrams the zone could not use.
+    pub bad_client_input: AtomicU64,
+    /// Datagrams for unknown sessions.
+    pub unroutable: AtomicU64,
+    /// Sim rejections (counted per `Rejected` output).
+    pub rejections: AtomicU64,
+    /// Transfers between two local instances completed.
+    pub local_transfers: AtomicU64,
+    /// Outbound messages dropped because the link was closed.
+    pub outbound_dropped: AtomicU64,
+}
+
+impl Metrics {
+    /// Read a counter.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A live instance.
+#[derive(Clone)]
+pub struct InstanceHandle {
+    /// Generation it was assigned with.
+    pub generation: Generation,
+    /// Its inbox.
+    pub inbox: Arc<Inbox>,
+    /// Its actor.
+    pub addr: Addr<ZoneActor>,
+}
+
+/// Where the answer to a transfer goes.
+#[derive(Clone, Debug)]
+enum TransferSource {
+    /// A local instance, with the sim's own id for it.
+    Local { key: InstanceKey, local: TransferId },
+    /// Another node (via the gateway), with that node's id for it.
+    Remote { their_id: u64 },
+}
+
+#[derive(Clone, Debug)]
+struct PendingTransfer {
+    source: TransferSource,
+    dest: InstanceKey,
+    player: Option<(PlayerKey, bool, ActorState)>,
+}
+
+/// Why a registry request was refused.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum RegistryError {
+    /// The node is draining.
+    #[error("the node is draining")]
+    Draining,
+    /// No such instance here.
+    #[error("instance {0} is not hosted here")]
+    UnknownInstance(InstanceKey),
+    /// The request names an older generation.
+    #[error("instance {key} has generation {have}, request names {got}")]
+    StaleGeneration {
+        /// Which.
+        key: InstanceKey,
+        /// Ours.
+        have: Generation,
+        /// The request's.
+        got: Generation,
+    },
+    /// No such area in the world.
+    #[error("area {0:?} does not exist in the loaded world")]
+    UnknownArea(String),
+    /// Capacity reached.
+    #[error("capacity of {0} instances reached")]
+    Full(u32),
+    /// The session is not hosted here.
+    #[error("session {0} is not hosted here")]
+    UnknownSession(SessionId),
+    /// The session is already hosted here.
+    #[error("session {0} is already hosted here")]
+    DuplicateSession(SessionId),
+}
+
+impl RegistryError {
+    /// The wire error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Draining => ErrorCode::Draining,
+            Self::UnknownInstance(_) | Self::UnknownArea(_) | Self::Full(_) => {
+                ErrorCode::UnknownInstance
+            }
+            Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
+            Self::UnknownSession(_) | Self::DuplicateSession(_) => ErrorCode::UnknownSession,
+        }
+    }
+}
+
+/// Settings the registry gives every instance.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    /// Node id (for spans).
+    pub node_id: String,
+    /// Tick period, ms.
+    pub tick_ms: u64,
+    /// Broadcast period, ms.
+    pub broadcast_ms: u64,
+    /// Catch-up budget.
+    pub max_catch_up: u32,
+    /// Periodic snapshot period, ms.
+    pub persist_every_ms: u64,
+    /// Capacity in instances.
+    pub capacity: u32,
+    /// Position datagram budget (bytes, without the internal header).
+    pub datagram_budget: usize,
+}
+
+/// The node's instance directory and router; shared (`Arc`) by the link and every actor.
+pub struct Registry {
+    cfg: ShellConfig,
+    world: Arc<World>,
+    out: OutboundTx,
+    arbiters: Vec<ArbiterHandle>,
+    next_arbiter: AtomicUsize,
+    instances: DashMap<InstanceKey, InstanceHandle>,
+    sessions: DashMap<SessionId, InstanceKey>,
+    transfers: DashMap<u64, PendingTransfer>,
+    next_id: AtomicU64,
+    draining: AtomicBool,
+    /// Counters.
+    pub metrics: Metrics,
+    stats: DashMap<InstanceKey, InstanceStats>,
+}
+
+impl Registry {
+    /// A registry placing instances round-robin over `arbiters` (at least one).
+    pub fn new(
+        cfg: ShellConfig,
+        world: Arc<World>,
+        out: OutboundTx,
+        arbiters: Vec<ArbiterHandle>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            cfg,
+            world,
+            out,
+            arbiters,
+            next_arbiter: AtomicUsize::new(0),
+            instances: DashMap::new(),
+            sessions: DashMap::new(),
+            transfers: DashMap::new(),
+            // Random start: ids stay unique across restarts of this node.
+            next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
+            draining: AtomicBool::new(false),
+            metrics: Metrics::default(),
+            stats: DashMap::new(),
+        })
+    }
+
+    /// Shell settings.
+    pub fn config(&self) -> &ShellConfig {
+        &self.cfg
+    }
+
+    /// Queue a message for the link (dropped and counted when the link is gone).
+    pub fn send(&self, msg: Msg) {
+        if self.out.send(Outbound::Msg(msg)).is_err() {
+            Metrics::inc(&self.metrics.outbound_dropped);
+        }
+    }
+
+    pub(crate) fn send_datagrams(&self, d: Vec<Bytes>) {
+        if !d.is_empty() && self.out.send(Outbound::Datagrams(d)).is_err() {
+            Metrics::inc(&self.metrics.outbound_dropped);
+        }
+    }
+
+    /// A node-unique id (transfers, snapshots).
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the node is draining.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Stop taking players and instances.
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Instances hosted.
+    pub fn instance_count(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// Sessions hosted.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The instance a session is in.
+    pub fn session_instance(&self, session: SessionId) -> Option<InstanceKey> {
+        self.sessions.get(&session).map(|k| k.clone())
+    }
+
+    /// Latest per-instance statistics.
+    pub fn instance_stats(&self, key: &InstanceKey) -> Option<InstanceStats> {
+        self.stats.get(key).map(|s| s.clone())
+    }
+
+    pub(crate) fn publish_stats(&self, key: &InstanceKey, s: InstanceStats) {
+        self.stats.insert(key.clone(), s);
+    }
+
+    /// Handle of an instance.
+    pub fn instance(&self, key: &InstanceKey) -> Option<InstanceHandle> {
+        self.instances.get(key).map(|h| h.clone())
+    }
+
+    /// What this node runs, for (re-)registration.
+    pub fn running(&self) -> Vec<RunningInstance> {
+        let mut by_key: HashMap<InstanceKey, Vec<SessionId>> = HashMap::new();
+        for s in &self.sessions {
+            by_key.entry(s.value().clone()).or_default().push(*s.key());
+        }
+        let mut v: Vec<RunningInstance> = self
+            .instances
+            .iter()
+            .map(|h| {
+                let mut sessions = by_key.remove(h.key()).unwrap_or_default();
+                sessions.sort_unstable();
+                RunningInstance {
+                    key: h.key().clone(),
+                    generation: h.generation,
+                    sessions,
+                }
+            })
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
+    fn push(&self, key: &InstanceKey, input: ZoneInput) -> bool {
+        let Some(h) = self.instances.get(key) else {
+            return false;
+        };
+        match h.inbox.lock() {
+            Ok(mut q) => q.push(input),
+            Err(poisoned) => poisoned.into_inner().push(input),
+        }
+        true
+    }
+
+    /// Create an instance (idempotent for the same generation; a newer generation of a
+    /// running instance just adopts the new number).
+    pub fn assign(
+        self: &Arc<Self>,
+        key: InstanceKey,
+        generation: Generation,
+    ) -> Result<(), RegistryError> {
+        if self.is_draining() {
+            return Err(RegistryError::Draining);
+        }
+        if let Some(mut h) = self.instances.get_mut(&key) {
+            if generation < h.generation {
+                return Err(RegistryError::StaleGeneration {
+                    key,
+                    have: h.generation,
+                    got: generation,
+                });
+            }
+            h.generation = generation;
+            return Ok(());
+        }
+        if self.instances.len() >= self.cfg.capacity as usize {
+            return Err(RegistryError::Full(self.cfg.capacity));
+        }
+        let content = ZoneContent::from_world(self.world.clone(), &key.area)
+            .ok_or_else(|| RegistryError::UnknownArea(key.area.clone()))?;
+        let content = Arc::new(content);
+        let zcfg = ZoneConfig {
+            instance: key.instance,
+            instance_handle: instance_handle(&key),
+            seed: seed_for(&key, generation),
+            broadcast_ms: self.cfg.broadcast_ms,
+            persist_every_ms: self.cfg.persist_every_ms,
+            datagram_budget: self.cfg.datagram_budget,
+            ..ZoneConfig::default()
+        };
+        let inbox: Arc<Inbox> = Arc::new(Mutex::new(Vec::new()));
+        let n = self.arbiters.len().max(1);
+        let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
+        let reg = self.clone();
+        let (k2, ib2) = (key.clone(), inbox.clone());
+        let make = move |_: &mut actix::Context<ZoneActor>| {
+            ZoneActor::new(reg, k2, generation, ib2, zcfg, content)
+        };
+        let addr = match self.arbiters.get(i) {
+            Some(arb) => ZoneActor::start_in_arbiter(arb, make),
+            None => ZoneActor::create(make),
+        };
+        self.instances.insert(
+            key.clone(),
+            InstanceHandle {
+                generation,
+                inbox,
+                addr,
+            },
+        );
+        tracing::info!(node = %self.cfg.node_id, instance = %key, generation, arbiter = i, "instance assigned");
+        self.send(Msg::InstanceReady { key, generation });
+        Ok(())
+    }
+
+    /// Save the instance's players and stop it (fenced by generation).
+    pub fn stop(&self, key: &InstanceKey, generation: Generation) -> Result<(), RegistryError> {
+        let h = self
+            .instance(key)
+            .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
+        if generation < h.generation {
+            return Err(RegistryError::StaleGeneration {
+                key: key.clone(),
+                have: h.generation,
+                got: generation,
+            });
+        }
+        h.addr.do_send(zone::Stop);
+        Ok(())
+    }
+
+    /// Called by an actor once it has flushed its players and stopped.
+    pub(crate) fn stopped(&self, key: &InstanceKey, inbox: &Arc<Inbox>) {
+        // Only this actor's entry (matched by its inbox), whatever generation it adopted.
+        // The message is queued before the entry goes, so a drain that sees no instance
+        // left finds it in the outbound queue.
+        let generation = match self.instances.get(key) {
+            Some(h) if Arc::ptr_eq(&h.inbox, inbox) => h.generation,
+            _ => return,
+        };
+        self.send(Msg::InstanceStopped {
+            key: key.clone(),
+            generation,
+        });
+        self.instances
+            .remove_if(key, |_, h| Arc::ptr_eq(&h.inbox, inbox));
+        self.stats.remove(key);
+    }
+
+    /// A player enters the game in a local instance.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attach(
+        &self,
+        session: SessionId,
+        key: &InstanceKey,
+        generation: Generation,
+        rid: u16,
+        is_dm: bool,
+        state: ActorState,
+        arrival: Arrival,
+    ) -> Result<(), RegistryError> {
+        if self.is_draining() {
+            return Err(RegistryError::Draining);
+        }
+        let h = self
+            .instance(key)
+            .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
+        if generation != h.generation {
+            return Err(RegistryError::StaleGeneration {
+                key: key.clone(),
+                have: h.generation,
+                got: generation,
+            });
+        }
+        if self.sessions.contains_key(&session) {
+            return Err(RegistryError::DuplicateSession(session));
+        }
+        self.sessions.insert(session, key.clone());
+        self.push(
+            key,
+            ZoneInput::PlayerJoined {
+                player: PlayerKey(session),
+                rid,
+                is_dm,
+                state: Box::new(state),
+                arrival,
+            },
+        );
+        Ok(())
+    }
+
+    /// The player disconnected: the zone saves it (Snapshot, reason Logout) and removes it.
+    pub fn detach(&self, session: SessionId) -> Result<(), RegistryError> {
+        let key = self
+            .session_instance(session)
+            .ok_or(RegistryError::UnknownSession(session))?;
+        self.push(
+            &key,
+            ZoneInput::PlayerLeft {
+                player: PlayerKey(session),
+            },
+        );
+        Ok(())
+    }
+
+    /// Called by an actor when the sim removed a player: forget the session unless it
+    /// has moved to another instance meanwhile.
+    pub(crate) fn player_removed(&self, key: &InstanceKey, session: SessionId) {
+        if self.sessions.remove_if(&session, |_, k| k == key).is_some() {
+            self.send(Msg::PlayerDetached { session });
+        }
+    }
+
+    /// Reliable client frames for a session.
+    pub fn client_frames(&self, session: SessionId, frames: &[u8]) -> Result<(), RegistryError> {
+        let key = self
+            .session_instance(session)
+            .ok_or(RegistryError::UnknownSession(session))?;
+        let Some(h) = self.instance(&key) else {
+            return Err(RegistryError::UnknownInstance(key));
+        };
+        let mut q = match h.inbox.lock() {
+            Ok(q) => q,
+            Err(p) => p.into_inner(),
+        };
+        let (_, bad) = decode::reliable_actions(frames, |action| {
+            q.push(ZoneInput::Player {
+                player: PlayerKey(session),
+                action,
+            });
+        });
+        drop(q);
+        for _ in 0..bad {
+            Metrics::inc(&self.metrics.bad_client_input);
+        }
+        Ok(())
+    }
+
+    /// One internal datagram (`[session][P_StandardUpdate frames]`) from the gateway.
+    pub fn client_datagram(&self, datagram: &[u8]) {
+        let Some(session) = shared::internal::datagram::peek_session(datagram) else {
+            Metrics::inc(&self.metrics.bad_client_input);
+            return;
+        };
+        let frames = shared::internal::datagram::frames(datagram).unwrap_or(&[]);
+        let Some(key) = self.sessions.get(&session).map(|k| k.clone()) else {
+            Metrics::inc(&self.metrics.unroutable);
+            return;
+        };
+        let Some(h) = self.instances.get(&key).map(|h| h.inbox.clone()) else {
+            Metrics::inc(&self.metrics.unroutable);
+            return;
+        };
+        let mut q = match h.lock() {
+            Ok(q) => q,
+            Err(p) => p.into_inner(),
+        };
+        let r = decode::datagram_actions(frames, |action: PlayerAction| {
+            q.push(ZoneInput::Player {
+                player: PlayerKey(session),
+                action,
+            });
+        });
+        drop(q);
+        if r.is_err() {
+            Metrics::inc(&self.metrics.bad_client_input);
+        }
+    }
+
+    /// A SetArea out of a local instance: to a local destination if we host it, else to
+    /// the gateway; refused at once (so never lost) when neither is possible.
+    pub(crate) fn route_transfer(&self, source: &InstanceKey, t: &TransferOut) {
+        let id = self.next_id();
+        let dest = InstanceKey {
+            area: t.area.clone(),
+            instance: t.instance,
+        };
+        let pending = PendingTransfer {
+            source: TransferSource::Local {
+                key: source.clone(),
+                local: t.transfer_id,
+            },
+            dest: dest.clone(),
+            player: t.player.map(|p| (p, t.is_dm, t.state.clone())),
+        };
+        if self.instances.contains_key(&dest) {
+            self.transfers.insert(id, pending);
+            self.push(
+                &dest,
+                ZoneInput::TransferIn {
+                    transfer_id: TransferId(id),
+                    player: t.player,
+                    is_dm: t.is_dm,
+                    state: Box::new(t.state.clone()),
+                    arrival: t.arrival.clone(),
+                },
+            );
+        } else {
+            self.transfers.insert(id, pending);
+            let dto = TransferDto {
+                transfer_id: id,
+                generation: 0,
+                session: t.player.map(|p| p.0),
+                is_dm: t.is_dm,
+                area: t.area.clone(),
+                instance: t.instance,
+                arrival: convert::arrival_to_dto(&t.arrival),
+                state: convert::state_to_dto(&t.state),
+            };
+            if self
+                .out
+                .send(Outbound::Msg(Msg::Transfer(Box::new(dto))))
+                .is_err()
+            {
+                self.transfer_answer(id, Err("the destination is unreachable".into()));
+            }
+        }
+    }
+
+    /// A transfer from another node arrives (via the gateway).
+    pub fn transfer_in(&self, t: TransferDto) -> Result<(), RegistryError> {
+        let dest = InstanceKey {
+            area: t.area.clone(),
+            instance: t.instance,
+        };
+        if self.is_draining() {
+            return Err(RegistryError::Draining);
+        }
+        if !self.instances.contains_key(&dest) {
+            return Err(RegistryError::UnknownInstance(dest));
+        }
+        let id = self.next_id();
+        let state = convert::state_from_dto(t.state);
+        let player = t.session.map(PlayerKey);
+        self.transfers.insert(
+            id,
+            PendingTransfer {
+                source: TransferSource::Remote {
+                    their_id: t.transfer_id,
+                },
+                dest: dest.clone(),
+                player: player.map(|p| (p, t.is_dm, state.clone())),
+            },
+        );
+        self.push(
+            &dest,
+            ZoneInput::TransferIn {
+                transfer_id: TransferId(id),
+                player,
+                is_dm: t.is_dm,
+                state: Box::new(state),
+                arrival: convert::arrival_from_dto(t.arrival),
+            },
+        );
+        Ok(())
+    }
+
+    /// The answer to a transfer, by our id: from a local destination's sim output, or
+    /// from the gateway for a remote one. Returns the arriving player, if any, so the
+    /// destination actor can record it.
+    pub(crate) fn transfer_answer(
+        &self,
+        id: u64,
+        result: Result<(), String>,
+    ) -> Option<(PlayerKey, bool, ActorState)> {
+        let (_, p) = self.transfers.remove(&id)?;
+        let ok = result.is_ok();
+        // Routing first, answers second: whoever hears the answer finds the session moved.
+        if ok {
+            let local_dest = self.instances.contains_key(&p.dest);
+            if matches!(p.source, TransferSource::Local { .. }) && local_dest {
+                Metrics::inc(&self.metrics.local_transfers);
+            }
+            if let Some((player, _, _)) = &p.player
+                && local_dest
+            {
+                self.sessions.insert(player.0, p.dest.clone());
+                self.send(Msg::PlayerMoved {
+                    session: player.0,
+                    key: p.dest.clone(),
+                });
+            }
+            // Gone to another node: forget the session now (the source's PlayerRemoved
+            // follows, and a source rebuilt after a panic must not restore the player).
+            if let (Some((player, _, _)), TransferSource::Local { key: src, .. }) =
+                (&p.player, &p.source)
+                && !local_dest
+                && self
+                    .sessions
+                    .remove_if(&player.0, |_, k| k == src)
+                    .is_some()
+            {
+                self.send(Msg::PlayerDetached { session: player.0 });
+            }
+        }
+        match (&p.source, result) {
+            (TransferSource::Local { key, local }, Ok(())) => {
+                self.push(
+                    key,
+                    ZoneInput::TransferAck {
+                        transfer_id: *local,
+                    },
+                );
+            }
+            (TransferSource::Local { key, local }, Err(reason)) => {
+                self.push(
+                    key,
+                    ZoneInput::TransferNack {
+                        transfer_id: *local,
+                        reason,
+                    },
+                );
+            }
+            (TransferSource::Remote { their_id }, Ok(())) => {
+                let generation = self.instance(&p.dest).map_or(0, |h| h.generation);
+                self.send(Msg::TransferAck {
+                    transfer_id: *their_id,
+                    generation,
+                });
+            }
+            (TransferSource::Remote { their_id }, Err(reason)) => {
+                self.send(Msg::TransferNack {
+                    transfer_id: *their_id,
+                    reason,
+                });
+            }
+        }
+        p.player
+    }
+
+    /// Transfers out of `key` still waiting for an answer: `(sim id, player)`.
+    pub(crate) fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
+        self.transfers
+            .iter()
+            .filter_map(|t| match &t.source {
+                TransferSource::Local { key: k, local } if k == key => {
+                    Some((*local, t.player.as_ref().map(|p| p.0)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Handle a gateway answer to a transfer we sent out.
+    pub fn remote_transfer_answer(&self, id: u64, result: Result<(), String>) {
+        if self.transfer_answer(id, result).is_none() {
+            Metrics::inc(&self.metrics.refused_msgs);
+        }
+    }
+
+    /// Drain: stop taking players, and save and remove every player of every instance.
+    /// Returns the number of instances asked.
+    pub fn drain_all(&self) -> usize {
+        self.set_draining();
+        let handles: Vec<InstanceHandle> = self.instances.iter().map(|h| h.clone()).collect();
+        for h in &handles {
+            h.addr.do_send(zone::Stop);
+        }
+        handles.len()
+    }
+
+    /// Test hook: make the next tick of an instance panic.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn inject_panic(&self, key: &InstanceKey) -> bool {
+        self.instance(key)
+            .map(|h| h.addr.do_send(zone::InjectPanic))
+            .is_some()
+    }
+}
+
+/// The client's `CurrentAreaID` for an instance: a stable hash, never 0.
+pub fn instance_handle(key: &InstanceKey) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in key.area.bytes().chain(key.instance.to_le_bytes()) {
+        h ^= u32::from(b.to_ascii_lowercase());
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h.max(1)
+}
+
+fn seed_for(key: &InstanceKey, generation: Generation) -> u64 {
+    u64::from(instance_handle(key)) ^ generation.rotate_left(32) ^ 0x5eed
+}
+
+/// Convert a wire `AttachPlayer` into the sim's shapes (helper for the link).
+pub fn attach_from_wire(
+    state: shared::internal::ActorStateDto,
+    arrival: ArrivalDto,
+) -> (ActorState, Arrival) {
+    (
+        convert::state_from_dto(state),
+        convert::arrival_from_dto(arrival),
+    )
+}

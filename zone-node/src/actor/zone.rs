@@ -1,0 +1,505 @@
+//! `ZoneActor`: one AreaInstance. Drains its inbox into [`ZoneSim::tick_timed`] on a
+//! fixed step and routes the output; contains panics and rebuilds the sim from its
+//! players' last snapshots.
+//!
+//! # Timing
+//! Tick `n` is due at `origin + n × tick`; the sim's `now_ms` is `n × tick_ms`, so game
+//! time does not drift. A `run_interval` wakes the actor every step and
+//! [`FixedStep`](super::schedule::FixedStep) says which ticks are due: at most
+//! `max_catch_up` in a row (late ticks are counted); beyond that the rest are skipped and
+//! the schedule re-baselined (an overrun): no burst after a stall.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
+use bytes::{BufMut, Bytes, BytesMut};
+use shared::internal::{Generation, InstanceKey, Msg, SnapshotReasonDto};
+
+use super::schedule::FixedStep;
+use super::{Inbox, Metrics, Registry, convert};
+use crate::sim::events::{
+    ActorState, Arrival, PlayerKey, TickOutput, TransferId, ZoneInput, ZoneOutput,
+};
+use crate::sim::{PhaseClock, ZoneConfig, ZoneContent, ZoneSim};
+
+/// Per-instance statistics, published after every tick.
+#[derive(Clone, Debug, Default)]
+pub struct InstanceStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Late (catch-up) ticks.
+    pub late_ticks: u64,
+    /// Re-baselines after a stall.
+    pub overruns: u64,
+    /// Panics caught.
+    pub panics: u64,
+    /// Players hosted.
+    pub players: u32,
+    /// Actors in the zone.
+    pub actors: u32,
+    /// Last tick's phase durations (ns), in `sim::events::PHASE_NAMES` order.
+    pub phase_ns: [u64; 7],
+    /// The sim's `now_ms` of the last tick.
+    pub now_ms: u64,
+}
+
+/// Save every player and stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+/// Test hook: the next tick panics.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct InjectPanic;
+
+struct MonoClock(Instant);
+
+impl PhaseClock for MonoClock {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// What the shell remembers of a player to rebuild the instance after a panic.
+#[derive(Clone, Debug)]
+struct PlayerRecord {
+    rid: u16,
+    is_dm: bool,
+    last: ActorState,
+}
+
+/// The actor hosting one AreaInstance.
+pub struct ZoneActor {
+    reg: Arc<Registry>,
+    key: InstanceKey,
+    inbox: Arc<Inbox>,
+    cfg: ZoneConfig,
+    content: Arc<ZoneContent>,
+    sim: ZoneSim,
+    origin: Instant,
+    schedule: FixedStep,
+    players: HashMap<PlayerKey, PlayerRecord>,
+    arriving: HashMap<TransferId, PlayerRecord>,
+    batch: Vec<ZoneInput>,
+    batch_left: Vec<PlayerKey>,
+    batch_joined: Vec<PlayerKey>,
+    /// Players whose transfer out was in flight when the sim was rebuilt, by the old
+    /// sim's transfer id: restored on a Nack, dropped on an Ack.
+    held: HashMap<TransferId, (PlayerKey, PlayerRecord)>,
+    dgram: BytesMut,
+    stopping: bool,
+    stats: InstanceStats,
+    panic_next: bool,
+    stop_ticks: u32,
+    span: tracing::Span,
+}
+
+impl ZoneActor {
+    pub(crate) fn new(
+        reg: Arc<Registry>,
+        key: InstanceKey,
+        generation: Generation,
+        inbox: Arc<Inbox>,
+        cfg: ZoneConfig,
+        content: Arc<ZoneContent>,
+    ) -> Self {
+        let span = tracing::info_span!("zone", node = %reg.config().node_id, zone = %key.area,
+            instance = key.instance, generation);
+        let schedule = FixedStep::new(reg.config().tick_ms, reg.config().max_catch_up);
+        Self {
+            sim: ZoneSim::new(cfg.clone(), content.clone()),
+            reg,
+            key,
+            inbox,
+            cfg,
+            content,
+            origin: Instant::now(),
+            schedule,
+            players: HashMap::new(),
+            arriving: HashMap::new(),
+            batch: Vec::new(),
+            batch_left: Vec::new(),
+            batch_joined: Vec::new(),
+            held: HashMap::new(),
+            dgram: BytesMut::new(),
+            stopping: false,
+            stats: InstanceStats::default(),
+            panic_next: false,
+            stop_ticks: 0,
+            span,
+        }
+    }
+
+    /// Ask the sim to save and remove every known player.
+    fn leave_all(&mut self) {
+        let mut q = match self.inbox.lock() {
+            Ok(q) => q,
+            Err(p) => p.into_inner(),
+        };
+        for p in self.players.keys() {
+            q.push(ZoneInput::PlayerLeft { player: *p });
+        }
+    }
+
+    /// Run every due tick (bounded), re-baselining after a long stall.
+    fn on_interval(&mut self, ctx: &mut Context<Self>) {
+        let elapsed = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let due = self.schedule.poll(elapsed);
+        let ran = due.run;
+        for i in 0..u64::from(due.run) {
+            if i > 0 {
+                self.stats.late_ticks += 1;
+                Metrics::inc(&self.reg.metrics.late_ticks);
+            }
+            self.step(due.first + i);
+        }
+        if due.skipped > 0 {
+            self.stats.overruns += 1;
+            Metrics::inc(&self.reg.metrics.overruns);
+            let _g = self.span.enter();
+            tracing::warn!(skipped = due.skipped, "tick overrun: re-baselining");
+        }
+        if self.stopping && ran > 0 {
+            self.stop_ticks += 1;
+            if self.players.is_empty() || self.stop_ticks > 100 {
+                // Every player was saved and removed (or we gave up waiting).
+                self.reg.stopped(&self.key, &self.inbox);
+                ctx.stop();
+            } else {
+                // Players that joined after the stop request: save them too.
+                self.leave_all();
+            }
+        }
+        self.reg.publish_stats(&self.key, self.stats.clone());
+    }
+
+    /// One tick with panic containment.
+    fn step(&mut self, n: u64) {
+        {
+            let mut q = match self.inbox.lock() {
+                Ok(q) => q,
+                Err(p) => p.into_inner(),
+            };
+            std::mem::swap(&mut *q, &mut self.batch);
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        self.batch_left.clear();
+        self.batch_joined.clear();
+        if !self.held.is_empty() {
+            self.resolve_held(&mut batch);
+        }
+        for input in &batch {
+            self.observe_input(input);
+        }
+        self.batch = batch;
+        let now_ms = self.schedule.now_ms(n);
+        let clock = MonoClock(Instant::now());
+        let panic_now = std::mem::take(&mut self.panic_next);
+        let Self {
+            sim,
+            batch,
+            reg,
+            key,
+            players,
+            arriving,
+            dgram,
+            stopping,
+            ..
+        } = self;
+        let mut router = Router {
+            reg,
+            key,
+            players,
+            arriving,
+            dgram,
+            stopping: *stopping,
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            if panic_now {
+                panic!("injected panic (test hook)");
+            }
+            let out = sim.tick_timed(now_ms, batch.drain(..), &clock);
+            router.route(out)
+        }));
+        batch.clear();
+        self.stats.ticks += 1;
+        Metrics::inc(&self.reg.metrics.ticks);
+        match result {
+            Ok((players_n, actors_n, phase_ns)) => {
+                self.stats.players = players_n;
+                self.stats.actors = actors_n;
+                self.stats.phase_ns = phase_ns;
+                self.stats.now_ms = now_ms;
+            }
+            Err(_) => self.rebuild(),
+        }
+    }
+
+    /// Answers to transfers the rebuilt sim no longer knows: an Ack means the player is
+    /// hosted elsewhere now; a Nack brings it back here from its record.
+    fn resolve_held(&mut self, batch: &mut Vec<ZoneInput>) {
+        let held = &mut self.held;
+        batch.retain_mut(|input| {
+            let (tid, restore) = match input {
+                ZoneInput::TransferAck { transfer_id } => (*transfer_id, false),
+                ZoneInput::TransferNack { transfer_id, .. } => (*transfer_id, true),
+                _ => return true,
+            };
+            let Some((player, rec)) = held.remove(&tid) else {
+                return true;
+            };
+            if !restore {
+                return false;
+            }
+            *input = ZoneInput::PlayerJoined {
+                player,
+                rid: rec.rid,
+                is_dm: rec.is_dm,
+                state: Box::new(rec.last),
+                arrival: Arrival::Saved,
+            };
+            true
+        });
+    }
+
+    /// Remember what joins and arrives, so a rebuilt sim can restore it.
+    fn observe_input(&mut self, input: &ZoneInput) {
+        match input {
+            ZoneInput::PlayerJoined {
+                player,
+                rid,
+                is_dm,
+                state,
+                ..
+            } => {
+                self.batch_joined.push(*player);
+                self.players.insert(
+                    *player,
+                    PlayerRecord {
+                        rid: *rid,
+                        is_dm: *is_dm,
+                        last: (**state).clone(),
+                    },
+                );
+            }
+            ZoneInput::TransferIn {
+                transfer_id,
+                player: Some(_),
+                is_dm,
+                state,
+                ..
+            } => {
+                self.arriving.insert(
+                    *transfer_id,
+                    PlayerRecord {
+                        rid: state.rid,
+                        is_dm: *is_dm,
+                        last: (**state).clone(),
+                    },
+                );
+            }
+            ZoneInput::PlayerLeft { player } => self.batch_left.push(*player),
+            _ => {}
+        }
+    }
+
+    /// After a panic: a fresh sim with every player still placed here re-joined from its
+    /// last snapshot; unacknowledged arrivals are refused (their source restores them).
+    fn rebuild(&mut self) {
+        self.stats.panics += 1;
+        Metrics::inc(&self.reg.metrics.panics);
+        Metrics::inc(&self.reg.metrics.restarts);
+        let _g = self.span.enter();
+        tracing::error!(
+            players = self.players.len(),
+            "zone tick panicked; rebuilding the instance from the last snapshots"
+        );
+        self.sim = ZoneSim::new(self.cfg.clone(), self.content.clone());
+        // Arrivals the lost tick never acknowledged: refuse them, so the source restores.
+        for (tid, _) in std::mem::take(&mut self.arriving) {
+            self.reg
+                .transfer_answer(tid.0, Err("the destination instance restarted".into()));
+        }
+        // Players with a transfer out in flight wait for its answer (see `resolve_held`).
+        for (tid, player) in self.reg.pending_from(&self.key) {
+            if let Some(p) = player
+                && let Some(rec) = self.players.remove(&p)
+            {
+                self.held.insert(tid, (p, rec));
+            }
+        }
+        // Players who joined in the lost tick may be what made it panic: they are not
+        // restored (the gateway hears PlayerDetached and may retry elsewhere).
+        for p in std::mem::take(&mut self.batch_joined) {
+            if self.players.remove(&p).is_some() {
+                tracing::warn!(
+                    session = p.0,
+                    "not restoring a player that joined in the failed tick"
+                );
+                self.reg.player_removed(&self.key, p.0);
+            }
+        }
+        // Only players the registry still places here (not those that moved away).
+        let (reg, key) = (&self.reg, &self.key);
+        self.players
+            .retain(|p, _| reg.session_instance(p.0).as_ref() == Some(key));
+        let mut q = match self.inbox.lock() {
+            Ok(q) => q,
+            Err(p) => p.into_inner(),
+        };
+        let mut rejoin: Vec<ZoneInput> = self
+            .players
+            .iter()
+            .map(|(p, r)| ZoneInput::PlayerJoined {
+                player: *p,
+                rid: r.rid,
+                is_dm: r.is_dm,
+                state: Box::new(r.last.clone()),
+                arrival: Arrival::Saved,
+            })
+            .collect();
+        // Leaves of the lost tick are replayed (a detach must not be forgotten); other
+        // inputs of that tick are dropped, as they may be what made it panic.
+        rejoin.extend(
+            self.batch_left
+                .drain(..)
+                .map(|player| ZoneInput::PlayerLeft { player }),
+        );
+        rejoin.append(&mut q);
+        *q = rejoin;
+    }
+}
+
+/// Routes one tick's output; borrows the actor's fields apart from the sim.
+struct Router<'a> {
+    reg: &'a Arc<Registry>,
+    key: &'a InstanceKey,
+    players: &'a mut HashMap<PlayerKey, PlayerRecord>,
+    arriving: &'a mut HashMap<TransferId, PlayerRecord>,
+    dgram: &'a mut BytesMut,
+    stopping: bool,
+}
+
+impl Router<'_> {
+    fn route(&mut self, out: &TickOutput) -> (u32, u32, [u64; 7]) {
+        for o in &out.outputs {
+            match o {
+                ZoneOutput::Reliable { player, bytes } => {
+                    self.reg.send(Msg::ToClient {
+                        session: player.0,
+                        frames: Bytes::copy_from_slice(bytes),
+                    });
+                }
+                ZoneOutput::TransferOut(t) => self.reg.route_transfer(self.key, t),
+                ZoneOutput::Persist(s) => {
+                    if let Some(r) = self.players.get_mut(&s.player) {
+                        r.last = s.state.clone();
+                    }
+                    let mut reason = convert::reason_to_dto(s.reason);
+                    if self.stopping && reason == SnapshotReasonDto::Logout {
+                        reason = SnapshotReasonDto::Shutdown;
+                    }
+                    self.reg.send(Msg::Snapshot {
+                        snapshot_id: self.reg.next_id(),
+                        session: s.player.0,
+                        reason,
+                        state: Box::new(convert::state_to_dto(&s.state)),
+                    });
+                }
+                ZoneOutput::PlayerRemoved { player } => {
+                    self.players.remove(player);
+                    self.reg.player_removed(self.key, player.0);
+                }
+                ZoneOutput::AckTransfer { transfer_id } => {
+                    let rec = self.arriving.remove(transfer_id);
+                    if let Some((p, _, _)) = self.reg.transfer_answer(transfer_id.0, Ok(()))
+                        && let Some(rec) = rec
+                    {
+                        self.players.insert(p, rec);
+                    }
+                }
+                ZoneOutput::NackTransfer {
+                    transfer_id,
+                    reason,
+                } => {
+                    self.arriving.remove(transfer_id);
+                    self.reg.transfer_answer(transfer_id.0, Err(reason.clone()));
+                }
+                ZoneOutput::Rejected { .. } => Metrics::inc(&self.reg.metrics.rejections),
+            }
+        }
+        self.send_datagrams(out);
+        let c = &out.stats.counters;
+        (c.players, c.actors, out.stats.phase_ns)
+    }
+
+    /// Every datagram of the tick, `[session][frames]`, in one shared allocation.
+    fn send_datagrams(&mut self, out: &TickOutput) {
+        let batch = &out.datagrams;
+        if batch.datagrams.is_empty() {
+            return;
+        }
+        let total: usize = batch
+            .datagrams
+            .iter()
+            .map(|d| shared::internal::datagram::HEADER_LEN + d.len as usize)
+            .sum();
+        self.dgram.reserve(total);
+        let mut list = Vec::with_capacity(batch.datagrams.len());
+        for d in &batch.datagrams {
+            self.dgram.put_u64_le(d.player.0);
+            let segs = batch
+                .segments
+                .get(d.first as usize..d.end as usize)
+                .unwrap_or(&[]);
+            for &(a, b) in segs {
+                if let Some(bytes) = batch.frames.get(a as usize..b as usize) {
+                    self.dgram.extend_from_slice(bytes);
+                }
+            }
+            list.push(self.dgram.split().freeze());
+        }
+        self.reg.send_datagrams(list);
+    }
+}
+
+impl Actor for ZoneActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.origin = Instant::now();
+        let tick = Duration::from_millis(self.schedule.tick_ms());
+        ctx.run_interval(tick, Self::on_interval);
+        let _g = self.span.enter();
+        tracing::info!("zone actor started");
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        let _g = self.span.enter();
+        tracing::info!(ticks = self.stats.ticks, "zone actor stopped");
+    }
+}
+
+impl Handler<Stop> for ZoneActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, _ctx: &mut Self::Context) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        self.leave_all();
+    }
+}
+
+impl Handler<InjectPanic> for ZoneActor {
+    type Result = ();
+
+    fn handle(&mut self, _: InjectPanic, _ctx: &mut Self::Context) {
+        self.panic_next = true;
+    }
+}

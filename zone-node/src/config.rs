@@ -1,0 +1,409 @@
+//! `NodeConfig`: the zone node's typed, validated configuration.
+//!
+//! Layers, later wins: built-in defaults, a TOML file, `ZONE_NODE_*` environment
+//! variables, command-line flags (parsed by `main.rs`, applied with
+//! [`NodeConfig::apply_overrides`]). [`NodeConfig::validate`] runs last and explains what
+//! is wrong in terms of the setting's name.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Environment variable prefix.
+pub const ENV_PREFIX: &str = "ZONE_NODE_";
+
+/// A configuration problem.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// Which file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this shape.
+    #[error("config file {path} is invalid: {message}")]
+    Parse {
+        /// Which file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// An environment variable does not parse.
+    #[error("environment variable {var}={value:?}: {message}")]
+    Env {
+        /// Variable.
+        var: String,
+        /// Value.
+        value: String,
+        /// Why.
+        message: String,
+    },
+    /// A setting is out of range or inconsistent.
+    #[error("setting `{field}`: {message}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Everything a zone node needs to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The gateway's internal QUIC address (`host:port`).
+    pub gateway_addr: String,
+    /// The TLS server name to expect from the gateway's certificate.
+    pub gateway_server_name: String,
+    /// This node's id, stable across restarts (default: the hostname, else random).
+    pub node_id: String,
+    /// The address other nodes can reach this node at (`host:port`).
+    pub advertised_addr: String,
+    /// Local UDP address to bind the QUIC client to.
+    pub bind_addr: SocketAddr,
+    /// Number of actix arbiters (threads) hosting zone actors (default: one per core).
+    pub arbiters: usize,
+    /// Instances this node offers to host.
+    pub capacity: u32,
+    /// Simulation step, ms (Realm Crafter: 33).
+    pub tick_ms: u64,
+    /// Position broadcast period, ms (Realm Crafter: 200).
+    pub broadcast_ms: u64,
+    /// Most catch-up ticks after a stall before re-baselining.
+    pub max_catch_up: u32,
+    /// Largest position datagram the zones build (bytes, without the 8-byte internal
+    /// header). QUIC guarantees only about 1160 bytes per datagram before path MTU
+    /// discovery, on the internal link and on the client's, so the default is 1100.
+    pub datagram_budget: usize,
+    /// Content: a world directory (native TOML) or empty for the embedded demo world.
+    pub world: Option<PathBuf>,
+    /// Shared cluster secret (at least 16 bytes); required.
+    pub cluster_secret: String,
+    /// Drain deadline on SIGTERM/SIGINT, ms.
+    pub drain_timeout_ms: u64,
+    /// Heartbeat period, ms.
+    pub heartbeat_ms: u64,
+    /// Reconnect backoff: first delay, ms.
+    pub reconnect_min_ms: u64,
+    /// Reconnect backoff: largest delay, ms.
+    pub reconnect_max_ms: u64,
+    /// Periodic character snapshots, ms (0 disables).
+    pub persist_every_ms: u64,
+    /// Trust any gateway certificate (the HMAC handshake still authenticates it). Set
+    /// `gateway_cert_sha256` instead in production.
+    pub insecure_skip_verify: bool,
+    /// Pin the gateway certificate by its SHA-256 fingerprint (hex).
+    pub gateway_cert_sha256: Option<String>,
+}
+
+fn default_node_id() -> String {
+    if let Ok(h) = std::env::var("HOSTNAME") {
+        let h = h.trim();
+        if !h.is_empty() {
+            return h.to_owned();
+        }
+    }
+    if let Ok(h) = std::fs::read_to_string("/etc/hostname") {
+        let h = h.trim();
+        if !h.is_empty() {
+            return h.to_owned();
+        }
+    }
+    format!("node-{:016x}", crate::link::random_u64())
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            gateway_addr: "127.0.0.1:25001".into(),
+            gateway_server_name: "gateway".into(),
+            node_id: default_node_id(),
+            advertised_addr: "127.0.0.1:25100".into(),
+            bind_addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            capacity: 64,
+            tick_ms: 33,
+            broadcast_ms: 200,
+            max_catch_up: 5,
+            datagram_budget: 1100,
+            world: None,
+            cluster_secret: String::new(),
+            drain_timeout_ms: 10_000,
+            heartbeat_ms: 1_000,
+            reconnect_min_ms: 100,
+            reconnect_max_ms: 5_000,
+            persist_every_ms: 60_000,
+            insecure_skip_verify: true,
+            gateway_cert_sha256: None,
+        }
+    }
+}
+
+impl NodeConfig {
+    /// Read a TOML file over the defaults.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    /// Parse TOML text over the defaults.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Apply `ZONE_NODE_*` variables from an iterator of `(name, value)` (pass
+    /// `std::env::vars()`); unknown `ZONE_NODE_*` names are errors, so typos show.
+    pub fn apply_env(
+        &mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        for (var, value) in vars {
+            let Some(key) = var.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            let key = key.to_ascii_lowercase();
+            self.set(&key, &value).map_err(|message| ConfigError::Env {
+                var: var.clone(),
+                value: if key == "cluster_secret" {
+                    "<redacted>".into()
+                } else {
+                    value.clone()
+                },
+                message,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Set one setting by its (snake_case) name from text.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        fn num<T: std::str::FromStr>(v: &str) -> Result<T, String>
+        where
+            T::Err: std::fmt::Display,
+        {
+            v.trim().parse().map_err(|e: T::Err| e.to_string())
+        }
+        fn boolean(v: &str) -> Result<bool, String> {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err("expected true or false".into()),
+            }
+        }
+        match key {
+            "gateway_addr" => self.gateway_addr = value.to_owned(),
+            "gateway_server_name" => self.gateway_server_name = value.to_owned(),
+            "node_id" => self.node_id = value.to_owned(),
+            "advertised_addr" => self.advertised_addr = value.to_owned(),
+            "bind_addr" => self.bind_addr = num(value)?,
+            "arbiters" => self.arbiters = num(value)?,
+            "capacity" => self.capacity = num(value)?,
+            "tick_ms" => self.tick_ms = num(value)?,
+            "broadcast_ms" => self.broadcast_ms = num(value)?,
+            "max_catch_up" => self.max_catch_up = num(value)?,
+            "datagram_budget" => self.datagram_budget = num(value)?,
+            "world" => {
+                self.world = if value.trim().is_empty() {
+                    None
+                } else {
+                    Some(PathBuf::from(value))
+                }
+            }
+            "cluster_secret" => self.cluster_secret = value.to_owned(),
+            "drain_timeout_ms" => self.drain_timeout_ms = num(value)?,
+            "heartbeat_ms" => self.heartbeat_ms = num(value)?,
+            "reconnect_min_ms" => self.reconnect_min_ms = num(value)?,
+            "reconnect_max_ms" => self.reconnect_max_ms = num(value)?,
+            "persist_every_ms" => self.persist_every_ms = num(value)?,
+            "insecure_skip_verify" => self.insecure_skip_verify = boolean(value)?,
+            "gateway_cert_sha256" => {
+                self.gateway_cert_sha256 = Some(value.to_owned()).filter(|v| !v.is_empty())
+            }
+            "config" => {}
+            _ => return Err(format!("unknown setting `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// Apply `key=value` overrides (the flags), in order.
+    pub fn apply_overrides<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'static str, &'a str)>,
+    ) -> Result<(), ConfigError> {
+        for (field, value) in pairs {
+            self.set(field, value)
+                .map_err(|message| ConfigError::Invalid { field, message })?;
+        }
+        Ok(())
+    }
+
+    /// Check every setting; the first problem wins.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn bad(field: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid {
+                field,
+                message: message.into(),
+            })
+        }
+        if self.gateway_addr.trim().is_empty() || !self.gateway_addr.contains(':') {
+            return bad("gateway_addr", "expected host:port");
+        }
+        if self.node_id.trim().is_empty() || self.node_id.len() > 128 {
+            return bad("node_id", "must be 1..=128 characters");
+        }
+        if !self.advertised_addr.contains(':') {
+            return bad("advertised_addr", "expected host:port");
+        }
+        if self.arbiters == 0 || self.arbiters > 256 {
+            return bad("arbiters", "must be 1..=256");
+        }
+        if self.capacity == 0 {
+            return bad("capacity", "must be at least 1");
+        }
+        if !(1..=1000).contains(&self.tick_ms) {
+            return bad("tick_ms", "must be 1..=1000");
+        }
+        if self.broadcast_ms < self.tick_ms || self.broadcast_ms > 10_000 {
+            return bad("broadcast_ms", "must be between tick_ms and 10000");
+        }
+        if self.max_catch_up == 0 || self.max_catch_up > 100 {
+            return bad("max_catch_up", "must be 1..=100");
+        }
+        if !(200..=1400).contains(&self.datagram_budget) {
+            return bad("datagram_budget", "must be 200..=1400");
+        }
+        if self.cluster_secret.len() < shared::internal::auth::MIN_SECRET_LEN {
+            return bad(
+                "cluster_secret",
+                format!(
+                    "required, at least {} bytes (set ZONE_NODE_CLUSTER_SECRET)",
+                    shared::internal::auth::MIN_SECRET_LEN
+                ),
+            );
+        }
+        if !(100..=600_000).contains(&self.drain_timeout_ms) {
+            return bad("drain_timeout_ms", "must be 100..=600000");
+        }
+        if !(10..=60_000).contains(&self.heartbeat_ms) {
+            return bad("heartbeat_ms", "must be 10..=60000");
+        }
+        if self.reconnect_min_ms == 0 || self.reconnect_max_ms < self.reconnect_min_ms {
+            return bad(
+                "reconnect_min_ms",
+                "must be > 0 and not above reconnect_max_ms",
+            );
+        }
+        if let Some(fp) = &self.gateway_cert_sha256 {
+            let clean: String = fp.chars().filter(|c| *c != ':').collect();
+            if clean.len() != 64 || !clean.chars().all(|c| c.is_ascii_hexdigit()) {
+                return bad("gateway_cert_sha256", "expected 64 hex digits");
+            }
+        }
+        Ok(())
+    }
+
+    /// Tick period.
+    pub fn tick(&self) -> Duration {
+        Duration::from_millis(self.tick_ms)
+    }
+
+    /// Drain deadline.
+    pub fn drain_timeout(&self) -> Duration {
+        Duration::from_millis(self.drain_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> NodeConfig {
+        NodeConfig {
+            cluster_secret: "0123456789abcdef".into(),
+            ..NodeConfig::default()
+        }
+    }
+
+    #[test]
+    fn defaults_need_only_a_secret() {
+        assert!(matches!(
+            NodeConfig::default().validate(),
+            Err(ConfigError::Invalid {
+                field: "cluster_secret",
+                ..
+            })
+        ));
+        ok().validate().unwrap();
+        assert_eq!(ok().tick_ms, 33);
+        assert_eq!(ok().broadcast_ms, 200);
+        assert_eq!(ok().drain_timeout_ms, 10_000);
+        assert!(ok().arbiters >= 1);
+    }
+
+    #[test]
+    fn the_deploy_example_parses_and_validates_with_a_secret() {
+        let text = include_str!("../../deploy/config/zone-node.toml");
+        let mut c = NodeConfig::from_toml(text).unwrap();
+        c.cluster_secret = "0123456789abcdef".into();
+        c.validate().unwrap();
+        assert_eq!(c.tick_ms, 33);
+    }
+
+    #[test]
+    fn toml_env_and_flags_layer() {
+        let mut c = NodeConfig::from_toml(
+            "gateway_addr = \"10.0.0.1:9000\"\ntick_ms = 20\ncluster_secret = \"aaaaaaaaaaaaaaaaaaaa\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.tick_ms, 20);
+        c.apply_env([
+            ("ZONE_NODE_TICK_MS".to_owned(), "25".to_owned()),
+            ("PATH".to_owned(), "/bin".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(c.tick_ms, 25);
+        c.apply_overrides([("arbiters", "3")]).unwrap();
+        assert_eq!(c.arbiters, 3);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_setting() {
+        let e = NodeConfig::from_toml("tick_ms = \"fast\"").unwrap_err();
+        assert!(e.contains("tick_ms"), "{e}");
+        let e = NodeConfig::from_toml("tikc_ms = 3").unwrap_err();
+        assert!(e.contains("tikc_ms"), "{e}");
+        let mut c = ok();
+        let e = c
+            .apply_env([("ZONE_NODE_TICK_MS".to_owned(), "x".to_owned())])
+            .unwrap_err();
+        assert!(e.to_string().contains("ZONE_NODE_TICK_MS"), "{e}");
+        let e = c
+            .apply_env([("ZONE_NODE_CLUSTER_SECRT".to_owned(), "x".to_owned())])
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown setting"), "{e}");
+        c.tick_ms = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("tick_ms"));
+        let mut c = ok();
+        c.broadcast_ms = 10;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("broadcast_ms")
+        );
+    }
+}

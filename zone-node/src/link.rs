@@ -1,0 +1,824 @@
+//! The zone node's internal link to the gateway: a quinn client that authenticates with
+//! the cluster secret, registers, heartbeats, dispatches the gateway's messages to the
+//! [`Registry`], carries the actors' outputs, reconnects with exponential backoff
+//! (re-registering the instances it still runs), and drains on shutdown.
+//!
+//! The protocol itself (envelopes, codec, proofs, datagram header) is `shared::internal`;
+//! this module only moves bytes and keeps the connection's state.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
+use shared::internal::{
+    ALPN, EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, PROTOCOL_VERSION, RefuseReason,
+    auth,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, timeout};
+
+use crate::actor::{Metrics, Outbound, Registry, attach_from_wire};
+use crate::config::NodeConfig;
+
+/// Why the link gave up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The QUIC endpoint or TLS setup failed.
+    #[error("cannot set up the QUIC client: {0}")]
+    Setup(String),
+    /// The gateway address does not resolve.
+    #[error("gateway address {addr:?} does not resolve: {message}")]
+    Resolve {
+        /// Address.
+        addr: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Why one connection ended (the link then reconnects, unless draining finished).
+#[derive(Debug, thiserror::Error)]
+enum SessionEnd {
+    #[error("connect failed: {0}")]
+    Connect(String),
+    #[error("connection lost: {0}")]
+    Lost(String),
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    #[error("refused by the gateway: {0}")]
+    Refused(RefuseReason),
+    #[error("handshake timed out")]
+    Timeout,
+    #[error("the gateway speaks internal protocol version {theirs}, this node {ours}")]
+    PeerVersion { ours: u16, theirs: u16 },
+}
+
+/// How the link finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkExit {
+    /// Drained and deregistered within the deadline.
+    Drained,
+    /// The drain deadline passed first (some snapshots may be unacknowledged).
+    DrainTimedOut,
+}
+
+/// A random `u64` from the OS.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    fill_random(&mut b);
+    u64::from_le_bytes(b)
+}
+
+fn fill_random(buf: &mut [u8]) {
+    use ring::rand::SecureRandom;
+    if ring::rand::SystemRandom::new().fill(buf).is_err() {
+        // Last resort: hash-seeded bytes (still unpredictable per process).
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in buf.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(chunk.as_ptr() as usize);
+            let v = h.finish().to_le_bytes();
+            for (d, s) in chunk.iter_mut().zip(v) {
+                *d = s;
+            }
+        }
+    }
+}
+
+/// Accepts the gateway's certificate if it matches the pin, or any certificate when no
+/// pin is set: the HMAC handshake, bound to the TLS exporter, authenticates the gateway
+/// either way (a man in the middle cannot produce the proof for our TLS session).
+#[derive(Debug)]
+struct GatewayVerifier {
+    pin: Option<[u8; 32]>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for GatewayVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if let Some(pin) = self.pin {
+            let d = ring::digest::digest(&ring::digest::SHA256, end_entity.as_ref());
+            if d.as_ref() != pin {
+                return Err(rustls::Error::General(
+                    "gateway certificate does not match gateway_cert_sha256".into(),
+                ));
+            }
+        }
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+fn parse_pin(hex_str: &str) -> Option<[u8; 32]> {
+    let clean: String = hex_str.chars().filter(|c| *c != ':').collect();
+    let v = hex_decode(&clean)?;
+    v.try_into().ok()
+}
+
+fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The QUIC client configuration for the internal link.
+pub fn client_config(cfg: &NodeConfig) -> Result<quinn::ClientConfig, LinkError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let pin = cfg.gateway_cert_sha256.as_deref().and_then(parse_pin);
+    let verifier = Arc::new(GatewayVerifier {
+        pin,
+        provider: provider.clone(),
+    });
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| LinkError::Setup(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| LinkError::Setup(e.to_string()))?;
+    let mut client = quinn::ClientConfig::new(Arc::new(quic));
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(Duration::from_millis(cfg.heartbeat_ms.max(10))));
+    if let Ok(idle) = quinn::IdleTimeout::try_from(Duration::from_millis(
+        (cfg.heartbeat_ms * 5).clamp(1_000, 60_000),
+    )) {
+        transport.max_idle_timeout(Some(idle));
+    }
+    transport.datagram_receive_buffer_size(Some(4 << 20));
+    client.transport_config(Arc::new(transport));
+    Ok(client)
+}
+
+/// Drive the link until drained. `shutdown` turning `true` starts the drain.
+pub async fn run(
+    cfg: NodeConfig,
+    reg: Arc<Registry>,
+    mut out_rx: mpsc::UnboundedReceiver<Outbound>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<LinkExit, LinkError> {
+    let bind: SocketAddr = cfg.bind_addr;
+    let mut endpoint =
+        quinn::Endpoint::client(bind).map_err(|e| LinkError::Setup(e.to_string()))?;
+    endpoint.set_default_client_config(client_config(&cfg)?);
+    let mut state = LinkState {
+        unacked: BTreeMap::new(),
+        drain_deadline: None,
+    };
+    let mut backoff = Duration::from_millis(cfg.reconnect_min_ms);
+    let max_backoff = Duration::from_millis(cfg.reconnect_max_ms);
+    let span = tracing::info_span!("link", node = %cfg.node_id, gateway = %cfg.gateway_addr);
+    loop {
+        if *shutdown.borrow() && state.drain_deadline.is_none() {
+            start_drain(&reg, &cfg, &mut state);
+        }
+        let started = Instant::now();
+        let end = {
+            let _g = span.enter();
+            tracing::info!("connecting to the gateway");
+            drop(_g);
+            session(
+                &cfg,
+                &endpoint,
+                &reg,
+                &mut out_rx,
+                &mut shutdown,
+                &mut state,
+            )
+            .await
+        };
+        match end {
+            Ok(exit) => {
+                endpoint.wait_idle().await;
+                return Ok(exit);
+            }
+            Err(e) => {
+                let _g = span.enter();
+                match &e {
+                    SessionEnd::Refused(r) => {
+                        tracing::error!(reason = %r, "gateway refused this node")
+                    }
+                    _ => tracing::warn!(error = %e, "gateway link down"),
+                }
+            }
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            backoff = Duration::from_millis(cfg.reconnect_min_ms);
+        }
+        // While disconnected: keep snapshots for later, refuse transfers (so they are never
+        // lost), drop the rest; stop when the drain deadline passes.
+        let wake = Instant::now() + backoff;
+        loop {
+            if let Some(d) = state.drain_deadline {
+                if reg.instance_count() == 0 && state.unacked.is_empty() {
+                    // Nothing left to save: no need to wait for a gateway.
+                    return Ok(LinkExit::Drained);
+                }
+                if Instant::now() >= d {
+                    return Ok(LinkExit::DrainTimedOut);
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => break,
+                o = out_rx.recv() => match o {
+                    Some(o) => offline(&reg, &mut state, o),
+                    None => return Ok(LinkExit::Drained),
+                },
+                r = shutdown.changed() => {
+                    if r.is_ok() && *shutdown.borrow() && state.drain_deadline.is_none() {
+                        start_drain(&reg, &cfg, &mut state);
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(20)), if state.drain_deadline.is_some() => {}
+            }
+        }
+        backoff = (backoff * 2).min(max_backoff);
+    }
+}
+
+struct LinkState {
+    /// Snapshots sent (or queued) but not acknowledged, by id, kept as encoded frames.
+    unacked: BTreeMap<u64, Vec<u8>>,
+    /// Set once draining started.
+    drain_deadline: Option<Instant>,
+}
+
+fn start_drain(reg: &Registry, cfg: &NodeConfig, state: &mut LinkState) {
+    tracing::info!(node = %cfg.node_id, instances = reg.instance_count(), "draining");
+    state.drain_deadline = Some(Instant::now() + cfg.drain_timeout());
+    reg.drain_all();
+}
+
+fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
+    match o {
+        Outbound::Msg(Msg::Snapshot {
+            snapshot_id,
+            session,
+            reason,
+            state: s,
+        }) => {
+            let env = Envelope::new(Msg::Snapshot {
+                snapshot_id,
+                session,
+                reason,
+                state: s,
+            });
+            let mut v = Vec::new();
+            if encode_frame(&env, &mut v).is_ok() {
+                state.unacked.insert(snapshot_id, v);
+            }
+        }
+        Outbound::Msg(Msg::Transfer(t)) => {
+            reg.remote_transfer_answer(t.transfer_id, Err("the destination is unreachable".into()));
+        }
+        _ => Metrics::inc(&reg.metrics.outbound_dropped),
+    }
+}
+
+async fn read_envelope(
+    recv: &mut quinn::RecvStream,
+    dec: &mut FrameDecoder,
+) -> Result<Envelope, SessionEnd> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match dec.next_envelope() {
+            Ok(Some(e)) => return Ok(e),
+            Ok(None) => {}
+            Err(CodecError::VersionMismatch { ours, theirs }) => {
+                return Err(SessionEnd::PeerVersion { ours, theirs });
+            }
+            Err(e) => return Err(SessionEnd::Protocol(e.to_string())),
+        }
+        match recv.read(&mut buf).await {
+            Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+            Ok(None) => return Err(SessionEnd::Lost("control stream closed".into())),
+            Err(e) => return Err(SessionEnd::Lost(e.to_string())),
+        }
+    }
+}
+
+async fn write_msg(send: &mut quinn::SendStream, msg: Msg) -> Result<(), SessionEnd> {
+    let mut v = Vec::new();
+    encode_frame(&Envelope::new(msg), &mut v).map_err(|e| SessionEnd::Protocol(e.to_string()))?;
+    send.write_all(&v)
+        .await
+        .map_err(|e| SessionEnd::Lost(e.to_string()))
+}
+
+/// Connect, authenticate, register; returns the connection and control stream.
+async fn handshake(
+    cfg: &NodeConfig,
+    endpoint: &quinn::Endpoint,
+    reg: &Registry,
+) -> Result<
+    (
+        quinn::Connection,
+        quinn::SendStream,
+        quinn::RecvStream,
+        FrameDecoder,
+    ),
+    SessionEnd,
+> {
+    let addr = tokio::net::lookup_host(&cfg.gateway_addr)
+        .await
+        .map_err(|e| SessionEnd::Connect(e.to_string()))?
+        .next()
+        .ok_or_else(|| SessionEnd::Connect(format!("{} has no address", cfg.gateway_addr)))?;
+    let conn = endpoint
+        .connect(addr, &cfg.gateway_server_name)
+        .map_err(|e| SessionEnd::Connect(e.to_string()))?
+        .await
+        .map_err(|e| SessionEnd::Connect(e.to_string()))?;
+    let (mut send, mut recv) = conn
+        .open_bi()
+        .await
+        .map_err(|e| SessionEnd::Lost(e.to_string()))?;
+    match authenticate(cfg, reg, &conn, &mut send, &mut recv).await {
+        Ok(dec) => Ok((conn, send, recv, dec)),
+        Err(SessionEnd::PeerVersion { ours, theirs }) => {
+            // Tell the gateway why, then close.
+            let _ = write_msg(
+                &mut send,
+                Msg::Refused {
+                    reason: RefuseReason::VersionMismatch { ours, theirs },
+                },
+            )
+            .await;
+            let _ = send.finish();
+            let _ = timeout(Duration::from_millis(300), send.stopped()).await;
+            conn.close(2u32.into(), b"protocol version mismatch");
+            Err(SessionEnd::PeerVersion { ours, theirs })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Hello / Challenge / Auth / Register / RegisterAck on the control stream.
+async fn authenticate(
+    cfg: &NodeConfig,
+    reg: &Registry,
+    conn: &quinn::Connection,
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+) -> Result<FrameDecoder, SessionEnd> {
+    let mut exporter = [0u8; EXPORTER_LEN];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .map_err(|_| SessionEnd::Protocol("TLS exporter unavailable".into()))?;
+    let mut dec = FrameDecoder::new();
+    let mut client_nonce = [0u8; 32];
+    fill_random(&mut client_nonce);
+    write_msg(
+        send,
+        Msg::Hello {
+            node_id: cfg.node_id.clone(),
+            client_nonce,
+        },
+    )
+    .await?;
+    let secret = cfg.cluster_secret.as_bytes();
+    let server_nonce = match read_envelope(recv, &mut dec).await?.msg {
+        Msg::Challenge {
+            server_nonce,
+            proof,
+        } => {
+            if !auth::verify_gateway(secret, &client_nonce, &server_nonce, &exporter, &proof) {
+                Metrics::inc(&reg.metrics.refused_msgs);
+                let _ = write_msg(
+                    send,
+                    Msg::Refused {
+                        reason: RefuseReason::BadAuth,
+                    },
+                )
+                .await;
+                // Let the refusal reach the peer before closing.
+                let _ = send.finish();
+                let _ = timeout(Duration::from_millis(300), send.stopped()).await;
+                conn.close(2u32.into(), b"bad gateway proof");
+                return Err(SessionEnd::Protocol(
+                    "the gateway's proof does not verify (cluster secret mismatch?)".into(),
+                ));
+            }
+            server_nonce
+        }
+        Msg::Refused { reason } => return Err(SessionEnd::Refused(reason)),
+        other => {
+            return Err(SessionEnd::Protocol(format!(
+                "expected Challenge, got {}",
+                other.name()
+            )));
+        }
+    };
+    let proof = auth::node_proof(secret, &client_nonce, &server_nonce, &exporter);
+    write_msg(send, Msg::Auth { proof }).await?;
+    write_msg(
+        send,
+        Msg::Register {
+            node_id: cfg.node_id.clone(),
+            advertised_addr: cfg.advertised_addr.clone(),
+            capacity: cfg.capacity,
+            protocol_version: PROTOCOL_VERSION,
+            running: reg.running(),
+        },
+    )
+    .await?;
+    match read_envelope(recv, &mut dec).await?.msg {
+        Msg::RegisterAck { gateway_id, .. } => {
+            tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
+                instances = reg.instance_count(), "registered");
+            Ok(dec)
+        }
+        Msg::Refused { reason } => Err(SessionEnd::Refused(reason)),
+        other => Err(SessionEnd::Protocol(format!(
+            "expected RegisterAck, got {}",
+            other.name()
+        ))),
+    }
+}
+
+enum Incoming {
+    Env(Envelope),
+    Bad(CodecError),
+    Closed(String),
+}
+
+/// One connected session; `Ok` once drained, `Err` when the connection is lost.
+async fn session(
+    cfg: &NodeConfig,
+    endpoint: &quinn::Endpoint,
+    reg: &Arc<Registry>,
+    out_rx: &mut mpsc::UnboundedReceiver<Outbound>,
+    shutdown: &mut watch::Receiver<bool>,
+    state: &mut LinkState,
+) -> Result<LinkExit, SessionEnd> {
+    // Connecting is bounded by 10 s and by the drain deadline (an unreachable gateway must
+    // not delay the exit past it).
+    let limit = |state: &LinkState| {
+        state.drain_deadline.map_or(Duration::from_secs(10), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_secs(10))
+        })
+    };
+    let hs = handshake(cfg, endpoint, reg);
+    tokio::pin!(hs);
+    let first_limit = limit(state);
+    let hs_result = tokio::select! {
+        r = timeout(first_limit, &mut hs) => r,
+        r = shutdown.changed(), if state.drain_deadline.is_none() => {
+            if r.is_ok() && *shutdown.borrow() {
+                start_drain(reg, cfg, state);
+            }
+            // Finish the handshake so the gateway hears Deregister; with nothing to save,
+            // give an unreachable gateway one second at most.
+            let mut left = limit(state);
+            if reg.instance_count() == 0 && state.unacked.is_empty() {
+                left = left.min(Duration::from_secs(1));
+            }
+            timeout(left, &mut hs).await
+        }
+    };
+    let (conn, mut send, mut recv, mut dec) = match hs_result {
+        Ok(r) => r?,
+        Err(_) => return Err(SessionEnd::Timeout),
+    };
+    // Re-send what the previous gateway never acknowledged.
+    for frame in state.unacked.values() {
+        send.write_all(frame)
+            .await
+            .map_err(|e| SessionEnd::Lost(e.to_string()))?;
+    }
+    if state.drain_deadline.is_some() {
+        write_msg(&mut send, Msg::Drain).await?;
+    }
+    // Reader task: control stream → envelopes.
+    let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Incoming>();
+    let reader = tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            loop {
+                match dec.next_envelope() {
+                    Ok(Some(e)) => {
+                        if in_tx.send(Incoming::Env(e)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e @ (CodecError::Malformed(_) | CodecError::VersionMismatch { .. })) => {
+                        if in_tx.send(Incoming::Bad(e)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = in_tx.send(Incoming::Closed(e.to_string()));
+                        return;
+                    }
+                }
+            }
+            match recv.read(&mut buf).await {
+                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+                Ok(None) => {
+                    let _ = in_tx.send(Incoming::Closed("control stream finished".into()));
+                    return;
+                }
+                Err(e) => {
+                    let _ = in_tx.send(Incoming::Closed(e.to_string()));
+                    return;
+                }
+            }
+        }
+    });
+    // Datagram task: gateway datagrams straight into the instances' inboxes.
+    let dconn = conn.clone();
+    let dreg = reg.clone();
+    let dgrams = tokio::spawn(async move {
+        while let Ok(d) = dconn.read_datagram().await {
+            dreg.client_datagram(&d);
+        }
+    });
+    let result = session_loop(
+        cfg, &conn, &mut send, reg, out_rx, shutdown, state, &mut in_rx,
+    )
+    .await;
+    reader.abort();
+    dgrams.abort();
+    match &result {
+        Ok(_) => {
+            let _ = send.finish();
+            // Give the gateway a moment to read Deregister before closing.
+            // The gateway closes the connection once it has read Deregister; closing first
+            // could discard data it has not read yet.
+            let _ = timeout(Duration::from_secs(1), conn.closed()).await;
+            conn.close(0u32.into(), b"deregistered");
+        }
+        Err(e) => conn.close(2u32.into(), e.to_string().as_bytes()),
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn session_loop(
+    cfg: &NodeConfig,
+    conn: &quinn::Connection,
+    send: &mut quinn::SendStream,
+    reg: &Arc<Registry>,
+    out_rx: &mut mpsc::UnboundedReceiver<Outbound>,
+    shutdown: &mut watch::Receiver<bool>,
+    state: &mut LinkState,
+    in_rx: &mut mpsc::UnboundedReceiver<Incoming>,
+) -> Result<LinkExit, SessionEnd> {
+    let mut heartbeat = tokio::time::interval(Duration::from_millis(cfg.heartbeat_ms));
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut check = tokio::time::interval(Duration::from_millis(20));
+    let mut last_overruns = Metrics::get(&reg.metrics.overruns);
+    let mut wbuf = Vec::with_capacity(64 * 1024);
+    loop {
+        tokio::select! {
+            i = in_rx.recv() => match i {
+                Some(Incoming::Env(Envelope { msg: Msg::Refused { reason }, .. })) => {
+                    return Err(SessionEnd::Refused(reason));
+                }
+                Some(Incoming::Env(env)) => {
+                    // The gateway's trace context rides in the envelope (W3C traceparent).
+                    let span = tracing::debug_span!("gateway_msg", node = %cfg.node_id,
+                        msg = env.msg.name(),
+                        traceparent = env.trace.get("traceparent").map(String::as_str));
+                    if let Some(reply) = span.in_scope(|| dispatch(reg, state, env.msg)) {
+                        write_msg(send, reply).await?;
+                    }
+                }
+                Some(Incoming::Bad(e)) => {
+                    Metrics::inc(&reg.metrics.refused_msgs);
+                    tracing::warn!(error = %e, "refused a malformed internal message");
+                    write_msg(send, Msg::Error { code: ErrorCode::Malformed, reason: e.to_string() }).await?;
+                }
+                Some(Incoming::Closed(why)) => return Err(SessionEnd::Lost(why)),
+                None => return Err(SessionEnd::Lost("reader stopped".into())),
+            },
+            o = out_rx.recv() => {
+                let Some(o) = o else { return Ok(LinkExit::Drained) };
+                wbuf.clear();
+                outbound(conn, reg, state, o, &mut wbuf);
+                // Batch whatever else is already queued into the same write.
+                while wbuf.len() < 256 * 1024 {
+                    match out_rx.try_recv() {
+                        Ok(o) => outbound(conn, reg, state, o, &mut wbuf),
+                        Err(_) => break,
+                    }
+                }
+                if !wbuf.is_empty() {
+                    send.write_all(&wbuf).await.map_err(|e| SessionEnd::Lost(e.to_string()))?;
+                }
+            }
+            _ = heartbeat.tick() => {
+                let o = Metrics::get(&reg.metrics.overruns);
+                let msg = Msg::Heartbeat {
+                    instances: u32::try_from(reg.instance_count()).unwrap_or(u32::MAX),
+                    players: u32::try_from(reg.session_count()).unwrap_or(u32::MAX),
+                    overruns: u32::try_from(o.saturating_sub(last_overruns)).unwrap_or(u32::MAX),
+                };
+                last_overruns = o;
+                write_msg(send, msg).await?;
+            }
+            r = shutdown.changed() => {
+                if r.is_ok() && *shutdown.borrow() && state.drain_deadline.is_none() {
+                    start_drain(reg, cfg, state);
+                    write_msg(send, Msg::Drain).await?;
+                }
+            }
+            _ = check.tick() => {}
+            r = conn.closed() => return Err(SessionEnd::Lost(r.to_string())),
+        }
+        if let Some(deadline) = state.drain_deadline {
+            if reg.instance_count() == 0 {
+                // Flush what the last instances queued before they stopped (their final
+                // snapshots and InstanceStopped), then wait for the acknowledgements.
+                wbuf.clear();
+                while let Ok(o) = out_rx.try_recv() {
+                    outbound(conn, reg, state, o, &mut wbuf);
+                }
+                if !wbuf.is_empty() {
+                    send.write_all(&wbuf)
+                        .await
+                        .map_err(|e| SessionEnd::Lost(e.to_string()))?;
+                }
+            }
+            let done = reg.instance_count() == 0 && state.unacked.is_empty();
+            if done {
+                write_msg(send, Msg::Deregister).await?;
+                tracing::info!(node = %cfg.node_id, "drained and deregistered");
+                return Ok(LinkExit::Drained);
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(node = %cfg.node_id, unacked = state.unacked.len(),
+                    instances = reg.instance_count(), "drain deadline passed");
+                let _ = write_msg(send, Msg::Deregister).await;
+                return Ok(LinkExit::DrainTimedOut);
+            }
+        }
+    }
+}
+
+/// Encode one outbound item into `wbuf` (control messages) or send it (datagrams).
+fn outbound(
+    conn: &quinn::Connection,
+    reg: &Registry,
+    state: &mut LinkState,
+    o: Outbound,
+    wbuf: &mut Vec<u8>,
+) {
+    match o {
+        Outbound::Datagrams(list) => {
+            for d in list {
+                if conn.send_datagram(d).is_err() {
+                    Metrics::inc(&reg.metrics.outbound_dropped);
+                }
+            }
+        }
+        Outbound::Msg(msg) => {
+            let snapshot_id = match &msg {
+                Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
+                _ => None,
+            };
+            let start = wbuf.len();
+            if encode_frame(&Envelope::new(msg), wbuf).is_err() {
+                Metrics::inc(&reg.metrics.outbound_dropped);
+                return;
+            }
+            if let (Some(id), Some(frame)) = (snapshot_id, wbuf.get(start..)) {
+                state.unacked.insert(id, frame.to_vec());
+            }
+        }
+    }
+}
+
+/// Apply one gateway message; returns an immediate reply, if any.
+fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg> {
+    let err = |e: crate::actor::RegistryError| Msg::Error {
+        code: e.code(),
+        reason: e.to_string(),
+    };
+    match msg {
+        Msg::AssignInstance { key, generation } => reg.assign(key, generation).err().map(err),
+        Msg::StopInstance { key, generation } => reg.stop(&key, generation).err().map(err),
+        Msg::AttachPlayer {
+            session,
+            key,
+            generation,
+            rid,
+            is_dm,
+            state: s,
+            arrival,
+        } => {
+            let (s, a) = attach_from_wire(*s, arrival);
+            reg.attach(session, &key, generation, rid, is_dm, s, a)
+                .err()
+                .map(err)
+        }
+        Msg::DetachPlayer { session } => reg.detach(session).err().map(err),
+        Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
+        Msg::SnapshotAck { snapshot_id } => {
+            state.unacked.remove(&snapshot_id);
+            None
+        }
+        Msg::Transfer(t) => {
+            let their = t.transfer_id;
+            reg.transfer_in(*t).err().map(|e| Msg::TransferNack {
+                transfer_id: their,
+                reason: e.to_string(),
+            })
+        }
+        Msg::TransferAck { transfer_id, .. } => {
+            reg.remote_transfer_answer(transfer_id, Ok(()));
+            None
+        }
+        Msg::TransferNack {
+            transfer_id,
+            reason,
+        } => {
+            reg.remote_transfer_answer(transfer_id, Err(reason));
+            None
+        }
+        Msg::Error { code, reason } => {
+            tracing::warn!(?code, %reason, "gateway reported an error");
+            None
+        }
+        other => {
+            Metrics::inc(&reg.metrics.refused_msgs);
+            tracing::warn!(msg = other.name(), "refused an unexpected internal message");
+            Some(Msg::Error {
+                code: ErrorCode::Unexpected,
+                reason: format!("{} is not accepted by a zone node", other.name()),
+            })
+        }
+    }
+}
+
+/// Wait for SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,91 @@
+//! Start-up and shutdown of a whole zone node: arbiters, the [`Registry`], the link.
+//!
+//! [`start`] must run inside an actix `System` (the link's QUIC endpoint and its driver
+//! live on the calling arbiter, which only does I/O; zone actors tick on their own
+//! arbiters). `main.rs` and the integration tests both use it.
+
+use std::sync::Arc;
+
+use actix::Arbiter;
+use shared::content::World;
+use tokio::sync::{mpsc, watch};
+
+use crate::actor::{Registry, ShellConfig};
+use crate::config::NodeConfig;
+use crate::link::{self, LinkError, LinkExit};
+
+/// A running node.
+pub struct NodeHandle {
+    /// The instance registry (metrics, state; tests inspect it).
+    pub registry: Arc<Registry>,
+    shutdown: Arc<watch::Sender<bool>>,
+    link: tokio::task::JoinHandle<Result<LinkExit, LinkError>>,
+    arbiters: Vec<Arbiter>,
+}
+
+impl NodeHandle {
+    /// Start draining (what SIGTERM does).
+    pub fn drain(&self) {
+        let _ = self.shutdown.send(true);
+    }
+
+    /// A trigger that starts the drain from elsewhere (a signal handler).
+    pub fn drain_trigger(&self) -> Arc<watch::Sender<bool>> {
+        self.shutdown.clone()
+    }
+
+    /// Wait for the link to finish (after [`Self::drain`]), then stop the arbiters.
+    pub async fn join(self) -> Result<LinkExit, LinkError> {
+        let r = match self.link.await {
+            Ok(r) => r,
+            Err(e) => Err(LinkError::Setup(format!("link task failed: {e}"))),
+        };
+        for a in &self.arbiters {
+            a.stop();
+        }
+        r
+    }
+}
+
+/// Load the configured world (`None` = the embedded demo world).
+pub fn load_world(cfg: &NodeConfig) -> Result<World, shared::content::ContentError> {
+    match &cfg.world {
+        None => Ok(shared::content::demo_world()),
+        Some(path) => {
+            let (world, warnings) = shared::content::fs::load_world(path)?;
+            for w in &warnings {
+                tracing::warn!(warning = %w, "content warning");
+            }
+            Ok(world)
+        }
+    }
+}
+
+/// Start a node with a loaded world. Call inside an actix `System`.
+pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
+    let arbiters: Vec<Arbiter> = (0..cfg.arbiters.max(1)).map(|_| Arbiter::new()).collect();
+    let handles = arbiters.iter().map(Arbiter::handle).collect();
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let registry = Registry::new(
+        ShellConfig {
+            node_id: cfg.node_id.clone(),
+            tick_ms: cfg.tick_ms,
+            broadcast_ms: cfg.broadcast_ms,
+            max_catch_up: cfg.max_catch_up,
+            persist_every_ms: cfg.persist_every_ms,
+            capacity: cfg.capacity,
+            datagram_budget: cfg.datagram_budget,
+        },
+        Arc::new(world),
+        out_tx,
+        handles,
+    );
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let link = actix::spawn(link::run(cfg, registry.clone(), out_rx, shutdown_rx));
+    NodeHandle {
+        registry,
+        shutdown: Arc::new(shutdown),
+        link,
+        arbiters,
+    }
+}

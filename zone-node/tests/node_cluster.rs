@@ -1,0 +1,747 @@
+//! A zone node against an in-test gateway speaking `shared::internal` over real QUIC on
+//! loopback: register, assign, attach, move, broadcast, node-local SetArea, detach, drain,
+//! supervision, and refusal of unauthenticated or malformed internal messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shared::internal::codec::{FrameDecoder, encode_frame};
+use shared::internal::handshake::{GatewayHandshake, Step};
+use shared::internal::{
+    ALPN, ActorStateDto, ArrivalDto, EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode,
+    InstanceKey, Msg, PROTOCOL_VERSION, RefuseReason, SnapshotReasonDto, auth, datagram,
+};
+use shared::proto::StandardUpdateC2S;
+use zone_node::actor::Metrics;
+use zone_node::config::NodeConfig;
+use zone_node::link::LinkExit;
+use zone_node::node::{self, NodeHandle};
+
+const SECRET: &str = "test-cluster-secret-0123456789";
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Gateway {
+    endpoint: quinn::Endpoint,
+    secret: Vec<u8>,
+}
+
+struct GwConn {
+    conn: quinn::Connection,
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+    dec: FrameDecoder,
+    register: Msg,
+}
+
+fn server_config() -> quinn::ServerConfig {
+    let ck = rcgen::generate_simple_self_signed(vec!["gateway".into()]).unwrap();
+    let cert = rustls::pki_types::CertificateDer::from(ck.cert.der().to_vec());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        ck.signing_key.serialize_der(),
+    ));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    quinn::ServerConfig::with_crypto(Arc::new(quic))
+}
+
+impl Gateway {
+    fn new(secret: &str) -> Self {
+        let endpoint =
+            quinn::Endpoint::server(server_config(), SocketAddr::from(([127, 0, 0, 1], 0)))
+                .unwrap();
+        Self {
+            endpoint,
+            secret: secret.as_bytes().to_vec(),
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.endpoint.local_addr().unwrap()
+    }
+
+    /// Accept one node: the server side of the handshake, then `RegisterAck`.
+    async fn accept(&self) -> GwConn {
+        tokio::time::timeout(WAIT, self.accept_inner())
+            .await
+            .expect("a node connects and registers")
+    }
+
+    async fn accept_inner(&self) -> GwConn {
+        let conn = self.endpoint.accept().await.unwrap().await.unwrap();
+        let mut exporter = [0u8; EXPORTER_LEN];
+        conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+            .unwrap();
+        let (send, recv) = conn.accept_bi().await.unwrap();
+        let mut c = GwConn {
+            conn,
+            send,
+            recv,
+            dec: FrameDecoder::new(),
+            register: Msg::Drain,
+        };
+        // The gateway side of the handshake, from `shared::internal::handshake`.
+        let mut hs = GatewayHandshake::new(&self.secret, [9u8; 32], &exporter, "test-gw", 100);
+        loop {
+            let msg = c.next().await;
+            match hs.on_envelope(Ok(Envelope::new(msg))) {
+                Step::Continue => {}
+                Step::Send(m) => c.send(m).await,
+                Step::Refuse(m) => panic!("refused the node: {m:?}"),
+                Step::Registered {
+                    node_id,
+                    advertised_addr,
+                    capacity,
+                    running,
+                    reply,
+                } => {
+                    c.register = Msg::Register {
+                        node_id,
+                        advertised_addr,
+                        capacity,
+                        protocol_version: PROTOCOL_VERSION,
+                        running,
+                    };
+                    c.send(reply).await;
+                    break;
+                }
+            }
+        }
+        c
+    }
+}
+
+impl GwConn {
+    async fn send(&mut self, msg: Msg) {
+        let mut v = Vec::new();
+        encode_frame(&Envelope::new(msg), &mut v).unwrap();
+        self.send.write_all(&v).await.unwrap();
+    }
+
+    /// The next message, heartbeats included.
+    async fn next(&mut self) -> Msg {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            if let Some(e) = self.dec.next_envelope().unwrap() {
+                return e.msg;
+            }
+            let n = tokio::time::timeout(WAIT, self.recv.read(&mut buf))
+                .await
+                .expect("a message in time")
+                .unwrap()
+                .expect("stream open");
+            self.dec.push(&buf[..n]);
+        }
+    }
+
+    /// Skip messages until `f` picks one; returns it with everything skipped.
+    async fn until<T>(&mut self, mut f: impl FnMut(&Msg) -> Option<T>) -> (T, Vec<Msg>) {
+        let mut skipped = Vec::new();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out; saw {:?}",
+                skipped.iter().map(Msg::name).collect::<Vec<_>>()
+            );
+            let m = self.next().await;
+            if let Some(t) = f(&m) {
+                return (t, skipped);
+            }
+            skipped.push(m);
+        }
+    }
+
+    /// The next datagram for `session`.
+    async fn datagram_for(&mut self, session: u64) -> Bytes {
+        loop {
+            let d = tokio::time::timeout(WAIT, self.conn.read_datagram())
+                .await
+                .expect("a datagram in time")
+                .unwrap();
+            let (s, frames) = datagram::decode(&d).unwrap();
+            if s == session {
+                return frames;
+            }
+        }
+    }
+}
+
+fn node_config(gw: SocketAddr) -> NodeConfig {
+    NodeConfig {
+        gateway_addr: gw.to_string(),
+        node_id: "node-test".into(),
+        bind_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        arbiters: 2,
+        tick_ms: 10,
+        broadcast_ms: 40,
+        cluster_secret: SECRET.into(),
+        drain_timeout_ms: 5_000,
+        heartbeat_ms: 100,
+        reconnect_min_ms: 20,
+        reconnect_max_ms: 200,
+        ..NodeConfig::default()
+    }
+}
+
+fn start_node(gw: SocketAddr) -> NodeHandle {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        .try_init();
+    let cfg = node_config(gw);
+    cfg.validate().unwrap();
+    let world = node::load_world(&cfg).unwrap();
+    node::start(cfg, world)
+}
+
+/// Wait (up to 10 s) until `f` holds.
+async fn eventually(mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met in time"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn key(area: &str) -> InstanceKey {
+    InstanceKey {
+        area: area.into(),
+        instance: 0,
+    }
+}
+
+fn character(name: &str) -> Box<ActorStateDto> {
+    Box::new(ActorStateDto {
+        template: 0,
+        name: name.into(),
+        area: "Meadow".into(),
+        ..ActorStateDto::default()
+    })
+}
+
+fn update(x: f32, z: f32) -> Bytes {
+    let u = StandardUpdateC2S {
+        dest_x: x,
+        dest_z: z,
+        y: 1.0,
+        x,
+        z,
+        is_running: 0,
+        walking_backward: 0,
+    };
+    let mut frames = Vec::new();
+    u.write_frame(&mut frames);
+    frames.into()
+}
+
+async fn assign(gw: &mut GwConn, area: &str, generation: u64) {
+    gw.send(Msg::AssignInstance {
+        key: key(area),
+        generation,
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::InstanceReady { key: k, .. } if *k == key(area) => Some(()),
+        Msg::Error { reason, .. } => panic!("assign failed: {reason}"),
+        _ => None,
+    })
+    .await;
+}
+
+async fn attach(gw: &mut GwConn, session: u64, name: &str) {
+    gw.send(Msg::AttachPlayer {
+        session,
+        key: key("Meadow"),
+        generation: 1,
+        rid: u16::try_from(session).unwrap(),
+        is_dm: false,
+        state: character(name),
+        arrival: ArrivalDto::PortalNamed("Begin".into()),
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn node_registers_hosts_moves_transfers_and_drains() {
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let mut gw = gateway.accept().await;
+    let Msg::Register {
+        node_id, running, ..
+    } = &gw.register
+    else {
+        unreachable!()
+    };
+    assert_eq!(node_id, "node-test");
+    assert!(running.is_empty());
+
+    // Heartbeats flow.
+    gw.until(|m| matches!(m, Msg::Heartbeat { .. }).then_some(()))
+        .await;
+
+    // Two instances, on the node's two arbiters.
+    assign(&mut gw, "Meadow", 1).await;
+    assign(&mut gw, "Darkwood", 1).await;
+    assert_eq!(node.registry.instance_count(), 2);
+
+    // Attach a player: the zone greets it with reliable frames.
+    attach(&mut gw, 7, "Alice").await;
+    let (frames, _) = gw
+        .until(|m| match m {
+            Msg::ToClient { session: 7, frames } => Some(frames.clone()),
+            Msg::Error { reason, .. } => panic!("attach failed: {reason}"),
+            _ => None,
+        })
+        .await;
+    assert!(frames.len() >= 3, "framed packets");
+
+    // Move with a P_StandardUpdate datagram; the broadcast comes back as a datagram.
+    gw.conn
+        .send_datagram(datagram::encode(7, &update(2.0, 1.0)))
+        .unwrap();
+    let back = gw.datagram_for(7).await;
+    let parsed: Vec<_> = shared::frame::split_datagram(&back, Some(14))
+        .unwrap()
+        .collect();
+    assert!(!parsed.is_empty(), "at least the player's own update");
+
+    // Node-local SetArea: Bob's first update lands on the "To Darkwood" portal.
+    attach(&mut gw, 8, "Bob").await;
+    gw.until(|m| matches!(m, Msg::ToClient { session: 8, .. }).then_some(()))
+        .await;
+    gw.conn
+        .send_datagram(datagram::encode(8, &update(120.0, 0.0)))
+        .unwrap();
+    let (moved, _) = gw
+        .until(|m| match m {
+            Msg::PlayerMoved { session: 8, key } => Some(key.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(moved, key("Darkwood"));
+    assert_eq!(node.registry.session_instance(8), Some(key("Darkwood")));
+    assert_eq!(Metrics::get(&node.registry.metrics.local_transfers), 1);
+    // Bob is hosted exactly once: in Darkwood, not in Meadow.
+    eventually(|| {
+        let players = |a| node.registry.instance_stats(&key(a)).map(|s| s.players);
+        (players("Meadow"), players("Darkwood")) == (Some(1), Some(1))
+    })
+    .await;
+
+    // Supervision: a panic in Meadow is contained, Alice is restored, Darkwood keeps going.
+    let before = node
+        .registry
+        .instance_stats(&key("Darkwood"))
+        .unwrap()
+        .ticks;
+    assert!(node.registry.inject_panic(&key("Meadow")));
+    // (The panic hook may take a while to print a backtrace.)
+    eventually(|| {
+        Metrics::get(&node.registry.metrics.panics) == 1
+            && node
+                .registry
+                .instance_stats(&key("Meadow"))
+                .is_some_and(|s| s.panics == 1 && s.players == 1)
+    })
+    .await;
+    let meadow = node.registry.instance_stats(&key("Meadow")).unwrap();
+    assert_eq!(meadow.panics, 1);
+    assert_eq!(meadow.players, 1, "Alice rebuilt from her snapshot");
+    eventually(|| {
+        node.registry
+            .instance_stats(&key("Darkwood"))
+            .is_some_and(|s| s.ticks > before && s.panics == 0)
+    })
+    .await;
+
+    // Detach Alice: a Logout snapshot, then PlayerDetached.
+    gw.send(Msg::DetachPlayer { session: 7 }).await;
+    let (snap, _) = gw
+        .until(|m| match m {
+            Msg::Snapshot {
+                snapshot_id,
+                session: 7,
+                reason,
+                state,
+            } => Some((*snapshot_id, *reason, state.name.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(snap.1, SnapshotReasonDto::Logout);
+    assert_eq!(snap.2, "Alice");
+    gw.send(Msg::SnapshotAck {
+        snapshot_id: snap.0,
+    })
+    .await;
+    gw.until(|m| matches!(m, Msg::PlayerDetached { session: 7 }).then_some(()))
+        .await;
+
+    // Drain: Bob is saved (acknowledged), instances stop, the node deregisters.
+    node.drain();
+    let mut saved = Vec::new();
+    let mut stopped = 0;
+    loop {
+        match gw.next().await {
+            Msg::Snapshot {
+                snapshot_id,
+                session,
+                reason,
+                ..
+            } => {
+                saved.push((session, reason));
+                gw.send(Msg::SnapshotAck { snapshot_id }).await;
+            }
+            Msg::InstanceStopped { .. } => stopped += 1,
+            Msg::Deregister => {
+                gw.conn.close(0u32.into(), b"bye");
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(saved, vec![(8, SnapshotReasonDto::Shutdown)]);
+    assert_eq!(stopped, 2);
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
+
+#[actix_rt::test]
+async fn malformed_and_unexpected_messages_are_refused_and_counted() {
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let mut gw = gateway.accept().await;
+    assign(&mut gw, "Meadow", 1).await;
+
+    // Garbage inside a well-formed frame: refused with an error, counted, link stays up.
+    let mut frame = 5u32.to_le_bytes().to_vec();
+    frame.extend_from_slice(&[0xc1, 0xff, 0x00, 0x13, 0x37]);
+    gw.send.write_all(&frame).await.unwrap();
+    gw.until(|m| matches!(m, Msg::Error { .. }).then_some(()))
+        .await;
+    // A gateway-only message: refused too.
+    gw.send(Msg::Heartbeat {
+        instances: 0,
+        players: 0,
+        overruns: 0,
+    })
+    .await;
+    gw.until(|m| matches!(m, Msg::Error { .. }).then_some(()))
+        .await;
+    assert_eq!(Metrics::get(&node.registry.metrics.refused_msgs), 2);
+    // Garbage datagrams are dropped and counted.
+    gw.conn
+        .send_datagram(Bytes::from_static(&[1, 2, 3]))
+        .unwrap();
+    gw.conn
+        .send_datagram(datagram::encode(99, &[9, 9, 9]))
+        .unwrap();
+    // Still serving.
+    attach(&mut gw, 5, "Carol").await;
+    gw.until(|m| matches!(m, Msg::ToClient { session: 5, .. }).then_some(()))
+        .await;
+    assert!(Metrics::get(&node.registry.metrics.bad_client_input) >= 1);
+    // Fencing: a stale StopInstance and an attach naming another generation are refused.
+    gw.send(Msg::StopInstance {
+        key: key("Meadow"),
+        generation: 0,
+    })
+    .await;
+    let (code, _) = gw
+        .until(|m| match m {
+            Msg::Error { code, .. } => Some(*code),
+            _ => None,
+        })
+        .await;
+    assert_eq!(code, ErrorCode::StaleGeneration);
+    gw.send(Msg::AttachPlayer {
+        session: 6,
+        key: key("Meadow"),
+        generation: 2,
+        rid: 6,
+        is_dm: false,
+        state: character("Dave"),
+        arrival: ArrivalDto::Saved,
+    })
+    .await;
+    let (code, _) = gw
+        .until(|m| match m {
+            Msg::Error { code, .. } => Some(*code),
+            _ => None,
+        })
+        .await;
+    assert_eq!(code, ErrorCode::StaleGeneration);
+    assert_eq!(node.registry.instance_count(), 1);
+    // StopInstance with the right generation saves Carol and stops the instance.
+    gw.send(Msg::StopInstance {
+        key: key("Meadow"),
+        generation: 1,
+    })
+    .await;
+    let (snap, _) = gw
+        .until(|m| match m {
+            Msg::Snapshot {
+                snapshot_id,
+                session: 5,
+                reason,
+                ..
+            } => Some((*snapshot_id, *reason)),
+            _ => None,
+        })
+        .await;
+    assert_eq!(snap.1, SnapshotReasonDto::Shutdown);
+    gw.send(Msg::SnapshotAck {
+        snapshot_id: snap.0,
+    })
+    .await;
+    gw.until(|m| matches!(m, Msg::InstanceStopped { .. }).then_some(()))
+        .await;
+    eventually(|| node.registry.instance_count() == 0).await;
+    node.drain();
+    loop {
+        match gw.next().await {
+            Msg::Snapshot { snapshot_id, .. } => {
+                gw.send(Msg::SnapshotAck { snapshot_id }).await;
+            }
+            Msg::Deregister => {
+                gw.conn.close(0u32.into(), b"bye");
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
+
+#[actix_rt::test]
+async fn a_gateway_without_the_secret_is_refused_and_the_node_reconnects() {
+    // An impostor gateway: its proof does not verify, the node refuses it.
+    let impostor = Gateway::new("not-the-cluster-secret!!");
+    let node = start_node(impostor.addr());
+    let conn = impostor.endpoint.accept().await.unwrap().await.unwrap();
+    let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+    let mut dec = FrameDecoder::new();
+    let mut buf = vec![0u8; 4096];
+    let hello = loop {
+        if let Some(e) = dec.next_envelope().unwrap() {
+            break e.msg;
+        }
+        let n = recv.read(&mut buf).await.unwrap().unwrap();
+        dec.push(&buf[..n]);
+    };
+    let Msg::Hello { client_nonce, .. } = hello else {
+        panic!()
+    };
+    let mut exporter = [0u8; EXPORTER_LEN];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .unwrap();
+    let proof = auth::gateway_proof(
+        b"not-the-cluster-secret!!",
+        &client_nonce,
+        &[1; 32],
+        &exporter,
+    );
+    let mut v = Vec::new();
+    encode_frame(
+        &Envelope::new(Msg::Challenge {
+            server_nonce: [1; 32],
+            proof,
+        }),
+        &mut v,
+    )
+    .unwrap();
+    send.write_all(&v).await.unwrap();
+    let refused = loop {
+        if let Some(e) = dec.next_envelope().unwrap() {
+            break e.msg;
+        }
+        let n = recv.read(&mut buf).await.unwrap().unwrap();
+        dec.push(&buf[..n]);
+    };
+    assert_eq!(
+        refused,
+        Msg::Refused {
+            reason: RefuseReason::BadAuth
+        }
+    );
+    assert_eq!(Metrics::get(&node.registry.metrics.refused_msgs), 1);
+    // The node retries with backoff and registers with the real gateway... here the same
+    // endpoint, now answering correctly.
+    let honest = Gateway {
+        endpoint: impostor.endpoint.clone(),
+        secret: SECRET.as_bytes().to_vec(),
+    };
+    let mut gw = honest.accept().await;
+    assign(&mut gw, "Meadow", 3).await;
+    // Drop the connection: the node reconnects and reports what it still runs.
+    gw.conn.close(0u32.into(), b"gateway restart");
+    let gw2 = honest.accept().await;
+    let Msg::Register { running, .. } = &gw2.register else {
+        unreachable!()
+    };
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].key, key("Meadow"));
+    assert_eq!(running[0].generation, 3);
+    let mut gw2 = gw2;
+    node.drain();
+    gw2.until(|m| matches!(m, Msg::Deregister).then_some(()))
+        .await;
+    gw2.conn.close(0u32.into(), b"bye");
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
+
+#[actix_rt::test]
+async fn a_gateway_of_another_protocol_version_is_refused_with_a_clear_reason() {
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let conn = gateway.endpoint.accept().await.unwrap().await.unwrap();
+    let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+    let mut dec = FrameDecoder::new();
+    let mut buf = vec![0u8; 4096];
+    let mut next = async |dec: &mut FrameDecoder, recv: &mut quinn::RecvStream| loop {
+        if let Some(e) = dec.next_envelope().unwrap() {
+            break e.msg;
+        }
+        let n = recv.read(&mut buf).await.unwrap().unwrap();
+        dec.push(&buf[..n]);
+    };
+    assert!(matches!(next(&mut dec, &mut recv).await, Msg::Hello { .. }));
+    let mut env = Envelope::new(Msg::Challenge {
+        server_nonce: [0; 32],
+        proof: [0; 32],
+    });
+    env.version = PROTOCOL_VERSION + 1;
+    let mut v = Vec::new();
+    encode_frame(&env, &mut v).unwrap();
+    send.write_all(&v).await.unwrap();
+    assert_eq!(
+        next(&mut dec, &mut recv).await,
+        Msg::Refused {
+            reason: RefuseReason::VersionMismatch {
+                ours: PROTOCOL_VERSION,
+                theirs: PROTOCOL_VERSION + 1
+            }
+        }
+    );
+    // The node keeps trying (a gateway may be upgraded) and drains cleanly meanwhile.
+    node.drain();
+    assert!(matches!(
+        tokio::time::timeout(WAIT, node.join()).await.unwrap(),
+        Ok(LinkExit::Drained)
+    ));
+}
+
+#[actix_rt::test]
+async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let mut gw = gateway.accept().await;
+    assign(&mut gw, "Meadow", 1).await;
+
+    // In: another node sends Erin into Meadow; the node acknowledges with our id.
+    gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
+        transfer_id: 777,
+        generation: 1,
+        session: Some(11),
+        is_dm: false,
+        area: "Meadow".into(),
+        instance: 0,
+        arrival: ArrivalDto::PortalNamed("Begin".into()),
+        state: ActorStateDto {
+            rid: 11,
+            ..*character("Erin")
+        },
+    })))
+    .await;
+    gw.until(|m| match m {
+        Msg::TransferAck {
+            transfer_id: 777, ..
+        } => Some(()),
+        Msg::TransferNack { reason, .. } => panic!("refused: {reason}"),
+        _ => None,
+    })
+    .await;
+    assert_eq!(node.registry.session_instance(11), Some(key("Meadow")));
+
+    // Into an instance this node does not host: refused at once, never lost.
+    gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
+        transfer_id: 778,
+        generation: 1,
+        session: Some(12),
+        is_dm: false,
+        area: "Nowhere".into(),
+        instance: 0,
+        arrival: ArrivalDto::Saved,
+        state: *character("Finn"),
+    })))
+    .await;
+    gw.until(|m| {
+        matches!(
+            m,
+            Msg::TransferNack {
+                transfer_id: 778,
+                ..
+            }
+        )
+        .then_some(())
+    })
+    .await;
+
+    // Out: Erin walks into the Darkwood portal, which this node does not host; the gateway
+    // refuses, and Erin stays in Meadow (hosted once).
+    gw.conn
+        .send_datagram(datagram::encode(11, &update(120.0, 0.0)))
+        .unwrap();
+    let (t, _) = gw
+        .until(|m| match m {
+            Msg::Transfer(t) => Some(t.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!((t.area.as_str(), t.session), ("Darkwood", Some(11)));
+    gw.send(Msg::TransferNack {
+        transfer_id: t.transfer_id,
+        reason: "no such node".into(),
+    })
+    .await;
+    eventually(|| {
+        node.registry
+            .instance_stats(&key("Meadow"))
+            .is_some_and(|s| s.players == 1)
+    })
+    .await;
+    assert_eq!(node.registry.session_instance(11), Some(key("Meadow")));
+    assert_eq!(
+        node.registry
+            .instance_stats(&key("Meadow"))
+            .unwrap()
+            .players,
+        1
+    );
+
+    node.drain();
+    loop {
+        match gw.next().await {
+            Msg::Snapshot { snapshot_id, .. } => {
+                gw.send(Msg::SnapshotAck { snapshot_id }).await;
+            }
+            Msg::Deregister => {
+                gw.conn.close(0u32.into(), b"bye");
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
