@@ -48,17 +48,8 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
         ClientPacket::Jump(_) => Some(PlayerAction::Jump),
         ClientPacket::Dismount(_) => Some(PlayerAction::Dismount),
         ClientPacket::ChatMessage(c) => {
-            let text = String::from_utf8_lossy(c.text.as_bytes()).into_owned();
-            match text.strip_prefix(['/', '\\']) {
-                None => Some(PlayerAction::Chat { text }),
-                Some(cmd) => {
-                    let (word, params) = cmd.split_once(' ').unwrap_or((cmd, ""));
-                    Some(PlayerAction::Command {
-                        word: word.to_ascii_uppercase(),
-                        params: params.trim().to_owned(),
-                    })
-                }
-            }
+            let text = String::from_utf8_lossy(c.text.as_bytes());
+            Some(crate::sim::chat::parse_chat(&text))
         }
         _ => None,
     }

@@ -51,6 +51,7 @@ pub mod stats;
 pub mod water;
 
 pub mod ai;
+pub mod chat;
 pub mod combat;
 pub mod commands;
 pub mod kill;
