@@ -41,6 +41,38 @@ impl Creds {
     }
 }
 
+/// Defines a C→S packet that is `creds, index u8`: `P_FetchCharacter`, `P_DeleteCharacter`
+/// and `P_StartGame` share this layout.
+macro_rules! creds_index_packet {
+    ($(#[$meta:meta])* $ty:ident, $id:expr, $name:literal) => {
+        $(#[$meta])*
+        #[doc(alias = $name)]
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $ty {
+            /// Credentials.
+            pub creds: Creds,
+            /// Index of the character in the account's list.
+            pub index: u8,
+        }
+
+        impl Packet for $ty {
+            const ID: u8 = $id;
+            const NAME: &'static str = $name;
+            fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
+                let mut r = Reader::new(payload);
+                let creds = Creds::read(&mut r)?;
+                let index = r.u8()?;
+                r.finish()?;
+                Ok(Self { creds, index })
+            }
+            fn encode_payload(&self, out: &mut Vec<u8>) {
+                self.creds.write(out);
+                out.push(self.index);
+            }
+        }
+    };
+}
+
 /// Declares a reply packet that is a single sub-code byte.
 macro_rules! code_reply {
     (
@@ -339,31 +371,10 @@ code_reply!(
     }
 );
 
-/// `P_DeleteCharacter` (5) C→S: `creds, index u8`.
-#[doc(alias = "P_DeleteCharacter")]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeleteCharacter {
-    /// Credentials.
-    pub creds: Creds,
-    /// Index of the character in the account's list.
-    pub index: u8,
-}
-
-impl Packet for DeleteCharacter {
-    const ID: u8 = ids::P_DELETE_CHARACTER;
-    const NAME: &'static str = "P_DeleteCharacter";
-    fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
-        let mut r = Reader::new(payload);
-        let creds = Creds::read(&mut r)?;
-        let index = r.u8()?;
-        r.finish()?;
-        Ok(Self { creds, index })
-    }
-    fn encode_payload(&self, out: &mut Vec<u8>) {
-        self.creds.write(out);
-        out.push(self.index);
-    }
-}
+creds_index_packet!(
+    /// `P_DeleteCharacter` (5) C→S: `creds, index u8`.
+    DeleteCharacter, ids::P_DELETE_CHARACTER, "P_DeleteCharacter"
+);
 
 /// `P_DeleteCharacter` (5) S→C: the new character list **without** a `"Y"` prefix, or
 /// `"N"`.

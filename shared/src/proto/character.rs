@@ -6,31 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::{AttributePair, Creds, DecodeCtx, Packet, bad_sub, ids};
 use crate::wire::{DecodeError, RcString, Reader, WireWrite};
 
-/// `P_FetchCharacter` (3) C→S: `creds, index u8`.
-#[doc(alias = "P_FetchCharacter")]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FetchCharacter {
-    /// Credentials.
-    pub creds: Creds,
-    /// Index of the character in the account's list.
-    pub index: u8,
-}
-
-impl Packet for FetchCharacter {
-    const ID: u8 = ids::P_FETCH_CHARACTER;
-    const NAME: &'static str = "P_FetchCharacter";
-    fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
-        let mut r = Reader::new(payload);
-        let creds = Creds::read(&mut r)?;
-        let index = r.u8()?;
-        r.finish()?;
-        Ok(Self { creds, index })
-    }
-    fn encode_payload(&self, out: &mut Vec<u8>) {
-        self.creds.write(out);
-        out.push(self.index);
-    }
-}
+creds_index_packet!(
+    /// `P_FetchCharacter` (3) C→S: `creds, index u8`.
+    FetchCharacter, ids::P_FETCH_CHARACTER, "P_FetchCharacter"
+);
 
 /// The item string (83 bytes): `itemID u16 + 40 × (attr+5000) u16 + health u8`.
 /// Item id 65535 means no item.

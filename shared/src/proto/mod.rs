@@ -30,6 +30,7 @@
 //! [`StandardUpdateC2S::decode_fast`] and [`StandardUpdateS2C::body`] /
 //! [`StandardUpdateS2C::write_frame`].
 
+#[macro_use]
 pub mod account;
 pub mod actor;
 pub mod catalogue;

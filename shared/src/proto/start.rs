@@ -6,31 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::{Creds, DecodeCtx, Packet, ids};
 use crate::wire::{DecodeError, DecodeErrorKind, HexBytes, RcString, Reader, WireWrite};
 
-/// `P_StartGame` (12) C→S: `creds, index u8`.
-#[doc(alias = "P_StartGame")]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StartGame {
-    /// Credentials.
-    pub creds: Creds,
-    /// Index of the character in the account's list.
-    pub index: u8,
-}
-
-impl Packet for StartGame {
-    const ID: u8 = ids::P_START_GAME;
-    const NAME: &'static str = "P_StartGame";
-    fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
-        let mut r = Reader::new(payload);
-        let creds = Creds::read(&mut r)?;
-        let index = r.u8()?;
-        r.finish()?;
-        Ok(Self { creds, index })
-    }
-    fn encode_payload(&self, out: &mut Vec<u8>) {
-        self.creds.write(out);
-        out.push(self.index);
-    }
-}
+creds_index_packet!(
+    /// `P_StartGame` (12) C→S: `creds, index u8`.
+    StartGame, ids::P_START_GAME, "P_StartGame"
+);
 
 /// One action-bar slot of a [`StartGameReply::ActionBar`] part, a `u16`-length string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
