@@ -1,0 +1,303 @@
+//! The in-memory account book: every account and character, as Realm Crafter keeps them in
+//! RAM. Loaded from the store at start; every change is queued as a [`PersistOp`] for the
+//! writer (drain with [`AccountBook::take_persist`]).
+//!
+//! User names and character names are bytes on the wire (ASCII or Latin-1 bytes ≥ 192); they
+//! are held as `String`s by mapping each byte to the char of the same code point (Latin-1),
+//! see [`latin1`] / [`latin1_bytes`]. Names compare case-insensitively (ASCII folding, the
+//! same as SQLite's `NOCASE`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use shared::internal::ActorStateDto;
+
+/// Account id (the SQLite row id).
+pub type AccountId = u64;
+
+/// Bytes to a `String`, one char per byte (Latin-1).
+pub fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+/// A `String` back to bytes (chars above U+00FF become `?`).
+pub fn latin1_bytes(s: &str) -> Vec<u8> {
+    s.chars()
+        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+        .collect()
+}
+
+/// The case-folded key of a name.
+pub fn name_key(s: &str) -> String {
+    s.to_ascii_lowercase()
+}
+
+/// One account's persistent fields (no characters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountRow {
+    /// Row id.
+    pub id: AccountId,
+    /// User name (Latin-1 mapped).
+    pub user: String,
+    /// argon2id PHC string of the client's password MD5 hex.
+    pub password_hash: String,
+    /// E-mail in clear.
+    pub email: String,
+    /// Dungeon master.
+    pub is_dm: bool,
+    /// Banned.
+    pub banned: bool,
+    /// Ignored player names.
+    pub ignore: Vec<String>,
+}
+
+/// One account in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    /// The persistent fields.
+    pub row: AccountRow,
+    /// Characters by slot index.
+    pub characters: Vec<ActorStateDto>,
+    /// Whether a session of this account is in the world.
+    pub logged_on: bool,
+}
+
+/// A change for the store writer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PersistOp {
+    /// Insert or replace an account row.
+    UpsertAccount(AccountRow),
+    /// Replace the whole character list of an account (slots renumbered 0..n).
+    ReplaceCharacters {
+        /// The account.
+        account: AccountId,
+        /// Its characters in slot order.
+        characters: Vec<ActorStateDto>,
+    },
+    /// Save one character (logout, checkpoint, shutdown, handoff).
+    SaveCharacter {
+        /// The account.
+        account: AccountId,
+        /// Slot index.
+        slot: u8,
+        /// The complete state.
+        state: Box<ActorStateDto>,
+    },
+}
+
+/// Every account, indexed by id, by folded user name and by folded character name.
+#[derive(Debug, Default)]
+pub struct AccountBook {
+    accounts: BTreeMap<AccountId, Account>,
+    by_user: HashMap<String, AccountId>,
+    by_character: HashMap<String, AccountId>,
+    next_id: AccountId,
+    pending: Vec<PersistOp>,
+}
+
+impl AccountBook {
+    /// An empty book.
+    pub fn new() -> Self {
+        Self {
+            next_id: 1,
+            ..Self::default()
+        }
+    }
+
+    /// Builds the book from stored records (no persistence ops are queued).
+    pub fn from_records(records: Vec<(AccountRow, Vec<ActorStateDto>)>) -> Self {
+        let mut book = Self::new();
+        for (row, characters) in records {
+            book.insert_loaded(row, characters);
+        }
+        book
+    }
+
+    fn insert_loaded(&mut self, row: AccountRow, characters: Vec<ActorStateDto>) {
+        let id = row.id;
+        self.next_id = self.next_id.max(id.saturating_add(1));
+        self.by_user.insert(name_key(&row.user), id);
+        for c in &characters {
+            self.by_character.insert(name_key(&c.name), id);
+        }
+        self.accounts.insert(
+            id,
+            Account {
+                row,
+                characters,
+                logged_on: false,
+            },
+        );
+    }
+
+    /// Number of accounts.
+    pub fn len(&self) -> usize {
+        self.accounts.len()
+    }
+
+    /// Whether there are no accounts.
+    pub fn is_empty(&self) -> bool {
+        self.accounts.is_empty()
+    }
+
+    /// The account with this user name (case-insensitive).
+    pub fn find_user(&self, user: &str) -> Option<AccountId> {
+        self.by_user.get(&name_key(user)).copied()
+    }
+
+    /// Whether a character of this name exists on any account (case-insensitive).
+    pub fn character_name_taken(&self, name: &str) -> bool {
+        self.by_character.contains_key(&name_key(name))
+    }
+
+    /// An account.
+    pub fn get(&self, id: AccountId) -> Option<&Account> {
+        self.accounts.get(&id)
+    }
+
+    /// Creates an account; `None` if the name is taken.
+    pub fn create_account(
+        &mut self,
+        user: String,
+        password_hash: String,
+        email: String,
+    ) -> Option<AccountId> {
+        if self.find_user(&user).is_some() {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.saturating_add(1);
+        let row = AccountRow {
+            id,
+            user,
+            password_hash,
+            email,
+            is_dm: false,
+            banned: false,
+            ignore: Vec::new(),
+        };
+        self.pending.push(PersistOp::UpsertAccount(row.clone()));
+        self.insert_loaded(row, Vec::new());
+        Some(id)
+    }
+
+    /// Imports a complete account (used by `import-accounts`); `None` if the user name or a
+    /// character name is taken. Queues the account and its characters.
+    pub fn import_account(
+        &mut self,
+        mut row: AccountRow,
+        characters: Vec<ActorStateDto>,
+    ) -> Option<AccountId> {
+        if self.find_user(&row.user).is_some()
+            || characters
+                .iter()
+                .any(|c| self.character_name_taken(&c.name))
+        {
+            return None;
+        }
+        row.id = self.next_id;
+        self.next_id = self.next_id.saturating_add(1);
+        let id = row.id;
+        self.pending.push(PersistOp::UpsertAccount(row.clone()));
+        self.pending.push(PersistOp::ReplaceCharacters {
+            account: id,
+            characters: characters.clone(),
+        });
+        self.insert_loaded(row, characters);
+        Some(id)
+    }
+
+    fn update_row(&mut self, id: AccountId, f: impl FnOnce(&mut AccountRow)) -> bool {
+        match self.accounts.get_mut(&id) {
+            Some(a) => {
+                f(&mut a.row);
+                self.pending.push(PersistOp::UpsertAccount(a.row.clone()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Replaces the password hash.
+    pub fn set_password_hash(&mut self, id: AccountId, hash: String) -> bool {
+        self.update_row(id, |r| r.password_hash = hash)
+    }
+
+    /// Sets the DM flag.
+    pub fn set_dm(&mut self, id: AccountId, is_dm: bool) -> bool {
+        self.update_row(id, |r| r.is_dm = is_dm)
+    }
+
+    /// Sets the banned flag.
+    pub fn set_banned(&mut self, id: AccountId, banned: bool) -> bool {
+        self.update_row(id, |r| r.banned = banned)
+    }
+
+    /// Sets the ignore list.
+    pub fn set_ignore(&mut self, id: AccountId, ignore: Vec<String>) -> bool {
+        self.update_row(id, |r| r.ignore = ignore)
+    }
+
+    /// Marks the account in the world (or not).
+    pub fn set_logged_on(&mut self, id: AccountId, on: bool) {
+        if let Some(a) = self.accounts.get_mut(&id) {
+            a.logged_on = on;
+        }
+    }
+
+    /// Adds a character at the end of the list; returns its slot.
+    pub fn add_character(&mut self, id: AccountId, state: ActorStateDto) -> Option<u8> {
+        let a = self.accounts.get_mut(&id)?;
+        let slot = u8::try_from(a.characters.len()).ok()?;
+        self.by_character.insert(name_key(&state.name), id);
+        a.characters.push(state);
+        self.pending.push(PersistOp::ReplaceCharacters {
+            account: id,
+            characters: a.characters.clone(),
+        });
+        Some(slot)
+    }
+
+    /// Deletes the character in `slot` (later slots move down).
+    pub fn delete_character(&mut self, id: AccountId, slot: u8) -> bool {
+        let Some(a) = self.accounts.get_mut(&id) else {
+            return false;
+        };
+        let i = usize::from(slot);
+        if i >= a.characters.len() {
+            return false;
+        }
+        let gone = a.characters.remove(i);
+        self.by_character.remove(&name_key(&gone.name));
+        self.pending.push(PersistOp::ReplaceCharacters {
+            account: id,
+            characters: a.characters.clone(),
+        });
+        true
+    }
+
+    /// Stores a character's latest state (a zone's snapshot: logout, checkpoint, handoff).
+    /// The name is kept as stored (zones cannot rename).
+    pub fn save_character(&mut self, id: AccountId, slot: u8, mut state: ActorStateDto) -> bool {
+        let Some(c) = self
+            .accounts
+            .get_mut(&id)
+            .and_then(|a| a.characters.get_mut(usize::from(slot)))
+        else {
+            return false;
+        };
+        state.name.clone_from(&c.name);
+        *c = state.clone();
+        self.pending.push(PersistOp::SaveCharacter {
+            account: id,
+            slot,
+            state: Box::new(state),
+        });
+        true
+    }
+
+    /// Takes the queued persistence ops, oldest first.
+    pub fn take_persist(&mut self) -> Vec<PersistOp> {
+        std::mem::take(&mut self.pending)
+    }
+}

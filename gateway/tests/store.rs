@@ -1,0 +1,413 @@
+//! Store tests: migrations from empty, a full character round trip through SQLite, the
+//! batching writer, and the `Accounts.dat` parser.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use gateway::accounts_dat::{self, LegacyAccount};
+use gateway::session::{AccountBook, AccountRow, PersistOp};
+use gateway::store::{STATE_VERSION, Store, Writer};
+use proptest::prelude::*;
+use shared::internal::{ActorStateDto, InvSlotDto, KnownSpellDto};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("gw-store-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A character with every field set to something other than its default.
+fn full_character(name: &str) -> ActorStateDto {
+    let pet = ActorStateDto {
+        template: 9,
+        name: "Rex".into(),
+        attributes: vec![5; 40],
+        ..ActorStateDto::default()
+    };
+    ActorStateDto {
+        template: 3,
+        name: name.into(),
+        tag: "the Bold".into(),
+        area: "Town".into(),
+        instance: 2,
+        x: 1.5,
+        y: -2.25,
+        z: 100.125,
+        yaw: 90.0,
+        gender: 1,
+        face: 2,
+        hair: 3,
+        beard: 4,
+        body: 1,
+        level: 17,
+        xp: 123_456,
+        xp_bar: 42,
+        gold: 9_999,
+        reputation: -12,
+        team: 7,
+        home_faction: 3,
+        ratings: (0..100).collect(),
+        attributes: (0..40).map(|i| i * 3).collect(),
+        attribute_max: (0..40).map(|i| i * 5 + 1).collect(),
+        resistances: (0..20).map(|i| i + 10).collect(),
+        inventory: (0..46)
+            .map(|i| {
+                (i % 3 == 0).then(|| InvSlotDto {
+                    item: i,
+                    attributes: vec![i32::from(i) - 20; 40],
+                    health: 77,
+                    amount: 5,
+                })
+            })
+            .collect(),
+        known_spells: vec![KnownSpellDto {
+            id: 4,
+            level: 2,
+            charge_ms: 1500,
+        }],
+        memorised: vec![4],
+        script_globals: vec!["g1".into(), "g2".into()],
+        quests: vec![("Find the sword".into(), "started".into())],
+        action_bar: (0..36).map(|i| format!("S{i}")).collect(),
+        script: "Player".into(),
+        death_script: "Death".into(),
+        rid: 321,
+        ai_mode: 2,
+        pets: vec![pet.clone()],
+        mount: Some(Box::new(pet)),
+    }
+}
+
+fn row(id: u64, user: &str) -> AccountRow {
+    AccountRow {
+        id,
+        user: user.into(),
+        password_hash: "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$aGFzaA".into(),
+        email: "u@example.org".into(),
+        is_dm: true,
+        banned: false,
+        ignore: vec!["troll".into()],
+    }
+}
+
+#[test]
+fn migrations_from_empty_and_wal() {
+    let d = tmp("migrate");
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 1);
+    assert_eq!(s.journal_mode().unwrap(), "wal");
+    assert!(s.load_all().unwrap().is_empty());
+    drop(s);
+    // Re-opening is a no-op.
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 1);
+}
+
+#[test]
+fn full_character_round_trip() {
+    let d = tmp("roundtrip");
+    let mut s = Store::open_dir(&d).unwrap();
+    let c = full_character("Aria");
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "Aria_Player")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![c.clone(), full_character("Bea")],
+        },
+    ])
+    .unwrap();
+    // A checkpoint replaces slot 1.
+    let mut moved = full_character("Bea");
+    moved.x = 55.0;
+    moved.gold = 1;
+    s.apply(&[PersistOp::SaveCharacter {
+        account: 1,
+        slot: 1,
+        state: Box::new(moved.clone()),
+    }])
+    .unwrap();
+    drop(s);
+    let s = Store::open_dir(&d).unwrap();
+    let all = s.load_all().unwrap();
+    assert_eq!(all, vec![(row(1, "Aria_Player"), vec![c, moved])]);
+    assert_eq!(STATE_VERSION, 1);
+}
+
+#[test]
+fn names_are_unique_case_insensitively() {
+    let d = tmp("unique");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[PersistOp::UpsertAccount(row(1, "Same"))])
+        .unwrap();
+    assert!(
+        s.apply(&[PersistOp::UpsertAccount(row(2, "SAME"))])
+            .is_err()
+    );
+    // The failed batch left nothing behind.
+    assert_eq!(s.load_all().unwrap().len(), 1);
+}
+
+#[test]
+fn writer_batches_and_flushes_into_the_account_book() {
+    let d = tmp("writer");
+    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+    let mut book = AccountBook::new();
+    for i in 0..50 {
+        let id = book
+            .create_account(format!("user{i}"), "h".into(), String::new())
+            .unwrap();
+        book.add_character(id, full_character(&format!("char{i}")))
+            .unwrap();
+        w.submit(book.take_persist()).unwrap();
+    }
+    w.flush().unwrap();
+    let st = w.stats();
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(st.ops_written.load(Relaxed), 100);
+    assert_eq!(st.queue_depth.load(Relaxed), 0);
+    assert!(st.batches.load(Relaxed) >= 1 && st.batches.load(Relaxed) <= 50);
+    assert!(w.last_error().is_none());
+    w.shutdown();
+    let loaded = AccountBook::from_records(Store::open_dir(&d).unwrap().load_all().unwrap());
+    assert_eq!(loaded.len(), 50);
+    let id = loaded.find_user("USER7").unwrap();
+    assert_eq!(
+        loaded.get(id).unwrap().characters[0],
+        full_character("char7")
+    );
+    assert!(loaded.character_name_taken("CHAR49"));
+}
+
+fn legacy() -> Vec<LegacyAccount> {
+    let mut c = full_character("Old");
+    // Fields Accounts.dat does not carry.
+    c.yaw = 0.0;
+    c.instance = 0;
+    c.mount = None;
+    c.rid = 0;
+    c.ai_mode = 0;
+    c.known_spells[0].charge_ms = 0;
+    c.reputation = -12;
+    c.pets = vec![ActorStateDto {
+        template: 9,
+        name: "Rex".into(),
+        attributes: vec![5; 40],
+        attribute_max: vec![0; 40],
+        resistances: vec![0; 20],
+        inventory: vec![None; 46],
+        ratings: vec![0; 100],
+        script_globals: vec![String::new(); 10],
+        ..ActorStateDto::default()
+    }];
+    c.script_globals.resize(10, String::new());
+    vec![
+        LegacyAccount {
+            user: "Legacy".into(),
+            password: shared::wire::md5_hex(b"pw"),
+            email: "l@x".into(),
+            is_dm: true,
+            banned: false,
+            ignore: vec!["a".into(), "b".into()],
+            characters: vec![c],
+        },
+        LegacyAccount {
+            user: "Empty".into(),
+            password: shared::wire::md5_hex(b"x"),
+            email: String::new(),
+            is_dm: false,
+            banned: true,
+            ignore: vec![],
+            characters: vec![],
+        },
+    ]
+}
+
+#[test]
+fn accounts_dat_round_trip() {
+    let mut accounts = legacy();
+    let bytes = accounts_dat::write(&accounts);
+    let parsed = accounts_dat::parse(&bytes).unwrap();
+    // The quest list comes back without empty entries and the action bar with 36 entries.
+    accounts[0].characters[0]
+        .action_bar
+        .resize(36, String::new());
+    assert_eq!(parsed, accounts);
+}
+
+#[test]
+fn accounts_dat_errors_name_the_record() {
+    let bytes = accounts_dat::write(&legacy());
+    let cut = &bytes[..bytes.len() - 500];
+    let e = accounts_dat::parse(cut).map(|_| ()).unwrap_err();
+    assert!(e.to_string().starts_with("Accounts.dat: account #"), "{e}");
+    let e = accounts_dat::parse(&bytes[..200]).unwrap_err();
+    assert_eq!((e.account, e.character), (0, Some(0)));
+    let mut neg = bytes.clone();
+    neg[0..4].copy_from_slice(&(-5i32).to_le_bytes());
+    let e = accounts_dat::parse(&neg).unwrap_err();
+    assert_eq!((e.account, e.character), (0, None));
+    assert!(e.what.contains("negative"), "{e}");
+}
+
+proptest! {
+    #[test]
+    fn accounts_dat_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400), cut in 0usize..20_000) {
+        let _ = accounts_dat::parse(&bytes);
+        let good = accounts_dat::write(&legacy());
+        let _ = accounts_dat::parse(&good[..cut.min(good.len())]);
+    }
+}
+
+#[test]
+fn import_then_login_with_legacy_passwords() {
+    use gateway::session::{Argon2Hasher, Ctx, LoginThrottle, PeerKey, Session, SessionEvent};
+    use rand::SeedableRng;
+    use sha2::{Digest, Sha256};
+    use shared::proto::{ClientPacket, Creds, ServerPacket, VerifyAccount, VerifyAccountReply};
+
+    let mut accounts = legacy();
+    // A V1 record for the second account.
+    let salt = "abcdefghijklmnop";
+    let md5 = shared::wire::md5_hex(b"x");
+    let digest = hex::encode(Sha256::digest(format!("{salt}{md5}").as_bytes()));
+    accounts[1].password = format!("$1${salt}${digest}");
+    accounts.push(LegacyAccount {
+        user: "Broken".into(),
+        password: "plain".into(),
+        email: String::new(),
+        is_dm: false,
+        banned: false,
+        ignore: vec![],
+        characters: vec![],
+    });
+    let bytes = accounts_dat::write(&accounts);
+    let parsed = accounts_dat::parse(&bytes).unwrap();
+    let mut book = AccountBook::new();
+    let hasher = Argon2Hasher::fast_for_tests();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let report = accounts_dat::import_into(parsed, &mut book, &hasher, &mut rng);
+    assert_eq!(report.imported, 2);
+    assert_eq!(report.skipped.len(), 1);
+
+    // Persist, reload, and log in.
+    let d = tmp("import");
+    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+    w.submit(book.take_persist()).unwrap();
+    w.shutdown();
+    let mut book = AccountBook::from_records(Store::open_dir(&d).unwrap().load_all().unwrap());
+    let id = book.find_user("legacy").unwrap();
+    assert!(book.get(id).unwrap().row.is_dm);
+    assert_eq!(book.get(id).unwrap().characters[0].name, "Old");
+    assert!(
+        book.get(id)
+            .unwrap()
+            .row
+            .password_hash
+            .starts_with("$argon2id$")
+    );
+
+    let world = shared::content::demo_world();
+    let mut throttle = LoginThrottle::new();
+    let mut login = |book: &mut AccountBook, user: &str, pw: &str| {
+        let mut s = Session::new(PeerKey([1; 16]));
+        let mut ctx = Ctx {
+            world: &world,
+            book,
+            throttle: &mut throttle,
+            hasher: &hasher,
+            rng: &mut rng,
+        };
+        let p = ClientPacket::VerifyAccount(VerifyAccount {
+            creds: Creds::from_password(user, pw),
+        });
+        s.handle_packet(0, &mut ctx, &p);
+        let mut ev = Vec::new();
+        while let Some(e) = s.poll_event() {
+            ev.push(e);
+        }
+        (s.poll_transmit(), ev)
+    };
+    let (reply, _) = login(&mut book, "Legacy", "pw");
+    assert!(
+        matches!(reply, Some(ServerPacket::VerifyAccount(VerifyAccountReply::Ok { ref characters })) if characters.len() == 1)
+    );
+    // The V1 account logs in (banned: "B" after the password) and is upgraded to argon2id.
+    let (reply, ev) = login(&mut book, "empty", "x");
+    assert_eq!(
+        reply,
+        Some(ServerPacket::VerifyAccount(VerifyAccountReply::Banned))
+    );
+    assert!(ev.iter().any(|e| matches!(e, SessionEvent::Persist(PersistOp::UpsertAccount(r)) if r.password_hash.starts_with("$argon2id$"))));
+    let (reply, _) = login(&mut book, "empty", "wrong");
+    assert_eq!(
+        reply,
+        Some(ServerPacket::VerifyAccount(VerifyAccountReply::BadPassword))
+    );
+}
+
+#[test]
+fn import_accounts_command() {
+    let d = tmp("cmd");
+    std::fs::create_dir_all(&d).unwrap();
+    let file = d.join("Accounts.dat");
+    std::fs::write(&file, accounts_dat::write(&legacy())).unwrap();
+    let data = d.join("data");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .arg("import-accounts")
+        .arg(&file)
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 accounts, skipped 0"));
+    let all = Store::open_dir(&data).unwrap().load_all().unwrap();
+    assert_eq!(all.len(), 2);
+    assert!(all[0].0.password_hash.starts_with("$argon2id$"));
+    // Importing again skips the existing accounts.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args([
+            "import-accounts".as_ref(),
+            file.as_os_str(),
+            "--data".as_ref(),
+            data.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 0 accounts, skipped 2"));
+    // Garbage is an error naming the record, not a panic.
+    std::fs::write(&file, [1, 0, 0, 0, b'x', 9]).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args([
+            "import-accounts".as_ref(),
+            file.as_os_str(),
+            "--data".as_ref(),
+            data.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("account #0"));
+}
+
+#[test]
+fn writer_drops_only_the_failing_op() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let d = tmp("failing");
+    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+    w.submit(vec![
+        PersistOp::UpsertAccount(row(1, "One")),
+        PersistOp::UpsertAccount(row(2, "ONE")),
+        PersistOp::UpsertAccount(row(3, "Three")),
+    ])
+    .unwrap();
+    w.flush().unwrap();
+    assert_eq!(w.stats().failures.load(Relaxed), 1);
+    assert_eq!(w.stats().ops_written.load(Relaxed), 2);
+    assert!(w.last_error().is_some());
+    w.shutdown();
+    assert_eq!(Store::open_dir(&d).unwrap().load_all().unwrap().len(), 2);
+}
