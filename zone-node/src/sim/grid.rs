@@ -20,6 +20,10 @@ use super::state::NIL;
 const MARGIN: f32 = 1500.0;
 /// Upper bound on cells per side (the cell grows if the area is larger).
 const MAX_SIDE: u32 = 1024;
+/// Grids of at most this many cells pre-allocate [`RESERVE_PER_CELL`] entries per cell.
+const RESERVE_CELLS: u32 = 1 << 16;
+/// Entries reserved per cell (12 bytes each).
+const RESERVE_PER_CELL: usize = 8;
 
 /// One grid entry: a slab index and the actor's X/Z.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,6 +81,15 @@ impl Grid {
         // One overflow ring on each side.
         let nx = (w / cell).ceil() as u32 + 2;
         let nz = (h / cell).ceil() as u32 + 2;
+        // Reserve a few entries per cell up front, all cells back to back, so the entries
+        // of a region sit together instead of between the actors' own allocations (at
+        // 50,000 actors every `set_pos` was a cache and TLB miss). Bounded to
+        // `RESERVE_CELLS` cells (6 MB).
+        let reserve = if nx * nz <= RESERVE_CELLS {
+            RESERVE_PER_CELL
+        } else {
+            0
+        };
         Self {
             cell,
             inv: 1.0 / cell,
@@ -84,7 +97,7 @@ impl Grid {
             z0: z0 - cell,
             nx,
             nz,
-            cells: vec![Vec::new(); (nx * nz) as usize],
+            cells: (0..nx * nz).map(|_| Vec::with_capacity(reserve)).collect(),
         }
     }
 

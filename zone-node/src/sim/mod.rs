@@ -252,9 +252,7 @@ impl ZoneSim {
         let mut guard = 0;
         while cur != NIL && guard <= st.online.len {
             guard += 1;
-            let next = st
-                .at(cur)
-                .map_or(NIL, |a| a.links[ChainKind::Online as usize].next);
+            let next = st.link(cur, ChainKind::Online).next;
             if let Some(id) = st.at(cur).map(|a| a.id) {
                 st.flush_player(id);
             }

@@ -4,10 +4,12 @@
 //! function works on.
 //!
 //! # Chains
-//! A [`Chain`] is a head (`first`, `len`); each actor carries one [`Link`] per chain kind
-//! ([`ChainKind`]). Insert links at the head, removal unlinks in O(1) through `prev`/`next`
-//! and is idempotent, so [`ZoneState::free_actor`] removes an actor from every chain
-//! unconditionally (as `FreeActorInstance` does). The area's water volumes never change at
+//! A [`Chain`] is a head (`first`, `len`); each actor has one [`Link`] per chain kind
+//! ([`ChainKind`]), kept in a dense array beside the slab ([`ZoneState::link`]) rather than
+//! in the actor, so a chain walk does not pull whole actors through the cache. Insert links
+//! at the head, removal unlinks in O(1) through `prev`/`next` and is idempotent, so
+//! [`ZoneState::free_actor`] removes an actor from every chain unconditionally (as
+//! `FreeActorInstance` does). The area's water volumes never change at
 //! run time, so the `FirstWater` chain is the plain list `content.area.water`.
 //!
 //! # RuntimeIDs
@@ -142,27 +144,116 @@ pub struct PlayerData {
 }
 
 /// One actor instance (player or NPC) in the zone.
+///
+/// # Layout
+/// The actor loop, the broadcast and the visit touch every actor every tick, so `Actor` is
+/// split: the fields read per tick (position, destination, flags, AI state, grid cell,
+/// timers, the attribute arrays) stay inline and are laid out `repr(C)` with the
+/// per-tick scalars first, so one or two cache lines serve most phases; everything else
+/// (names, appearance, inventory, factions, scripts, ...) lives in a boxed [`ActorCold`].
+/// `Actor` derefs to `ActorCold`, so `a.inventory` reads the same either way. The chain
+/// links are not in the actor at all but in a dense array of [`ZoneState`] (see
+/// [`ZoneState::link`]), so walking a chain never touches the actors.
 #[derive(Clone, Debug)]
 #[doc(alias = "ActorInstance")]
+#[repr(C)]
 pub struct Actor {
     /// Its handle.
     pub id: ActorId,
     /// RuntimeID.
     pub rid: RuntimeId,
-    /// The player's session; `None` for NPCs (RNID -1).
-    pub player: Option<PlayerKey>,
-    /// DM account.
-    pub is_dm: bool,
     /// Template id.
     pub template: u16,
     /// Environment (from the template).
     pub environment: Environment,
-    /// Radius (template radius × 0.05).
-    pub radius: f32,
     /// Aggressiveness (template).
     pub aggressiveness: u8,
+    /// AI mode.
+    pub ai_mode: AiMode,
+    /// Running.
+    pub is_running: bool,
+    /// Walking backward.
+    pub walking_backward: bool,
+    /// `IgnoreUpdate`: no client update is applied while set.
+    #[doc(alias = "IgnoreUpdate")]
+    pub ignore_update: bool,
+    /// Set while a death script is waiting (the player is dead but not removed).
+    pub dead: bool,
+    /// Current waypoint.
+    pub current_waypoint: u16,
+    /// Index of the water volume the actor is in.
+    pub water: Option<u16>,
+    /// Home faction.
+    pub home_faction: u8,
+    /// Last portal used and when.
+    pub last_portal: Option<u16>,
+    /// Last trigger the actor was inside (edge detection).
+    pub last_trigger: Option<u16>,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Facing.
+    pub yaw: f32,
+    /// Destination.
+    pub dest_x: f32,
+    /// Destination.
+    pub dest_z: f32,
+    /// Previous position (`OldX`).
+    pub old_x: f32,
+    /// Previous position (`OldZ`).
+    pub old_z: f32,
+    /// Radius (template radius × 0.05).
+    pub radius: f32,
     /// `AggressiveRange` (template).
     pub aggressive_range: f32,
+    /// Grid cell (or [`NIL`]) and position inside it.
+    pub cell: u32,
+    /// Position inside the cell's list.
+    pub cell_pos: u32,
+    /// This actor's pets.
+    pub slaves: Chain,
+    /// The actor this one rides.
+    pub mount: Option<ActorId>,
+    /// The actor riding this one.
+    pub rider: Option<ActorId>,
+    /// The leader of a pet (slave).
+    pub leader: Option<ActorId>,
+    /// AI target.
+    pub ai_target: Option<ActorId>,
+    /// The transfer this actor is leaving by, if any (frozen until ack/nack/timeout).
+    pub transfer: Option<TransferId>,
+    /// The player's session; `None` for NPCs (RNID -1).
+    pub player: Option<PlayerKey>,
+    /// `Underwater`: `None` out of water, else the time of the next water second.
+    pub underwater_ms: Option<u64>,
+    /// When PatrolPause ends.
+    pub pause_until_ms: u64,
+    /// `LastAttack`.
+    pub last_attack_ms: Option<u64>,
+    /// `LastPosUpdateMs`; `None` until the first update (accepted outright).
+    pub last_pos_update_ms: Option<u64>,
+    /// Time of the last portal use.
+    pub last_portal_ms: u64,
+    /// Player-only data.
+    pub player_data: Option<Box<PlayerData>>,
+    /// Known spells with recharge.
+    pub spells: Vec<KnownSpell>,
+    /// Attribute values.
+    pub attr: [i32; ATTRIBUTE_COUNT],
+    /// Attribute maxima.
+    pub attr_max: [i32; ATTRIBUTE_COUNT],
+    /// The rarely touched part.
+    pub cold: Box<ActorCold>,
+}
+
+/// The cold part of an [`Actor`]: what no per-tick phase reads.
+#[derive(Clone, Debug)]
+pub struct ActorCold {
+    /// DM account.
+    pub is_dm: bool,
     /// Rideable (template).
     pub rideable: bool,
     /// XP multiplier (template).
@@ -195,67 +286,10 @@ pub struct Actor {
     pub reputation: i32,
     /// Guild.
     pub team: i32,
-    /// Home faction.
-    pub home_faction: u8,
     /// Ratings (100).
     pub ratings: Box<[u8; FACTION_COUNT]>,
-    /// Attribute values.
-    pub attr: [i32; ATTRIBUTE_COUNT],
-    /// Attribute maxima.
-    pub attr_max: [i32; ATTRIBUTE_COUNT],
     /// Resistances.
     pub resist: [i32; RESISTANCE_COUNT],
-    /// Position.
-    pub x: f32,
-    /// Position.
-    pub y: f32,
-    /// Position.
-    pub z: f32,
-    /// Facing.
-    pub yaw: f32,
-    /// Destination.
-    pub dest_x: f32,
-    /// Destination.
-    pub dest_z: f32,
-    /// Previous position (`OldX`).
-    pub old_x: f32,
-    /// Previous position (`OldZ`).
-    pub old_z: f32,
-    /// Running.
-    pub is_running: bool,
-    /// Walking backward.
-    pub walking_backward: bool,
-    /// `LastPosUpdateMs`; `None` until the first update (accepted outright).
-    pub last_pos_update_ms: Option<u64>,
-    /// `IgnoreUpdate`: no client update is applied while set.
-    #[doc(alias = "IgnoreUpdate")]
-    pub ignore_update: bool,
-    /// The transfer this actor is leaving by, if any (frozen until ack/nack/timeout).
-    pub transfer: Option<TransferId>,
-    /// The actor this one rides.
-    pub mount: Option<ActorId>,
-    /// The actor riding this one.
-    pub rider: Option<ActorId>,
-    /// The leader of a pet (slave).
-    pub leader: Option<ActorId>,
-    /// This actor's pets.
-    pub slaves: Chain,
-    /// AI mode.
-    pub ai_mode: AiMode,
-    /// AI target.
-    pub ai_target: Option<ActorId>,
-    /// Current waypoint.
-    pub current_waypoint: u16,
-    /// When PatrolPause ends.
-    pub pause_until_ms: u64,
-    /// `LastAttack`.
-    pub last_attack_ms: Option<u64>,
-    /// `Underwater`: `None` out of water, else the time of the next water second.
-    pub underwater_ms: Option<u64>,
-    /// Index of the water volume the actor is in.
-    pub water: Option<u16>,
-    /// Known spells with recharge.
-    pub spells: Vec<KnownSpell>,
     /// Memorised spells (5000 = empty).
     pub memorised: [u16; MEMORISED_SLOTS],
     /// Inventory (46 slots).
@@ -268,24 +302,21 @@ pub struct Actor {
     pub death_script: String,
     /// Spawn point it came from.
     pub source_spawn: Option<u16>,
-    /// Last portal used and when.
-    pub last_portal: Option<u16>,
-    /// Time of the last portal use.
-    pub last_portal_ms: u64,
-    /// Last trigger the actor was inside (edge detection).
-    pub last_trigger: Option<u16>,
     /// Party index in [`ZoneState::parties`].
     pub party: Option<u32>,
-    /// Set while a death script is waiting (the player is dead but not removed).
-    pub dead: bool,
-    /// Player-only data.
-    pub player_data: Option<Box<PlayerData>>,
-    /// Chain links, by [`ChainKind`].
-    pub links: [Link; 3],
-    /// Grid cell (or [`NIL`]) and position inside it.
-    pub cell: u32,
-    /// Position inside the cell's list.
-    pub cell_pos: u32,
+}
+
+impl std::ops::Deref for Actor {
+    type Target = ActorCold;
+    fn deref(&self) -> &ActorCold {
+        &self.cold
+    }
+}
+
+impl std::ops::DerefMut for Actor {
+    fn deref_mut(&mut self) -> &mut ActorCold {
+        &mut self.cold
+    }
 }
 
 impl Actor {
@@ -311,34 +342,19 @@ impl Actor {
                 generation: 0,
             },
             rid: 0,
-            player: None,
-            is_dm: false,
             template: t.id,
             environment: t.environment,
-            radius: t.radius,
             aggressiveness: t.aggressiveness,
-            aggressive_range: t.aggressive_range,
-            rideable: t.rideable,
-            xp_multiplier: t.xp_multiplier,
-            default_damage_type: t.default_damage_type,
-            name: t.race.clone(),
-            tag: String::new(),
-            gender: 0,
-            face: 0,
-            hair: 0,
-            beard: 0,
-            body: 0,
-            level: 1,
-            xp: 0,
-            xp_bar: 0,
-            gold: 0,
-            reputation: 0,
-            team: 0,
+            ai_mode: AiMode::Wait,
+            is_running: false,
+            walking_backward: false,
+            ignore_update: false,
+            dead: false,
+            current_waypoint: 0,
+            water: None,
             home_faction: t.faction,
-            ratings: Box::new([100; FACTION_COUNT]),
-            attr,
-            attr_max,
-            resist,
+            last_portal: None,
+            last_trigger: None,
             x: 0.0,
             y: 0.0,
             z: 0.0,
@@ -347,38 +363,54 @@ impl Actor {
             dest_z: 0.0,
             old_x: 0.0,
             old_z: 0.0,
-            is_running: false,
-            walking_backward: false,
-            last_pos_update_ms: None,
-            ignore_update: false,
-            transfer: None,
+            radius: t.radius,
+            aggressive_range: t.aggressive_range,
+            cell: NIL,
+            cell_pos: 0,
+            slaves: Chain::default(),
             mount: None,
             rider: None,
             leader: None,
-            slaves: Chain::default(),
-            ai_mode: AiMode::Wait,
             ai_target: None,
-            current_waypoint: 0,
+            transfer: None,
+            player: None,
+            underwater_ms: None,
             pause_until_ms: 0,
             last_attack_ms: None,
-            underwater_ms: None,
-            water: None,
-            spells: Vec::new(),
-            memorised: [MEMORISED_EMPTY; MEMORISED_SLOTS],
-            inventory: vec![None; INVENTORY_SLOTS],
-            script_globals: vec![String::new(); 10],
-            script: String::new(),
-            death_script: String::new(),
-            source_spawn: None,
-            last_portal: None,
+            last_pos_update_ms: None,
             last_portal_ms: 0,
-            last_trigger: None,
-            party: None,
-            dead: false,
             player_data: None,
-            links: [Link::default(); 3],
-            cell: NIL,
-            cell_pos: 0,
+            spells: Vec::new(),
+            attr,
+            attr_max,
+            cold: Box::new(ActorCold {
+                is_dm: false,
+                rideable: t.rideable,
+                xp_multiplier: t.xp_multiplier,
+                default_damage_type: t.default_damage_type,
+                name: t.race.clone(),
+                tag: String::new(),
+                gender: 0,
+                face: 0,
+                hair: 0,
+                beard: 0,
+                body: 0,
+                level: 1,
+                xp: 0,
+                xp_bar: 0,
+                gold: 0,
+                reputation: 0,
+                team: 0,
+                ratings: Box::new([100; FACTION_COUNT]),
+                resist,
+                memorised: [MEMORISED_EMPTY; MEMORISED_SLOTS],
+                inventory: vec![None; INVENTORY_SLOTS],
+                script_globals: vec![String::new(); 10],
+                script: String::new(),
+                death_script: String::new(),
+                source_spawn: None,
+                party: None,
+            }),
         }
     }
 
@@ -645,6 +677,9 @@ pub struct ZoneState {
     /// `now` of the current tick (ms).
     pub now_ms: u64,
     slots: Vec<Slot>,
+    /// Chain links per slab slot, by [`ChainKind`] (parallel to `slots`, kept dense so a
+    /// chain walk is a pointer chase over 36-byte records instead of whole actors).
+    links: Vec<[Link; 3]>,
     free: Vec<u32>,
     /// `FirstInZone`.
     pub zone: Chain,
@@ -668,7 +703,9 @@ pub struct ZoneState {
     pub next_transfer: u64,
     /// Current weather (0 sun .. 5 wind).
     pub weather: u8,
-    /// Weather time left, in visits.
+    /// When the current weather ends, as an absolute deadline in units of
+    /// [`weather::MS_PER_VISIT`](super::weather::MS_PER_VISIT) (100 ms) of `now_ms`, rounded
+    /// up; 0 = roll at the next visit. Not a count of visits left.
     pub weather_time: i32,
     /// `Spawned[]` per spawn point.
     pub spawned: Vec<u16>,
@@ -713,6 +750,7 @@ impl ZoneState {
             rng,
             now_ms: 0,
             slots: Vec::new(),
+            links: Vec::new(),
             free: Vec::new(),
             zone: Chain::default(),
             online: Chain::default(),
@@ -809,6 +847,22 @@ impl ZoneState {
             .filter(|id| self.get(*id).is_some())
     }
 
+    /// The link of slab slot `idx` in a chain ([`Link::default`] for a free or unknown
+    /// slot).
+    #[inline]
+    pub fn link(&self, idx: u32, kind: ChainKind) -> Link {
+        self.links
+            .get(idx as usize)
+            .and_then(|l| l.get(kind as usize))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    #[inline]
+    fn link_mut(&mut self, idx: u32, k: usize) -> Option<&mut Link> {
+        self.links.get_mut(idx as usize).and_then(|l| l.get_mut(k))
+    }
+
     /// Slab capacity (upper bound of slot indices).
     pub fn slab_len(&self) -> u32 {
         u32::try_from(self.slots.len()).unwrap_or(u32::MAX)
@@ -833,7 +887,7 @@ impl ZoneState {
         let mut guard = 0u32;
         while cur != NIL && guard <= chain.len {
             out.push(cur);
-            cur = self.at(cur).map_or(NIL, |a| a.links[kind as usize].next);
+            cur = self.link(cur, kind).next;
             guard += 1;
         }
     }
@@ -862,9 +916,8 @@ impl ZoneState {
     /// Link `idx` at the head of a chain (no-op if already linked).
     pub fn chain_insert(&mut self, kind: ChainKind, owner: Option<u32>, idx: u32) {
         let k = kind as usize;
-        match self.at(idx) {
-            Some(a) if !a.links[k].linked => {}
-            _ => return,
+        if self.at(idx).is_none() || self.link(idx, kind).linked {
+            return;
         }
         let Some(head) = self.chain_head(kind, owner) else {
             return;
@@ -872,44 +925,48 @@ impl ZoneState {
         let old_first = head.first;
         head.first = idx;
         head.len += 1;
-        if let Some(a) = self.at_mut(idx) {
-            a.links[k] = Link {
+        if let Some(l) = self.link_mut(idx, k) {
+            *l = Link {
                 prev: NIL,
                 next: old_first,
                 linked: true,
             };
         }
         if old_first != NIL
-            && let Some(f) = self.at_mut(old_first)
+            && self.at(old_first).is_some()
+            && let Some(f) = self.link_mut(old_first, k)
         {
-            f.links[k].prev = idx;
+            f.prev = idx;
         }
     }
 
     /// Unlink `idx` from a chain in O(1) (no-op if not linked).
     pub fn chain_remove(&mut self, kind: ChainKind, owner: Option<u32>, idx: u32) {
         let k = kind as usize;
-        let link = match self.at(idx) {
-            Some(a) if a.links[k].linked => a.links[k],
-            _ => return,
-        };
+        let link = self.link(idx, kind);
+        if self.at(idx).is_none() || !link.linked {
+            return;
+        }
         if link.prev != NIL {
-            if let Some(p) = self.at_mut(link.prev) {
-                p.links[k].next = link.next;
+            if self.at(link.prev).is_some()
+                && let Some(p) = self.link_mut(link.prev, k)
+            {
+                p.next = link.next;
             }
         } else if let Some(head) = self.chain_head(kind, owner) {
             head.first = link.next;
         }
         if link.next != NIL
-            && let Some(n) = self.at_mut(link.next)
+            && self.at(link.next).is_some()
+            && let Some(n) = self.link_mut(link.next, k)
         {
-            n.links[k].prev = link.prev;
+            n.prev = link.prev;
         }
         if let Some(head) = self.chain_head(kind, owner) {
             head.len = head.len.saturating_sub(1);
         }
-        if let Some(a) = self.at_mut(idx) {
-            a.links[k] = Link::default();
+        if let Some(l) = self.link_mut(idx, k) {
+            *l = Link::default();
         }
     }
 
@@ -933,9 +990,11 @@ impl ZoneState {
         let owner = self.get(leader).map(|l| l.id.idx);
         if owner.is_some() {
             self.chain_remove(ChainKind::Slaves, owner, pet.idx);
-        } else if let Some(p) = self.get_mut(pet) {
+        } else if self.get(pet).is_some()
+            && let Some(l) = self.link_mut(pet.idx, ChainKind::Slaves as usize)
+        {
             // The leader is gone; just clear the link.
-            p.links[ChainKind::Slaves as usize] = Link::default();
+            *l = Link::default();
         }
         if let Some(p) = self.get_mut(pet) {
             p.leader = None;
@@ -984,6 +1043,7 @@ impl ZoneState {
                     generation: 0,
                     actor: None,
                 });
+                self.links.push([Link::default(); 3]);
                 i
             }
         };
@@ -995,7 +1055,9 @@ impl ZoneState {
         };
         actor.id = id;
         actor.rid = rid;
-        actor.links = [Link::default(); 3];
+        if let Some(l) = self.links.get_mut(idx as usize) {
+            *l = [Link::default(); 3];
+        }
         actor.slaves = Chain::default();
         actor.cell = NIL;
         let player = actor.player;
@@ -1061,6 +1123,9 @@ impl ZoneState {
             self.by_player.remove(&p);
         }
         self.invites.retain(|(who, _)| *who != id);
+        if let Some(l) = self.links.get_mut(id.idx as usize) {
+            *l = [Link::default(); 3];
+        }
         let slot = self.slots.get_mut(id.idx as usize)?;
         let actor = slot.actor.take();
         self.free.push(id.idx);
@@ -1149,8 +1214,8 @@ impl ZoneState {
         let mut guard = 0u32;
         while cur != NIL && guard <= self.online.len {
             guard += 1;
+            let next = self.link(cur, ChainKind::Online).next;
             let Some(a) = self.at_mut(cur) else { break };
-            let next = a.links[ChainKind::Online as usize].next;
             if Some(a.id) != except
                 && let Some(pd) = a.player_data.as_mut()
             {

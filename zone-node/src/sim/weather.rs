@@ -31,8 +31,8 @@ pub fn roll_duration(st: &mut ZoneState) -> u64 {
     u64::try_from(visits).unwrap_or(0) * MS_PER_VISIT
 }
 
-/// The weather part of the round-robin visit. `st.weather_time` holds the time (ms, from
-/// `now_ms`) at which the current weather ends.
+/// The weather part of the round-robin visit. `st.weather_time` holds the deadline at
+/// which the current weather ends, in units of [`MS_PER_VISIT`] (100 ms) of `now_ms`.
 pub(crate) fn visit(st: &mut ZoneState) {
     let now = st.now_ms;
     let until = u64::try_from(st.weather_time).unwrap_or(0) * MS_PER_VISIT;
