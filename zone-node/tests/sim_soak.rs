@@ -273,9 +273,11 @@ fn soak(world: World, ticks: u32) {
 #[test]
 fn rc_sample_data_runs_10k_ticks() {
     let Some(dir) = sample_data_dir() else {
-        panic!(
-            "Realm Crafter sample data not found (set RC_SAMPLE_DATA or keep shared/ beside the repository)"
+        // Same rule as the content tests: skip, saying why, only when the data is absent.
+        eprintln!(
+            "skipped: Realm Crafter sample data not found (set RC_SAMPLE_DATA or keep shared/ beside the repository)"
         );
+        return;
     };
     let (world, _) = shared::content::fs::load_world(&dir).expect("sample data loads");
     soak(world, 10_000);
