@@ -1,82 +1,119 @@
-//! Wire copies of the simulation's cross-node shapes (`ActorState`, `Arrival`,
-//! `TransferOut`, the snapshot reason), so `shared` need not depend on `zone-node`.
-//!
-//! Field for field the same as `zone_node::sim::events`; `zone-node` converts both ways
-//! (a test there checks that a round trip through the DTO is the identity).
+//! The persistent and cross-node shapes of an actor (`ActorState`, `Arrival`, the
+//! transfer, the snapshot reason): the one definition the zone simulation uses (it
+//! re-exports them in `zone_node::sim::events`), the internal link carries and the gateway
+//! stores.
 
 use serde::{Deserialize, Serialize};
 
-/// One inventory slot.
+/// One inventory slot's content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InvSlotDto {
     /// Item template id.
     pub item: u16,
-    /// Per-instance attribute modifiers.
+    /// Per-instance attribute modifiers (40 entries, may be shorter when loaded).
     pub attributes: Vec<i32>,
     /// Item health 0..=100.
     pub health: u8,
-    /// Stack size.
+    /// Stack size (>= 1).
     pub amount: u16,
 }
 
-/// A known spell.
+/// A spell the actor knows, with its level and remaining recharge.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnownSpellDto {
     /// Spell id.
     pub id: u16,
     /// Ability level.
     pub level: u16,
-    /// Remaining recharge (ms).
+    /// Remaining recharge in milliseconds (`SpellCharge`); `<= 0` means ready.
     pub charge_ms: i32,
 }
 
-/// The whole persistent state of one actor (see `zone_node::sim::events::ActorState`).
-#[allow(missing_docs)]
+/// The whole persistent state of one actor instance: what a save file stores, what a
+/// transfer carries, what the gateway persists. A player carries its pets and its mount.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct ActorStateDto {
+    /// Actor template id (`Actors.dat`).
     pub template: u16,
+    /// Character name.
     pub name: String,
+    /// Tag shown under the name.
     pub tag: String,
+    /// Area name (`Area$`).
     pub area: String,
+    /// Area instance number.
     pub instance: u16,
+    /// Position.
     pub x: f32,
+    /// Position.
     pub y: f32,
+    /// Position.
     pub z: f32,
+    /// Facing.
     pub yaw: f32,
+    /// Gender byte.
     pub gender: u8,
+    /// Appearance.
     pub face: u16,
+    /// Appearance.
     pub hair: u16,
+    /// Appearance.
     pub beard: u16,
+    /// Appearance.
     pub body: u16,
+    /// Level.
     pub level: u16,
+    /// Experience.
     pub xp: u32,
+    /// XP bar level.
     pub xp_bar: u8,
+    /// Gold.
     pub gold: i32,
+    /// Reputation (signed 16-bit on the wire).
     pub reputation: i32,
+    /// Guild (`TeamID`).
     pub team: i32,
+    /// Home faction 0..=99.
     pub home_faction: u8,
+    /// Faction ratings, 100 bytes, 100 = neutral.
     pub ratings: Vec<u8>,
+    /// Attribute values (40).
     pub attributes: Vec<i32>,
+    /// Attribute maxima (40).
     pub attribute_max: Vec<i32>,
+    /// Resistances (20), 100 = neutral.
     pub resistances: Vec<i32>,
+    /// Inventory slots (46).
     pub inventory: Vec<Option<InvSlotDto>>,
+    /// Known spells.
     pub known_spells: Vec<KnownSpellDto>,
+    /// Memorised spell slots (10); 5000 = empty.
     pub memorised: Vec<u16>,
+    /// `ScriptGlobals$[10]`.
     pub script_globals: Vec<String>,
+    /// Quest log `(name, status)`.
     pub quests: Vec<(String, String)>,
+    /// Action bar (36 slots).
     pub action_bar: Vec<String>,
+    /// Right-click script.
     pub script: String,
+    /// Death script.
     pub death_script: String,
+    /// The RuntimeID the actor had. Players keep it across SetArea; NPCs (pets, mounts)
+    /// get a fresh one in the destination instance.
     pub rid: u16,
+    /// AI mode of a pet or mount (`AIMode`), so a waiting pet keeps waiting.
     pub ai_mode: u8,
+    /// Pets (slaves), recursively.
     pub pets: Vec<ActorStateDto>,
+    /// The mount this actor rides, if any.
     pub mount: Option<Box<ActorStateDto>>,
 }
 
 /// Where an arriving actor is placed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ArrivalDto {
-    /// At the saved position.
+    /// At the position stored in the state.
     Saved,
     /// At an explicit position.
     Position {
@@ -87,11 +124,11 @@ pub enum ArrivalDto {
         /// Z.
         z: f32,
     },
-    /// At a waypoint index.
+    /// At a waypoint index (yaw 0).
     Waypoint(u16),
-    /// At a portal index.
+    /// At a portal by index (position and yaw of the portal).
     Portal(u16),
-    /// At a named portal.
+    /// At the portal with this name (case-insensitive); portal 0 when absent.
     PortalNamed(String),
 }
 

@@ -568,8 +568,8 @@ impl Registry {
                 is_dm: t.is_dm,
                 area: t.area.clone(),
                 instance: t.instance,
-                arrival: convert::arrival_to_dto(&t.arrival),
-                state: convert::state_to_dto(&t.state),
+                arrival: t.arrival.clone(),
+                state: t.state.clone(),
             };
             if self
                 .out
@@ -594,7 +594,7 @@ impl Registry {
             return Err(RegistryError::UnknownInstance(dest));
         }
         let id = self.next_id();
-        let state = convert::state_from_dto(t.state);
+        let state = t.state;
         let player = t.session.map(PlayerKey);
         self.transfers.insert(
             id,
@@ -613,7 +613,7 @@ impl Registry {
                 player,
                 is_dm: t.is_dm,
                 state: Box::new(state),
-                arrival: convert::arrival_from_dto(t.arrival),
+                arrival: t.arrival,
             },
         );
         Ok(())
@@ -751,8 +751,5 @@ pub fn attach_from_wire(
     state: shared::internal::ActorStateDto,
     arrival: ArrivalDto,
 ) -> (ActorState, Arrival) {
-    (
-        convert::state_from_dto(state),
-        convert::arrival_from_dto(arrival),
-    )
+    (state, arrival)
 }

@@ -407,7 +407,7 @@ impl Router<'_> {
                         snapshot_id: self.reg.next_id(),
                         session: s.player.0,
                         reason,
-                        state: Box::new(convert::state_to_dto(&s.state)),
+                        state: Box::new(s.state.clone()),
                     });
                 }
                 ZoneOutput::PlayerRemoved { player } => {
