@@ -662,6 +662,7 @@ async fn session_loop(
                     instances: u32::try_from(reg.instance_count()).unwrap_or(u32::MAX),
                     players: u32::try_from(reg.session_count()).unwrap_or(u32::MAX),
                     overruns: u32::try_from(o.saturating_sub(last_overruns)).unwrap_or(u32::MAX),
+                    loads: reg.loads(),
                 };
                 last_overruns = o;
                 write_msg(send, msg).await?;
@@ -762,6 +763,11 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
                 .map(err)
         }
         Msg::DetachPlayer { session } => reg.detach(session).err().map(err),
+        Msg::WarpPlayer {
+            session,
+            area,
+            instance,
+        } => reg.warp(session, area, instance).err().map(err),
         Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
         Msg::SnapshotAck { snapshot_id } => {
             state.unacked.remove(&snapshot_id);

@@ -432,6 +432,7 @@ async fn malformed_and_unexpected_messages_are_refused_and_counted() {
         .await;
     // A gateway-only message: refused too.
     gw.send(Msg::Heartbeat {
+        loads: Vec::new(),
         instances: 0,
         players: 0,
         overruns: 0,

@@ -111,6 +111,19 @@ pub struct RunningInstance {
     pub sessions: Vec<SessionId>,
 }
 
+/// One instance's figures in a [`Msg::Heartbeat`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceLoad {
+    /// Which.
+    pub key: InstanceKey,
+    /// Players in it.
+    pub players: u32,
+    /// Non-player actors in it.
+    pub npcs: u32,
+    /// 99th percentile tick duration over the recent ticks, µs.
+    pub tick_p99_us: u32,
+}
+
 /// Why a peer was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RefuseReason {
@@ -223,6 +236,8 @@ pub enum Msg {
         players: u32,
         /// Tick overruns since the last heartbeat.
         overruns: u32,
+        /// Per-instance figures (for the gateway's `/cluster` and placement).
+        loads: Vec<InstanceLoad>,
     },
     /// Gateway → node: host this instance.
     AssignInstance {
@@ -274,6 +289,16 @@ pub enum Msg {
     DetachPlayer {
         /// Session.
         session: SessionId,
+    },
+    /// Gateway → node: move a hosted player to another AreaInstance (`/warpother`, an
+    /// operator's warp): the zone runs SetArea as for a DM's `/warp`, without the DM check.
+    WarpPlayer {
+        /// Session.
+        session: SessionId,
+        /// Destination area.
+        area: String,
+        /// Destination instance.
+        instance: u16,
     },
     /// Node → gateway: the player is no longer hosted on this node.
     PlayerDetached {
@@ -363,6 +388,7 @@ impl Msg {
             Self::InstanceStopped { .. } => "InstanceStopped",
             Self::AttachPlayer { .. } => "AttachPlayer",
             Self::DetachPlayer { .. } => "DetachPlayer",
+            Self::WarpPlayer { .. } => "WarpPlayer",
             Self::PlayerDetached { .. } => "PlayerDetached",
             Self::PlayerMoved { .. } => "PlayerMoved",
             Self::ClientFrames { .. } => "ClientFrames",

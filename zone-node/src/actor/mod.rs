@@ -263,6 +263,41 @@ impl Registry {
         self.sessions.len()
     }
 
+    /// Per-instance figures for the heartbeat.
+    pub fn loads(&self) -> Vec<shared::internal::InstanceLoad> {
+        self.stats
+            .iter()
+            .map(|e| shared::internal::InstanceLoad {
+                key: e.key().clone(),
+                players: e.players,
+                npcs: e.actors.saturating_sub(e.players),
+                tick_p99_us: e.tick_p99_us,
+            })
+            .collect()
+    }
+
+    /// Move a hosted player to another AreaInstance (`Msg::WarpPlayer`, the gateway's
+    /// `/warpother`).
+    pub fn warp(
+        &self,
+        session: SessionId,
+        area: String,
+        instance: u16,
+    ) -> Result<(), RegistryError> {
+        let key = self
+            .session_instance(session)
+            .ok_or(RegistryError::UnknownSession(session))?;
+        self.push(
+            &key,
+            ZoneInput::Warp {
+                player: PlayerKey(session),
+                area,
+                instance,
+            },
+        );
+        Ok(())
+    }
+
     /// The instance a session is in.
     pub fn session_instance(&self, session: SessionId) -> Option<InstanceKey> {
         self.sessions.get(&session).map(|k| k.clone())

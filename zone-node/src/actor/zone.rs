@@ -44,6 +44,19 @@ pub struct InstanceStats {
     pub phase_ns: [u64; 7],
     /// The sim's `now_ms` of the last tick.
     pub now_ms: u64,
+    /// 99th percentile tick duration over the last [`TICK_WINDOW`] ticks, µs.
+    pub tick_p99_us: u32,
+}
+
+/// Ticks over which [`InstanceStats::tick_p99_us`] is taken.
+pub const TICK_WINDOW: usize = 256;
+
+/// The 99th percentile of `window` (µs), 0 when empty.
+fn p99(window: &[u32]) -> u32 {
+    let mut v = window.to_vec();
+    v.sort_unstable();
+    let i = (v.len() * 99).div_ceil(100).saturating_sub(1);
+    v.get(i).copied().unwrap_or(0)
 }
 
 /// Save every player and stop.
@@ -93,6 +106,8 @@ pub struct ZoneActor {
     dgram: BytesMut,
     stopping: bool,
     stats: InstanceStats,
+    /// Recent tick durations (µs), a ring of [`TICK_WINDOW`].
+    tick_us: Vec<u32>,
     panic_next: bool,
     stop_ticks: u32,
     span: tracing::Span,
@@ -128,6 +143,7 @@ impl ZoneActor {
             dgram: BytesMut::new(),
             stopping: false,
             stats: InstanceStats::default(),
+            tick_us: Vec::with_capacity(TICK_WINDOW),
             panic_next: false,
             stop_ticks: 0,
             span,
@@ -234,6 +250,18 @@ impl ZoneActor {
                 self.stats.actors = actors_n;
                 self.stats.phase_ns = phase_ns;
                 self.stats.now_ms = now_ms;
+                let us = u32::try_from(phase_ns.iter().sum::<u64>() / 1_000).unwrap_or(u32::MAX);
+                if self.tick_us.len() < TICK_WINDOW {
+                    self.tick_us.push(us);
+                } else if let Some(slot) = self
+                    .tick_us
+                    .get_mut(usize::try_from(self.stats.ticks).unwrap_or(0) % TICK_WINDOW)
+                {
+                    *slot = us;
+                }
+                if self.stats.ticks.is_multiple_of(32) {
+                    self.stats.tick_p99_us = p99(&self.tick_us);
+                }
             }
             Err(_) => self.rebuild(),
         }

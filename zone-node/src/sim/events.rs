@@ -185,6 +185,17 @@ pub enum ZoneInput {
         /// Where to place it.
         arrival: Arrival,
     },
+    /// Move a player to another AreaInstance on an operator's or DM's behalf (the gateway's
+    /// `/warpother`): SetArea as for `/warp`, without the DM check (the gateway did it).
+    #[doc(alias = "WARPOTHER")]
+    Warp {
+        /// Session key.
+        player: PlayerKey,
+        /// Destination area.
+        area: String,
+        /// Destination instance.
+        instance: u16,
+    },
     /// The destination accepted a transfer: the actor is gone for good.
     TransferAck {
         /// Which transfer.

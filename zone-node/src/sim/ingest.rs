@@ -63,6 +63,14 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         } => {
             setarea::transfer_in(st, transfer_id, player, is_dm, *state, &arrival);
         }
+        ZoneInput::Warp {
+            player,
+            area,
+            instance,
+        } => match st.by_player(player) {
+            Some(id) => setarea::warp_command(st, id, &area, instance),
+            None => st.reject(Some(player), Rejection::UnknownPlayer),
+        },
         ZoneInput::TransferAck { transfer_id } => setarea::transfer_ack(st, transfer_id),
         ZoneInput::TransferNack {
             transfer_id,

@@ -27,6 +27,8 @@ pub const P_STAT_UPDATE: u8 = 22;
 pub const P_GOLD_CHANGE: u8 = 24;
 /// `P_NameChange`.
 pub const P_NAME_CHANGE: u8 = 25;
+/// `P_StartGame`.
+pub const P_START_GAME: u8 = 12;
 /// `P_XPUpdate`.
 pub const P_XP_UPDATE: u8 = 32;
 /// `P_Projectile`.

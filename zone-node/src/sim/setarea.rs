@@ -57,6 +57,18 @@ fn place(st: &ZoneState, a: &mut Actor, arrival: &Arrival) {
     if let Some(portal) = p.portal {
         a.last_portal = Some(portal);
         a.last_portal_ms = st.now_ms;
+    } else if matches!(arrival, Arrival::Saved) {
+        // Fix (docs/simulation.md): a character saved standing in a portal (it logged out
+        // right after arriving through it) is not bounced through that portal on login;
+        // the portal is locked as if it had just arrived there.
+        let inside = st.content.area.portals.iter().position(|q| {
+            let (dx, dy, dz) = (a.x - q.x, a.y - q.y, a.z - q.z);
+            q.size > 0.0 && dx * dx + dy * dy + dz * dz < q.size * q.size
+        });
+        if let Some(i) = inside.and_then(|i| u16::try_from(i).ok()) {
+            a.last_portal = Some(i);
+            a.last_portal_ms = st.now_ms;
+        }
     }
 }
 
@@ -183,6 +195,29 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
     st.send_zone(packets::P_NEW_ACTOR, &na, Some(id));
 }
 
+/// The rest of Realm Crafter's start sequence after `P_ChangeArea` and the `P_NewActor`s
+/// (reference §5 step 6): twelve `P_StartGame` action-bar parts (`firstSlot u8` + 3 ×
+/// `u16`-length slot strings, as saved), the `P_StartGame` carrying the RuntimeID, then
+/// `P_XPUpdate "B"` with the XP bar.
+#[doc(alias = "P_StartGame")]
+fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &ActorState) {
+    for part in 0..12u8 {
+        let mut p = vec![part * 3];
+        for k in 0..3 {
+            let slot = state
+                .action_bar
+                .get(usize::from(part * 3 + k))
+                .map_or(&[][..], |s| s.as_bytes());
+            let n = slot.len().min(1024);
+            p.extend_from_slice(&u16::try_from(n).unwrap_or(0).to_le_bytes());
+            p.extend_from_slice(slot.get(..n).unwrap_or(&[]));
+        }
+        st.send_to(id, packets::P_START_GAME, &p);
+    }
+    st.send_to(id, packets::P_START_GAME, &rid.to_le_bytes());
+    st.send_to(id, packets::P_XP_UPDATE, &[b'B', state.xp_bar]);
+}
+
 /// A player joins the game in this instance (`P_StartGame` → `SetArea`).
 pub(crate) fn join(
     st: &mut ZoneState,
@@ -194,6 +229,7 @@ pub(crate) fn join(
 ) {
     match insert_player(st, player, rid, is_dm, &state, arrival) {
         Some(id) => {
+            start_sequence(st, id, rid, &state);
             // Rules: `Login.Main`, then the area's Entry script.
             let hooks = st.hooks.clone();
             hooks.on_login(st, id);
