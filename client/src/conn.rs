@@ -1,0 +1,665 @@
+//! [`Connection`]: one QUIC connection to the gateway speaking the client contract
+//! (transport.md): reliable packets as `[len][type][payload]` frames on one bidirectional
+//! stream that the client opens, `P_StandardUpdate` in datagrams.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shared::frame::{FrameDecoder, FrameError, MAX_FRAME_LEN, split_datagram, write_frame};
+use shared::proto::{
+    ActorTemplateDef, ClientPacket, Creds, DecodeCtx, NewClient, ServerPacket, StandardUpdateC2S,
+    ids,
+};
+use shared::wire::DecodeError;
+use tokio::time::Instant;
+
+use crate::error::{ClientError, CloseCode, CloseReason};
+use crate::verify::{ALPN, Verify, tls_config};
+
+/// Realm Crafter's default port, also the gateway's.
+pub const DEFAULT_PORT: u16 = 25000;
+
+/// Largest chunk read from the stream at once.
+const READ_CHUNK: usize = 64 * 1024;
+/// Datagram receive buffer: a few hundred broadcast ticks of updates.
+const DATAGRAM_RECEIVE_BUFFER: usize = 1 << 20;
+/// How long [`Connection::close`] waits for queued data to be acknowledged, and then for
+/// the close to reach the server.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// Where a packet travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Channel {
+    /// The reliable, ordered stream.
+    Reliable,
+    /// A QUIC datagram (only `P_StandardUpdate`).
+    Datagram,
+}
+
+/// A packet from the server and the channel it came on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming {
+    /// The decoded packet.
+    pub packet: ServerPacket,
+    /// Where it travelled.
+    pub channel: Channel,
+}
+
+impl Incoming {
+    /// The packet's Realm Crafter name (`"P_StandardUpdate"`).
+    pub fn name(&self) -> &'static str {
+        self.packet.name()
+    }
+
+    /// The packet's type byte.
+    pub fn id(&self) -> u8 {
+        self.packet.id()
+    }
+
+    /// Whether it came on the reliable stream.
+    pub fn is_reliable(&self) -> bool {
+        self.channel == Channel::Reliable
+    }
+}
+
+/// Connection settings. Build with [`ConnectOptions::new`] and change the fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConnectOptions {
+    /// Certificate check.
+    pub verify: Verify,
+    /// QUIC keep-alive interval (zero disables it). Default 5 s.
+    pub keep_alive: Duration,
+    /// Idle timeout after which the connection is dropped. Default 30 s.
+    pub idle_timeout: Duration,
+    /// Limit on the handshake. Default 10 s.
+    pub connect_timeout: Duration,
+    /// How long the menu calls ([`Connection::login`] ...) wait for their reply. Default 10 s.
+    pub reply_timeout: Duration,
+    /// Send Realm Crafter's empty `NewClient` (type 0) right after opening the stream, as
+    /// the original client does. The server ignores it, but it makes the stream exist on the
+    /// server's side at once (QUIC announces a stream with its first byte). Default on.
+    pub send_new_client: bool,
+    /// Largest frame `len` accepted from the server (1..=65535). Default 65535.
+    pub max_frame_len: usize,
+    /// Connect from this endpoint instead of binding a new UDP socket (share one socket
+    /// between many connections, e.g. a bot swarm).
+    pub endpoint: Option<quinn::Endpoint>,
+}
+
+impl ConnectOptions {
+    /// The defaults with this certificate check.
+    pub fn new(verify: Verify) -> Self {
+        Self {
+            verify,
+            keep_alive: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            reply_timeout: Duration::from_secs(10),
+            send_new_client: true,
+            max_frame_len: MAX_FRAME_LEN,
+            endpoint: None,
+        }
+    }
+}
+
+/// Counters of what arrived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Frames read from the reliable stream.
+    pub frames_received: u64,
+    /// Datagrams received, dropped ones included.
+    pub datagrams_received: u64,
+    /// Datagrams dropped whole: frames not parsing exactly to the end, a type other than
+    /// 14, or a `P_StandardUpdate` that does not decode.
+    pub datagrams_dropped: u64,
+    /// Stream packets that did not decode (returned as [`ClientError::Decode`]).
+    pub undecodable_packets: u64,
+}
+
+/// One connection to the gateway.
+///
+/// * Reliable packets go out with [`send`](Self::send) (or [`send_frame`](Self::send_frame)
+///   and [`send_raw`](Self::send_raw) for tests that need malformed input) as frames on the
+///   one stream the client opened; `P_StandardUpdate` goes out with
+///   [`send_update`](Self::send_update) as a datagram holding one frame.
+/// * [`recv`](Self::recv) returns the next packet from either channel. It is cancel-safe,
+///   so it can sit in a `tokio::select!` loop next to a timer that sends updates.
+/// * The menu flow (login, catalogue, characters, start game) is in the methods of the
+///   [`login`](crate::login) module.
+///
+/// Its `Debug` output shows the user name but never the password hash.
+pub struct Connection {
+    conn: quinn::Connection,
+    endpoint: quinn::Endpoint,
+    owns_endpoint: bool,
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+    /// Frames queued for the stream; `out[out_sent..]` is not yet written.
+    out: Vec<u8>,
+    out_sent: usize,
+    decoder: FrameDecoder,
+    stream_finished: bool,
+    /// Decoded datagram packets not yet returned.
+    ready: VecDeque<Incoming>,
+    /// Packets the menu calls passed over while waiting for their reply; returned first.
+    pub(crate) held: VecDeque<Incoming>,
+    /// `Genders` of each known actor template, for decoding `P_NewActor`.
+    genders: HashMap<u16, u8>,
+    /// The catalogue's attribute `Assignment` once known (decides `P_CreateCharacter`'s
+    /// layout).
+    pub(crate) assignment: Option<u8>,
+    pub(crate) creds: Option<Creds>,
+    pub(crate) reply_timeout: Duration,
+    stats: ConnectionStats,
+}
+
+impl Connection {
+    /// Connects with the default [`ConnectOptions`], opens the reliable stream and sends
+    /// `NewClient`.
+    ///
+    /// `server_name` is the TLS server name (a DNS name or an IP literal); it matters only
+    /// for [`Verify::Roots`].
+    pub async fn connect(
+        addr: SocketAddr,
+        server_name: &str,
+        verify: Verify,
+    ) -> Result<Self, ClientError> {
+        Self::connect_with(addr, server_name, ConnectOptions::new(verify)).await
+    }
+
+    /// Connects with explicit options.
+    pub async fn connect_with(
+        addr: SocketAddr,
+        server_name: &str,
+        opts: ConnectOptions,
+    ) -> Result<Self, ClientError> {
+        if matches!(opts.verify, Verify::Insecure) {
+            tracing::warn!(%addr, "server certificate verification is off (development mode)");
+        }
+        let (tls, fingerprint) = tls_config(&opts.verify)?;
+        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+            .map_err(|e| ClientError::Config(e.to_string()))?;
+        let mut config = quinn::ClientConfig::new(Arc::new(quic));
+        let mut transport = quinn::TransportConfig::default();
+        transport.keep_alive_interval(Some(opts.keep_alive).filter(|d| !d.is_zero()));
+        let idle = quinn::IdleTimeout::try_from(opts.idle_timeout)
+            .map_err(|e| ClientError::Config(format!("idle timeout: {e}")))?;
+        transport.max_idle_timeout(Some(idle));
+        transport.datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER));
+        config.transport_config(Arc::new(transport));
+
+        let (endpoint, owns_endpoint) = match opts.endpoint {
+            Some(e) => (e, false),
+            None => {
+                let bind = if addr.is_ipv4() {
+                    SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+                } else {
+                    SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+                };
+                (
+                    quinn::Endpoint::client(bind).map_err(ClientError::Bind)?,
+                    true,
+                )
+            }
+        };
+        let connecting = endpoint.connect_with(config, addr, server_name)?;
+        let conn = match tokio::time::timeout(opts.connect_timeout, connecting).await {
+            Err(_) => return Err(ClientError::ConnectTimeout(opts.connect_timeout)),
+            Ok(Err(e)) => {
+                if let Some(v) = &fingerprint
+                    && let (Some(expected), Some(got)) = (v.pin(), v.rejected())
+                {
+                    return Err(ClientError::PinMismatch { expected, got });
+                }
+                return Err(ClientError::Handshake(e.into()));
+            }
+            Ok(Ok(c)) => c,
+        };
+        let alpn = conn
+            .handshake_data()
+            .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+            .and_then(|d| d.protocol);
+        if alpn.as_deref() != Some(ALPN) {
+            conn.close(CloseCode::ProtocolViolation.varint(), b"ALPN");
+            return Err(ClientError::Alpn(
+                alpn.map(|p| String::from_utf8_lossy(&p).into_owned()),
+            ));
+        }
+        let (send, recv) = conn.open_bi().await?;
+        tracing::debug!(%addr, "connected");
+        let mut c = Self {
+            conn,
+            endpoint,
+            owns_endpoint,
+            send,
+            recv,
+            out: Vec::new(),
+            out_sent: 0,
+            decoder: FrameDecoder::with_max_frame_len(opts.max_frame_len),
+            stream_finished: false,
+            ready: VecDeque::new(),
+            held: VecDeque::new(),
+            genders: HashMap::new(),
+            assignment: None,
+            creds: None,
+            reply_timeout: opts.reply_timeout,
+            stats: ConnectionStats::default(),
+        };
+        if opts.send_new_client {
+            c.send(&ClientPacket::NewClient(NewClient {})).await?;
+        }
+        Ok(c)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Sending.
+
+    /// Sends a packet: as a frame on the reliable stream, except `P_StandardUpdate`, which
+    /// goes as a datagram ([`send_update`](Self::send_update)).
+    ///
+    /// Cancel-safe: if the future is dropped, the frame was either not queued at all or
+    /// queued whole, and a queued frame goes out with the next send, [`flush`](Self::flush)
+    /// or [`close`](Self::close); the stream never carries part of a frame.
+    pub async fn send(&mut self, packet: &ClientPacket) -> Result<(), ClientError> {
+        if let ClientPacket::StandardUpdate(u) = packet {
+            return self.send_update(u);
+        }
+        packet.encode_frame(&mut self.out)?;
+        self.flush().await
+    }
+
+    /// Sends one frame `[len][ty][payload]` on the reliable stream, whatever `ty` and
+    /// `payload` are (for tests that send unknown or malformed packets). Cancel-safe like
+    /// [`send`](Self::send).
+    pub async fn send_frame(&mut self, ty: u8, payload: &[u8]) -> Result<(), ClientError> {
+        write_frame(&mut self.out, ty, payload)?;
+        self.flush().await
+    }
+
+    /// Writes bytes to the reliable stream as they are, not framed (for tests of the
+    /// server's framing checks: a zero length, an oversized or a cut-off frame).
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        self.out.extend_from_slice(bytes);
+        self.flush().await
+    }
+
+    /// Writes out any frames still queued by a cancelled send.
+    pub async fn flush(&mut self) -> Result<(), ClientError> {
+        while let Some(rest) = self.out.get(self.out_sent..).filter(|r| !r.is_empty()) {
+            let n = self.send.write(rest).await?;
+            self.out_sent += n;
+        }
+        self.out.clear();
+        self.out_sent = 0;
+        Ok(())
+    }
+
+    /// Flushes, then ends the client's side of the reliable stream (QUIC FIN). Nothing
+    /// more can be sent on it; receiving goes on.
+    pub async fn finish_stream(&mut self) -> Result<(), ClientError> {
+        self.flush().await?;
+        self.send
+            .finish()
+            .map_err(|e| ClientError::Stream(e.to_string()))
+    }
+
+    /// Sends `P_StandardUpdate` as a QUIC datagram holding exactly one frame (25 bytes).
+    /// Datagrams are unreliable: when the send buffer is full the oldest queued one is
+    /// dropped, which is what a position update wants.
+    #[doc(alias = "P_StandardUpdate")]
+    pub fn send_update(&self, update: &StandardUpdateC2S) -> Result<(), ClientError> {
+        let mut buf = Vec::with_capacity(25);
+        update.write_frame(&mut buf);
+        self.send_raw_datagram(buf)
+    }
+
+    /// Sends a datagram with these exact bytes (for tests: batches, other types, garbage).
+    pub fn send_raw_datagram(&self, bytes: impl Into<Bytes>) -> Result<(), ClientError> {
+        let bytes = bytes.into();
+        let len = bytes.len();
+        self.conn.send_datagram(bytes).map_err(|e| {
+            use quinn::SendDatagramError as E;
+            match e {
+                E::UnsupportedByPeer => {
+                    ClientError::DatagramsUnavailable("the server does not accept them")
+                }
+                E::Disabled => ClientError::DatagramsUnavailable("disabled on this side"),
+                E::TooLarge => ClientError::DatagramTooLarge {
+                    len,
+                    max: self.conn.max_datagram_size(),
+                },
+                E::ConnectionLost(c) => c.into(),
+            }
+        })
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Receiving.
+
+    /// The next packet from the server, from the stream or a datagram.
+    ///
+    /// Cancel-safe: dropping the future loses nothing; bytes already read stay buffered for
+    /// the next call.
+    ///
+    /// Errors: [`ClientError::Closed`] when the connection ends (with the server's close
+    /// code, see [`ClientError::server_close_code`]); [`ClientError::Decode`] for a frame
+    /// that does not decode (not fatal); [`ClientError::Frame`] when the server breaks the
+    /// framing (fatal: the client closes with code 2). Malformed datagrams are dropped and
+    /// counted in [`stats`](Self::stats), as the server does.
+    pub async fn recv(&mut self) -> Result<Incoming, ClientError> {
+        if let Some(p) = self.held.pop_front() {
+            return Ok(p);
+        }
+        self.recv_network().await
+    }
+
+    /// [`recv`](Self::recv) with a time limit ([`ClientError::Timeout`]). Cancel-safe.
+    pub async fn recv_timeout(&mut self, timeout: Duration) -> Result<Incoming, ClientError> {
+        match tokio::time::timeout(timeout, self.recv()).await {
+            Ok(r) => r,
+            Err(_) => Err(ClientError::Timeout(timeout)),
+        }
+    }
+
+    /// Receives until a packet matches `pred` and returns it; the packets before it are
+    /// dropped. [`ClientError::Timeout`] if none matches within `timeout`.
+    pub async fn recv_until(
+        &mut self,
+        mut pred: impl FnMut(&Incoming) -> bool,
+        timeout: Duration,
+    ) -> Result<Incoming, ClientError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let p = match tokio::time::timeout_at(deadline, self.recv()).await {
+                Ok(r) => r?,
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+            };
+            if pred(&p) {
+                return Ok(p);
+            }
+        }
+    }
+
+    /// Like [`recv_until`](Self::recv_until), but also returns the packets passed over, in
+    /// order.
+    pub async fn collect_until(
+        &mut self,
+        mut pred: impl FnMut(&Incoming) -> bool,
+        timeout: Duration,
+    ) -> Result<(Incoming, Vec<Incoming>), ClientError> {
+        let deadline = Instant::now() + timeout;
+        let mut skipped = Vec::new();
+        loop {
+            let p = match tokio::time::timeout_at(deadline, self.recv()).await {
+                Ok(r) => r?,
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+            };
+            if pred(&p) {
+                return Ok((p, skipped));
+            }
+            skipped.push(p);
+        }
+    }
+
+    /// The next packet from the network, ignoring `held` (the menu calls use this so that
+    /// what they pass over stays in order for [`recv`](Self::recv)). Cancel-safe.
+    pub(crate) async fn recv_network(&mut self) -> Result<Incoming, ClientError> {
+        loop {
+            if let Some(p) = self.ready.pop_front() {
+                return Ok(p);
+            }
+            if let Some(p) = self.next_stream_packet()? {
+                return Ok(p);
+            }
+            tokio::select! {
+                biased;
+                r = self.recv.read_chunk(READ_CHUNK, true), if !self.stream_finished => match r {
+                    Ok(Some(chunk)) => self.decoder.push(&chunk.bytes),
+                    Ok(None) => {
+                        // The server ended its side: a frame cut off here is a violation;
+                        // otherwise wait for the close (and datagrams) on the connection.
+                        self.stream_finished = true;
+                        if let Err(e) = self.decoder.finish() {
+                            return Err(self.violation(e));
+                        }
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+                r = self.conn.read_datagram() => self.on_datagram(r?),
+            }
+        }
+    }
+
+    /// The next complete frame on the stream, decoded.
+    fn next_stream_packet(&mut self) -> Result<Option<Incoming>, ClientError> {
+        let (ty, result) = match self.decoder.next_frame() {
+            Ok(None) => return Ok(None),
+            Ok(Some(f)) => (
+                f.ty,
+                decode_server(f.ty, f.payload, &self.genders).map_err(|e| (e, f.payload.to_vec())),
+            ),
+            Err(e) => return Err(self.violation(e)),
+        };
+        self.stats.frames_received += 1;
+        match result {
+            Ok(packet) => Ok(Some(Incoming {
+                packet,
+                channel: Channel::Reliable,
+            })),
+            Err((error, payload)) => {
+                self.stats.undecodable_packets += 1;
+                Err(ClientError::Decode { ty, error, payload })
+            }
+        }
+    }
+
+    /// The server broke the framing: close with code 2 (as the server would).
+    fn violation(&mut self, e: FrameError) -> ClientError {
+        tracing::debug!(error = %e, "malformed frame from the server");
+        self.conn
+            .close(CloseCode::ProtocolViolation.varint(), b"malformed frame");
+        ClientError::Frame(e)
+    }
+
+    fn on_datagram(&mut self, datagram: Bytes) {
+        self.stats.datagrams_received += 1;
+        let frames = match split_datagram(&datagram, Some(ids::P_STANDARD_UPDATE)) {
+            Ok(f) => f,
+            Err(e) => {
+                self.stats.datagrams_dropped += 1;
+                tracing::debug!(error = %e, "dropped a malformed datagram");
+                return;
+            }
+        };
+        let mut packets = Vec::new();
+        for f in frames {
+            match decode_server(f.ty, f.payload, &self.genders) {
+                Ok(packet) => packets.push(Incoming {
+                    packet,
+                    channel: Channel::Datagram,
+                }),
+                Err(e) => {
+                    self.stats.datagrams_dropped += 1;
+                    tracing::debug!(error = %e, "dropped a datagram with an undecodable update");
+                    return;
+                }
+            }
+        }
+        self.ready.extend(packets);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Closing.
+
+    /// Closes the connection with an application code (transport.md: 0 normal ...).
+    ///
+    /// Best effort, bounded by about two seconds: queued frames are written, the stream is
+    /// finished and its data acknowledged, then the close is sent and, if the connection
+    /// owns its endpoint, the endpoint drains.
+    pub async fn close(mut self, code: CloseCode) {
+        let _ = tokio::time::timeout(CLOSE_GRACE, async {
+            if self.flush().await.is_ok() && self.send.finish().is_ok() {
+                let _ = self.send.stopped().await;
+            }
+        })
+        .await;
+        self.conn.close(code.varint(), b"");
+        if self.owns_endpoint {
+            let _ = tokio::time::timeout(CLOSE_GRACE, self.endpoint.wait_idle()).await;
+        }
+    }
+
+    /// Waits until the connection is closed, by either side, and says why.
+    pub async fn closed(&self) -> CloseReason {
+        self.conn.closed().await.into()
+    }
+
+    /// Why the connection closed, or `None` while it is open.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.conn.close_reason().map(Into::into)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // State and accessors.
+
+    /// Tells the decoder each template's `Genders`, so that `P_NewActor` is decoded in the
+    /// form its template implies (a gender byte only when `Genders == 0`). Without this the
+    /// form is told apart by length. [`fetch_catalogue`](Self::fetch_catalogue) calls it.
+    pub fn set_actor_templates(&mut self, templates: &[ActorTemplateDef]) {
+        self.genders = templates.iter().map(|t| (t.id, t.genders)).collect();
+    }
+
+    /// What arrived so far.
+    pub fn stats(&self) -> ConnectionStats {
+        self.stats
+    }
+
+    /// How long the menu calls wait for a reply.
+    pub fn reply_timeout(&self) -> Duration {
+        self.reply_timeout
+    }
+
+    /// Changes how long the menu calls wait for a reply.
+    pub fn set_reply_timeout(&mut self, timeout: Duration) {
+        self.reply_timeout = timeout;
+    }
+
+    /// The largest datagram the path allows now, `None` if the server does not accept
+    /// datagrams.
+    pub fn max_datagram_size(&self) -> Option<usize> {
+        self.conn.max_datagram_size()
+    }
+
+    /// The server's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.conn.remote_address()
+    }
+
+    /// The underlying quinn connection (RTT, statistics, ...).
+    pub fn quic(&self) -> &quinn::Connection {
+        &self.conn
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("remote", &self.conn.remote_address())
+            .field("user", &self.creds.as_ref().map(|c| c.user.to_latin1()))
+            .field("stream_finished", &self.stream_finished)
+            .field("unsent", &self.out.len().saturating_sub(self.out_sent))
+            .field("buffered", &self.decoder.buffered())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decodes a server packet. `P_NewActor` carries a gender byte only when its template's
+/// `Genders == 0`; when the template is known the decoder insists on that form, otherwise
+/// it tells the two forms apart by length.
+fn decode_server(
+    ty: u8,
+    payload: &[u8],
+    genders: &HashMap<u16, u8>,
+) -> Result<ServerPacket, DecodeError> {
+    let known = match payload.get(12..14) {
+        Some(&[lo, hi]) if ty == ids::P_NEW_ACTOR => genders.get(&u16::from_le_bytes([lo, hi])),
+        _ => None,
+    };
+    match known {
+        Some(&g) => {
+            let has_gender = move |_: u16| g == 0;
+            let ctx = DecodeCtx {
+                template_has_gender: Some(&has_gender),
+                ..DecodeCtx::default()
+            };
+            ServerPacket::decode_with(ty, payload, &ctx)
+        }
+        None => ServerPacket::decode(ty, payload),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::proto::NewActor;
+
+    fn new_actor(template_id: u16, gender: Option<u8>) -> Vec<u8> {
+        let a = NewActor {
+            instance_handle: 1,
+            runtime_id: 7,
+            level: 1,
+            xp: 0,
+            template_id,
+            x: 0.0,
+            y: 0.0,
+            z: 0.0,
+            yaw: 0.0,
+            human: 1,
+            actor_name: "Bob".into(),
+            tag: "".into(),
+            gender,
+            reputation: 0,
+            face: 0,
+            hair: 0,
+            body: 0,
+            beard: 0,
+            speed: 10,
+            speed_max: 10,
+            health: 10,
+            health_max: 10,
+            weapon: 65535,
+            shield: 65535,
+            hat: 65535,
+            chest: 65535,
+            home_faction: 0,
+            ratings: vec![100; 100],
+        };
+        let mut v = Vec::new();
+        ServerPacket::NewActor(a).encode_payload(&mut v);
+        v
+    }
+
+    #[test]
+    fn new_actor_follows_the_template_when_known() {
+        let with = new_actor(3, Some(1));
+        let without = new_actor(3, None);
+        let none = HashMap::new();
+        assert!(decode_server(ids::P_NEW_ACTOR, &with, &none).is_ok());
+        assert!(decode_server(ids::P_NEW_ACTOR, &without, &none).is_ok());
+        // Template 3 has Genders == 1 (male only): no gender byte allowed.
+        let male_only = HashMap::from([(3u16, 1u8)]);
+        assert!(decode_server(ids::P_NEW_ACTOR, &without, &male_only).is_ok());
+        assert!(decode_server(ids::P_NEW_ACTOR, &with, &male_only).is_err());
+        let both = HashMap::from([(3u16, 0u8)]);
+        assert!(decode_server(ids::P_NEW_ACTOR, &with, &both).is_ok());
+        assert!(decode_server(ids::P_NEW_ACTOR, &without, &both).is_err());
+        // Short payloads never panic.
+        assert!(decode_server(ids::P_NEW_ACTOR, &with[..13], &both).is_err());
+    }
+}
