@@ -4,7 +4,26 @@
 //!   in-memory [`session::AccountBook`].
 //! * [`store`]: SQLite (WAL) persistence with migrations and a batching writer thread.
 //! * [`accounts_dat`]: a parser for Realm Crafter's `Accounts.dat` (reference §10).
+//! * [`chat`]: the sans-IO router of the chat commands that reach beyond one zone (reference
+//!   §4.7: `/yell`, `/pm`, `/g`, `/gm`, `/allplayers`, `/kick`, `/warpother`, `/ignore`).
+//! * [`admin`]: the admin HTTP endpoint (`/healthz`, `/metrics`, `/cluster`).
+//! * [`config`]: the typed configuration (file, `GATEWAY_*` variables, flags).
+//! * [`tls`]: the certificate (self-signed on first start, kept in the data directory).
+//! * [`directory`]: the placement directory with fencing generations (pure).
+//! * [`hub`]: the task that owns the cluster's control state and routes between sessions
+//!   and zone nodes.
+//! * [`net`]: the QUIC shells: the client endpoint and the internal endpoint.
+//! * [`server`]: starting and stopping the whole gateway (and the embedded zone node of
+//!   `--standalone`).
 
 pub mod accounts_dat;
+pub mod admin;
+pub mod chat;
+pub mod config;
+pub mod directory;
+pub mod hub;
+pub mod net;
+pub mod server;
 pub mod session;
 pub mod store;
+pub mod tls;

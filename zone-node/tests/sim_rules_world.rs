@@ -149,8 +149,11 @@ fn loop_portals() -> zone_node::sim::ZoneContent {
 #[test]
 fn a_portal_warps_locally_and_the_arrival_portal_is_locked_35_s() {
     let mut h = SimHarness::with(ZoneConfig::default(), loop_portals());
-    let (p, id) = h.spawn_player("Alice", 200.0, 200.0);
-    // The join tick already used LoopA: Alice is at LoopB, which is locked.
+    let (p, id) = h.spawn_player("Alice", 100.0, 100.0);
+    h.actor_mut(id).x = 200.0;
+    h.actor_mut(id).z = 200.0;
+    h.tick();
+    // LoopA took Alice to LoopB, which is locked.
     assert_eq!((h.actor(id).x, h.actor(id).z), (250.0, 200.0));
     assert_eq!(h.actor(id).last_portal, Some(3));
     let t = h.now;
@@ -161,6 +164,16 @@ fn a_portal_warps_locally_and_the_arrival_portal_is_locked_35_s() {
     h.run_ticks(10);
     assert_eq!(h.actor(id).x, 200.0, "lock expired: back through LoopB");
     assert!(!h.reliable_of(p, P_CHANGE_AREA).is_empty());
+}
+
+#[test]
+fn logging_in_inside_a_portal_does_not_bounce_through_it() {
+    let mut h = SimHarness::with(ZoneConfig::default(), loop_portals());
+    // Saved standing in LoopA (logged out right after arriving there).
+    let (_, id) = h.spawn_player("Alice", 200.0, 200.0);
+    h.run_ticks(30);
+    assert_eq!((h.actor(id).x, h.actor(id).z), (200.0, 200.0));
+    assert_eq!(h.actor(id).last_portal, Some(2), "locked as on arrival");
 }
 
 #[test]

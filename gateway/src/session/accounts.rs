@@ -276,6 +276,18 @@ impl AccountBook {
         true
     }
 
+    /// The account and slot of the character called `name` (case-insensitive).
+    pub fn find_character(&self, name: &str) -> Option<(AccountId, u8)> {
+        let id = *self.by_character.get(&name_key(name))?;
+        let slot = self
+            .accounts
+            .get(&id)?
+            .characters
+            .iter()
+            .position(|c| name_key(&c.name) == name_key(name))?;
+        Some((id, u8::try_from(slot).ok()?))
+    }
+
     /// Stores a character's latest state (a zone's snapshot: logout, checkpoint, handoff).
     /// The name is kept as stored (zones cannot rename).
     pub fn save_character(&mut self, id: AccountId, slot: u8, mut state: ActorStateDto) -> bool {

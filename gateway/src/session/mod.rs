@@ -38,7 +38,7 @@ pub use accounts::{
     Account, AccountBook, AccountId, AccountRow, PersistOp, latin1, latin1_bytes, name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, character_blocks};
-pub use password::{Argon2Hasher, HashError, PasswordHasher, verify_rc_v1};
+pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
 pub use throttle::{LoginThrottle, MAX_FAILURES, PeerKey, WINDOW_MS};
 
 /// Close codes (transport.md).
@@ -212,6 +212,14 @@ impl Session {
             Phase::InGame { account, index } => Some((account, index)),
             _ => None,
         }
+    }
+
+    /// Whether these credentials were already verified on this connection (the shell then
+    /// skips precomputing a password hash check for them).
+    pub fn has_verified(&self, creds: &Creds) -> bool {
+        self.verified
+            .as_ref()
+            .is_some_and(|(_, md5)| *md5 == creds.password_md5.0)
     }
 
     /// The next packet to send.

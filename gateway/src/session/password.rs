@@ -104,3 +104,57 @@ impl PasswordHasher for Argon2Hasher {
         }
     }
 }
+
+/// A hasher whose expensive answers were computed ahead of time, off the packet task (the
+/// gateway shell runs argon2 on a blocking thread, then replays the packet through the
+/// session with this hasher while it holds the account lock for microseconds only).
+///
+/// Each method answers from the precomputed values when its inputs match them and falls back
+/// to `inner` otherwise, so the session's behaviour is exactly that of `inner`. A
+/// precomputed fresh hash carries its own random salt: the `salt` argument of
+/// [`PasswordHasher::hash`] is then not used.
+pub struct Precomputed<'a> {
+    /// The real hasher.
+    pub inner: &'a dyn PasswordHasher,
+    /// `(md5_hex, stored, result)` of one verification.
+    pub verified: Option<(Vec<u8>, String, bool)>,
+    /// An MD5 for which the cost of a verification was already spent (unknown user).
+    pub burned: Option<Vec<u8>>,
+    /// `(md5_hex, hash)`: fresh hashes (new accounts, password changes, rehashes).
+    pub fresh: Vec<(Vec<u8>, String)>,
+}
+
+impl std::fmt::Debug for Precomputed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Precomputed")
+            .field("verified", &self.verified.as_ref().map(|v| v.2))
+            .field("fresh", &self.fresh.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PasswordHasher for Precomputed<'_> {
+    fn hash(&self, md5_hex: &[u8], salt: &[u8; 16]) -> Result<String, HashError> {
+        match self.fresh.iter().find(|(m, _)| m == md5_hex) {
+            Some((_, h)) => Ok(h.clone()),
+            None => self.inner.hash(md5_hex, salt),
+        }
+    }
+
+    fn verify(&self, md5_hex: &[u8], stored: &str) -> bool {
+        match &self.verified {
+            Some((m, s, r)) if m == md5_hex && s == stored => *r,
+            _ => self.inner.verify(md5_hex, stored),
+        }
+    }
+
+    fn needs_rehash(&self, stored: &str) -> bool {
+        self.inner.needs_rehash(stored)
+    }
+
+    fn burn(&self, md5_hex: &[u8]) {
+        if self.burned.as_deref() != Some(md5_hex) {
+            self.inner.burn(md5_hex);
+        }
+    }
+}

@@ -353,9 +353,13 @@ pub struct WriterStats {
     pub total_write_us: AtomicU64,
 }
 
+/// A callback run on the writer thread once everything queued before it is committed.
+type AfterCommit = Box<dyn FnOnce(bool) + Send>;
+
 enum Msg {
     Ops(Vec<PersistOp>),
     Flush(mpsc::Sender<()>),
+    After(AfterCommit),
 }
 
 /// Most ops committed in one transaction.
@@ -391,9 +395,11 @@ impl Writer {
                 while let Ok(first) = rx.recv() {
                     let mut ops = Vec::new();
                     let mut flushes = Vec::new();
+                    let mut afters: Vec<AfterCommit> = Vec::new();
                     let mut take = |m: Msg, ops: &mut Vec<PersistOp>| match m {
                         Msg::Ops(v) => ops.extend(v),
                         Msg::Flush(done) => flushes.push(done),
+                        Msg::After(f) => afters.push(f),
                     };
                     take(first, &mut ops);
                     while ops.len() < MAX_BATCH_OPS {
@@ -402,6 +408,7 @@ impl Writer {
                             Err(_) => break,
                         }
                     }
+                    let failures_before = st.failures.load(Ordering::Relaxed);
                     if !ops.is_empty() {
                         let t0 = Instant::now();
                         let n = u64::try_from(ops.len()).unwrap_or(u64::MAX);
@@ -437,6 +444,10 @@ impl Writer {
                     for f in flushes {
                         let _ = f.send(());
                     }
+                    let ok = st.failures.load(Ordering::Relaxed) == failures_before;
+                    for f in afters {
+                        f(ok);
+                    }
                 }
             })
             .map_err(|source| StoreError::Dir {
@@ -463,6 +474,16 @@ impl Writer {
             self.stats.queue_depth.fetch_sub(n, Ordering::Relaxed);
             StoreError::WriterGone
         })
+    }
+
+    /// Runs `f(ok)` on the writer thread once everything queued before this call has been
+    /// written; `ok` is false when an op of that batch failed (see [`Writer::last_error`]).
+    /// The gateway acknowledges a zone's snapshot this way, so an acknowledged snapshot is
+    /// on disk.
+    pub fn after_commit(&self, f: impl FnOnce(bool) + Send + 'static) -> Result<(), StoreError> {
+        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
+        tx.send(Msg::After(Box::new(f)))
+            .map_err(|_| StoreError::WriterGone)
     }
 
     /// Blocks until everything queued before this call is committed (tests, shutdown).

@@ -1,0 +1,577 @@
+//! The gateway's admin HTTP endpoint: `GET /healthz`, `GET /metrics` (Prometheus text
+//! exposition format 0.0.4) and `GET /cluster` (a JSON [`ClusterView`]), served on a
+//! loopback address by default ([`DEFAULT_ADDR`]).
+//!
+//! The data comes from the rest of the gateway through [`AdminSource`]; this module only
+//! speaks HTTP. Other paths answer 404, other methods 405 (`HEAD` is answered like `GET`,
+//! without a body). [`MetricsText`] builds the exposition text.
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+use shared::internal::Generation;
+
+/// The default admin address: loopback only (the endpoint has no authentication).
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9180));
+
+/// Content type of `/metrics` (Prometheus text exposition format 0.0.4).
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+
+/// Content type of `/healthz` and the error bodies.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+
+/// Content type of `/cluster`.
+pub const JSON_CONTENT_TYPE: &str = "application/json";
+
+/// Longest unhealthy reason sent (bytes); longer ones are cut at a char boundary.
+pub const MAX_REASON: usize = 256;
+
+/// What the admin endpoint shows, provided by the rest of the gateway. Called on the
+/// runtime's worker threads for every request, so each call should take a snapshot and
+/// return quickly (no blocking I/O).
+pub trait AdminSource: Send + Sync + 'static {
+    /// `Ok` when the gateway is healthy, else a short reason (answered with 503).
+    fn health(&self) -> Result<(), String>;
+    /// The metrics in Prometheus text format (build them with [`MetricsText`]).
+    fn metrics(&self) -> String;
+    /// The cluster as the gateway sees it.
+    fn cluster(&self) -> ClusterView;
+}
+
+/// The cluster as the gateway sees it (`GET /cluster`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterView {
+    /// This gateway's id.
+    pub gateway_id: String,
+    /// Client sessions by phase.
+    pub sessions: SessionCounts,
+    /// The registered zone nodes.
+    pub nodes: Vec<NodeView>,
+    /// AreaInstances wanted but placed on no node.
+    pub unplaced: Vec<UnplacedInstance>,
+}
+
+/// Client sessions by phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCounts {
+    /// Open connections (menu and game).
+    pub connected: u64,
+    /// Sessions in the login menu.
+    pub in_menu: u64,
+    /// Sessions in the world.
+    pub in_game: u64,
+}
+
+/// One zone node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    /// The node's id.
+    pub id: String,
+    /// The address it registered from.
+    pub address: String,
+    /// How many AreaInstances it accepts.
+    pub capacity: u32,
+    /// Instances over capacity (see [`NodeView::load_of`]).
+    pub load: f64,
+    /// Players on the node.
+    pub players: u64,
+    /// Whether it is draining (takes no new instances or players).
+    pub draining: bool,
+    /// Milliseconds since its last heartbeat.
+    pub last_heartbeat_ms_ago: u64,
+    /// Its AreaInstances.
+    pub instances: Vec<InstanceView>,
+}
+
+impl NodeView {
+    /// The load of a node running `instances` of `capacity`: `instances / capacity`. A
+    /// capacity of 0 counts as 1, so the value stays finite.
+    pub fn load_of(instances: usize, capacity: u32) -> f64 {
+        // Exact below 2^53 instances.
+        instances as f64 / f64::from(capacity.max(1))
+    }
+}
+
+/// One AreaInstance on a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceView {
+    /// Area name.
+    pub area: String,
+    /// Instance number.
+    pub instance: u16,
+    /// Placement generation.
+    pub generation: Generation,
+    /// Players in it.
+    pub players: u64,
+    /// NPCs in it.
+    pub npcs: u64,
+    /// 99th percentile tick time, in milliseconds.
+    pub tick_p99_ms: f64,
+}
+
+/// An AreaInstance with no node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnplacedInstance {
+    /// Area name.
+    pub area: String,
+    /// Instance number.
+    pub instance: u16,
+}
+
+type Source = Arc<dyn AdminSource>;
+
+/// The admin routes, for embedding in another server or testing without a socket.
+pub fn router(source: Arc<dyn AdminSource>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/cluster", get(cluster))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(source)
+}
+
+/// Serves the admin endpoint on `listener` until `shutdown` completes, then stops
+/// accepting and waits for the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    source: Arc<dyn AdminSource>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(source))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)], body).into_response()
+}
+
+/// One line of at most [`MAX_REASON`] bytes (control characters become spaces).
+fn short_reason(reason: &str) -> String {
+    let mut out = String::new();
+    for c in reason.trim().chars() {
+        if out.len() + c.len_utf8() > MAX_REASON {
+            break;
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    if out.is_empty() {
+        out.push_str("unhealthy");
+    }
+    out
+}
+
+async fn healthz(State(source): State<Source>) -> Response {
+    match source.health() {
+        Ok(()) => text(StatusCode::OK, "ok".to_owned()),
+        Err(reason) => text(StatusCode::SERVICE_UNAVAILABLE, short_reason(&reason)),
+    }
+}
+
+async fn metrics(State(source): State<Source>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        source.metrics(),
+    )
+        .into_response()
+}
+
+async fn cluster(State(source): State<Source>) -> Response {
+    match serde_json::to_vec(&source.cluster()) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, JSON_CONTENT_TYPE)],
+            body,
+        )
+            .into_response(),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "not found".to_owned())
+}
+
+async fn method_not_allowed() -> Response {
+    let mut r = text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed".to_owned(),
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+    r
+}
+
+/// The type of a metric family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Counter => "counter",
+            Self::Gauge => "gauge",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Family {
+    name: String,
+    help: String,
+    kind: Kind,
+    /// Rendered sample lines, each ending in `\n`.
+    samples: String,
+}
+
+/// A builder of Prometheus text exposition format 0.0.4.
+///
+/// Samples are grouped by metric family in the order each family was first used, with one
+/// `# HELP` and one `# TYPE` line per family, however the calls interleave; the first call
+/// of a family fixes its help and type. Names are made valid by replacing every character
+/// outside `[a-zA-Z0-9_:]` (label names: `[a-zA-Z0-9_]`) with `_` and prefixing `_` to a
+/// leading digit; label values and help are escaped as the format requires.
+///
+/// ```
+/// # use gateway::admin::MetricsText;
+/// let mut m = MetricsText::new();
+/// m.counter("gw_logins_total", "Successful logins.", 3);
+/// m.gauge_with("gw_players", "Players per area.", &[("area", "Plains")], 2.0);
+/// assert_eq!(
+///     m.render(),
+///     "# HELP gw_logins_total Successful logins.\n# TYPE gw_logins_total counter\n\
+///      gw_logins_total 3\n# HELP gw_players Players per area.\n# TYPE gw_players gauge\n\
+///      gw_players{area=\"Plains\"} 2\n"
+/// );
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MetricsText {
+    families: Vec<Family>,
+    index: HashMap<String, usize>,
+}
+
+impl MetricsText {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A counter sample with no labels.
+    pub fn counter(&mut self, name: &str, help: &str, value: u64) -> &mut Self {
+        self.counter_with(name, help, &[], value)
+    }
+
+    /// A counter sample with labels.
+    pub fn counter_with(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: u64,
+    ) -> &mut Self {
+        self.sample(name, help, Kind::Counter, labels, &value.to_string())
+    }
+
+    /// A gauge sample with no labels.
+    pub fn gauge(&mut self, name: &str, help: &str, value: f64) -> &mut Self {
+        self.gauge_with(name, help, &[], value)
+    }
+
+    /// A gauge sample with labels.
+    pub fn gauge_with(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) -> &mut Self {
+        self.sample(name, help, Kind::Gauge, labels, &float(value))
+    }
+
+    fn sample(
+        &mut self,
+        name: &str,
+        help: &str,
+        kind: Kind,
+        labels: &[(&str, &str)],
+        value: &str,
+    ) -> &mut Self {
+        let name = sanitize(name, true);
+        let i = match self.index.get(&name) {
+            Some(&i) => i,
+            None => {
+                let i = self.families.len();
+                self.families.push(Family {
+                    name: name.clone(),
+                    help: escape_help(help),
+                    kind,
+                    samples: String::new(),
+                });
+                self.index.insert(name.clone(), i);
+                i
+            }
+        };
+        if let Some(f) = self.families.get_mut(i) {
+            let s = &mut f.samples;
+            s.push_str(&name);
+            if !labels.is_empty() {
+                s.push('{');
+                for (n, (label, v)) in labels.iter().enumerate() {
+                    if n > 0 {
+                        s.push(',');
+                    }
+                    s.push_str(&sanitize(label, false));
+                    s.push_str("=\"");
+                    s.push_str(&escape_label_value(v));
+                    s.push('"');
+                }
+                s.push('}');
+            }
+            s.push(' ');
+            s.push_str(value);
+            s.push('\n');
+        }
+        self
+    }
+
+    /// The exposition text (empty when nothing was added).
+    pub fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for MetricsText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for fam in &self.families {
+            if !fam.help.is_empty() {
+                writeln!(f, "# HELP {} {}", fam.name, fam.help)?;
+            }
+            writeln!(f, "# TYPE {} {}", fam.name, fam.kind.as_str())?;
+            f.write_str(&fam.samples)?;
+        }
+        Ok(())
+    }
+}
+
+/// A float as the format spells it (`NaN`, `+Inf`, `-Inf`, else the shortest decimal).
+fn float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_owned()
+    } else if v == f64::INFINITY {
+        "+Inf".to_owned()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".to_owned()
+    } else {
+        let mut s = String::new();
+        let _ = write!(s, "{v}");
+        s
+    }
+}
+
+/// A valid metric name (`colons`) or label name.
+fn sanitize(name: &str, colons: bool) -> String {
+    let mut out = String::with_capacity(name.len() + 1);
+    for (i, c) in name.chars().enumerate() {
+        if i == 0 && c.is_ascii_digit() {
+            out.push('_');
+        }
+        let ok = c.is_ascii_alphanumeric() || c == '_' || (colons && c == ':');
+        out.push(if ok { c } else { '_' });
+    }
+    if out.is_empty() {
+        out.push('_');
+    }
+    out
+}
+
+/// `\` → `\\`, newline → `\n`.
+fn escape_help(help: &str) -> String {
+    help.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// `\` → `\\`, `"` → `\"`, newline → `\n`.
+fn escape_label_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_gauges() {
+        let mut m = MetricsText::new();
+        m.counter("gw_frames_total", "Frames routed.", 42)
+            .gauge("gw_load", "Average load.", 0.25)
+            .gauge("gw_nan", "", f64::NAN)
+            .gauge("gw_inf", "Up.", f64::INFINITY)
+            .gauge("gw_neg_inf", "Down.", f64::NEG_INFINITY)
+            .gauge("gw_whole", "Whole.", 3.0)
+            .gauge("gw_negative", "Negative.", -1.5);
+        assert_eq!(
+            m.render(),
+            "# HELP gw_frames_total Frames routed.\n\
+             # TYPE gw_frames_total counter\n\
+             gw_frames_total 42\n\
+             # HELP gw_load Average load.\n\
+             # TYPE gw_load gauge\n\
+             gw_load 0.25\n\
+             # TYPE gw_nan gauge\n\
+             gw_nan NaN\n\
+             # HELP gw_inf Up.\n\
+             # TYPE gw_inf gauge\n\
+             gw_inf +Inf\n\
+             # HELP gw_neg_inf Down.\n\
+             # TYPE gw_neg_inf gauge\n\
+             gw_neg_inf -Inf\n\
+             # HELP gw_whole Whole.\n\
+             # TYPE gw_whole gauge\n\
+             gw_whole 3\n\
+             # HELP gw_negative Negative.\n\
+             # TYPE gw_negative gauge\n\
+             gw_negative -1.5\n"
+        );
+    }
+
+    #[test]
+    fn one_help_and_type_per_family_even_when_interleaved() {
+        let mut m = MetricsText::new();
+        m.gauge_with(
+            "zone_players",
+            "Players per instance.",
+            &[("area", "Plains"), ("instance", "0")],
+            3.0,
+        );
+        m.counter_with("gw_kicks_total", "Kicks.", &[("by", "Gandalf")], 1);
+        m.gauge_with(
+            "zone_players",
+            "ignored: the first help stays",
+            &[("area", "Dark Wood"), ("instance", "1")],
+            0.0,
+        );
+        m.counter_with("gw_kicks_total", "Kicks.", &[("by", "Merlin")], 2);
+        assert_eq!(
+            m.render(),
+            "# HELP zone_players Players per instance.\n\
+             # TYPE zone_players gauge\n\
+             zone_players{area=\"Plains\",instance=\"0\"} 3\n\
+             zone_players{area=\"Dark Wood\",instance=\"1\"} 0\n\
+             # HELP gw_kicks_total Kicks.\n\
+             # TYPE gw_kicks_total counter\n\
+             gw_kicks_total{by=\"Gandalf\"} 1\n\
+             gw_kicks_total{by=\"Merlin\"} 2\n"
+        );
+    }
+
+    #[test]
+    fn label_values_and_help_are_escaped() {
+        let mut m = MetricsText::new();
+        m.gauge_with(
+            "x",
+            "Back\\slash and\nnewline \"quotes\" stay.",
+            &[("path", "C:\\dir\n\"q\"")],
+            1.0,
+        );
+        assert_eq!(
+            m.render(),
+            "# HELP x Back\\\\slash and\\nnewline \"quotes\" stay.\n\
+             # TYPE x gauge\n\
+             x{path=\"C:\\\\dir\\n\\\"q\\\"\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn names_are_made_valid() {
+        let mut m = MetricsText::new();
+        m.counter_with("9 bad-name:ok", "", &[("la:bel", "v"), ("1x", "w")], 0);
+        assert_eq!(
+            m.render(),
+            "# TYPE _9_bad_name:ok counter\n_9_bad_name:ok{la_bel=\"v\",_1x=\"w\"} 0\n"
+        );
+        assert_eq!(MetricsText::new().render(), "");
+        assert_eq!(sanitize("", true), "_");
+    }
+
+    #[test]
+    fn reasons_are_one_short_line() {
+        assert_eq!(
+            short_reason(" no zone node\nregistered "),
+            "no zone node registered"
+        );
+        assert_eq!(short_reason(""), "unhealthy");
+        let long = "é".repeat(MAX_REASON);
+        let r = short_reason(&long);
+        assert!(r.len() <= MAX_REASON);
+        assert_eq!(r.len(), MAX_REASON);
+    }
+
+    #[test]
+    fn load_of() {
+        assert!((NodeView::load_of(3, 4) - 0.75).abs() < 1e-12);
+        assert!((NodeView::load_of(2, 0) - 2.0).abs() < 1e-12);
+        assert!(NodeView::load_of(0, 0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cluster_view_json_shape() {
+        let v = ClusterView {
+            gateway_id: "gw-1".into(),
+            sessions: SessionCounts {
+                connected: 3,
+                in_menu: 1,
+                in_game: 2,
+            },
+            nodes: vec![NodeView {
+                id: "node-a".into(),
+                address: "10.0.0.2:4433".into(),
+                capacity: 4,
+                load: 0.25,
+                players: 2,
+                draining: false,
+                last_heartbeat_ms_ago: 120,
+                instances: vec![InstanceView {
+                    area: "Plains".into(),
+                    instance: 0,
+                    generation: 7,
+                    players: 2,
+                    npcs: 30,
+                    tick_p99_ms: 1.5,
+                }],
+            }],
+            unplaced: vec![UnplacedInstance {
+                area: "Dark Wood".into(),
+                instance: 1,
+            }],
+        };
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            json,
+            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5}]}],"unplaced":[{"area":"Dark Wood","instance":1}]}"#
+        );
+        let back: ClusterView = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, v);
+    }
+}

@@ -1,0 +1,353 @@
+//! `GatewayConfig`: the gateway's typed, validated configuration.
+//!
+//! Layers, later wins: built-in defaults, a TOML file, `GATEWAY_*` environment variables,
+//! command-line flags (`main.rs` turns them into [`GatewayConfig::apply_overrides`] pairs).
+//! [`GatewayConfig::validate`] runs last and names the setting that is wrong.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Environment variable prefix.
+pub const ENV_PREFIX: &str = "GATEWAY_";
+
+/// A configuration problem.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// Which file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this shape.
+    #[error("config file {path} is invalid: {message}")]
+    Parse {
+        /// Which file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// An environment variable does not parse.
+    #[error("environment variable {var}={value:?}: {message}")]
+    Env {
+        /// Variable.
+        var: String,
+        /// Value (redacted for secrets).
+        value: String,
+        /// Why.
+        message: String,
+    },
+    /// A setting is out of range or inconsistent.
+    #[error("setting `{field}`: {message}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Everything the gateway needs to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// This gateway's id (logs, `/cluster`).
+    pub gateway_id: String,
+    /// Client QUIC endpoint (ALPN `rc/1`), UDP. Realm Crafter's default port is 25000.
+    pub listen: SocketAddr,
+    /// Internal QUIC endpoint the zone nodes connect to (ALPN `rc-internal/1`), UDP.
+    pub internal_listen: SocketAddr,
+    /// Admin HTTP (`/healthz`, `/metrics`, `/cluster`), TCP; loopback by default.
+    pub admin_listen: SocketAddr,
+    /// Data directory: SQLite database and the generated certificate.
+    pub data_dir: PathBuf,
+    /// World directory (native or a Realm Crafter `Server Data`); default: the embedded demo.
+    pub world: Option<PathBuf>,
+    /// Shared secret zone nodes prove on the internal link (at least 16 bytes).
+    pub cluster_secret: String,
+    /// PEM certificate chain for the client endpoint (with `key_path`); default: a
+    /// self-signed certificate created in the data directory on first start.
+    pub cert_path: Option<PathBuf>,
+    /// PEM private key for `cert_path`.
+    pub key_path: Option<PathBuf>,
+    /// Most simultaneous client connections; more are refused at the QUIC handshake.
+    pub max_connections: u32,
+    /// A client connection with no traffic for this long is closed (ms).
+    pub idle_timeout_ms: u64,
+    /// A client must open its stream within this time after connecting (ms).
+    pub handshake_timeout_ms: u64,
+    /// Largest client frame `len` accepted on the stream (bytes, ≤ 65535).
+    pub max_frame_len: usize,
+    /// Heartbeat period asked of the zone nodes (ms).
+    pub heartbeat_ms: u64,
+    /// A node silent for this long is removed and its instances re-placed (ms).
+    pub node_timeout_ms: u64,
+    /// Periodic character checkpoint for the embedded zone node (ms); remote nodes use
+    /// their own `persist_every_ms`.
+    pub checkpoint_ms: u64,
+    /// Bounded time for a graceful shutdown (ms).
+    pub shutdown_timeout_ms: u64,
+    /// argon2 cost: `production` (default) or `fast` (tests and local experiments only).
+    pub password_hash: String,
+    /// Run an embedded zone node in this process (`--standalone`).
+    pub standalone: bool,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            gateway_id: "gateway".into(),
+            listen: SocketAddr::from(([0, 0, 0, 0], 25000)),
+            internal_listen: SocketAddr::from(([0, 0, 0, 0], 25001)),
+            admin_listen: crate::admin::DEFAULT_ADDR,
+            data_dir: PathBuf::from("data"),
+            world: None,
+            cluster_secret: String::new(),
+            cert_path: None,
+            key_path: None,
+            max_connections: 5_000,
+            idle_timeout_ms: 30_000,
+            handshake_timeout_ms: 10_000,
+            max_frame_len: 8_192,
+            heartbeat_ms: 1_000,
+            node_timeout_ms: 5_000,
+            checkpoint_ms: 30_000,
+            shutdown_timeout_ms: 10_000,
+            password_hash: "production".into(),
+            standalone: false,
+        }
+    }
+}
+
+fn num<T: std::str::FromStr>(v: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    v.trim().parse().map_err(|e: T::Err| e.to_string())
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err("expected true or false".into()),
+    }
+}
+
+fn path(v: &str) -> Option<PathBuf> {
+    (!v.trim().is_empty()).then(|| PathBuf::from(v))
+}
+
+impl GatewayConfig {
+    /// Read a TOML file over the defaults.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e: toml::de::Error| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Apply `GATEWAY_*` variables (pass `std::env::vars()`); unknown `GATEWAY_*` names are
+    /// errors so typos show.
+    pub fn apply_env(
+        &mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        for (var, value) in vars {
+            let Some(key) = var.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            let key = key.to_ascii_lowercase();
+            self.set(&key, &value).map_err(|message| ConfigError::Env {
+                var: var.clone(),
+                value: if key == "cluster_secret" {
+                    "<redacted>".into()
+                } else {
+                    value.clone()
+                },
+                message,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Set one setting by its snake_case name from text.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "gateway_id" => self.gateway_id = value.to_owned(),
+            "listen" => self.listen = num(value)?,
+            "internal_listen" => self.internal_listen = num(value)?,
+            "admin_listen" => self.admin_listen = num(value)?,
+            "data_dir" => self.data_dir = PathBuf::from(value),
+            "world" => self.world = path(value),
+            "cluster_secret" => self.cluster_secret = value.to_owned(),
+            "cert_path" => self.cert_path = path(value),
+            "key_path" => self.key_path = path(value),
+            "max_connections" => self.max_connections = num(value)?,
+            "idle_timeout_ms" => self.idle_timeout_ms = num(value)?,
+            "handshake_timeout_ms" => self.handshake_timeout_ms = num(value)?,
+            "max_frame_len" => self.max_frame_len = num(value)?,
+            "heartbeat_ms" => self.heartbeat_ms = num(value)?,
+            "node_timeout_ms" => self.node_timeout_ms = num(value)?,
+            "checkpoint_ms" => self.checkpoint_ms = num(value)?,
+            "shutdown_timeout_ms" => self.shutdown_timeout_ms = num(value)?,
+            "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
+            "standalone" => self.standalone = boolean(value)?,
+            "config" => {}
+            _ => return Err(format!("unknown setting `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// Apply `(setting, value)` overrides (the flags), in order.
+    pub fn apply_overrides<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'static str, &'a str)>,
+    ) -> Result<(), ConfigError> {
+        for (field, value) in pairs {
+            self.set(field, value)
+                .map_err(|message| ConfigError::Invalid { field, message })?;
+        }
+        Ok(())
+    }
+
+    /// Check every setting; the first problem wins.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn bad(field: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid {
+                field,
+                message: message.into(),
+            })
+        }
+        if self.gateway_id.trim().is_empty() || self.gateway_id.len() > 128 {
+            return bad("gateway_id", "must be 1..=128 characters");
+        }
+        // The standalone mode generates a secret for its embedded node when none is set.
+        if !self.standalone && self.cluster_secret.len() < shared::internal::auth::MIN_SECRET_LEN {
+            return bad(
+                "cluster_secret",
+                format!(
+                    "required, at least {} bytes (set GATEWAY_CLUSTER_SECRET, or use --standalone)",
+                    shared::internal::auth::MIN_SECRET_LEN
+                ),
+            );
+        }
+        if self.cert_path.is_some() != self.key_path.is_some() {
+            return bad("cert_path", "cert_path and key_path go together");
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections", "must be at least 1");
+        }
+        if !(1_000..=3_600_000).contains(&self.idle_timeout_ms) {
+            return bad("idle_timeout_ms", "must be 1000..=3600000");
+        }
+        if !(100..=120_000).contains(&self.handshake_timeout_ms) {
+            return bad("handshake_timeout_ms", "must be 100..=120000");
+        }
+        if !(64..=shared::frame::MAX_FRAME_LEN).contains(&self.max_frame_len) {
+            return bad("max_frame_len", "must be 64..=65535");
+        }
+        if !(10..=60_000).contains(&self.heartbeat_ms) {
+            return bad("heartbeat_ms", "must be 10..=60000");
+        }
+        if self.node_timeout_ms < 2 * self.heartbeat_ms {
+            return bad("node_timeout_ms", "must be at least twice heartbeat_ms");
+        }
+        if !(100..=3_600_000).contains(&self.checkpoint_ms) {
+            return bad("checkpoint_ms", "must be 100..=3600000");
+        }
+        if !(100..=600_000).contains(&self.shutdown_timeout_ms) {
+            return bad("shutdown_timeout_ms", "must be 100..=600000");
+        }
+        if !matches!(self.password_hash.as_str(), "production" | "fast") {
+            return bad("password_hash", "expected `production` or `fast`");
+        }
+        Ok(())
+    }
+
+    /// The idle timeout.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// The shutdown deadline.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret() -> String {
+        "0123456789abcdef0123".into()
+    }
+
+    #[test]
+    fn defaults_need_a_secret_unless_standalone() {
+        let c = GatewayConfig::default();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("cluster_secret"), "{e}");
+        let c = GatewayConfig {
+            standalone: true,
+            ..GatewayConfig::default()
+        };
+        c.validate().unwrap();
+        let c = GatewayConfig {
+            cluster_secret: secret(),
+            ..GatewayConfig::default()
+        };
+        c.validate().unwrap();
+        assert_eq!(c.listen.port(), 25000);
+    }
+
+    #[test]
+    fn layers_apply_in_order_and_name_the_bad_setting() {
+        let mut c: GatewayConfig =
+            toml::from_str("listen = \"127.0.0.1:4000\"\nmax_connections = 7\n").unwrap();
+        assert_eq!(c.max_connections, 7);
+        c.apply_env([
+            ("GATEWAY_MAX_CONNECTIONS".to_owned(), "9".to_owned()),
+            ("OTHER".to_owned(), "x".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(c.max_connections, 9);
+        c.apply_overrides([("max_connections", "11")]).unwrap();
+        assert_eq!(c.max_connections, 11);
+        let e = c
+            .apply_env([("GATEWAY_LISTEN".to_owned(), "nope".to_owned())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GATEWAY_LISTEN"), "{e}");
+        let e = c
+            .apply_env([("GATEWAY_CLUSTER_SECRE".to_owned(), "s".to_owned())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown setting"), "{e}");
+        let e = c
+            .apply_env([("GATEWAY_STANDALONE".to_owned(), "maybe".to_owned())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("true or false"), "{e}");
+        assert!(toml::from_str::<GatewayConfig>("bogus = 1").is_err());
+        c.cluster_secret = secret();
+        c.max_frame_len = 10;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_frame_len")
+        );
+    }
+}

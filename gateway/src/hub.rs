@@ -1,0 +1,1392 @@
+//! The hub: the one task that owns the cluster's control state — the placement
+//! [`Directory`], the in-game sessions and their RuntimeIDs, the node links, transfers in
+//! flight — and turns client and node events into internal messages.
+//!
+//! Hot traffic does not pass through here: `P_StandardUpdate` datagrams go straight between
+//! a client's connection task and its node link ([`Shared::routes`]), and a zone's reliable
+//! frames straight from the node link to the client ([`Shared::clients`]). The hub handles
+//! logins entering the world, reliable client frames (low volume, ordered), chat commands that
+//! span nodes, snapshots (saved, then acknowledged once committed), and everything about
+//! placement and node membership.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use shared::content::World;
+use shared::internal::{
+    ActorStateDto, ArrivalDto, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
+    RunningInstance, SessionId, SnapshotReasonDto, TransferDto,
+};
+use shared::proto::{KickedPlayer, ServerPacket, StartGameReply};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::admin::{
+    ClusterView, InstanceView, NodeView as AdminNode, SessionCounts, UnplacedInstance,
+};
+use crate::chat::{self, Effect, OnlinePlayer, Route};
+use crate::config::GatewayConfig;
+use crate::directory::{Action, Directory, NodeId};
+use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, close};
+use crate::store::Writer;
+
+/// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
+/// range above, per instance).
+pub const MIN_PLAYER_RID: u16 = 1;
+/// Highest player RuntimeID.
+pub const MAX_PLAYER_RID: u16 = 15_999;
+/// How long a login waits for its instance to be placed and ready.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a leaving player's node has to send its last snapshot.
+pub const DETACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// Reliable frames kept for a session whose zone is not attached yet.
+pub const MAX_QUEUED_FRAMES: usize = 256;
+/// Depth of each client's outbound queue; a client that cannot keep up is closed.
+pub const CLIENT_QUEUE: usize = 4_096;
+
+/// Something for a client connection task.
+#[derive(Debug)]
+pub enum ClientOut {
+    /// Reliable frames to write on the stream, byte for byte.
+    Frames(Bytes),
+    /// Close the connection with this application code after flushing.
+    Close {
+        /// Code of transport.md.
+        code: u32,
+        /// Why (sent as the close reason and logged).
+        reason: String,
+    },
+}
+
+/// A connected client, as other tasks reach it.
+#[derive(Debug, Clone)]
+pub struct ClientHandle {
+    /// Its outbound queue.
+    pub tx: mpsc::Sender<ClientOut>,
+    /// Its connection (datagrams are sent on it directly).
+    pub conn: quinn::Connection,
+}
+
+impl ClientHandle {
+    /// Queue frames; a full queue closes the client (it cannot keep up).
+    pub fn frames(&self, frames: Bytes, metrics: &Metrics) {
+        if self.tx.try_send(ClientOut::Frames(frames)).is_err() {
+            Metrics::inc(&metrics.client_queue_overflows);
+            self.conn.close(
+                close::NORMAL.into(),
+                b"send queue overflow: the client is too slow",
+            );
+        }
+    }
+
+    /// Ask the task to close.
+    pub fn close(&self, code: u32, reason: &str) {
+        let reason = reason.to_owned();
+        if self
+            .tx
+            .try_send(ClientOut::Close {
+                code,
+                reason: reason.clone(),
+            })
+            .is_err()
+        {
+            self.conn.close(code.into(), reason.as_bytes());
+        }
+    }
+}
+
+/// A registered node link, as the hub reaches it.
+#[derive(Debug, Clone)]
+pub struct NodeLink {
+    /// Control messages to the node (the link's writer task encodes them).
+    pub tx: mpsc::UnboundedSender<Msg>,
+    /// The QUIC connection (datagrams).
+    pub conn: quinn::Connection,
+    /// Connection serial (fencing stale connections of the same node id).
+    pub serial: u64,
+}
+
+/// Everything the hub hears.
+#[derive(Debug)]
+pub enum HubEvent {
+    /// A session's `P_StartGame` succeeded.
+    Entered {
+        /// Session.
+        session: SessionId,
+        /// Account.
+        account: AccountId,
+        /// Character slot.
+        slot: u8,
+        /// DM account.
+        is_dm: bool,
+        /// Saved character.
+        state: Box<ActorStateDto>,
+    },
+    /// In-game reliable frames for the zone, byte for byte.
+    Frames {
+        /// Session.
+        session: SessionId,
+        /// Frames.
+        frames: Bytes,
+    },
+    /// An in-game chat command (`/...`): the hub decides whether the gateway or the zone
+    /// handles it.
+    Chat {
+        /// Session.
+        session: SessionId,
+        /// The whole frame, to forward unchanged to the zone.
+        frame: Bytes,
+    },
+    /// The client connection ended.
+    Gone {
+        /// Session.
+        session: SessionId,
+    },
+    /// A node registered.
+    NodeUp {
+        /// Node id.
+        node: NodeId,
+        /// Advertised address.
+        addr: String,
+        /// Capacity.
+        capacity: u32,
+        /// What it still runs.
+        running: Vec<RunningInstance>,
+        /// The link.
+        link: NodeLink,
+    },
+    /// A control message from a node.
+    NodeMsg {
+        /// Node id.
+        node: NodeId,
+        /// Connection serial.
+        serial: u64,
+        /// The message.
+        msg: Msg,
+    },
+    /// A node's connection ended.
+    NodeDown {
+        /// Node id.
+        node: NodeId,
+        /// Connection serial.
+        serial: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Save every in-game player (detach them), close every client with code 3, flush the
+    /// store, then answer.
+    Shutdown {
+        /// Answered when done (or at the deadline).
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// Gateway-wide counters (monotonic unless noted).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Client connections accepted.
+    pub connections_accepted: AtomicU64,
+    /// Client connections refused (limit, shutting down).
+    pub connections_refused: AtomicU64,
+    /// Clients that connected but never opened their stream in time.
+    pub handshake_timeouts: AtomicU64,
+    /// Connections closed for a protocol violation (code 2).
+    pub protocol_violations: AtomicU64,
+    /// Connections closed by the login throttle (code 4).
+    pub rate_limited: AtomicU64,
+    /// Successful `P_StartGame`s.
+    pub logins: AtomicU64,
+    /// Client datagrams dropped (malformed, wrong type, not in game, no route).
+    pub bad_datagrams: AtomicU64,
+    /// Client datagrams forwarded to zone nodes.
+    pub datagrams_up: AtomicU64,
+    /// Zone datagrams forwarded to clients.
+    pub datagrams_down: AtomicU64,
+    /// Zone datagrams for sessions that are gone.
+    pub datagrams_unroutable: AtomicU64,
+    /// Reliable client frames forwarded to zones.
+    pub frames_up: AtomicU64,
+    /// Reliable frame batches forwarded to clients.
+    pub frames_down: AtomicU64,
+    /// Client frames dropped (queue for an unattached zone full).
+    pub frames_dropped: AtomicU64,
+    /// Clients closed because their outbound queue overflowed.
+    pub client_queue_overflows: AtomicU64,
+    /// Snapshots stored and acknowledged.
+    pub snapshots_saved: AtomicU64,
+    /// Snapshots that matched no character.
+    pub snapshots_orphaned: AtomicU64,
+    /// Internal messages refused (bad auth, malformed, unexpected).
+    pub internal_refused: AtomicU64,
+    /// Transfers routed between nodes.
+    pub transfers_routed: AtomicU64,
+    /// Transfers refused (no such area, no node, timeout).
+    pub transfers_refused: AtomicU64,
+    /// Instances lost with their node.
+    pub instances_lost: AtomicU64,
+    /// Chat commands handled by the gateway.
+    pub chat_commands: AtomicU64,
+}
+
+impl Metrics {
+    /// Add one.
+    pub fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Read.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// Accounts and the login throttle, behind one lock (held for microseconds: argon2 runs
+/// outside it).
+#[derive(Debug, Default)]
+pub struct Accounts {
+    /// Every account.
+    pub book: AccountBook,
+    /// Failed logins per peer.
+    pub throttle: LoginThrottle,
+}
+
+/// State shared by the hub, the connection tasks and the admin endpoint.
+pub struct Shared {
+    /// Configuration.
+    pub cfg: GatewayConfig,
+    /// The world served.
+    pub world: Arc<World>,
+    /// Accounts (login and snapshots).
+    pub accounts: Mutex<Accounts>,
+    /// The store writer.
+    pub writer: Writer,
+    /// Password hashing (argon2).
+    pub hasher: Arc<dyn PasswordHasher + Send + Sync>,
+    /// Connected clients by session.
+    pub clients: DashMap<SessionId, ClientHandle>,
+    /// In-game sessions → their zone node's connection (the datagram fast path).
+    pub routes: DashMap<SessionId, quinn::Connection>,
+    /// Counters.
+    pub metrics: Metrics,
+    /// The hub's inbox.
+    pub hub: mpsc::UnboundedSender<HubEvent>,
+    /// The latest cluster view (republished by the hub every 200 ms; session counts are
+    /// filled in per request).
+    pub view: Mutex<ClusterView>,
+    /// Set once shutdown began: new connections are refused.
+    pub shutting_down: AtomicBool,
+    next_session: AtomicU64,
+    next_serial: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("clients", &self.clients.len())
+            .field("routes", &self.routes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Shared state; returns it with the hub's receiving end.
+    pub fn new(
+        cfg: GatewayConfig,
+        world: Arc<World>,
+        book: AccountBook,
+        writer: Writer,
+        hasher: Arc<dyn PasswordHasher + Send + Sync>,
+        session_base: u64,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<HubEvent>) {
+        let (hub, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Self {
+            cfg,
+            world,
+            accounts: Mutex::new(Accounts {
+                book,
+                throttle: LoginThrottle::new(),
+            }),
+            writer,
+            hasher,
+            clients: DashMap::new(),
+            routes: DashMap::new(),
+            metrics: Metrics::default(),
+            hub,
+            view: Mutex::new(ClusterView::default()),
+            shutting_down: AtomicBool::new(false),
+            next_session: AtomicU64::new(session_base.max(1)),
+            next_serial: AtomicU64::new(1),
+        });
+        (shared, rx)
+    }
+
+    /// A fresh session id (unique across gateway restarts: the base is the start time).
+    pub fn next_session(&self) -> SessionId {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh node connection serial.
+    pub fn next_serial(&self) -> u64 {
+        self.next_serial.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Lock the accounts (a poisoned lock is recovered: the book stays consistent because
+    /// every mutation is a single call).
+    pub fn accounts(&self) -> std::sync::MutexGuard<'_, Accounts> {
+        match self.accounts.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Send to the hub (ignored once it stopped).
+    pub fn to_hub(&self, e: HubEvent) {
+        let _ = self.hub.send(e);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the instance; frames are queued.
+    Attaching { deadline: Instant },
+    /// Attached to `Player::node`.
+    InGame,
+    /// `DetachPlayer` sent; waiting for the snapshot and `PlayerDetached`.
+    Leaving { deadline: Instant },
+}
+
+#[derive(Debug)]
+struct Player {
+    account: AccountId,
+    slot: u8,
+    online: OnlinePlayer,
+    rid: u16,
+    key: InstanceKey,
+    state: Option<Box<ActorStateDto>>,
+    arrival: ArrivalDto,
+    node: Option<NodeId>,
+    phase: Phase,
+    queued: Vec<Bytes>,
+}
+
+#[derive(Debug)]
+struct Transfer {
+    source: NodeId,
+    their_id: u64,
+    dto: Box<TransferDto>,
+    forwarded_to: Option<NodeId>,
+    deadline: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    Attach(SessionId),
+    Transfer(u64),
+}
+
+/// The hub's state; [`run`] drives it.
+pub struct Hub {
+    shared: Arc<Shared>,
+    started: Instant,
+    dir: Directory,
+    nodes: HashMap<NodeId, NodeLink>,
+    deregistered: HashSet<(NodeId, u64)>,
+    players: HashMap<SessionId, Player>,
+    by_name: HashMap<String, SessionId>,
+    free_rids: Vec<u16>,
+    transfers: HashMap<u64, Transfer>,
+    next_transfer: u64,
+    waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
+    areas: Vec<String>,
+    shutdown: Option<(Instant, Vec<oneshot::Sender<()>>)>,
+}
+
+fn fold(name: &str) -> String {
+    name.to_lowercase()
+}
+
+impl Hub {
+    /// A hub over `shared`; `generation_base` should grow across restarts (wall clock ms).
+    pub fn new(shared: Arc<Shared>, generation_base: Generation) -> Self {
+        let areas: Vec<String> = shared.world.areas.iter().map(|a| a.name.clone()).collect();
+        Self {
+            dir: Directory::new(areas.clone(), generation_base),
+            started: Instant::now(),
+            nodes: HashMap::new(),
+            deregistered: HashSet::new(),
+            players: HashMap::new(),
+            by_name: HashMap::new(),
+            free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
+            transfers: HashMap::new(),
+            next_transfer: 1,
+            waiting: BTreeMap::new(),
+            areas,
+            shutdown: None,
+            shared,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn send_node(&self, node: &str, msg: Msg) -> bool {
+        match self.nodes.get(node) {
+            Some(l) => l.tx.send(msg).is_ok(),
+            None => false,
+        }
+    }
+
+    fn client(&self, session: SessionId) -> Option<ClientHandle> {
+        self.shared.clients.get(&session).map(|c| c.clone())
+    }
+
+    fn send_packet(&self, session: SessionId, p: &ServerPacket) {
+        let Some(c) = self.client(session) else {
+            return;
+        };
+        let mut out = Vec::new();
+        if p.encode_frame(&mut out).is_ok() {
+            c.frames(Bytes::from(out), &self.shared.metrics);
+        }
+    }
+
+    fn close_client(&self, session: SessionId, code: u32, reason: &str) {
+        if let Some(c) = self.client(session) {
+            c.close(code, reason);
+        }
+    }
+
+    /// Handle one event.
+    pub fn handle(&mut self, e: HubEvent) {
+        match e {
+            HubEvent::Entered {
+                session,
+                account,
+                slot,
+                is_dm,
+                state,
+            } => self.entered(session, account, slot, is_dm, state),
+            HubEvent::Frames { session, frames } => self.frames(session, frames),
+            HubEvent::Chat { session, frame } => self.chat(session, frame),
+            HubEvent::Gone { session } => self.gone(session),
+            HubEvent::NodeUp {
+                node,
+                addr,
+                capacity,
+                running,
+                link,
+            } => self.node_up(node, &addr, capacity, &running, link),
+            HubEvent::NodeMsg { node, serial, msg } => self.node_msg(&node, serial, msg),
+            HubEvent::NodeDown {
+                node,
+                serial,
+                reason,
+            } => self.node_down(&node, serial, &reason),
+            HubEvent::Shutdown { done } => self.begin_shutdown(done),
+        }
+    }
+
+    // ----- sessions ---------------------------------------------------------------------
+
+    /// Where a character logs in: its saved area, instance 0 (Realm Crafter's
+    /// `SetArea(saved area, 0, saved x,y,z)`); a character whose area no longer exists goes
+    /// to its template's start portal.
+    fn login_place(&self, state: &ActorStateDto) -> (InstanceKey, ArrivalDto) {
+        let world = &self.shared.world;
+        if let Some(a) = world
+            .areas
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(&state.area))
+        {
+            return (
+                InstanceKey {
+                    area: a.name.clone(),
+                    instance: 0,
+                },
+                ArrivalDto::Saved,
+            );
+        }
+        let template = world.actors.iter().find(|t| t.id == state.template);
+        let area = template
+            .and_then(|t| {
+                world
+                    .areas
+                    .iter()
+                    .find(|a| a.name.eq_ignore_ascii_case(&t.start_area))
+            })
+            .or_else(|| world.areas.first())
+            .map(|a| a.name.clone())
+            .unwrap_or_default();
+        let portal = template.map(|t| t.start_portal.clone()).unwrap_or_default();
+        (
+            InstanceKey { area, instance: 0 },
+            ArrivalDto::PortalNamed(portal),
+        )
+    }
+
+    fn entered(
+        &mut self,
+        session: SessionId,
+        account: AccountId,
+        slot: u8,
+        is_dm: bool,
+        state: Box<ActorStateDto>,
+    ) {
+        if self.shutdown.is_some() || self.client(session).is_none() {
+            self.shared.accounts().book.set_logged_on(account, false);
+            return;
+        }
+        let Some(rid) = self.free_rids.pop() else {
+            self.send_packet(session, &ServerPacket::StartGame(StartGameReply::Failed));
+            self.close_client(session, close::SHUTDOWN, "the cluster is full");
+            self.shared.accounts().book.set_logged_on(account, false);
+            return;
+        };
+        Metrics::inc(&self.shared.metrics.logins);
+        let ignore = self
+            .shared
+            .accounts()
+            .book
+            .get(account)
+            .map(|a| a.row.ignore.clone())
+            .unwrap_or_default();
+        let (key, arrival) = self.login_place(&state);
+        let online = OnlinePlayer {
+            session,
+            account,
+            name: state.name.clone(),
+            team: state.team,
+            is_dm,
+            ignore,
+        };
+        self.by_name.insert(fold(&state.name), session);
+        let mut state = state;
+        state.rid = rid;
+        self.players.insert(
+            session,
+            Player {
+                account,
+                slot,
+                online,
+                rid,
+                key: key.clone(),
+                state: Some(state),
+                arrival,
+                node: None,
+                phase: Phase::Attaching {
+                    deadline: Instant::now() + ATTACH_TIMEOUT,
+                },
+                queued: Vec::new(),
+            },
+        );
+        self.try_attach(session);
+    }
+
+    fn try_attach(&mut self, session: SessionId) {
+        let Some(p) = self.players.get(&session) else {
+            return;
+        };
+        let key = p.key.clone();
+        let ready = self
+            .dir
+            .placement(&key)
+            .filter(|pl| pl.ready)
+            .map(|pl| (pl.node.clone(), pl.generation));
+        let Some((node, generation)) = ready else {
+            tracing::debug!(session, instance = %key, "login waits for its instance");
+            self.wait(key.clone(), Waiter::Attach(session));
+            if let Some(a) = self.dir.ensure(&key) {
+                self.apply(vec![a]);
+            }
+            return;
+        };
+        let Some(link) = self.nodes.get(&node).cloned() else {
+            self.wait(key, Waiter::Attach(session));
+            return;
+        };
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        let Some(state) = p.state.take() else {
+            return;
+        };
+        let arrival = p.arrival.clone();
+        let sent = link
+            .tx
+            .send(Msg::AttachPlayer {
+                session,
+                key,
+                generation,
+                rid: p.rid,
+                is_dm: p.online.is_dm,
+                state,
+                arrival,
+            })
+            .is_ok();
+        if !sent {
+            return;
+        }
+        tracing::debug!(session, node = %node, "player attached");
+        p.node = Some(node);
+        p.phase = Phase::InGame;
+        self.shared.routes.insert(session, link.conn.clone());
+        for frames in std::mem::take(&mut p.queued) {
+            Metrics::inc(&self.shared.metrics.frames_up);
+            let _ = link.tx.send(Msg::ClientFrames { session, frames });
+        }
+    }
+
+    fn wait(&mut self, key: InstanceKey, w: Waiter) {
+        let list = self.waiting.entry(key).or_default();
+        if !list.contains(&w) {
+            list.push(w);
+        }
+    }
+
+    fn frames(&mut self, session: SessionId, frames: Bytes) {
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        match (p.phase, &p.node) {
+            (Phase::InGame, Some(node)) => {
+                let node = node.clone();
+                Metrics::inc(&self.shared.metrics.frames_up);
+                self.send_node(&node, Msg::ClientFrames { session, frames });
+            }
+            (Phase::Attaching { .. }, _) if p.queued.len() < MAX_QUEUED_FRAMES => {
+                p.queued.push(frames);
+            }
+            _ => Metrics::inc(&self.shared.metrics.frames_dropped),
+        }
+    }
+
+    fn chat(&mut self, session: SessionId, frame: Bytes) {
+        let text = frame.get(3..).unwrap_or(&[]);
+        let roster = HubRoster {
+            players: &self.players,
+            by_name: &self.by_name,
+        };
+        match chat::route(session, text, &roster, &self.areas) {
+            Route::Zone => self.frames(session, frame),
+            Route::Handled(effects) => {
+                Metrics::inc(&self.shared.metrics.chat_commands);
+                for e in effects {
+                    self.chat_effect(e);
+                }
+            }
+        }
+    }
+
+    fn chat_effect(&mut self, e: Effect) {
+        match e {
+            Effect::Send { to, packet } => self.send_packet(to, &packet),
+            Effect::Kick { session, by } => {
+                self.send_packet(session, &ServerPacket::KickedPlayer(KickedPlayer {}));
+                tracing::info!(session, by = %by, "kicked");
+                self.close_client(session, close::KICKED, "kicked");
+            }
+            Effect::WarpPlayer {
+                session,
+                area,
+                instance,
+            } => {
+                if let Some(node) = self.players.get(&session).and_then(|p| p.node.clone()) {
+                    self.send_node(
+                        &node,
+                        Msg::WarpPlayer {
+                            session,
+                            area,
+                            instance,
+                        },
+                    );
+                }
+            }
+            Effect::SetIgnore { account, list } => {
+                let ops = {
+                    let mut acc = self.shared.accounts();
+                    acc.book.set_ignore(account, list.clone());
+                    acc.book.take_persist()
+                };
+                if let Err(e) = self.shared.writer.submit(ops) {
+                    tracing::error!(error = %e, "store writer unavailable");
+                }
+                for p in self.players.values_mut() {
+                    if p.account == account {
+                        p.online.ignore.clone_from(&list);
+                    }
+                }
+            }
+        }
+    }
+
+    fn gone(&mut self, session: SessionId) {
+        self.shared.routes.remove(&session);
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        match (p.phase, p.node.clone()) {
+            (Phase::InGame, Some(node)) => {
+                p.phase = Phase::Leaving {
+                    deadline: Instant::now() + DETACH_TIMEOUT,
+                };
+                if !self.send_node(&node, Msg::DetachPlayer { session }) {
+                    self.release(session);
+                }
+            }
+            (Phase::Leaving { .. }, _) => {}
+            _ => self.release(session),
+        }
+    }
+
+    /// Forget an in-game session: RuntimeID back to the pool, the account may log in again.
+    fn release(&mut self, session: SessionId) {
+        self.shared.routes.remove(&session);
+        let Some(p) = self.players.remove(&session) else {
+            return;
+        };
+        if self.by_name.get(&fold(&p.online.name)) == Some(&session) {
+            self.by_name.remove(&fold(&p.online.name));
+        }
+        self.free_rids.push(p.rid);
+        self.shared.accounts().book.set_logged_on(p.account, false);
+        for list in self.waiting.values_mut() {
+            list.retain(|w| *w != Waiter::Attach(session));
+        }
+    }
+
+    // ----- nodes ------------------------------------------------------------------------
+
+    fn node_up(
+        &mut self,
+        node: NodeId,
+        addr: &str,
+        capacity: u32,
+        running: &[RunningInstance],
+        link: NodeLink,
+    ) {
+        if let Some(old) = self.nodes.insert(node.clone(), link.clone()) {
+            // The same node on a new connection: the old one is dead or stale.
+            old.conn
+                .close(0u32.into(), b"superseded by a new registration");
+        }
+        tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        let players = &self.players;
+        let known = |s: SessionId| players.contains_key(&s);
+        let now = self.now_ms();
+        let actions = self
+            .dir
+            .register(now, &node, addr, capacity, link.serial, running, &known);
+        // Sessions the node still hosts for us keep routing through the new connection.
+        for r in running {
+            for s in &r.sessions {
+                if let Some(p) = self.players.get_mut(s)
+                    && p.node.as_deref() == Some(node.as_str())
+                {
+                    p.key = r.key.clone();
+                    self.shared.routes.insert(*s, link.conn.clone());
+                }
+            }
+        }
+        self.apply(actions);
+    }
+
+    fn live(&self, node: &str, serial: u64) -> bool {
+        self.nodes.get(node).is_some_and(|l| l.serial == serial)
+    }
+
+    fn node_msg(&mut self, node: &str, serial: u64, msg: Msg) {
+        if !self.live(node, serial) {
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            return;
+        }
+        let now = self.now_ms();
+        match msg {
+            Msg::Heartbeat {
+                players,
+                overruns,
+                loads,
+                ..
+            } => {
+                self.dir.heartbeat(now, node, serial, players, overruns);
+                for InstanceLoad {
+                    key,
+                    players,
+                    npcs,
+                    tick_p99_us,
+                } in loads
+                {
+                    self.dir
+                        .instance_load(node, &key, players, npcs, tick_p99_us);
+                }
+            }
+            Msg::InstanceReady { key, generation } => {
+                self.dir.heartbeat(now, node, serial, 0, 0);
+                if self.dir.ready(node, &key, generation) {
+                    tracing::info!(node, instance = %key, generation, "instance ready");
+                    self.wake(&key);
+                } else {
+                    self.send_node(node, Msg::StopInstance { key, generation });
+                }
+            }
+            Msg::InstanceStopped { key, generation } => {
+                if self.dir.stopped(node, &key, generation) {
+                    tracing::info!(node, instance = %key, generation, "instance stopped");
+                    let actions = self.dir.place_wanted();
+                    self.apply(actions);
+                }
+            }
+            Msg::Snapshot {
+                snapshot_id,
+                session,
+                reason,
+                state,
+            } => self.snapshot(node, snapshot_id, session, reason, state),
+            Msg::PlayerDetached { session } => {
+                let Some(p) = self.players.get(&session) else {
+                    return;
+                };
+                if p.node.as_deref() != Some(node) {
+                    // It moved to another node; the old one let go.
+                    return;
+                }
+                if matches!(p.phase, Phase::InGame) {
+                    // The node dropped a live player (instance stopped, node draining): its
+                    // snapshot came first, so the character is saved.
+                    self.close_client(
+                        session,
+                        close::SHUTDOWN,
+                        "your zone was shut down; your character was saved",
+                    );
+                }
+                self.release(session);
+            }
+            Msg::PlayerMoved { session, key } => {
+                if let Some(p) = self.players.get_mut(&session)
+                    && p.node.as_deref() == Some(node)
+                {
+                    p.key = key;
+                }
+            }
+            Msg::Transfer(t) => self.transfer_from(node, t),
+            Msg::TransferAck {
+                transfer_id,
+                generation,
+            } => self.transfer_answer(node, transfer_id, Ok(generation)),
+            Msg::TransferNack {
+                transfer_id,
+                reason,
+            } => self.transfer_answer(node, transfer_id, Err(reason)),
+            Msg::Drain => {
+                tracing::info!(node, "node draining");
+                self.dir.draining(node, serial);
+            }
+            Msg::Deregister => {
+                tracing::info!(node, "node deregistered");
+                self.deregistered.insert((node.to_owned(), serial));
+                if let Some(l) = self.nodes.get(node) {
+                    l.conn.close(0u32.into(), b"deregistered");
+                }
+            }
+            Msg::Error { code, reason } => {
+                tracing::warn!(node, ?code, %reason, "node reported an error");
+            }
+            other => {
+                Metrics::inc(&self.shared.metrics.internal_refused);
+                tracing::warn!(node, msg = other.name(), "unexpected message from a node");
+                self.send_node(
+                    node,
+                    Msg::Error {
+                        code: ErrorCode::Unexpected,
+                        reason: format!("{} is not accepted by the gateway", other.name()),
+                    },
+                );
+            }
+        }
+    }
+
+    fn snapshot(
+        &mut self,
+        node: &str,
+        snapshot_id: u64,
+        session: SessionId,
+        reason: SnapshotReasonDto,
+        state: Box<ActorStateDto>,
+    ) {
+        let owner = self.players.get(&session).map(|p| (p.account, p.slot));
+        if let Some(p) = self.players.get_mut(&session) {
+            p.online.team = state.team;
+        }
+        let ops = {
+            let mut acc = self.shared.accounts();
+            let target = owner.or_else(|| acc.book.find_character(&state.name));
+            match target {
+                Some((account, slot)) if acc.book.save_character(account, slot, *state) => {
+                    acc.book.take_persist()
+                }
+                _ => Vec::new(),
+            }
+        };
+        if ops.is_empty() {
+            Metrics::inc(&self.shared.metrics.snapshots_orphaned);
+            tracing::warn!(
+                node,
+                session,
+                ?reason,
+                "snapshot for an unknown character dropped"
+            );
+        }
+        if let Err(e) = self.shared.writer.submit(ops) {
+            tracing::error!(error = %e, "store writer unavailable; snapshot not acknowledged");
+            return;
+        }
+        let Some(link) = self.nodes.get(node).cloned() else {
+            return;
+        };
+        let shared = Arc::downgrade(&self.shared);
+        let r = self.shared.writer.after_commit(move |ok| {
+            if ok {
+                if let Some(s) = shared.upgrade() {
+                    Metrics::inc(&s.metrics.snapshots_saved);
+                }
+                let _ = link.tx.send(Msg::SnapshotAck { snapshot_id });
+            } else {
+                tracing::error!(
+                    snapshot_id,
+                    "snapshot write failed; the node will resend it"
+                );
+            }
+        });
+        if let Err(e) = r {
+            tracing::error!(error = %e, "store writer unavailable");
+        }
+    }
+
+    fn node_down(&mut self, node: &str, serial: u64, reason: &str) {
+        let deregistered = self.deregistered.remove(&(node.to_owned(), serial));
+        if !self.live(node, serial) {
+            return;
+        }
+        tracing::warn!(node, reason, deregistered, "node link closed");
+        self.nodes.remove(node);
+        let now = self.now_ms();
+        let actions = self.dir.disconnected(now, node, serial, deregistered);
+        self.apply(actions);
+        // Transfers forwarded to it will never be answered by this connection.
+        let stuck: Vec<u64> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.forwarded_to.as_deref() == Some(node) || t.source == node)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stuck {
+            self.transfer_answer_any(id, Err("the destination zone node was lost".into()));
+        }
+        // Players on it: a leaving one is done (its last save is what we have).
+        let leaving: Vec<SessionId> = self
+            .players
+            .iter()
+            .filter(|(_, p)| {
+                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::Leaving { .. })
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for s in leaving {
+            self.release(s);
+        }
+    }
+
+    fn apply(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Assign {
+                    node,
+                    key,
+                    generation,
+                } => {
+                    tracing::info!(node = %node, instance = %key, generation, "assigning");
+                    self.send_node(&node, Msg::AssignInstance { key, generation });
+                }
+                Action::Stop {
+                    node,
+                    key,
+                    generation,
+                } => {
+                    tracing::info!(node = %node, instance = %key, generation, "stopping a stale copy");
+                    self.send_node(&node, Msg::StopInstance { key, generation });
+                }
+                Action::Lost { key, node } => {
+                    Metrics::inc(&self.shared.metrics.instances_lost);
+                    tracing::warn!(node = %node, instance = %key, "instance lost with its node");
+                    let on_it: Vec<SessionId> = self
+                        .players
+                        .iter()
+                        .filter(|(_, p)| p.key == key && p.node.as_deref() == Some(node.as_str()))
+                        .map(|(s, _)| *s)
+                        .collect();
+                    for s in on_it {
+                        self.close_client(
+                            s,
+                            close::SHUTDOWN,
+                            "your zone node was lost; log in again to continue from your last save",
+                        );
+                        self.release(s);
+                    }
+                }
+                Action::DetachOrphan { node, session } => {
+                    self.send_node(&node, Msg::DetachPlayer { session });
+                }
+            }
+        }
+    }
+
+    /// An instance became ready: run what waited for it.
+    fn wake(&mut self, key: &InstanceKey) {
+        for w in self.waiting.remove(key).unwrap_or_default() {
+            match w {
+                Waiter::Attach(s) => self.try_attach(s),
+                Waiter::Transfer(id) => self.forward_transfer(id),
+            }
+        }
+    }
+
+    // ----- transfers between nodes ------------------------------------------------------
+
+    fn transfer_from(&mut self, node: &str, t: Box<TransferDto>) {
+        let their_id = t.transfer_id;
+        let Some(area) = self
+            .areas
+            .iter()
+            .find(|a| a.eq_ignore_ascii_case(&t.area))
+            .cloned()
+        else {
+            Metrics::inc(&self.shared.metrics.transfers_refused);
+            self.send_node(
+                node,
+                Msg::TransferNack {
+                    transfer_id: their_id,
+                    reason: format!("there is no area called {}", t.area),
+                },
+            );
+            return;
+        };
+        let mut t = t;
+        t.area = area;
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        self.transfers.insert(
+            id,
+            Transfer {
+                source: node.to_owned(),
+                their_id,
+                dto: t,
+                forwarded_to: None,
+                deadline: Instant::now() + ATTACH_TIMEOUT,
+            },
+        );
+        self.forward_transfer(id);
+    }
+
+    fn forward_transfer(&mut self, id: u64) {
+        let Some(t) = self.transfers.get(&id) else {
+            return;
+        };
+        let key = InstanceKey {
+            area: t.dto.area.clone(),
+            instance: t.dto.instance,
+        };
+        let ready = self
+            .dir
+            .placement(&key)
+            .filter(|p| p.ready)
+            .map(|p| (p.node.clone(), p.generation));
+        match ready {
+            Some((dest, generation)) if self.nodes.contains_key(&dest) => {
+                let Some(t) = self.transfers.get_mut(&id) else {
+                    return;
+                };
+                let mut dto = t.dto.clone();
+                dto.transfer_id = id;
+                dto.generation = generation;
+                t.forwarded_to = Some(dest.clone());
+                Metrics::inc(&self.shared.metrics.transfers_routed);
+                self.send_node(&dest, Msg::Transfer(dto));
+            }
+            _ => {
+                self.wait(key.clone(), Waiter::Transfer(id));
+                if let Some(a) = self.dir.ensure(&key) {
+                    self.apply(vec![a]);
+                } else if self.dir.placement(&key).is_none() {
+                    self.transfer_answer_any(id, Err("no zone node can host that area now".into()));
+                }
+            }
+        }
+    }
+
+    fn transfer_answer(&mut self, from: &str, id: u64, result: Result<Generation, String>) {
+        let matches = self
+            .transfers
+            .get(&id)
+            .is_some_and(|t| t.forwarded_to.as_deref() == Some(from));
+        if !matches {
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            return;
+        }
+        self.transfer_answer_any(id, result);
+    }
+
+    fn transfer_answer_any(&mut self, id: u64, result: Result<Generation, String>) {
+        let Some(t) = self.transfers.remove(&id) else {
+            return;
+        };
+        for list in self.waiting.values_mut() {
+            list.retain(|w| *w != Waiter::Transfer(id));
+        }
+        match result {
+            Ok(generation) => {
+                if let (Some(session), Some(dest)) = (t.dto.session, t.forwarded_to.clone())
+                    && let Some(p) = self.players.get_mut(&session)
+                {
+                    p.key = InstanceKey {
+                        area: t.dto.area.clone(),
+                        instance: t.dto.instance,
+                    };
+                    if let Some(link) = self.nodes.get(&dest) {
+                        self.shared.routes.insert(session, link.conn.clone());
+                    }
+                    p.node = Some(dest);
+                }
+                self.send_node(
+                    &t.source,
+                    Msg::TransferAck {
+                        transfer_id: t.their_id,
+                        generation,
+                    },
+                );
+            }
+            Err(reason) => {
+                Metrics::inc(&self.shared.metrics.transfers_refused);
+                self.send_node(
+                    &t.source,
+                    Msg::TransferNack {
+                        transfer_id: t.their_id,
+                        reason,
+                    },
+                );
+            }
+        }
+    }
+
+    // ----- time -------------------------------------------------------------------------
+
+    /// Periodic work: node expiry, timeouts, the published view, the shutdown's progress.
+    pub fn tick(&mut self) {
+        let now = self.now_ms();
+        let actions = self.dir.expire(now, self.shared.cfg.node_timeout_ms);
+        if !actions.is_empty() {
+            let gone: Vec<NodeId> = self
+                .nodes
+                .keys()
+                .filter(|n| self.dir.node(n).is_none())
+                .cloned()
+                .collect();
+            for n in gone {
+                if let Some(l) = self.nodes.remove(&n) {
+                    l.conn.close(2u32.into(), b"missed its heartbeats");
+                }
+            }
+            self.apply(actions);
+        }
+        let t = Instant::now();
+        let late: Vec<(SessionId, Phase)> = self
+            .players
+            .iter()
+            .filter_map(|(s, p)| match p.phase {
+                Phase::Attaching { deadline } | Phase::Leaving { deadline } if t >= deadline => {
+                    Some((*s, p.phase))
+                }
+                _ => None,
+            })
+            .collect();
+        for (s, phase) in late {
+            if matches!(phase, Phase::Attaching { .. }) {
+                tracing::warn!(session = s, "no zone became ready for this login in time");
+                self.send_packet(s, &ServerPacket::StartGame(StartGameReply::Failed));
+                self.close_client(s, close::SHUTDOWN, "no zone is available; try again later");
+            } else {
+                tracing::warn!(
+                    session = s,
+                    "the zone node did not confirm the logout in time"
+                );
+            }
+            self.release(s);
+        }
+        let stale: Vec<u64> = self
+            .transfers
+            .iter()
+            .filter(|(_, tr)| tr.forwarded_to.is_none() && t >= tr.deadline)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            self.transfer_answer_any(id, Err("the destination did not become ready".into()));
+        }
+        self.publish();
+        self.progress_shutdown();
+    }
+
+    fn publish(&self) {
+        let now = self.now_ms();
+        let nodes = self
+            .dir
+            .nodes()
+            .map(|n| {
+                let instances: Vec<InstanceView> = self
+                    .dir
+                    .placements()
+                    .filter(|(_, p)| p.node == n.id)
+                    .map(|(k, p)| InstanceView {
+                        area: k.area.clone(),
+                        instance: k.instance,
+                        generation: p.generation,
+                        players: u64::from(p.players),
+                        npcs: u64::from(p.npcs),
+                        tick_p99_ms: f64::from(p.tick_p99_us) / 1000.0,
+                    })
+                    .collect();
+                AdminNode {
+                    id: n.id.clone(),
+                    address: n.addr.clone(),
+                    capacity: n.capacity,
+                    load: AdminNode::load_of(instances.len(), n.capacity),
+                    players: u64::from(n.players),
+                    draining: n.draining,
+                    last_heartbeat_ms_ago: now.saturating_sub(n.last_seen_ms),
+                    instances,
+                }
+            })
+            .collect();
+        let view = ClusterView {
+            gateway_id: self.shared.cfg.gateway_id.clone(),
+            sessions: SessionCounts {
+                connected: 0,
+                in_menu: 0,
+                in_game: u64::try_from(self.players.len()).unwrap_or(u64::MAX),
+            },
+            nodes,
+            unplaced: self
+                .dir
+                .unplaced()
+                .into_iter()
+                .map(|k| UnplacedInstance {
+                    area: k.area,
+                    instance: k.instance,
+                })
+                .collect(),
+        };
+        match self.shared.view.lock() {
+            Ok(mut v) => *v = view,
+            Err(p) => *p.into_inner() = view,
+        }
+    }
+
+    fn begin_shutdown(&mut self, done: oneshot::Sender<()>) {
+        self.shared.shutting_down.store(true, Ordering::Relaxed);
+        if let Some((_, waiters)) = &mut self.shutdown {
+            waiters.push(done);
+            return;
+        }
+        tracing::info!(
+            players = self.players.len(),
+            "shutting down: saving every player"
+        );
+        let sessions: Vec<SessionId> = self.players.keys().copied().collect();
+        for s in sessions {
+            self.gone(s);
+        }
+        self.shutdown = Some((
+            Instant::now() + self.shared.cfg.shutdown_timeout(),
+            vec![done],
+        ));
+        self.progress_shutdown();
+    }
+
+    fn progress_shutdown(&mut self) {
+        let Some((deadline, _)) = &self.shutdown else {
+            return;
+        };
+        if !self.players.is_empty() && Instant::now() < *deadline {
+            return;
+        }
+        if !self.players.is_empty() {
+            tracing::warn!(
+                left = self.players.len(),
+                "shutdown deadline: some logouts unconfirmed"
+            );
+        }
+        for c in &self.shared.clients {
+            c.close(close::SHUTDOWN, "the server is shutting down");
+        }
+        if let Some((_, waiters)) = self.shutdown.take() {
+            // Answered after everything queued so far is committed.
+            let r = self.shared.writer.after_commit(move |_| {
+                for w in waiters {
+                    let _ = w.send(());
+                }
+            });
+            if r.is_err() {
+                tracing::error!("store writer gone during shutdown");
+            }
+        }
+        // Keep refusing: `shutting_down` stays set.
+        self.shutdown = Some((Instant::now() + Duration::from_secs(3600), Vec::new()));
+    }
+}
+
+/// The in-game players as the chat commands see them.
+struct HubRoster<'a> {
+    players: &'a HashMap<SessionId, Player>,
+    by_name: &'a HashMap<String, SessionId>,
+}
+
+impl chat::Roster for HubRoster<'_> {
+    fn get(&self, s: SessionId) -> Option<&OnlinePlayer> {
+        self.players.get(&s).map(|p| &p.online)
+    }
+
+    fn by_name(&self, name: &str) -> Option<&OnlinePlayer> {
+        self.by_name
+            .get(&fold(name))
+            .and_then(|s| self.players.get(s))
+            .map(|p| &p.online)
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&OnlinePlayer)) {
+        for p in self.players.values() {
+            if !matches!(p.phase, Phase::Leaving { .. }) {
+                f(&p.online);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.players.len()
+    }
+}
+
+/// Drive the hub until its inbox closes.
+pub async fn run(mut hub: Hub, mut rx: mpsc::UnboundedReceiver<HubEvent>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            e = rx.recv() => match e {
+                Some(e) => hub.handle(e),
+                None => return,
+            },
+            _ = tick.tick() => hub.tick(),
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The client endpoint (transport.md): one task per QUIC connection. Before `P_StartGame`
+//! it drives the sans-IO [`Session`] (argon2 precomputed on the blocking pool); in game it
+//! forwards reliable frames to the hub and `P_StandardUpdate` datagrams straight to the
+//! player's zone node, and writes what the zone and the hub send back.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use shared::frame::{FrameDecoder, FrameError, split_datagram};
+use shared::proto::{ClientPacket, Creds, DecodeCtx, ids};
+use tokio::sync::mpsc;
+use tracing::Instrument as _;
+
+use crate::hub::{CLIENT_QUEUE, ClientHandle, ClientOut, HubEvent, Metrics, Shared};
+use crate::session::{Ctx, PeerKey, Precomputed, Session, SessionEvent, close, latin1};
+
+/// Accept client connections until `shutdown` turns true.
+pub async fn serve(
+    endpoint: quinn::Endpoint,
+    shared: Arc<Shared>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let incoming = tokio::select! {
+            i = endpoint.accept() => match i {
+                Some(i) => i,
+                None => return,
+            },
+            r = shutdown.changed() => {
+                if r.is_err() || *shutdown.borrow() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let full = shared.clients.len()
+            >= usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
+        if full
+            || shared
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            Metrics::inc(&shared.metrics.connections_refused);
+            incoming.refuse();
+            continue;
+        }
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let session = shared.next_session();
+            let span = tracing::info_span!("session", session, peer = %incoming.remote_address());
+            connection(incoming, shared, session).instrument(span).await;
+        });
+    }
+}
+
+/// The throttle key of a peer: its IP (as IPv6; IPv4 mapped).
+pub fn peer_key(addr: SocketAddr) -> PeerKey {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        std::net::IpAddr::V6(v6) => v6,
+    };
+    PeerKey(ip.octets())
+}
+
+/// Why the connection task ends: the close code and reason to send (`None`: the peer or
+/// the network already closed it).
+type End = Option<(u32, String)>;
+
+struct Conn {
+    shared: Arc<Shared>,
+    session_id: u64,
+    conn: quinn::Connection,
+    send: quinn::SendStream,
+    session: Session,
+    in_game: bool,
+    started: Instant,
+    /// Reused buffer for frames forwarded to the zone.
+    batch: Vec<u8>,
+    /// Pooled buffer the forwarded datagrams are cut from (no allocation per datagram).
+    pool: BytesMut,
+    /// Salts for the session core's fallback hashing.
+    rng: rand_chacha::ChaCha20Rng,
+}
+
+/// Fill `buf` from the operating system's CSPRNG.
+pub fn fill_random(buf: &mut [u8]) {
+    use ring::rand::SecureRandom as _;
+    if ring::rand::SystemRandom::new().fill(buf).is_err() {
+        tracing::error!("the system RNG failed");
+    }
+}
+
+/// A ChaCha20 RNG seeded from the operating system.
+pub fn os_rng() -> rand_chacha::ChaCha20Rng {
+    let mut seed = [0u8; 32];
+    fill_random(&mut seed);
+    rand::SeedableRng::from_seed(seed)
+}
+
+async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: u64) {
+    let hs = Duration::from_millis(shared.cfg.handshake_timeout_ms);
+    let conn = match tokio::time::timeout(hs, incoming).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "handshake failed");
+            return;
+        }
+        Err(_) => {
+            Metrics::inc(&shared.metrics.handshake_timeouts);
+            return;
+        }
+    };
+    Metrics::inc(&shared.metrics.connections_accepted);
+    let peer = conn.remote_address();
+    let (send, mut recv) = match tokio::time::timeout(hs, conn.accept_bi()).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(_)) => return,
+        Err(_) => {
+            Metrics::inc(&shared.metrics.handshake_timeouts);
+            conn.close(close::PROTOCOL.into(), b"no stream opened in time");
+            return;
+        }
+    };
+    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
+    shared.clients.insert(
+        session_id,
+        ClientHandle {
+            tx,
+            conn: conn.clone(),
+        },
+    );
+    tracing::debug!("client connected");
+    let mut c = Conn {
+        shared: shared.clone(),
+        session_id,
+        conn: conn.clone(),
+        send,
+        session: Session::new(peer_key(peer)),
+        in_game: false,
+        started: Instant::now(),
+        batch: Vec::with_capacity(4096),
+        pool: BytesMut::new(),
+        rng: os_rng(),
+    };
+    let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
+    let mut buf = vec![0u8; 16 * 1024];
+    let end: End = loop {
+        tokio::select! {
+            r = recv.read(&mut buf) => match r {
+                Ok(Some(n)) => {
+                    dec.push(buf.get(..n).unwrap_or(&[]));
+                    if let Some(end) = c.frames(&mut dec).await {
+                        break end;
+                    }
+                }
+                Ok(None) => break match dec.finish() {
+                    Ok(()) => Some((close::NORMAL, "stream finished".into())),
+                    Err(e) => Some(c.violation(&e.to_string())),
+                },
+                Err(_) => break None,
+            },
+            d = conn.read_datagram() => match d {
+                Ok(d) => c.datagram(d),
+                Err(_) => break None,
+            },
+            o = rx.recv() => match o {
+                Some(ClientOut::Frames(b)) => {
+                    Metrics::inc(&shared.metrics.frames_down);
+                    if c.send.write_all(&b).await.is_err() {
+                        break None;
+                    }
+                }
+                Some(ClientOut::Close { code, reason }) => break Some((code, reason)),
+                None => break None,
+            },
+        }
+    };
+    shared.clients.remove(&session_id);
+    shared.routes.remove(&session_id);
+    if c.in_game {
+        shared.to_hub(HubEvent::Gone {
+            session: session_id,
+        });
+    }
+    if let Some((code, reason)) = end {
+        // Let queued packets (a P_KickedPlayer, a refusal) reach the client first.
+        let _ = c.send.finish();
+        let _ = tokio::time::timeout(Duration::from_millis(500), c.send.stopped()).await;
+        tracing::debug!(code, %reason, "closing");
+        conn.close(code.into(), reason.as_bytes());
+    }
+}
+
+impl Conn {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn violation(&self, why: &str) -> (u32, String) {
+        Metrics::inc(&self.shared.metrics.protocol_violations);
+        tracing::info!(reason = why, "protocol violation");
+        (close::PROTOCOL, why.to_owned())
+    }
+
+    /// Every complete frame in the decoder.
+    async fn frames(&mut self, dec: &mut FrameDecoder) -> Option<End> {
+        loop {
+            let (ty, payload) = match dec.next_frame() {
+                Ok(Some(f)) => (f.ty, f.payload.to_vec()),
+                Ok(None) => break,
+                Err(e @ (FrameError::ZeroLength { .. } | FrameError::TooLong { .. })) => {
+                    return Some(Some(self.violation(&e.to_string())));
+                }
+                Err(e) => return Some(Some(self.violation(&e.to_string()))),
+            };
+            let end = if self.in_game {
+                self.game_frame(ty, &payload)
+            } else {
+                self.menu_frame(ty, &payload).await
+            };
+            if end.is_some() {
+                self.flush_batch();
+                return end;
+            }
+        }
+        self.flush_batch();
+        None
+    }
+
+    fn flush_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let frames = Bytes::copy_from_slice(&self.batch);
+        self.batch.clear();
+        self.shared.to_hub(HubEvent::Frames {
+            session: self.session_id,
+            frames,
+        });
+    }
+
+    /// One in-game frame: menu packets are violations; chat commands go to the hub on their
+    /// own; everything else is batched for the zone byte for byte.
+    fn game_frame(&mut self, ty: u8, payload: &[u8]) -> Option<End> {
+        if is_menu_packet(ty) {
+            return Some(Some(
+                self.violation(&format!("menu packet {ty} while in game")),
+            ));
+        }
+        let mut frame = Vec::with_capacity(payload.len() + 3);
+        if shared::frame::write_frame(&mut frame, ty, payload).is_err() {
+            return Some(Some(self.violation("oversized frame")));
+        }
+        if ty == ids::P_CHAT_MESSAGE && matches!(payload.first(), Some(b'/' | b'\\')) {
+            self.flush_batch();
+            self.shared.to_hub(HubEvent::Chat {
+                session: self.session_id,
+                frame: Bytes::from(frame),
+            });
+        } else {
+            self.batch.extend_from_slice(&frame);
+        }
+        None
+    }
+
+    /// One login-phase frame through the sans-IO session.
+    async fn menu_frame(&mut self, ty: u8, payload: &[u8]) -> Option<End> {
+        let packet = {
+            let dctx = DecodeCtx {
+                template_has_gender: None,
+                create_character_points: self.shared.world.attributes.assignment_points > 0,
+            };
+            ClientPacket::decode_with(ty, payload, &dctx).ok()
+        };
+        let pre = match &packet {
+            Some(p) => self.precompute(p).await,
+            None => Pre::default(),
+        };
+        let now = self.now_ms();
+        let shared = self.shared.clone();
+        let mut ops = Vec::new();
+        {
+            let mut acc = shared.accounts();
+            let acc = &mut *acc;
+            let hasher = Precomputed {
+                inner: &*shared.hasher,
+                verified: pre.verified,
+                burned: pre.burned,
+                fresh: pre.fresh,
+            };
+            let mut ctx = Ctx {
+                world: &shared.world,
+                book: &mut acc.book,
+                throttle: &mut acc.throttle,
+                hasher: &hasher,
+                rng: &mut self.rng,
+            };
+            match &packet {
+                Some(p) => self.session.handle_packet(now, &mut ctx, p),
+                None => self.session.handle_frame(now, &mut ctx, ty, payload),
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(p) = self.session.poll_transmit() {
+            if p.encode_frame(&mut out).is_err() {
+                tracing::error!(packet = p.name(), "reply too large for a frame");
+            }
+        }
+        if !out.is_empty() && self.send.write_all(&out).await.is_err() {
+            return Some(None);
+        }
+        let mut end = None;
+        while let Some(e) = self.session.poll_event() {
+            match e {
+                SessionEvent::Close { code, reason } => {
+                    match code {
+                        close::RATE_LIMITED => Metrics::inc(&shared.metrics.rate_limited),
+                        close::PROTOCOL => Metrics::inc(&shared.metrics.protocol_violations),
+                        _ => {}
+                    }
+                    tracing::info!(code, %reason, "session closing");
+                    end = Some(Some((code, reason)));
+                }
+                SessionEvent::Persist(op) => ops.push(op),
+                SessionEvent::EnterWorld {
+                    account,
+                    index,
+                    is_dm,
+                    state,
+                } => {
+                    self.in_game = true;
+                    tracing::info!(account, character = %state.name, "entering the world");
+                    shared.to_hub(HubEvent::Entered {
+                        session: self.session_id,
+                        account,
+                        slot: index,
+                        is_dm,
+                        state,
+                    });
+                }
+                SessionEvent::ToZone(_) => {}
+            }
+        }
+        if let Err(e) = shared.writer.submit(ops) {
+            tracing::error!(error = %e, "store writer unavailable");
+        }
+        end
+    }
+
+    /// Run the expensive password work for `p` on the blocking pool.
+    async fn precompute(&self, p: &ClientPacket) -> Pre {
+        let (creds, new_md5, creating): (&Creds, Option<Vec<u8>>, bool) = match p {
+            ClientPacket::CreateAccount(m) => (&m.creds, None, true),
+            ClientPacket::VerifyAccount(m) => (&m.creds, None, false),
+            ClientPacket::FetchCharacter(m) => (&m.creds, None, false),
+            ClientPacket::CreateCharacter(m) => (&m.creds, None, false),
+            ClientPacket::DeleteCharacter(m) => (&m.creds, None, false),
+            ClientPacket::StartGame(m) => (&m.creds, None, false),
+            ClientPacket::ChangePassword(m) => {
+                (&m.creds, Some(m.new_password_md5.0.clone()), false)
+            }
+            _ => return Pre::default(),
+        };
+        let md5 = creds.password_md5.0.clone();
+        let verified_before = self.session.has_verified(creds);
+        let stored = {
+            let mut acc = self.shared.accounts();
+            if acc.throttle.is_blocked(self.session_peer(), self.now_ms()) {
+                // The session closes with code 4 without hashing anything.
+                return Pre::default();
+            }
+            acc.book
+                .find_user(&latin1(&creds.user.0))
+                .and_then(|id| acc.book.get(id))
+                .map(|a| a.row.password_hash.clone())
+        };
+        let hasher = self.shared.hasher.clone();
+        let job = move || {
+            let mut pre = Pre::default();
+            let mut salt = [0u8; 16];
+            let mut fresh = |md5: &[u8], pre: &mut Pre| {
+                fill_random(&mut salt);
+                if let Ok(h) = hasher.hash(md5, &salt) {
+                    pre.fresh.push((md5.to_vec(), h));
+                }
+            };
+            match (&stored, creating) {
+                (None, true) => fresh(&md5, &mut pre),
+                (Some(_), true) => {}
+                (Some(s), false) if !verified_before => {
+                    let ok = hasher.verify(&md5, s);
+                    if ok && hasher.needs_rehash(s) {
+                        fresh(&md5, &mut pre);
+                    }
+                    pre.verified = Some((md5.clone(), s.clone(), ok));
+                }
+                (Some(_), false) => {}
+                (None, false) => {
+                    hasher.burn(&md5);
+                    pre.burned = Some(md5.clone());
+                }
+            }
+            if let Some(n) = &new_md5 {
+                fresh(n, &mut pre);
+            }
+            pre
+        };
+        tokio::task::spawn_blocking(job).await.unwrap_or_default()
+    }
+
+    fn session_peer(&self) -> PeerKey {
+        peer_key(self.conn.remote_address())
+    }
+
+    /// A client datagram: only well-formed `P_StandardUpdate` frames, only in game; then
+    /// `[session][frames]` to the zone node without a per-datagram allocation.
+    fn datagram(&mut self, d: Bytes) {
+        let m = &self.shared.metrics;
+        if !self.in_game {
+            Metrics::inc(&m.bad_datagrams);
+            return;
+        }
+        let ok = split_datagram(&d, Some(ids::P_STANDARD_UPDATE)).is_ok();
+        if !ok {
+            Metrics::inc(&m.bad_datagrams);
+            return;
+        }
+        let Some(node) = self.shared.routes.get(&self.session_id).map(|c| c.clone()) else {
+            Metrics::inc(&m.bad_datagrams);
+            return;
+        };
+        let need = shared::internal::datagram::HEADER_LEN + d.len();
+        if self.pool.capacity() < need {
+            // One allocation serves many datagrams; space comes back once they are sent.
+            self.pool.reserve(need.max(64 * 1024));
+        }
+        self.pool.put_u64_le(self.session_id);
+        self.pool.extend_from_slice(&d);
+        let out = self.pool.split().freeze();
+        if node.send_datagram(out).is_ok() {
+            Metrics::inc(&m.datagrams_up);
+        } else {
+            Metrics::inc(&m.bad_datagrams);
+        }
+    }
+}
+
+/// Precomputed password work for one packet.
+#[derive(Debug, Default)]
+struct Pre {
+    verified: Option<(Vec<u8>, String, bool)>,
+    burned: Option<Vec<u8>>,
+    fresh: Vec<(Vec<u8>, String)>,
+}
+
+/// Whether `ty` is a login-phase packet (a violation once in game).
+pub fn is_menu_packet(ty: u8) -> bool {
+    matches!(
+        ty,
+        ids::NEW_CLIENT
+            | ids::P_CREATE_ACCOUNT
+            | ids::P_VERIFY_ACCOUNT
+            | ids::P_FETCH_CHARACTER
+            | ids::P_CREATE_CHARACTER
+            | ids::P_DELETE_CHARACTER
+            | ids::P_CHANGE_PASSWORD
+            | ids::P_FETCH_ACTORS
+            | ids::P_START_GAME
+    )
+}

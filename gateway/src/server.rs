@@ -1,0 +1,606 @@
+//! Starting and stopping a whole gateway: the store, the certificate, the two QUIC
+//! endpoints, the hub, the admin endpoint, and for `--standalone` an embedded zone node
+//! (its own actix `System` on its own thread, connected over loopback QUIC: the same code
+//! paths as a remote node).
+//!
+//! [`start`] runs inside a tokio runtime; [`Gateway::shutdown`] saves every player, closes
+//! the clients with code 3, drains the embedded node and flushes the store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use shared::content::World;
+use tokio::sync::{oneshot, watch};
+
+use crate::admin::{self, AdminSource, ClusterView, MetricsText};
+use crate::config::GatewayConfig;
+use crate::hub::{self, Hub, HubEvent, Metrics, Shared};
+use crate::net;
+use crate::session::{AccountBook, Argon2Hasher, PasswordHasher};
+use crate::store::{Store, StoreError, Writer};
+use crate::tls::{self, Limits, TlsError};
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The store.
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    /// The certificate.
+    #[error("certificate: {0}")]
+    Tls(#[from] TlsError),
+    /// A socket.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// Which endpoint.
+        what: &'static str,
+        /// Address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The embedded zone node.
+    #[error("embedded zone node: {0}")]
+    Node(String),
+}
+
+/// A running gateway.
+pub struct Gateway {
+    /// Client endpoint address (ALPN `rc/1`).
+    pub client_addr: SocketAddr,
+    /// Internal endpoint address (ALPN `rc-internal/1`).
+    pub internal_addr: SocketAddr,
+    /// Admin HTTP address.
+    pub admin_addr: SocketAddr,
+    /// SHA-256 of the client certificate (hex).
+    pub fingerprint: String,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    client_ep: quinn::Endpoint,
+    internal_ep: quinn::Endpoint,
+    hub: tokio::task::JoinHandle<()>,
+    embedded: Option<Embedded>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("client_addr", &self.client_addr)
+            .field("internal_addr", &self.internal_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The embedded zone node of `--standalone`.
+struct Embedded {
+    drain: Arc<watch::Sender<bool>>,
+    done: oneshot::Receiver<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(1)
+}
+
+fn bind(
+    what: &'static str,
+    addr: SocketAddr,
+    cfg: quinn::ServerConfig,
+) -> Result<quinn::Endpoint, StartError> {
+    quinn::Endpoint::server(cfg, addr).map_err(|source| StartError::Bind { what, addr, source })
+}
+
+/// Load the configured world (`None`: the embedded demo world), logging warnings.
+pub fn load_world(cfg: &GatewayConfig) -> Result<World, shared::content::ContentError> {
+    match &cfg.world {
+        None => Ok(shared::content::demo_world()),
+        Some(path) => {
+            let (world, warnings) = shared::content::fs::load_world(path)?;
+            for w in &warnings {
+                tracing::warn!(warning = %w, "content warning");
+            }
+            Ok(world)
+        }
+    }
+}
+
+/// Start everything. With `cfg.standalone`, an empty `cluster_secret` is replaced by a
+/// random one (only the embedded node needs it).
+pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, StartError> {
+    if cfg.standalone && cfg.cluster_secret.is_empty() {
+        let mut s = [0u8; 32];
+        net::client::fill_random(&mut s);
+        cfg.cluster_secret = hex::encode(s);
+    }
+    let store = Store::open_dir(&cfg.data_dir)?;
+    let book = AccountBook::from_records(store.load_all()?);
+    let accounts = book.len();
+    let writer = Writer::spawn(store)?;
+    let (identity, created) = match (&cfg.cert_path, &cfg.key_path) {
+        (Some(c), Some(k)) => (tls::load_pem(c, k)?, false),
+        _ => tls::load_or_create(&cfg.data_dir)?,
+    };
+    let fingerprint = identity.fingerprint();
+    tracing::info!(sha256 = %fingerprint, created, "client certificate");
+    let client_cfg = tls::server_config(
+        &identity,
+        b"rc/1",
+        Limits {
+            idle: cfg.idle_timeout(),
+            bidi_streams: 1,
+            datagram_buffer: 256 * 1024,
+        },
+    )?;
+    let internal_identity = tls::ephemeral()?;
+    let internal_fp = internal_identity.fingerprint();
+    let internal_cfg = tls::server_config(
+        &internal_identity,
+        shared::internal::ALPN,
+        Limits {
+            idle: Duration::from_millis(cfg.node_timeout_ms.max(2_000)),
+            bidi_streams: 1,
+            datagram_buffer: 8 << 20,
+        },
+    )?;
+    let client_ep = bind("clients", cfg.listen, client_cfg)?;
+    let internal_ep = bind("zone nodes", cfg.internal_listen, internal_cfg)?;
+    let client_addr = client_ep.local_addr().map_err(|source| StartError::Bind {
+        what: "clients",
+        addr: cfg.listen,
+        source,
+    })?;
+    let internal_addr = internal_ep
+        .local_addr()
+        .map_err(|source| StartError::Bind {
+            what: "zone nodes",
+            addr: cfg.internal_listen,
+            source,
+        })?;
+    let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)
+        .await
+        .map_err(|source| StartError::Bind {
+            what: "admin HTTP",
+            addr: cfg.admin_listen,
+            source,
+        })?;
+    let admin_addr = admin_listener
+        .local_addr()
+        .map_err(|source| StartError::Bind {
+            what: "admin HTTP",
+            addr: cfg.admin_listen,
+            source,
+        })?;
+    let hasher: Arc<dyn PasswordHasher + Send + Sync> = if cfg.password_hash == "fast" {
+        tracing::warn!("password_hash = fast: weak argon2 parameters, for tests only");
+        Arc::new(Argon2Hasher::fast_for_tests())
+    } else {
+        Arc::new(Argon2Hasher::production())
+    };
+    let world = Arc::new(world);
+    let standalone = cfg.standalone;
+    let (shared, rx) = Shared::new(
+        cfg.clone(),
+        world.clone(),
+        book,
+        writer,
+        hasher,
+        // Session ids never repeat across restarts: nodes may still hold old ones.
+        wall_ms() << 16,
+    );
+    let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
+    let (stop, stop_rx) = watch::channel(false);
+    tokio::spawn(net::client::serve(
+        client_ep.clone(),
+        shared.clone(),
+        stop_rx.clone(),
+    ));
+    tokio::spawn(net::node::serve(
+        internal_ep.clone(),
+        shared.clone(),
+        stop_rx.clone(),
+    ));
+    let source: Arc<dyn AdminSource> = Arc::new(Admin(shared.clone()));
+    let mut admin_stop = stop_rx.clone();
+    tokio::spawn(async move {
+        let until = async move {
+            while admin_stop.changed().await.is_ok() {
+                if *admin_stop.borrow() {
+                    return;
+                }
+            }
+        };
+        if let Err(e) = admin::serve(admin_listener, source, until).await {
+            tracing::error!(error = %e, "admin endpoint failed");
+        }
+    });
+    tracing::info!(
+        clients = %client_addr,
+        internal = %internal_addr,
+        admin = %admin_addr,
+        accounts,
+        areas = world.areas.len(),
+        "gateway listening"
+    );
+    let embedded = if standalone {
+        Some(start_embedded(
+            &cfg,
+            internal_addr,
+            &internal_fp,
+            (*world).clone(),
+        )?)
+    } else {
+        None
+    };
+    Ok(Gateway {
+        client_addr,
+        internal_addr,
+        admin_addr,
+        fingerprint,
+        shared,
+        stop,
+        client_ep,
+        internal_ep,
+        hub: hub_task,
+        embedded,
+    })
+}
+
+/// The embedded node's configuration: everything from the gateway's.
+fn embedded_config(
+    cfg: &GatewayConfig,
+    internal: SocketAddr,
+    pin: &str,
+) -> zone_node::config::NodeConfig {
+    let gateway_addr = if internal.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], internal.port()))
+    } else {
+        internal
+    };
+    zone_node::config::NodeConfig {
+        gateway_addr: gateway_addr.to_string(),
+        gateway_server_name: "gateway".into(),
+        node_id: "embedded".into(),
+        advertised_addr: gateway_addr.to_string(),
+        bind_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: cfg.world.clone(),
+        cluster_secret: cfg.cluster_secret.clone(),
+        heartbeat_ms: cfg.heartbeat_ms,
+        persist_every_ms: cfg.checkpoint_ms,
+        drain_timeout_ms: cfg.shutdown_timeout_ms,
+        insecure_skip_verify: false,
+        gateway_cert_sha256: Some(pin.to_owned()),
+        ..zone_node::config::NodeConfig::default()
+    }
+}
+
+fn start_embedded(
+    cfg: &GatewayConfig,
+    internal: SocketAddr,
+    pin: &str,
+    world: World,
+) -> Result<Embedded, StartError> {
+    let node_cfg = embedded_config(cfg, internal, pin);
+    node_cfg
+        .validate()
+        .map_err(|e| StartError::Node(e.to_string()))?;
+    let (trigger_tx, trigger_rx) = std::sync::mpsc::channel();
+    let (done_tx, done) = oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("embedded-zone-node".into())
+        .spawn(move || {
+            let system = actix::System::new();
+            let r = system.block_on(async move {
+                let handle = zone_node::node::start(node_cfg, world);
+                let _ = trigger_tx.send(handle.drain_trigger());
+                handle.join().await
+            });
+            match r {
+                Ok(exit) => tracing::info!(?exit, "embedded zone node stopped"),
+                Err(e) => tracing::error!(error = %e, "embedded zone node failed"),
+            }
+            let _ = done_tx.send(());
+        })
+        .map_err(|e| StartError::Node(e.to_string()))?;
+    let drain = trigger_rx
+        .recv_timeout(Duration::from_secs(10))
+        .map_err(|_| StartError::Node("did not start".into()))?;
+    Ok(Embedded {
+        drain,
+        done,
+        thread,
+    })
+}
+
+impl Gateway {
+    /// The shared state (tests and the admin endpoint read it).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Save every player, close every client with code 3, stop the embedded node, flush
+    /// the store; bounded by `shutdown_timeout_ms` (plus the node's own drain).
+    pub async fn shutdown(self) {
+        let limit = self.shared.cfg.shutdown_timeout() + Duration::from_secs(2);
+        self.shared.shutting_down.store(true, Ordering::Relaxed);
+        let (done_tx, done_rx) = oneshot::channel();
+        self.shared.to_hub(HubEvent::Shutdown { done: done_tx });
+        if tokio::time::timeout(limit, done_rx).await.is_err() {
+            tracing::warn!("players not all saved before the deadline");
+        }
+        let _ = self.stop.send(true);
+        if let Some(e) = self.embedded {
+            let _ = e.drain.send(true);
+            if tokio::time::timeout(limit, e.done).await.is_err() {
+                tracing::warn!("the embedded zone node did not drain in time");
+            }
+            let _ = tokio::task::spawn_blocking(move || e.thread.join()).await;
+        }
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.writer.flush()).await;
+        self.client_ep.close(3u32.into(), b"server shutting down");
+        self.internal_ep
+            .close(0u32.into(), b"gateway shutting down");
+        self.hub.abort();
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.client_ep.wait_idle()).await;
+        tracing::info!("gateway stopped");
+    }
+}
+
+/// The admin endpoint's view of the shared state.
+struct Admin(Arc<Shared>);
+
+impl AdminSource for Admin {
+    fn health(&self) -> Result<(), String> {
+        let s = &self.0;
+        if s.shutting_down.load(Ordering::Relaxed) {
+            return Err("shutting down".into());
+        }
+        if let Some(e) = s.writer.last_error() {
+            return Err(format!("store: {e}"));
+        }
+        let view = self.view();
+        if view.nodes.is_empty() {
+            return Err("no zone node registered".into());
+        }
+        if !view.unplaced.is_empty() {
+            return Err(format!("{} areas have no zone node", view.unplaced.len()));
+        }
+        Ok(())
+    }
+
+    fn metrics(&self) -> String {
+        let s = &self.0;
+        let m = &s.metrics;
+        let v = self.view();
+        let mut t = MetricsText::new();
+        let c = |t: &mut MetricsText, name: &str, help: &str, x: &std::sync::atomic::AtomicU64| {
+            t.counter(name, help, Metrics::get(x));
+        };
+        c(
+            &mut t,
+            "rc_gateway_connections_accepted_total",
+            "Client connections accepted.",
+            &m.connections_accepted,
+        );
+        c(
+            &mut t,
+            "rc_gateway_connections_refused_total",
+            "Client connections refused (limit or shutdown).",
+            &m.connections_refused,
+        );
+        c(
+            &mut t,
+            "rc_gateway_handshake_timeouts_total",
+            "Clients that never opened their stream in time.",
+            &m.handshake_timeouts,
+        );
+        c(
+            &mut t,
+            "rc_gateway_protocol_violations_total",
+            "Connections closed with code 2.",
+            &m.protocol_violations,
+        );
+        c(
+            &mut t,
+            "rc_gateway_rate_limited_total",
+            "Connections closed by the login throttle (code 4).",
+            &m.rate_limited,
+        );
+        c(
+            &mut t,
+            "rc_gateway_logins_total",
+            "Sessions that entered the world.",
+            &m.logins,
+        );
+        c(
+            &mut t,
+            "rc_gateway_bad_datagrams_total",
+            "Client datagrams dropped.",
+            &m.bad_datagrams,
+        );
+        c(
+            &mut t,
+            "rc_gateway_datagrams_up_total",
+            "Client datagrams forwarded to zone nodes.",
+            &m.datagrams_up,
+        );
+        c(
+            &mut t,
+            "rc_gateway_datagrams_down_total",
+            "Zone datagrams forwarded to clients.",
+            &m.datagrams_down,
+        );
+        c(
+            &mut t,
+            "rc_gateway_datagrams_unroutable_total",
+            "Zone datagrams or frames for sessions that are gone.",
+            &m.datagrams_unroutable,
+        );
+        c(
+            &mut t,
+            "rc_gateway_frames_up_total",
+            "Reliable client frame batches forwarded to zones.",
+            &m.frames_up,
+        );
+        c(
+            &mut t,
+            "rc_gateway_frames_down_total",
+            "Reliable frame batches written to clients.",
+            &m.frames_down,
+        );
+        c(
+            &mut t,
+            "rc_gateway_frames_dropped_total",
+            "Client frames dropped while no zone was attached.",
+            &m.frames_dropped,
+        );
+        c(
+            &mut t,
+            "rc_gateway_client_queue_overflows_total",
+            "Clients closed for not keeping up.",
+            &m.client_queue_overflows,
+        );
+        c(
+            &mut t,
+            "rc_gateway_snapshots_saved_total",
+            "Character snapshots stored and acknowledged.",
+            &m.snapshots_saved,
+        );
+        c(
+            &mut t,
+            "rc_gateway_snapshots_orphaned_total",
+            "Snapshots that matched no character.",
+            &m.snapshots_orphaned,
+        );
+        c(
+            &mut t,
+            "rc_gateway_internal_refused_total",
+            "Internal messages refused.",
+            &m.internal_refused,
+        );
+        c(
+            &mut t,
+            "rc_gateway_transfers_routed_total",
+            "SetArea transfers routed between nodes.",
+            &m.transfers_routed,
+        );
+        c(
+            &mut t,
+            "rc_gateway_transfers_refused_total",
+            "SetArea transfers refused.",
+            &m.transfers_refused,
+        );
+        c(
+            &mut t,
+            "rc_gateway_instances_lost_total",
+            "AreaInstances lost with their node.",
+            &m.instances_lost,
+        );
+        c(
+            &mut t,
+            "rc_gateway_chat_commands_total",
+            "Chat commands handled by the gateway.",
+            &m.chat_commands,
+        );
+        let st = s.writer.stats();
+        t.counter(
+            "rc_gateway_store_ops_written_total",
+            "Persistence ops committed.",
+            st.ops_written.load(Ordering::Relaxed),
+        );
+        t.counter(
+            "rc_gateway_store_failures_total",
+            "Persistence ops that failed.",
+            st.failures.load(Ordering::Relaxed),
+        );
+        t.gauge(
+            "rc_gateway_store_queue_depth",
+            "Persistence ops queued.",
+            st.queue_depth.load(Ordering::Relaxed) as f64,
+        );
+        t.gauge(
+            "rc_gateway_sessions_connected",
+            "Open client connections.",
+            s.clients.len() as f64,
+        );
+        t.gauge(
+            "rc_gateway_sessions_in_game",
+            "Sessions in the world.",
+            v.sessions.in_game as f64,
+        );
+        t.gauge(
+            "rc_gateway_nodes",
+            "Registered zone nodes.",
+            v.nodes.len() as f64,
+        );
+        t.gauge(
+            "rc_gateway_unplaced_instances",
+            "Wanted AreaInstances with no node.",
+            v.unplaced.len() as f64,
+        );
+        for n in &v.nodes {
+            t.gauge_with(
+                "rc_gateway_node_players",
+                "Players per zone node.",
+                &[("node", &n.id)],
+                n.players as f64,
+            );
+            t.gauge_with(
+                "rc_gateway_node_load",
+                "Instances over capacity per zone node.",
+                &[("node", &n.id)],
+                n.load,
+            );
+            for i in &n.instances {
+                let inst = i.instance.to_string();
+                let labels = [
+                    ("node", n.id.as_str()),
+                    ("area", i.area.as_str()),
+                    ("instance", inst.as_str()),
+                ];
+                t.gauge_with(
+                    "rc_gateway_instance_players",
+                    "Players per AreaInstance.",
+                    &labels,
+                    i.players as f64,
+                );
+                t.gauge_with(
+                    "rc_gateway_instance_npcs",
+                    "NPCs per AreaInstance.",
+                    &labels,
+                    i.npcs as f64,
+                );
+                t.gauge_with(
+                    "rc_gateway_instance_tick_p99_seconds",
+                    "Tick duration p99 per AreaInstance.",
+                    &labels,
+                    i.tick_p99_ms / 1000.0,
+                );
+            }
+        }
+        t.render()
+    }
+
+    fn cluster(&self) -> ClusterView {
+        self.view()
+    }
+}
+
+impl Admin {
+    fn view(&self) -> ClusterView {
+        let s = &self.0;
+        let mut v = match s.view.lock() {
+            Ok(v) => v.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        let connected = u64::try_from(s.clients.len()).unwrap_or(u64::MAX);
+        v.sessions.connected = connected;
+        v.sessions.in_menu = connected.saturating_sub(v.sessions.in_game);
+        v
+    }
+}

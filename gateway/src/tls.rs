@@ -1,0 +1,234 @@
+//! The gateway's certificate and the quinn server configurations of its two endpoints.
+//!
+//! With no configured certificate the gateway creates a self-signed one on first start,
+//! keeps it in the data directory (`gateway-cert.pem`, `gateway-key.pem`, key mode 0600) so
+//! restarts keep the same identity, and logs its SHA-256 fingerprint: development clients may
+//! skip verification, others pin that fingerprint (transport.md, "Connection").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use sha2::{Digest, Sha256};
+
+/// File name of the generated certificate inside the data directory.
+pub const CERT_FILE: &str = "gateway-cert.pem";
+/// File name of the generated key inside the data directory.
+pub const KEY_FILE: &str = "gateway-key.pem";
+
+/// A certificate problem.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// Which file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A PEM file without the expected item.
+    #[error("{path}: {what}")]
+    Pem {
+        /// Which file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// Generating a certificate.
+    #[error("generating a self-signed certificate: {0}")]
+    Generate(String),
+    /// rustls or quinn refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+/// The certificate chain and key the client endpoint presents.
+#[derive(Debug)]
+pub struct Identity {
+    /// Chain, leaf first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// Private key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Self {
+        Self {
+            chain: self.chain.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
+impl Identity {
+    /// SHA-256 of the leaf certificate's DER, lowercase hex.
+    pub fn fingerprint(&self) -> String {
+        self.chain
+            .first()
+            .map(|c| hex::encode(Sha256::digest(c.as_ref())))
+            .unwrap_or_default()
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TlsError + '_ {
+    move |source| TlsError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Load a PEM chain and key.
+pub fn load_pem(cert: &Path, key: &Path) -> Result<Identity, TlsError> {
+    use rustls::pki_types::pem::PemObject as _;
+    let cert_pem = std::fs::read(cert).map_err(io(cert))?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Pem {
+            path: cert.to_owned(),
+            what: e.to_string(),
+        })?;
+    if chain.is_empty() {
+        return Err(TlsError::Pem {
+            path: cert.to_owned(),
+            what: "no CERTIFICATE block".into(),
+        });
+    }
+    let key_pem = std::fs::read(key).map_err(io(key))?;
+    let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsError::Pem {
+        path: key.to_owned(),
+        what: e.to_string(),
+    })?;
+    Ok(Identity {
+        chain,
+        key: key_der,
+    })
+}
+
+/// The data directory's certificate, created on first use.
+pub fn load_or_create(data_dir: &Path) -> Result<(Identity, bool), TlsError> {
+    let cert = data_dir.join(CERT_FILE);
+    let key = data_dir.join(KEY_FILE);
+    if cert.exists() && key.exists() {
+        return load_pem(&cert, &key).map(|i| (i, false));
+    }
+    std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
+    let names = vec!["gateway".to_owned(), "localhost".to_owned()];
+    let ck =
+        rcgen::generate_simple_self_signed(names).map_err(|e| TlsError::Generate(e.to_string()))?;
+    write_private(&key, ck.signing_key.serialize_pem().as_bytes())?;
+    std::fs::write(&cert, ck.cert.pem()).map_err(io(&cert))?;
+    load_pem(&cert, &key).map(|i| (i, true))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TlsError> {
+    use std::io::Write as _;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))
+}
+
+/// A fresh in-memory self-signed identity (the internal endpoint of a standalone gateway,
+/// tests).
+pub fn ephemeral() -> Result<Identity, TlsError> {
+    let ck = rcgen::generate_simple_self_signed(vec!["gateway".to_owned()])
+        .map_err(|e| TlsError::Generate(e.to_string()))?;
+    Ok(Identity {
+        chain: vec![CertificateDer::from(ck.cert.der().to_vec())],
+        key: PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+            ck.signing_key.serialize_der(),
+        )),
+    })
+}
+
+/// Transport limits of one endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Idle timeout.
+    pub idle: Duration,
+    /// Bidirectional streams a peer may open (clients use one).
+    pub bidi_streams: u32,
+    /// Datagram receive buffer (bytes).
+    pub datagram_buffer: usize,
+}
+
+/// A quinn server configuration for `alpn` with `identity`.
+pub fn server_config(
+    identity: &Identity,
+    alpn: &[u8],
+    limits: Limits,
+) -> Result<quinn::ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    tls.max_early_data_size = 0;
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    let mut t = quinn::TransportConfig::default();
+    let idle = quinn::IdleTimeout::try_from(limits.idle)
+        .map_err(|e| TlsError::Config(format!("idle timeout: {e}")))?;
+    t.max_idle_timeout(Some(idle));
+    t.max_concurrent_bidi_streams(limits.bidi_streams.into());
+    t.max_concurrent_uni_streams(0u32.into());
+    t.datagram_receive_buffer_size(Some(limits.datagram_buffer));
+    t.datagram_send_buffer_size(limits.datagram_buffer);
+    cfg.transport_config(Arc::new(t));
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generated_certificate_is_kept_across_restarts() {
+        let dir = std::env::temp_dir().join(format!("gw-tls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (a, created) = load_or_create(&dir).unwrap();
+        assert!(created);
+        let (b, created) = load_or_create(&dir).unwrap();
+        assert!(!created);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint().len(), 64);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(dir.join(KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "the key is private");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bad_pem_files_are_named() {
+        let dir = std::env::temp_dir().join(format!("gw-tls-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cert = dir.join("c.pem");
+        let key = dir.join("k.pem");
+        std::fs::write(&cert, b"not a pem").unwrap();
+        std::fs::write(&key, b"").unwrap();
+        let e = load_pem(&cert, &key).unwrap_err().to_string();
+        assert!(e.contains("c.pem"), "{e}");
+        let e = load_pem(&dir.join("missing.pem"), &key)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.pem"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
