@@ -463,3 +463,92 @@ async fn new_player_existing(addr: SocketAddr, user: &str) -> (Connection, GameS
         }
     }
 }
+
+/// Wait for a chat line containing `needle`.
+async fn chat_line(c: &mut Connection, needle: &str) -> String {
+    let got = c
+        .recv_until(
+            |i| match &i.packet {
+                ServerPacket::ChatMessage(m) => String::from_utf8_lossy(&m.text.0).contains(needle),
+                _ => false,
+            },
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("no chat line with {needle:?}: {e}"));
+    let ServerPacket::ChatMessage(m) = got.packet else {
+        unreachable!()
+    };
+    String::from_utf8_lossy(&m.text.0).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_that_span_zones_and_on_demand_instances() {
+    let data = temp_dir("commands");
+    let gw = start(&data, None).await;
+    let addr = gw.client_addr;
+    let (dm, _) = new_player(addr, "gm", "Gamemaster").await;
+    let (mut eve, _) = new_player(addr, "eve", "Eve").await;
+    // Make "gm" a DM, then log in again so the session carries the flag.
+    {
+        let mut acc = gw.shared().accounts();
+        let id = acc.book.find_user("gm").unwrap();
+        acc.book.set_dm(id, true);
+    }
+    dm.close(CloseCode::Normal).await;
+    let (mut dm, _) = login_again(addr, "gm").await;
+
+    // /yell reaches everyone; /pm reaches its target.
+    eve.send_frame(16, b"/yell hello all").await.unwrap();
+    assert!(chat_line(&mut dm, "hello all").await.contains("Eve"));
+    dm.send_frame(16, b"/pm Eve,psst").await.unwrap();
+    assert!(chat_line(&mut eve, "psst").await.contains("Gamemaster"));
+
+    // A non-DM may not /warpother; the DM may, into an instance nobody runs yet: the
+    // gateway places it on demand and routes the transfer.
+    eve.send_frame(16, b"/warpother Gamemaster,Darkwood,3")
+        .await
+        .unwrap();
+    chat_line(&mut eve, "permission").await;
+    dm.send_frame(16, b"/warpother Eve,Darkwood,3")
+        .await
+        .unwrap();
+    let moved = eve
+        .recv_until(|i| matches!(i.packet, ServerPacket::ChangeArea(_)), WAIT)
+        .await
+        .unwrap();
+    let ServerPacket::ChangeArea(a) = moved.packet else {
+        unreachable!()
+    };
+    assert_eq!(String::from_utf8_lossy(&a.area.0), "Darkwood");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let v = gw.shared().view.lock().unwrap().clone();
+        let placed = v
+            .nodes
+            .iter()
+            .flat_map(|n| n.instances.iter())
+            .any(|i| i.area == "Darkwood" && i.instance == 3);
+        if placed {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Darkwood#3 was placed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // /kick: the target gets P_KickedPlayer and close code 1.
+    dm.send_frame(16, b"/kick Eve").await.unwrap();
+    eve.recv_until(|i| matches!(i.packet, ServerPacket::KickedPlayer(_)), WAIT)
+        .await
+        .unwrap();
+    expect_closed(&eve, CloseCode::Kicked).await;
+    // Eve comes back in Darkwood#0 (Realm Crafter logs in to instance 0 of the saved area).
+    let (eve, g) = login_again(addr, "eve").await;
+    assert_eq!(area(&g), "Darkwood");
+    eve.close(CloseCode::Normal).await;
+    dm.close(CloseCode::Normal).await;
+    gw.shutdown().await;
+    let _ = std::fs::remove_dir_all(&data);
+}
