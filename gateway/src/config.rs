@@ -5,53 +5,15 @@
 //! [`GatewayConfig::validate`] runs last and names the setting that is wrong.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+pub use shared::settings::{ConfigError, Settings};
+use shared::settings::{boolean, num, opt_path as path};
 
 /// Environment variable prefix.
 pub const ENV_PREFIX: &str = "GATEWAY_";
-
-/// A configuration problem.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// Which file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML for this shape.
-    #[error("config file {path} is invalid: {message}")]
-    Parse {
-        /// Which file.
-        path: PathBuf,
-        /// The parser's message (with line and column).
-        message: String,
-    },
-    /// An environment variable does not parse.
-    #[error("environment variable {var}={value:?}: {message}")]
-    Env {
-        /// Variable.
-        var: String,
-        /// Value (redacted for secrets).
-        value: String,
-        /// Why.
-        message: String,
-    },
-    /// A setting is out of range or inconsistent.
-    #[error("setting `{field}`: {message}")]
-    Invalid {
-        /// The setting.
-        field: &'static str,
-        /// Why.
-        message: String,
-    },
-}
 
 /// Everything the gateway needs to run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,64 +87,11 @@ impl Default for GatewayConfig {
     }
 }
 
-fn num<T: std::str::FromStr>(v: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    v.trim().parse().map_err(|e: T::Err| e.to_string())
-}
-
-fn boolean(v: &str) -> Result<bool, String> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err("expected true or false".into()),
-    }
-}
-
-fn path(v: &str) -> Option<PathBuf> {
-    (!v.trim().is_empty()).then(|| PathBuf::from(v))
-}
-
-impl GatewayConfig {
-    /// Read a TOML file over the defaults.
-    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|e: toml::de::Error| ConfigError::Parse {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })
-    }
-
-    /// Apply `GATEWAY_*` variables (pass `std::env::vars()`); unknown `GATEWAY_*` names are
-    /// errors so typos show.
-    pub fn apply_env(
-        &mut self,
-        vars: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<(), ConfigError> {
-        for (var, value) in vars {
-            let Some(key) = var.strip_prefix(ENV_PREFIX) else {
-                continue;
-            };
-            let key = key.to_ascii_lowercase();
-            self.set(&key, &value).map_err(|message| ConfigError::Env {
-                var: var.clone(),
-                value: if key == "cluster_secret" {
-                    "<redacted>".into()
-                } else {
-                    value.clone()
-                },
-                message,
-            })?;
-        }
-        Ok(())
-    }
+impl Settings for GatewayConfig {
+    const ENV_PREFIX: &'static str = ENV_PREFIX;
 
     /// Set one setting by its snake_case name from text.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "gateway_id" => self.gateway_id = value.to_owned(),
             "listen" => self.listen = num(value)?,
@@ -208,19 +117,9 @@ impl GatewayConfig {
         }
         Ok(())
     }
+}
 
-    /// Apply `(setting, value)` overrides (the flags), in order.
-    pub fn apply_overrides<'a>(
-        &mut self,
-        pairs: impl IntoIterator<Item = (&'static str, &'a str)>,
-    ) -> Result<(), ConfigError> {
-        for (field, value) in pairs {
-            self.set(field, value)
-                .map_err(|message| ConfigError::Invalid { field, message })?;
-        }
-        Ok(())
-    }
-
+impl GatewayConfig {
     /// Check every setting; the first problem wins.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn bad(field: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {

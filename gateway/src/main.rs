@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use gateway::config::GatewayConfig;
+use gateway::config::{GatewayConfig, Settings as _};
 use gateway::session::{AccountBook, Argon2Hasher};
 use gateway::store::{Store, Writer};
 use rand::SeedableRng;
@@ -144,33 +144,17 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
             "gateway ready: clients on udp {} (ALPN rc/1, certificate sha256 {}), admin on http://{}",
             gw.client_addr, gw.fingerprint, gw.admin_addr
         );
-        shutdown_signal().await;
+        zone_node::link::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");
         tokio::select! {
             () = gw.shutdown() => {}
-            () = shutdown_signal() => {
+            () = zone_node::link::shutdown_signal() => {
                 tracing::error!("forced exit");
                 std::process::exit(1);
             }
         }
         anyhow::Ok(())
     })
-}
-
-/// SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
 
 fn main() -> anyhow::Result<()> {

@@ -97,16 +97,11 @@ fn bind(
 
 /// Load the configured world (`None`: the embedded demo world), logging warnings.
 pub fn load_world(cfg: &GatewayConfig) -> Result<World, shared::content::ContentError> {
-    match &cfg.world {
-        None => Ok(shared::content::demo_world()),
-        Some(path) => {
-            let (world, warnings) = shared::content::fs::load_world(path)?;
-            for w in &warnings {
-                tracing::warn!(warning = %w, "content warning");
-            }
-            Ok(world)
-        }
+    let (world, warnings) = shared::content::fs::load_or_demo(cfg.world.as_deref())?;
+    for w in &warnings {
+        tracing::warn!(warning = %w, "content warning");
     }
+    Ok(world)
 }
 
 /// Start everything. With `cfg.standalone`, an empty `cluster_secret` is replaced by a

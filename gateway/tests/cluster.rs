@@ -100,9 +100,18 @@ async fn new_player(addr: SocketAddr, user: &str, name: &str) -> (Connection, Ga
 
 async fn login_again(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
     let mut c = connect(addr).await;
-    let chars = c.login(user, "secret").await.unwrap();
+    // Until the zone confirms the previous logout the account is still online ("L").
+    let mut tries = 0;
+    let chars = loop {
+        match c.login(user, "secret").await {
+            Err(client::LoginError::AlreadyLoggedIn) if tries < 100 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => break r.unwrap(),
+        }
+    };
     assert_eq!(chars.len(), 1);
-    // The logout snapshot may still be on its way: retry briefly ("L" = still online).
     for _ in 0..50 {
         match c.start_game(0).await {
             Ok(g) => return (c, g),

@@ -2,7 +2,7 @@
 //!
 //! Everything here is plain, synchronous, deterministic Rust: bytes and values in,
 //! bytes and values out. There is no runtime, no clock and no socket in this crate;
-//! the only file access lives in [`content::fs`], a thin shell over the pure parsers.
+//! the only file access lives in [`content::fs`] (and reading a config file in [`settings`]), a thin shell over the pure parsers.
 //!
 //! # Layout
 //! - [`wire`]: encoding primitives (little-endian integers, f32, length-prefixed strings),
@@ -13,10 +13,13 @@
 //!   datagram header), pure types and a sans-IO codec.
 //! - [`content`]: the typed `World` (areas, templates, items, factions ...), its loaders
 //!   for Realm Crafter's binary `Server Data` and for the native TOML format.
+//! - [`settings`]: layered configuration plumbing (file, environment, flags) for the
+//!   binaries.
 #![warn(missing_docs)]
 
 pub mod content;
 pub mod frame;
 pub mod internal;
 pub mod proto;
+pub mod settings;
 pub mod wire;

@@ -49,16 +49,11 @@ impl NodeHandle {
 
 /// Load the configured world (`None` = the embedded demo world).
 pub fn load_world(cfg: &NodeConfig) -> Result<World, shared::content::ContentError> {
-    match &cfg.world {
-        None => Ok(shared::content::demo_world()),
-        Some(path) => {
-            let (world, warnings) = shared::content::fs::load_world(path)?;
-            for w in &warnings {
-                tracing::warn!(warning = %w, "content warning");
-            }
-            Ok(world)
-        }
+    let (world, warnings) = shared::content::fs::load_or_demo(cfg.world.as_deref())?;
+    for w in &warnings {
+        tracing::warn!(warning = %w, "content warning");
     }
+    Ok(world)
 }
 
 /// Start a node with a loaded world. Call inside an actix `System`.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use zone_node::config::NodeConfig;
+use zone_node::config::{NodeConfig, Settings as _};
 use zone_node::link::{self, LinkExit};
 use zone_node::node;
 

@@ -192,3 +192,12 @@ pub fn write_native(world: &World, out: &Path) -> Result<SourceKind, ContentErro
     }
     Ok(SourceKind::NativeDir)
 }
+
+/// The world at `path`, or the embedded demo world when `path` is `None`: what the
+/// binaries serve by default.
+pub fn load_or_demo(path: Option<&Path>) -> Result<(World, Vec<ContentWarning>), ContentError> {
+    match path {
+        None => Ok((super::demo_world(), Vec::new())),
+        Some(p) => load_world(p),
+    }
+}
