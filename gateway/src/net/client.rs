@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut as _, Bytes, BytesMut};
-use shared::frame::{FrameDecoder, FrameError, split_datagram};
+use shared::frame::{FrameDecoder, split_datagram};
 use shared::proto::{ClientPacket, Creds, DecodeCtx, ids};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
@@ -22,19 +22,7 @@ pub async fn serve(
     shared: Arc<Shared>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        let incoming = tokio::select! {
-            i = endpoint.accept() => match i {
-                Some(i) => i,
-                None => return,
-            },
-            r = shutdown.changed() => {
-                if r.is_err() || *shutdown.borrow() {
-                    return;
-                }
-                continue;
-            }
-        };
+    while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
         let full = shared.clients.len()
             >= usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
         if full
@@ -210,9 +198,6 @@ impl Conn {
             let (ty, payload) = match dec.next_frame() {
                 Ok(Some(f)) => (f.ty, f.payload.to_vec()),
                 Ok(None) => break,
-                Err(e @ (FrameError::ZeroLength { .. } | FrameError::TooLong { .. })) => {
-                    return Some(Some(self.violation(&e.to_string())));
-                }
                 Err(e) => return Some(Some(self.violation(&e.to_string()))),
             };
             let end = if self.in_game {

@@ -3,3 +3,21 @@
 
 pub mod client;
 pub mod node;
+
+/// The next connection attempt, or `None` once the endpoint closed or `shutdown` turned
+/// true (the accept loop of both endpoints).
+async fn next_incoming(
+    endpoint: &quinn::Endpoint,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<quinn::Incoming> {
+    loop {
+        tokio::select! {
+            i = endpoint.accept() => return i,
+            r = shutdown.changed() => {
+                if r.is_err() || *shutdown.borrow() {
+                    return None;
+                }
+            }
+        }
+    }
+}

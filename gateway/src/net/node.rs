@@ -27,19 +27,7 @@ pub async fn serve(
     shared: Arc<Shared>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        let incoming = tokio::select! {
-            i = endpoint.accept() => match i {
-                Some(i) => i,
-                None => return,
-            },
-            r = shutdown.changed() => {
-                if r.is_err() || *shutdown.borrow() {
-                    return;
-                }
-                continue;
-            }
-        };
+    while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
         let shared = shared.clone();
         let span = tracing::info_span!("node_link", peer = %incoming.remote_address());
         tokio::spawn(connection(incoming, shared).instrument(span));
