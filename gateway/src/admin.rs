@@ -218,6 +218,7 @@ async fn method_not_allowed() -> Response {
 enum Kind {
     Counter,
     Gauge,
+    Histogram,
 }
 
 impl Kind {
@@ -225,6 +226,7 @@ impl Kind {
         match self {
             Self::Counter => "counter",
             Self::Gauge => "gauge",
+            Self::Histogram => "histogram",
         }
     }
 }
@@ -300,6 +302,36 @@ impl MetricsText {
         value: f64,
     ) -> &mut Self {
         self.sample(name, help, Kind::Gauge, labels, &float(value))
+    }
+
+    /// A histogram with no labels: `buckets` are `(upper bound, cumulative count)` in
+    /// increasing order (the `+Inf` bucket is added from `count`).
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        buckets: &[(f64, u64)],
+        sum: f64,
+        count: u64,
+    ) -> &mut Self {
+        let base = sanitize(name, true);
+        self.sample(&base, help, Kind::Histogram, &[], "");
+        let mut text = String::new();
+        for (le, n) in buckets {
+            let _ = writeln!(text, "{base}_bucket{{le=\"{}\"}} {n}", float(*le));
+        }
+        let _ = writeln!(text, "{base}_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(text, "{base}_sum {}", float(sum));
+        let _ = writeln!(text, "{base}_count {count}");
+        if let Some(f) = self
+            .index
+            .get(&base)
+            .copied()
+            .and_then(|i| self.families.get_mut(i))
+        {
+            f.samples = text;
+        }
+        self
     }
 
     fn sample(

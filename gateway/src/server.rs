@@ -498,6 +498,44 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
+            "rc_gateway_handoffs_started_total",
+            "SetArea handoffs between nodes begun.",
+            &m.handoffs_started,
+        );
+        c(
+            &mut t,
+            "rc_gateway_handoffs_completed_total",
+            "SetArea handoffs committed at their destination.",
+            &m.handoffs_completed,
+        );
+        c(
+            &mut t,
+            "rc_gateway_handoffs_rolled_back_total",
+            "SetArea handoffs refused, aborted or timed out (the actor stayed at its source).",
+            &m.handoffs_rolled_back,
+        );
+        let (buckets, sum, count) = m.handoff_latency.snapshot();
+        t.histogram(
+            "rc_gateway_handoff_latency_seconds",
+            "From a node's Transfer to the commit sent to its destination.",
+            &buckets,
+            sum,
+            count,
+        );
+        c(
+            &mut t,
+            "rc_gateway_recoveries_total",
+            "Players put back from their last save after their zone node was lost.",
+            &m.recoveries,
+        );
+        c(
+            &mut t,
+            "rc_gateway_fenced_total",
+            "Snapshots and frames refused because their node no longer hosts the session.",
+            &m.fenced,
+        );
+        c(
+            &mut t,
             "rc_gateway_chat_commands_total",
             "Chat commands handled by the gateway.",
             &m.chat_commands,

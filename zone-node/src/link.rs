@@ -791,6 +791,14 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.remote_transfer_answer(transfer_id, Err(reason));
             None
         }
+        Msg::TransferCommit { transfer_id } => {
+            reg.remote_transfer_decided(transfer_id, true);
+            None
+        }
+        Msg::TransferAbort { transfer_id } => {
+            reg.remote_transfer_decided(transfer_id, false);
+            None
+        }
         Msg::Error { code, reason } => {
             tracing::warn!(?code, %reason, "gateway reported an error");
             None

@@ -334,6 +334,23 @@ async fn node_registers_hosts_moves_transfers_and_drains() {
     assert_eq!(moved, key("Darkwood"));
     assert_eq!(node.registry.session_instance(8), Some(key("Darkwood")));
     assert_eq!(Metrics::get(&node.registry.metrics.local_transfers), 1);
+    // The destination persists Bob with his new area once the handoff committed.
+    let (snap, _) = gw
+        .until(|m| match m {
+            Msg::Snapshot {
+                snapshot_id,
+                session: 8,
+                reason: SnapshotReasonDto::Transfer,
+                state,
+            } => Some((*snapshot_id, state.area.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(snap.1, "Darkwood");
+    gw.send(Msg::SnapshotAck {
+        snapshot_id: snap.0,
+    })
+    .await;
     // Bob is hosted exactly once: in Darkwood, not in Meadow.
     eventually(|| {
         let players = |a| node.registry.instance_stats(&key(a)).map(|s| s.players);
@@ -673,7 +690,74 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
         _ => None,
     })
     .await;
-    assert_eq!(node.registry.session_instance(11), Some(key("Meadow")));
+    // Prepared, not live: the node hosts Erin only once the source's commit arrives.
+    assert_eq!(node.registry.session_instance(11), None);
+    gw.send(Msg::TransferCommit { transfer_id: 777 }).await;
+    eventually(|| node.registry.session_instance(11) == Some(key("Meadow"))).await;
+    let (snap, _) = gw
+        .until(|m| match m {
+            Msg::Snapshot {
+                snapshot_id,
+                session: 11,
+                reason: SnapshotReasonDto::Transfer,
+                ..
+            } => Some(*snapshot_id),
+            _ => None,
+        })
+        .await;
+    gw.send(Msg::SnapshotAck { snapshot_id: snap }).await;
+
+    // A transfer with a stale generation is refused (fencing).
+    gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
+        transfer_id: 779,
+        generation: 0xdead,
+        session: Some(13),
+        is_dm: false,
+        area: "Meadow".into(),
+        instance: 0,
+        arrival: ArrivalDto::Saved,
+        state: *character("Gus"),
+    })))
+    .await;
+    gw.until(|m| {
+        matches!(
+            m,
+            Msg::TransferNack {
+                transfer_id: 779,
+                ..
+            }
+        )
+        .then_some(())
+    })
+    .await;
+
+    // A prepared transfer that is aborted never shows up.
+    gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
+        transfer_id: 780,
+        generation: 1,
+        session: Some(14),
+        is_dm: false,
+        area: "Meadow".into(),
+        instance: 0,
+        arrival: ArrivalDto::Saved,
+        state: ActorStateDto {
+            rid: 14,
+            ..*character("Hal")
+        },
+    })))
+    .await;
+    gw.until(|m| {
+        matches!(
+            m,
+            Msg::TransferAck {
+                transfer_id: 780,
+                ..
+            }
+        )
+        .then_some(())
+    })
+    .await;
+    gw.send(Msg::TransferAbort { transfer_id: 780 }).await;
 
     // Into an instance this node does not host: refused at once, never lost.
     gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
@@ -730,6 +814,52 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
             .players,
         1
     );
+
+    // A late ack (after the rollback) is answered with an abort: Erin stays in Meadow only.
+    gw.send(Msg::TransferAck {
+        transfer_id: t.transfer_id,
+        generation: 1,
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::TransferAbort { transfer_id } if *transfer_id == t.transfer_id => Some(()),
+        Msg::TransferCommit { .. } => panic!("a late ack must not commit"),
+        _ => None,
+    })
+    .await;
+    assert_eq!(node.registry.session_instance(11), Some(key("Meadow")));
+
+    // Out again (a /warpother), acknowledged this time: the node lets go of Erin and
+    // commits.
+    gw.send(Msg::WarpPlayer {
+        session: 11,
+        area: "Darkwood".into(),
+        instance: 0,
+    })
+    .await;
+    let (t2, _) = gw
+        .until(|m| match m {
+            Msg::Transfer(t) => Some(t.clone()),
+            _ => None,
+        })
+        .await;
+    gw.send(Msg::TransferAck {
+        transfer_id: t2.transfer_id,
+        generation: 1,
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::TransferCommit { transfer_id } if *transfer_id == t2.transfer_id => Some(()),
+        _ => None,
+    })
+    .await;
+    eventually(|| node.registry.session_instance(11).is_none()).await;
+    eventually(|| {
+        node.registry
+            .instance_stats(&key("Meadow"))
+            .is_some_and(|s| s.players == 0)
+    })
+    .await;
 
     node.drain();
     loop {

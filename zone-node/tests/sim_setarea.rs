@@ -82,13 +82,111 @@ fn dm_warp_to_another_area_is_a_transfer_with_freeze_and_ack() {
             .iter()
             .any(|x| matches!(x, ZoneOutput::PlayerRemoved { player } if *player == p))
     );
-    // A second ack is unknown, counted.
+    // The source commits (the destination may now make the player live).
+    assert!(h.outputs.iter().any(
+        |x| matches!(x, ZoneOutput::CommitTransfer { transfer_id } if *transfer_id == t.transfer_id)
+    ));
+    // A second ack is unknown, counted, and aborted: it must not make a second copy live.
     h.clear();
     h.push(ZoneInput::TransferAck {
         transfer_id: t.transfer_id,
     });
     h.tick();
     assert_eq!(h.rejections(), vec![Rejection::UnknownTransfer]);
+    assert!(h.outputs.iter().any(
+        |x| matches!(x, ZoneOutput::AbortTransfer { transfer_id } if *transfer_id == t.transfer_id)
+    ));
+}
+
+#[test]
+fn a_late_ack_after_the_rollback_is_aborted_and_the_player_stays() {
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_dm("Alice", 0.0, 0.0);
+    h.act(
+        p,
+        PlayerAction::Warp {
+            area: "Elsewhere".into(),
+            instance: 0,
+        },
+    );
+    h.tick();
+    let t = transfer_out(&h).unwrap();
+    // 2 s pass with no answer: rolled back, playable.
+    h.run_ticks(70);
+    assert!(!h.actor(id).frozen());
+    h.clear();
+    h.push(ZoneInput::TransferAck {
+        transfer_id: t.transfer_id,
+    });
+    h.tick();
+    assert!(h.outputs.iter().any(
+        |x| matches!(x, ZoneOutput::AbortTransfer { transfer_id } if *transfer_id == t.transfer_id)
+    ));
+    assert!(!h.outputs.iter().any(|x| matches!(
+        x,
+        ZoneOutput::CommitTransfer { .. } | ZoneOutput::PlayerRemoved { .. }
+    )));
+    assert!(h.sim.state().get(id).is_some(), "still here, exactly once");
+    assert_eq!(h.sim.state().online.len, 1);
+}
+
+#[test]
+fn a_prepared_arrival_is_invisible_until_committed_and_gone_when_aborted() {
+    let mut h = SimHarness::new();
+    let (obs, _) = h.spawn_player("Local", 10.0, 10.0);
+    let mut state = h.player_state("Visitor", 0.0, 0.0);
+    state.rid = 90;
+    let visitor = zone_node::sim::PlayerKey(900);
+    h.clear();
+    h.push(ZoneInput::TransferIn {
+        transfer_id: TransferId(1),
+        player: Some(visitor),
+        is_dm: false,
+        state: Box::new(state.clone()),
+        arrival: Arrival::Saved,
+    });
+    h.tick();
+    assert!(h.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == TransferId(1))
+    ));
+    assert!(h.sim.state().by_player(visitor).is_none());
+    assert!(h.reliable_of(obs, P_NEW_ACTOR).is_empty());
+    assert!(h.reliable(visitor).is_empty());
+    // Aborted: never seen by anyone.
+    h.clear();
+    h.push(ZoneInput::TransferAbort {
+        transfer_id: TransferId(1),
+    });
+    h.run_ticks(10);
+    assert!(h.sim.state().by_player(visitor).is_none());
+    assert!(h.reliable_of(obs, P_NEW_ACTOR).is_empty());
+    // A commit for it now is unknown.
+    h.push(ZoneInput::TransferCommit {
+        transfer_id: TransferId(1),
+    });
+    h.tick();
+    assert_eq!(h.rejections(), vec![Rejection::UnknownTransfer]);
+    assert!(h.sim.state().by_player(visitor).is_none());
+
+    // Prepared and never decided: dropped after the prepare timeout (10 s).
+    h.clear();
+    h.push(ZoneInput::TransferIn {
+        transfer_id: TransferId(2),
+        player: Some(visitor),
+        is_dm: false,
+        state: Box::new(state),
+        arrival: Arrival::Saved,
+    });
+    h.tick();
+    h.run_ticks(310);
+    assert!(h.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::PreparedExpired { transfer_id } if *transfer_id == TransferId(2))
+    ));
+    h.push(ZoneInput::TransferCommit {
+        transfer_id: TransferId(2),
+    });
+    h.tick();
+    assert!(h.sim.state().by_player(visitor).is_none());
 }
 
 #[test]
@@ -195,6 +293,20 @@ fn transfer_carries_mount_and_pets_and_keeps_the_player_rid() {
     assert!(dst.outputs.iter().any(
         |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == t.transfer_id)
     ));
+    // Prepared only: nobody sees it until the source commits.
+    assert!(dst.sim.state().by_player(p).is_none());
+    assert!(dst.reliable_of(obs, P_NEW_ACTOR).is_empty());
+    dst.push(ZoneInput::TransferCommit {
+        transfer_id: t.transfer_id,
+    });
+    dst.tick();
+    // Persisted with its new area after the switch.
+    assert!(
+        dst.outputs
+            .iter()
+            .any(|o| matches!(o, ZoneOutput::Persist(s)
+        if s.player == p && s.reason == zone_node::sim::events::SnapshotReason::Transfer))
+    );
     let arrived = dst.sim.state().by_player(p).unwrap();
     let a = dst.actor(arrived).clone();
     assert_eq!(a.rid, 77);

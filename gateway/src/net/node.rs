@@ -156,7 +156,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
     });
     let writer = tokio::spawn(writer(send, rx));
     let pump = tokio::spawn(datagrams(conn.clone(), shared.clone()));
-    let reason = reader(&shared, &node, serial, &tx, recv, dec).await;
+    let reason = reader(&shared, &node, serial, conn.stable_id(), &tx, recv, dec).await;
     pump.abort();
     writer.abort();
     shared.to_hub(HubEvent::NodeDown {
@@ -186,13 +186,19 @@ async fn writer(mut send: quinn::SendStream, mut rx: mpsc::UnboundedReceiver<Msg
     }
 }
 
-/// Zone datagrams `[session][frames]` → the client's connection.
+/// Zone datagrams `[session][frames]` → the client's connection, only from the node that
+/// hosts the session (fencing: a node that lost its players cannot reach them).
 async fn datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
+    let me = conn.stable_id();
     while let Ok(d) = conn.read_datagram().await {
         let Ok((session, frames)) = datagram::decode(&d) else {
             Metrics::inc(&shared.metrics.internal_refused);
             continue;
         };
+        if !shared.routed_to(session, me) {
+            Metrics::inc(&shared.metrics.fenced);
+            continue;
+        }
         match shared.clients.get(&session) {
             Some(c) => {
                 if c.conn.send_datagram(frames).is_ok() {
@@ -209,6 +215,7 @@ async fn reader(
     shared: &Shared,
     node: &str,
     serial: u64,
+    conn_id: usize,
     tx: &mpsc::UnboundedSender<Msg>,
     mut recv: quinn::RecvStream,
     mut dec: FrameDecoder,
@@ -220,6 +227,9 @@ async fn reader(
                 Ok(Some(env)) => {
                     tracing::trace!(node, msg = env.msg.name(), "from node");
                     match env.msg {
+                        Msg::ToClient { session, .. } if !shared.routed_to(session, conn_id) => {
+                            Metrics::inc(&shared.metrics.fenced);
+                        }
                         Msg::ToClient { session, frames } => match shared.clients.get(&session) {
                             Some(c) => c.frames(frames, &shared.metrics),
                             None => {

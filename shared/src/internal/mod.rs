@@ -41,7 +41,7 @@ pub use dto::{
 };
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -344,7 +344,9 @@ pub enum Msg {
     },
     /// Either way: a SetArea to an instance the sender does not host.
     Transfer(Box<TransferDto>),
-    /// Either way: the destination inserted the actor.
+    /// Either way: the destination holds the actor, prepared but not yet live (phase one
+    /// of the handoff; see `docs/handoff.md`). The source answers with `TransferCommit`
+    /// or, if it already rolled back, `TransferAbort`.
     TransferAck {
         /// Which transfer.
         transfer_id: u64,
@@ -368,6 +370,19 @@ pub enum Msg {
         code: ErrorCode,
         /// Human-readable reason.
         reason: String,
+    },
+    /// Either way: the source let go of the actor after `TransferAck`; the destination
+    /// makes the prepared actor live (phase two of the handoff). Node → gateway names the
+    /// source's id, gateway → node the id the destination was sent.
+    TransferCommit {
+        /// Which transfer.
+        transfer_id: u64,
+    },
+    /// Either way: the source had already rolled back (a late `TransferAck`) or is gone;
+    /// the destination drops the prepared actor, so it exists in exactly one place.
+    TransferAbort {
+        /// Which transfer.
+        transfer_id: u64,
     },
 }
 
@@ -398,6 +413,8 @@ impl Msg {
             Self::Transfer(_) => "Transfer",
             Self::TransferAck { .. } => "TransferAck",
             Self::TransferNack { .. } => "TransferNack",
+            Self::TransferCommit { .. } => "TransferCommit",
+            Self::TransferAbort { .. } => "TransferAbort",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",
             Self::Error { .. } => "Error",

@@ -70,6 +70,12 @@ pub struct Metrics {
     pub rejections: AtomicU64,
     /// Transfers between two local instances completed.
     pub local_transfers: AtomicU64,
+    /// Transfers from other nodes committed here.
+    pub remote_transfers: AtomicU64,
+    /// Prepared arrivals dropped because no commit or abort came in time.
+    pub transfers_expired: AtomicU64,
+    /// Messages refused because they named an older placement generation (fencing).
+    pub stale: AtomicU64,
     /// Outbound messages dropped because the link was closed.
     pub outbound_dropped: AtomicU64,
 }
@@ -105,11 +111,18 @@ enum TransferSource {
     Remote { their_id: u64 },
 }
 
+/// A transfer this node takes part in, as source, destination or both, until the
+/// source's decision (commit or abort) has been passed on.
 #[derive(Clone, Debug)]
 struct PendingTransfer {
     source: TransferSource,
     dest: InstanceKey,
-    player: Option<(PlayerKey, bool, ActorState)>,
+    player: Option<PlayerKey>,
+    /// The destination acknowledged (holds the actor prepared).
+    prepared: bool,
+    /// Sent out through the gateway (even if the destination later turns out to be
+    /// placed on this very node, the gateway carries the decision).
+    via_gateway: bool,
 }
 
 /// Why a registry request was refused.
@@ -143,6 +156,9 @@ pub enum RegistryError {
     /// The session is already hosted here.
     #[error("session {0} is already hosted here")]
     DuplicateSession(SessionId),
+    /// A transfer id already in progress here.
+    #[error("transfer {0} is already in progress here")]
+    DuplicateTransfer(u64),
 }
 
 impl RegistryError {
@@ -155,6 +171,7 @@ impl RegistryError {
             }
             Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
             Self::UnknownSession(_) | Self::DuplicateSession(_) => ErrorCode::UnknownSession,
+            Self::DuplicateTransfer(_) => ErrorCode::Unexpected,
         }
     }
 }
@@ -188,6 +205,8 @@ pub struct Registry {
     instances: DashMap<InstanceKey, InstanceHandle>,
     sessions: DashMap<SessionId, InstanceKey>,
     transfers: DashMap<u64, PendingTransfer>,
+    /// Incoming transfers from other nodes: the gateway's id → ours.
+    remote_in: DashMap<u64, u64>,
     next_id: AtomicU64,
     draining: AtomicBool,
     /// Counters.
@@ -212,6 +231,7 @@ impl Registry {
             instances: DashMap::new(),
             sessions: DashMap::new(),
             transfers: DashMap::new(),
+            remote_in: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
             draining: AtomicBool::new(false),
@@ -574,16 +594,20 @@ impl Registry {
             area: t.area.clone(),
             instance: t.instance,
         };
-        let pending = PendingTransfer {
-            source: TransferSource::Local {
-                key: source.clone(),
-                local: t.transfer_id,
+        self.transfers.insert(
+            id,
+            PendingTransfer {
+                source: TransferSource::Local {
+                    key: source.clone(),
+                    local: t.transfer_id,
+                },
+                dest: dest.clone(),
+                player: t.player,
+                prepared: false,
+                via_gateway: !self.instances.contains_key(&dest),
             },
-            dest: dest.clone(),
-            player: t.player.map(|p| (p, t.is_dm, t.state.clone())),
-        };
+        );
         if self.instances.contains_key(&dest) {
-            self.transfers.insert(id, pending);
             self.push(
                 &dest,
                 ZoneInput::TransferIn {
@@ -594,29 +618,29 @@ impl Registry {
                     arrival: t.arrival.clone(),
                 },
             );
-        } else {
-            self.transfers.insert(id, pending);
-            let dto = TransferDto {
-                transfer_id: id,
-                generation: 0,
-                session: t.player.map(|p| p.0),
-                is_dm: t.is_dm,
-                area: t.area.clone(),
-                instance: t.instance,
-                arrival: t.arrival.clone(),
-                state: t.state.clone(),
-            };
-            if self
-                .out
-                .send(Outbound::Msg(Msg::Transfer(Box::new(dto))))
-                .is_err()
-            {
-                self.transfer_answer(id, Err("the destination is unreachable".into()));
-            }
+            return;
+        }
+        let dto = TransferDto {
+            transfer_id: id,
+            generation: 0,
+            session: t.player.map(|p| p.0),
+            is_dm: t.is_dm,
+            area: t.area.clone(),
+            instance: t.instance,
+            arrival: t.arrival.clone(),
+            state: t.state.clone(),
+        };
+        if self
+            .out
+            .send(Outbound::Msg(Msg::Transfer(Box::new(dto))))
+            .is_err()
+        {
+            self.remote_transfer_answer(id, Err("the destination is unreachable".into()));
         }
     }
 
-    /// A transfer from another node arrives (via the gateway).
+    /// A transfer from another node arrives (via the gateway): phase one at a local
+    /// instance, which must be the generation the gateway placed.
     pub fn transfer_in(&self, t: TransferDto) -> Result<(), RegistryError> {
         let dest = InstanceKey {
             area: t.area.clone(),
@@ -625,11 +649,21 @@ impl Registry {
         if self.is_draining() {
             return Err(RegistryError::Draining);
         }
-        if !self.instances.contains_key(&dest) {
+        let Some(have) = self.instance(&dest).map(|h| h.generation) else {
             return Err(RegistryError::UnknownInstance(dest));
+        };
+        if t.generation != 0 && t.generation != have {
+            Metrics::inc(&self.metrics.stale);
+            return Err(RegistryError::StaleGeneration {
+                key: dest,
+                have,
+                got: t.generation,
+            });
+        }
+        if self.remote_in.contains_key(&t.transfer_id) {
+            return Err(RegistryError::DuplicateTransfer(t.transfer_id));
         }
         let id = self.next_id();
-        let state = t.state;
         let player = t.session.map(PlayerKey);
         self.transfers.insert(
             id,
@@ -638,93 +672,136 @@ impl Registry {
                     their_id: t.transfer_id,
                 },
                 dest: dest.clone(),
-                player: player.map(|p| (p, t.is_dm, state.clone())),
+                player,
+                prepared: false,
+                via_gateway: true,
             },
         );
+        self.remote_in.insert(t.transfer_id, id);
         self.push(
             &dest,
             ZoneInput::TransferIn {
                 transfer_id: TransferId(id),
                 player,
                 is_dm: t.is_dm,
-                state: Box::new(state),
+                state: Box::new(t.state),
                 arrival: t.arrival,
             },
         );
         Ok(())
     }
 
-    /// The answer to a transfer, by our id: from a local destination's sim output, or
-    /// from the gateway for a remote one. Returns the arriving player, if any, so the
-    /// destination actor can record it.
-    pub(crate) fn transfer_answer(
-        &self,
-        id: u64,
-        result: Result<(), String>,
-    ) -> Option<(PlayerKey, bool, ActorState)> {
-        let (_, p) = self.transfers.remove(&id)?;
-        let ok = result.is_ok();
-        // Routing first, answers second: whoever hears the answer finds the session moved.
-        if ok {
-            let local_dest = self.instances.contains_key(&p.dest);
-            if matches!(p.source, TransferSource::Local { .. }) && local_dest {
-                Metrics::inc(&self.metrics.local_transfers);
+    /// A local destination holds the actor prepared: acknowledge to the source (once; a
+    /// destination rebuilt after a panic prepares again).
+    pub(crate) fn transfer_prepared(&self, id: u64) {
+        let Some(mut p) = self.transfers.get_mut(&id) else {
+            tracing::debug!(transfer = id, "prepared, but no longer pending here");
+            return;
+        };
+        tracing::debug!(transfer = id, source = ?p.source, "transfer prepared");
+        if p.prepared {
+            return;
+        }
+        p.prepared = true;
+        let (source, dest) = (p.source.clone(), p.dest.clone());
+        drop(p);
+        match source {
+            TransferSource::Local { key, local } => {
+                self.push(&key, ZoneInput::TransferAck { transfer_id: local });
             }
-            if let Some((player, _, _)) = &p.player
-                && local_dest
-            {
-                self.sessions.insert(player.0, p.dest.clone());
-                self.send(Msg::PlayerMoved {
-                    session: player.0,
-                    key: p.dest.clone(),
+            TransferSource::Remote { their_id } => {
+                let generation = self.instance(&dest).map_or(0, |h| h.generation);
+                self.send(Msg::TransferAck {
+                    transfer_id: their_id,
+                    generation,
                 });
             }
-            // Gone to another node: forget the session now (the source's PlayerRemoved
-            // follows, and a source rebuilt after a panic must not restore the player).
-            if let (Some((player, _, _)), TransferSource::Local { key: src, .. }) =
-                (&p.player, &p.source)
-                && !local_dest
-                && self
-                    .sessions
-                    .remove_if(&player.0, |_, k| k == src)
-                    .is_some()
-            {
-                self.send(Msg::PlayerDetached { session: player.0 });
-            }
         }
-        match (&p.source, result) {
-            (TransferSource::Local { key, local }, Ok(())) => {
+    }
+
+    /// A local destination refused the actor (or dropped a prepared one that was never
+    /// decided): a source still waiting is told, so it restores the actor.
+    pub(crate) fn transfer_refused(&self, id: u64, reason: String) {
+        let Some((_, p)) = self.transfers.remove(&id) else {
+            return;
+        };
+        if let TransferSource::Remote { their_id } = &p.source {
+            self.remote_in.remove(their_id);
+        }
+        if p.prepared {
+            Metrics::inc(&self.metrics.transfers_expired);
+            return;
+        }
+        match p.source {
+            TransferSource::Local { key, local } => {
                 self.push(
-                    key,
-                    ZoneInput::TransferAck {
-                        transfer_id: *local,
-                    },
-                );
-            }
-            (TransferSource::Local { key, local }, Err(reason)) => {
-                self.push(
-                    key,
+                    &key,
                     ZoneInput::TransferNack {
-                        transfer_id: *local,
+                        transfer_id: local,
                         reason,
                     },
                 );
             }
-            (TransferSource::Remote { their_id }, Ok(())) => {
-                let generation = self.instance(&p.dest).map_or(0, |h| h.generation);
-                self.send(Msg::TransferAck {
-                    transfer_id: *their_id,
-                    generation,
-                });
-            }
-            (TransferSource::Remote { their_id }, Err(reason)) => {
-                self.send(Msg::TransferNack {
-                    transfer_id: *their_id,
-                    reason,
-                });
-            }
+            TransferSource::Remote { their_id } => self.send(Msg::TransferNack {
+                transfer_id: their_id,
+                reason,
+            }),
         }
-        p.player
+    }
+
+    /// The source instance decided (phase two): commit after it let go of the actor, or
+    /// abort when the ack came after its rollback. Routing moves before the destination
+    /// hears, so whatever it sends finds the session where it now lives.
+    pub(crate) fn transfer_decided(&self, source: &InstanceKey, local: TransferId, commit: bool) {
+        let found = self.transfers.iter().find_map(|t| match &t.source {
+            TransferSource::Local { key, local: l } if key == source && *l == local => {
+                Some(*t.key())
+            }
+            _ => None,
+        });
+        let Some((id, p)) = found.and_then(|id| self.transfers.remove(&id)) else {
+            tracing::debug!(instance = %source, ?local, commit, "decision for an unknown transfer");
+            Metrics::inc(&self.metrics.refused_msgs);
+            return;
+        };
+        tracing::debug!(transfer = id, dest = %p.dest, commit, via_gateway = p.via_gateway, "transfer decided");
+        match (!p.via_gateway, commit) {
+            (true, true) => {
+                Metrics::inc(&self.metrics.local_transfers);
+                if let Some(player) = p.player {
+                    self.sessions.insert(player.0, p.dest.clone());
+                    self.send(Msg::PlayerMoved {
+                        session: player.0,
+                        key: p.dest.clone(),
+                    });
+                }
+                self.push(
+                    &p.dest,
+                    ZoneInput::TransferCommit {
+                        transfer_id: TransferId(id),
+                    },
+                );
+            }
+            (true, false) => {
+                self.push(
+                    &p.dest,
+                    ZoneInput::TransferAbort {
+                        transfer_id: TransferId(id),
+                    },
+                );
+            }
+            (false, true) => {
+                // Gone through the gateway: forget the session here (a source rebuilt
+                // after a panic must not restore the player). The commit tells the
+                // gateway the session left; no `PlayerDetached`, which would read as a
+                // logout when the destination is placed on this same node.
+                if let Some(player) = p.player {
+                    self.sessions.remove_if(&player.0, |_, k| k == source);
+                }
+                self.send(Msg::TransferCommit { transfer_id: id });
+            }
+            (false, false) => self.send(Msg::TransferAbort { transfer_id: id }),
+        }
     }
 
     /// Transfers out of `key` still waiting for an answer: `(sim id, player)`.
@@ -732,18 +809,71 @@ impl Registry {
         self.transfers
             .iter()
             .filter_map(|t| match &t.source {
-                TransferSource::Local { key: k, local } if k == key => {
-                    Some((*local, t.player.as_ref().map(|p| p.0)))
-                }
+                TransferSource::Local { key: k, local } if k == key => Some((*local, t.player)),
                 _ => None,
             })
             .collect()
     }
 
-    /// Handle a gateway answer to a transfer we sent out.
+    /// The gateway's answer to a transfer we sent to another node: an ack (the remote
+    /// destination is prepared) goes to the source instance, which decides; a nack
+    /// restores the actor there. An ack for a transfer we no longer know is aborted.
     pub fn remote_transfer_answer(&self, id: u64, result: Result<(), String>) {
-        if self.transfer_answer(id, result).is_none() {
+        let source = self.transfers.get(&id).map(|p| p.source.clone());
+        match (source, result) {
+            (Some(TransferSource::Local { key, local }), Ok(())) => {
+                if let Some(mut p) = self.transfers.get_mut(&id) {
+                    p.prepared = true;
+                }
+                self.push(&key, ZoneInput::TransferAck { transfer_id: local });
+            }
+            (Some(TransferSource::Local { key, local }), Err(reason)) => {
+                self.transfers.remove(&id);
+                self.push(
+                    &key,
+                    ZoneInput::TransferNack {
+                        transfer_id: local,
+                        reason,
+                    },
+                );
+            }
+            (_, Ok(())) => {
+                Metrics::inc(&self.metrics.refused_msgs);
+                self.send(Msg::TransferAbort { transfer_id: id });
+            }
+            (_, Err(_)) => Metrics::inc(&self.metrics.refused_msgs),
+        }
+    }
+
+    /// The gateway passes on the source's decision for a transfer into this node.
+    pub fn remote_transfer_decided(&self, gateway_id: u64, commit: bool) {
+        tracing::debug!(gateway_id, commit, "gateway passes on a transfer decision");
+        let Some((_, id)) = self.remote_in.remove(&gateway_id) else {
             Metrics::inc(&self.metrics.refused_msgs);
+            return;
+        };
+        let Some((_, p)) = self.transfers.remove(&id) else {
+            Metrics::inc(&self.metrics.refused_msgs);
+            return;
+        };
+        if commit {
+            Metrics::inc(&self.metrics.remote_transfers);
+            if let Some(player) = p.player {
+                self.sessions.insert(player.0, p.dest.clone());
+            }
+            self.push(
+                &p.dest,
+                ZoneInput::TransferCommit {
+                    transfer_id: TransferId(id),
+                },
+            );
+        } else {
+            self.push(
+                &p.dest,
+                ZoneInput::TransferAbort {
+                    transfer_id: TransferId(id),
+                },
+            );
         }
     }
 

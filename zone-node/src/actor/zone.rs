@@ -96,7 +96,9 @@ pub struct ZoneActor {
     origin: Instant,
     schedule: FixedStep,
     players: HashMap<PlayerKey, PlayerRecord>,
-    arriving: HashMap<TransferId, PlayerRecord>,
+    /// Transfers in (their `TransferIn` input) until committed or aborted: a sim rebuilt
+    /// after a panic is given them again, so a prepared arrival survives it.
+    arriving: HashMap<TransferId, ZoneInput>,
     batch: Vec<ZoneInput>,
     batch_left: Vec<PlayerKey>,
     batch_joined: Vec<PlayerKey>,
@@ -267,10 +269,12 @@ impl ZoneActor {
         }
     }
 
-    /// Answers to transfers the rebuilt sim no longer knows: an Ack means the player is
-    /// hosted elsewhere now; a Nack brings it back here from its record.
+    /// Answers to transfers the rebuilt sim no longer knows: an Ack means the destination
+    /// holds the player, so commit (the player is hosted there now); a Nack brings it
+    /// back here from its record.
     fn resolve_held(&mut self, batch: &mut Vec<ZoneInput>) {
         let held = &mut self.held;
+        let (reg, key) = (&self.reg, &self.key);
         batch.retain_mut(|input| {
             let (tid, restore) = match input {
                 ZoneInput::TransferAck { transfer_id } => (*transfer_id, false),
@@ -281,6 +285,7 @@ impl ZoneActor {
                 return true;
             };
             if !restore {
+                reg.transfer_decided(key, tid, true);
                 return false;
             }
             *input = ZoneInput::PlayerJoined {
@@ -314,21 +319,29 @@ impl ZoneActor {
                     },
                 );
             }
-            ZoneInput::TransferIn {
-                transfer_id,
-                player: Some(_),
-                is_dm,
-                state,
-                ..
-            } => {
-                self.arriving.insert(
-                    *transfer_id,
-                    PlayerRecord {
-                        rid: state.rid,
-                        is_dm: *is_dm,
-                        last: (**state).clone(),
-                    },
-                );
+            ZoneInput::TransferIn { transfer_id, .. } => {
+                self.arriving.insert(*transfer_id, input.clone());
+            }
+            ZoneInput::TransferCommit { transfer_id } => {
+                if let Some(ZoneInput::TransferIn {
+                    player: Some(player),
+                    is_dm,
+                    state,
+                    ..
+                }) = self.arriving.remove(transfer_id)
+                {
+                    self.players.insert(
+                        player,
+                        PlayerRecord {
+                            rid: state.rid,
+                            is_dm,
+                            last: *state,
+                        },
+                    );
+                }
+            }
+            ZoneInput::TransferAbort { transfer_id } => {
+                self.arriving.remove(transfer_id);
             }
             ZoneInput::PlayerLeft { player } => self.batch_left.push(*player),
             _ => {}
@@ -347,11 +360,9 @@ impl ZoneActor {
             "zone tick panicked; rebuilding the instance from the last snapshots"
         );
         self.sim = ZoneSim::new(self.cfg.clone(), self.content.clone());
-        // Arrivals the lost tick never acknowledged: refuse them, so the source restores.
-        for (tid, _) in std::mem::take(&mut self.arriving) {
-            self.reg
-                .transfer_answer(tid.0, Err("the destination instance restarted".into()));
-        }
+        // Arrivals not yet committed: prepared again in the new sim (the registry sends
+        // the source at most one ack), so neither side loses them.
+        let again: Vec<ZoneInput> = self.arriving.values().cloned().collect();
         // Players with a transfer out in flight wait for its answer (see `resolve_held`).
         for (tid, player) in self.reg.pending_from(&self.key) {
             if let Some(p) = player
@@ -397,6 +408,7 @@ impl ZoneActor {
                 .drain(..)
                 .map(|player| ZoneInput::PlayerLeft { player }),
         );
+        rejoin.extend(again);
         rejoin.append(&mut q);
         *q = rejoin;
     }
@@ -407,7 +419,7 @@ struct Router<'a> {
     reg: &'a Arc<Registry>,
     key: &'a InstanceKey,
     players: &'a mut HashMap<PlayerKey, PlayerRecord>,
-    arriving: &'a mut HashMap<TransferId, PlayerRecord>,
+    arriving: &'a mut HashMap<TransferId, ZoneInput>,
     dgram: &'a mut BytesMut,
     stopping: bool,
 }
@@ -443,19 +455,25 @@ impl Router<'_> {
                     self.reg.player_removed(self.key, player.0);
                 }
                 ZoneOutput::AckTransfer { transfer_id } => {
-                    let rec = self.arriving.remove(transfer_id);
-                    if let Some((p, _, _)) = self.reg.transfer_answer(transfer_id.0, Ok(()))
-                        && let Some(rec) = rec
-                    {
-                        self.players.insert(p, rec);
-                    }
+                    self.reg.transfer_prepared(transfer_id.0);
                 }
                 ZoneOutput::NackTransfer {
                     transfer_id,
                     reason,
                 } => {
                     self.arriving.remove(transfer_id);
-                    self.reg.transfer_answer(transfer_id.0, Err(reason.clone()));
+                    self.reg.transfer_refused(transfer_id.0, reason.clone());
+                }
+                ZoneOutput::PreparedExpired { transfer_id } => {
+                    self.arriving.remove(transfer_id);
+                    self.reg
+                        .transfer_refused(transfer_id.0, "no commit came in time".into());
+                }
+                ZoneOutput::CommitTransfer { transfer_id } => {
+                    self.reg.transfer_decided(self.key, *transfer_id, true);
+                }
+                ZoneOutput::AbortTransfer { transfer_id } => {
+                    self.reg.transfer_decided(self.key, *transfer_id, false);
                 }
                 ZoneOutput::Rejected { .. } => Metrics::inc(&self.reg.metrics.rejections),
             }

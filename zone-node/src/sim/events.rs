@@ -196,9 +196,21 @@ pub enum ZoneInput {
         /// Destination instance.
         instance: u16,
     },
-    /// The destination accepted a transfer: the actor is gone for good.
+    /// The destination holds the actor prepared (phase one of the handoff): let go of it
+    /// and answer [`ZoneOutput::CommitTransfer`], or [`ZoneOutput::AbortTransfer`] when
+    /// this transfer was already rolled back (a late acknowledgement).
     TransferAck {
         /// Which transfer.
+        transfer_id: TransferId,
+    },
+    /// Phase two at the destination: the source let go; make the prepared actor live.
+    TransferCommit {
+        /// Which transfer (this zone's id for the arrival).
+        transfer_id: TransferId,
+    },
+    /// The source rolled back (or is gone): drop the prepared actor.
+    TransferAbort {
+        /// Which transfer (this zone's id for the arrival).
         transfer_id: TransferId,
     },
     /// The destination refused a transfer: the actor is restored here.
@@ -264,7 +276,7 @@ pub enum Rejection {
     BadJoin,
     /// A duplicate transfer id.
     DuplicateTransfer,
-    /// A transfer ack/nack for an unknown id.
+    /// A transfer ack/nack/commit/abort for an unknown id.
     UnknownTransfer,
     /// An update while `IgnoreUpdate` is set.
     IgnoredUpdate,
@@ -385,8 +397,26 @@ pub enum ZoneOutput {
         /// Who.
         player: PlayerKey,
     },
-    /// A transfer into this zone succeeded: answer the source with `TransferAck`.
+    /// A transfer into this zone is prepared (held, not yet live): answer the source with
+    /// `TransferAck`; `TransferCommit` or `TransferAbort` comes back.
     AckTransfer {
+        /// Which.
+        transfer_id: TransferId,
+    },
+    /// The source let go of the actor after the destination's ack: tell the destination
+    /// to make it live (`TransferCommit`).
+    CommitTransfer {
+        /// This zone's id for the outgoing transfer.
+        transfer_id: TransferId,
+    },
+    /// An ack came for a transfer this zone already rolled back: tell the destination to
+    /// drop its prepared copy (`TransferAbort`), so the actor exists in one place only.
+    AbortTransfer {
+        /// This zone's id for the outgoing transfer.
+        transfer_id: TransferId,
+    },
+    /// A prepared arrival was neither committed nor aborted in time and was dropped.
+    PreparedExpired {
         /// Which.
         transfer_id: TransferId,
     },

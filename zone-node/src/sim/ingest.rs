@@ -72,6 +72,8 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             None => st.reject(Some(player), Rejection::UnknownPlayer),
         },
         ZoneInput::TransferAck { transfer_id } => setarea::transfer_ack(st, transfer_id),
+        ZoneInput::TransferCommit { transfer_id } => setarea::transfer_commit(st, transfer_id),
+        ZoneInput::TransferAbort { transfer_id } => setarea::transfer_abort(st, transfer_id),
         ZoneInput::TransferNack {
             transfer_id,
             reason,

@@ -9,12 +9,16 @@
 //! others `P_RepositionActor "M"` (quirk fix: Realm Crafter omitted the `"M"`).
 //!
 //! # To another instance
-//! [`transfer_out`] freezes the actor with its mount and pets (`IgnoreUpdate`, out of the
-//! chains and the grid, so out of every broadcast) and emits [`ZoneOutput::TransferOut`]
-//! with the whole state. `TransferAck` frees them for good (`P_ActorGone` to the zone);
-//! `TransferNack` or the timeout (2 s default) puts them back, playable, and tells the
-//! player why. A player's RuntimeID travels with it; pets and mounts get fresh NPC RIDs
-//! at the destination. Incoming duplicate transfer ids are refused.
+//! A two-phase handoff (`docs/handoff.md`). [`transfer_out`] freezes the actor with its
+//! mount and pets (`IgnoreUpdate`, out of the chains and the grid, so out of every
+//! broadcast) and emits [`ZoneOutput::TransferOut`] with the whole state. The destination
+//! checks and holds it invisibly ([`transfer_in`]) and acknowledges. `TransferAck` frees
+//! the actor here for good (`P_ActorGone` to the zone) and commits; the destination then
+//! makes it live ([`transfer_commit`]). `TransferNack` or the timeout (2 s default) puts it
+//! back, playable, and tells the player why; an ack that comes after that is answered
+//! with an abort, so the destination drops its copy: the actor is never in two places. A
+//! player's RuntimeID travels with it; pets and mounts get fresh NPC RIDs at the
+//! destination. Incoming duplicate transfer ids are refused.
 
 use super::area::TemplateProps;
 use super::events::{
@@ -22,7 +26,9 @@ use super::events::{
     TransferId, TransferOut, ZoneOutput,
 };
 use super::packets::{self, CHAT_RED};
-use super::state::{Actor, ActorId, ChainKind, PendingTransfer, PlayerData, ZoneState};
+use super::state::{
+    Actor, ActorId, ChainKind, PendingTransfer, PlayerData, PreparedArrival, ZoneState,
+};
 
 /// How many incoming transfer ids are remembered for duplicate detection.
 const SEEN_TRANSFERS: usize = 4096;
@@ -496,10 +502,13 @@ pub(crate) fn transfer_out(
         })));
 }
 
-/// The destination took the actor: free it here for good.
+/// The destination holds the actor prepared: free it here for good and commit; or, for
+/// a transfer already rolled back (a late ack), abort the destination's copy.
 pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
     let Some(t) = st.transfers.remove(&tid) else {
         st.reject(None, Rejection::UnknownTransfer);
+        st.outputs
+            .push(ZoneOutput::AbortTransfer { transfer_id: tid });
         return;
     };
     let player = st.get(t.actor).and_then(|a| a.player);
@@ -515,6 +524,8 @@ pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
         super::spawns::release(st, c);
         st.free_actor(c);
     }
+    st.outputs
+        .push(ZoneOutput::CommitTransfer { transfer_id: tid });
     if let Some(p) = player {
         st.outputs.push(ZoneOutput::PlayerRemoved { player: p });
     }
@@ -544,26 +555,40 @@ pub(crate) fn transfer_nack(st: &mut ZoneState, tid: TransferId, reason: &str) {
     rollback(st, t, reason);
 }
 
-/// Roll back transfers whose destination did not answer in time.
+/// Roll back transfers whose destination did not answer in time, and drop prepared
+/// arrivals whose source never decided.
 pub(crate) fn check_timeouts(st: &mut ZoneState) {
-    if st.transfers.is_empty() {
-        return;
-    }
     let now = st.now_ms;
-    let due: Vec<TransferId> = st
-        .transfers
-        .iter()
-        .filter(|(_, t)| now >= t.deadline_ms)
-        .map(|(k, _)| *k)
-        .collect();
-    for tid in due {
-        if let Some(t) = st.transfers.remove(&tid) {
-            rollback(st, t, "the destination did not answer");
+    if !st.transfers.is_empty() {
+        let due: Vec<TransferId> = st
+            .transfers
+            .iter()
+            .filter(|(_, t)| now >= t.deadline_ms)
+            .map(|(k, _)| *k)
+            .collect();
+        for tid in due {
+            if let Some(t) = st.transfers.remove(&tid) {
+                rollback(st, t, "the destination did not answer");
+            }
+        }
+    }
+    if !st.prepared.is_empty() {
+        let due: Vec<TransferId> = st
+            .prepared
+            .iter()
+            .filter(|(_, p)| now >= p.deadline_ms)
+            .map(|(k, _)| *k)
+            .collect();
+        for tid in due {
+            st.prepared.remove(&tid);
+            st.outputs
+                .push(ZoneOutput::PreparedExpired { transfer_id: tid });
         }
     }
 }
 
-/// An actor arrives from another AreaInstance.
+/// An actor arrives from another AreaInstance (phase one): check it can be inserted, hold
+/// it invisibly and acknowledge. Nothing is shown to anyone until [`transfer_commit`].
 pub(crate) fn transfer_in(
     st: &mut ZoneState,
     tid: TransferId,
@@ -593,38 +618,94 @@ pub(crate) fn transfer_in(
         st.seen_transfers.remove(&oldest);
     }
     let ok = match player {
-        Some(p) => match insert_player(st, p, state.rid, is_dm, &state, arrival) {
-            Some(id) => {
-                // Rules: the new area's Entry script.
-                let hooks = st.hooks.clone();
-                hooks.on_area_entry(st, id);
-                true
-            }
-            None => false,
-        },
-        None => {
-            let t = template_or_default(st, state.template);
-            let mut a = Actor::from_state(&t, &state);
-            place(st, &mut a, arrival);
-            match st.alloc_npc_rid().and_then(|rid| st.insert_actor(a, rid)) {
-                Some(id) => {
-                    insert_companions(st, id, id, &state);
-                    announce_arrival(st, id);
-                    true
-                }
-                None => false,
-            }
+        Some(p) => {
+            st.by_player(p).is_none()
+                && st.player_rid_ok(state.rid)
+                && !st.prepared.values().any(|q| {
+                    q.player == Some(p) || (q.player.is_some() && q.state.rid == state.rid)
+                })
         }
+        None => true,
     };
-    if ok {
-        st.outputs
-            .push(ZoneOutput::AckTransfer { transfer_id: tid });
-    } else {
+    if !ok {
         st.reject(player, Rejection::BadJoin);
         st.outputs.push(ZoneOutput::NackTransfer {
             transfer_id: tid,
             reason: "refused".into(),
         });
+        return;
+    }
+    let deadline_ms = st.now_ms + st.cfg.prepare_timeout_ms;
+    st.prepared.insert(
+        tid,
+        PreparedArrival {
+            player,
+            is_dm,
+            state,
+            arrival: arrival.clone(),
+            deadline_ms,
+        },
+    );
+    st.outputs
+        .push(ZoneOutput::AckTransfer { transfer_id: tid });
+}
+
+/// Phase two: the source let go; the prepared actor goes live here (`P_ChangeArea` and
+/// the actor set to the player, `P_NewActor` to the zone, the Entry script), and the
+/// character is persisted with its new area.
+pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
+    let Some(p) = st.prepared.remove(&tid) else {
+        st.reject(None, Rejection::UnknownTransfer);
+        return;
+    };
+    match p.player {
+        Some(player) => {
+            match insert_player(st, player, p.state.rid, p.is_dm, &p.state, &p.arrival) {
+                Some(id) => {
+                    // Rules: the new area's Entry script.
+                    let hooks = st.hooks.clone();
+                    hooks.on_area_entry(st, id);
+                    if let Some(state) = st.actor_state(id) {
+                        st.outputs
+                            .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
+                                player,
+                                reason: SnapshotReason::Transfer,
+                                state,
+                            })));
+                    }
+                }
+                None => {
+                    // Checked at prepare time, so only a join that raced the commit gets
+                    // here: keep the character (persist what arrived) and let go.
+                    st.reject(Some(player), Rejection::BadJoin);
+                    st.outputs
+                        .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
+                            player,
+                            reason: SnapshotReason::Logout,
+                            state: p.state,
+                        })));
+                    st.outputs.push(ZoneOutput::PlayerRemoved { player });
+                }
+            }
+        }
+        None => {
+            let t = template_or_default(st, p.state.template);
+            let mut a = Actor::from_state(&t, &p.state);
+            place(st, &mut a, &p.arrival);
+            if let Some(id) = st.alloc_npc_rid().and_then(|rid| st.insert_actor(a, rid)) {
+                insert_companions(st, id, id, &p.state);
+                announce_arrival(st, id);
+            } else {
+                st.reject(None, Rejection::BadJoin);
+            }
+        }
+    }
+}
+
+/// The source rolled back or is gone: forget the prepared actor (no one ever saw it).
+pub(crate) fn transfer_abort(st: &mut ZoneState, tid: TransferId) {
+    if st.prepared.remove(&tid).is_none() {
+        st.reject(None, Rejection::UnknownTransfer);
     }
 }
 

@@ -604,6 +604,22 @@ pub struct PendingTransfer {
     pub deadline_ms: u64,
 }
 
+/// An incoming transfer held between its ack and the source's commit (phase one of the
+/// handoff): validated, invisible, costing nothing but memory.
+#[derive(Clone, Debug)]
+pub struct PreparedArrival {
+    /// The player's session, `None` for an NPC.
+    pub player: Option<PlayerKey>,
+    /// Whether the account is a DM.
+    pub is_dm: bool,
+    /// The actor with its mount and pets.
+    pub state: ActorState,
+    /// Where to place it.
+    pub arrival: Arrival,
+    /// When it is dropped if neither commit nor abort came.
+    pub deadline_ms: u64,
+}
+
 /// Zone-wide configuration (validated by the shell; the sim only clamps).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -631,8 +647,10 @@ pub struct ZoneConfig {
     pub datagram_budget: usize,
     /// RuntimeID ranges.
     pub rids: RidRanges,
-    /// Transfer timeout (ms), 2000.
+    /// Transfer timeout (ms), 2000: an outgoing transfer with no ack by then rolls back.
     pub transfer_timeout_ms: u64,
+    /// How long a prepared arrival waits for the source's commit or abort (ms), 10000.
+    pub prepare_timeout_ms: u64,
     /// Period of the character snapshots of every online player (ms); 0 disables.
     pub persist_every_ms: u64,
 }
@@ -652,6 +670,7 @@ impl Default for ZoneConfig {
             datagram_budget: 1200,
             rids: RidRanges::default(),
             transfer_timeout_ms: 2000,
+            prepare_timeout_ms: 10_000,
             persist_every_ms: 300_000,
         }
     }
@@ -697,6 +716,8 @@ pub struct ZoneState {
     pub scheduled: Vec<(u64, Scheduled)>,
     /// Outgoing transfers.
     pub transfers: BTreeMap<TransferId, PendingTransfer>,
+    /// Incoming transfers acknowledged and waiting for the source's commit.
+    pub prepared: BTreeMap<TransferId, PreparedArrival>,
     /// Recently seen incoming transfer ids (duplicates refused).
     pub seen_transfers: BTreeMap<TransferId, u64>,
     /// Next outgoing transfer id.
@@ -761,6 +782,7 @@ impl ZoneState {
             pending_kills: Vec::new(),
             scheduled: Vec::new(),
             transfers: BTreeMap::new(),
+            prepared: BTreeMap::new(),
             seen_transfers: BTreeMap::new(),
             next_transfer: 1,
             weather: 0,

@@ -19,7 +19,7 @@ use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
     ActorStateDto, ArrivalDto, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
-    RunningInstance, SessionId, SnapshotReasonDto, TransferDto,
+    RunningInstance, SessionId, SnapshotReasonDto,
 };
 use shared::proto::{KickedPlayer, ServerPacket, StartGameReply};
 use tokio::sync::{mpsc, oneshot};
@@ -32,6 +32,10 @@ use crate::config::GatewayConfig;
 use crate::directory::{Action, Directory, NodeId};
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, close};
 use crate::store::Writer;
+
+mod handoff;
+
+use handoff::Transfer;
 
 /// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
 /// range above, per instance).
@@ -227,6 +231,18 @@ pub struct Metrics {
     pub transfers_refused: AtomicU64,
     /// Instances lost with their node.
     pub instances_lost: AtomicU64,
+    /// Handoffs between nodes begun (a node sent `Transfer`).
+    pub handoffs_started: AtomicU64,
+    /// Handoffs committed (the route switched to the destination).
+    pub handoffs_completed: AtomicU64,
+    /// Handoffs refused, aborted or timed out: the actor stayed at its source.
+    pub handoffs_rolled_back: AtomicU64,
+    /// Time from a node's `Transfer` to the commit sent to the destination.
+    pub handoff_latency: Histogram,
+    /// Players put back from their last save after their node was lost.
+    pub recoveries: AtomicU64,
+    /// Snapshots and frames refused because their node no longer hosts the session.
+    pub fenced: AtomicU64,
     /// Chat commands handled by the gateway.
     pub chat_commands: AtomicU64,
 }
@@ -240,6 +256,52 @@ impl Metrics {
     /// Read.
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
+    }
+}
+
+/// A latency histogram with fixed millisecond buckets (lock-free).
+#[derive(Debug, Default)]
+pub struct Histogram {
+    counts: [AtomicU64; Histogram::BOUNDS_MS.len()],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    /// Upper bounds of the buckets, in milliseconds.
+    pub const BOUNDS_MS: [f64; 12] = [
+        1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0,
+    ];
+
+    /// Record one duration.
+    pub fn observe(&self, d: Duration) {
+        let ms = d.as_secs_f64() * 1000.0;
+        if let Some(i) = Self::BOUNDS_MS.iter().position(|b| ms <= *b)
+            && let Some(c) = self.counts.get(i)
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(
+            u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// `(upper bound in seconds, cumulative count)` per bucket, the sum in seconds, and
+    /// the count: what the Prometheus text format wants.
+    pub fn snapshot(&self) -> (Vec<(f64, u64)>, f64, u64) {
+        let mut acc = 0;
+        let buckets = Self::BOUNDS_MS
+            .iter()
+            .zip(&self.counts)
+            .map(|(b, c)| {
+                acc += c.load(Ordering::Relaxed);
+                (b / 1000.0, acc)
+            })
+            .collect();
+        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        (buckets, sum, self.count.load(Ordering::Relaxed))
     }
 }
 
@@ -342,6 +404,14 @@ impl Shared {
         }
     }
 
+    /// Whether `session` is routed to the node connection `conn_id` (`stable_id`): only
+    /// the node hosting a session may send to its client.
+    pub fn routed_to(&self, session: SessionId, conn_id: usize) -> bool {
+        self.routes
+            .get(&session)
+            .is_some_and(|c| c.stable_id() == conn_id)
+    }
+
     /// Send to the hub (ignored once it stopped).
     pub fn to_hub(&self, e: HubEvent) {
         let _ = self.hub.send(e);
@@ -356,6 +426,9 @@ enum Phase {
     InGame,
     /// `DetachPlayer` sent; waiting for the snapshot and `PlayerDetached`.
     Leaving { deadline: Instant },
+    /// Its zone node was lost: being put back from its last save into the re-placed
+    /// instance (a gateway-originated handoff); client frames are dropped meanwhile.
+    Recovering { deadline: Instant },
 }
 
 #[derive(Debug)]
@@ -370,15 +443,6 @@ struct Player {
     node: Option<NodeId>,
     phase: Phase,
     queued: Vec<Bytes>,
-}
-
-#[derive(Debug)]
-struct Transfer {
-    source: NodeId,
-    their_id: u64,
-    dto: Box<TransferDto>,
-    forwarded_to: Option<NodeId>,
-    deadline: Instant,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -875,11 +939,13 @@ impl Hub {
             Msg::TransferAck {
                 transfer_id,
                 generation,
-            } => self.transfer_answer(node, transfer_id, Ok(generation)),
+            } => self.transfer_prepared(node, transfer_id, generation),
             Msg::TransferNack {
                 transfer_id,
                 reason,
-            } => self.transfer_answer(node, transfer_id, Err(reason)),
+            } => self.transfer_refused(node, transfer_id, reason),
+            Msg::TransferCommit { transfer_id } => self.transfer_decided(node, transfer_id, true),
+            Msg::TransferAbort { transfer_id } => self.transfer_decided(node, transfer_id, false),
             Msg::Drain => {
                 tracing::info!(node, "node draining");
                 self.dir.draining(node, serial);
@@ -916,6 +982,24 @@ impl Hub {
         reason: SnapshotReasonDto,
         state: Box<ActorStateDto>,
     ) {
+        // Fencing: only the node that hosts a session saves it. A node that was removed
+        // (paused, cut off) and comes back must not overwrite progress made since on the
+        // node that took its players over; its snapshot is acknowledged and dropped.
+        let fenced = match self.players.get(&session) {
+            Some(p) => p.node.as_deref() != Some(node),
+            None => self.by_name.contains_key(&fold(&state.name)),
+        };
+        if fenced {
+            Metrics::inc(&self.shared.metrics.fenced);
+            tracing::warn!(
+                node,
+                session,
+                ?reason,
+                "snapshot from a node that no longer hosts the player dropped"
+            );
+            self.send_node(node, Msg::SnapshotAck { snapshot_id });
+            return;
+        }
         let owner = self.players.get(&session).map(|p| (p.account, p.slot));
         if let Some(p) = self.players.get_mut(&session) {
             p.online.team = state.team;
@@ -974,17 +1058,10 @@ impl Hub {
         self.nodes.remove(node);
         let now = self.now_ms();
         let actions = self.dir.disconnected(now, node, serial, deregistered);
+        // Transfers first: a player moving off the lost node is committed at its
+        // destination, one moving onto it stays where it was.
+        self.transfers_node_lost(node);
         self.apply(actions);
-        // Transfers forwarded to it will never be answered by this connection.
-        let stuck: Vec<u64> = self
-            .transfers
-            .iter()
-            .filter(|(_, t)| t.forwarded_to.as_deref() == Some(node) || t.source == node)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in stuck {
-            self.transfer_answer_any(id, Err("the destination zone node was lost".into()));
-        }
         // Players on it: a leaving one is done (its last save is what we have).
         let leaving: Vec<SessionId> = self
             .players
@@ -1028,12 +1105,9 @@ impl Hub {
                         .map(|(s, _)| *s)
                         .collect();
                     for s in on_it {
-                        self.close_client(
-                            s,
-                            close::SHUTDOWN,
-                            "your zone node was lost; log in again to continue from your last save",
-                        );
-                        self.release(s);
+                        if !self.in_transfer(s) {
+                            self.recover(s);
+                        }
                     }
                 }
                 Action::DetachOrphan { node, session } => {
@@ -1053,133 +1127,6 @@ impl Hub {
         }
     }
 
-    // ----- transfers between nodes ------------------------------------------------------
-
-    fn transfer_from(&mut self, node: &str, t: Box<TransferDto>) {
-        let their_id = t.transfer_id;
-        let Some(area) = self
-            .areas
-            .iter()
-            .find(|a| a.eq_ignore_ascii_case(&t.area))
-            .cloned()
-        else {
-            Metrics::inc(&self.shared.metrics.transfers_refused);
-            self.send_node(
-                node,
-                Msg::TransferNack {
-                    transfer_id: their_id,
-                    reason: format!("there is no area called {}", t.area),
-                },
-            );
-            return;
-        };
-        let mut t = t;
-        t.area = area;
-        let id = self.next_transfer;
-        self.next_transfer += 1;
-        self.transfers.insert(
-            id,
-            Transfer {
-                source: node.to_owned(),
-                their_id,
-                dto: t,
-                forwarded_to: None,
-                deadline: Instant::now() + ATTACH_TIMEOUT,
-            },
-        );
-        self.forward_transfer(id);
-    }
-
-    fn forward_transfer(&mut self, id: u64) {
-        let Some(t) = self.transfers.get(&id) else {
-            return;
-        };
-        let key = InstanceKey {
-            area: t.dto.area.clone(),
-            instance: t.dto.instance,
-        };
-        let ready = self
-            .dir
-            .placement(&key)
-            .filter(|p| p.ready)
-            .map(|p| (p.node.clone(), p.generation));
-        match ready {
-            Some((dest, generation)) if self.nodes.contains_key(&dest) => {
-                let Some(t) = self.transfers.get_mut(&id) else {
-                    return;
-                };
-                let mut dto = t.dto.clone();
-                dto.transfer_id = id;
-                dto.generation = generation;
-                t.forwarded_to = Some(dest.clone());
-                Metrics::inc(&self.shared.metrics.transfers_routed);
-                self.send_node(&dest, Msg::Transfer(dto));
-            }
-            _ => {
-                self.wait(key.clone(), Waiter::Transfer(id));
-                if let Some(a) = self.dir.ensure(&key) {
-                    self.apply(vec![a]);
-                } else if self.dir.placement(&key).is_none() {
-                    self.transfer_answer_any(id, Err("no zone node can host that area now".into()));
-                }
-            }
-        }
-    }
-
-    fn transfer_answer(&mut self, from: &str, id: u64, result: Result<Generation, String>) {
-        let matches = self
-            .transfers
-            .get(&id)
-            .is_some_and(|t| t.forwarded_to.as_deref() == Some(from));
-        if !matches {
-            Metrics::inc(&self.shared.metrics.internal_refused);
-            return;
-        }
-        self.transfer_answer_any(id, result);
-    }
-
-    fn transfer_answer_any(&mut self, id: u64, result: Result<Generation, String>) {
-        let Some(t) = self.transfers.remove(&id) else {
-            return;
-        };
-        for list in self.waiting.values_mut() {
-            list.retain(|w| *w != Waiter::Transfer(id));
-        }
-        match result {
-            Ok(generation) => {
-                if let (Some(session), Some(dest)) = (t.dto.session, t.forwarded_to.clone())
-                    && let Some(p) = self.players.get_mut(&session)
-                {
-                    p.key = InstanceKey {
-                        area: t.dto.area.clone(),
-                        instance: t.dto.instance,
-                    };
-                    if let Some(link) = self.nodes.get(&dest) {
-                        self.shared.routes.insert(session, link.conn.clone());
-                    }
-                    p.node = Some(dest);
-                }
-                self.send_node(
-                    &t.source,
-                    Msg::TransferAck {
-                        transfer_id: t.their_id,
-                        generation,
-                    },
-                );
-            }
-            Err(reason) => {
-                Metrics::inc(&self.shared.metrics.transfers_refused);
-                self.send_node(
-                    &t.source,
-                    Msg::TransferNack {
-                        transfer_id: t.their_id,
-                        reason,
-                    },
-                );
-            }
-        }
-    }
-
     // ----- time -------------------------------------------------------------------------
 
     /// Periodic work: node expiry, timeouts, the published view, the shutdown's progress.
@@ -1195,8 +1142,10 @@ impl Hub {
                 .collect();
             for n in gone {
                 if let Some(l) = self.nodes.remove(&n) {
+                    tracing::warn!(node = %n, "node missed its heartbeats: removed");
                     l.conn.close(2u32.into(), b"missed its heartbeats");
                 }
+                self.transfers_node_lost(&n);
             }
             self.apply(actions);
         }
@@ -1205,13 +1154,21 @@ impl Hub {
             .players
             .iter()
             .filter_map(|(s, p)| match p.phase {
-                Phase::Attaching { deadline } | Phase::Leaving { deadline } if t >= deadline => {
+                Phase::Attaching { deadline }
+                | Phase::Leaving { deadline }
+                | Phase::Recovering { deadline }
+                    if t >= deadline =>
+                {
                     Some((*s, p.phase))
                 }
                 _ => None,
             })
             .collect();
         for (s, phase) in late {
+            if matches!(phase, Phase::Recovering { .. }) {
+                self.recovery_failed(s, "the instance did not come back in time");
+                continue;
+            }
             if matches!(phase, Phase::Attaching { .. }) {
                 tracing::warn!(session = s, "no zone became ready for this login in time");
                 self.send_packet(s, &ServerPacket::StartGame(StartGameReply::Failed));
@@ -1224,15 +1181,7 @@ impl Hub {
             }
             self.release(s);
         }
-        let stale: Vec<u64> = self
-            .transfers
-            .iter()
-            .filter(|(_, tr)| tr.forwarded_to.is_none() && t >= tr.deadline)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in stale {
-            self.transfer_answer_any(id, Err("the destination did not become ready".into()));
-        }
+        self.transfer_timeouts(t);
         self.publish();
         self.progress_shutdown();
     }

@@ -1,0 +1,445 @@
+//! SetArea handoffs between zone nodes, coordinated by the hub (`docs/handoff.md`): the
+//! two-phase transfer (forward → prepared ack → the source's commit or abort), the
+//! routing switch at commit, and the recovery of players whose node was lost.
+//!
+//! The source node holds the frozen actor until it decides; the destination holds a
+//! prepared, invisible copy until it hears the decision. Only the source decides, except
+//! when no node holds the actor any more (its node was lost, or the gateway itself is
+//! putting a player back from its last save): then the hub commits as soon as the
+//! destination is prepared. Either way the actor is live in exactly one place.
+
+use std::time::{Duration, Instant};
+
+use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto};
+
+use super::{Hub, Metrics, Phase, Waiter};
+use crate::directory::NodeId;
+use crate::session::close;
+
+/// How long a forwarded transfer waits for the destination to prepare before the hub
+/// refuses it (the source's own timeout, 2 s, usually fires first).
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a prepared transfer waits for the source's decision before the hub aborts it.
+pub const DECISION_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a player whose node was lost may take to be put back before it is
+/// disconnected (code 3) to log in again.
+pub const RECOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A transfer the hub coordinates.
+#[derive(Debug)]
+pub(super) struct Transfer {
+    /// The node holding the frozen actor, with its id for the transfer; `None` once no
+    /// node holds it (a recovery, or its source node was lost): commit when prepared.
+    pub(super) source: Option<(NodeId, u64)>,
+    /// The transfer as sent to the destination (with the hub's id).
+    pub(super) dto: Box<TransferDto>,
+    /// Where it was sent.
+    pub(super) forwarded_to: Option<NodeId>,
+    /// The destination acknowledged: it holds the actor prepared.
+    pub(super) prepared: bool,
+    /// When the current phase gives up.
+    pub(super) deadline: Instant,
+    /// When the hub first heard of it (handoff latency).
+    pub(super) started: Instant,
+    /// The gateway is putting a player back after a node loss (not a SetArea).
+    pub(super) recovery: bool,
+}
+
+impl Transfer {
+    fn key(&self) -> InstanceKey {
+        InstanceKey {
+            area: self.dto.area.clone(),
+            instance: self.dto.instance,
+        }
+    }
+}
+
+impl Hub {
+    /// A node sends an actor to an instance it does not host.
+    pub(super) fn transfer_from(&mut self, node: &str, t: Box<TransferDto>) {
+        let their_id = t.transfer_id;
+        let Some(area) = self
+            .areas
+            .iter()
+            .find(|a| a.eq_ignore_ascii_case(&t.area))
+            .cloned()
+        else {
+            Metrics::inc(&self.shared.metrics.transfers_refused);
+            self.send_node(
+                node,
+                Msg::TransferNack {
+                    transfer_id: their_id,
+                    reason: format!("there is no area called {}", t.area),
+                },
+            );
+            return;
+        };
+        if let Some(s) = t.session
+            && !self.players.get(&s).is_some_and(|p| {
+                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::InGame)
+            })
+        {
+            // Only the node that hosts a player may move it (a fenced node may not).
+            Metrics::inc(&self.shared.metrics.transfers_refused);
+            self.send_node(
+                node,
+                Msg::TransferNack {
+                    transfer_id: their_id,
+                    reason: "this node does not host that player".into(),
+                },
+            );
+            return;
+        }
+        let mut t = t;
+        t.area = area;
+        tracing::debug!(node, their_id, session = ?t.session, area = %t.area, instance = t.instance, "handoff begins");
+        Metrics::inc(&self.shared.metrics.handoffs_started);
+        self.start_transfer(Some((node.to_owned(), their_id)), t, false);
+    }
+
+    fn start_transfer(
+        &mut self,
+        source: Option<(NodeId, u64)>,
+        dto: Box<TransferDto>,
+        recovery: bool,
+    ) {
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        let now = Instant::now();
+        self.transfers.insert(
+            id,
+            Transfer {
+                source,
+                dto,
+                forwarded_to: None,
+                prepared: false,
+                deadline: now + super::ATTACH_TIMEOUT,
+                started: now,
+                recovery,
+            },
+        );
+        self.forward_transfer(id);
+    }
+
+    /// Send a transfer to the node that owns its destination, once that is ready.
+    pub(super) fn forward_transfer(&mut self, id: u64) {
+        let Some(key) = self.transfers.get(&id).map(Transfer::key) else {
+            return;
+        };
+        let ready = self
+            .dir
+            .placement(&key)
+            .filter(|p| p.ready)
+            .map(|p| (p.node.clone(), p.generation));
+        match ready {
+            Some((dest, generation)) if self.nodes.contains_key(&dest) => {
+                let Some(t) = self.transfers.get_mut(&id) else {
+                    return;
+                };
+                let mut dto = t.dto.clone();
+                dto.transfer_id = id;
+                dto.generation = generation;
+                t.forwarded_to = Some(dest.clone());
+                t.deadline = Instant::now() + FORWARD_TIMEOUT;
+                Metrics::inc(&self.shared.metrics.transfers_routed);
+                self.send_node(&dest, Msg::Transfer(dto));
+            }
+            _ => {
+                self.wait(key.clone(), Waiter::Transfer(id));
+                if let Some(a) = self.dir.ensure(&key) {
+                    self.apply(vec![a]);
+                } else if self.dir.placement(&key).is_none() {
+                    self.refuse_transfer(id, "no zone node can host that area now");
+                }
+            }
+        }
+    }
+
+    /// The destination holds the actor prepared: ask the source to decide, or commit at
+    /// once when no node holds the actor.
+    pub(super) fn transfer_prepared(&mut self, from: &str, id: u64, generation: Generation) {
+        let Some(t) = self.transfers.get_mut(&id) else {
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            self.send_node(from, Msg::TransferAbort { transfer_id: id });
+            return;
+        };
+        if t.forwarded_to.as_deref() != Some(from) || t.prepared {
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            return;
+        }
+        t.prepared = true;
+        t.deadline = Instant::now() + DECISION_TIMEOUT;
+        tracing::debug!(
+            transfer = id,
+            node = from,
+            "handoff prepared at the destination"
+        );
+        match t.source.clone() {
+            Some((node, their_id)) if self.nodes.contains_key(&node) => {
+                self.send_node(
+                    &node,
+                    Msg::TransferAck {
+                        transfer_id: their_id,
+                        generation,
+                    },
+                );
+            }
+            _ => self.commit(id),
+        }
+    }
+
+    /// The destination refused: the source restores the actor; a player no node holds
+    /// is put back from its last save, or disconnected.
+    pub(super) fn transfer_refused(&mut self, from: &str, id: u64, reason: String) {
+        let ok = self
+            .transfers
+            .get(&id)
+            .is_some_and(|t| t.forwarded_to.as_deref() == Some(from));
+        if !ok {
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            return;
+        }
+        self.refuse_transfer(id, &reason);
+    }
+
+    fn refuse_transfer(&mut self, id: u64, reason: &str) {
+        let Some(t) = self.transfers.remove(&id) else {
+            return;
+        };
+        self.unwait(id);
+        Metrics::inc(&self.shared.metrics.transfers_refused);
+        Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
+        if let Some(dest) = &t.forwarded_to {
+            // It may still prepare (a late answer): make sure it drops the copy.
+            self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+        }
+        match t.source {
+            Some((node, their_id)) if self.nodes.contains_key(&node) => {
+                self.send_node(
+                    &node,
+                    Msg::TransferNack {
+                        transfer_id: their_id,
+                        reason: reason.to_owned(),
+                    },
+                );
+            }
+            _ => {
+                // No node holds the actor: a failed recovery disconnects; a handoff whose
+                // source died is recovered from the last save.
+                if let Some(s) = t.dto.session {
+                    if t.recovery {
+                        self.recovery_failed(s, reason);
+                    } else {
+                        self.recover(s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The source decided (phase two), naming its own id for the transfer.
+    pub(super) fn transfer_decided(&mut self, from: &str, their_id: u64, commit: bool) {
+        let id = self.transfers.iter().find_map(|(id, t)| {
+            let mine = t
+                .source
+                .as_ref()
+                .is_some_and(|(n, i)| n == from && *i == their_id);
+            (mine && t.prepared).then_some(*id)
+        });
+        let Some(id) = id else {
+            tracing::debug!(
+                node = from,
+                their_id,
+                commit,
+                "decision for an unknown handoff"
+            );
+            Metrics::inc(&self.shared.metrics.internal_refused);
+            return;
+        };
+        tracing::debug!(transfer = id, node = from, commit, "the source decided");
+        if commit {
+            self.commit(id);
+        } else {
+            let Some(t) = self.transfers.remove(&id) else {
+                return;
+            };
+            Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
+            if let Some(dest) = &t.forwarded_to {
+                self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+            }
+        }
+    }
+
+    /// Phase two: switch the session's route to the destination, then let the destination
+    /// make the actor live. A player whose client left meanwhile is aborted instead.
+    fn commit(&mut self, id: u64) {
+        let Some(t) = self.transfers.remove(&id) else {
+            return;
+        };
+        let Some(dest) = t.forwarded_to.clone() else {
+            return;
+        };
+        let key = t.key();
+        let Some(link) = self.nodes.get(&dest).cloned() else {
+            // The destination died holding the only copy: back from the last save.
+            if let Some(s) = t.dto.session {
+                self.recover(s);
+            }
+            return;
+        };
+        if let Some(session) = t.dto.session {
+            let wanted = self
+                .players
+                .get(&session)
+                .is_some_and(|p| matches!(p.phase, Phase::InGame | Phase::Recovering { .. }));
+            if !wanted {
+                // The client left during the handoff: its source saved it on detach.
+                Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
+                self.send_node(&dest, Msg::TransferAbort { transfer_id: id });
+                return;
+            }
+            if let Some(p) = self.players.get_mut(&session) {
+                p.key = key;
+                p.node = Some(dest.clone());
+                p.phase = Phase::InGame;
+                self.shared.routes.insert(session, link.conn.clone());
+            }
+        }
+        let _ = link.tx.send(Msg::TransferCommit { transfer_id: id });
+        Metrics::inc(&self.shared.metrics.handoffs_completed);
+        self.shared
+            .metrics
+            .handoff_latency
+            .observe(t.started.elapsed());
+    }
+
+    /// A node is gone: transfers towards it are refused (their sources restore the actor)
+    /// unless already prepared (the source decides; a commit finds the destination gone
+    /// and recovers the player); transfers from it are committed as soon as prepared,
+    /// since its copy died with it.
+    pub(super) fn transfers_node_lost(&mut self, node: &str) {
+        let ids: Vec<u64> = self.transfers.keys().copied().collect();
+        for id in ids {
+            let Some(t) = self.transfers.get_mut(&id) else {
+                continue;
+            };
+            let from_it = t.source.as_ref().is_some_and(|(n, _)| n == node);
+            let to_it = t.forwarded_to.as_deref() == Some(node);
+            if from_it {
+                t.source = None;
+                if t.prepared && !to_it {
+                    self.commit(id);
+                    continue;
+                }
+            }
+            if to_it && !t.prepared {
+                self.refuse_transfer(id, "the destination zone node was lost");
+            } else if to_it && t.source.is_none() {
+                self.commit(id);
+            }
+        }
+    }
+
+    /// Sessions with a transfer in flight (their node loss is handled by the transfer).
+    pub(super) fn in_transfer(&self, session: SessionId) -> bool {
+        self.transfers
+            .values()
+            .any(|t| t.dto.session == Some(session))
+    }
+
+    /// Periodic: transfers that waited too long in their phase.
+    pub(super) fn transfer_timeouts(&mut self, now: Instant) {
+        let late: Vec<(u64, bool)> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| now >= t.deadline)
+            .map(|(id, t)| (*id, t.prepared))
+            .collect();
+        for (id, prepared) in late {
+            if prepared {
+                tracing::warn!(transfer = id, "no commit or abort from the source in time");
+                if let Some(t) = self.transfers.remove(&id) {
+                    if let Some(dest) = &t.forwarded_to {
+                        self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+                    }
+                    if let (None, Some(s)) = (&t.source, t.dto.session) {
+                        self.recovery_failed(s, "the handoff did not complete");
+                    }
+                }
+            } else {
+                self.refuse_transfer(id, "the destination did not answer in time");
+            }
+        }
+    }
+
+    fn unwait(&mut self, id: u64) {
+        for list in self.waiting.values_mut() {
+            list.retain(|w| *w != Waiter::Transfer(id));
+        }
+    }
+
+    /// Put a player whose zone node was lost back into the world from its last save,
+    /// without reconnecting: a handoff from the gateway itself into the (re-placed)
+    /// instance, so the client gets `P_ChangeArea` into the same area.
+    pub(super) fn recover(&mut self, session: SessionId) {
+        let Some(p) = self.players.get(&session) else {
+            return;
+        };
+        let saved = self
+            .shared
+            .accounts()
+            .book
+            .get(p.account)
+            .and_then(|a| a.characters.get(usize::from(p.slot)))
+            .cloned();
+        let Some(mut state) = saved else {
+            self.recovery_failed(session, "no saved character");
+            return;
+        };
+        state.rid = p.rid;
+        let (mut key, arrival) = self.login_place(&state);
+        if key.area.eq_ignore_ascii_case(&p.key.area) {
+            key.instance = p.key.instance;
+        }
+        let is_dm = p.online.is_dm;
+        self.shared.routes.remove(&session);
+        if let Some(p) = self.players.get_mut(&session) {
+            p.node = None;
+            p.queued.clear();
+            p.phase = Phase::Recovering {
+                deadline: Instant::now() + RECOVER_TIMEOUT,
+            };
+        }
+        Metrics::inc(&self.shared.metrics.recoveries);
+        tracing::info!(session, instance = %key, "putting a player back from its last save");
+        let dto = TransferDto {
+            transfer_id: 0,
+            generation: 0,
+            session: Some(session),
+            is_dm,
+            area: key.area,
+            instance: key.instance,
+            arrival,
+            state,
+        };
+        self.start_transfer(None, Box::new(dto), true);
+    }
+
+    /// A player could not be put back: disconnect it (code 3); it can log in at once.
+    pub(super) fn recovery_failed(&mut self, session: SessionId, reason: &str) {
+        if !self.players.contains_key(&session) {
+            return;
+        }
+        tracing::warn!(
+            session,
+            reason,
+            "could not put the player back; disconnecting"
+        );
+        self.close_client(
+            session,
+            close::SHUTDOWN,
+            "your zone node was lost; log in again to continue from your last save",
+        );
+        self.release(session);
+    }
+}
