@@ -78,7 +78,7 @@ impl Default for GatewayConfig {
             handshake_timeout_ms: 10_000,
             max_frame_len: 8_192,
             heartbeat_ms: 1_000,
-            node_timeout_ms: 5_000,
+            node_timeout_ms: 3_000,
             checkpoint_ms: 30_000,
             shutdown_timeout_ms: 10_000,
             password_hash: "production".into(),
