@@ -101,7 +101,7 @@ impl Default for NodeConfig {
             heartbeat_ms: 1_000,
             reconnect_min_ms: 100,
             reconnect_max_ms: 5_000,
-            persist_every_ms: 60_000,
+            persist_every_ms: 30_000,
             insecure_skip_verify: true,
             gateway_cert_sha256: None,
         }
