@@ -46,6 +46,8 @@ pub const MAX_PLAYER_RID: u16 = 15_999;
 pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a leaving player's node has to send its last snapshot.
 pub const DETACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// Ended sessions remembered for snapshot fencing.
+const MAX_ENDED_SESSIONS: usize = 65_536;
 /// Reliable frames kept for a session whose zone is not attached yet.
 pub const MAX_QUEUED_FRAMES: usize = 256;
 /// Depth of each client's outbound queue; a client that cannot keep up is closed.
@@ -458,6 +460,10 @@ pub struct Hub {
     dir: Directory,
     nodes: HashMap<NodeId, NodeLink>,
     deregistered: HashSet<(NodeId, u64)>,
+    /// Sessions that ended in this gateway's lifetime (bounded, oldest forgotten first):
+    /// a snapshot for one of them comes from a node that no longer owns the character.
+    ended: HashSet<SessionId>,
+    ended_order: std::collections::VecDeque<SessionId>,
     players: HashMap<SessionId, Player>,
     by_name: HashMap<String, SessionId>,
     free_rids: Vec<u16>,
@@ -481,6 +487,8 @@ impl Hub {
             started: Instant::now(),
             nodes: HashMap::new(),
             deregistered: HashSet::new(),
+            ended: HashSet::new(),
+            ended_order: std::collections::VecDeque::new(),
             players: HashMap::new(),
             by_name: HashMap::new(),
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
@@ -812,6 +820,14 @@ impl Hub {
         let Some(p) = self.players.remove(&session) else {
             return;
         };
+        if self.ended.insert(session) {
+            self.ended_order.push_back(session);
+            if self.ended_order.len() > MAX_ENDED_SESSIONS
+                && let Some(old) = self.ended_order.pop_front()
+            {
+                self.ended.remove(&old);
+            }
+        }
         if self.by_name.get(&fold(&p.online.name)) == Some(&session) {
             self.by_name.remove(&fold(&p.online.name));
         }
@@ -987,7 +1003,9 @@ impl Hub {
         // node that took its players over; its snapshot is acknowledged and dropped.
         let fenced = match self.players.get(&session) {
             Some(p) => p.node.as_deref() != Some(node),
-            None => self.by_name.contains_key(&fold(&state.name)),
+            // Unknown: accepted after a gateway restart (the node re-sends what it
+            // holds), refused for a session that ended here or a character online.
+            None => self.ended.contains(&session) || self.by_name.contains_key(&fold(&state.name)),
         };
         if fenced {
             Metrics::inc(&self.shared.metrics.fenced);
