@@ -416,8 +416,18 @@ impl Connection {
             if let Some(p) = self.next_stream_packet()? {
                 return Ok(p);
             }
+            let pending = self.out.len() > self.out_sent;
             tokio::select! {
                 biased;
+                // Frames queued by the connection itself (the P_ChangeArea acknowledgement)
+                // or by a cancelled send go out while waiting.
+                r = self.send.write(self.out.get(self.out_sent..).unwrap_or(&[])), if pending => {
+                    self.out_sent += r?;
+                    if self.out_sent >= self.out.len() {
+                        self.out.clear();
+                        self.out_sent = 0;
+                    }
+                }
                 r = self.recv.read_chunk(READ_CHUNK, true), if !self.stream_finished => match r {
                     Ok(Some(chunk)) => self.decoder.push(&chunk.bytes),
                     Ok(None) => {
@@ -446,6 +456,11 @@ impl Connection {
             Err(e) => return Err(self.violation(e)),
         };
         self.stats.frames_received += 1;
+        if let Ok(ServerPacket::ChangeArea(_)) = &result {
+            // As Realm Crafter's client does once the area is loaded: acknowledge it, so
+            // the server applies this client's updates again (IgnoreUpdate).
+            let _ = write_frame(&mut self.out, ids::P_CHANGE_AREA, &[]);
+        }
         match result {
             Ok(packet) => Ok(Some(Incoming {
                 packet,

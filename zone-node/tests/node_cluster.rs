@@ -783,6 +783,15 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     })
     .await;
 
+    // Her client acknowledges the new area (P_ChangeArea, C→S): IgnoreUpdate clears.
+    gw.send(Msg::ClientFrames {
+        session: 11,
+        frames: Bytes::from_static(&[1, 0, 9]),
+    })
+    .await;
+    // (The ack rides the control stream, the update a datagram: let the ack land first.)
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
     // Out: Erin walks into the Darkwood portal, which this node does not host; the gateway
     // refuses, and Erin stays in Meadow (hosted once).
     gw.conn

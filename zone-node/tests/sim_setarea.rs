@@ -409,3 +409,86 @@ fn online_players_are_snapshotted_periodically() {
             .all(|s| s.1 == zone_node::sim::events::SnapshotReason::Periodic)
     );
 }
+
+#[test]
+fn an_arrived_player_ignores_stale_updates_until_the_client_acknowledges_the_area() {
+    let mut h = SimHarness::new();
+    let mut state = h.player_state("Visitor", 0.0, 0.0);
+    state.rid = 91;
+    let visitor = zone_node::sim::PlayerKey(901);
+    h.push(ZoneInput::TransferIn {
+        transfer_id: TransferId(7),
+        player: Some(visitor),
+        is_dm: false,
+        state: Box::new(state),
+        arrival: Arrival::PortalNamed("Begin".into()),
+    });
+    h.tick();
+    h.push(ZoneInput::TransferCommit {
+        transfer_id: TransferId(7),
+    });
+    h.tick();
+    let id = h.sim.state().by_player(visitor).unwrap();
+    assert!(h.actor(id).ignore_update, "IgnoreUpdate until acknowledged");
+    let (x, z) = (h.actor(id).x, h.actor(id).z);
+    // A stale update from the old area (far from the arrival point) is ignored.
+    h.clear();
+    h.update(
+        visitor,
+        x + 300.0,
+        z + 300.0,
+        x + 300.0,
+        z + 300.0,
+        false,
+        false,
+    );
+    h.tick();
+    assert_eq!(h.rejections(), vec![Rejection::IgnoredUpdate]);
+    assert_eq!((h.actor(id).x, h.actor(id).z), (x, z));
+    // The client's P_ChangeArea acknowledgement clears it; updates are applied again.
+    h.clear();
+    h.act(visitor, PlayerAction::AreaAck);
+    h.tick();
+    assert!(!h.actor(id).ignore_update);
+    h.update(visitor, x + 1.0, z, x + 1.0, z, false, false);
+    h.tick();
+    assert!(h.rejections().is_empty(), "{:?}", h.rejections());
+}
+
+#[test]
+fn an_update_at_the_arrival_point_or_the_timeout_also_ends_the_wait() {
+    let mut h = SimHarness::new();
+    let arrive = |h: &mut SimHarness, tid: u64, key: u64, rid: u16| {
+        let mut state = h.player_state(&format!("V{key}"), 0.0, 0.0);
+        state.rid = rid;
+        let p = zone_node::sim::PlayerKey(key);
+        h.push(ZoneInput::TransferIn {
+            transfer_id: TransferId(tid),
+            player: Some(p),
+            is_dm: false,
+            state: Box::new(state),
+            arrival: Arrival::PortalNamed("Begin".into()),
+        });
+        h.tick();
+        h.push(ZoneInput::TransferCommit {
+            transfer_id: TransferId(tid),
+        });
+        h.tick();
+        (p, h.sim.state().by_player(p).unwrap())
+    };
+    let (a, ida) = arrive(&mut h, 1, 801, 81);
+    let (x, z) = (h.actor(ida).x, h.actor(ida).z);
+    h.update(a, x + 0.5, z, x + 0.5, z, false, false);
+    h.tick();
+    assert!(
+        !h.actor(ida).ignore_update,
+        "an update at the arrival point"
+    );
+    let (_, idb) = arrive(&mut h, 2, 802, 82);
+    assert!(h.actor(idb).ignore_update);
+    h.run_ticks(160);
+    assert!(
+        !h.actor(idb).ignore_update,
+        "cleared after 5 s without an ack"
+    );
+}

@@ -47,6 +47,9 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
         ClientPacket::RightClick(r) => Some(PlayerAction::RightClick { target: r.target }),
         ClientPacket::Jump(_) => Some(PlayerAction::Jump),
         ClientPacket::Dismount(_) => Some(PlayerAction::Dismount),
+        ClientPacket::ChangeArea(_) | ClientPacket::RepositionActor(_) => {
+            Some(PlayerAction::AreaAck)
+        }
         ClientPacket::ChatMessage(c) => {
             let text = String::from_utf8_lossy(c.text.as_bytes());
             Some(crate::sim::chat::parse_chat(&text))

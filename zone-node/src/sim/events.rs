@@ -79,6 +79,10 @@ pub enum PetCommand {
 pub enum PlayerAction {
     /// `P_StandardUpdate` (14).
     StandardUpdate(StandardUpdateIn),
+    /// The client's `P_ChangeArea` (9) or `P_RepositionActor` (49) acknowledgement: it
+    /// has loaded the area; clears `IgnoreUpdate` after a handoff.
+    #[doc(alias = "P_ChangeArea")]
+    AreaAck,
     /// `P_AttackActor` (18) on a target RID.
     Attack {
         /// Target.

@@ -83,18 +83,54 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
     }
 }
 
+/// Distance from the arrival point within which a client update proves the client has
+/// loaded the new area.
+const ARRIVAL_PROOF_RADIUS: f32 = 8.0;
+
+/// After a handoff (`area_ack_deadline_ms` set), whether `action` ends the wait: the
+/// client's `P_ChangeArea` acknowledgement, or an update at the arrival point. Clears
+/// `IgnoreUpdate` when it does.
+fn arrival_acknowledged(st: &mut ZoneState, id: ActorId, action: &PlayerAction) -> bool {
+    let Some(a) = st.get_mut(id) else {
+        return false;
+    };
+    if a.area_ack_deadline_ms.is_none() || a.frozen() {
+        return false;
+    }
+    let ok = match action {
+        PlayerAction::AreaAck => true,
+        PlayerAction::StandardUpdate(u) => {
+            let (dx, dz) = (u.x - a.x, u.z - a.z);
+            dx.is_finite() && dz.is_finite() && dx * dx + dz * dz <= ARRIVAL_PROOF_RADIUS.powi(2)
+        }
+        _ => false,
+    };
+    if ok {
+        a.ignore_update = false;
+        a.area_ack_deadline_ms = None;
+    }
+    ok
+}
+
 /// Dispatch one player action to its rule.
 pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, action: PlayerAction) {
-    let (ignoring, is_dm) = match st.get(id) {
+    let (mut ignoring, is_dm) = match st.get(id) {
         Some(a) => (a.ignore_update || a.frozen(), a.is_dm),
         None => return,
     };
+    if ignoring && arrival_acknowledged(st, id, &action) {
+        ignoring = false;
+    }
+    if matches!(action, PlayerAction::AreaAck) {
+        return;
+    }
     if ignoring {
         st.reject(Some(player), Rejection::IgnoredUpdate);
         return;
     }
     match action {
         PlayerAction::StandardUpdate(u) => standard_update(st, player, id, &u),
+        PlayerAction::AreaAck => {}
         PlayerAction::Attack { target } => combat::player_attack(st, id, target),
         PlayerAction::RightClick { target } => mount::right_click(st, id, target),
         PlayerAction::Dismount => mount::dismount(st, id),

@@ -30,6 +30,11 @@ use super::state::{
     Actor, ActorId, ChainKind, PendingTransfer, PlayerData, PreparedArrival, ZoneState,
 };
 
+/// How long an arrived player's updates may be ignored while its client loads the new
+/// area (cleared earlier by its `P_ChangeArea` acknowledgement or an update at the
+/// arrival point).
+pub const ARRIVAL_ACK_TIMEOUT_MS: u64 = 5_000;
+
 /// How many incoming transfer ids are remembered for duplicate detection.
 const SEEN_TRANSFERS: usize = 4096;
 
@@ -559,6 +564,25 @@ pub(crate) fn transfer_nack(st: &mut ZoneState, tid: TransferId, reason: &str) {
 /// arrivals whose source never decided.
 pub(crate) fn check_timeouts(st: &mut ZoneState) {
     let now = st.now_ms;
+    if !st.awaiting_area_ack.is_empty() {
+        let mut waiting = std::mem::take(&mut st.awaiting_area_ack);
+        waiting.retain(|&id| {
+            let Some(a) = st.get_mut(id) else {
+                return false;
+            };
+            match a.area_ack_deadline_ms {
+                Some(d) if now >= d => {
+                    // No acknowledgement: accept updates again rather than freeze forever.
+                    a.ignore_update = false;
+                    a.area_ack_deadline_ms = None;
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        });
+        st.awaiting_area_ack = waiting;
+    }
     if !st.transfers.is_empty() {
         let due: Vec<TransferId> = st
             .transfers
@@ -662,6 +686,13 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
         Some(player) => {
             match insert_player(st, player, p.state.rid, p.is_dm, &p.state, &p.arrival) {
                 Some(id) => {
+                    // IgnoreUpdate until the client shows it loaded the area.
+                    let deadline = st.now_ms + ARRIVAL_ACK_TIMEOUT_MS;
+                    if let Some(a) = st.get_mut(id) {
+                        a.ignore_update = true;
+                        a.area_ack_deadline_ms = Some(deadline);
+                        st.awaiting_area_ack.push(id);
+                    }
                     // Rules: the new area's Entry script.
                     let hooks = st.hooks.clone();
                     hooks.on_area_entry(st, id);

@@ -177,6 +177,11 @@ pub struct Actor {
     /// `IgnoreUpdate`: no client update is applied while set.
     #[doc(alias = "IgnoreUpdate")]
     pub ignore_update: bool,
+    /// After a handoff into this instance: `IgnoreUpdate` stays set until the client
+    /// acknowledges the new area (`P_ChangeArea` C→S), sends an update at its arrival
+    /// point, or this time (ms) passes. Stale updates sent before the client loaded the
+    /// new area are ignored meanwhile.
+    pub area_ack_deadline_ms: Option<u64>,
     /// Set while a death script is waiting (the player is dead but not removed).
     pub dead: bool,
     /// Current waypoint.
@@ -349,6 +354,7 @@ impl Actor {
             is_running: false,
             walking_backward: false,
             ignore_update: false,
+            area_ack_deadline_ms: None,
             dead: false,
             current_waypoint: 0,
             water: None,
@@ -718,6 +724,8 @@ pub struct ZoneState {
     pub transfers: BTreeMap<TransferId, PendingTransfer>,
     /// Incoming transfers acknowledged and waiting for the source's commit.
     pub prepared: BTreeMap<TransferId, PreparedArrival>,
+    /// Arrived players whose `IgnoreUpdate` waits for the client's acknowledgement.
+    pub awaiting_area_ack: Vec<ActorId>,
     /// Recently seen incoming transfer ids (duplicates refused).
     pub seen_transfers: BTreeMap<TransferId, u64>,
     /// Next outgoing transfer id.
@@ -783,6 +791,7 @@ impl ZoneState {
             scheduled: Vec::new(),
             transfers: BTreeMap::new(),
             prepared: BTreeMap::new(),
+            awaiting_area_ack: Vec::new(),
             seen_transfers: BTreeMap::new(),
             next_transfer: 1,
             weather: 0,
