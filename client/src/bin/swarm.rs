@@ -1,0 +1,619 @@
+//! `swarm`: N bots against a gateway, for sizing a cluster and finding bugs under load.
+//! Each bot creates its account and character, enters the world, wanders at Realm
+//! Crafter's input rate, walks through portals (or `/warp`s, for DM accounts), chats, and
+//! measures what it sees. At the end one JSON summary: bots connected and failed, errors
+//! by kind (the server's protocol faults apart from the bots' own trouble), moves sent,
+//! updates received, handoffs, bytes per second per bot, and the latency from a move to the
+//! bot's own authoritative position coming back.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Parser;
+use client::{
+    ClientError, CloseCode, ConnectOptions, Connection, LoginError, NewCharacter, Verify,
+};
+use rand::rngs::SmallRng;
+use rand::{Rng as _, SeedableRng as _};
+use shared::content::World;
+use shared::proto::{ServerPacket, StandardUpdateC2S};
+use tokio::time::Instant;
+
+/// Largest step per update that the server's speed check always accepts (units).
+const STEP: f32 = 1.8;
+/// How far from its arrival point a bot wanders.
+const WANDER_RADIUS: f32 = 25.0;
+/// Realm Crafter's portal re-entry lock after arriving through it.
+const PORTAL_LOCK: Duration = Duration::from_secs(36);
+/// Bots per shared UDP endpoint.
+const BOTS_PER_ENDPOINT: u32 = 128;
+/// Moves remembered while waiting for their echo.
+const PENDING_MOVES: usize = 64;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "swarm",
+    about = "Runs N Realm Crafter bots against a gateway and prints what they measured."
+)]
+struct Args {
+    /// The gateway's client address.
+    #[arg(long, default_value = "127.0.0.1:25000")]
+    gateway: SocketAddr,
+    /// Number of bots.
+    #[arg(long, default_value_t = 10)]
+    bots: u32,
+    /// How long the bots play once all have started (seconds).
+    #[arg(long, default_value_t = 30.0)]
+    duration: f64,
+    /// Spread the bots' starts over this many seconds.
+    #[arg(long, default_value_t = 0.0)]
+    ramp: f64,
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// SHA-256 fingerprint of the gateway's certificate (hex); without it the certificate
+    /// is not checked (development mode).
+    #[arg(long, value_name = "HEX")]
+    pin: Option<String>,
+    /// The world the gateway serves (native or Realm Crafter `Server Data`), to find the
+    /// portals; default the built-in demo world.
+    #[arg(long)]
+    world: Option<PathBuf>,
+    /// Position updates per second per bot (Realm Crafter's client: 5).
+    #[arg(long, default_value_t = 5.0)]
+    input_hz: f64,
+    /// Account and character name prefix (default: random per run).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Log in to existing accounts `PREFIX0..PREFIXn` (password `swarm`) with one character
+    /// each, instead of creating them.
+    #[arg(long)]
+    existing: bool,
+    /// Chance that a bot's next destination is a portal rather than a wander point.
+    #[arg(long, default_value_t = 0.3)]
+    portal_chance: f64,
+    /// Seconds between a bot's chat lines (0: none).
+    #[arg(long, default_value_t = 20.0)]
+    chat_every: f64,
+    /// `/warp` back and forth between these two `AREA[#INSTANCE]`s every `--warp-every`
+    /// seconds instead of walking through portals (the accounts must be DMs).
+    #[arg(long, value_name = "A,B")]
+    warp: Option<String>,
+    /// Seconds between warps.
+    #[arg(long, default_value_t = 1.0)]
+    warp_every: f64,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// What every bot adds to.
+#[derive(Default)]
+struct Stats {
+    started: AtomicU64,
+    connected: AtomicU64,
+    in_game: AtomicU64,
+    failed: AtomicU64,
+    moves: AtomicU64,
+    updates: AtomicU64,
+    handoffs: AtomicU64,
+    chats: AtomicU64,
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
+    /// Errors that are the server's fault (malformed packets, protocol closes).
+    protocol_errors: Mutex<BTreeMap<String, u64>>,
+    /// Everything else (timeouts, refusals, the bot's own load).
+    other_errors: Mutex<BTreeMap<String, u64>>,
+    move_latency_ms: Mutex<Vec<f64>>,
+    handoff_latency_ms: Mutex<Vec<f64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl Stats {
+    fn error(&self, e: &BotError) {
+        let (map, kind) = match e {
+            BotError::Protocol(k) => (&self.protocol_errors, k.clone()),
+            BotError::Other(k) => (&self.other_errors, k.clone()),
+        };
+        *lock(map).entry(kind).or_insert(0) += 1;
+    }
+}
+
+/// Why a bot stopped.
+#[derive(Debug)]
+enum BotError {
+    /// The server broke the contract.
+    Protocol(String),
+    /// Anything else.
+    Other(String),
+}
+
+impl From<ClientError> for BotError {
+    fn from(e: ClientError) -> Self {
+        match &e {
+            ClientError::Decode { ty, .. } => Self::Protocol(format!("undecodable packet {ty}")),
+            ClientError::Frame(_) => Self::Protocol("malformed frame".into()),
+            _ => match e.server_close_code() {
+                Some(CloseCode::ProtocolViolation) => {
+                    Self::Protocol("closed by the server: protocol violation".into())
+                }
+                Some(c) => Self::Other(format!("closed by the server: {c:?}")),
+                None if matches!(e, ClientError::Timeout(_)) => Self::Other("timeout".into()),
+                None => Self::Other(kind_of(&e.to_string())),
+            },
+        }
+    }
+}
+
+impl From<LoginError> for BotError {
+    fn from(e: LoginError) -> Self {
+        match e {
+            LoginError::Client(c) => c.into(),
+            other => Self::Other(format!("login: {}", kind_of(&other.to_string()))),
+        }
+    }
+}
+
+/// The first words of an error, as a stable kind.
+fn kind_of(s: &str) -> String {
+    s.split([':', '(']).next().unwrap_or(s).trim().to_owned()
+}
+
+/// A portal a bot can walk into.
+#[derive(Clone, Debug)]
+struct Portal {
+    x: f32,
+    y: f32,
+    z: f32,
+    size: f32,
+}
+
+/// Per area (lowercase name): its portals that lead somewhere.
+type PortalMap = BTreeMap<String, Vec<Portal>>;
+
+fn portals_of(world: &World) -> PortalMap {
+    world
+        .areas
+        .iter()
+        .map(|a| {
+            let ps = a
+                .portals
+                .iter()
+                .filter(|p| !p.link_area.is_empty() && p.size > 0.0)
+                .map(|p| Portal {
+                    x: p.x,
+                    y: p.y,
+                    z: p.z,
+                    size: p.size,
+                })
+                .collect();
+            (a.name.to_lowercase(), ps)
+        })
+        .collect()
+}
+
+/// What one bot needs to play.
+struct BotCtx {
+    args: Arc<Args>,
+    stats: Arc<Stats>,
+    portals: Arc<PortalMap>,
+    endpoint: quinn::Endpoint,
+    user: String,
+    end: Instant,
+    seed: u64,
+}
+
+fn update(pos: (f32, f32, f32), dest: (f32, f32)) -> StandardUpdateC2S {
+    StandardUpdateC2S {
+        dest_x: dest.0,
+        dest_z: dest.1,
+        y: pos.1,
+        x: pos.0,
+        z: pos.2,
+        is_running: 1,
+        walking_backward: 0,
+    }
+}
+
+fn area_name(a: &shared::proto::ChangeArea) -> String {
+    String::from_utf8_lossy(a.area.as_bytes()).into_owned()
+}
+
+async fn enter(ctx: &BotCtx) -> Result<(Connection, client::GameStart), BotError> {
+    let verify = match &ctx.args.pin {
+        Some(p) => Verify::pin_from_hex(p).map_err(|e| BotError::Other(e.to_string()))?,
+        None => Verify::Insecure,
+    };
+    let mut opts = ConnectOptions::new(verify);
+    opts.endpoint = Some(ctx.endpoint.clone());
+    opts.reply_timeout = Duration::from_secs(30);
+    let mut c = Connection::connect_with(ctx.args.gateway, "localhost", opts).await?;
+    ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
+    let password = "swarm";
+    if !ctx.args.existing {
+        c.create_account(&ctx.user, password, "bot@example.invalid")
+            .await?;
+    }
+    let chars = c.login(&ctx.user, password).await?;
+    if chars.is_empty() {
+        let cat = c.fetch_catalogue().await?;
+        let Some(t) = cat.playable().next().map(|t| t.id) else {
+            return Err(BotError::Other("no playable actor template".into()));
+        };
+        c.create_character(&NewCharacter::new(&ctx.user, t)).await?;
+        c.login(&ctx.user, password).await?;
+    }
+    let g = c.start_game(0).await?;
+    Ok((c, g))
+}
+
+/// One bot, from connecting to its final close.
+async fn bot(ctx: BotCtx) {
+    ctx.stats.started.fetch_add(1, Ordering::Relaxed);
+    let (mut c, g) = match enter(&ctx).await {
+        Ok(x) => x,
+        Err(e) => {
+            ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
+            ctx.stats.error(&e);
+            return;
+        }
+    };
+    ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
+    if let Err(e) = play(&ctx, &mut c, &g).await {
+        ctx.stats.error(&e);
+    }
+    let s = c.quic().stats();
+    ctx.stats
+        .bytes_up
+        .fetch_add(s.udp_tx.bytes, Ordering::Relaxed);
+    ctx.stats
+        .bytes_down
+        .fetch_add(s.udp_rx.bytes, Ordering::Relaxed);
+    c.close(CloseCode::Normal).await;
+}
+
+/// Where the bot is and where it goes.
+struct Walk {
+    area: String,
+    pos: (f32, f32, f32),
+    home: (f32, f32, f32),
+    target: (f32, f32, f32),
+    arrived: Instant,
+    arrival_point: (f32, f32, f32),
+    /// When the bot's move first put it inside a portal (handoff latency start).
+    triggered: Option<Instant>,
+    pending: std::collections::VecDeque<(f32, f32, Instant)>,
+}
+
+impl Walk {
+    fn pick_target(&mut self, rng: &mut SmallRng, portals: &PortalMap, portal_chance: f64) {
+        let locked = self.arrived.elapsed() < PORTAL_LOCK;
+        let (ax, az) = (self.arrival_point.0, self.arrival_point.2);
+        let candidates: Vec<&Portal> = portals
+            .get(&self.area.to_lowercase())
+            .map(|v| {
+                v.iter()
+                    .filter(|p| {
+                        let (dx, dz) = (p.x - ax, p.z - az);
+                        !(locked && dx * dx + dz * dz < (p.size + 2.0).powi(2))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !candidates.is_empty() && rng.gen_bool(portal_chance.clamp(0.0, 1.0)) {
+            let p = candidates[rng.gen_range(0..candidates.len())];
+            self.target = (p.x, p.y, p.z);
+            return;
+        }
+        let a = rng.gen_range(0.0..std::f32::consts::TAU);
+        let r = rng.gen_range(3.0..WANDER_RADIUS);
+        self.target = (
+            self.home.0 + r * a.cos(),
+            self.home.1,
+            self.home.2 + r * a.sin(),
+        );
+    }
+
+    fn in_portal(&self, portals: &PortalMap) -> bool {
+        portals.get(&self.area.to_lowercase()).is_some_and(|v| {
+            v.iter().any(|p| {
+                let (dx, dy, dz) = (p.x - self.pos.0, p.y - self.pos.1, p.z - self.pos.2);
+                dx * dx + dy * dy + dz * dz < p.size * p.size
+            })
+        })
+    }
+}
+
+async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result<(), BotError> {
+    let mut rng = SmallRng::seed_from_u64(ctx.seed);
+    let rid = g.runtime_id;
+    let start = (g.area.x, g.area.y, g.area.z);
+    let mut w = Walk {
+        area: area_name(&g.area),
+        pos: start,
+        home: start,
+        target: start,
+        arrived: Instant::now(),
+        arrival_point: start,
+        triggered: None,
+        pending: std::collections::VecDeque::new(),
+    };
+    w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+    let period = Duration::from_secs_f64(1.0 / ctx.args.input_hz.clamp(0.1, 60.0));
+    let mut input = tokio::time::interval(period);
+    input.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let chat_every =
+        (ctx.args.chat_every > 0.0).then(|| Duration::from_secs_f64(ctx.args.chat_every));
+    let mut next_chat = Instant::now()
+        + chat_every
+            .unwrap_or_default()
+            .mul_f64(rng.gen_range(0.1..1.0));
+    let warp = ctx.args.warp.as_deref().map(|s| {
+        let mut it = s.split(',').map(str::trim);
+        (
+            it.next().unwrap_or_default().to_owned(),
+            it.next().unwrap_or_default().to_owned(),
+        )
+    });
+    let warp_every = Duration::from_secs_f64(ctx.args.warp_every.max(0.05));
+    let mut next_warp = Instant::now() + warp_every.mul_f64(rng.gen_range(0.0..1.0));
+    let mut warp_to_b = true;
+    let mut warp_sent: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(ctx.end) => {
+                tracing::debug!(user = %ctx.user, area = %w.area, pos = ?w.pos, target = ?w.target, "bot done");
+                return Ok(());
+            }
+            _ = input.tick() => {
+                let (dx, dy, dz) = (w.target.0 - w.pos.0, w.target.1 - w.pos.1, w.target.2 - w.pos.2);
+                let d = (dx * dx + dz * dz).sqrt();
+                if d < 0.5 {
+                    w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                } else {
+                    let k = (STEP / d).min(1.0);
+                    w.pos = (w.pos.0 + dx * k, w.pos.1 + dy * k, w.pos.2 + dz * k);
+                }
+                c.send_update(&update(w.pos, (w.pos.0, w.pos.2)))?;
+                ctx.stats.moves.fetch_add(1, Ordering::Relaxed);
+                if w.pending.len() >= PENDING_MOVES {
+                    w.pending.pop_front();
+                }
+                w.pending.push_back((w.pos.0, w.pos.2, Instant::now()));
+                if w.triggered.is_none() && warp.is_none() && w.in_portal(&ctx.portals) {
+                    w.triggered = Some(Instant::now());
+                }
+                if let Some(every) = chat_every
+                    && Instant::now() >= next_chat
+                {
+                    next_chat = Instant::now() + every;
+                    c.send_frame(16, format!("hello from {}", ctx.user).as_bytes()).await?;
+                    ctx.stats.chats.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some((a, b)) = &warp
+                    && warp_sent.is_none()
+                    && Instant::now() >= next_warp
+                {
+                    let dest = if warp_to_b { b } else { a };
+                    let (area, inst) = dest.split_once('#').unwrap_or((dest, "0"));
+                    c.send_frame(16, format!("/warp {area},{inst}").as_bytes()).await?;
+                    warp_sent = Some(Instant::now());
+                    w.triggered = warp_sent;
+                }
+            }
+            r = c.recv() => {
+                let inc = r?;
+                match inc.packet {
+                    ServerPacket::StandardUpdate(u) => {
+                        ctx.stats.updates.fetch_add(1, Ordering::Relaxed);
+                        if u.runtime_id == rid
+                            && let Some(i) = w.pending.iter().position(|(x, z, _)| {
+                                (x - u.x).abs() < 0.01 && (z - u.z).abs() < 0.01
+                            })
+                            && let Some((_, _, t)) = w.pending.get(i).copied()
+                        {
+                            lock(&ctx.stats.move_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                            w.pending.drain(..=i);
+                        }
+                    }
+                    ServerPacket::ChangeArea(a) => {
+                        if let Some(t) = w.triggered.take() {
+                            ctx.stats.handoffs.fetch_add(1, Ordering::Relaxed);
+                            lock(&ctx.stats.handoff_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                        }
+                        if warp_sent.take().is_some() {
+                            warp_to_b = !warp_to_b;
+                            next_warp = Instant::now() + warp_every;
+                        }
+                        w.area = area_name(&a);
+                        w.pos = (a.x, a.y, a.z);
+                        w.home = w.pos;
+                        w.arrival_point = w.pos;
+                        w.arrived = Instant::now();
+                        w.pending.clear();
+                        w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                    }
+                    ServerPacket::KickedPlayer(_) => {
+                        return Err(BotError::Other("kicked".into()));
+                    }
+                    _ => {}
+                }
+                if let Some(t) = warp_sent
+                    && t.elapsed() > Duration::from_secs(5)
+                {
+                    // No P_ChangeArea: the warp was refused or rolled back.
+                    warp_sent = None;
+                    w.triggered = None;
+                    next_warp = Instant::now() + warp_every;
+                    *lock(&ctx.stats.other_errors).entry("warp without P_ChangeArea".into()).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted.get(i).copied().unwrap_or(0.0)
+}
+
+fn latency_json(v: &Mutex<Vec<f64>>) -> serde_json::Value {
+    let mut v = lock(v).clone();
+    v.sort_by(f64::total_cmp);
+    serde_json::json!({
+        "samples": v.len(),
+        "p50_ms": (percentile(&v, 0.5) * 100.0).round() / 100.0,
+        "p99_ms": (percentile(&v, 0.99) * 100.0).round() / 100.0,
+        "max_ms": (v.last().copied().unwrap_or(0.0) * 100.0).round() / 100.0,
+    })
+}
+
+fn progress(stats: &Stats, bots: u32) -> String {
+    format!(
+        "bots {}/{} in game, {} failed | moves {} | updates {} | handoffs {}",
+        stats.in_game.load(Ordering::Relaxed),
+        bots,
+        stats.failed.load(Ordering::Relaxed),
+        stats.moves.load(Ordering::Relaxed),
+        stats.updates.load(Ordering::Relaxed),
+        stats.handoffs.load(Ordering::Relaxed),
+    )
+}
+
+async fn run(args: Args) -> Result<serde_json::Value> {
+    if args.bots == 0 {
+        bail!("--bots must be at least 1");
+    }
+    if !(args.duration.is_finite() && args.duration > 0.0) {
+        bail!("--duration must be a positive number of seconds");
+    }
+    if !(args.ramp.is_finite() && args.ramp >= 0.0) {
+        bail!("--ramp must be zero or more seconds");
+    }
+    let world = match &args.world {
+        Some(p) => {
+            shared::content::fs::load_world(p)
+                .with_context(|| format!("loading {}", p.display()))?
+                .0
+        }
+        None => shared::content::demo_world(),
+    };
+    let portals = Arc::new(portals_of(&world));
+    let prefix = match &args.prefix {
+        Some(p) => p.clone(),
+        None => format!("sw{:04x}", rand::random::<u16>()),
+    };
+    let args = Arc::new(args);
+    let stats = Arc::new(Stats::default());
+    let n_endpoints = args.bots.div_ceil(BOTS_PER_ENDPOINT);
+    let mut endpoints = Vec::new();
+    for _ in 0..n_endpoints {
+        let bind = if args.gateway.is_ipv4() {
+            SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
+        };
+        endpoints.push(quinn::Endpoint::client(bind).context("binding a UDP socket")?);
+    }
+    let t0 = Instant::now();
+    let ramp = Duration::from_secs_f64(args.ramp);
+    let end = t0 + ramp + Duration::from_secs_f64(args.duration);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..args.bots {
+        let at = t0 + ramp.mul_f64(f64::from(i) / f64::from(args.bots));
+        let ctx = BotCtx {
+            args: args.clone(),
+            stats: stats.clone(),
+            portals: portals.clone(),
+            endpoint: endpoints
+                .get((i / BOTS_PER_ENDPOINT) as usize)
+                .cloned()
+                .context("endpoint")?,
+            user: format!("{prefix}{i}"),
+            end,
+            seed: args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(i)),
+        };
+        tasks.spawn(async move {
+            tokio::time::sleep_until(at).await;
+            bot(ctx).await;
+        });
+    }
+    let tty = std::io::stderr().is_terminal();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            r = tasks.join_next() => if r.is_none() { break },
+            _ = tick.tick() => if tty {
+                eprint!("\r{}   ", progress(&stats, args.bots));
+            },
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    let played = t0.elapsed().as_secs_f64().max(0.001);
+    let in_game = stats.in_game.load(Ordering::Relaxed).max(1) as f64;
+    let per_bot = |b: &AtomicU64| (b.load(Ordering::Relaxed) as f64 / played / in_game).round();
+    let protocol = lock(&stats.protocol_errors).clone();
+    let other = lock(&stats.other_errors).clone();
+    Ok(serde_json::json!({
+        "gateway": args.gateway.to_string(),
+        "bots": args.bots,
+        "duration_s": args.duration,
+        "ramp_s": args.ramp,
+        "input_hz": args.input_hz,
+        "connected": stats.connected.load(Ordering::Relaxed),
+        "in_game": stats.in_game.load(Ordering::Relaxed),
+        "failed": stats.failed.load(Ordering::Relaxed),
+        "protocol_errors": protocol.values().sum::<u64>(),
+        "errors": { "protocol": protocol, "other": other },
+        "moves_sent": stats.moves.load(Ordering::Relaxed),
+        "updates_received": stats.updates.load(Ordering::Relaxed),
+        "chat_lines_sent": stats.chats.load(Ordering::Relaxed),
+        "handoffs": stats.handoffs.load(Ordering::Relaxed),
+        "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
+        "move_to_own_update": latency_json(&stats.move_latency_ms),
+        "handoff_to_change_area": latency_json(&stats.handoff_latency_ms),
+    }))
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .try_init();
+    let json = args.json;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let summary = rt.block_on(run(args))?;
+    if json {
+        println!("{summary}");
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).context("formatting the summary")?
+        );
+    }
+    Ok(())
+}
