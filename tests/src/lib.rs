@@ -1,1 +1,363 @@
-//! Helpers shared by the whole-workspace tests in `tests/tests/`.
+//! Helpers shared by the whole-workspace tests in `tests/tests/`: a cluster on loopback
+//! made of a gateway (in this process, so tests can read its state) and `zone-node`
+//! processes that tests can kill (SIGKILL), pause (SIGSTOP) and resume (SIGCONT), plus
+//! the client calls the tests repeat.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use client::{Connection, GameStart, Incoming, NewCharacter, Verify};
+use gateway::admin::ClusterView;
+use gateway::config::GatewayConfig;
+use gateway::server::{self, Gateway};
+use shared::proto::{ServerPacket, StandardUpdateC2S};
+use tokio::time::Instant;
+
+/// Cluster secret of the test clusters.
+pub const SECRET: &str = "cluster-tests-secret-0123456789";
+/// Default bound on every wait.
+pub const WAIT: Duration = Duration::from_secs(20);
+/// Heartbeat period the test gateway asks of its nodes (ms).
+pub const HEARTBEAT_MS: u64 = 250;
+/// A node silent this long is removed (ms).
+pub const NODE_TIMEOUT_MS: u64 = 1_500;
+
+/// The `zone-node` binary next to this test's executable (`target/<profile>/`), built
+/// on demand when a lone `cargo test -p cluster-tests` has not built it.
+pub fn zone_node_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let bin = dir.join(format!("zone-node{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "zone-node", "--bin", "zone-node"]);
+        if release {
+            cmd.arg("--release");
+        }
+        let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok && bin.exists(), "could not build {}", bin.display());
+    }
+    bin
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rc-cluster-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("a temp dir");
+    d
+}
+
+/// A gateway in this process and zone-node processes around it.
+pub struct Cluster {
+    /// The gateway.
+    pub gw: Gateway,
+    /// Its data directory (and the nodes' logs).
+    pub dir: PathBuf,
+    nodes: BTreeMap<String, Child>,
+}
+
+impl Cluster {
+    /// A gateway (checkpoints every `checkpoint_ms` on every node) and one node per id,
+    /// each started after the previous one registered; waits until every area's
+    /// instance 0 is placed and ready.
+    pub async fn start(name: &str, node_ids: &[&str]) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .try_init();
+        let dir = temp_dir(name);
+        let cfg = GatewayConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: dir.join("data"),
+            standalone: false,
+            cluster_secret: SECRET.into(),
+            password_hash: "fast".into(),
+            heartbeat_ms: HEARTBEAT_MS,
+            node_timeout_ms: NODE_TIMEOUT_MS,
+            shutdown_timeout_ms: 5_000,
+            ..GatewayConfig::default()
+        };
+        let world = server::load_world(&cfg).expect("the demo world");
+        let gw = server::start(cfg, world).await.expect("the gateway starts");
+        let mut c = Self {
+            gw,
+            dir,
+            nodes: BTreeMap::new(),
+        };
+        for id in node_ids {
+            c.spawn_node(id);
+            c.wait_for(&format!("{id} to register"), |v| {
+                v.nodes.iter().any(|n| n.id == *id)
+            })
+            .await;
+        }
+        c.wait_for("every area placed", |v| v.unplaced.is_empty())
+            .await;
+        c
+    }
+
+    /// Start a `zone-node run` process with this id (its stderr goes to `<dir>/<id>.log`).
+    pub fn spawn_node(&mut self, id: &str) {
+        let log = std::fs::File::create(self.dir.join(format!("{id}.log"))).expect("a log file");
+        let child = Command::new(zone_node_bin())
+            .args(["run", "--node-id", id, "--bind-addr", "127.0.0.1:0"])
+            .arg("--gateway-addr")
+            .arg(self.gw.internal_addr.to_string())
+            .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+            .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
+            .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+            .env(
+                "RUST_LOG",
+                std::env::var("NODE_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("zone-node starts");
+        if let Some(mut old) = self.nodes.insert(id.to_owned(), child) {
+            let _ = old.kill();
+            let _ = old.wait();
+        }
+    }
+
+    /// SIGKILL a node.
+    pub fn kill(&mut self, id: &str) {
+        if let Some(mut c) = self.nodes.remove(id) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Send a signal (`STOP`, `CONT`, ...) to a node.
+    pub fn signal(&self, id: &str, sig: &str) {
+        let c = self.nodes.get(id).expect("a running node");
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(c.id().to_string())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "kill -{sig} {id}");
+    }
+
+    /// A node's log so far.
+    pub fn log(&self, id: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{id}.log"))).unwrap_or_default()
+    }
+
+    /// The gateway's latest cluster view.
+    pub fn view(&self) -> ClusterView {
+        self.gw.shared().view.lock().unwrap().clone()
+    }
+
+    /// The node owning an AreaInstance and its generation.
+    pub fn owner(&self, area: &str, instance: u16) -> Option<(String, u64)> {
+        self.view().nodes.into_iter().find_map(|n| {
+            n.instances
+                .iter()
+                .find(|i| i.area == area && i.instance == instance)
+                .map(|i| (n.id.clone(), i.generation))
+        })
+    }
+
+    /// Wait (bounded by [`WAIT`]) until `f` holds for the cluster view.
+    pub async fn wait_for(&self, what: &str, f: impl Fn(&ClusterView) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if f(&self.view()) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; view: {:?}",
+                self.view()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Make an account a DM (in the gateway's book; the next login carries the flag).
+    pub fn make_dm(&self, user: &str) {
+        let mut acc = self.gw.shared().accounts();
+        let id = acc.book.find_user(user).expect("the account exists");
+        acc.book.set_dm(id, true);
+    }
+
+    /// The saved character of an account's first slot.
+    pub fn saved(&self, user: &str) -> shared::internal::ActorStateDto {
+        let acc = self.gw.shared().accounts();
+        let id = acc.book.find_user(user).expect("the account exists");
+        acc.book
+            .get(id)
+            .and_then(|a| a.characters.first().cloned())
+            .expect("a character")
+    }
+
+    /// Whether the gateway holds `user` as online.
+    pub fn online(&self, user: &str) -> bool {
+        let acc = self.gw.shared().accounts();
+        acc.book
+            .find_user(user)
+            .and_then(|id| acc.book.get(id))
+            .is_some_and(|a| a.logged_on)
+    }
+
+    /// Players per AreaInstance, summed over every node.
+    pub fn players_total(&self) -> u64 {
+        self.view()
+            .nodes
+            .iter()
+            .flat_map(|n| n.instances.iter())
+            .map(|i| i.players)
+            .sum()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, mut c) in std::mem::take(&mut self.nodes) {
+            // A stopped process must be continued to die on SIGKILL promptly everywhere.
+            let _ = Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Connect to the gateway (development mode: no certificate check).
+pub async fn connect(addr: SocketAddr) -> Connection {
+    Connection::connect(addr, "gateway", Verify::Insecure)
+        .await
+        .expect("connected")
+}
+
+/// Create an account and a character (the first playable template), enter the world.
+pub async fn new_player(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
+    let mut c = connect(addr).await;
+    c.create_account(user, "secret", "a@b.c").await.unwrap();
+    assert!(c.login(user, "secret").await.unwrap().is_empty());
+    let cat = c.fetch_catalogue().await.unwrap();
+    let t = cat.playable().next().expect("a playable template").id;
+    c.create_character(&NewCharacter::new(user, t))
+        .await
+        .unwrap();
+    c.login(user, "secret").await.unwrap();
+    let g = c.start_game(0).await.unwrap();
+    (c, g)
+}
+
+/// Log in again (waiting out a previous session's logout) and enter the world.
+pub async fn login_again(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut c = connect(addr).await;
+        match c.login(user, "secret").await {
+            Ok(_) => {
+                if let Ok(g) = c.start_game(0).await {
+                    return (c, g);
+                }
+            }
+            Err(client::LoginError::AlreadyLoggedIn) => {}
+            Err(e) => panic!("login of {user}: {e}"),
+        }
+        assert!(Instant::now() < deadline, "could not log {user} in again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A `P_StandardUpdate` standing at a point.
+pub fn update(x: f32, y: f32, z: f32) -> StandardUpdateC2S {
+    StandardUpdateC2S {
+        dest_x: x,
+        dest_z: z,
+        y,
+        x,
+        z,
+        is_running: 0,
+        walking_backward: 0,
+    }
+}
+
+/// The area a `P_ChangeArea` names.
+pub fn area_of(p: &ServerPacket) -> Option<String> {
+    match p {
+        ServerPacket::ChangeArea(a) => {
+            Some(String::from_utf8_lossy(a.area.as_bytes()).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// Wait (bounded) for the next `P_ChangeArea`; returns it with the time it took.
+pub async fn next_change_area(
+    c: &mut Connection,
+    within: Duration,
+) -> Option<(Incoming, Duration)> {
+    let t = Instant::now();
+    c.recv_until(|i| matches!(i.packet, ServerPacket::ChangeArea(_)), within)
+        .await
+        .ok()
+        .map(|i| (i, t.elapsed()))
+}
+
+/// Wait (bounded) for a red or other chat line containing `needle`.
+pub async fn chat_containing(c: &mut Connection, needle: &str, within: Duration) -> Option<String> {
+    let i = c
+        .recv_until(
+            |i| match &i.packet {
+                ServerPacket::ChatMessage(m) => {
+                    String::from_utf8_lossy(m.text.as_bytes()).contains(needle)
+                }
+                _ => false,
+            },
+            within,
+        )
+        .await
+        .ok()?;
+    match i.packet {
+        ServerPacket::ChatMessage(m) => {
+            Some(String::from_utf8_lossy(m.text.as_bytes()).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// Send a move and wait (bounded) for the server's update of this player's own actor.
+/// The move is re-sent every 300 ms, as a client does: datagrams may be lost.
+pub async fn echo(c: &mut Connection, rid: u16, at: (f32, f32, f32), within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        c.send_update(&update(at.0, at.1, at.2)).unwrap();
+        let got = c
+            .recv_until(
+                |i| {
+                    matches!(&i.packet, ServerPacket::StandardUpdate(u)
+                    if u.runtime_id == rid && (u.x - at.0).abs() < 0.5 && (u.z - at.2).abs() < 0.5)
+                },
+                Duration::from_millis(300),
+            )
+            .await;
+        if got.is_ok() {
+            return true;
+        }
+    }
+    false
+}
