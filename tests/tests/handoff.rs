@@ -58,6 +58,14 @@ async fn a_thousand_warps_between_two_nodes_keep_one_owner_and_the_character() {
     let (first, _) = players.first_mut().unwrap();
     warp(first, "Darkwood", 7).await;
     warp(first, "Meadow", 0).await;
+    c.wait_for("Darkwood #7 in the view", |v| {
+        v.nodes.iter().any(|n| {
+            n.instances
+                .iter()
+                .any(|i| i.area == "Darkwood" && i.instance == 7)
+        })
+    })
+    .await;
     let (a, _) = c.owner("Meadow", 0).unwrap();
     let (b, _) = c.owner("Darkwood", 7).unwrap();
     assert_ne!(a, b, "the two instances are on different nodes");
@@ -116,10 +124,13 @@ async fn a_thousand_warps_between_two_nodes_keep_one_owner_and_the_character() {
     .await;
     assert_eq!(c.players_total(), 5, "no player is hosted twice");
     let m = &c.gw.shared().metrics;
+    let (buckets, sum, count) = m.handoff_latency.snapshot();
     println!(
-        "handoffs completed {}, rolled back {}",
+        "handoffs completed {}, rolled back {}; gateway Transfer → commit: mean {:.2} ms, buckets {:?}",
         gateway::hub::Metrics::get(&m.handoffs_completed),
-        gateway::hub::Metrics::get(&m.handoffs_rolled_back)
+        gateway::hub::Metrics::get(&m.handoffs_rolled_back),
+        sum * 1000.0 / count.max(1) as f64,
+        buckets
     );
 
     // Log out: the characters are what they were, but for where they stand.
@@ -151,6 +162,14 @@ async fn a_destination_killed_mid_transfer_rolls_back_and_the_player_keeps_playi
     // Create Darkwood #3 on n2 and come back.
     warp(&mut p, "Darkwood", 3).await;
     warp(&mut p, "Meadow", 0).await;
+    c.wait_for("Darkwood #3 in the view", |v| {
+        v.nodes.iter().any(|n| {
+            n.instances
+                .iter()
+                .any(|i| i.area == "Darkwood" && i.instance == 3)
+        })
+    })
+    .await;
     let (dest, _) = c.owner("Darkwood", 3).unwrap();
     let (src, _) = c.owner("Meadow", 0).unwrap();
     assert_ne!(dest, src);

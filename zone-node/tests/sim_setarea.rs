@@ -492,3 +492,41 @@ fn an_update_at_the_arrival_point_or_the_timeout_also_ends_the_wait() {
         "cleared after 5 s without an ack"
     );
 }
+
+#[test]
+fn handoff_messages_apply_between_ticks_and_other_inputs_wait() {
+    let mut h = SimHarness::new();
+    let (obs, _) = h.spawn_player("Local", 10.0, 10.0);
+    h.tick();
+    let mut state = h.player_state("Quick", 0.0, 0.0);
+    state.rid = 95;
+    let quick = zone_node::sim::PlayerKey(950);
+    let (out, rest) = h.sim.handoff(vec![
+        ZoneInput::TransferIn {
+            transfer_id: TransferId(3),
+            player: Some(quick),
+            is_dm: false,
+            state: Box::new(state),
+            arrival: Arrival::Saved,
+        },
+        ZoneInput::PlayerLeft { player: obs },
+        ZoneInput::TransferCommit {
+            transfer_id: TransferId(3),
+        },
+    ]);
+    assert!(out.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == TransferId(3))
+    ));
+    // Live at once, with P_ChangeArea flushed to the newcomer, without a tick.
+    assert!(
+        out.outputs
+            .iter()
+            .any(|o| matches!(o, ZoneOutput::Reliable { player, .. } if *player == quick))
+    );
+    assert!(matches!(rest.as_slice(), [ZoneInput::PlayerLeft { player }] if *player == obs));
+    assert!(h.sim.state().by_player(quick).is_some());
+    assert!(
+        h.sim.state().by_player(obs).is_some(),
+        "the leave waits for the tick"
+    );
+}

@@ -364,9 +364,14 @@ impl Registry {
         let Some(h) = self.instances.get(key) else {
             return false;
         };
+        let kick = crate::sim::ingest::is_handoff(&input);
         match h.inbox.lock() {
             Ok(mut q) => q.push(input),
             Err(poisoned) => poisoned.into_inner().push(input),
+        }
+        if kick {
+            // Handoff messages are applied at once, not at the next tick.
+            h.addr.do_send(zone::Kick);
         }
         true
     }

@@ -269,6 +269,85 @@ impl ZoneActor {
         }
     }
 
+    /// The inbox's handoff messages, applied between ticks (with panic containment, as a
+    /// tick); other inputs stay queued, in order, for the next tick.
+    fn handoff_now(&mut self) {
+        let mut batch = {
+            let mut q = match self.inbox.lock() {
+                Ok(q) => q,
+                Err(p) => p.into_inner(),
+            };
+            if !q.iter().any(crate::sim::ingest::is_handoff) {
+                return;
+            }
+            std::mem::take(&mut *q)
+        };
+        // (resolve_held may turn an answer into a rejoin, which is not a handoff message:
+        // it then waits for the tick, as it would have.)
+        if !self.held.is_empty() {
+            self.resolve_held(&mut batch);
+        }
+        // The handoff messages go now, ahead of the players' queued inputs (those of a
+        // player being handed off are ignored either way); the rest keep their order.
+        let (handoff, later): (Vec<ZoneInput>, Vec<ZoneInput>) =
+            batch.into_iter().partition(crate::sim::ingest::is_handoff);
+        let batch = handoff;
+        if !later.is_empty() {
+            let mut q = match self.inbox.lock() {
+                Ok(q) => q,
+                Err(p) => p.into_inner(),
+            };
+            let newer = std::mem::take(&mut *q);
+            *q = later;
+            q.extend(newer);
+        }
+        if batch.is_empty() {
+            return;
+        }
+        self.batch_left.clear();
+        self.batch_joined.clear();
+        for input in &batch {
+            self.observe_input(input);
+        }
+        let Self {
+            sim,
+            reg,
+            key,
+            players,
+            arriving,
+            dgram,
+            stopping,
+            ..
+        } = self;
+        let mut router = Router {
+            reg,
+            key,
+            players,
+            arriving,
+            dgram,
+            stopping: *stopping,
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let (out, rest) = sim.handoff(batch);
+            router.route(out);
+            rest
+        }));
+        match result {
+            Ok(rest) if !rest.is_empty() => {
+                // Not applicable yet (before the first tick): back to the inbox, first.
+                let mut q = match self.inbox.lock() {
+                    Ok(q) => q,
+                    Err(p) => p.into_inner(),
+                };
+                let newer = std::mem::take(&mut *q);
+                *q = rest;
+                q.extend(newer);
+            }
+            Ok(_) => {}
+            Err(_) => self.rebuild(),
+        }
+    }
+
     /// Answers to transfers the rebuilt sim no longer knows: an Ack means the destination
     /// holds the player, so commit (the player is hosted there now); a Nack brings it
     /// back here from its record.
@@ -539,6 +618,19 @@ impl Handler<Stop> for ZoneActor {
         }
         self.stopping = true;
         self.leave_all();
+    }
+}
+
+/// Handoff messages are waiting in the inbox: apply them now rather than at the next tick.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Kick;
+
+impl Handler<Kick> for ZoneActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Kick, _ctx: &mut Self::Context) {
+        self.handoff_now();
     }
 }
 

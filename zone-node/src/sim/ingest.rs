@@ -83,6 +83,19 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
     }
 }
 
+/// Whether an input is a handoff message ([`super::ZoneSim::handoff`] applies those
+/// between ticks).
+pub fn is_handoff(input: &ZoneInput) -> bool {
+    matches!(
+        input,
+        ZoneInput::TransferIn { .. }
+            | ZoneInput::TransferAck { .. }
+            | ZoneInput::TransferNack { .. }
+            | ZoneInput::TransferCommit { .. }
+            | ZoneInput::TransferAbort { .. }
+    )
+}
+
 /// Distance from the arrival point within which a client update proves the client has
 /// loaded the new area.
 const ARRIVAL_PROOF_RADIUS: f32 = 8.0;

@@ -26,6 +26,10 @@
 //!    a second, staggered over the broadcast ticks).
 //! 7. **Flush**: each player's queued reliable frames become one [`ZoneOutput::Reliable`].
 //!
+//! Between ticks, [`ZoneSim::handoff`] applies handoff messages (transfer in, ack, nack,
+//! commit, abort) at once and flushes, so a SetArea costs no tick per hop; every other
+//! input waits for the next tick's ingest.
+//!
 //! # How to add a rule
 //! Put it in its own module as a free function over `&mut ZoneState` (and an actor index or
 //! [`state::ActorId`] where it is per actor). Call it from the matching call site in
@@ -137,6 +141,46 @@ impl ZoneSim {
     /// to the players in the zone (spawn points and scenario set-up use this).
     pub fn spawn_npc(&mut self, template: u16, x: f32, y: f32, z: f32) -> Option<ActorId> {
         setarea::spawn_npc(&mut self.st, template, x, y, z)
+    }
+
+    /// Apply handoff messages between ticks, at the last tick's time, so that a SetArea
+    /// does not wait one tick per hop: `TransferIn` (prepare), `TransferAck` /
+    /// `TransferNack` (the source's decision or rollback), `TransferCommit` (the arrival
+    /// goes live) and `TransferAbort`. Any other input is left for the next [`tick`]
+    /// (returned unapplied, in order). Players' queued packets are flushed, as a tick's
+    /// last phase does. Deterministic like `tick`: the result depends only on the state
+    /// and the inputs.
+    ///
+    /// [`tick`]: Self::tick
+    pub fn handoff(&mut self, inputs: Vec<ZoneInput>) -> (&TickOutput, Vec<ZoneInput>) {
+        let st = &mut self.st;
+        self.out.outputs.clear();
+        self.out.datagrams.clear();
+        let mut rest = Vec::new();
+        for input in inputs {
+            if ingest::is_handoff(&input) && !self.first_tick {
+                ingest::apply(st, input);
+            } else {
+                rest.push(input);
+            }
+        }
+        let mut cur = st.online.first;
+        let mut guard = 0;
+        while cur != NIL && guard <= st.online.len {
+            guard += 1;
+            let next = st.link(cur, ChainKind::Online).next;
+            if let Some(id) = st.at(cur).map(|a| a.id) {
+                st.flush_player(id);
+            }
+            cur = next;
+        }
+        std::mem::swap(&mut self.out.outputs, &mut st.outputs);
+        self.out.stats = TickStats {
+            now_ms: st.now_ms,
+            phase_ns: [0; 7],
+            counters: Default::default(),
+        };
+        (&self.out, rest)
     }
 
     /// One world tick with no timings (the no-op clock).
