@@ -1,5 +1,5 @@
-//! The `gateway` binary: the server (`gateway [--standalone] [--world PATH] ...`) and
-//! `gateway import-accounts Accounts.dat`.
+//! The `gateway` binary: the server (`gateway [--standalone] [--world PATH] ...`),
+//! `gateway import-accounts Accounts.dat` and `gateway account create|set-dm|ban`.
 
 use std::path::{Path, PathBuf};
 
@@ -71,6 +71,10 @@ impl RunArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create accounts and set their DM and banned flags, in the database of a stopped
+    /// gateway (a running gateway keeps the accounts in memory and would not see it).
+    #[command(subcommand)]
+    Account(AccountCmd),
     /// Imports a Realm Crafter `Accounts.dat` into the gateway database.
     ImportAccounts {
         /// The `Accounts.dat` file.
@@ -79,6 +83,113 @@ enum Command {
         #[arg(long, default_value = "data")]
         data: PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum AccountCmd {
+    /// Create an account (its password stored as the login flow stores it).
+    Create {
+        /// Account name.
+        user: String,
+        /// Password.
+        password: String,
+        /// Make it a DM (game master) account.
+        #[arg(long)]
+        dm: bool,
+        /// E-mail address.
+        #[arg(long, default_value = "")]
+        email: String,
+        /// Data directory holding the SQLite database.
+        #[arg(long, default_value = "data")]
+        data: PathBuf,
+    },
+    /// Make an account a DM (or, with --off, not).
+    SetDm {
+        /// Account name.
+        user: String,
+        /// Clear the flag instead.
+        #[arg(long)]
+        off: bool,
+        /// Data directory holding the SQLite database.
+        #[arg(long, default_value = "data")]
+        data: PathBuf,
+    },
+    /// Ban an account (or, with --off, lift the ban).
+    Ban {
+        /// Account name.
+        user: String,
+        /// Lift the ban instead.
+        #[arg(long)]
+        off: bool,
+        /// Data directory holding the SQLite database.
+        #[arg(long, default_value = "data")]
+        data: PathBuf,
+    },
+}
+
+/// Run one account command against the database in `data`.
+fn account(cmd: AccountCmd) -> anyhow::Result<()> {
+    use gateway::session::PasswordHasher as _;
+    let data = match &cmd {
+        AccountCmd::Create { data, .. }
+        | AccountCmd::SetDm { data, .. }
+        | AccountCmd::Ban { data, .. } => data.clone(),
+    };
+    let store = Store::open_dir(&data)
+        .with_context(|| format!("opening the database in {}", data.display()))?;
+    let mut book = AccountBook::from_records(store.load_all()?);
+    let writer = Writer::spawn(store)?;
+    let what = match cmd {
+        AccountCmd::Create {
+            user,
+            password,
+            dm,
+            email,
+            ..
+        } => {
+            if user.is_empty() || password.is_empty() {
+                anyhow::bail!("the user name and the password must not be empty");
+            }
+            let mut salt = [0u8; 16];
+            rand::RngCore::fill_bytes(&mut os_seeded_rng()?, &mut salt);
+            let md5 = shared::wire::md5_hex(password.as_bytes());
+            let hash = Argon2Hasher::production()
+                .hash(md5.as_bytes(), &salt)
+                .map_err(|e| anyhow::anyhow!("hashing the password: {e}"))?;
+            let Some(id) = book.create_account(user.clone(), hash, email) else {
+                anyhow::bail!("an account called {user:?} already exists");
+            };
+            if dm {
+                book.set_dm(id, true);
+            }
+            format!("created account {user:?}{}", if dm { " (DM)" } else { "" })
+        }
+        AccountCmd::SetDm { user, off, .. } => {
+            let Some(id) = book.find_user(&user) else {
+                anyhow::bail!("there is no account called {user:?}");
+            };
+            book.set_dm(id, !off);
+            format!("{user:?} is {}a DM", if off { "not " } else { "" })
+        }
+        AccountCmd::Ban { user, off, .. } => {
+            let Some(id) = book.find_user(&user) else {
+                anyhow::bail!("there is no account called {user:?}");
+            };
+            book.set_banned(id, !off);
+            format!(
+                "{user:?} is {}",
+                if off { "no longer banned" } else { "banned" }
+            )
+        }
+    };
+    writer.submit(book.take_persist())?;
+    writer.flush()?;
+    if let Some(e) = writer.last_error() {
+        anyhow::bail!("writing the database failed: {e}");
+    }
+    writer.shutdown();
+    println!("{what}");
+    Ok(())
 }
 
 /// An RNG seeded from the operating system (`/dev/urandom`).
@@ -161,6 +272,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
+        Some(Command::Account(cmd)) => account(cmd),
         None => serve(&cli.run),
     }
 }
