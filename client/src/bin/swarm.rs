@@ -3,8 +3,11 @@
 //! Crafter's input rate, walks through portals (or `/warp`s, for DM accounts), chats, and
 //! measures what it sees. At the end one JSON summary: bots connected and failed, errors
 //! by kind (the server's protocol faults apart from the bots' own trouble), moves sent,
-//! updates received, handoffs, bytes per second per bot, and the latency from a move to the
-//! bot's own authoritative position coming back.
+//! updates received, handoffs, bytes per second per bot, the latency from a move to the
+//! bot's own authoritative position coming back, from a portal entry or `/warp` to
+//! `P_ChangeArea`, and, when a zone node is lost, how long a bot's position stopped
+//! coming back before it was put back into the world (a `P_ChangeArea` it did not ask
+//! for).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -112,6 +115,9 @@ struct Stats {
     other_errors: Mutex<BTreeMap<String, u64>>,
     move_latency_ms: Mutex<Vec<f64>>,
     handoff_latency_ms: Mutex<Vec<f64>>,
+    /// A `P_ChangeArea` the bot did not ask for (its zone node was lost and it was put
+    /// back): the gap since its own position last came back.
+    recovery_gap_ms: Mutex<Vec<f64>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -371,6 +377,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
     let mut next_warp = Instant::now() + warp_every.mul_f64(rng.gen_range(0.0..1.0));
     let mut warp_to_b = true;
     let mut warp_sent: Option<Instant> = None;
+    let mut last_echo = Instant::now();
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(ctx.end) => {
@@ -418,6 +425,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                 match inc.packet {
                     ServerPacket::StandardUpdate(u) => {
                         ctx.stats.updates.fetch_add(1, Ordering::Relaxed);
+                        if u.runtime_id == rid {
+                            last_echo = Instant::now();
+                        }
                         if u.runtime_id == rid
                             && let Some(i) = w.pending.iter().position(|(x, z, _)| {
                                 (x - u.x).abs() < 0.01 && (z - u.z).abs() < 0.01
@@ -432,6 +442,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         if let Some(t) = w.triggered.take() {
                             ctx.stats.handoffs.fetch_add(1, Ordering::Relaxed);
                             lock(&ctx.stats.handoff_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                        } else {
+                            lock(&ctx.stats.recovery_gap_ms)
+                                .push(last_echo.elapsed().as_secs_f64() * 1000.0);
                         }
                         if warp_sent.take().is_some() {
                             warp_to_b = !warp_to_b;
@@ -589,6 +602,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
         "handoff_to_change_area": latency_json(&stats.handoff_latency_ms),
+        "recovered_after_node_loss": latency_json(&stats.recovery_gap_ms),
     }))
 }
 
