@@ -24,7 +24,7 @@ pub const WAIT: Duration = Duration::from_secs(20);
 /// Heartbeat period the test gateway asks of its nodes (ms).
 pub const HEARTBEAT_MS: u64 = 250;
 /// A node silent this long is removed (ms).
-pub const NODE_TIMEOUT_MS: u64 = 1_500;
+pub const NODE_TIMEOUT_MS: u64 = 2_000;
 
 /// The `zone-node` binary next to this test's executable (`target/<profile>/`), built
 /// on demand when a lone `cargo test -p cluster-tests` has not built it.
@@ -220,12 +220,25 @@ impl Cluster {
 
     /// Players per AreaInstance, summed over every node.
     pub fn players_total(&self) -> u64 {
-        self.view()
-            .nodes
-            .iter()
-            .flat_map(|n| n.instances.iter())
-            .map(|i| i.players)
-            .sum()
+        players_in(&self.view())
+    }
+
+    /// Wait until an AreaInstance shows in the cluster view.
+    pub async fn wait_placed(&self, area: &str, instance: u16) {
+        self.wait_for(&format!("{area} #{instance} in the view"), |v| {
+            v.nodes.iter().any(|n| {
+                n.instances
+                    .iter()
+                    .any(|i| i.area == area && i.instance == instance)
+            })
+        })
+        .await;
+    }
+
+    /// Wait until the heartbeats report `n` players in the whole cluster.
+    pub async fn wait_players(&self, n: u64) {
+        self.wait_for(&format!("{n} players hosted once"), |v| players_in(v) == n)
+            .await;
     }
 }
 
@@ -240,6 +253,15 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
     }
+}
+
+/// Players of every AreaInstance of a view, summed.
+pub fn players_in(v: &ClusterView) -> u64 {
+    v.nodes
+        .iter()
+        .flat_map(|n| n.instances.iter())
+        .map(|i| i.players)
+        .sum()
 }
 
 /// Connect to the gateway (development mode: no certificate check).

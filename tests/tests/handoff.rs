@@ -58,14 +58,7 @@ async fn a_thousand_warps_between_two_nodes_keep_one_owner_and_the_character() {
     let (first, _) = players.first_mut().unwrap();
     warp(first, "Darkwood", 7).await;
     warp(first, "Meadow", 0).await;
-    c.wait_for("Darkwood #7 in the view", |v| {
-        v.nodes.iter().any(|n| {
-            n.instances
-                .iter()
-                .any(|i| i.area == "Darkwood" && i.instance == 7)
-        })
-    })
-    .await;
+    c.wait_placed("Darkwood", 7).await;
     let (a, _) = c.owner("Meadow", 0).unwrap();
     let (b, _) = c.owner("Darkwood", 7).unwrap();
     assert_ne!(a, b, "the two instances are on different nodes");
@@ -162,14 +155,7 @@ async fn a_destination_killed_mid_transfer_rolls_back_and_the_player_keeps_playi
     // Create Darkwood #3 on n2 and come back.
     warp(&mut p, "Darkwood", 3).await;
     warp(&mut p, "Meadow", 0).await;
-    c.wait_for("Darkwood #3 in the view", |v| {
-        v.nodes.iter().any(|n| {
-            n.instances
-                .iter()
-                .any(|i| i.area == "Darkwood" && i.instance == 3)
-        })
-    })
-    .await;
+    c.wait_placed("Darkwood", 3).await;
     let (dest, _) = c.owner("Darkwood", 3).unwrap();
     let (src, _) = c.owner("Meadow", 0).unwrap();
     assert_ne!(dest, src);
@@ -195,15 +181,7 @@ async fn a_destination_killed_mid_transfer_rolls_back_and_the_player_keeps_playi
     );
     // And it can still warp within the surviving node.
     warp(&mut p, "Lakeshore", 0).await;
-    c.wait_for("one player in the cluster", |v| {
-        v.nodes
-            .iter()
-            .flat_map(|n| n.instances.iter())
-            .map(|i| i.players)
-            .sum::<u64>()
-            == 1
-    })
-    .await;
+    c.wait_players(1).await;
     p.close(CloseCode::Normal).await;
 }
 
@@ -286,15 +264,7 @@ async fn a_lost_node_s_fifty_players_come_back_without_reconnecting() {
             "player {i} plays on"
         );
     }
-    c.wait_for("50 players hosted once", |v| {
-        v.nodes
-            .iter()
-            .flat_map(|n| n.instances.iter())
-            .map(|i| i.players)
-            .sum::<u64>()
-            == 50
-    })
-    .await;
+    c.wait_players(50).await;
     for (_, conn, _) in conns {
         conn.close(CloseCode::Normal).await;
     }
@@ -345,15 +315,7 @@ async fn a_paused_node_is_fenced_and_rejoins_cleanly() {
         "still playing on n2"
     );
     assert_eq!(c.owner("Meadow", 0).map(|o| o.0).as_deref(), Some("n2"));
-    c.wait_for("one player", |v| {
-        v.nodes
-            .iter()
-            .flat_map(|n| n.instances.iter())
-            .map(|i| i.players)
-            .sum::<u64>()
-            == 1
-    })
-    .await;
+    c.wait_players(1).await;
     // The character saved is n2's, not the stale copy's.
     p.close(CloseCode::Normal).await;
     let deadline = Instant::now() + WAIT;

@@ -217,25 +217,7 @@ impl ZoneActor {
         let now_ms = self.schedule.now_ms(n);
         let clock = MonoClock(Instant::now());
         let panic_now = std::mem::take(&mut self.panic_next);
-        let Self {
-            sim,
-            batch,
-            reg,
-            key,
-            players,
-            arriving,
-            dgram,
-            stopping,
-            ..
-        } = self;
-        let mut router = Router {
-            reg,
-            key,
-            players,
-            arriving,
-            dgram,
-            stopping: *stopping,
-        };
+        let (sim, batch, mut router) = self.split();
         let result = catch_unwind(AssertUnwindSafe(|| {
             if panic_now {
                 panic!("injected panic (test hook)");
@@ -292,15 +274,7 @@ impl ZoneActor {
         let (handoff, later): (Vec<ZoneInput>, Vec<ZoneInput>) =
             batch.into_iter().partition(crate::sim::ingest::is_handoff);
         let batch = handoff;
-        if !later.is_empty() {
-            let mut q = match self.inbox.lock() {
-                Ok(q) => q,
-                Err(p) => p.into_inner(),
-            };
-            let newer = std::mem::take(&mut *q);
-            *q = later;
-            q.extend(newer);
-        }
+        self.requeue_front(later);
         if batch.is_empty() {
             return;
         }
@@ -309,8 +283,38 @@ impl ZoneActor {
         for input in &batch {
             self.observe_input(input);
         }
+        let (sim, _, mut router) = self.split();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let (out, rest) = sim.handoff(batch);
+            router.route(out);
+            rest
+        }));
+        match result {
+            // Not applicable yet (before the first tick): back to the inbox, first.
+            Ok(rest) => self.requeue_front(rest),
+            Err(_) => self.rebuild(),
+        }
+    }
+
+    /// Put inputs back at the front of the inbox, ahead of what arrived since.
+    fn requeue_front(&self, items: Vec<ZoneInput>) {
+        if items.is_empty() {
+            return;
+        }
+        let mut q = match self.inbox.lock() {
+            Ok(q) => q,
+            Err(p) => p.into_inner(),
+        };
+        let newer = std::mem::take(&mut *q);
+        *q = items;
+        q.extend(newer);
+    }
+
+    /// The sim, the tick's input batch and a router over the rest of the actor's fields.
+    fn split(&mut self) -> (&mut ZoneSim, &mut Vec<ZoneInput>, Router<'_>) {
         let Self {
             sim,
+            batch,
             reg,
             key,
             players,
@@ -319,7 +323,7 @@ impl ZoneActor {
             stopping,
             ..
         } = self;
-        let mut router = Router {
+        let router = Router {
             reg,
             key,
             players,
@@ -327,25 +331,7 @@ impl ZoneActor {
             dgram,
             stopping: *stopping,
         };
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let (out, rest) = sim.handoff(batch);
-            router.route(out);
-            rest
-        }));
-        match result {
-            Ok(rest) if !rest.is_empty() => {
-                // Not applicable yet (before the first tick): back to the inbox, first.
-                let mut q = match self.inbox.lock() {
-                    Ok(q) => q,
-                    Err(p) => p.into_inner(),
-                };
-                let newer = std::mem::take(&mut *q);
-                *q = rest;
-                q.extend(newer);
-            }
-            Ok(_) => {}
-            Err(_) => self.rebuild(),
-        }
+        (sim, batch, router)
     }
 
     /// Answers to transfers the rebuilt sim no longer knows: an Ack means the destination

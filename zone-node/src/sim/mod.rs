@@ -164,16 +164,7 @@ impl ZoneSim {
                 rest.push(input);
             }
         }
-        let mut cur = st.online.first;
-        let mut guard = 0;
-        while cur != NIL && guard <= st.online.len {
-            guard += 1;
-            let next = st.link(cur, ChainKind::Online).next;
-            if let Some(id) = st.at(cur).map(|a| a.id) {
-                st.flush_player(id);
-            }
-            cur = next;
-        }
+        flush_online(st);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         self.out.stats = TickStats {
             now_ms: st.now_ms,
@@ -292,16 +283,7 @@ impl ZoneSim {
         lap(Phase::Broadcast, &mut t);
 
         // 7. Flush.
-        let mut cur = st.online.first;
-        let mut guard = 0;
-        while cur != NIL && guard <= st.online.len {
-            guard += 1;
-            let next = st.link(cur, ChainKind::Online).next;
-            if let Some(id) = st.at(cur).map(|a| a.id) {
-                st.flush_player(id);
-            }
-            cur = next;
-        }
+        flush_online(st);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         st.counters.actors = st.zone.len;
         st.counters.players = st.online.len;
@@ -313,5 +295,19 @@ impl ZoneSim {
             counters: st.counters.clone(),
         };
         &self.out
+    }
+}
+
+/// Every online player's queued reliable frames become its [`ZoneOutput::Reliable`].
+fn flush_online(st: &mut ZoneState) {
+    let mut cur = st.online.first;
+    let mut guard = 0;
+    while cur != NIL && guard <= st.online.len {
+        guard += 1;
+        let next = st.link(cur, ChainKind::Online).next;
+        if let Some(id) = st.at(cur).map(|a| a.id) {
+            st.flush_player(id);
+        }
+        cur = next;
     }
 }
