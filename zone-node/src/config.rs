@@ -24,7 +24,7 @@ pub struct NodeConfig {
     pub gateway_addr: String,
     /// The TLS server name to expect from the gateway's certificate.
     pub gateway_server_name: String,
-    /// This node's id, stable across restarts (default: the hostname, else random).
+    /// This node's id (default: `<hostname>-<pid>`, else random); unique per running node.
     pub node_id: String,
     /// The address other nodes can reach this node at (`host:port`).
     pub advertised_addr: String,
@@ -65,17 +65,20 @@ pub struct NodeConfig {
     pub gateway_cert_sha256: Option<String>,
 }
 
+/// `<hostname>-<pid>`: unique per process, so several nodes on one machine need no flags
+/// (a node that restarts is a new member; its old id's instances were re-placed).
 fn default_node_id() -> String {
+    let pid = std::process::id();
     if let Ok(h) = std::env::var("HOSTNAME") {
         let h = h.trim();
         if !h.is_empty() {
-            return h.to_owned();
+            return format!("{h}-{pid}");
         }
     }
     if let Ok(h) = std::fs::read_to_string("/etc/hostname") {
         let h = h.trim();
         if !h.is_empty() {
-            return h.to_owned();
+            return format!("{h}-{pid}");
         }
     }
     format!("node-{:016x}", crate::link::random_u64())

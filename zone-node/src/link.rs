@@ -364,6 +364,7 @@ async fn handshake(
         quinn::SendStream,
         quinn::RecvStream,
         FrameDecoder,
+        u64,
     ),
     SessionEnd,
 > {
@@ -382,7 +383,7 @@ async fn handshake(
         .await
         .map_err(|e| SessionEnd::Lost(e.to_string()))?;
     match authenticate(cfg, reg, &conn, &mut send, &mut recv).await {
-        Ok(dec) => Ok((conn, send, recv, dec)),
+        Ok((dec, heartbeat_ms)) => Ok((conn, send, recv, dec, heartbeat_ms)),
         Err(SessionEnd::PeerVersion { ours, theirs }) => {
             // Tell the gateway why, then close.
             let _ = write_msg(
@@ -408,7 +409,7 @@ async fn authenticate(
     conn: &quinn::Connection,
     send: &mut quinn::SendStream,
     recv: &mut quinn::RecvStream,
-) -> Result<FrameDecoder, SessionEnd> {
+) -> Result<(FrameDecoder, u64), SessionEnd> {
     let mut exporter = [0u8; EXPORTER_LEN];
     conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
         .map_err(|_| SessionEnd::Protocol("TLS exporter unavailable".into()))?;
@@ -470,10 +471,14 @@ async fn authenticate(
     )
     .await?;
     match read_envelope(recv, &mut dec).await?.msg {
-        Msg::RegisterAck { gateway_id, .. } => {
+        Msg::RegisterAck {
+            gateway_id,
+            heartbeat_ms,
+        } => {
             tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
-                instances = reg.instance_count(), "registered");
-            Ok(dec)
+                instances = reg.instance_count(), heartbeat_ms, "registered");
+            // The gateway sets the heartbeat period it watches (within sane bounds).
+            Ok((dec, heartbeat_ms.clamp(10, 60_000)))
         }
         Msg::Refused { reason } => Err(SessionEnd::Refused(reason)),
         other => Err(SessionEnd::Protocol(format!(
@@ -524,7 +529,7 @@ async fn session(
             timeout(left, &mut hs).await
         }
     };
-    let (conn, mut send, mut recv, mut dec) = match hs_result {
+    let (conn, mut send, mut recv, mut dec, heartbeat_ms) = match hs_result {
         Ok(r) => r?,
         Err(_) => return Err(SessionEnd::Timeout),
     };
@@ -583,7 +588,15 @@ async fn session(
         }
     });
     let result = session_loop(
-        cfg, &conn, &mut send, reg, out_rx, shutdown, state, &mut in_rx,
+        cfg,
+        heartbeat_ms,
+        &conn,
+        &mut send,
+        reg,
+        out_rx,
+        shutdown,
+        state,
+        &mut in_rx,
     )
     .await;
     reader.abort();
@@ -605,6 +618,7 @@ async fn session(
 #[allow(clippy::too_many_arguments)]
 async fn session_loop(
     cfg: &NodeConfig,
+    heartbeat_ms: u64,
     conn: &quinn::Connection,
     send: &mut quinn::SendStream,
     reg: &Arc<Registry>,
@@ -613,7 +627,7 @@ async fn session_loop(
     state: &mut LinkState,
     in_rx: &mut mpsc::UnboundedReceiver<Incoming>,
 ) -> Result<LinkExit, SessionEnd> {
-    let mut heartbeat = tokio::time::interval(Duration::from_millis(cfg.heartbeat_ms));
+    let mut heartbeat = tokio::time::interval(Duration::from_millis(heartbeat_ms));
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut check = tokio::time::interval(Duration::from_millis(20));
     let mut last_overruns = Metrics::get(&reg.metrics.overruns);
