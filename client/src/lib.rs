@@ -14,6 +14,11 @@
 //!   [`Connection::login`], [`Connection::fetch_catalogue`], [`Connection::create_character`],
 //!   [`Connection::fetch_character`], [`Connection::delete_character`],
 //!   [`Connection::start_game`].
+//! - [`event`]: typed [`Event`]s ([`Connection::next_event`]: actor appeared, moved, gone,
+//!   died; stats, XP, gold; chat; area changed; kicked) and typed actions
+//!   ([`Connection::move_to`], [`Connection::attack`], [`Connection::chat`],
+//!   [`Connection::command`], [`Connection::right_click`], [`Connection::dismount`],
+//!   [`Connection::jump`]).
 //! - [`verify`]: the certificate check ([`Verify`]): development mode, a pinned SHA-256
 //!   fingerprint, or a root store.
 //! - [`error`]: [`ClientError`], [`CloseCode`], [`CloseReason`].
@@ -62,10 +67,12 @@
 
 pub mod conn;
 pub mod error;
+pub mod event;
 pub mod login;
 pub mod verify;
 
 pub use conn::{Channel, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming};
 pub use error::{ClientError, CloseCode, CloseReason};
+pub use event::Event;
 pub use login::{Catalogue, CharacterSheet, Environment, GameStart, LoginError, NewCharacter};
 pub use verify::{ALPN, PinParseError, Verify, parse_pin, sha256_fingerprint};

@@ -71,6 +71,13 @@ impl Cluster {
     /// each started after the previous one registered; waits until every area's
     /// instance 0 is placed and ready.
     pub async fn start(name: &str, node_ids: &[&str]) -> Self {
+        let nodes: Vec<(&str, u32)> = node_ids.iter().map(|id| (*id, 64)).collect();
+        Self::start_with_capacity(name, &nodes).await
+    }
+
+    /// As [`start`](Self::start), with each node's capacity (AreaInstances it accepts):
+    /// a small first node leaves some of the instance 0s to the next.
+    pub async fn start_with_capacity(name: &str, nodes: &[(&str, u32)]) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_env_filter(
@@ -99,8 +106,8 @@ impl Cluster {
             dir,
             nodes: BTreeMap::new(),
         };
-        for id in node_ids {
-            c.spawn_node(id);
+        for (id, capacity) in nodes {
+            c.spawn_node_with(id, *capacity);
             c.wait_for(&format!("{id} to register"), |v| {
                 v.nodes.iter().any(|n| n.id == *id)
             })
@@ -113,6 +120,11 @@ impl Cluster {
 
     /// Start a `zone-node run` process with this id (its stderr goes to `<dir>/<id>.log`).
     pub fn spawn_node(&mut self, id: &str) {
+        self.spawn_node_with(id, 64);
+    }
+
+    /// Start a `zone-node run` process accepting `capacity` AreaInstances.
+    pub fn spawn_node_with(&mut self, id: &str, capacity: u32) {
         let log = std::fs::File::create(self.dir.join(format!("{id}.log"))).expect("a log file");
         let child = Command::new(zone_node_bin())
             .args(["run", "--node-id", id, "--bind-addr", "127.0.0.1:0"])
@@ -121,6 +133,7 @@ impl Cluster {
             .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
             .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
             .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+            .env("ZONE_NODE_CAPACITY", capacity.to_string())
             .env(
                 "RUST_LOG",
                 std::env::var("NODE_LOG").unwrap_or_else(|_| "warn".into()),

@@ -1,0 +1,211 @@
+//! Typed game events and actions on a [`Connection`] in the world: what a bot or a tool
+//! reacts to (an actor appeared, moved, is gone or died; a stat changed; chat; the area
+//! changed; kicked) instead of raw packets, and what it does (move, attack, chat and
+//! commands, right-click, dismount, jump).
+
+use shared::proto::{
+    AttackActorC2S, AttackActorS2C, ChatColour, ChatMessageC2S, ClientPacket, Dismount, GoldChange,
+    JumpC2S, RightClick, ServerPacket, StandardUpdateC2S, StatUpdate, XpUpdate,
+};
+
+use crate::conn::{Connection, Incoming};
+use crate::error::ClientError;
+
+/// Something that happened in the world, from one server packet.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// An actor came into view (`P_NewActor`).
+    #[doc(alias = "P_NewActor")]
+    ActorAppeared {
+        /// Its RuntimeID.
+        runtime_id: u16,
+        /// Its actor template.
+        template_id: u16,
+        /// Its name.
+        name: String,
+        /// Where it stands.
+        position: (f32, f32, f32),
+        /// Whether it is a player (Realm Crafter's `human` flag).
+        human: bool,
+    },
+    /// An actor's authoritative position (`P_StandardUpdate`; the player's own actor too).
+    #[doc(alias = "P_StandardUpdate")]
+    ActorMoved {
+        /// Its RuntimeID.
+        runtime_id: u16,
+        /// X.
+        x: f32,
+        /// Z.
+        z: f32,
+        /// Where it is heading, X.
+        dest_x: f32,
+        /// Where it is heading, Z.
+        dest_z: f32,
+    },
+    /// An actor left view (`P_ActorGone`).
+    #[doc(alias = "P_ActorGone")]
+    ActorGone {
+        /// Its RuntimeID.
+        runtime_id: u16,
+    },
+    /// An actor died (`P_ActorDead`).
+    #[doc(alias = "P_ActorDead")]
+    ActorDied {
+        /// Its RuntimeID.
+        runtime_id: u16,
+        /// Who killed it, when told.
+        killer: Option<u16>,
+    },
+    /// An attack landed or missed (`P_AttackActor`).
+    Attack(AttackActorS2C),
+    /// An attribute, Health, Speed, Energy or reputation changed (`P_StatUpdate`).
+    StatChanged(StatUpdate),
+    /// Experience (`P_XPUpdate`).
+    Xp(XpUpdate),
+    /// Gold (`P_GoldChange`).
+    Gold(GoldChange),
+    /// A chat line (`P_ChatMessage`).
+    #[doc(alias = "P_ChatMessage")]
+    Chat {
+        /// The colour (system yellow, red, magenta, green, RGB or plain).
+        colour: ChatColour,
+        /// The text (Latin-1, shown as UTF-8).
+        text: String,
+    },
+    /// The player is now in an area (`P_ChangeArea`): after a portal, a warp, a respawn, or
+    /// being put back after its zone node was lost. The SDK acknowledges it.
+    #[doc(alias = "P_ChangeArea")]
+    AreaChanged {
+        /// The area's name.
+        area: String,
+        /// Where the player stands.
+        position: (f32, f32, f32),
+        /// Facing, degrees.
+        yaw: f32,
+        /// The client's `CurrentAreaID` for the instance.
+        instance_handle: u32,
+    },
+    /// The player was kicked (`P_KickedPlayer`); the connection closes with code 1.
+    #[doc(alias = "P_KickedPlayer")]
+    Kicked,
+    /// Any other packet.
+    Other(ServerPacket),
+}
+
+fn text(b: &[u8]) -> String {
+    b.iter().map(|&c| char::from(c)).collect()
+}
+
+impl From<ServerPacket> for Event {
+    fn from(p: ServerPacket) -> Self {
+        match p {
+            ServerPacket::NewActor(a) => Self::ActorAppeared {
+                runtime_id: a.runtime_id,
+                template_id: a.template_id,
+                name: text(a.actor_name.as_bytes()),
+                position: (a.x, a.y, a.z),
+                human: a.human != 0,
+            },
+            ServerPacket::StandardUpdate(u) => Self::ActorMoved {
+                runtime_id: u.runtime_id,
+                x: u.x,
+                z: u.z,
+                dest_x: u.dest_x,
+                dest_z: u.dest_z,
+            },
+            ServerPacket::ActorGone(g) => Self::ActorGone {
+                runtime_id: u16::try_from(g.runtime_id).unwrap_or(u16::MAX),
+            },
+            ServerPacket::ActorDead(d) => Self::ActorDied {
+                runtime_id: d.runtime_id,
+                killer: d.killer,
+            },
+            ServerPacket::AttackActor(a) => Self::Attack(a),
+            ServerPacket::StatUpdate(s) => Self::StatChanged(s),
+            ServerPacket::XpUpdate(x) => Self::Xp(x),
+            ServerPacket::GoldChange(g) => Self::Gold(g),
+            ServerPacket::ChatMessage(m) => Self::Chat {
+                colour: m.colour,
+                text: text(m.text.as_bytes()),
+            },
+            ServerPacket::ChangeArea(a) => Self::AreaChanged {
+                area: text(a.area.as_bytes()),
+                position: (a.x, a.y, a.z),
+                yaw: a.yaw,
+                instance_handle: a.instance_handle,
+            },
+            ServerPacket::KickedPlayer(_) => Self::Kicked,
+            other => Self::Other(other),
+        }
+    }
+}
+
+impl From<Incoming> for Event {
+    fn from(i: Incoming) -> Self {
+        i.packet.into()
+    }
+}
+
+impl Connection {
+    /// The next event (cancel-safe, like [`recv`](Self::recv)).
+    pub async fn next_event(&mut self) -> Result<Event, ClientError> {
+        self.recv().await.map(Event::from)
+    }
+
+    /// Stand at a point (a `P_StandardUpdate` datagram with the destination at the same
+    /// point). Send at most five a second, as Realm Crafter's client does; the server
+    /// refuses steps longer than its speed check allows.
+    #[doc(alias = "P_StandardUpdate")]
+    pub fn move_to(&self, x: f32, y: f32, z: f32, running: bool) -> Result<(), ClientError> {
+        self.send_update(&StandardUpdateC2S {
+            dest_x: x,
+            dest_z: z,
+            y,
+            x,
+            z,
+            is_running: u8::from(running),
+            walking_backward: 0,
+        })
+    }
+
+    /// Attack an actor by RuntimeID (`P_AttackActor`).
+    #[doc(alias = "P_AttackActor")]
+    pub async fn attack(&mut self, target: u16) -> Result<(), ClientError> {
+        self.send(&ClientPacket::AttackActor(AttackActorC2S { target }))
+            .await
+    }
+
+    /// Say something in the zone (`P_ChatMessage`); a leading `/` makes it a command.
+    #[doc(alias = "P_ChatMessage")]
+    pub async fn chat(&mut self, line: &str) -> Result<(), ClientError> {
+        self.send(&ClientPacket::ChatMessage(ChatMessageC2S {
+            text: line.into(),
+        }))
+        .await
+    }
+
+    /// Run a chat command: `command("yell hello")` sends `/yell hello`.
+    pub async fn command(&mut self, command: &str) -> Result<(), ClientError> {
+        self.chat(&format!("/{command}")).await
+    }
+
+    /// Right-click an actor (its script, or mount it) (`P_RightClick`).
+    #[doc(alias = "P_RightClick")]
+    pub async fn right_click(&mut self, target: u16) -> Result<(), ClientError> {
+        self.send(&ClientPacket::RightClick(RightClick { target }))
+            .await
+    }
+
+    /// Get off the mount (`P_Dismount`).
+    #[doc(alias = "P_Dismount")]
+    pub async fn dismount(&mut self) -> Result<(), ClientError> {
+        self.send(&ClientPacket::Dismount(Dismount {})).await
+    }
+
+    /// Jump (`P_Jump`).
+    #[doc(alias = "P_Jump")]
+    pub async fn jump(&mut self) -> Result<(), ClientError> {
+        self.send(&ClientPacket::Jump(JumpC2S {})).await
+    }
+}
