@@ -1,0 +1,159 @@
+//! A hostile client against a cluster of a gateway and two `zone-node` processes while
+//! bots play (issue 7): garbage and oversize frames, datagrams that do not parse, NaN and
+//! infinite floats, packets before login, a login flood and half-open handshakes are
+//! refused the right way, and the bots see no error and keep getting their updates.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use client::{CloseCode, CloseReason, ConnectOptions, Connection, Event, Verify};
+use cluster_tests::{Cluster, WAIT, connect, echo, new_player};
+use gateway::hub::Metrics;
+use shared::proto::StandardUpdateC2S;
+
+async fn expect_closed(c: &Connection, want: CloseCode) {
+    let r = tokio::time::timeout(WAIT, c.closed())
+        .await
+        .expect("closed in time");
+    let got = match r {
+        CloseReason::Server { code, .. } => Some(code),
+        _ => None,
+    };
+    assert_eq!(got, Some(want), "closed with {r:?}");
+}
+
+/// A bot walking in a small square, counting its own authoritative updates; any error
+/// on its connection fails it.
+async fn bot(mut c: Connection, rid: u16, start: (f32, f32, f32), stop: Arc<AtomicBool>) -> u64 {
+    let mut own = 0u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut i = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        tokio::select! {
+            _ = tick.tick() => {
+                i += 1;
+                let (dx, dz) = match (i / 5) % 4 { 0 => (1.0, 0.0), 1 => (1.0, 1.0), 2 => (0.0, 1.0), _ => (0.0, 0.0) };
+                c.move_to(start.0 + dx, start.1, start.2 + dz, false).unwrap();
+            }
+            e = c.next_event() => match e {
+                Ok(Event::ActorMoved { runtime_id, .. }) if runtime_id == rid => own += 1,
+                Ok(_) => {}
+                Err(e) => panic!("a bot saw an error: {e}"),
+            },
+        }
+    }
+    assert!(c.close_reason().is_none(), "the bot's connection stayed up");
+    c.close(CloseCode::Normal).await;
+    own
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_client_is_refused_while_bots_keep_playing() {
+    let c = Cluster::start_with_capacity("hostile", &[("n1", 2), ("n2", 64)]).await;
+    let addr = c.gw.client_addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut bots = tokio::task::JoinSet::new();
+    for i in 0..4 {
+        let (conn, g) = new_player(addr, &format!("bot{i}")).await;
+        let start = (g.area.x + i as f32, g.area.y, g.area.z);
+        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+    }
+
+    // Frames: zero length, over the limit, undecodable, in-game before login.
+    let mut h = connect(addr).await;
+    h.send_raw(&[0, 0]).await.unwrap();
+    expect_closed(&h, CloseCode::ProtocolViolation).await;
+    let mut h = connect(addr).await;
+    let mut big = vec![0x28, 0x23, 16];
+    big.extend(std::iter::repeat_n(b'x', 9_000));
+    let _ = h.send_raw(&big).await;
+    expect_closed(&h, CloseCode::ProtocolViolation).await;
+    let mut h = connect(addr).await;
+    h.send_frame(2, &[200]).await.unwrap();
+    expect_closed(&h, CloseCode::ProtocolViolation).await;
+    let mut h = connect(addr).await;
+    h.send_frame(16, b"/yell before login").await.unwrap();
+    expect_closed(&h, CloseCode::ProtocolViolation).await;
+    // A position before login (a datagram): dropped, counted.
+    let h = connect(addr).await;
+    h.move_to(1.0, 1.0, 1.0, false).unwrap();
+
+    // In the world: datagrams that do not parse, another type in a datagram, NaN and
+    // infinite floats. Dropped or clamped; the hostile player stays and still plays.
+    let (mut bad, g) = new_player(addr, "mallory").await;
+    bad.send_raw_datagram(vec![1u8, 2, 3]).unwrap();
+    bad.send_raw_datagram(vec![2u8, 0, 16, 33]).unwrap();
+    for v in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX] {
+        bad.send_update(&StandardUpdateC2S {
+            dest_x: v,
+            dest_z: v,
+            y: v,
+            x: v,
+            z: v,
+            is_running: 1,
+            walking_backward: 0,
+        })
+        .unwrap();
+    }
+    let here = (g.area.x + 1.0, g.area.y, g.area.z + 1.0);
+    assert!(
+        echo(&mut bad, g.runtime_id, here, WAIT).await,
+        "positions are still applied after the bad ones"
+    );
+
+    // Half-open: a client that never opens its stream, a handshake abandoned midway, and
+    // UDP garbage shaped like QUIC Initial packets.
+    let mut opts = ConnectOptions::new(Verify::Insecure);
+    opts.send_new_client = false;
+    let h = Connection::connect_with(addr, "gateway", opts)
+        .await
+        .unwrap();
+    expect_closed(&h, CloseCode::ProtocolViolation).await;
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(2),
+        Connection::connect(addr, "gateway", Verify::Insecure),
+    )
+    .await;
+    drop(abandoned);
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..50u8 {
+        let mut junk = vec![0xC0 | (i & 0x3F), 0, 0, 0, 1, 8];
+        junk.extend(std::iter::repeat_n(i, 1194));
+        udp.send_to(&junk, addr).unwrap();
+        udp.send_to(&[i; 7], addr).unwrap();
+    }
+
+    // The gateway still takes new players, and every bot played on with no error.
+    let (fresh, _) = new_player(addr, "latecomer").await;
+    // Last (the throttle is per address for 60 s): a login flood, closed with code 4.
+    let mut h = connect(addr).await;
+    let mut closed = None;
+    for _ in 0..8 {
+        if let Err(e) = h.login("bot0", "wrong").await
+            && e.server_close_code().is_some()
+        {
+            closed = e.server_close_code();
+            break;
+        }
+    }
+    if closed.is_none() {
+        expect_closed(&h, CloseCode::RateLimited).await;
+    } else {
+        assert_eq!(closed, Some(CloseCode::RateLimited));
+    }
+
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    stop.store(true, Ordering::Relaxed);
+    while let Some(r) = bots.join_next().await {
+        let own = r.expect("the bot did not fail");
+        assert!(own > 0, "the bot kept getting its own updates");
+    }
+    let m = &c.gw.shared().metrics;
+    assert!(Metrics::get(&m.protocol_violations) >= 4);
+    assert!(Metrics::get(&m.rate_limited) >= 1);
+    assert!(Metrics::get(&m.bad_datagrams) >= 2);
+    fresh.close(CloseCode::Normal).await;
+    bad.close(CloseCode::Normal).await;
+}
