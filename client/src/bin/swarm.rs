@@ -1,7 +1,7 @@
 //! `swarm`: N bots against a gateway, for sizing a cluster and finding bugs under load.
 //! Each bot creates its account and character, enters the world, wanders at Realm
-//! Crafter's input rate, walks through portals (or `/warp`s, for DM accounts), chats, and
-//! measures what it sees. At the end one JSON summary: bots connected and failed, errors
+//! Crafter's input rate, chases and attacks NPCs, walks through portals (or `/warp`s, for
+//! DM accounts), chats, and measures what it sees. At the end one JSON summary: bots connected and failed, errors
 //! by kind (the server's protocol faults apart from the bots' own trouble), moves sent,
 //! updates received, handoffs, bytes per second per bot, the latency from a move to the
 //! bot's own authoritative position coming back, from a portal entry or `/warp` to
@@ -81,6 +81,10 @@ struct Args {
     /// Chance that a bot's next destination is a portal rather than a wander point.
     #[arg(long, default_value_t = 0.3)]
     portal_chance: f64,
+    /// Chance that a bot's next destination is an NPC in sight, which it chases and
+    /// attacks for a few seconds.
+    #[arg(long, default_value_t = 0.3)]
+    fight_chance: f64,
     /// Seconds between a bot's chat lines (0: none).
     #[arg(long, default_value_t = 20.0)]
     chat_every: f64,
@@ -107,6 +111,10 @@ struct Stats {
     updates: AtomicU64,
     handoffs: AtomicU64,
     chats: AtomicU64,
+    attacks: AtomicU64,
+    kills: AtomicU64,
+    xp_gains: AtomicU64,
+    server_moves: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
     /// Errors that are the server's fault (malformed packets, protocol closes).
@@ -378,6 +386,17 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
     let mut warp_to_b = true;
     let mut warp_sent: Option<Instant> = None;
     let mut last_echo = Instant::now();
+    // NPCs in sight (RuntimeID → x, z) and the one being hunted, until when.
+    let mut npcs: std::collections::HashMap<u16, (f32, f32)> = g
+        .packets
+        .iter()
+        .filter_map(|i| match &i.packet {
+            ServerPacket::NewActor(a) if a.human == 0 => Some((a.runtime_id, (a.x, a.z))),
+            _ => None,
+        })
+        .collect();
+    let mut hunt: Option<(u16, Instant)> = None;
+    let mut last_attack = Instant::now();
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(ctx.end) => {
@@ -385,10 +404,43 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                 return Ok(());
             }
             _ = input.tick() => {
+                if let Some((prey, until)) = hunt {
+                    match npcs.get(&prey) {
+                        Some(&(x, z)) if Instant::now() < until => {
+                            w.target = (x + 1.0, w.pos.1, z);
+                            let (dx, dz) = (x - w.pos.0, z - w.pos.2);
+                            if dx * dx + dz * dz < 16.0 && last_attack.elapsed() >= Duration::from_secs(1) {
+                                last_attack = Instant::now();
+                                c.attack(prey).await?;
+                                ctx.stats.attacks.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        _ => {
+                            hunt = None;
+                            w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                        }
+                    }
+                } else if warp.is_none()
+                    && !npcs.is_empty()
+                    && rng.gen_bool(ctx.args.fight_chance.clamp(0.0, 1.0) / 25.0)
+                {
+                    // About once every 5 s at the fight chance: pick the nearest NPC.
+                    let (px, pz) = (w.pos.0, w.pos.2);
+                    let near = npcs
+                        .iter()
+                        .map(|(r, (x, z))| (*r, (x - px) * (x - px) + (z - pz) * (z - pz)))
+                        .filter(|(_, d)| *d < 60.0 * 60.0)
+                        .min_by(|a, b| a.1.total_cmp(&b.1));
+                    if let Some((prey, _)) = near {
+                        hunt = Some((prey, Instant::now() + Duration::from_secs(8)));
+                    }
+                }
                 let (dx, dy, dz) = (w.target.0 - w.pos.0, w.target.1 - w.pos.1, w.target.2 - w.pos.2);
                 let d = (dx * dx + dz * dz).sqrt();
                 if d < 0.5 {
-                    w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                    if hunt.is_none() {
+                        w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                    }
                 } else {
                     let k = (STEP / d).min(1.0);
                     w.pos = (w.pos.0 + dx * k, w.pos.1 + dy * k, w.pos.2 + dz * k);
@@ -423,8 +475,29 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
             r = c.recv() => {
                 let inc = r?;
                 match inc.packet {
+                    ServerPacket::NewActor(a) if a.human == 0 => {
+                        npcs.insert(a.runtime_id, (a.x, a.z));
+                    }
+                    ServerPacket::ActorGone(a) => {
+                        if let Ok(r) = u16::try_from(a.runtime_id) {
+                            npcs.remove(&r);
+                        }
+                    }
+                    ServerPacket::ActorDead(d) => {
+                        npcs.remove(&d.runtime_id);
+                        if hunt.is_some_and(|(prey, _)| prey == d.runtime_id) {
+                            ctx.stats.kills.fetch_add(1, Ordering::Relaxed);
+                            hunt = None;
+                        }
+                    }
+                    ServerPacket::XpUpdate(shared::proto::XpUpdate::Gained { .. }) => {
+                        ctx.stats.xp_gains.fetch_add(1, Ordering::Relaxed);
+                    }
                     ServerPacket::StandardUpdate(u) => {
                         ctx.stats.updates.fetch_add(1, Ordering::Relaxed);
+                        if let Some(p) = npcs.get_mut(&u.runtime_id) {
+                            *p = (u.x, u.z);
+                        }
                         if u.runtime_id == rid {
                             last_echo = Instant::now();
                         }
@@ -442,14 +515,20 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         if let Some(t) = w.triggered.take() {
                             ctx.stats.handoffs.fetch_add(1, Ordering::Relaxed);
                             lock(&ctx.stats.handoff_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
-                        } else {
+                        } else if last_echo.elapsed() > Duration::from_secs(1) {
+                            // Its position had stopped coming back: its node was lost.
                             lock(&ctx.stats.recovery_gap_ms)
                                 .push(last_echo.elapsed().as_secs_f64() * 1000.0);
+                        } else {
+                            // A respawn after death, or a warp by the server.
+                            ctx.stats.server_moves.fetch_add(1, Ordering::Relaxed);
                         }
                         if warp_sent.take().is_some() {
                             warp_to_b = !warp_to_b;
                             next_warp = Instant::now() + warp_every;
                         }
+                        npcs.clear();
+                        hunt = None;
                         w.area = area_name(&a);
                         w.pos = (a.x, a.y, a.z);
                         w.home = w.pos;
@@ -598,6 +677,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "moves_sent": stats.moves.load(Ordering::Relaxed),
         "updates_received": stats.updates.load(Ordering::Relaxed),
         "chat_lines_sent": stats.chats.load(Ordering::Relaxed),
+        "attacks_sent": stats.attacks.load(Ordering::Relaxed),
+        "npcs_killed": stats.kills.load(Ordering::Relaxed),
+        "xp_gains": stats.xp_gains.load(Ordering::Relaxed),
+        "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
         "handoffs": stats.handoffs.load(Ordering::Relaxed),
         "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
