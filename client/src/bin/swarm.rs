@@ -502,7 +502,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                             last_echo = Instant::now();
                         }
                         if u.runtime_id == rid
-                            && let Some(i) = w.pending.iter().position(|(x, z, _)| {
+                            && let Some(i) = w.pending.iter().rposition(|(x, z, _)| {
                                 (x - u.x).abs() < 0.01 && (z - u.z).abs() < 0.01
                             })
                             && let Some((_, _, t)) = w.pending.get(i).copied()
