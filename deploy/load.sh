@@ -6,6 +6,7 @@
 # usage: deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
 N=$1; RAMP=$2; DUR=$3; BC=${4:-200}
+if [ "$DUR" -lt 40 ]; then echo "DURATION must be at least 40 s (CPU is sampled over 30 s after the ramp)" >&2; exit 2; fi
 R=${R:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
 D=${TMPDIR:-/tmp}/rc-load-$N-$BC; rm -rf "$D"; mkdir -p "$D"
 printf 'password_hash = "fast"\n' > $D/gw.toml
@@ -18,6 +19,7 @@ NODE=$!
 sleep 2
 cpu() { awk '{print $14+$15}' /proc/$1/stat; }
 ( sleep $((RAMP+5)); echo "$(cpu $GW) $(cpu $NODE) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(date +%s.%N)" > $D/cpu1 ) &
+(sleep $((RAMP+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
 $R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 --json > $D/swarm.json 2> $D/swarm.err
 read g0 n0 t0 < $D/cpu0; read g1 n1 t1 < $D/cpu1
 TCK=$(getconf CLK_TCK)

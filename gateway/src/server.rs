@@ -432,6 +432,12 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
+            "rc_gateway_datagrams_down_dropped_total",
+            "Zone datagrams a client's connection refused (too large for its path, closed).",
+            &m.datagrams_down_dropped,
+        );
+        c(
+            &mut t,
             "rc_gateway_datagrams_unroutable_total",
             "Zone datagrams or frames for sessions that are gone.",
             &m.datagrams_unroutable,

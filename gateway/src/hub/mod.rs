@@ -211,6 +211,8 @@ pub struct Metrics {
     pub datagrams_up: AtomicU64,
     /// Zone datagrams forwarded to clients.
     pub datagrams_down: AtomicU64,
+    /// Zone datagrams the client's connection refused (too large for its path, closed).
+    pub datagrams_down_dropped: AtomicU64,
     /// Zone datagrams for sessions that are gone.
     pub datagrams_unroutable: AtomicU64,
     /// Reliable client frames forwarded to zones.

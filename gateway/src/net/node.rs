@@ -200,11 +200,13 @@ async fn datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
             continue;
         }
         match shared.clients.get(&session) {
-            Some(c) => {
-                if c.conn.send_datagram(frames).is_ok() {
-                    Metrics::inc(&shared.metrics.datagrams_down);
+            Some(c) => match c.conn.send_datagram(frames) {
+                Ok(()) => Metrics::inc(&shared.metrics.datagrams_down),
+                Err(e) => {
+                    Metrics::inc(&shared.metrics.datagrams_down_dropped);
+                    tracing::debug!(session, error = %e, "datagram to the client dropped");
                 }
-            }
+            },
             None => Metrics::inc(&shared.metrics.datagrams_unroutable),
         }
     }
