@@ -26,9 +26,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use std::time::Duration;
-//! use client::{Channel, CloseCode, Connection, Verify};
-//! use shared::proto::{ServerPacket, StandardUpdateC2S};
+//! use client::{CloseCode, Connection, Event, Verify};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let pin = Verify::pin_from_hex("3f2a...the fingerprint the gateway logs...")?;
@@ -41,19 +39,23 @@
 //! let start = conn.start_game(0).await?;
 //! println!("I am RuntimeID {} in {}", start.runtime_id, start.area.area);
 //!
-//! conn.send_update(&StandardUpdateC2S {
-//!     x: start.area.x,
-//!     z: start.area.z,
-//!     y: start.area.y,
-//!     dest_x: start.area.x + 5.0,
-//!     dest_z: start.area.z,
-//!     ..Default::default()
-//! })?;
-//! let update = conn
-//!     .recv_until(|p| p.channel == Channel::Datagram, Duration::from_secs(2))
-//!     .await?;
-//! if let ServerPacket::StandardUpdate(u) = update.packet {
-//!     println!("actor {} is at {}, {}", u.runtime_id, u.x, u.z);
+//! // Step forward, greet the zone, and watch the world until an NPC comes into view.
+//! conn.move_to(start.area.x + 1.5, start.area.y, start.area.z, false)?;
+//! conn.chat("hello").await?;
+//! loop {
+//!     match conn.next_event().await? {
+//!         Event::ActorMoved { runtime_id, x, z, .. } if runtime_id == start.runtime_id => {
+//!             println!("the server has me at {x}, {z}");
+//!         }
+//!         Event::ActorAppeared { runtime_id, name, human: false, .. } => {
+//!             println!("{name} ({runtime_id}) is here; attacking");
+//!             conn.attack(runtime_id).await?;
+//!             break;
+//!         }
+//!         Event::Chat { text, .. } => println!("chat: {text}"),
+//!         Event::AreaChanged { area, .. } => println!("now in {area}"),
+//!         _ => {}
+//!     }
 //! }
 //! conn.close(CloseCode::Normal).await;
 //! # Ok(())
