@@ -258,7 +258,7 @@ fn trim(s: &str) -> &str {
 
 /// Splits a command into its upper-cased word and its trimmed parameters; `None` for text
 /// that is not a command.
-fn split_command(text: &str) -> Option<(String, &str)> {
+pub(crate) fn split_command(text: &str) -> Option<(String, &str)> {
     let cmd = text.strip_prefix(['/', '\\'])?;
     let (word, params) = cmd.split_once(' ').unwrap_or((cmd, ""));
     Some((word.to_ascii_uppercase(), trim(params)))

@@ -23,6 +23,7 @@ pub mod config;
 pub mod directory;
 pub mod hub;
 pub mod net;
+pub mod party;
 pub mod server;
 pub mod session;
 pub mod store;

@@ -1,7 +1,8 @@
 //! Playing on a cluster of a gateway and two `zone-node` processes (issue 7), with the
 //! client SDK's typed events and actions: players see each other move, kill an NPC for
-//! XP, die and respawn at "Begin", walk through a portal into an area on the other node
-//! and back, chat across nodes, and log out and in with their state kept.
+//! XP, die and respawn at "Begin", make a party, walk through a portal into an area on the
+//! other node and back, chat (`/yell`, `/pm`, `/p`) across nodes, and log out and in with
+//! their state kept.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
@@ -195,6 +196,32 @@ async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
         "respawned at Begin: {at:?}"
     );
 
+    eprintln!("step: party");
+    // Ann and Bob make a party; it lasts across zones and nodes.
+    ann.command("invite bob").await.unwrap();
+    until(&mut bob, WAIT, |e| match e {
+        Event::Chat { text, .. } if text.contains("invited you") => Some(()),
+        _ => None,
+    })
+    .await;
+    bob.command("accept").await.unwrap();
+    let party_of = |e: &Event| match e {
+        Event::Other(shared::proto::ServerPacket::PartyUpdate(u)) => Some(
+            u.members
+                .iter()
+                .map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned())
+                .collect::<Vec<_>>(),
+        ),
+        _ => None,
+    };
+    assert_eq!(
+        until(&mut bob, WAIT, party_of).await,
+        vec!["ann".to_string()]
+    );
+    assert_eq!(
+        until(&mut ann, WAIT, party_of).await,
+        vec!["bob".to_string()]
+    );
     eprintln!("step: portal");
     // Ann walks through the portal into the other node's area.
     let here = (start.0 + 3.0, start.1, start.2 + 3.0);
@@ -221,6 +248,15 @@ async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
     .await;
 
     eprintln!("step: road back");
+    // Party chat reaches across nodes too.
+    bob.command("p regroup at the meadow").await.unwrap();
+    let line = until(&mut ann, WAIT, |e| match e {
+        Event::Chat { text, .. } if text.contains("regroup") => Some(text.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(line.contains("<PARTY>"), "{line}");
+
     // And back by the road.
     let back = walk_through(&mut ann, arrived, (road.x, road.y, road.z), "Meadow").await;
     assert!((back.0 - begin.x).abs() < 0.5 && (back.2 - begin.z).abs() < 0.5);

@@ -805,6 +805,11 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.remote_transfer_answer(transfer_id, Err(reason));
             None
         }
+        Msg::PartyMembers { session, members } => {
+            // A session that just left this node is not an error worth an answer.
+            let _ = reg.party_members(session, members);
+            None
+        }
         Msg::TransferCommit { transfer_id } => {
             reg.remote_transfer_decided(transfer_id, true);
             None

@@ -391,3 +391,42 @@ fn a_chasing_pet_gives_up_beyond_the_leash() {
     h.run_ticks(5);
     assert_eq!(h.actor(pet).ai_mode, AiMode::Pet);
 }
+
+#[test]
+fn the_gateway_s_party_list_splits_xp_among_the_members_here_only() {
+    use zone_node::sim::ZoneInput;
+    let mut h = SimHarness::new();
+    let (a, aid) = h.spawn_dm("Ann", 0.0, 0.0);
+    let (b, bid) = h.spawn_player("Bob", 5.0, 0.0);
+    let (_, cid) = h.spawn_player("Cat", 10.0, 0.0);
+    // Ann, Bob and Dan (in another zone) are a party at the gateway; Cat is not in it.
+    let members: Vec<String> = ["Ann", "Bob", "Dan"].map(String::from).to_vec();
+    for p in [a, b] {
+        h.push(ZoneInput::PartyMembers {
+            player: p,
+            members: members.clone(),
+        });
+    }
+    h.tick();
+    h.clear();
+    assert_eq!(h.actor(aid).party, h.actor(bid).party);
+    // No P_PartyUpdate from the zone: the gateway sends those.
+    assert!(h.reliable_of(a, P_PARTY_UPDATE).is_empty());
+    // XP splits between the two members here (Dan is elsewhere; Cat is not a member).
+    h.act(a, xp_cmd(100));
+    h.tick();
+    assert_eq!(
+        (h.actor(aid).xp, h.actor(bid).xp, h.actor(cid).xp),
+        (50, 50, 0)
+    );
+    // Bob's party ends at the gateway: no more split.
+    h.push(ZoneInput::PartyMembers {
+        player: b,
+        members: Vec::new(),
+    });
+    h.tick();
+    assert!(h.actor(bid).party.is_none());
+    h.act(a, xp_cmd(10));
+    h.tick();
+    assert_eq!((h.actor(aid).xp, h.actor(bid).xp), (60, 50));
+}

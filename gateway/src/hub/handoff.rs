@@ -306,6 +306,10 @@ impl Hub {
             }
         }
         let _ = link.tx.send(Msg::TransferCommit { transfer_id: id });
+        if let Some(session) = t.dto.session {
+            // The party spans zones: the new zone learns it for its XP split.
+            self.resync_party(session);
+        }
         Metrics::inc(&self.shared.metrics.handoffs_completed);
         self.shared
             .metrics

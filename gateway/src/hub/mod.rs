@@ -21,7 +21,9 @@ use shared::internal::{
     ActorStateDto, ArrivalDto, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
     RunningInstance, SessionId, SnapshotReasonDto,
 };
-use shared::proto::{KickedPlayer, ServerPacket, StartGameReply};
+use shared::proto::{
+    ChatColour, ChatMessageS2C, KickedPlayer, PartyUpdate, ServerPacket, StartGameReply,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::admin::{
@@ -30,6 +32,7 @@ use crate::admin::{
 use crate::chat::{self, Effect, OnlinePlayer, Route};
 use crate::config::GatewayConfig;
 use crate::directory::{Action, Directory, NodeId};
+use crate::party::{Parties, PartyCommand, PartyEffect};
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, close};
 use crate::store::Writer;
 
@@ -471,6 +474,7 @@ pub struct Hub {
     free_rids: Vec<u16>,
     transfers: HashMap<u64, Transfer>,
     next_transfer: u64,
+    parties: Parties,
     waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
     areas: Vec<String>,
     shutdown: Option<(Instant, Vec<oneshot::Sender<()>>)>,
@@ -496,6 +500,7 @@ impl Hub {
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
             transfers: HashMap::new(),
             next_transfer: 1,
+            parties: Parties::new(),
             waiting: BTreeMap::new(),
             areas,
             shutdown: None,
@@ -740,6 +745,10 @@ impl Hub {
 
     fn chat(&mut self, session: SessionId, frame: Bytes) {
         let text = frame.get(3..).unwrap_or(&[]);
+        if let Some(cmd) = PartyCommand::parse(text) {
+            self.party_command(session, cmd);
+            return;
+        }
         let roster = HubRoster {
             players: &self.players,
             by_name: &self.by_name,
@@ -752,6 +761,83 @@ impl Hub {
                     self.chat_effect(e);
                 }
             }
+        }
+    }
+
+    /// `/invite`, `/accept`, `/leave`, `/p` from an in-game session.
+    fn party_command(&mut self, session: SessionId, cmd: PartyCommand) {
+        let Some(me) = self.players.get(&session).map(|p| p.online.name.clone()) else {
+            return;
+        };
+        Metrics::inc(&self.shared.metrics.chat_commands);
+        let effects = match cmd {
+            PartyCommand::Invite(name) => {
+                let target = self
+                    .by_name
+                    .get(&fold(name.trim()))
+                    .and_then(|s| self.players.get(s))
+                    .filter(|p| !p.online.ignore.iter().any(|i| i.eq_ignore_ascii_case(&me)))
+                    .map(|p| p.online.name.clone());
+                self.parties.invite(&me, target.as_deref(), name.trim())
+            }
+            PartyCommand::Accept => {
+                let online = |n: &str| self.by_name.contains_key(&fold(n));
+                self.parties.accept(&me, online)
+            }
+            PartyCommand::Leave => self.parties.leave(&me),
+            PartyCommand::Say(text) => self.parties.chat(&me, &text),
+        };
+        self.party_effects(effects);
+    }
+
+    fn party_effects(&mut self, effects: Vec<PartyEffect>) {
+        for e in effects {
+            match e {
+                PartyEffect::Update { to, others } => {
+                    if let Some(&s) = self.by_name.get(&fold(&to)) {
+                        let p = ServerPacket::PartyUpdate(PartyUpdate {
+                            members: others.iter().map(|n| n.as_str().into()).collect(),
+                        });
+                        self.send_packet(s, &p);
+                    }
+                }
+                PartyEffect::Chat { to, red, text } => {
+                    if let Some(&s) = self.by_name.get(&fold(&to)) {
+                        let colour = if red {
+                            ChatColour::Red
+                        } else {
+                            ChatColour::Green
+                        };
+                        let p = ServerPacket::ChatMessage(ChatMessageS2C {
+                            colour,
+                            text: text.as_str().into(),
+                        });
+                        self.send_packet(s, &p);
+                    }
+                }
+                PartyEffect::Members { who, members } => {
+                    if let Some(&s) = self.by_name.get(&fold(&who)) {
+                        self.sync_party(s, members);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tell a session's zone node the members of its party.
+    fn sync_party(&self, session: SessionId, members: Vec<String>) {
+        if let Some(node) = self.players.get(&session).and_then(|p| p.node.clone()) {
+            self.send_node(&node, Msg::PartyMembers { session, members });
+        }
+    }
+
+    /// After a session's zone changed (handoff, recovery): its new zone learns its party.
+    pub(super) fn resync_party(&self, session: SessionId) {
+        let Some(name) = self.players.get(&session).map(|p| p.online.name.clone()) else {
+            return;
+        };
+        if let Some(members) = self.parties.members_of(&name) {
+            self.sync_party(session, members.to_vec());
         }
     }
 
@@ -819,6 +905,11 @@ impl Hub {
     /// Forget an in-game session: RuntimeID back to the pool, the account may log in again.
     fn release(&mut self, session: SessionId) {
         self.shared.routes.remove(&session);
+        let leaving = self.players.get(&session).map(|p| p.online.name.clone());
+        if let Some(name) = leaving {
+            let effects = self.parties.leave(&name);
+            self.party_effects(effects);
+        }
         let Some(p) = self.players.remove(&session) else {
             return;
         };

@@ -384,6 +384,15 @@ pub enum Msg {
         /// Which transfer.
         transfer_id: u64,
     },
+    /// Gateway → node: the members of a player's party across the cluster, leader first
+    /// (empty: none). The zone splits XP among those in its instance; the gateway sends
+    /// `P_PartyUpdate` itself.
+    PartyMembers {
+        /// The player.
+        session: SessionId,
+        /// Character names.
+        members: Vec<String>,
+    },
 }
 
 impl Msg {
@@ -415,6 +424,7 @@ impl Msg {
             Self::TransferNack { .. } => "TransferNack",
             Self::TransferCommit { .. } => "TransferCommit",
             Self::TransferAbort { .. } => "TransferAbort",
+            Self::PartyMembers { .. } => "PartyMembers",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",
             Self::Error { .. } => "Error",

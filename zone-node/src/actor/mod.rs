@@ -535,6 +535,28 @@ impl Registry {
         }
     }
 
+    /// The members of a session's party (the gateway's), for its zone's XP split.
+    pub fn party_members(
+        &self,
+        session: SessionId,
+        members: Vec<String>,
+    ) -> Result<(), RegistryError> {
+        let key = self
+            .session_instance(session)
+            .ok_or(RegistryError::UnknownSession(session))?;
+        if self.push(
+            &key,
+            ZoneInput::PartyMembers {
+                player: PlayerKey(session),
+                members,
+            },
+        ) {
+            Ok(())
+        } else {
+            Err(RegistryError::UnknownInstance(key))
+        }
+    }
+
     /// Reliable client frames for a session.
     pub fn client_frames(&self, session: SessionId, frames: &[u8]) -> Result<(), RegistryError> {
         let key = self

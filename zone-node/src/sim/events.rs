@@ -217,6 +217,14 @@ pub enum ZoneInput {
         /// Which transfer (this zone's id for the arrival).
         transfer_id: TransferId,
     },
+    /// The gateway's word on a player's party across the cluster (leader first; empty:
+    /// none), for the XP split among the members in this instance.
+    PartyMembers {
+        /// Session key.
+        player: PlayerKey,
+        /// Character names.
+        members: Vec<String>,
+    },
     /// The destination refused a transfer: the actor is restored here.
     TransferNack {
         /// Which transfer.

@@ -74,6 +74,10 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         ZoneInput::TransferAck { transfer_id } => setarea::transfer_ack(st, transfer_id),
         ZoneInput::TransferCommit { transfer_id } => setarea::transfer_commit(st, transfer_id),
         ZoneInput::TransferAbort { transfer_id } => setarea::transfer_abort(st, transfer_id),
+        ZoneInput::PartyMembers { player, members } => match st.by_player(player) {
+            Some(id) => party::set_members(st, id, members),
+            None => st.reject(Some(player), Rejection::UnknownPlayer),
+        },
         ZoneInput::TransferNack {
             transfer_id,
             reason,

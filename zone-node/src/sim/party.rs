@@ -1,13 +1,20 @@
-//! Parties of up to 8 (reference §7.9): invite, accept, leave, `P_PartyUpdate`.
+//! Parties of up to 8 (reference §7.9) as this instance sees them.
 //!
-//! A party is `ZoneState::parties[id]` (member names, leader first) and each member's
-//! `Actor::party` holds the id, so the gateway can later extend a party across zones by
-//! name. Inside the instance everything is done here: `/invite name` (an online player of
-//! the instance, not in a party, not self; the inviter's party not full) records an invite
-//! and tells the invitee; `/accept` creates the inviter's party if needed and joins it;
-//! `/leave` (and logout / transfer) leaves it, and a party left with one member
-//! dissolves. Every change sends `P_PartyUpdate` (the *other* members' names, `u8 len +
-//! name` each) to every member in the instance; a leaver gets an empty one.
+//! In the cluster, parties span AreaInstances and nodes, so the gateway owns them
+//! (`gateway::party`): it handles `/invite`, `/accept`, `/leave` and `/p`, sends
+//! `P_PartyUpdate`, and tells each member's zone the member list
+//! ([`ZoneInput::PartyMembers`](super::ZoneInput::PartyMembers) → [`set_members`]). The zone
+//! keeps that list as `ZoneState::parties[id]` (names, leader first) with each member's
+//! `Actor::party`, and uses it to split XP among the members in this instance
+//! ([`local_members`]). Leaving the instance (transfer, logout) only forgets the local
+//! entry ([`forget`]): the party itself lives on at the gateway.
+//!
+//! A sim used on its own (tests, the bench) still has Realm Crafter's single-server
+//! rules below: `/invite name` (an online player of the instance, not in a party, not
+//! self; the inviter's party not full), `/accept` (creates the inviter's party if needed
+//! and joins it), `/leave` (a party left with one member dissolves), each change sending
+//! `P_PartyUpdate` (the *other* members' names) to the members in the instance. The
+//! gateway intercepts these words, so in the cluster they never reach a zone.
 
 use super::events::Rejection;
 use super::packets::{self, CHAT_GREEN, CHAT_RED};
@@ -135,6 +142,70 @@ pub(crate) fn accept(st: &mut ZoneState, actor: ActorId) {
     send_updates(st, pid);
     let hooks = st.hooks.clone();
     hooks.on_party_join(st, actor, pid);
+}
+
+/// The gateway's member list for `actor`'s party (empty: none): the local party with
+/// the same leader takes the list; no packets (the gateway sent `P_PartyUpdate`).
+pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<String>) {
+    let before = st.get(actor).and_then(|a| a.party);
+    forget(st, actor);
+    let Some(leader) = members.first().cloned() else {
+        if let Some(pid) = before {
+            let hooks = st.hooks.clone();
+            hooks.on_party_leave(st, actor, pid);
+        }
+        return;
+    };
+    let found = st.parties.iter().position(|p| {
+        p.members
+            .first()
+            .is_some_and(|l| l.eq_ignore_ascii_case(&leader))
+    });
+    let pid = match found {
+        Some(i) => {
+            if let Some(p) = st.parties.get_mut(i) {
+                p.members = members;
+            }
+            i
+        }
+        None => {
+            let party = Party { members };
+            match st.parties.iter().position(|p| p.members.is_empty()) {
+                Some(free) => {
+                    if let Some(slot) = st.parties.get_mut(free) {
+                        *slot = party;
+                    }
+                    free
+                }
+                None => {
+                    st.parties.push(party);
+                    st.parties.len() - 1
+                }
+            }
+        }
+    };
+    let pid = u32::try_from(pid).unwrap_or(u32::MAX);
+    if let Some(a) = st.get_mut(actor) {
+        a.party = Some(pid);
+    }
+    if before.is_none() {
+        let hooks = st.hooks.clone();
+        hooks.on_party_join(st, actor, pid);
+    }
+}
+
+/// Forget `actor`'s local party entry without telling anyone (it leaves the instance; the
+/// party goes on at the gateway). A local party with no member left here is freed.
+pub(crate) fn forget(st: &mut ZoneState, actor: ActorId) {
+    st.invites.retain(|(who, _)| *who != actor);
+    let Some(pid) = st.get_mut(actor).and_then(|a| a.party.take()) else {
+        return;
+    };
+    if local_members(st, pid).is_empty()
+        && let Some(p) = st.parties.get_mut(pid as usize)
+    {
+        p.members.clear();
+    }
 }
 
 /// `/leave` and `LeaveParty` on disconnect or transfer.

@@ -310,7 +310,8 @@ pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
         st.reject(Some(player), Rejection::UnknownPlayer);
         return;
     };
-    super::party::leave(st, id);
+    // The party lives on at the gateway (which tells the others); forget it here.
+    super::party::forget(st, id);
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
     let hooks = st.hooks.clone();
     hooks.on_logout(st, id);
@@ -518,7 +519,7 @@ pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
     };
     let player = st.get(t.actor).and_then(|a| a.player);
     if player.is_some() {
-        super::party::leave(st, t.actor);
+        super::party::forget(st, t.actor);
         st.flush_player(t.actor);
     }
     for &c in t.companions.iter().rev() {
