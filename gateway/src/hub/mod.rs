@@ -1042,6 +1042,8 @@ impl Hub {
                     && p.node.as_deref() == Some(node)
                 {
                     p.key = key;
+                    // A handoff inside the node: the new zone learns the party too.
+                    self.resync_party(session);
                 }
             }
             Msg::Transfer(t) => self.transfer_from(node, t),
