@@ -62,6 +62,23 @@ fn send_updates(st: &mut ZoneState, pid: u32) {
     }
 }
 
+/// A slot for a new local party (a freed one first).
+fn alloc(st: &mut ZoneState, party: Party) -> u32 {
+    let i = match st.parties.iter().position(|p| p.members.is_empty()) {
+        Some(free) => {
+            if let Some(slot) = st.parties.get_mut(free) {
+                *slot = party;
+            }
+            free
+        }
+        None => {
+            st.parties.push(party);
+            st.parties.len() - 1
+        }
+    };
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
 /// `/invite name`.
 pub(crate) fn invite(st: &mut ZoneState, inviter: ActorId, name: &str) {
     let Some(a) = st.get(inviter) else { return };
@@ -104,22 +121,12 @@ pub(crate) fn accept(st: &mut ZoneState, actor: ActorId) {
     let pid = match st.get(inviter).and_then(|a| a.party) {
         Some(p) => p,
         None => {
-            let party = Party {
-                members: vec![inviter_name.clone()],
-            };
-            let pid = match st.parties.iter().position(|p| p.members.is_empty()) {
-                Some(free) => {
-                    if let Some(slot) = st.parties.get_mut(free) {
-                        *slot = party;
-                    }
-                    free
-                }
-                None => {
-                    st.parties.push(party);
-                    st.parties.len() - 1
-                }
-            };
-            let pid = u32::try_from(pid).unwrap_or(u32::MAX);
+            let pid = alloc(
+                st,
+                Party {
+                    members: vec![inviter_name.clone()],
+                },
+            );
             if let Some(a) = st.get_mut(inviter) {
                 a.party = Some(pid);
             }
@@ -166,25 +173,10 @@ pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<Strin
             if let Some(p) = st.parties.get_mut(i) {
                 p.members = members;
             }
-            i
+            u32::try_from(i).unwrap_or(u32::MAX)
         }
-        None => {
-            let party = Party { members };
-            match st.parties.iter().position(|p| p.members.is_empty()) {
-                Some(free) => {
-                    if let Some(slot) = st.parties.get_mut(free) {
-                        *slot = party;
-                    }
-                    free
-                }
-                None => {
-                    st.parties.push(party);
-                    st.parties.len() - 1
-                }
-            }
-        }
+        None => alloc(st, Party { members }),
     };
-    let pid = u32::try_from(pid).unwrap_or(u32::MAX);
     if let Some(a) = st.get_mut(actor) {
         a.party = Some(pid);
     }
