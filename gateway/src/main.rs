@@ -229,13 +229,7 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
 }
 
 fn serve(args: &RunArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
+    zone_node::logging::init()?;
     let mut cfg = match &args.config {
         Some(p) => GatewayConfig::from_file(p)?,
         None => GatewayConfig::default(),

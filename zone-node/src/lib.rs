@@ -12,5 +12,6 @@ pub mod actor;
 pub mod bench;
 pub mod config;
 pub mod link;
+pub mod logging;
 pub mod node;
 pub mod sim;

@@ -69,12 +69,7 @@ impl RunArgs {
 
 /// Run a node until drained.
 pub fn run(args: RunArgs) -> Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
+    zone_node::logging::init()?;
     let mut cfg = match &args.config {
         Some(p) => NodeConfig::from_file(p)?,
         None => NodeConfig::default(),
