@@ -20,6 +20,7 @@
 pub mod content;
 pub mod frame;
 pub mod internal;
+pub mod metrics_text;
 pub mod proto;
 pub mod settings;
 pub mod wire;

@@ -63,6 +63,8 @@ pub struct NodeConfig {
     pub insecure_skip_verify: bool,
     /// Pin the gateway certificate by its SHA-256 fingerprint (hex).
     pub gateway_cert_sha256: Option<String>,
+    /// Admin HTTP (`/healthz`, `/metrics`), TCP; off when unset.
+    pub admin_listen: Option<SocketAddr>,
 }
 
 /// `<hostname>-<pid>`: unique per process, so several nodes on one machine need no flags
@@ -107,6 +109,7 @@ impl Default for NodeConfig {
             persist_every_ms: 30_000,
             insecure_skip_verify: true,
             gateway_cert_sha256: None,
+            admin_listen: None,
         }
     }
 }
@@ -138,6 +141,13 @@ impl Settings for NodeConfig {
             "insecure_skip_verify" => self.insecure_skip_verify = boolean(value)?,
             "gateway_cert_sha256" => {
                 self.gateway_cert_sha256 = Some(value.to_owned()).filter(|v| !v.is_empty())
+            }
+            "admin_listen" => {
+                self.admin_listen = if value.trim().is_empty() {
+                    None
+                } else {
+                    Some(num(value)?)
+                }
             }
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),

@@ -9,6 +9,7 @@
 //! - [`node`]: start-up and shutdown of the whole node.
 
 pub mod actor;
+pub mod admin;
 pub mod bench;
 pub mod config;
 pub mod link;

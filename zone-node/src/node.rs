@@ -76,6 +76,17 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
         handles,
     );
     let (shutdown, shutdown_rx) = watch::channel(false);
+    if let Some(addr) = cfg.admin_listen {
+        let reg = registry.clone();
+        actix::spawn(async move {
+            match crate::admin::serve(addr, reg).await {
+                Ok(bound) => {
+                    tracing::info!("zone node admin on http://{bound} (/healthz, /metrics)")
+                }
+                Err(e) => tracing::error!(%addr, error = %e, "admin endpoint could not bind"),
+            }
+        });
+    }
     let link = actix::spawn(link::run(cfg, registry.clone(), out_rx, shutdown_rx));
     NodeHandle {
         registry,

@@ -885,3 +885,70 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     }
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
 }
+
+/// GET a path from an HTTP/1 endpoint; the whole response as text.
+async fn http_get(addr: SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(WAIT, s.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    out
+}
+
+#[actix_rt::test]
+async fn the_admin_endpoint_serves_health_and_metrics() {
+    let gateway = Gateway::new(SECRET);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = node_config(gateway.addr());
+    cfg.admin_listen = Some(port);
+    cfg.validate().unwrap();
+    let world = node::load_world(&cfg).unwrap();
+    let node = node::start(cfg, world);
+    let mut gw = gateway.accept().await;
+    assign(&mut gw, "Meadow", 1).await;
+    attach(&mut gw, 21, "Mia").await;
+    eventually(|| {
+        node.registry
+            .instance_stats(&key("Meadow"))
+            .is_some_and(|s| s.players == 1)
+    })
+    .await;
+    let mut health = String::new();
+    for _ in 0..100 {
+        if let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(port)).await
+        {
+            health = http_get(port, "/healthz").await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let m = http_get(port, "/metrics").await;
+    assert!(m.contains("# TYPE rc_zone_ticks_total counter"), "{m}");
+    assert!(
+        m.contains("rc_zone_instance_players{area=\"Meadow\",instance=\"0\"} 1"),
+        "{m}"
+    );
+    node.drain();
+    loop {
+        match gw.next().await {
+            Msg::Snapshot { snapshot_id, .. } => gw.send(Msg::SnapshotAck { snapshot_id }).await,
+            Msg::Deregister => {
+                gw.conn.close(0u32.into(), b"bye");
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}

@@ -328,6 +328,17 @@ impl Registry {
         self.stats.get(key).map(|s| s.clone())
     }
 
+    /// Every instance's latest statistics, in key order.
+    pub fn all_stats(&self) -> Vec<(InstanceKey, InstanceStats)> {
+        let mut v: Vec<_> = self
+            .stats
+            .iter()
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
     pub(crate) fn publish_stats(&self, key: &InstanceKey, s: InstanceStats) {
         self.stats.insert(key.clone(), s);
     }

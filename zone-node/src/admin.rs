@@ -1,0 +1,153 @@
+//! The zone node's admin HTTP endpoint, off unless `admin_listen` is set: `/healthz`
+//! (200 while the node runs) and `/metrics` (Prometheus text: per instance players,
+//! actors, ticks, overruns, panics and tick p99; node-wide handoffs, rejections, refused
+//! messages and dropped output).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use shared::metrics_text::MetricsText;
+
+use crate::actor::{Metrics, Registry};
+
+/// The exposition text of a node.
+pub fn render(reg: &Registry) -> String {
+    let mut t = MetricsText::new();
+    let m = &reg.metrics;
+    let counters: [(&str, &str, &AtomicU64); 12] = [
+        ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
+        (
+            "rc_zone_late_ticks_total",
+            "Ticks run late (catch-up).",
+            &m.late_ticks,
+        ),
+        (
+            "rc_zone_overruns_total",
+            "Stalls past the catch-up budget.",
+            &m.overruns,
+        ),
+        (
+            "rc_zone_panics_total",
+            "Panics caught inside a tick.",
+            &m.panics,
+        ),
+        (
+            "rc_zone_restarts_total",
+            "Instances rebuilt after a panic.",
+            &m.restarts,
+        ),
+        (
+            "rc_zone_refused_messages_total",
+            "Internal messages refused.",
+            &m.refused_msgs,
+        ),
+        (
+            "rc_zone_bad_client_input_total",
+            "Client frames or datagrams the zone could not use.",
+            &m.bad_client_input,
+        ),
+        (
+            "rc_zone_rejections_total",
+            "Inputs the simulation refused (counted by reason in the sim).",
+            &m.rejections,
+        ),
+        (
+            "rc_zone_local_handoffs_total",
+            "Handoffs between two instances of this node.",
+            &m.local_transfers,
+        ),
+        (
+            "rc_zone_remote_handoffs_total",
+            "Handoffs from other nodes committed here.",
+            &m.remote_transfers,
+        ),
+        (
+            "rc_zone_stale_generation_total",
+            "Messages refused for naming an older placement generation.",
+            &m.stale,
+        ),
+        (
+            "rc_zone_outbound_dropped_total",
+            "Messages dropped because the gateway link was down.",
+            &m.outbound_dropped,
+        ),
+    ];
+    for (name, help, c) in counters {
+        t.counter(name, help, Metrics::get(c));
+    }
+    t.gauge(
+        "rc_zone_instances",
+        "AreaInstances hosted.",
+        reg.instance_count() as f64,
+    );
+    for (key, s) in reg.all_stats() {
+        let inst = key.instance.to_string();
+        let labels = [("area", key.area.as_str()), ("instance", inst.as_str())];
+        t.gauge_with(
+            "rc_zone_instance_players",
+            "Players in the instance.",
+            &labels,
+            f64::from(s.players),
+        );
+        t.gauge_with(
+            "rc_zone_instance_actors",
+            "Actors in the instance.",
+            &labels,
+            f64::from(s.actors),
+        );
+        t.gauge_with(
+            "rc_zone_instance_tick_p99_seconds",
+            "p99 of the last 256 tick durations.",
+            &labels,
+            f64::from(s.tick_p99_us) / 1e6,
+        );
+        t.counter_with(
+            "rc_zone_instance_ticks_total",
+            "Ticks of the instance.",
+            &labels,
+            s.ticks,
+        );
+        t.counter_with(
+            "rc_zone_instance_overruns_total",
+            "Overruns of the instance.",
+            &labels,
+            s.overruns,
+        );
+    }
+    t.render()
+}
+
+async fn metrics(State(reg): State<Arc<Registry>>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        render(&reg),
+    )
+        .into_response()
+}
+
+async fn healthz() -> Response {
+    (StatusCode::OK, "ok").into_response()
+}
+
+/// Bind `addr` and serve until the process ends; returns the bound address.
+pub async fn serve(addr: SocketAddr, reg: Arc<Registry>) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .with_state(reg);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "admin endpoint stopped");
+        }
+    });
+    Ok(bound)
+}
