@@ -331,3 +331,46 @@ async fn a_paused_node_is_fenced_and_rejoins_cleanly() {
         s.z
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_node_s_players_move_to_another_node_without_reconnecting() {
+    let mut c = Cluster::start("drain", &["n1"]).await;
+    let addr = c.gw.client_addr;
+    let mut players = Vec::new();
+    for i in 0..3 {
+        let (conn, g) = new_player(addr, &format!("dr{i}")).await;
+        players.push((conn, g.runtime_id, "Meadow"));
+    }
+    // One more in an on-demand instance, which must be placed again elsewhere.
+    let (mut dm, rid) = dm_player(&c, "drdm").await;
+    warp(&mut dm, "Darkwood", 2).await;
+    players.push((dm, rid, "Darkwood"));
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    c.spawn_node("n2");
+    c.wait_for("n2 to register", |v| v.nodes.iter().any(|n| n.id == "n2"))
+        .await;
+
+    // A rolling restart: n1 drains (SIGTERM): saves everyone, stops, deregisters.
+    c.signal("n1", "TERM");
+    for (conn, rid, area) in &mut players {
+        let (i, took) = next_change_area(conn, WAIT)
+            .await
+            .expect("moved to the other node");
+        assert_eq!(area_of(&i.packet).as_deref(), Some(*area));
+        println!(
+            "drain: {area} player back after {:.2} s",
+            took.as_secs_f64()
+        );
+        assert!(echo(conn, *rid, (1.0, 1.0, 1.0), WAIT).await, "plays on");
+        assert!(conn.close_reason().is_none(), "never disconnected");
+    }
+    assert_eq!(c.owner("Meadow", 0).map(|o| o.0).as_deref(), Some("n2"));
+    c.wait_placed("Darkwood", 2).await;
+    assert_eq!(c.owner("Darkwood", 2).map(|o| o.0).as_deref(), Some("n2"));
+    c.wait_for("n1 gone", |v| !v.nodes.iter().any(|n| n.id == "n1"))
+        .await;
+    c.wait_players(4).await;
+    for (conn, _, _) in players {
+        conn.close(CloseCode::Normal).await;
+    }
+}

@@ -131,8 +131,11 @@ impl Hub {
             .placement(&key)
             .filter(|p| p.ready)
             .map(|p| (p.node.clone(), p.generation));
+        // A draining node takes no one: wait until its instance is placed elsewhere.
+        let usable =
+            |n: &str| self.nodes.contains_key(n) && !self.dir.node(n).is_some_and(|d| d.draining);
         match ready {
-            Some((dest, generation)) if self.nodes.contains_key(&dest) => {
+            Some((dest, generation)) if usable(&dest) => {
                 let Some(t) = self.transfers.get_mut(&id) else {
                     return;
                 };

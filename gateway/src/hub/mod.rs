@@ -1008,7 +1008,14 @@ impl Hub {
             Msg::InstanceStopped { key, generation } => {
                 if self.dir.stopped(node, &key, generation) {
                     tracing::info!(node, instance = %key, generation, "instance stopped");
-                    let actions = self.dir.place_wanted();
+                    let mut actions = self.dir.place_wanted();
+                    // Someone waits for it (a player moved off a draining node): place it
+                    // again even if it is not an instance 0.
+                    if self.waiting.contains_key(&key)
+                        && let Some(a) = self.dir.ensure(&key)
+                    {
+                        actions.push(a);
+                    }
                     self.apply(actions);
                 }
             }
@@ -1028,7 +1035,14 @@ impl Hub {
                 }
                 if matches!(p.phase, Phase::InGame) {
                     // The node dropped a live player (instance stopped, node draining): its
-                    // snapshot came first, so the character is saved.
+                    // snapshot came first, so the character is saved. While the cluster
+                    // runs on, the player is put back from that save on another node (a
+                    // rolling restart costs no one a reconnect); at shutdown it is closed.
+                    if self.shutdown.is_none() {
+                        tracing::info!(session, node, "player let go by its node: moving it");
+                        self.recover(session);
+                        return;
+                    }
                     self.close_client(
                         session,
                         close::SHUTDOWN,
