@@ -41,6 +41,8 @@ pub struct BenchArgs {
     pub density: f32,
     /// Seed.
     pub seed: u64,
+    /// One tick in this many gets a `zone.tick` span, as in a zone actor (0: none).
+    pub trace_tick_every: u32,
 }
 
 impl Default for BenchArgs {
@@ -52,6 +54,7 @@ impl Default for BenchArgs {
             warmup: 60,
             density: 625.0,
             seed: 1,
+            trace_tick_every: crate::telemetry::DEFAULT_TICK_EVERY,
         }
     }
 }
@@ -277,6 +280,8 @@ pub fn run(args: &BenchArgs) -> BenchReport {
     let (mut btick, mut bytes, mut updates, mut dgrams, mut reliable) =
         (0u32, 0u64, 0u64, 0u64, 0u64);
     let mut inputs = Vec::with_capacity(players as usize / 4 + 1);
+    let sampler = crate::telemetry::TickSampler::new(args.trace_tick_every);
+    let actors_now = sim.state().zone.len;
     for t in 0..(args.warmup + args.ticks) {
         inputs.clear();
         for i in 0..players {
@@ -305,8 +310,15 @@ pub fn run(args: &BenchArgs) -> BenchReport {
                 }),
             });
         }
+        // The zone actor's tick path: a `zone.tick` span on the sampled ticks (timed too).
         let start = clock.now_ns();
+        let traced = sampler.start(u64::from(t), "bench", "Bench", 0);
+        let entered = traced.as_ref().map(|t| t.span().clone().entered());
         let out = sim.tick_timed(now, inputs.drain(..), &clock);
+        drop(entered);
+        if let Some(span) = traced {
+            span.finish(actors_now, players, &out.stats.phase_ns);
+        }
         let took = clock.now_ns().saturating_sub(start);
         now += 33;
         if t < args.warmup {

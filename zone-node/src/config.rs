@@ -65,6 +65,9 @@ pub struct NodeConfig {
     pub gateway_cert_sha256: Option<String>,
     /// Admin HTTP (`/healthz`, `/metrics`), TCP; off when unset.
     pub admin_listen: Option<SocketAddr>,
+    /// One tick in this many, per instance, gets a `zone.tick` trace span (0: none);
+    /// 300 is every 10 s at 33 ms. Only exported when traces are on (`OTEL_*`).
+    pub trace_tick_every: u32,
 }
 
 /// `<hostname>-<pid>`: unique per process, so several nodes on one machine need no flags
@@ -110,6 +113,7 @@ impl Default for NodeConfig {
             insecure_skip_verify: true,
             gateway_cert_sha256: None,
             admin_listen: None,
+            trace_tick_every: crate::telemetry::DEFAULT_TICK_EVERY,
         }
     }
 }
@@ -149,6 +153,7 @@ impl Settings for NodeConfig {
                     Some(num(value)?)
                 }
             }
+            "trace_tick_every" => self.trace_tick_every = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }

@@ -7,6 +7,7 @@
 //! - [`actor`]: the actix shell: one `ZoneActor` per AreaInstance, the `Registry`.
 //! - [`link`]: the QUIC link to the gateway (auth, register, heartbeat, reconnect, drain).
 //! - [`node`]: start-up and shutdown of the whole node.
+//! - [`telemetry`]: OpenTelemetry traces (`OTEL_*`), envelope propagation, sampled ticks.
 
 pub mod actor;
 pub mod admin;
@@ -16,3 +17,4 @@ pub mod link;
 pub mod logging;
 pub mod node;
 pub mod sim;
+pub mod telemetry;

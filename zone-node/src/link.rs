@@ -18,6 +18,7 @@ use shared::internal::{
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, timeout};
+use tracing::Instrument as _;
 
 use crate::actor::{Metrics, Outbound, Registry, attach_from_wire};
 use crate::config::NodeConfig;
@@ -316,7 +317,11 @@ fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
                 state.unacked.insert(snapshot_id, v);
             }
         }
-        Outbound::Msg(Msg::Transfer(t)) => {
+        Outbound::Msg(Msg::Transfer(t))
+        | Outbound::Envelope(Envelope {
+            msg: Msg::Transfer(t),
+            ..
+        }) => {
             reg.remote_transfer_answer(t.transfer_id, Err("the destination is unreachable".into()));
         }
         _ => Metrics::inc(&reg.metrics.outbound_dropped),
@@ -346,8 +351,12 @@ async fn read_envelope(
 }
 
 async fn write_msg(send: &mut quinn::SendStream, msg: Msg) -> Result<(), SessionEnd> {
+    write_env(send, Envelope::new(msg)).await
+}
+
+async fn write_env(send: &mut quinn::SendStream, env: Envelope) -> Result<(), SessionEnd> {
     let mut v = Vec::new();
-    encode_frame(&Envelope::new(msg), &mut v).map_err(|e| SessionEnd::Protocol(e.to_string()))?;
+    encode_frame(&env, &mut v).map_err(|e| SessionEnd::Protocol(e.to_string()))?;
     send.write_all(&v)
         .await
         .map_err(|e| SessionEnd::Lost(e.to_string()))
@@ -382,7 +391,14 @@ async fn handshake(
         .open_bi()
         .await
         .map_err(|e| SessionEnd::Lost(e.to_string()))?;
-    match authenticate(cfg, reg, &conn, &mut send, &mut recv).await {
+    // Registration is one trace: this span, the gateway's `node.register` and the
+    // placements it makes (their `AssignInstance` carry the context back).
+    let span = tracing::info_span!(parent: None, "node.register", node = %cfg.node_id,
+        gateway = %cfg.gateway_addr, running = reg.instance_count());
+    let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv)
+        .instrument(span)
+        .await;
+    match authenticated {
         Ok((dec, heartbeat_ms)) => Ok((conn, send, recv, dec, heartbeat_ms)),
         Err(SessionEnd::PeerVersion { ours, theirs }) => {
             // Tell the gateway why, then close.
@@ -459,15 +475,15 @@ async fn authenticate(
     };
     let proof = auth::node_proof(secret, &client_nonce, &server_nonce, &exporter);
     write_msg(send, Msg::Auth { proof }).await?;
-    write_msg(
+    write_env(
         send,
-        Msg::Register {
+        crate::telemetry::envelope_current(Msg::Register {
             node_id: cfg.node_id.clone(),
             advertised_addr: cfg.advertised_addr.clone(),
             capacity: cfg.capacity,
             protocol_version: PROTOCOL_VERSION,
             running: reg.running(),
-        },
+        }),
     )
     .await?;
     match read_envelope(recv, &mut dec).await?.msg {
@@ -639,12 +655,15 @@ async fn session_loop(
                     return Err(SessionEnd::Refused(reason));
                 }
                 Some(Incoming::Env(env)) => {
-                    // The gateway's trace context rides in the envelope (W3C traceparent).
-                    let span = tracing::debug_span!("gateway_msg", node = %cfg.node_id,
-                        msg = env.msg.name(),
-                        traceparent = env.trace.get("traceparent").map(String::as_str));
-                    if let Some(reply) = span.in_scope(|| dispatch(reg, state, env.msg)) {
-                        write_msg(send, reply).await?;
+                    // A message with the gateway's trace context (W3C traceparent) is
+                    // handled in an `internal.recv` span under the sender's; the rest in
+                    // a log-only span.
+                    let span = crate::telemetry::recv_span(&env, &cfg.node_id).unwrap_or_else(|| {
+                        tracing::debug_span!("gateway_msg", node = %cfg.node_id, msg = env.msg.name())
+                    });
+                    let reply = span.in_scope(|| dispatch(reg, state, env.msg));
+                    if let Some(reply) = reply {
+                        write_env(send, crate::telemetry::envelope(reply, &span)).await?;
                     }
                 }
                 Some(Incoming::Bad(e)) => {
@@ -734,6 +753,11 @@ fn outbound(
                 if conn.send_datagram(d).is_err() {
                     Metrics::inc(&reg.metrics.outbound_dropped);
                 }
+            }
+        }
+        Outbound::Envelope(env) => {
+            if encode_frame(&env, wbuf).is_err() {
+                Metrics::inc(&reg.metrics.outbound_dropped);
             }
         }
         Outbound::Msg(msg) => {

@@ -38,6 +38,9 @@ enum Command {
         /// RNG seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// One tick in this many gets a `zone.tick` trace span, as on a node (0: none).
+        #[arg(long, env = "ZONE_NODE_TRACE_TICK_EVERY", default_value_t = zone_node::telemetry::DEFAULT_TICK_EVERY)]
+        trace_tick_every: u32,
     },
 }
 
@@ -51,7 +54,10 @@ fn main() -> Result<()> {
             warmup,
             density,
             seed,
+            trace_tick_every,
         }) => {
+            // Traces as on a node (OTEL_EXPORTER_OTLP_ENDPOINT): the bench measures their cost.
+            let traces = zone_node::logging::init_traced("zone-node-bench", None)?;
             let args = zone_node::bench::BenchArgs {
                 actors,
                 players,
@@ -59,9 +65,13 @@ fn main() -> Result<()> {
                 warmup,
                 density,
                 seed,
+                trace_tick_every,
             };
             let report = zone_node::bench::run(&args);
             println!("{}", serde_json::to_string(&report)?);
+            if let Some(t) = traces {
+                t.shutdown();
+            }
             Ok(())
         }
         Some(Command::Run(args)) => run::run(*args),

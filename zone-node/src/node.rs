@@ -70,6 +70,7 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
             persist_every_ms: cfg.persist_every_ms,
             capacity: cfg.capacity,
             datagram_budget: cfg.datagram_budget,
+            trace_tick_every: cfg.trace_tick_every,
         },
         Arc::new(world),
         out_tx,

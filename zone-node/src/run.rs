@@ -69,7 +69,6 @@ impl RunArgs {
 
 /// Run a node until drained.
 pub fn run(args: RunArgs) -> Result<()> {
-    zone_node::logging::init()?;
     let mut cfg = match &args.config {
         Some(p) => NodeConfig::from_file(p)?,
         None => NodeConfig::default(),
@@ -77,6 +76,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     cfg.apply_env(std::env::vars())?;
     cfg.apply_overrides(args.overrides())?;
     cfg.validate()?;
+    // Logging starts once the node id is known: it is the traces' `service.instance.id`.
+    let traces = zone_node::logging::init_traced("zone-node", Some(&cfg.node_id))?;
     let world = node::load_world(&cfg).context("loading the world")?;
     let drain_timeout = cfg.drain_timeout();
     let system = actix::System::new();
@@ -101,6 +102,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         LinkExit::DrainTimedOut => {
             tracing::warn!("drain deadline passed; exiting with unacknowledged snapshots");
         }
+    }
+    if let Some(t) = traces {
+        t.shutdown();
     }
     Ok(())
 }

@@ -22,7 +22,8 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
-    ArrivalDto, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId, TransferDto,
+    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId,
+    TransferDto,
 };
 
 use crate::sim::events::{
@@ -37,6 +38,8 @@ pub use zone::{InstanceStats, ZoneActor};
 pub enum Outbound {
     /// A control message.
     Msg(Msg),
+    /// A control message with its trace context (a handoff's messages).
+    Envelope(Envelope),
     /// Datagrams, each already `[session u64 LE][frames]`.
     Datagrams(Vec<Bytes>),
 }
@@ -123,6 +126,10 @@ struct PendingTransfer {
     /// Sent out through the gateway (even if the destination later turns out to be
     /// placed on this very node, the gateway carries the decision).
     via_gateway: bool,
+    /// This node's part of the handoff trace (`handoff.source` or
+    /// `handoff.destination`), open until the transfer is decided here; the messages of
+    /// the handoff carry its context.
+    span: tracing::Span,
 }
 
 /// Why a registry request was refused.
@@ -193,6 +200,8 @@ pub struct ShellConfig {
     pub capacity: u32,
     /// Position datagram budget (bytes, without the internal header).
     pub datagram_budget: usize,
+    /// One tick in this many gets a `zone.tick` span (0: none).
+    pub trace_tick_every: u32,
 }
 
 /// The node's instance directory and router; shared (`Arc`) by the link and every actor.
@@ -207,6 +216,9 @@ pub struct Registry {
     transfers: DashMap<u64, PendingTransfer>,
     /// Incoming transfers from other nodes: the gateway's id → ours.
     remote_in: DashMap<u64, u64>,
+    /// The trace context of a `WarpPlayer` (the gateway's `/warpother`) until the
+    /// player's SetArea starts: its handoff joins that trace.
+    warps: DashMap<SessionId, opentelemetry::Context>,
     next_id: AtomicU64,
     draining: AtomicBool,
     /// Counters.
@@ -232,6 +244,7 @@ impl Registry {
             sessions: DashMap::new(),
             transfers: DashMap::new(),
             remote_in: DashMap::new(),
+            warps: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
             draining: AtomicBool::new(false),
@@ -248,6 +261,19 @@ impl Registry {
     /// Queue a message for the link (dropped and counted when the link is gone).
     pub fn send(&self, msg: Msg) {
         if self.out.send(Outbound::Msg(msg)).is_err() {
+            Metrics::inc(&self.metrics.outbound_dropped);
+        }
+    }
+
+    /// Queue a message carrying `span`'s trace context (when it is exported).
+    pub fn send_traced(&self, msg: Msg, span: &tracing::Span) {
+        let env = crate::telemetry::envelope(msg, span);
+        let o = if env.trace.is_empty() {
+            Outbound::Msg(env.msg)
+        } else {
+            Outbound::Envelope(env)
+        };
+        if self.out.send(o).is_err() {
             Metrics::inc(&self.metrics.outbound_dropped);
         }
     }
@@ -307,6 +333,17 @@ impl Registry {
         let key = self
             .session_instance(session)
             .ok_or(RegistryError::UnknownSession(session))?;
+        {
+            use opentelemetry::trace::TraceContextExt as _;
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            let cx = tracing::Span::current().context();
+            if cx.span().span_context().is_valid() {
+                if self.warps.len() >= 4096 {
+                    self.warps.clear();
+                }
+                self.warps.insert(session, cx);
+            }
+        }
         self.push(
             &key,
             ZoneInput::Warp {
@@ -542,6 +579,7 @@ impl Registry {
     /// has moved to another instance meanwhile.
     pub(crate) fn player_removed(&self, key: &InstanceKey, session: SessionId) {
         if self.sessions.remove_if(&session, |_, k| k == key).is_some() {
+            self.warps.remove(&session);
             self.send(Msg::PlayerDetached { session });
         }
     }
@@ -626,12 +664,23 @@ impl Registry {
 
     /// A SetArea out of a local instance: to a local destination if we host it, else to
     /// the gateway; refused at once (so never lost) when neither is possible.
+    #[doc(alias = "SetArea")]
     pub(crate) fn route_transfer(&self, source: &InstanceKey, t: &TransferOut) {
         let id = self.next_id();
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
         };
+        // The root of the handoff's trace (or a child of the gateway's `/warpother`).
+        let span = tracing::info_span!(parent: None, "handoff.source",
+            node = %self.cfg.node_id, session = t.player.map(|p| p.0), zone = %source.area,
+            instance = source.instance, to_zone = %dest.area, to_instance = dest.instance,
+            transfer = id, local = self.instances.contains_key(&dest),
+            outcome = tracing::field::Empty);
+        if let Some((_, cx)) = t.player.and_then(|p| self.warps.remove(&p.0)) {
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            let _ = span.set_parent(cx);
+        }
         self.transfers.insert(
             id,
             PendingTransfer {
@@ -643,6 +692,7 @@ impl Registry {
                 player: t.player,
                 prepared: false,
                 via_gateway: !self.instances.contains_key(&dest),
+                span: span.clone(),
             },
         );
         if self.instances.contains_key(&dest) {
@@ -668,11 +718,8 @@ impl Registry {
             arrival: t.arrival.clone(),
             state: t.state.clone(),
         };
-        if self
-            .out
-            .send(Outbound::Msg(Msg::Transfer(Box::new(dto))))
-            .is_err()
-        {
+        let env = crate::telemetry::envelope(Msg::Transfer(Box::new(dto)), &span);
+        if self.out.send(Outbound::Envelope(env)).is_err() {
             self.remote_transfer_answer(id, Err("the destination is unreachable".into()));
         }
     }
@@ -703,6 +750,10 @@ impl Registry {
         }
         let id = self.next_id();
         let player = t.session.map(PlayerKey);
+        // A child of the message's `internal.recv` span (the gateway's handoff).
+        let span = tracing::info_span!("handoff.destination", node = %self.cfg.node_id,
+            session = t.session, zone = %dest.area, instance = dest.instance,
+            generation = t.generation, transfer = id, outcome = tracing::field::Empty);
         self.transfers.insert(
             id,
             PendingTransfer {
@@ -713,6 +764,7 @@ impl Registry {
                 player,
                 prepared: false,
                 via_gateway: true,
+                span,
             },
         );
         self.remote_in.insert(t.transfer_id, id);
@@ -741,7 +793,7 @@ impl Registry {
             return;
         }
         p.prepared = true;
-        let (source, dest) = (p.source.clone(), p.dest.clone());
+        let (source, dest, span) = (p.source.clone(), p.dest.clone(), p.span.clone());
         drop(p);
         match source {
             TransferSource::Local { key, local } => {
@@ -749,10 +801,13 @@ impl Registry {
             }
             TransferSource::Remote { their_id } => {
                 let generation = self.instance(&dest).map_or(0, |h| h.generation);
-                self.send(Msg::TransferAck {
-                    transfer_id: their_id,
-                    generation,
-                });
+                self.send_traced(
+                    Msg::TransferAck {
+                        transfer_id: their_id,
+                        generation,
+                    },
+                    &span,
+                );
             }
         }
     }
@@ -767,9 +822,11 @@ impl Registry {
             self.remote_in.remove(their_id);
         }
         if p.prepared {
+            p.span.record("outcome", "expired");
             Metrics::inc(&self.metrics.transfers_expired);
             return;
         }
+        p.span.record("outcome", "refused");
         match p.source {
             TransferSource::Local { key, local } => {
                 self.push(
@@ -780,10 +837,13 @@ impl Registry {
                     },
                 );
             }
-            TransferSource::Remote { their_id } => self.send(Msg::TransferNack {
-                transfer_id: their_id,
-                reason,
-            }),
+            TransferSource::Remote { their_id } => self.send_traced(
+                Msg::TransferNack {
+                    transfer_id: their_id,
+                    reason,
+                },
+                &p.span,
+            ),
         }
     }
 
@@ -803,6 +863,8 @@ impl Registry {
             return;
         };
         tracing::debug!(transfer = id, dest = %p.dest, commit, via_gateway = p.via_gateway, "transfer decided");
+        p.span
+            .record("outcome", if commit { "committed" } else { "aborted" });
         match (!p.via_gateway, commit) {
             (true, true) => {
                 Metrics::inc(&self.metrics.local_transfers);
@@ -836,9 +898,9 @@ impl Registry {
                 if let Some(player) = p.player {
                     self.sessions.remove_if(&player.0, |_, k| k == source);
                 }
-                self.send(Msg::TransferCommit { transfer_id: id });
+                self.send_traced(Msg::TransferCommit { transfer_id: id }, &p.span);
             }
-            (false, false) => self.send(Msg::TransferAbort { transfer_id: id }),
+            (false, false) => self.send_traced(Msg::TransferAbort { transfer_id: id }, &p.span),
         }
     }
 
@@ -866,7 +928,9 @@ impl Registry {
                 self.push(&key, ZoneInput::TransferAck { transfer_id: local });
             }
             (Some(TransferSource::Local { key, local }), Err(reason)) => {
-                self.transfers.remove(&id);
+                if let Some((_, p)) = self.transfers.remove(&id) {
+                    p.span.record("outcome", "refused");
+                }
                 self.push(
                     &key,
                     ZoneInput::TransferNack {
@@ -877,7 +941,10 @@ impl Registry {
             }
             (_, Ok(())) => {
                 Metrics::inc(&self.metrics.refused_msgs);
-                self.send(Msg::TransferAbort { transfer_id: id });
+                self.send_traced(
+                    Msg::TransferAbort { transfer_id: id },
+                    &tracing::Span::current(),
+                );
             }
             (_, Err(_)) => Metrics::inc(&self.metrics.refused_msgs),
         }
@@ -894,6 +961,8 @@ impl Registry {
             Metrics::inc(&self.metrics.refused_msgs);
             return;
         };
+        p.span
+            .record("outcome", if commit { "committed" } else { "aborted" });
         if commit {
             Metrics::inc(&self.metrics.remote_transfers);
             if let Some(player) = p.player {

@@ -217,6 +217,14 @@ impl ZoneActor {
         let now_ms = self.schedule.now_ms(n);
         let clock = MonoClock(Instant::now());
         let panic_now = std::mem::take(&mut self.panic_next);
+        // One tick in `trace_tick_every` is traced (`zone.tick`); the others make no span.
+        let traced = crate::telemetry::TickSampler::new(self.reg.config().trace_tick_every).start(
+            n,
+            &self.reg.config().node_id,
+            &self.key.area,
+            self.key.instance,
+        );
+        let entered = traced.as_ref().map(|t| t.span().clone().entered());
         let (sim, batch, mut router) = self.split();
         let result = catch_unwind(AssertUnwindSafe(|| {
             if panic_now {
@@ -225,6 +233,10 @@ impl ZoneActor {
             let out = sim.tick_timed(now_ms, batch.drain(..), &clock);
             router.route(out)
         }));
+        drop(entered);
+        if let (Some(t), Ok((players_n, actors_n, phase_ns))) = (traced, &result) {
+            t.finish(*actors_n, *players_n, phase_ns);
+        }
         batch.clear();
         self.stats.ticks += 1;
         Metrics::inc(&self.reg.metrics.ticks);
