@@ -229,7 +229,8 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
 }
 
 fn serve(args: &RunArgs) -> anyhow::Result<()> {
-    zone_node::logging::init()?;
+    // Traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md#traces).
+    let traces = zone_node::logging::init_traced("gateway", None)?;
     let mut cfg = match &args.config {
         Some(p) => GatewayConfig::from_file(p)?,
         None => GatewayConfig::default(),
@@ -243,7 +244,7 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
         .thread_name("gateway")
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
             "gateway ready: clients on udp {} (ALPN rc/1, certificate sha256 {}), admin on http://{}",
@@ -259,7 +260,12 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
             }
         }
         anyhow::Ok(())
-    })
+    });
+    // Flush the spans of the shutdown (saves, the last batches) before exiting.
+    if let Some(t) = traces {
+        t.shutdown();
+    }
+    served
 }
 
 fn main() -> anyhow::Result<()> {

@@ -50,6 +50,8 @@ pub fn zone_node_bin() -> PathBuf {
 }
 
 /// A fresh temporary directory for one test.
+    /// Extra environment of every node process (e.g. `OTEL_*`).
+    node_env: Vec<(String, String)>,
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rc-cluster-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -64,6 +66,16 @@ pub struct Cluster {
     /// Its data directory (and the nodes' logs).
     pub dir: PathBuf,
     nodes: BTreeMap<String, Child>,
+        Self::start_with_env(name, nodes, &[]).await
+    }
+
+    /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
+    /// variables for every node process (the traces test points them at its collector).
+    pub async fn start_with_env(
+        name: &str,
+        nodes: &[(&str, u32)],
+        env: &[(&str, &str)],
+    ) -> Self {
 }
 
 impl Cluster {
@@ -91,6 +103,10 @@ impl Cluster {
             internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: dir.join("data"),
+            node_env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             standalone: false,
             cluster_secret: SECRET.into(),
             password_hash: "fast".into(),
@@ -120,6 +136,7 @@ impl Cluster {
 
     /// Start a `zone-node run` process with this id (its stderr goes to `<dir>/<id>.log`).
     pub fn spawn_node(&mut self, id: &str) {
+            .envs(self.node_env.iter().map(|(k, v)| (k, v)))
         self.spawn_node_with(id, 64);
     }
 

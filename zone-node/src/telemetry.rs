@@ -450,11 +450,20 @@ pub fn set_parent(span: &tracing::Span, trace: &BTreeMap<String, String>) {
 /// sender's span when the envelope carries a trace context, and `None` (no span at all)
 /// otherwise, so untraced traffic (heartbeats, frames, snapshots) costs nothing.
 pub fn recv_span(env: &Envelope, node: &str) -> Option<tracing::Span> {
-    if env.trace.is_empty() {
+    recv_span_parts(&env.trace, env.msg.name(), node)
+}
+
+/// [`recv_span`] for an envelope already taken apart (its trace map and message name).
+pub fn recv_span_parts(
+    trace: &BTreeMap<String, String>,
+    msg: &str,
+    node: &str,
+) -> Option<tracing::Span> {
+    if trace.is_empty() {
         return None;
     }
-    let span = tracing::info_span!(parent: None, "internal.recv", msg = env.msg.name(), node);
-    set_parent(&span, &env.trace);
+    let span = tracing::info_span!(parent: None, "internal.recv", msg, node);
+    set_parent(&span, trace);
     Some(span)
 }
 

@@ -43,6 +43,9 @@ pub(super) struct Transfer {
     pub(super) started: Instant,
     /// The gateway is putting a player back after a node loss (not a SetArea).
     pub(super) recovery: bool,
+    /// The gateway's part of the handoff's trace (`handoff.gateway`), open until the
+    /// transfer is settled; every message of the handoff carries its context.
+    pub(super) span: tracing::Span,
 }
 
 impl Transfer {
@@ -106,6 +109,12 @@ impl Hub {
         let id = self.next_transfer;
         self.next_transfer += 1;
         let now = Instant::now();
+        // Under the source's `handoff.source` (the Transfer's `internal.recv` is current),
+        // or under `node.lost`, or a root of its own (a drained node's player moving).
+        let span = tracing::info_span!("handoff.gateway", transfer = id,
+            session = dto.session, zone = %dto.area, instance = dto.instance,
+            source = source.as_ref().map(|(n, _)| n.as_str()), recovery,
+            dest = tracing::field::Empty, outcome = tracing::field::Empty);
         self.transfers.insert(
             id,
             Transfer {
@@ -116,6 +125,7 @@ impl Hub {
                 deadline: now + super::ATTACH_TIMEOUT,
                 started: now,
                 recovery,
+                span,
             },
         );
         self.forward_transfer(id);
@@ -123,9 +133,10 @@ impl Hub {
 
     /// Send a transfer to the node that owns its destination, once that is ready.
     pub(super) fn forward_transfer(&mut self, id: u64) {
-        let Some(key) = self.transfers.get(&id).map(Transfer::key) else {
+        let Some((key, span)) = self.transfers.get(&id).map(|t| (t.key(), t.span.clone())) else {
             return;
         };
+        let _span = span.enter();
         let ready = self
             .dir
             .placement(&key)
@@ -144,6 +155,7 @@ impl Hub {
                 dto.generation = generation;
                 t.forwarded_to = Some(dest.clone());
                 t.deadline = Instant::now() + FORWARD_TIMEOUT;
+                t.span.record("dest", dest.as_str());
                 Metrics::inc(&self.shared.metrics.transfers_routed);
                 self.send_node(&dest, Msg::Transfer(dto));
             }
@@ -172,6 +184,8 @@ impl Hub {
         }
         t.prepared = true;
         t.deadline = Instant::now() + DECISION_TIMEOUT;
+        let span = t.span.clone();
+        let _span = span.enter();
         tracing::debug!(
             transfer = id,
             node = from,
@@ -209,6 +223,8 @@ impl Hub {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
+        let _span = t.span.enter();
+        t.span.record("outcome", "refused");
         self.unwait(id);
         Metrics::inc(&self.shared.metrics.transfers_refused);
         Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
@@ -266,6 +282,8 @@ impl Hub {
             let Some(t) = self.transfers.remove(&id) else {
                 return;
             };
+            let _span = t.span.enter();
+            t.span.record("outcome", "aborted");
             Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
             if let Some(dest) = &t.forwarded_to {
                 self.send_node(dest, Msg::TransferAbort { transfer_id: id });
@@ -279,11 +297,14 @@ impl Hub {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
+        let _span = t.span.enter();
+        t.span.record("outcome", "committed");
         let Some(dest) = t.forwarded_to.clone() else {
             return;
         };
         let key = t.key();
         let Some(link) = self.nodes.get(&dest).cloned() else {
+            t.span.record("outcome", "destination lost");
             // The destination died holding the only copy: back from the last save.
             if let Some(s) = t.dto.session {
                 self.recover(s);
@@ -297,6 +318,7 @@ impl Hub {
                 .is_some_and(|p| matches!(p.phase, Phase::InGame | Phase::Recovering { .. }));
             if !wanted {
                 // The client left during the handoff: its source saved it on detach.
+                t.span.record("outcome", "aborted: the client left");
                 Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
                 self.send_node(&dest, Msg::TransferAbort { transfer_id: id });
                 return;
@@ -308,7 +330,7 @@ impl Hub {
                 self.shared.routes.insert(session, link.conn.clone());
             }
         }
-        let _ = link.tx.send(Msg::TransferCommit { transfer_id: id });
+        let _ = link.send(Msg::TransferCommit { transfer_id: id });
         if let Some(session) = t.dto.session {
             // The party spans zones: the new zone learns it for its XP split.
             self.resync_party(session);
@@ -366,6 +388,8 @@ impl Hub {
             if prepared {
                 tracing::warn!(transfer = id, "no commit or abort from the source in time");
                 if let Some(t) = self.transfers.remove(&id) {
+                    let _span = t.span.enter();
+                    t.span.record("outcome", "timed out");
                     if let Some(dest) = &t.forwarded_to {
                         self.send_node(dest, Msg::TransferAbort { transfer_id: id });
                     }

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
-    ActorStateDto, ArrivalDto, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
+    ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
     RunningInstance, SessionId, SnapshotReasonDto,
 };
 use shared::proto::{
@@ -111,7 +111,7 @@ impl ClientHandle {
 #[derive(Debug, Clone)]
 pub struct NodeLink {
     /// Control messages to the node (the link's writer task encodes them).
-    pub tx: mpsc::UnboundedSender<Msg>,
+    pub tx: mpsc::UnboundedSender<Envelope>,
     /// The QUIC connection (datagrams).
     pub conn: quinn::Connection,
     /// Connection serial (fencing stale connections of the same node id).
@@ -119,6 +119,16 @@ pub struct NodeLink {
 }
 
 /// Everything the hub hears.
+impl NodeLink {
+    /// Queue `msg`, carrying the current span's trace context when it is exported (a
+    /// handoff's, a login's, a placement's); false when the link is gone.
+    pub fn send(&self, msg: Msg) -> bool {
+        self.tx
+            .send(zone_node::telemetry::envelope_current(msg))
+            .is_ok()
+    }
+}
+
 #[derive(Debug)]
 pub enum HubEvent {
     /// A session's `P_StartGame` succeeded.
@@ -134,6 +144,8 @@ pub enum HubEvent {
         /// Saved character.
         state: Box<ActorStateDto>,
     },
+        /// The login's trace span (`session.login`), ended once the player is attached.
+        login: tracing::Span,
     /// In-game reliable frames for the zone, byte for byte.
     Frames {
         /// Session.
@@ -167,6 +179,8 @@ pub enum HubEvent {
         /// The link.
         link: NodeLink,
     },
+        /// The trace context of its `Register`.
+        trace: BTreeMap<String, String>,
     /// A control message from a node.
     NodeMsg {
         /// Node id.
@@ -176,6 +190,8 @@ pub enum HubEvent {
         /// The message.
         msg: Msg,
     },
+        /// Its envelope's trace context (empty: not traced).
+        trace: BTreeMap<String, String>,
     /// A node's connection ended.
     NodeDown {
         /// Node id.
@@ -424,6 +440,8 @@ impl Shared {
         let _ = self.hub.send(e);
     }
 }
+    /// The login's trace span until the player is attached.
+    login: Option<tracing::Span>,
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -486,6 +504,7 @@ fn fold(name: &str) -> String {
 
 impl Hub {
     /// A hub over `shared`; `generation_base` should grow across restarts (wall clock ms).
+    /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
     pub fn new(shared: Arc<Shared>, generation_base: Generation) -> Self {
         let areas: Vec<String> = shared.world.areas.iter().map(|a| a.name.clone()).collect();
         Self {
@@ -514,7 +533,7 @@ impl Hub {
 
     fn send_node(&self, node: &str, msg: Msg) -> bool {
         match self.nodes.get(node) {
-            Some(l) => l.tx.send(msg).is_ok(),
+            Some(l) => l.send(msg),
             None => false,
         }
     }
@@ -548,7 +567,8 @@ impl Hub {
                 slot,
                 is_dm,
                 state,
-            } => self.entered(session, account, slot, is_dm, state),
+                login,
+            } => self.entered(session, account, slot, is_dm, state, login),
             HubEvent::Frames { session, frames } => self.frames(session, frames),
             HubEvent::Chat { session, frame } => self.chat(session, frame),
             HubEvent::Gone { session } => self.gone(session),
@@ -558,8 +578,26 @@ impl Hub {
                 capacity,
                 running,
                 link,
-            } => self.node_up(node, &addr, capacity, &running, link),
-            HubEvent::NodeMsg { node, serial, msg } => self.node_msg(&node, serial, msg),
+                trace,
+            } => {
+                // Registration is one trace with the node's `node.register`.
+                let span = tracing::info_span!("node.register", node = %node, addr = %addr,
+                    capacity, running = running.len());
+                zone_node::telemetry::set_parent(&span, &trace);
+                span.in_scope(|| self.node_up(node, &addr, capacity, &running, link));
+            }
+            HubEvent::NodeMsg {
+                node,
+                serial,
+                msg,
+                trace,
+            } => {
+                // A traced message (a handoff's) is handled under its sender's span.
+                match zone_node::telemetry::recv_span_parts(&trace, msg.name(), &node) {
+                    Some(span) => span.in_scope(|| self.node_msg(&node, serial, msg)),
+                    None => self.node_msg(&node, serial, msg),
+                }
+            }
             HubEvent::NodeDown {
                 node,
                 serial,
@@ -588,7 +626,9 @@ impl Hub {
                 },
                 ArrivalDto::Saved,
             );
+        login: tracing::Span,
         }
+        let _login = login.enter();
         let template = world.actors.iter().find(|t| t.id == state.template);
         let area = template
             .and_then(|t| {
@@ -634,6 +674,7 @@ impl Hub {
             .map(|a| a.row.ignore.clone())
             .unwrap_or_default();
         let (key, arrival) = self.login_place(&state);
+                login: Some(login.clone()),
         let online = OnlinePlayer {
             session,
             account,
@@ -643,6 +684,9 @@ impl Hub {
             ignore,
         };
         self.by_name.insert(fold(&state.name), session);
+        // In the login's trace: the placement it waits for, and the AttachPlayer.
+        let login = p.login.clone().unwrap_or_else(tracing::Span::none);
+        let _login = login.enter();
         let mut state = state;
         state.rid = rid;
         self.players.insert(
@@ -680,6 +724,8 @@ impl Hub {
             self.wait(key.clone(), Waiter::Attach(session));
             if let Some(a) = self.dir.ensure(&key) {
                 self.apply(vec![a]);
+        // The login trace ends with the attach (the node's part follows from it).
+        p.login = None;
             }
             return;
         };
@@ -694,18 +740,15 @@ impl Hub {
             return;
         };
         let arrival = p.arrival.clone();
-        let sent = link
-            .tx
-            .send(Msg::AttachPlayer {
-                session,
-                key,
-                generation,
-                rid: p.rid,
-                is_dm: p.online.is_dm,
-                state,
-                arrival,
-            })
-            .is_ok();
+        let sent = link.send(Msg::AttachPlayer {
+            session,
+            key,
+            generation,
+            rid: p.rid,
+            is_dm: p.online.is_dm,
+            state,
+            arrival,
+        });
         if !sent {
             return;
         }
@@ -715,7 +758,9 @@ impl Hub {
         self.shared.routes.insert(session, link.conn.clone());
         for frames in std::mem::take(&mut p.queued) {
             Metrics::inc(&self.shared.metrics.frames_up);
-            let _ = link.tx.send(Msg::ClientFrames { session, frames });
+            let _ = link
+                .tx
+                .send(Envelope::new(Msg::ClientFrames { session, frames }));
         }
     }
 
@@ -1157,13 +1202,19 @@ impl Hub {
         let Some(link) = self.nodes.get(node).cloned() else {
             return;
         };
+        // Node loss (or a drained node leaving) is one trace: the re-placements, and the
+        // handoffs that put its players back.
+        let span = tracing::info_span!(parent: None, "node.lost", node, reason, deregistered);
+        let _span = span.enter();
         let shared = Arc::downgrade(&self.shared);
         let r = self.shared.writer.after_commit(move |ok| {
             if ok {
                 if let Some(s) = shared.upgrade() {
                     Metrics::inc(&s.metrics.snapshots_saved);
                 }
-                let _ = link.tx.send(Msg::SnapshotAck { snapshot_id });
+                let _ = link
+                    .tx
+                    .send(Envelope::new(Msg::SnapshotAck { snapshot_id }));
             } else {
                 tracing::error!(
                     snapshot_id,
@@ -1185,6 +1236,9 @@ impl Hub {
         self.nodes.remove(node);
         let now = self.now_ms();
         let actions = self.dir.disconnected(now, node, serial, deregistered);
+                    let span = tracing::info_span!("instance.place", node = %node,
+                        zone = %key.area, instance = key.instance, generation);
+                    let _span = span.enter();
         // Transfers first: a player moving off the lost node is committed at its
         // destination, one moving onto it stays where it was.
         self.transfers_node_lost(node);
@@ -1193,10 +1247,16 @@ impl Hub {
         let leaving: Vec<SessionId> = self
             .players
             .iter()
+                    let span = tracing::info_span!("instance.stop", node = %node,
+                        zone = %key.area, instance = key.instance, generation);
+                    let _span = span.enter();
             .filter(|(_, p)| {
                 p.node.as_deref() == Some(node) && matches!(p.phase, Phase::Leaving { .. })
             })
             .map(|(s, _)| *s)
+                    let span = tracing::info_span!("instance.lost", node = %node,
+                        zone = %key.area, instance = key.instance);
+                    let _span = span.enter();
             .collect();
         for s in leaving {
             self.release(s);
@@ -1241,6 +1301,10 @@ impl Hub {
                     self.send_node(&node, Msg::DetachPlayer { session });
                 }
             }
+            // Detection, re-placement and recovery of the silent nodes: one trace.
+            let span = tracing::info_span!(parent: None, "node.lost",
+                node = %gone.join(","), reason = "missed its heartbeats", deregistered = false);
+            let _span = span.enter();
         }
     }
 

@@ -70,6 +70,9 @@ struct Conn {
     pool: BytesMut,
     /// Salts for the session core's fallback hashing.
     rng: rand_chacha::ChaCha20Rng,
+    /// The login's trace (`session.login`: connect, verify, character selection, start),
+    /// handed to the hub with `P_StartGame`.
+    login: Option<tracing::Span>,
 }
 
 /// Fill `buf` from the operating system's CSPRNG.
@@ -102,6 +105,10 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
     };
     Metrics::inc(&shared.metrics.connections_accepted);
     let peer = conn.remote_address();
+    // One trace per login, from the accepted connection to the player in its zone.
+    let login = tracing::info_span!(parent: None, "session.login", session = session_id,
+        peer = %peer, account = tracing::field::Empty, character = tracing::field::Empty,
+        outcome = tracing::field::Empty);
     let (send, mut recv) = match tokio::time::timeout(hs, conn.accept_bi()).await {
         Ok(Ok(s)) => s,
         Ok(Err(_)) => return,
@@ -131,6 +138,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         batch: Vec::with_capacity(4096),
         pool: BytesMut::new(),
         rng: os_rng(),
+        login: Some(login),
     };
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
@@ -169,6 +177,9 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
     shared.routes.remove(&session_id);
     if c.in_game {
         shared.to_hub(HubEvent::Gone {
+    if let Some(login) = c.login.take() {
+        login.record("outcome", "closed before entering the world");
+    }
             session: session_id,
         });
     }
@@ -203,7 +214,8 @@ impl Conn {
             let end = if self.in_game {
                 self.game_frame(ty, &payload)
             } else {
-                self.menu_frame(ty, &payload).await
+                let login = self.login.clone().unwrap_or_else(tracing::Span::none);
+                self.menu_frame(ty, &payload).instrument(login).await
             };
             if end.is_some() {
                 self.flush_batch();
@@ -261,6 +273,14 @@ impl Conn {
         };
         let pre = match &packet {
             Some(p) => self.precompute(p).await,
+        if let Some(
+            ClientPacket::VerifyAccount(shared::proto::VerifyAccount { creds, .. })
+            | ClientPacket::CreateAccount(shared::proto::CreateAccount { creds, .. }),
+        ) = &packet
+            && let Some(login) = &self.login
+        {
+            login.record("account", latin1(&creds.user.0).as_str());
+        }
             None => Pre::default(),
         };
         let now = self.now_ms();
@@ -329,12 +349,16 @@ impl Conn {
             }
         }
         if let Err(e) = shared.writer.submit(ops) {
+                    let login = self.login.take().unwrap_or_else(tracing::Span::none);
+                    login.record("character", state.name.as_str());
+                    login.record("outcome", "entered the world");
             tracing::error!(error = %e, "store writer unavailable");
         }
         end
     }
 
     /// Run the expensive password work for `p` on the blocking pool.
+                        login,
     async fn precompute(&self, p: &ClientPacket) -> Pre {
         let (creds, new_md5, creating): (&Creds, Option<Vec<u8>>, bool) = match p {
             ClientPacket::CreateAccount(m) => (&m.creds, None, true),

@@ -54,6 +54,8 @@ struct Registered {
     addr: String,
     capacity: u32,
     running: Vec<shared::internal::RunningInstance>,
+    /// The trace context of the node's `Register` (its `node.register` span).
+    trace: std::collections::BTreeMap<String, String>,
 }
 
 async fn handshake(
@@ -76,6 +78,7 @@ async fn handshake(
         shared.cfg.heartbeat_ms,
     );
     let mut buf = vec![0u8; 16 * 1024];
+    let mut register_trace = std::collections::BTreeMap::new();
     loop {
         let env = loop {
             match dec.next_envelope() {
@@ -88,6 +91,14 @@ async fn handshake(
                 _ => return None,
             }
         };
+        if let Ok(Envelope {
+            msg: Msg::Register { .. },
+            trace,
+            ..
+        }) = &env
+        {
+            register_trace.clone_from(trace);
+        }
         match hs.on_envelope(env) {
             Step::Continue => {}
             Step::Send(m) => {
@@ -116,6 +127,7 @@ async fn handshake(
                     addr: advertised_addr,
                     capacity,
                     running,
+                    trace: register_trace,
                 });
             }
         }
@@ -153,6 +165,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
             conn: conn.clone(),
             serial,
         },
+        trace: reg.trace,
     });
     let writer = tokio::spawn(writer(send, rx));
     let pump = tokio::spawn(datagrams(conn.clone(), shared.clone()));
@@ -167,15 +180,15 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
 }
 
 /// The hub's messages to the node, batched into few writes.
-async fn writer(mut send: quinn::SendStream, mut rx: mpsc::UnboundedReceiver<Msg>) {
+async fn writer(mut send: quinn::SendStream, mut rx: mpsc::UnboundedReceiver<Envelope>) {
     let mut buf = Vec::with_capacity(64 * 1024);
-    while let Some(m) = rx.recv().await {
+    while let Some(env) = rx.recv().await {
         buf.clear();
-        let _ = encode_frame(&Envelope::new(m), &mut buf);
+        let _ = encode_frame(&env, &mut buf);
         while buf.len() < 256 * 1024 {
             match rx.try_recv() {
-                Ok(m) => {
-                    let _ = encode_frame(&Envelope::new(m), &mut buf);
+                Ok(env) => {
+                    let _ = encode_frame(&env, &mut buf);
                 }
                 Err(_) => break,
             }
@@ -218,7 +231,7 @@ async fn reader(
     node: &str,
     serial: u64,
     conn_id: usize,
-    tx: &mpsc::UnboundedSender<Msg>,
+    tx: &mpsc::UnboundedSender<Envelope>,
     mut recv: quinn::RecvStream,
     mut dec: FrameDecoder,
 ) -> String {
@@ -226,9 +239,9 @@ async fn reader(
     loop {
         loop {
             match dec.next_envelope() {
-                Ok(Some(env)) => {
-                    tracing::trace!(node, msg = env.msg.name(), "from node");
-                    match env.msg {
+                Ok(Some(Envelope { msg, trace, .. })) => {
+                    tracing::trace!(node, msg = msg.name(), "from node");
+                    match msg {
                         Msg::ToClient { session, .. } if !shared.routed_to(session, conn_id) => {
                             Metrics::inc(&shared.metrics.fenced);
                         }
@@ -247,20 +260,21 @@ async fn reader(
                     }
                 }
                 Ok(None) => break,
+                            trace,
                 Err(CodecError::VersionMismatch { ours, theirs }) => {
                     Metrics::inc(&shared.metrics.internal_refused);
-                    let _ = tx.send(Msg::Refused {
+                    let _ = tx.send(Envelope::new(Msg::Refused {
                         reason: RefuseReason::VersionMismatch { ours, theirs },
-                    });
+                    }));
                     return format!("protocol version mismatch (node speaks {theirs})");
                 }
                 Err(CodecError::Malformed(e)) => {
                     Metrics::inc(&shared.metrics.internal_refused);
                     tracing::warn!(node, error = %e, "malformed internal message");
-                    let _ = tx.send(Msg::Error {
+                    let _ = tx.send(Envelope::new(Msg::Error {
                         code: ErrorCode::Malformed,
                         reason: e.to_string(),
-                    });
+                    }));
                 }
                 Err(e) => return e.to_string(),
             }

@@ -427,6 +427,10 @@ impl Writer {
                                             st.batches.fetch_add(1, Ordering::Relaxed);
                                         }
                                         Err(e) => {
+                        // One trace per batch (one transaction, or its op-by-op replay).
+                        let span = tracing::info_span!(parent: None, "store.write_batch",
+                            ops = ops.len(), failed = tracing::field::Empty);
+                        let _span = span.enter();
                                             st.failures.fetch_add(1, Ordering::Relaxed);
                                             if let Ok(mut g) = le.lock() {
                                                 *g = Some(e.to_string());
@@ -444,6 +448,7 @@ impl Writer {
                     for f in flushes {
                         let _ = f.send(());
                     }
+                                            span.record("failed", true);
                     let ok = st.failures.load(Ordering::Relaxed) == failures_before;
                     for f in afters {
                         f(ok);
