@@ -135,6 +135,36 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
         | AccountCmd::SetDm { data, .. }
         | AccountCmd::Ban { data, .. } => data.clone(),
     };
+    let hasher = hasher_from_env()?;
+    if let AccountCmd::Create {
+        user,
+        password,
+        email,
+        ..
+    } = &cmd
+    {
+        // The rules of an account created in the game (`P_CreateAccount`).
+        let latin1: Option<Vec<u8>> = user.chars().map(|c| u8::try_from(c).ok()).collect();
+        if !latin1.is_some_and(|u| gateway::session::valid_user_name(&u)) {
+            anyhow::bail!(
+                "invalid user name {user:?}: 1 to {} letters, digits or `_`",
+                gateway::session::MAX_USER_LEN
+            );
+        }
+        if password.is_empty() {
+            anyhow::bail!("the password must not be empty");
+        }
+        if email.len() > 255 {
+            anyhow::bail!("the e-mail address is longer than 255 bytes");
+        }
+    } else if !data.join(gateway::store::DB_FILE).exists() {
+        // Only `create` may start a new database: a mistyped --data is an error.
+        anyhow::bail!(
+            "there is no database in {} (expected {})",
+            data.display(),
+            gateway::store::DB_FILE
+        );
+    }
     let store = Store::open_dir(&data)
         .with_context(|| format!("opening the database in {}", data.display()))?;
     let mut book = AccountBook::from_records(store.load_all()?);
@@ -147,13 +177,11 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
             email,
             ..
         } => {
-            if user.is_empty() || password.is_empty() {
-                anyhow::bail!("the user name and the password must not be empty");
-            }
             let mut salt = [0u8; 16];
             rand::RngCore::fill_bytes(&mut os_seeded_rng()?, &mut salt);
+            // What the client sends: the lowercase MD5 hex of the password as typed.
             let md5 = shared::wire::md5_hex(password.as_bytes());
-            let hash = Argon2Hasher::production()
+            let hash = hasher
                 .hash(md5.as_bytes(), &salt)
                 .map_err(|e| anyhow::anyhow!("hashing the password: {e}"))?;
             let Some(id) = book.create_account(user.clone(), hash, email) else {
@@ -192,6 +220,17 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The argon2 cost the server would use: `GATEWAY_PASSWORD_HASH=fast` (tests only) or the
+/// production default. Either verifies the other's hashes (the PHC string carries its cost).
+fn hasher_from_env() -> anyhow::Result<Argon2Hasher> {
+    match std::env::var("GATEWAY_PASSWORD_HASH") {
+        Err(std::env::VarError::NotPresent) => Ok(Argon2Hasher::production()),
+        Ok(v) if v.trim().eq_ignore_ascii_case("production") => Ok(Argon2Hasher::production()),
+        Ok(v) if v.trim().eq_ignore_ascii_case("fast") => Ok(Argon2Hasher::fast_for_tests()),
+        _ => anyhow::bail!("GATEWAY_PASSWORD_HASH: expected `production` or `fast`"),
+    }
+}
+
 /// An RNG seeded from the operating system (`/dev/urandom`).
 fn os_seeded_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
     use std::io::Read as _;
@@ -208,7 +247,7 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
     let store = Store::open_dir(data)?;
     let mut book = AccountBook::from_records(store.load_all()?);
     let writer = Writer::spawn(store)?;
-    let hasher = Argon2Hasher::production();
+    let hasher = hasher_from_env()?;
     let mut rng = os_seeded_rng()?;
     let report = gateway::accounts_dat::import_into(legacy, &mut book, &hasher, &mut rng);
     writer.submit(book.take_persist())?;
@@ -247,8 +286,8 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
-            "gateway ready: clients on udp {} (ALPN rc/1, certificate sha256 {}), admin on http://{}",
-            gw.client_addr, gw.fingerprint, gw.admin_addr
+            "gateway ready: clients on udp {} (ALPN rc/1, certificate sha256 {}), zone nodes on udp {}, admin on http://{}",
+            gw.client_addr, gw.fingerprint, gw.internal_addr, gw.admin_addr
         );
         zone_node::link::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");
@@ -268,11 +307,19 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     served
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let done = match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
         Some(Command::Account(cmd)) => account(cmd),
         None => serve(&cli.run),
+    };
+    match done {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the error and its causes.
+            eprintln!("gateway: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }

@@ -1,12 +1,15 @@
 //! Helpers shared by the whole-workspace tests in `tests/tests/`: a cluster on loopback
 //! made of a gateway (in this process, so tests can read its state) and `zone-node`
 //! processes that tests can kill (SIGKILL), pause (SIGSTOP) and resume (SIGCONT), plus
-//! the client calls the tests repeat.
+//! the client calls the tests repeat. [`multiprocess`] is the harness of a cluster made only
+//! of processes (the gateway too), seen from outside.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod multiprocess;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -27,31 +30,12 @@ pub const HEARTBEAT_MS: u64 = 250;
 pub const NODE_TIMEOUT_MS: u64 = 2_000;
 
 /// The `zone-node` binary next to this test's executable (`target/<profile>/`), built
-/// on demand when a lone `cargo test -p cluster-tests` has not built it.
+/// on demand when it is missing or older than its sources ([`multiprocess::bin`]).
 pub fn zone_node_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let bin = dir.join(format!("zone-node{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let release = dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "zone-node", "--bin", "zone-node"]);
-        if release {
-            cmd.arg("--release");
-        }
-        let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
-        assert!(ok && bin.exists(), "could not build {}", bin.display());
-    }
-    bin
+    multiprocess::bin("zone-node")
 }
 
 /// A fresh temporary directory for one test.
-    /// Extra environment of every node process (e.g. `OTEL_*`).
-    node_env: Vec<(String, String)>,
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rc-cluster-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -66,16 +50,8 @@ pub struct Cluster {
     /// Its data directory (and the nodes' logs).
     pub dir: PathBuf,
     nodes: BTreeMap<String, Child>,
-        Self::start_with_env(name, nodes, &[]).await
-    }
-
-    /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
-    /// variables for every node process (the traces test points them at its collector).
-    pub async fn start_with_env(
-        name: &str,
-        nodes: &[(&str, u32)],
-        env: &[(&str, &str)],
-    ) -> Self {
+    /// Extra environment of every node process (e.g. `OTEL_*`).
+    node_env: Vec<(String, String)>,
 }
 
 impl Cluster {
@@ -90,6 +66,16 @@ impl Cluster {
     /// As [`start`](Self::start), with each node's capacity (AreaInstances it accepts):
     /// a small first node leaves some of the instance 0s to the next.
     pub async fn start_with_capacity(name: &str, nodes: &[(&str, u32)]) -> Self {
+        Self::start_with_env(name, nodes, &[]).await
+    }
+
+    /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
+    /// variables for every node process (the traces test points them at its collector).
+    pub async fn start_with_env(
+        name: &str,
+        nodes: &[(&str, u32)],
+        env: &[(&str, &str)],
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_env_filter(
@@ -103,10 +89,6 @@ impl Cluster {
             internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: dir.join("data"),
-            node_env: env
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
             standalone: false,
             cluster_secret: SECRET.into(),
             password_hash: "fast".into(),
@@ -121,6 +103,10 @@ impl Cluster {
             gw,
             dir,
             nodes: BTreeMap::new(),
+            node_env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         };
         for (id, capacity) in nodes {
             c.spawn_node_with(id, *capacity);
@@ -136,7 +122,6 @@ impl Cluster {
 
     /// Start a `zone-node run` process with this id (its stderr goes to `<dir>/<id>.log`).
     pub fn spawn_node(&mut self, id: &str) {
-            .envs(self.node_env.iter().map(|(k, v)| (k, v)))
         self.spawn_node_with(id, 64);
     }
 
@@ -151,6 +136,7 @@ impl Cluster {
             .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
             .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
             .env("ZONE_NODE_CAPACITY", capacity.to_string())
+            .envs(self.node_env.iter().map(|(k, v)| (k, v)))
             .env(
                 "RUST_LOG",
                 std::env::var("NODE_LOG").unwrap_or_else(|_| "warn".into()),

@@ -1,0 +1,145 @@
+//! A cluster of processes only (a `gateway` process and two `zone-node` processes), seen as an
+//! operator sees it: both nodes register and share the demo world's instance 0s, a player
+//! plays, logs out and comes back where they stood; a SIGKILLed node leaves `/cluster` while
+//! its instances are re-placed on the survivor with newer generations; a SIGSTOPped node's
+//! player is put back on a new node, and the node rejoins fenced after SIGCONT.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use client::CloseCode;
+use cluster_tests::multiprocess::{NODE_TIMEOUT_MS, ProcessCluster, placement_in};
+use cluster_tests::{WAIT, area_of, echo, login_again, new_player, next_change_area};
+use tokio::time::Instant;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
+    let t0 = Instant::now();
+    // n1 hosts at most two AreaInstances, so the three instance 0s spread over both nodes.
+    let mut c = ProcessCluster::start_with("smoke", &[2, 64]).await;
+    let started = t0.elapsed();
+    let world = shared::content::demo_world();
+    let v = c.cluster();
+    let ids: BTreeSet<&str> = v.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(ids, BTreeSet::from(["n1", "n2"]), "{v:?}");
+    let mut owners = BTreeSet::new();
+    for area in &world.areas {
+        let (node, _) = placement_in(&v, &area.name, 0)
+            .unwrap_or_else(|| panic!("{} #0 is not placed: {v:?}", area.name));
+        owners.insert(node);
+    }
+    assert_eq!(owners.len(), 2, "instance 0s on both nodes: {v:?}");
+
+    // A player enters the world, moves, logs out, and comes back where they stood.
+    let (mut p, g) = new_player(c.client_addr, "walker").await;
+    let area = String::from_utf8_lossy(g.area.area.as_bytes()).into_owned();
+    let to = (g.area.x + 3.0, g.area.y, g.area.z + 3.0);
+    assert!(
+        echo(&mut p, g.runtime_id, to, WAIT).await,
+        "the move echoes"
+    );
+    p.close(CloseCode::Normal).await;
+    let (mut p, g) = login_again(c.client_addr, "walker").await;
+    assert_eq!(String::from_utf8_lossy(g.area.area.as_bytes()), area);
+    assert!(
+        (g.area.x - to.0).abs() < 0.5 && (g.area.z - to.2).abs() < 0.5,
+        "the position was kept: {:?}, moved to {to:?}",
+        (g.area.x, g.area.z)
+    );
+
+    // SIGKILL n1 (n2 has room for its instances).
+    let victim = "n1";
+    let before: Vec<(String, u16, u64)> = c
+        .cluster()
+        .nodes
+        .into_iter()
+        .filter(|n| n.id == victim)
+        .flat_map(|n| n.instances)
+        .map(|i| (i.area, i.instance, i.generation))
+        .collect();
+    assert!(!before.is_empty());
+    let player_was_there = before.iter().any(|(a, i, _)| *a == area && *i == 0);
+    let killed = Instant::now();
+    c.kill(victim);
+    let within = Duration::from_millis(NODE_TIMEOUT_MS) + Duration::from_secs(5);
+    let v = c
+        .wait_for("n1 dropped and its instances re-placed", within, |v| {
+            !v.nodes.iter().any(|n| n.id == victim)
+                && before
+                    .iter()
+                    .all(|(a, i, _)| placement_in(v, a, *i).is_some_and(|(node, _)| node == "n2"))
+        })
+        .await;
+    let recovered = killed.elapsed();
+    for (a, i, gen_before) in &before {
+        let (_, gen_after) = placement_in(&v, a, *i).unwrap();
+        assert!(
+            gen_after > *gen_before,
+            "{a} #{i} re-placed with a newer generation: {gen_before} → {gen_after}"
+        );
+    }
+    // The player plays on: put back into the same area if its node was the one lost.
+    if player_was_there {
+        let (i, _) = next_change_area(&mut p, WAIT)
+            .await
+            .expect("put back into the world");
+        assert_eq!(area_of(&i.packet).as_deref(), Some(area.as_str()));
+    }
+    let on = (to.0 + 1.0, to.1, to.2 + 1.0);
+    assert!(echo(&mut p, g.runtime_id, on, WAIT).await, "plays on");
+
+    // A third node joins; the player's node freezes (SIGSTOP) past its heartbeat deadline:
+    // it is dropped, the player's instance goes to n3 and the player is put back there
+    // without reconnecting.
+    let n3 = c.spawn_node();
+    c.wait_for("n3 to register", WAIT, |v| {
+        v.nodes.iter().any(|n| n.id == n3)
+    })
+    .await;
+    let frozen = c
+        .owner_of(&area, 0)
+        .expect("the player's instance is placed");
+    assert_ne!(frozen, n3);
+    c.pause(&frozen);
+    let (i, _) = next_change_area(&mut p, WAIT)
+        .await
+        .expect("put back after the node froze");
+    assert_eq!(area_of(&i.packet).as_deref(), Some(area.as_str()));
+    assert_eq!(c.owner_of(&area, 0).as_deref(), Some(n3.as_str()));
+    let far = (to.0 + 2.0, to.1, to.2 + 2.0);
+    assert!(echo(&mut p, g.runtime_id, far, WAIT).await, "plays on n3");
+    // The frozen node wakes up with a stale copy: it is fenced and registers again without it.
+    c.resume(&frozen);
+    c.wait_for(
+        "the frozen node back without the re-placed instance",
+        WAIT,
+        |v| {
+            v.nodes.iter().any(|n| {
+                n.id == frozen
+                    && !n
+                        .instances
+                        .iter()
+                        .any(|i| i.area == area && i.instance == 0)
+            })
+        },
+    )
+    .await;
+    assert_eq!(c.owner_of(&area, 0).as_deref(), Some(n3.as_str()));
+    // Logging out saves n3's character, not the stale copy.
+    p.close(CloseCode::Normal).await;
+    let (p, g) = login_again(c.client_addr, "walker").await;
+    assert!(
+        (g.area.x - far.0).abs() < 0.5 && (g.area.z - far.2).abs() < 0.5,
+        "saved where it stood on n3: {:?}, moved to {far:?}",
+        (g.area.x, g.area.z)
+    );
+    p.close(CloseCode::Normal).await;
+    println!(
+        "multiprocess: cluster up in {:.2} s; n1 dropped and re-placed {:.2} s after SIGKILL \
+         (node timeout {NODE_TIMEOUT_MS} ms; player on it: {player_was_there}); total {:.2} s",
+        started.as_secs_f64(),
+        recovered.as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+}
