@@ -520,13 +520,11 @@ impl AdminSource for Admin {
             "SetArea handoffs refused, aborted or timed out (the actor stayed at its source).",
             &m.handoffs_rolled_back,
         );
-        let (buckets, sum, count) = m.handoff_latency.snapshot();
-        t.histogram(
+        t.histogram_of(
             "rc_gateway_handoff_latency_seconds",
             "From a node's Transfer to the commit sent to its destination.",
-            &buckets,
-            sum,
-            count,
+            &[],
+            &m.handoff_latency,
         );
         c(
             &mut t,
@@ -562,6 +560,51 @@ impl AdminSource for Admin {
             "Persistence ops queued.",
             st.queue_depth.load(Ordering::Relaxed) as f64,
         );
+        t.histogram_of(
+            "rc_gateway_store_write_seconds",
+            "Duration of each persistence batch (one SQLite transaction).",
+            &[],
+            &st.write_latency,
+        );
+        for (dir, kind, c) in [
+            ("up", "stream", &m.bytes_up_stream),
+            ("up", "datagram", &m.bytes_up_datagram),
+            ("down", "stream", &m.bytes_down_stream),
+            ("down", "datagram", &m.bytes_down_datagram),
+        ] {
+            t.counter_with(
+                "rc_gateway_client_bytes_total",
+                "Payload bytes between clients and the gateway (QUIC framing not included).",
+                &[("direction", dir), ("kind", kind)],
+                Metrics::get(c),
+            );
+        }
+        for (reason, c) in [
+            ("bad_password", &m.login_bad_password),
+            ("banned", &m.login_banned),
+            ("logged_on", &m.login_logged_on),
+            ("throttled", &m.rate_limited),
+        ] {
+            t.counter_with(
+                "rc_gateway_login_failures_total",
+                "Logins refused, by reason.",
+                &[("reason", reason)],
+                Metrics::get(c),
+            );
+        }
+        for (reason, c) in [
+            ("bad_input", &m.bad_datagrams),
+            ("client_refused", &m.datagrams_down_dropped),
+            ("unroutable", &m.datagrams_unroutable),
+            ("fenced", &m.fenced),
+        ] {
+            t.counter_with(
+                "rc_gateway_datagrams_dropped_total",
+                "Datagrams dropped, by reason (fenced also counts refused frames and snapshots).",
+                &[("reason", reason)],
+                Metrics::get(c),
+            );
+        }
         t.gauge(
             "rc_gateway_sessions_connected",
             "Open client connections.",

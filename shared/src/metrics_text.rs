@@ -1,8 +1,11 @@
 //! [`MetricsText`]: a builder of the Prometheus text exposition format (0.0.4), shared by
-//! the gateway's and the zone nodes' `/metrics`. Pure string building.
+//! the gateway's and the zone nodes' `/metrics`, and [`Histogram`], the lock-free
+//! fixed-bucket histogram both record durations in. No clock: callers pass durations.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The type of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,8 +98,7 @@ impl MetricsText {
         self.sample(name, help, Kind::Gauge, labels, &float(value))
     }
 
-    /// A histogram with no labels: `buckets` are `(upper bound, cumulative count)` in
-    /// increasing order (the `+Inf` bucket is added from `count`).
+    /// A histogram with no labels (see [`histogram_with`](Self::histogram_with)).
     pub fn histogram(
         &mut self,
         name: &str,
@@ -105,24 +107,46 @@ impl MetricsText {
         sum: f64,
         count: u64,
     ) -> &mut Self {
+        self.histogram_with(name, help, &[], buckets, sum, count)
+    }
+
+    /// One series of a histogram family: `buckets` are `(upper bound, cumulative count)`
+    /// in increasing order (the `+Inf` bucket is added from `count`); `le` follows
+    /// `labels`. Several calls with other labels add series to the same family.
+    pub fn histogram_with(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        buckets: &[(f64, u64)],
+        sum: f64,
+        count: u64,
+    ) -> &mut Self {
         let base = sanitize(name, true);
-        self.sample(&base, help, Kind::Histogram, &[], "");
-        let mut text = String::new();
+        let Some(f) = self.family(&base, help, Kind::Histogram) else {
+            return self;
+        };
+        let s = &mut f.samples;
+        let bucket = format!("{base}_bucket");
         for (le, n) in buckets {
-            let _ = writeln!(text, "{base}_bucket{{le=\"{}\"}} {n}", float(*le));
+            line(s, &bucket, labels, Some(&float(*le)), &n.to_string());
         }
-        let _ = writeln!(text, "{base}_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(text, "{base}_sum {}", float(sum));
-        let _ = writeln!(text, "{base}_count {count}");
-        if let Some(f) = self
-            .index
-            .get(&base)
-            .copied()
-            .and_then(|i| self.families.get_mut(i))
-        {
-            f.samples = text;
-        }
+        line(s, &bucket, labels, Some("+Inf"), &count.to_string());
+        line(s, &format!("{base}_sum"), labels, None, &float(sum));
+        line(s, &format!("{base}_count"), labels, None, &count.to_string());
         self
+    }
+
+    /// A [`Histogram`]'s current state as one series.
+    pub fn histogram_of(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        h: &Histogram,
+    ) -> &mut Self {
+        let snap = h.snapshot();
+        self.histogram_with(name, help, labels, &snap.buckets, snap.sum, snap.count)
     }
 
     fn sample(
@@ -134,41 +158,29 @@ impl MetricsText {
         value: &str,
     ) -> &mut Self {
         let name = sanitize(name, true);
-        let i = match self.index.get(&name) {
+        if let Some(f) = self.family(&name, help, kind) {
+            line(&mut f.samples, &name, labels, None, value);
+        }
+        self
+    }
+
+    /// The family `name` (already sanitized), created with `help` and `kind` on first use.
+    fn family(&mut self, name: &str, help: &str, kind: Kind) -> Option<&mut Family> {
+        let i = match self.index.get(name) {
             Some(&i) => i,
             None => {
                 let i = self.families.len();
                 self.families.push(Family {
-                    name: name.clone(),
+                    name: name.to_owned(),
                     help: escape_help(help),
                     kind,
                     samples: String::new(),
                 });
-                self.index.insert(name.clone(), i);
+                self.index.insert(name.to_owned(), i);
                 i
             }
         };
-        if let Some(f) = self.families.get_mut(i) {
-            let s = &mut f.samples;
-            s.push_str(&name);
-            if !labels.is_empty() {
-                s.push('{');
-                for (n, (label, v)) in labels.iter().enumerate() {
-                    if n > 0 {
-                        s.push(',');
-                    }
-                    s.push_str(&sanitize(label, false));
-                    s.push_str("=\"");
-                    s.push_str(&escape_label_value(v));
-                    s.push('"');
-                }
-                s.push('}');
-            }
-            s.push(' ');
-            s.push_str(value);
-            s.push('\n');
-        }
-        self
+        self.families.get_mut(i)
     }
 
     /// The exposition text (empty when nothing was added).
@@ -188,6 +200,28 @@ impl fmt::Display for MetricsText {
         }
         Ok(())
     }
+}
+
+/// Append one sample line: `name{labels,le="…"} value`.
+fn line(s: &mut String, name: &str, labels: &[(&str, &str)], le: Option<&str>, value: &str) {
+    s.push_str(name);
+    if !labels.is_empty() || le.is_some() {
+        s.push('{');
+        let le = le.map(|v| ("le", v));
+        for (n, (label, v)) in labels.iter().copied().chain(le).enumerate() {
+            if n > 0 {
+                s.push(',');
+            }
+            s.push_str(&sanitize(label, false));
+            s.push_str("=\"");
+            s.push_str(&escape_label_value(v));
+            s.push('"');
+        }
+        s.push('}');
+    }
+    s.push(' ');
+    s.push_str(value);
+    s.push('\n');
 }
 
 /// A float as the format spells it (`NaN`, `+Inf`, `-Inf`, else the shortest decimal).
@@ -238,4 +272,151 @@ fn escape_label_value(v: &str) -> String {
         }
     }
     out
+}
+
+/// A lock-free histogram of durations with fixed bucket bounds (seconds): `observe` is a
+/// few relaxed atomic adds, cheap enough for every tick of every instance.
+#[derive(Debug)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    counts: Box<[AtomicU64]>,
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+/// A [`Histogram`]'s state in the exposition's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSnapshot {
+    /// `(upper bound in seconds, cumulative count)` per bucket, in increasing order.
+    pub buckets: Vec<(f64, u64)>,
+    /// Sum of the observations, seconds.
+    pub sum: f64,
+    /// Number of observations.
+    pub count: u64,
+}
+
+impl Histogram {
+    /// Bounds for network latencies: 1 ms to 5 s.
+    pub const LATENCY: &'static [f64] = &[
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+    ];
+    /// Bounds for work inside one 33 ms tick: 10 µs to 100 ms.
+    pub const TICK: &'static [f64] = &[
+        0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005,
+        0.01, 0.02, 0.033, 0.05, 0.1,
+    ];
+    /// Bounds for a disk write: 100 µs to 5 s.
+    pub const DISK: &'static [f64] = &[
+        0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+        1.0, 5.0,
+    ];
+
+    /// An empty histogram over `bounds` (increasing upper bounds, seconds).
+    pub fn new(bounds: &'static [f64]) -> Self {
+        Self {
+            bounds,
+            counts: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Record one duration.
+    pub fn observe(&self, d: Duration) {
+        self.observe_ns(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Record one duration given in nanoseconds.
+    pub fn observe_ns(&self, ns: u64) {
+        let secs = ns as f64 / 1e9;
+        if let Some(i) = self.bounds.iter().position(|b| secs <= *b)
+            && let Some(c) = self.counts.get(i)
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Number of observations so far.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The cumulative buckets, the sum and the count.
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        let mut acc = 0;
+        let buckets = self
+            .bounds
+            .iter()
+            .zip(self.counts.iter())
+            .map(|(b, c)| {
+                acc += c.load(Ordering::Relaxed);
+                (*b, acc)
+            })
+            .collect();
+        HistogramSnapshot {
+            buckets,
+            sum: self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            count: self.count.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Default for Histogram {
+    /// An empty histogram over [`Histogram::LATENCY`].
+    fn default() -> Self {
+        Self::new(Self::LATENCY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_overflow_counts_only_in_inf() {
+        let h = Histogram::new(&[0.001, 0.01]);
+        h.observe(Duration::from_micros(500));
+        h.observe(Duration::from_millis(5));
+        h.observe(Duration::from_millis(5));
+        h.observe(Duration::from_secs(1));
+        let s = h.snapshot();
+        assert_eq!(s.buckets, vec![(0.001, 1), (0.01, 3)]);
+        assert_eq!(s.count, 4);
+        assert!((s.sum - 1.0105).abs() < 1e-9, "{}", s.sum);
+    }
+
+    #[test]
+    fn labelled_histograms_share_one_family() {
+        let h = Histogram::new(&[0.5]);
+        h.observe(Duration::from_millis(250));
+        let mut m = MetricsText::new();
+        m.histogram_of("t_seconds", "Tick.", &[("phase", "ai")], &h);
+        m.histogram_of("t_seconds", "Tick.", &[("phase", "io\"x")], &Histogram::new(&[0.5]));
+        m.counter("after_total", "After.", 1);
+        assert_eq!(
+            m.render(),
+            "# HELP t_seconds Tick.\n# TYPE t_seconds histogram\n\
+             t_seconds_bucket{phase=\"ai\",le=\"0.5\"} 1\n\
+             t_seconds_bucket{phase=\"ai\",le=\"+Inf\"} 1\n\
+             t_seconds_sum{phase=\"ai\"} 0.25\n\
+             t_seconds_count{phase=\"ai\"} 1\n\
+             t_seconds_bucket{phase=\"io\\\"x\",le=\"0.5\"} 0\n\
+             t_seconds_bucket{phase=\"io\\\"x\",le=\"+Inf\"} 0\n\
+             t_seconds_sum{phase=\"io\\\"x\"} 0\n\
+             t_seconds_count{phase=\"io\\\"x\"} 0\n\
+             # HELP after_total After.\n# TYPE after_total counter\nafter_total 1\n"
+        );
+    }
+
+    #[test]
+    fn an_unlabelled_histogram_has_only_le() {
+        let mut m = MetricsText::new();
+        m.histogram("h", "", &[(1.0, 2)], 1.5, 3);
+        assert_eq!(
+            m.render(),
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 1.5\nh_count 3\n"
+        );
+    }
 }

@@ -117,7 +117,11 @@ async fn a_thousand_warps_between_two_nodes_keep_one_owner_and_the_character() {
     .await;
     assert_eq!(c.players_total(), 5, "no player is hosted twice");
     let m = &c.gw.shared().metrics;
-    let (buckets, sum, count) = m.handoff_latency.snapshot();
+    let shared::metrics_text::HistogramSnapshot {
+        buckets,
+        sum,
+        count,
+    } = m.handoff_latency.snapshot();
     println!(
         "handoffs completed {}, rolled back {}; gateway Transfer → commit: mean {:.2} ms, buckets {:?}",
         gateway::hub::Metrics::get(&m.handoffs_completed),

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use client::CloseCode;
-use cluster_tests::multiprocess::{NODE_TIMEOUT_MS, ProcessCluster, placement_in};
-use cluster_tests::{WAIT, area_of, echo, login_again, new_player, next_change_area};
+use cluster_tests::multiprocess::{NODE_TIMEOUT_MS, ProcessCluster, http_get, placement_in};
+use cluster_tests::{WAIT, area_of, connect, echo, login_again, new_player, next_change_area};
 use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,6 +47,35 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
         "the position was kept: {:?}, moved to {to:?}",
         (g.area.x, g.area.z)
     );
+
+    // A wrong password is refused and counted; the gateway's /metrics shows the traffic,
+    // the logins refused by reason and the persistence batches.
+    let mut bad = connect(c.client_addr).await;
+    assert!(matches!(
+        bad.login("walker", "not-the-password").await,
+        Err(client::LoginError::BadPassword)
+    ));
+    bad.close(CloseCode::Normal).await;
+    let (status, m) = http_get(c.admin_addr, "/metrics").unwrap();
+    assert_eq!(status, 200, "{m}");
+    let value = |series: &str| -> f64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics:\n{m}"))
+    };
+    assert_eq!(
+        value("rc_gateway_login_failures_total{reason=\"bad_password\"}"),
+        1.0
+    );
+    for dir in ["up", "down"] {
+        for kind in ["stream", "datagram"] {
+            let series = format!("rc_gateway_client_bytes_total{{direction=\"{dir}\",kind=\"{kind}\"}}");
+            assert!(value(&series) > 0.0, "{series}");
+        }
+    }
+    assert!(value("rc_gateway_store_write_seconds_count") >= 1.0);
+    assert!(m.contains("# TYPE rc_gateway_handoff_latency_seconds histogram"));
+    assert!(m.contains("rc_gateway_datagrams_dropped_total{reason=\"fenced\"}"));
 
     // SIGKILL n1 (n2 has room for its instances).
     let victim = "n1";

@@ -1,7 +1,7 @@
 //! The zone node's admin HTTP endpoint, off unless `admin_listen` is set: `/healthz`
 //! (200 while the node runs) and `/metrics` (Prometheus text: per instance players,
-//! actors, ticks, overruns, panics and tick p99; node-wide handoffs, rejections, refused
-//! messages and dropped output).
+//! actors, ticks, overruns, tick p99 and histograms of tick and phase durations; node-wide
+//! handoffs, rejections, refused messages and dropped output).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use axum::routing::get;
 use shared::metrics_text::MetricsText;
 
 use crate::actor::{Metrics, Registry};
+use crate::sim::events::PHASE_NAMES;
 
 /// The exposition text of a node.
 pub fn render(reg: &Registry) -> String {
@@ -119,6 +120,24 @@ pub fn render(reg: &Registry) -> String {
             &labels,
             s.overruns,
         );
+        t.histogram_of(
+            "rc_zone_tick_seconds",
+            "Duration of each tick of the instance (UpdateActorInstances and the broadcast).",
+            &labels,
+            &s.timings.tick,
+        );
+        for (phase, h) in PHASE_NAMES.iter().zip(&s.timings.phases) {
+            t.histogram_of(
+                "rc_zone_tick_phase_seconds",
+                "Duration of each phase of each tick, in ZoneSim::tick's order.",
+                &[
+                    ("area", key.area.as_str()),
+                    ("instance", inst.as_str()),
+                    ("phase", phase),
+                ],
+                h,
+            );
+        }
     }
     t.render()
 }

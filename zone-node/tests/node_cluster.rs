@@ -939,6 +939,21 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
         m.contains("rc_zone_instance_players{area=\"Meadow\",instance=\"0\"} 1"),
         "{m}"
     );
+    // Every tick and every phase of the instance is in a histogram.
+    let count = |series: &str| -> u64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{m}"))
+    };
+    let ticks = count("rc_zone_tick_seconds_count{area=\"Meadow\",instance=\"0\"}");
+    assert!(ticks > 0, "{m}");
+    for phase in ["ingest", "actors", "broadcast", "flush"] {
+        let n = count(&format!(
+            "rc_zone_tick_phase_seconds_count{{area=\"Meadow\",instance=\"0\",phase=\"{phase}\"}}"
+        ));
+        // The whole tick is rendered first and recorded last: a phase is never behind it.
+        assert!(n >= ticks, "{phase}: {n} < {ticks}");
+    }
     node.drain();
     loop {
         match gw.next().await {

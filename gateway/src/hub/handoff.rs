@@ -225,6 +225,7 @@ impl Hub {
         };
         let _span = t.span.enter();
         t.span.record("outcome", "refused");
+        tracing::info!(transfer = id, reason, "handoff refused");
         self.unwait(id);
         Metrics::inc(&self.shared.metrics.transfers_refused);
         Metrics::inc(&self.shared.metrics.handoffs_rolled_back);

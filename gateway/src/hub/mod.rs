@@ -21,6 +21,7 @@ use shared::internal::{
     ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
     RunningInstance, SessionId, SnapshotReasonDto,
 };
+use shared::metrics_text::Histogram;
 use shared::proto::{
     ChatColour, ChatMessageS2C, KickedPlayer, PartyUpdate, ServerPacket, StartGameReply,
 };
@@ -118,7 +119,6 @@ pub struct NodeLink {
     pub serial: u64,
 }
 
-/// Everything the hub hears.
 impl NodeLink {
     /// Queue `msg`, carrying the current span's trace context when it is exported (a
     /// handoff's, a login's, a placement's); false when the link is gone.
@@ -129,6 +129,7 @@ impl NodeLink {
     }
 }
 
+/// Everything the hub hears.
 #[derive(Debug)]
 pub enum HubEvent {
     /// A session's `P_StartGame` succeeded.
@@ -143,9 +144,9 @@ pub enum HubEvent {
         is_dm: bool,
         /// Saved character.
         state: Box<ActorStateDto>,
-    },
         /// The login's trace span (`session.login`), ended once the player is attached.
         login: tracing::Span,
+    },
     /// In-game reliable frames for the zone, byte for byte.
     Frames {
         /// Session.
@@ -178,9 +179,9 @@ pub enum HubEvent {
         running: Vec<RunningInstance>,
         /// The link.
         link: NodeLink,
-    },
         /// The trace context of its `Register`.
         trace: BTreeMap<String, String>,
+    },
     /// A control message from a node.
     NodeMsg {
         /// Node id.
@@ -189,9 +190,9 @@ pub enum HubEvent {
         serial: u64,
         /// The message.
         msg: Msg,
-    },
         /// Its envelope's trace context (empty: not traced).
         trace: BTreeMap<String, String>,
+    },
     /// A node's connection ended.
     NodeDown {
         /// Node id.
@@ -268,6 +269,20 @@ pub struct Metrics {
     pub fenced: AtomicU64,
     /// Chat commands handled by the gateway.
     pub chat_commands: AtomicU64,
+    /// Payload bytes of the clients' reliable streams received.
+    pub bytes_up_stream: AtomicU64,
+    /// Payload bytes of the clients' datagrams received.
+    pub bytes_up_datagram: AtomicU64,
+    /// Payload bytes written to the clients' reliable streams.
+    pub bytes_down_stream: AtomicU64,
+    /// Payload bytes of the datagrams sent to clients.
+    pub bytes_down_datagram: AtomicU64,
+    /// Logins refused: wrong user name or password.
+    pub login_bad_password: AtomicU64,
+    /// Logins refused: the account is banned.
+    pub login_banned: AtomicU64,
+    /// Logins refused: the account is already in the game.
+    pub login_logged_on: AtomicU64,
 }
 
 impl Metrics {
@@ -276,55 +291,14 @@ impl Metrics {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Add `n`.
+    pub fn add(c: &AtomicU64, n: usize) {
+        c.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     /// Read.
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
-    }
-}
-
-/// A latency histogram with fixed millisecond buckets (lock-free).
-#[derive(Debug, Default)]
-pub struct Histogram {
-    counts: [AtomicU64; Histogram::BOUNDS_MS.len()],
-    count: AtomicU64,
-    sum_us: AtomicU64,
-}
-
-impl Histogram {
-    /// Upper bounds of the buckets, in milliseconds.
-    pub const BOUNDS_MS: [f64; 12] = [
-        1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0,
-    ];
-
-    /// Record one duration.
-    pub fn observe(&self, d: Duration) {
-        let ms = d.as_secs_f64() * 1000.0;
-        if let Some(i) = Self::BOUNDS_MS.iter().position(|b| ms <= *b)
-            && let Some(c) = self.counts.get(i)
-        {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_us.fetch_add(
-            u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-    }
-
-    /// `(upper bound in seconds, cumulative count)` per bucket, the sum in seconds, and
-    /// the count: what the Prometheus text format wants.
-    pub fn snapshot(&self) -> (Vec<(f64, u64)>, f64, u64) {
-        let mut acc = 0;
-        let buckets = Self::BOUNDS_MS
-            .iter()
-            .zip(&self.counts)
-            .map(|(b, c)| {
-                acc += c.load(Ordering::Relaxed);
-                (b / 1000.0, acc)
-            })
-            .collect();
-        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
-        (buckets, sum, self.count.load(Ordering::Relaxed))
     }
 }
 
@@ -440,8 +414,6 @@ impl Shared {
         let _ = self.hub.send(e);
     }
 }
-    /// The login's trace span until the player is attached.
-    login: Option<tracing::Span>,
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -468,6 +440,8 @@ struct Player {
     node: Option<NodeId>,
     phase: Phase,
     queued: Vec<Bytes>,
+    /// The login's trace span until the player is attached.
+    login: Option<tracing::Span>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,7 +478,6 @@ fn fold(name: &str) -> String {
 
 impl Hub {
     /// A hub over `shared`; `generation_base` should grow across restarts (wall clock ms).
-    /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
     pub fn new(shared: Arc<Shared>, generation_base: Generation) -> Self {
         let areas: Vec<String> = shared.world.areas.iter().map(|a| a.name.clone()).collect();
         Self {
@@ -531,6 +504,7 @@ impl Hub {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
     fn send_node(&self, node: &str, msg: Msg) -> bool {
         match self.nodes.get(node) {
             Some(l) => l.send(msg),
@@ -626,9 +600,7 @@ impl Hub {
                 },
                 ArrivalDto::Saved,
             );
-        login: tracing::Span,
         }
-        let _login = login.enter();
         let template = world.actors.iter().find(|t| t.id == state.template);
         let area = template
             .and_then(|t| {
@@ -654,7 +626,9 @@ impl Hub {
         slot: u8,
         is_dm: bool,
         state: Box<ActorStateDto>,
+        login: tracing::Span,
     ) {
+        let _login = login.enter();
         if self.shutdown.is_some() || self.client(session).is_none() {
             self.shared.accounts().book.set_logged_on(account, false);
             return;
@@ -674,7 +648,6 @@ impl Hub {
             .map(|a| a.row.ignore.clone())
             .unwrap_or_default();
         let (key, arrival) = self.login_place(&state);
-                login: Some(login.clone()),
         let online = OnlinePlayer {
             session,
             account,
@@ -684,9 +657,6 @@ impl Hub {
             ignore,
         };
         self.by_name.insert(fold(&state.name), session);
-        // In the login's trace: the placement it waits for, and the AttachPlayer.
-        let login = p.login.clone().unwrap_or_else(tracing::Span::none);
-        let _login = login.enter();
         let mut state = state;
         state.rid = rid;
         self.players.insert(
@@ -704,6 +674,7 @@ impl Hub {
                     deadline: Instant::now() + ATTACH_TIMEOUT,
                 },
                 queued: Vec::new(),
+                login: Some(login.clone()),
             },
         );
         self.try_attach(session);
@@ -713,6 +684,9 @@ impl Hub {
         let Some(p) = self.players.get(&session) else {
             return;
         };
+        // In the login's trace: the placement it waits for, and the AttachPlayer.
+        let login = p.login.clone().unwrap_or_else(tracing::Span::none);
+        let _login = login.enter();
         let key = p.key.clone();
         let ready = self
             .dir
@@ -724,8 +698,6 @@ impl Hub {
             self.wait(key.clone(), Waiter::Attach(session));
             if let Some(a) = self.dir.ensure(&key) {
                 self.apply(vec![a]);
-        // The login trace ends with the attach (the node's part follows from it).
-        p.login = None;
             }
             return;
         };
@@ -752,6 +724,8 @@ impl Hub {
         if !sent {
             return;
         }
+        // The login trace ends with the attach (the node's part follows from it).
+        p.login = None;
         tracing::debug!(session, node = %node, "player attached");
         p.node = Some(node);
         p.phase = Phase::InGame;
@@ -1202,10 +1176,6 @@ impl Hub {
         let Some(link) = self.nodes.get(node).cloned() else {
             return;
         };
-        // Node loss (or a drained node leaving) is one trace: the re-placements, and the
-        // handoffs that put its players back.
-        let span = tracing::info_span!(parent: None, "node.lost", node, reason, deregistered);
-        let _span = span.enter();
         let shared = Arc::downgrade(&self.shared);
         let r = self.shared.writer.after_commit(move |ok| {
             if ok {
@@ -1232,13 +1202,14 @@ impl Hub {
         if !self.live(node, serial) {
             return;
         }
+        // Node loss (or a drained node leaving) is one trace: the re-placements, and the
+        // handoffs that put its players back.
+        let span = tracing::info_span!(parent: None, "node.lost", node, reason, deregistered);
+        let _span = span.enter();
         tracing::warn!(node, reason, deregistered, "node link closed");
         self.nodes.remove(node);
         let now = self.now_ms();
         let actions = self.dir.disconnected(now, node, serial, deregistered);
-                    let span = tracing::info_span!("instance.place", node = %node,
-                        zone = %key.area, instance = key.instance, generation);
-                    let _span = span.enter();
         // Transfers first: a player moving off the lost node is committed at its
         // destination, one moving onto it stays where it was.
         self.transfers_node_lost(node);
@@ -1247,16 +1218,10 @@ impl Hub {
         let leaving: Vec<SessionId> = self
             .players
             .iter()
-                    let span = tracing::info_span!("instance.stop", node = %node,
-                        zone = %key.area, instance = key.instance, generation);
-                    let _span = span.enter();
             .filter(|(_, p)| {
                 p.node.as_deref() == Some(node) && matches!(p.phase, Phase::Leaving { .. })
             })
             .map(|(s, _)| *s)
-                    let span = tracing::info_span!("instance.lost", node = %node,
-                        zone = %key.area, instance = key.instance);
-                    let _span = span.enter();
             .collect();
         for s in leaving {
             self.release(s);
@@ -1271,6 +1236,9 @@ impl Hub {
                     key,
                     generation,
                 } => {
+                    let span = tracing::info_span!("instance.place", node = %node,
+                        zone = %key.area, instance = key.instance, generation);
+                    let _span = span.enter();
                     tracing::info!(node = %node, instance = %key, generation, "assigning");
                     self.send_node(&node, Msg::AssignInstance { key, generation });
                 }
@@ -1279,10 +1247,16 @@ impl Hub {
                     key,
                     generation,
                 } => {
+                    let span = tracing::info_span!("instance.stop", node = %node,
+                        zone = %key.area, instance = key.instance, generation);
+                    let _span = span.enter();
                     tracing::info!(node = %node, instance = %key, generation, "stopping a stale copy");
                     self.send_node(&node, Msg::StopInstance { key, generation });
                 }
                 Action::Lost { key, node } => {
+                    let span = tracing::info_span!("instance.lost", node = %node,
+                        zone = %key.area, instance = key.instance);
+                    let _span = span.enter();
                     Metrics::inc(&self.shared.metrics.instances_lost);
                     tracing::warn!(node = %node, instance = %key, "instance lost with its node");
                     let on_it: Vec<SessionId> = self
@@ -1301,10 +1275,6 @@ impl Hub {
                     self.send_node(&node, Msg::DetachPlayer { session });
                 }
             }
-            // Detection, re-placement and recovery of the silent nodes: one trace.
-            let span = tracing::info_span!(parent: None, "node.lost",
-                node = %gone.join(","), reason = "missed its heartbeats", deregistered = false);
-            let _span = span.enter();
         }
     }
 
@@ -1331,6 +1301,10 @@ impl Hub {
                 .filter(|n| self.dir.node(n).is_none())
                 .cloned()
                 .collect();
+            // Detection, re-placement and recovery of the silent nodes: one trace.
+            let span = tracing::info_span!(parent: None, "node.lost",
+                node = %gone.join(","), reason = "missed its heartbeats", deregistered = false);
+            let _span = span.enter();
             for n in gone {
                 if let Some(l) = self.nodes.remove(&n) {
                     tracing::warn!(node = %n, "node missed its heartbeats: removed");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut as _, Bytes, BytesMut};
 use shared::frame::{FrameDecoder, split_datagram};
-use shared::proto::{ClientPacket, Creds, DecodeCtx, ids};
+use shared::proto::{ClientPacket, Creds, DecodeCtx, ServerPacket, VerifyAccountReply, ids};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
@@ -146,6 +146,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         tokio::select! {
             r = recv.read(&mut buf) => match r {
                 Ok(Some(n)) => {
+                    Metrics::add(&shared.metrics.bytes_up_stream, n);
                     dec.push(buf.get(..n).unwrap_or(&[]));
                     if let Some(end) = c.frames(&mut dec).await {
                         break end;
@@ -164,6 +165,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
             o = rx.recv() => match o {
                 Some(ClientOut::Frames(b)) => {
                     Metrics::inc(&shared.metrics.frames_down);
+                    Metrics::add(&shared.metrics.bytes_down_stream, b.len());
                     if c.send.write_all(&b).await.is_err() {
                         break None;
                     }
@@ -175,11 +177,11 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
     };
     shared.clients.remove(&session_id);
     shared.routes.remove(&session_id);
-    if c.in_game {
-        shared.to_hub(HubEvent::Gone {
     if let Some(login) = c.login.take() {
         login.record("outcome", "closed before entering the world");
     }
+    if c.in_game {
+        shared.to_hub(HubEvent::Gone {
             session: session_id,
         });
     }
@@ -271,8 +273,6 @@ impl Conn {
             };
             ClientPacket::decode_with(ty, payload, &dctx).ok()
         };
-        let pre = match &packet {
-            Some(p) => self.precompute(p).await,
         if let Some(
             ClientPacket::VerifyAccount(shared::proto::VerifyAccount { creds, .. })
             | ClientPacket::CreateAccount(shared::proto::CreateAccount { creds, .. }),
@@ -281,6 +281,8 @@ impl Conn {
         {
             login.record("account", latin1(&creds.user.0).as_str());
         }
+        let pre = match &packet {
+            Some(p) => self.precompute(p).await,
             None => Pre::default(),
         };
         let now = self.now_ms();
@@ -309,10 +311,20 @@ impl Conn {
         }
         let mut out = Vec::new();
         while let Some(p) = self.session.poll_transmit() {
+            if let ServerPacket::VerifyAccount(r) = &p {
+                let m = &shared.metrics;
+                match r {
+                    VerifyAccountReply::BadPassword => Metrics::inc(&m.login_bad_password),
+                    VerifyAccountReply::Banned => Metrics::inc(&m.login_banned),
+                    VerifyAccountReply::LoggedOn => Metrics::inc(&m.login_logged_on),
+                    _ => {}
+                }
+            }
             if p.encode_frame(&mut out).is_err() {
                 tracing::error!(packet = p.name(), "reply too large for a frame");
             }
         }
+        Metrics::add(&shared.metrics.bytes_down_stream, out.len());
         if !out.is_empty() && self.send.write_all(&out).await.is_err() {
             return Some(None);
         }
@@ -337,28 +349,28 @@ impl Conn {
                 } => {
                     self.in_game = true;
                     tracing::info!(account, character = %state.name, "entering the world");
+                    let login = self.login.take().unwrap_or_else(tracing::Span::none);
+                    login.record("character", state.name.as_str());
+                    login.record("outcome", "entered the world");
                     shared.to_hub(HubEvent::Entered {
                         session: self.session_id,
                         account,
                         slot: index,
                         is_dm,
                         state,
+                        login,
                     });
                 }
                 SessionEvent::ToZone(_) => {}
             }
         }
         if let Err(e) = shared.writer.submit(ops) {
-                    let login = self.login.take().unwrap_or_else(tracing::Span::none);
-                    login.record("character", state.name.as_str());
-                    login.record("outcome", "entered the world");
             tracing::error!(error = %e, "store writer unavailable");
         }
         end
     }
 
     /// Run the expensive password work for `p` on the blocking pool.
-                        login,
     async fn precompute(&self, p: &ClientPacket) -> Pre {
         let (creds, new_md5, creating): (&Creds, Option<Vec<u8>>, bool) = match p {
             ClientPacket::CreateAccount(m) => (&m.creds, None, true),
@@ -427,6 +439,7 @@ impl Conn {
     /// `[session][frames]` to the zone node without a per-datagram allocation.
     fn datagram(&mut self, d: Bytes) {
         let m = &self.shared.metrics;
+        Metrics::add(&m.bytes_up_datagram, d.len());
         if !self.in_game {
             Metrics::inc(&m.bad_datagrams);
             return;

@@ -212,9 +212,13 @@ async fn datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
             Metrics::inc(&shared.metrics.fenced);
             continue;
         }
+        let len = frames.len();
         match shared.clients.get(&session) {
             Some(c) => match c.conn.send_datagram(frames) {
-                Ok(()) => Metrics::inc(&shared.metrics.datagrams_down),
+                Ok(()) => {
+                    Metrics::inc(&shared.metrics.datagrams_down);
+                    Metrics::add(&shared.metrics.bytes_down_datagram, len);
+                }
                 Err(e) => {
                     Metrics::inc(&shared.metrics.datagrams_down_dropped);
                     tracing::debug!(session, error = %e, "datagram to the client dropped");
@@ -256,11 +260,11 @@ async fn reader(
                             node: node.to_owned(),
                             serial,
                             msg,
+                            trace,
                         }),
                     }
                 }
                 Ok(None) => break,
-                            trace,
                 Err(CodecError::VersionMismatch { ours, theirs }) => {
                     Metrics::inc(&shared.metrics.internal_refused);
                     let _ = tx.send(Envelope::new(Msg::Refused {

@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use shared::internal::ActorStateDto;
+use shared::metrics_text::Histogram;
 
 use crate::session::{AccountId, AccountRow, PersistOp};
 
@@ -336,7 +337,7 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
 }
 
 /// Writer counters (read from any thread).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WriterStats {
     /// Ops queued and not yet committed.
     pub queue_depth: AtomicU64,
@@ -351,6 +352,22 @@ pub struct WriterStats {
     pub last_batch_us: AtomicU64,
     /// Total time spent writing, µs.
     pub total_write_us: AtomicU64,
+    /// Duration of each batch (one transaction, or the op-by-op replay of a failed one).
+    pub write_latency: Histogram,
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        Self {
+            queue_depth: AtomicU64::new(0),
+            ops_written: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            last_batch_us: AtomicU64::new(0),
+            total_write_us: AtomicU64::new(0),
+            write_latency: Histogram::new(Histogram::DISK),
+        }
+    }
 }
 
 /// A callback run on the writer thread once everything queued before it is committed.
@@ -410,6 +427,10 @@ impl Writer {
                     }
                     let failures_before = st.failures.load(Ordering::Relaxed);
                     if !ops.is_empty() {
+                        // One trace per batch (one transaction, or its op-by-op replay).
+                        let span = tracing::info_span!(parent: None, "store.write_batch",
+                            ops = ops.len(), failed = tracing::field::Empty);
+                        let _span = span.enter();
                         let t0 = Instant::now();
                         let n = u64::try_from(ops.len()).unwrap_or(u64::MAX);
                         match store.apply(&ops) {
@@ -427,10 +448,7 @@ impl Writer {
                                             st.batches.fetch_add(1, Ordering::Relaxed);
                                         }
                                         Err(e) => {
-                        // One trace per batch (one transaction, or its op-by-op replay).
-                        let span = tracing::info_span!(parent: None, "store.write_batch",
-                            ops = ops.len(), failed = tracing::field::Empty);
-                        let _span = span.enter();
+                                            span.record("failed", true);
                                             st.failures.fetch_add(1, Ordering::Relaxed);
                                             if let Ok(mut g) = le.lock() {
                                                 *g = Some(e.to_string());
@@ -440,7 +458,9 @@ impl Writer {
                                 }
                             }
                         }
-                        let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        let took = t0.elapsed();
+                        st.write_latency.observe(took);
+                        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
                         st.last_batch_us.store(us, Ordering::Relaxed);
                         st.total_write_us.fetch_add(us, Ordering::Relaxed);
                         st.queue_depth.fetch_sub(n, Ordering::Relaxed);
@@ -448,7 +468,6 @@ impl Writer {
                     for f in flushes {
                         let _ = f.send(());
                     }
-                                            span.record("failed", true);
                     let ok = st.failures.load(Ordering::Relaxed) == failures_before;
                     for f in afters {
                         f(ok);

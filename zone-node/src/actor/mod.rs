@@ -930,6 +930,8 @@ impl Registry {
             (Some(TransferSource::Local { key, local }), Err(reason)) => {
                 if let Some((_, p)) = self.transfers.remove(&id) {
                     p.span.record("outcome", "refused");
+                    p.span
+                        .in_scope(|| tracing::info!(%reason, "the handoff was refused"));
                 }
                 self.push(
                     &key,

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
 use bytes::{BufMut, Bytes, BytesMut};
 use shared::internal::{Generation, InstanceKey, Msg, SnapshotReasonDto};
+use shared::metrics_text::Histogram;
 
 use super::schedule::FixedStep;
 use super::{Inbox, Metrics, Registry, convert};
@@ -46,6 +47,37 @@ pub struct InstanceStats {
     pub now_ms: u64,
     /// 99th percentile tick duration over the last [`TICK_WINDOW`] ticks, µs.
     pub tick_p99_us: u32,
+    /// Histograms of every tick's duration and of each phase's, since the instance started.
+    pub timings: Arc<TickTimings>,
+}
+
+/// Tick and phase duration histograms of one instance (lock-free; the actor records, the
+/// admin endpoint reads).
+#[derive(Debug)]
+pub struct TickTimings {
+    /// Whole ticks (the sum of the phases).
+    pub tick: Histogram,
+    /// Each phase, in `sim::events::PHASE_NAMES` order.
+    pub phases: [Histogram; 7],
+}
+
+impl Default for TickTimings {
+    fn default() -> Self {
+        Self {
+            tick: Histogram::new(Histogram::TICK),
+            phases: std::array::from_fn(|_| Histogram::new(Histogram::TICK)),
+        }
+    }
+}
+
+impl TickTimings {
+    /// Record one tick's phase durations (ns).
+    pub fn observe(&self, phase_ns: &[u64; 7]) {
+        for (h, ns) in self.phases.iter().zip(phase_ns) {
+            h.observe_ns(*ns);
+        }
+        self.tick.observe_ns(phase_ns.iter().sum());
+    }
 }
 
 /// Ticks over which [`InstanceStats::tick_p99_us`] is taken.
@@ -245,6 +277,7 @@ impl ZoneActor {
                 self.stats.players = players_n;
                 self.stats.actors = actors_n;
                 self.stats.phase_ns = phase_ns;
+                self.stats.timings.observe(&phase_ns);
                 self.stats.now_ms = now_ms;
                 let us = u32::try_from(phase_ns.iter().sum::<u64>() / 1_000).unwrap_or(u32::MAX);
                 if self.tick_us.len() < TICK_WINDOW {
