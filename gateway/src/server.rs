@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shared::content::World;
@@ -373,7 +373,7 @@ impl AdminSource for Admin {
         let m = &s.metrics;
         let v = self.view();
         let mut t = MetricsText::new();
-        let c = |t: &mut MetricsText, name: &str, help: &str, x: &std::sync::atomic::AtomicU64| {
+        let c = |t: &mut MetricsText, name: &str, help: &str, x: &AtomicU64| {
             t.counter(name, help, Metrics::get(x));
         };
         c(
@@ -579,32 +579,28 @@ impl AdminSource for Admin {
                 Metrics::get(c),
             );
         }
-        for (reason, c) in [
-            ("bad_password", &m.login_bad_password),
-            ("banned", &m.login_banned),
-            ("logged_on", &m.login_logged_on),
-            ("throttled", &m.rate_limited),
-        ] {
-            t.counter_with(
-                "rc_gateway_login_failures_total",
-                "Logins refused, by reason.",
-                &[("reason", reason)],
-                Metrics::get(c),
-            );
-        }
-        for (reason, c) in [
-            ("bad_input", &m.bad_datagrams),
-            ("client_refused", &m.datagrams_down_dropped),
-            ("unroutable", &m.datagrams_unroutable),
-            ("fenced", &m.fenced),
-        ] {
-            t.counter_with(
-                "rc_gateway_datagrams_dropped_total",
-                "Datagrams dropped, by reason (fenced also counts refused frames and snapshots).",
-                &[("reason", reason)],
-                Metrics::get(c),
-            );
-        }
+        by_reason(
+            &mut t,
+            "rc_gateway_login_failures_total",
+            "Logins refused, by reason.",
+            &[
+                ("bad_password", &m.login_bad_password),
+                ("banned", &m.login_banned),
+                ("logged_on", &m.login_logged_on),
+                ("throttled", &m.rate_limited),
+            ],
+        );
+        by_reason(
+            &mut t,
+            "rc_gateway_datagrams_dropped_total",
+            "Datagrams dropped, by reason (fenced also counts refused frames and snapshots).",
+            &[
+                ("bad_input", &m.bad_datagrams),
+                ("client_refused", &m.datagrams_down_dropped),
+                ("unroutable", &m.datagrams_unroutable),
+                ("fenced", &m.fenced),
+            ],
+        );
         t.gauge(
             "rc_gateway_sessions_connected",
             "Open client connections.",
@@ -684,5 +680,12 @@ impl Admin {
         v.sessions.connected = connected;
         v.sessions.in_menu = connected.saturating_sub(v.sessions.in_game);
         v
+    }
+}
+
+/// One counter family with a `reason` label per counter.
+fn by_reason(t: &mut MetricsText, name: &str, help: &str, counters: &[(&str, &AtomicU64)]) {
+    for (reason, c) in counters {
+        t.counter_with(name, help, &[("reason", reason)], Metrics::get(c));
     }
 }
