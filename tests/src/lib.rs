@@ -71,11 +71,7 @@ impl Cluster {
 
     /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
     /// variables for every node process (the traces test points them at its collector).
-    pub async fn start_with_env(
-        name: &str,
-        nodes: &[(&str, u32)],
-        env: &[(&str, &str)],
-    ) -> Self {
+    pub async fn start_with_env(name: &str, nodes: &[(&str, u32)], env: &[(&str, &str)]) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_env_filter(
