@@ -44,7 +44,15 @@ pub enum InitError {
     LogFormat(#[from] BadLogFormat),
     /// An `OTEL_*` setting is wrong, or the exporter cannot start.
     #[error("traces: {0}")]
-    Traces(#[from] TelemetryError),
+    Traces(TelemetryError),
+}
+
+// Not `#[from]`: that would make the error its own source too, and `{:#}` would print it
+// twice on the one line the binaries print.
+impl From<TelemetryError> for InitError {
+    fn from(e: TelemetryError) -> Self {
+        Self::Traces(e)
+    }
 }
 
 /// Install the global subscriber, without traces (a second call does nothing).

@@ -44,8 +44,18 @@ enum Command {
     },
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    match run_cli(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the error and its causes (a bad setting, a bad OTEL_* value).
+            eprintln!("zone-node: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Bench {
             actors,
