@@ -1,10 +1,12 @@
 //! Traces across the cluster (issue 8): a SetArea handoff from one zone-node process to
 //! another is ONE trace with spans from the source node, the gateway and the destination
 //! node, exported over OTLP/gRPC (the nodes configured only by `OTEL_*` variables) to a
-//! collector in this test. The gateway runs in this process with the same pipeline.
+//! collector in this test; a node loss is one trace with the re-placement and the
+//! gateway's recovery handoff. The gateway runs in this process with the same pipeline.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use client::CloseCode;
@@ -33,6 +35,18 @@ fn attr<'a>(s: &'a ExportedSpan, key: &str) -> &'a str {
 async fn a_cross_node_handoff_is_one_trace_over_three_processes() {
     let mut collector = FakeCollectorServer::start().await.unwrap();
     let endpoint = collector.endpoint();
+    // Drain the collector all the time: it holds 64 spans at most, and a full one blocks
+    // the exporters' calls until they time out and drop their batch.
+    let exported: Arc<Mutex<Vec<ExportedSpan>>> = Arc::default();
+    let sink = exported.clone();
+    let drain = tokio::spawn(async move {
+        loop {
+            let got = collector
+                .exported_spans(1, Duration::from_millis(100))
+                .await;
+            sink.lock().unwrap().extend(got);
+        }
+    });
     // The in-process gateway exports like `gateway` would with OTEL_EXPORTER_OTLP_ENDPOINT.
     let cfg = TraceConfig {
         endpoint: endpoint.clone(),
@@ -74,11 +88,8 @@ async fn a_cross_node_handoff_is_one_trace_over_three_processes() {
     let (trace, source) = loop {
         let p = gw_provider.clone();
         let _ = tokio::task::spawn_blocking(move || p.force_flush()).await;
-        spans.extend(
-            collector
-                .exported_spans(1, Duration::from_millis(500))
-                .await,
-        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        spans.clone_from(&exported.lock().unwrap());
         let found = named(&spans, "handoff.source").into_iter().find_map(|s| {
             let t = &s.trace_id;
             let has = |name: &str| spans.iter().any(|x| &x.trace_id == t && x.name == name);
@@ -183,6 +194,71 @@ async fn a_cross_node_handoff_is_one_trace_over_three_processes() {
             "the gateway's node.register under {n}'s"
         );
     }
+
+    // Node loss: n2 dies with the player; the gateway puts it back from its last save on
+    // n1. That recovery is a gateway-originated handoff under the `node.lost` trace.
+    let mut c = c;
+    c.kill("n2");
+    c.wait_for("Darkwood #7 re-placed on n1", |v| {
+        v.nodes.iter().any(|n| {
+            n.id == "n1"
+                && n.instances
+                    .iter()
+                    .any(|i| i.area == "Darkwood" && i.instance == 7 && i.players == 1)
+        })
+    })
+    .await;
+    let deadline = Instant::now() + WAIT;
+    let lost = loop {
+        let p = gw_provider.clone();
+        let _ = tokio::task::spawn_blocking(move || p.force_flush()).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        spans.clone_from(&exported.lock().unwrap());
+        let found = named(&spans, "node.lost").into_iter().find(|l| {
+            attr(l, "node") == "n2"
+                && spans.iter().any(|s| {
+                    s.trace_id == l.trace_id
+                        && s.name == "handoff.destination"
+                        && attr(s, "node") == "n1"
+                        && attr(s, "outcome") == "committed"
+                })
+        });
+        if let Some(l) = found {
+            break l.clone();
+        }
+        if Instant::now() >= deadline {
+            for l in named(&spans, "node.lost") {
+                println!("node.lost {:?}", l.attributes);
+                for s in spans.iter().filter(|s| s.trace_id == l.trace_id) {
+                    println!("  {} {:?}", s.name, s.attributes);
+                }
+            }
+            panic!("no node.lost trace with the recovery");
+        }
+    };
+    let recovery = spans
+        .iter()
+        .find(|s| s.trace_id == lost.trace_id && s.name == "handoff.gateway")
+        .expect("the recovery's handoff.gateway");
+    assert_eq!(attr(recovery, "recovery"), "true");
+    assert_eq!(attr(recovery, "dest"), "n1");
+    assert_eq!(attr(recovery, "outcome"), "committed");
+    assert!(
+        spans.iter().any(|s| s.trace_id == lost.trace_id
+            && s.name == "instance.place"
+            && attr(s, "node") == "n1"),
+        "the re-placement is in the node loss's trace"
+    );
+
+    // The nodes' ticks are sampled too (tick 0 of every instance, then one in 300).
+    assert!(
+        spans.iter().any(|s| s.name == "zone.tick"
+            && attr(s, "node") == "n1"
+            && !attr(s, "zone").is_empty()),
+        "a sampled zone.tick from n1"
+    );
+
     let _ = tokio::task::spawn_blocking(move || gw_traces.shutdown()).await;
+    drain.abort();
     drop(c);
 }
