@@ -1,5 +1,8 @@
 //! The `gateway` binary: the server (`gateway [--standalone] [--world PATH] ...`),
-//! `gateway import-accounts Accounts.dat` and `gateway account create|set-dm|ban`.
+//! `gateway import-accounts Accounts.dat`, `gateway account create|set-dm|ban` and
+//! `gateway healthcheck` (the container health check).
+
+mod healthcheck;
 
 use std::path::{Path, PathBuf};
 
@@ -71,6 +74,8 @@ impl RunArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Probe this gateway's admin `/healthz` (exit 0 on 200, else 1 with the reason).
+    Healthcheck(healthcheck::HealthcheckArgs),
     /// Create accounts and set their DM and banned flags, in the database of a stopped
     /// gateway (a running gateway keeps the accounts in memory and would not see it).
     #[command(subcommand)]
@@ -312,6 +317,7 @@ fn main() -> std::process::ExitCode {
     let done = match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
         Some(Command::Account(cmd)) => account(cmd),
+        Some(Command::Healthcheck(args)) => healthcheck::run(&args),
         None => serve(&cli.run),
     };
     match done {

@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`sim`]: the pure simulation of one AreaInstance (no clock, no I/O, seeded RNG).
 //! - [`bench`]: `zone-node bench`, one headless `ZoneSim` on a generated world.
+//! - [`healthcheck`]: `zone-node healthcheck`, a `GET /healthz` for container health checks.
 //! - [`config`]: `NodeConfig`, typed and validated (file, `ZONE_NODE_*`, flags).
 //! - [`actor`]: the actix shell: one `ZoneActor` per AreaInstance, the `Registry`.
 //! - [`link`]: the QUIC link to the gateway (auth, register, heartbeat, reconnect, drain).
@@ -13,6 +14,7 @@ pub mod actor;
 pub mod admin;
 pub mod bench;
 pub mod config;
+pub mod healthcheck;
 pub mod link;
 pub mod logging;
 pub mod node;

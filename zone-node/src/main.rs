@@ -3,7 +3,7 @@
 
 mod run;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 
 /// A zone node of the Realm Crafter cluster.
@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Join the cluster and host AreaInstances (the default).
     Run(Box<run::RunArgs>),
+    /// Probe this node's admin `/healthz` (exit 0 on 200, else 1 with the reason).
+    Healthcheck(zone_node::healthcheck::HealthcheckArgs),
     /// Run one ZoneSim headless on a generated world and print one JSON object.
     Bench {
         /// Total actors (players + NPCs).
@@ -82,6 +84,11 @@ fn run_cli(cli: Cli) -> Result<()> {
             if let Some(t) = traces {
                 t.shutdown();
             }
+            Ok(())
+        }
+        Some(Command::Healthcheck(args)) => {
+            let addr = zone_node::healthcheck::run(&args).context("healthcheck")?;
+            println!("healthy: http://{addr}/healthz answered 200");
             Ok(())
         }
         Some(Command::Run(args)) => run::run(*args),
