@@ -250,6 +250,44 @@ async fn a_cross_node_handoff_is_one_trace_over_three_processes() {
         "the re-placement is in the node loss's trace"
     );
 
+    // `/warpother` starts at the gateway: its chat.warp is the root, and the node's
+    // SetArea (now on n1, Darkwood #7 to Meadow #0, both local) hangs under it.
+    conn.send_frame(16, b"/warpother tracer,Meadow,0")
+        .await
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (i, _) = next_change_area(&mut conn, WAIT)
+            .await
+            .expect("P_ChangeArea after /warpother");
+        if area_of(&i.packet).as_deref() == Some("Meadow") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no P_ChangeArea into Meadow");
+    }
+    let spans = loop {
+        let p = gw_provider.clone();
+        let _ = tokio::task::spawn_blocking(move || p.force_flush()).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let spans = exported.lock().unwrap().clone();
+        let linked = named(&spans, "chat.warp").into_iter().any(|w| {
+            attr(w, "to_zone") == "Meadow"
+                && spans.iter().any(|s| {
+                    s.trace_id == w.trace_id
+                        && s.name == "handoff.source"
+                        && attr(s, "node") == "n1"
+                        && attr(s, "outcome") == "committed"
+                })
+        });
+        if linked {
+            break spans;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no chat.warp trace holding n1's handoff.source"
+        );
+    };
+
     // The nodes' ticks are sampled too (tick 0 of every instance, then one in 300).
     assert!(
         spans.iter().any(|s| s.name == "zone.tick"

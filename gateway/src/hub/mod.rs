@@ -874,6 +874,11 @@ impl Hub {
                 instance,
             } => {
                 if let Some(node) = self.players.get(&session).and_then(|p| p.node.clone()) {
+                    // `/warpother`: the root of the handoff's trace (the node's SetArea
+                    // joins it through the WarpPlayer's context).
+                    let span = tracing::info_span!(parent: None, "chat.warp", session,
+                        node = %node, to_zone = %area, to_instance = instance);
+                    let _span = span.enter();
                     self.send_node(
                         &node,
                         Msg::WarpPlayer {
