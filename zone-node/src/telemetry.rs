@@ -341,7 +341,9 @@ impl Tracing {
             eprintln!("traces: flushing the exporter failed: {e}");
         }
         if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
+            // The exporter is flushed and shut down: nothing left to wait for, and this
+            // does not panic if the value is dropped inside another runtime.
+            rt.shutdown_background();
         }
     }
 }
