@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# Compose smoke test (issue 8): the cluster in containers, scaled, loaded, one node killed,
+# traces and metrics looked at, everything torn down. One PASS/FAIL line per step; exits 1
+# if any step failed, 0 when all passed or when no Docker daemon answers (skipped).
+#
+#   deploy/smoke.sh [--profile debug|release]      (default debug: the binaries the tests built)
+#
+# 1. images       deploy/images.sh (host binaries of the profile, local base if no registry)
+# 2. accounts     DM accounts (they may /warp) created in the gateway's volume
+# 3. up           gateway, two zone nodes and the trace backend (observe profile) under a
+#                 unique project name and free loopback ports; /cluster shows 2 nodes
+#    health       every container healthy by its own healthcheck subcommand
+# 4. swarm        50 bots for 30 s warping between an instance on each node (host's swarm;
+#                 every 8 s, so that most are not mid-warp when a node dies: swarm counts a
+#                 P_ChangeArea after a /warp as the warp's, not as a recovery)
+# 5. scale        --scale zone-node=3: the third node registers ...
+# 6. placement    ... and takes the new instances 6 more bots warp into
+# 7. node loss    docker kill of the node hosting the warp destination: it leaves /cluster
+# 8. recovered    swarm's summary: all bots played on, no protocol error, recoveries seen
+# 9. traces       the trace backend has a trace with spans of the gateway and two zone nodes
+# 10. metrics     the gateway's and a zone node's /metrics have the expected families
+# Teardown always runs (trap): docker-compose -p <project> down -v --remove-orphans.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+PROFILE=debug
+while [ $# -gt 0 ]; do
+    case $1 in
+        --profile) PROFILE=${2:-}; shift 2 ;;
+        --profile=*) PROFILE=${1#*=}; shift ;;
+        *) echo "usage: deploy/smoke.sh [--profile debug|release]" >&2; exit 2 ;;
+    esac
+done
+case $PROFILE in debug|release) ;; *) echo "--profile must be debug or release" >&2; exit 2 ;; esac
+
+if ! docker info >/dev/null 2>&1; then
+    echo "SKIP compose smoke test: no Docker daemon answers (docker info failed)"
+    exit 0
+fi
+if ! command -v docker-compose >/dev/null 2>&1; then
+    echo "SKIP compose smoke test: docker-compose is not installed"
+    exit 0
+fi
+
+START=$(date +%s)
+PROJECT=rcsmoke$$x$RANDOM
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rc-smoke.XXXXXX")
+SWARM=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE/swarm
+RESULTS=()
+FAILED=0
+
+log() { echo "[smoke $(($(date +%s) - START))s] $*"; }
+pass() { RESULTS+=("PASS  $1"); log "PASS  $1${2:+: $2}"; }
+fail() { RESULTS+=("FAIL  $1"); FAILED=1; log "FAIL  $1${2:+: $2}"; }
+
+# Free loopback ports for the host side (the containers use the defaults inside).
+free_port() {
+    python3 -c 'import socket,sys
+t=getattr(socket,sys.argv[1])
+s=socket.socket(socket.AF_INET,t); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
+}
+export RC_CLIENT_PORT RC_ADMIN_PORT RC_TRACES_PORT
+RC_CLIENT_PORT=$(free_port SOCK_DGRAM)
+RC_ADMIN_PORT=$(free_port SOCK_STREAM)
+RC_TRACES_PORT=$(free_port SOCK_STREAM)
+RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
+export RC_CLUSTER_SECRET
+export RC_PASSWORD_HASH=fast
+export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
+export OTEL_EXPORTER_OTLP_ENDPOINT=http://traces:4317
+export COMPOSE_PROFILES=observe
+ADMIN=http://127.0.0.1:$RC_ADMIN_PORT
+TRACES=http://127.0.0.1:$RC_TRACES_PORT
+
+dc() { timeout 180 docker-compose -p "$PROJECT" --profile observe "$@"; }
+
+WATCHDOG=
+teardown() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$WATCHDOG" ]; then kill "$WATCHDOG" 2>/dev/null || true; fi
+    jobs -p | xargs -r kill 2>/dev/null || true
+    if [ "$FAILED" = 1 ] || [ "$rc" != 0 ]; then
+        dc logs --no-color --tail 40 >"$WORK/compose.log" 2>&1 || true
+        log "last log lines of the cluster:"
+        tail -n 60 "$WORK/compose.log" || true
+    fi
+    log "teardown: docker-compose -p $PROJECT down -v --remove-orphans"
+    dc down -v --remove-orphans -t 5 >"$WORK/down.log" 2>&1 || cat "$WORK/down.log"
+    echo "== compose smoke test summary ($(($(date +%s) - START)) s, project $PROJECT; files kept in $WORK on failure)"
+    printf '  %s\n' "${RESULTS[@]}"
+    if [ "$rc" = 0 ] && [ "$FAILED" = 0 ]; then
+        rm -rf "$WORK"
+        echo "== PASS"
+    else
+        echo "== FAIL"
+        [ "$rc" = 0 ] && rc=1
+    fi
+    exit "$rc"
+}
+trap teardown EXIT
+trap 'log "interrupted"; exit 1' INT TERM
+# Everything, teardown included, stays under 10 minutes.
+(
+    trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+    sleep 540 &
+    sleeper=$!
+    wait "$sleeper"
+    log "FAIL  time limit (9 min) reached"
+    kill -TERM $$
+) &
+WATCHDOG=$!
+
+# wait_for SECONDS COMMAND...: run COMMAND every second until it succeeds.
+wait_for() {
+    local until=$(($(date +%s) + $1))
+    shift
+    while ! "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -ge "$until" ] && return 1
+        sleep 1
+    done
+}
+cluster() { curl -fsS -m 3 "$ADMIN/cluster"; }
+# py EXPRESSION FILE: evaluate a Python expression over the JSON in FILE (as `d`).
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[2])); print(eval(sys.argv[1]))" "$1" "$2"; }
+nodes_at_least() { cluster >"$WORK/c.json" && [ "$(py 'len(d["nodes"])' "$WORK/c.json")" -ge "$1" ]; }
+
+log "project $PROJECT: client udp 127.0.0.1:$RC_CLIENT_PORT, admin $ADMIN, traces $TRACES"
+
+# 1. Images.
+if deploy/images.sh --profile "$PROFILE" --no-env-file >"$WORK/images.log" 2>&1; then
+    pass "images" "$(grep -c '' "$WORK/images.log") lines of log, $(docker image inspect -f '{{.Size}}' realm-crafter/server:latest | awk '{printf "%d MB", $1/1e6}')"
+else
+    tail -n 30 "$WORK/images.log"
+    fail "images"
+    exit 1
+fi
+[ -x "$SWARM" ] || { fail "swarm binary" "missing $SWARM"; exit 1; }
+
+# 2. Accounts: 50 for the main swarm, 6 for the one that fills the third node.
+# shellcheck disable=SC2016 # expanded by the container's shell
+if dc run -T --rm --no-deps --entrypoint sh gateway -c \
+    'for i in $(seq 0 49); do gateway account create smk$i swarm --dm --data /data || exit 1; done;
+     for i in $(seq 0 5); do gateway account create smx$i swarm --dm --data /data || exit 1; done' \
+    >"$WORK/accounts.log" 2>&1; then
+    pass "accounts" "56 DM accounts in the gateway volume"
+else
+    tail -n 20 "$WORK/accounts.log"
+    fail "accounts"
+    exit 1
+fi
+
+# 3. Up with two zone nodes and the trace backend.
+dc up -d --scale zone-node=2 >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; fail "up"; exit 1; }
+if wait_for 90 nodes_at_least 2 && wait_for 30 curl -fsS -m 3 "$ADMIN/healthz" \
+    && wait_for 30 curl -fsS -m 3 "$TRACES/api/services"; then
+    pass "up" "2 nodes in /cluster, /healthz 200, trace backend answers"
+else
+    fail "up" "$(cat "$WORK/c.json" 2>/dev/null)"
+    exit 1
+fi
+# The containers' own health checks (the binaries' healthcheck subcommand).
+all_healthy() {
+    local c
+    for c in $(dc ps -q gateway zone-node); do
+        [ "$(docker inspect -f '{{.State.Health.Status}}' "$c")" = healthy ] || return 1
+    done
+}
+if wait_for 45 all_healthy; then
+    pass "health" "gateway and both zone-node containers healthy"
+else
+    fail "health" "$(docker ps --filter "name=$PROJECT" --format '{{.Names}}: {{.Status}}' | tr '\n' ' ')"
+fi
+
+# The warps: from an instance 0 on the node holding the most instances to a new instance,
+# which the directory places on the least loaded node: the other one.
+cluster >"$WORK/c2.json"
+FROM_AREA=$(py '[i["area"] for i in max(d["nodes"], key=lambda n: len(n["instances"]))["instances"] if i["instance"] == 0][0]' "$WORK/c2.json")
+for TO_AREA in Darkwood Lakeshore Meadow; do [ "$TO_AREA" != "$FROM_AREA" ] && break; done
+WARP="$FROM_AREA#0,$TO_AREA#1"
+
+# 4. The swarm: 50 DM bots warping between the two nodes for 30 s (plus a 5 s ramp).
+timeout 150 "$SWARM" --gateway "127.0.0.1:$RC_CLIENT_PORT" --bots 50 --existing --prefix smk \
+    --duration 30 --ramp 5 --warp "$WARP" --warp-every 8 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
+SWARM_PID=$!
+instance_node() { # instance_node AREA#N: the id of the node hosting it
+    cluster >"$WORK/c3.json" && python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); a,n=sys.argv[2].split("#")
+print([x["id"] for x in d["nodes"] for i in x["instances"] if i["area"]==a and i["instance"]==int(n)][0])' "$WORK/c3.json" "$1"
+}
+if wait_for 30 instance_node "$TO_AREA#1"; then
+    n_from=$(instance_node "$FROM_AREA#0"); n_to=$(instance_node "$TO_AREA#1")
+    if [ "$n_from" != "$n_to" ]; then
+        pass "swarm" "50 bots warping $WARP: $FROM_AREA#0 on $n_from, $TO_AREA#1 on $n_to"
+    else
+        fail "swarm" "both warp ends on $n_from"
+    fi
+else
+    fail "swarm" "$TO_AREA#1 never placed ($(tail -n 3 "$WORK/swarm.err"))"
+fi
+sleep 3
+
+# 5. Scale to three nodes.
+dc up -d --no-recreate --scale zone-node=3 >"$WORK/scale.log" 2>&1 || cat "$WORK/scale.log"
+if wait_for 40 nodes_at_least 3; then
+    pass "scale" "3 nodes in /cluster"
+else
+    fail "scale" "$(py '[n["id"] for n in d["nodes"]]' "$WORK/c.json")"
+fi
+cluster >"$WORK/c4.json"
+NEW_NODE=$(py 'min(d["nodes"], key=lambda n: len(n["instances"]))["id"]' "$WORK/c4.json")
+
+# 6. New instances go to the least loaded node: 6 more bots warp into two new instances.
+timeout 90 "$SWARM" --gateway "127.0.0.1:$RC_CLIENT_PORT" --bots 6 --existing --prefix smx \
+    --duration 12 --warp "Lakeshore#2,Meadow#2" --warp-every 1 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
+SWARM_B_PID=$!
+node_has_instances() {
+    cluster >"$WORK/c5.json" && [ "$(py "[len(n['instances']) for n in d['nodes'] if n['id'] == '$NEW_NODE'][0]" "$WORK/c5.json")" -ge 1 ]
+}
+if wait_for 30 node_has_instances; then
+    pass "placement" "the third node $NEW_NODE hosts $(py "[i['area']+'#'+str(i['instance']) for n in d['nodes'] if n['id'] == '$NEW_NODE' for i in n['instances']]" "$WORK/c5.json")"
+else
+    fail "placement" "the third node $NEW_NODE took no instance"
+fi
+
+# 7. Kill the node hosting the warp destination (it has players).
+sleep 4
+VICTIM=$(instance_node "$TO_AREA#1" || true)
+VICTIM_PLAYERS=$(py "[n['players'] for n in d['nodes'] if n['id'] == '$VICTIM'][0]" "$WORK/c3.json" 2>/dev/null || echo "?")
+VICTIM_CID=
+for c in $(dc ps -q zone-node); do
+    [ "${VICTIM%-*}" = "$(docker inspect -f '{{.Config.Hostname}}' "$c")" ] && VICTIM_CID=$c
+done
+node_gone() { cluster >"$WORK/c6.json" && [ "$(py "len([n for n in d['nodes'] if n['id'] == '$VICTIM'])" "$WORK/c6.json")" = 0 ]; }
+if [ -n "$VICTIM_CID" ] && docker kill "$VICTIM_CID" >/dev/null && wait_for 20 node_gone \
+    && wait_for 20 instance_node "$TO_AREA#1"; then
+    pass "node loss" "killed $VICTIM ($VICTIM_PLAYERS players); $TO_AREA#1 now on $(instance_node "$TO_AREA#1")"
+else
+    fail "node loss" "victim ${VICTIM:-none} container ${VICTIM_CID:-not found}"
+fi
+
+# 8. The swarms end; every bot played on, and the lost node's players came back.
+wait "$SWARM_PID" || true
+wait "$SWARM_B_PID" || true
+if [ -s "$WORK/swarm.json" ]; then
+    log "swarm: $(py '{k: d[k] for k in ("in_game","failed","protocol_errors","handoffs","errors","recovered_after_node_loss","handoff_to_change_area")}' "$WORK/swarm.json")"
+    # Every bot in game to the end: no failure, no protocol error, no error but warps that
+    # went unanswered while their destination's node was down; some bots put back.
+    ok=$(py 'd["in_game"] == 50 and d["failed"] == 0 and d["protocol_errors"] == 0 and d["handoffs"] > 0 and d["recovered_after_node_loss"]["samples"] >= 1 and set(d["errors"]["other"]) <= {"warp without P_ChangeArea"}' "$WORK/swarm.json")
+    okb=$(py 'd["in_game"] == 6 and d["protocol_errors"] == 0' "$WORK/swarm-b.json" 2>/dev/null || echo False)
+    if [ "$ok" = True ] && [ "$okb" = True ]; then
+        pass "recovered" "50/50 in game to the end, 0 protocol errors, $(py 'd["handoffs"]' "$WORK/swarm.json") handoffs; $(py 'd["recovered_after_node_loss"]["samples"]' "$WORK/swarm.json") bots saw a recovery (the lost node had $VICTIM_PLAYERS players; a bot with a /warp in flight counts its P_ChangeArea as the warp's)"
+    else
+        fail "recovered" "see $WORK/swarm.json and swarm-b.json"
+    fi
+else
+    fail "recovered" "no swarm summary: $(tail -n 5 "$WORK/swarm.err")"
+fi
+
+# 9. A trace with spans from the gateway and two distinct zone-node processes.
+find_trace() {
+    # By the gateway and by zone-node: otlp-embedded matches a trace by its root span's
+    # service, and a handoff's root may be the source node's span.
+    curl -fsS -m 20 "$TRACES/api/traces?service=gateway&limit=5000&lookback=1h" >"$WORK/traces-gw.json" || return 1
+    curl -fsS -m 20 "$TRACES/api/traces?service=zone-node&limit=5000&lookback=1h" >"$WORK/traces-zn.json" || return 1
+    python3 - "$WORK/traces-gw.json" "$WORK/traces-zn.json" >"$WORK/trace-found.txt" <<'PY'
+import json, sys
+traces = [t for f in sys.argv[1:] for t in json.load(open(f)).get("data") or []]
+best = None
+for t in traces:
+    procs = t.get("processes") or {}
+    used = {s.get("processID") for s in t.get("spans") or []}
+    svc = {p: (procs.get(p) or {}).get("serviceName", "?") for p in used}
+    zones = sorted(p for p, s in svc.items() if s == "zone-node")
+    if "gateway" in svc.values() and len(zones) >= 2:
+        best = (t, svc)
+        break
+if best is None:
+    print(f"{len(traces)} traces, none with spans from the gateway and two zone nodes")
+    sys.exit(1)
+t, svc = best
+by = {}
+for s in t["spans"]:
+    by.setdefault(s.get("processID"), set()).add(s.get("operationName"))
+print("trace " + t["traceID"] + ": " + "; ".join(
+    f"{svc[p]} [{p}]: {', '.join(sorted(ops))}" for p, ops in sorted(by.items(), key=lambda x: svc[x[0]])))
+PY
+}
+if wait_for 30 find_trace; then
+    pass "traces" "$(cat "$WORK/trace-found.txt")"
+else
+    find_trace || true
+    fail "traces" "$(cat "$WORK/trace-found.txt" 2>/dev/null)"
+fi
+
+# 10. Metrics families on the gateway and on a zone node.
+GW_FAMILIES="rc_gateway_sessions_connected rc_gateway_sessions_in_game rc_gateway_client_bytes_total
+rc_gateway_datagrams_up_total rc_gateway_datagrams_down_total rc_gateway_datagrams_dropped_total
+rc_gateway_handoffs_started_total rc_gateway_handoffs_completed_total rc_gateway_handoffs_rolled_back_total
+rc_gateway_handoff_latency_seconds rc_gateway_login_failures_total rc_gateway_store_queue_depth
+rc_gateway_store_write_seconds rc_gateway_recoveries_total rc_gateway_nodes"
+ZONE_FAMILIES="rc_zone_tick_seconds rc_zone_tick_phase_seconds rc_zone_instance_overruns_total
+rc_zone_instance_actors rc_zone_instance_players"
+missing=
+curl -fsS -m 5 "$ADMIN/metrics" >"$WORK/gateway.metrics" || true
+for f in $GW_FAMILIES; do grep -q "^# TYPE $f " "$WORK/gateway.metrics" || missing="$missing $f"; done
+ZONE_CID=
+for c in $(dc ps -q zone-node); do
+    [ "$(docker inspect -f '{{.State.Running}}' "$c")" = true ] && ZONE_CID=$c
+done
+# A zone node's admin port is not published: read it from inside with bash's /dev/tcp.
+docker exec "$ZONE_CID" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9181; printf "GET /metrics HTTP/1.0\r\n\r\n" >&3; cat <&3' \
+    >"$WORK/zone.metrics" 2>/dev/null || true
+for f in $ZONE_FAMILIES; do grep -q "^# TYPE $f " "$WORK/zone.metrics" || missing="$missing $f"; done
+if [ -z "$missing" ]; then
+    pass "metrics" "$(grep -c '^# TYPE' "$WORK/gateway.metrics") gateway families, $(grep -c '^# TYPE' "$WORK/zone.metrics") zone-node families; $(grep -E '^rc_gateway_(handoffs_completed_total|recoveries_total) ' "$WORK/gateway.metrics" | tr '\n' ' ')"
+else
+    fail "metrics" "missing:$missing"
+fi
