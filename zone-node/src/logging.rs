@@ -6,6 +6,7 @@
 //! configured ([`crate::telemetry`]).
 
 use std::fmt;
+use std::io::IsTerminal as _;
 
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::fmt::format::Writer;
@@ -83,6 +84,11 @@ pub fn init_traced(
     Ok(tracing.map(|(t, _)| t))
 }
 
+/// Whether text logs are coloured: on a terminal, unless `NO_COLOR` is set (no-color.org).
+fn colours(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 type BoxedLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 fn install(json: bool, traces: Option<&Tracing>) {
@@ -94,8 +100,10 @@ fn install(json: bool, traces: Option<&Tracing>) {
     let mut layers: Vec<BoxedLayer> = vec![if json {
         json_layer(std::io::stderr).with_filter(filter).boxed()
     } else {
+        // Colours only on a terminal: a log file, journald or `docker logs` gets plain text.
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .with_ansi(colours(std::io::stderr().is_terminal()))
             .with_filter(filter)
             .boxed()
     }];
