@@ -133,7 +133,13 @@ impl MetricsText {
         }
         line(s, &bucket, labels, Some("+Inf"), &count.to_string());
         line(s, &format!("{base}_sum"), labels, None, &float(sum));
-        line(s, &format!("{base}_count"), labels, None, &count.to_string());
+        line(
+            s,
+            &format!("{base}_count"),
+            labels,
+            None,
+            &count.to_string(),
+        );
         self
     }
 
@@ -302,13 +308,13 @@ impl Histogram {
     ];
     /// Bounds for work inside one 33 ms tick: 10 µs to 100 ms.
     pub const TICK: &'static [f64] = &[
-        0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005,
-        0.01, 0.02, 0.033, 0.05, 0.1,
+        0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01,
+        0.02, 0.033, 0.05, 0.1,
     ];
     /// Bounds for a disk write: 100 µs to 5 s.
     pub const DISK: &'static [f64] = &[
-        0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-        1.0, 5.0,
+        0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+        5.0,
     ];
 
     /// An empty histogram over `bounds` (increasing upper bounds, seconds).
@@ -393,7 +399,12 @@ mod tests {
         h.observe(Duration::from_millis(250));
         let mut m = MetricsText::new();
         m.histogram_of("t_seconds", "Tick.", &[("phase", "ai")], &h);
-        m.histogram_of("t_seconds", "Tick.", &[("phase", "io\"x")], &Histogram::new(&[0.5]));
+        m.histogram_of(
+            "t_seconds",
+            "Tick.",
+            &[("phase", "io\"x")],
+            &Histogram::new(&[0.5]),
+        );
         m.counter("after_total", "After.", 1);
         assert_eq!(
             m.render(),

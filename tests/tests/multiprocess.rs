@@ -69,7 +69,8 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
     );
     for dir in ["up", "down"] {
         for kind in ["stream", "datagram"] {
-            let series = format!("rc_gateway_client_bytes_total{{direction=\"{dir}\",kind=\"{kind}\"}}");
+            let series =
+                format!("rc_gateway_client_bytes_total{{direction=\"{dir}\",kind=\"{kind}\"}}");
             assert!(value(&series) > 0.0, "{series}");
         }
     }
