@@ -191,6 +191,13 @@ impl Connection {
             .map_err(|e| ClientError::Config(format!("idle timeout: {e}")))?;
         transport.max_idle_timeout(Some(idle));
         transport.datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER));
+        // The gateway may hold its acknowledgement of our 5 Hz moves for up to 50 ms, so it
+        // rides the next batch of updates instead of a packet of its own (QUIC ACK
+        // frequency extension; servers that do not support it ignore this).
+        let mut acks = quinn::AckFrequencyConfig::default();
+        acks.ack_eliciting_threshold(quinn::VarInt::from_u32(4))
+            .max_ack_delay(Some(Duration::from_millis(50)));
+        transport.ack_frequency_config(Some(acks));
         config.transport_config(Arc::new(transport));
 
         let (endpoint, owns_endpoint) = match opts.endpoint {

@@ -129,6 +129,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             idle: cfg.idle_timeout(),
             bidi_streams: 1,
             datagram_buffer: 256 * 1024,
+            peer_acks: Some(tls::PeerAcks::CLIENTS),
         },
     )?;
     let internal_identity = tls::ephemeral()?;
@@ -140,6 +141,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             idle: Duration::from_millis(cfg.node_timeout_ms.max(2_000)),
             bidi_streams: 1,
             datagram_buffer: 8 << 20,
+            peer_acks: Some(tls::PeerAcks::NODES),
         },
     )?;
     let client_ep = bind("clients", cfg.listen, client_cfg)?;

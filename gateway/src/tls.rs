@@ -157,6 +157,46 @@ pub struct Limits {
     pub bidi_streams: u32,
     /// Datagram receive buffer (bytes).
     pub datagram_buffer: usize,
+    /// How often the peer is asked to acknowledge (`None`: QUIC's default, every other
+    /// packet or after 25 ms).
+    pub peer_acks: Option<PeerAcks>,
+}
+
+/// The acknowledgement rate asked of the peer with QUIC's ACK frequency extension
+/// (draft-ietf-quic-ack-frequency; quinn peers honour it, others ignore it).
+///
+/// Every forwarded `P_StandardUpdate` datagram is ack-eliciting, and by default a peer
+/// acknowledges every other packet: at 1,000 players the gateway received about as many
+/// ACK-only packets as datagrams. Datagrams are never retransmitted, so a slower ACK only
+/// delays loss detection of the reliable stream by at most `max_delay`.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAcks {
+    /// Ack-eliciting packets the peer may receive before it must acknowledge.
+    pub threshold: u32,
+    /// The longest the peer may hold back an acknowledgement.
+    pub max_delay: Duration,
+}
+
+impl PeerAcks {
+    /// Clients: a few packets or 50 ms; the acknowledgements mostly ride the client's own
+    /// 5 Hz `P_StandardUpdate` datagrams.
+    pub const CLIENTS: Self = Self {
+        threshold: 10,
+        max_delay: Duration::from_millis(50),
+    };
+    /// Zone nodes: one ACK per 32 datagrams or 20 ms on the loopback/LAN link.
+    pub const NODES: Self = Self {
+        threshold: 32,
+        max_delay: Duration::from_millis(20),
+    };
+
+    /// The quinn configuration.
+    pub fn config(self) -> quinn::AckFrequencyConfig {
+        let mut c = quinn::AckFrequencyConfig::default();
+        c.ack_eliciting_threshold(quinn::VarInt::from_u32(self.threshold))
+            .max_ack_delay(Some(self.max_delay));
+        c
+    }
 }
 
 /// A quinn server configuration for `alpn` with `identity`.
@@ -185,6 +225,7 @@ pub fn server_config(
     t.max_concurrent_uni_streams(0u32.into());
     t.datagram_receive_buffer_size(Some(limits.datagram_buffer));
     t.datagram_send_buffer_size(limits.datagram_buffer);
+    t.ack_frequency_config(limits.peer_acks.map(PeerAcks::config));
     cfg.transport_config(Arc::new(t));
     Ok(cfg)
 }

@@ -195,6 +195,12 @@ pub fn client_config(cfg: &NodeConfig) -> Result<quinn::ClientConfig, LinkError>
         transport.max_idle_timeout(Some(idle));
     }
     transport.datagram_receive_buffer_size(Some(4 << 20));
+    // The gateway acknowledges our P_StandardUpdate datagrams once per 32 or 20 ms instead
+    // of every other one (QUIC ACK frequency extension; the gateway asks the same of us).
+    let mut acks = quinn::AckFrequencyConfig::default();
+    acks.ack_eliciting_threshold(quinn::VarInt::from_u32(32))
+        .max_ack_delay(Some(Duration::from_millis(20)));
+    transport.ack_frequency_config(Some(acks));
     client.transport_config(Arc::new(transport));
     Ok(client)
 }

@@ -115,6 +115,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             idle: Duration::from_secs(30),
             bidi_streams: 1,
             datagram_buffer: 1 << 20,
+            peer_acks: Some(tls::PeerAcks::CLIENTS),
         },
     )?;
     let server = quinn::Endpoint::server(cfg, SocketAddr::from(([127, 0, 0, 1], 0)))
