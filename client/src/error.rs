@@ -232,6 +232,15 @@ impl ClientError {
         }
     }
 
+    /// The server's close reason, if this error means the server closed the connection.
+    pub fn server_close_reason(&self) -> Option<&str> {
+        match self {
+            Self::Closed(CloseReason::Server { reason, .. })
+            | Self::Handshake(CloseReason::Server { reason, .. }) => Some(reason),
+            _ => None,
+        }
+    }
+
     /// Whether the connection is gone (every later call fails too).
     pub fn is_closed(&self) -> bool {
         matches!(self, Self::Closed(_) | Self::Handshake(_))

@@ -36,6 +36,9 @@ const WANDER_RADIUS: f32 = 25.0;
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
 /// Bots per shared UDP endpoint.
 const BOTS_PER_ENDPOINT: u32 = 128;
+/// The gateway's close reason for a connection whose stream did not arrive within its
+/// handshake timeout (`gateway::net::client`).
+const NO_STREAM_IN_TIME: &str = "no stream opened in time";
 /// Moves remembered while waiting for their echo.
 const PENDING_MOVES: usize = 64;
 
@@ -160,6 +163,16 @@ impl From<ClientError> for BotError {
             ClientError::Decode { ty, .. } => Self::Protocol(format!("undecodable packet {ty}")),
             ClientError::Frame(_) => Self::Protocol("malformed frame".into()),
             _ => match e.server_close_code() {
+                // The bot opened its stream and sent its first frame at once; the server
+                // not seeing it within its handshake timeout is load (this machine, the
+                // swarm's own runtime), not a broken contract.
+                Some(CloseCode::ProtocolViolation)
+                    if e.server_close_reason() == Some(NO_STREAM_IN_TIME) =>
+                {
+                    Self::Other(
+                        "first frame not received within the server's handshake timeout".into(),
+                    )
+                }
                 Some(CloseCode::ProtocolViolation) => {
                     Self::Protocol("closed by the server: protocol violation".into())
                 }
@@ -713,4 +726,32 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use client::CloseReason;
+
+    use super::*;
+
+    fn closed(code: CloseCode, reason: &str) -> BotError {
+        ClientError::Closed(CloseReason::Server {
+            code,
+            reason: reason.into(),
+        })
+        .into()
+    }
+
+    #[test]
+    fn a_late_first_frame_is_load_and_a_real_violation_is_the_servers_fault() {
+        assert!(matches!(
+            closed(CloseCode::ProtocolViolation, NO_STREAM_IN_TIME),
+            BotError::Other(_)
+        ));
+        assert!(matches!(
+            closed(CloseCode::ProtocolViolation, "oversized frame"),
+            BotError::Protocol(_)
+        ));
+        assert!(matches!(closed(CloseCode::Kicked, ""), BotError::Other(_)));
+    }
 }
