@@ -1,35 +1,42 @@
 #!/usr/bin/env bash
 # Load figures: a gateway and one zone node (release build, loopback ports 28000-28080),
 # `swarm` with BOTS bots ramped over RAMP seconds for DURATION seconds; prints one JSON line
-# with the CPU (cores) of the gateway and the node over 30 s of steady state and the
-# swarm's figures. Build first: cargo build --release -p gateway -p zone-node -p client
-# usage: deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
+# with the CPU (cores) of the gateway, the node and the swarm over 30 s of steady state and the
+# swarm's figures. With STANDALONE=1 the cluster is one `gateway --standalone` process
+# (its embedded node's CPU is in gateway_cores; node_cores is 0).
+# Build first: cargo build --release -p gateway -p zone-node -p client
+# usage: [STANDALONE=1] [SWARM_ARGS="--portal-chance 0 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
 N=$1; RAMP=$2; DUR=$3; BC=${4:-200}
 if [ "$DUR" -lt 40 ]; then echo "DURATION must be at least 40 s (CPU is sampled over 30 s after the ramp)" >&2; exit 2; fi
 R=${R:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
 D=${TMPDIR:-/tmp}/rc-load-$N-$BC; rm -rf "$D"; mkdir -p "$D"
-printf 'password_hash = "fast"\n' > $D/gw.toml
+printf 'password_hash = "fast"\nbroadcast_ms = %s\n' "$BC" > $D/gw.toml
 export GATEWAY_CLUSTER_SECRET=load-secret-0123456789abcdef ZONE_NODE_CLUSTER_SECRET=load-secret-0123456789abcdef
-$R/gateway --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:28000 --internal-listen 127.0.0.1:28001 --admin-listen 127.0.0.1:28080 > $D/gw.log 2>&1 &
+SA=(); [ "${STANDALONE:-0}" = 1 ] && SA=(--standalone)
+$R/gateway "${SA[@]}" --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:28000 --internal-listen 127.0.0.1:28001 --admin-listen 127.0.0.1:28080 > $D/gw.log 2>&1 &
 GW=$!
 sleep 1
-ZONE_NODE_GATEWAY_ADDR=127.0.0.1:28001 ZONE_NODE_BROADCAST_MS=$BC $R/zone-node run --node-id n1 > $D/n1.log 2>&1 &
-NODE=$!
+if [ "${STANDALONE:-0}" = 1 ]; then
+  NODE=
+else
+  ZONE_NODE_GATEWAY_ADDR=127.0.0.1:28001 ZONE_NODE_BROADCAST_MS=$BC $R/zone-node run --node-id n1 > $D/n1.log 2>&1 &
+  NODE=$!
+fi
 sleep 2
-cpu() { awk '{print $14+$15}' /proc/$1/stat; }
-( sleep $((RAMP+5)); echo "$(cpu $GW) $(cpu $NODE) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(date +%s.%N)" > $D/cpu1 ) &
+cpu() { if [ -n "${1:-}" ]; then awk '{print $14+$15}' /proc/$1/stat; else echo 0; fi; }
+( sleep $((RAMP+5)); SW=$(pgrep -n -f "$R/swarm --gateway 127.0.0.1:28000"); echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu1 ) &
 (sleep $((RAMP+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
-$R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 --json > $D/swarm.json 2> $D/swarm.err
-read g0 n0 t0 < $D/cpu0; read g1 n1 t1 < $D/cpu1
+$R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 ${SWARM_ARGS:-} --json > $D/swarm.json 2> $D/swarm.err
+read g0 n0 s0 t0 < $D/cpu0; read g1 n1 s1 t1 < $D/cpu1
 TCK=$(getconf CLK_TCK)
-python3 - "$g0" "$n0" "$t0" "$g1" "$n1" "$t1" "$TCK" "$N" "$D" <<'PY'
-import sys, json
-g0,n0,t0,g1,n1,t1,tck,n,d = sys.argv[1:]
+python3 - "$g0" "$n0" "$s0" "$t0" "$g1" "$n1" "$s1" "$t1" "$TCK" "$N" "$D" <<'PY'
+import sys, json, os
+g0,n0,s0,t0,g1,n1,s1,t1,tck,n,d = sys.argv[1:]
 dt=float(t1)-float(t0)
-gw=(int(g1)-int(g0))/int(tck)/dt; nd=(int(n1)-int(n0))/int(tck)/dt
+gw=(int(g1)-int(g0))/int(tck)/dt; nd=(int(n1)-int(n0))/int(tck)/dt; sw=(int(s1)-int(s0))/int(tck)/dt
 s=json.load(open(d+"/swarm.json"))
-print(json.dumps({"bots":int(n),"gateway_cores":round(gw,3),"node_cores":round(nd,3),
+print(json.dumps({"bots":int(n),"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
   "move_to_own_update":s["move_to_own_update"],"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],
   "updates_received":s["updates_received"],"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"]}))

@@ -53,6 +53,9 @@ pub struct GatewayConfig {
     /// Periodic character checkpoint for the embedded zone node (ms); remote nodes use
     /// their own `persist_every_ms`.
     pub checkpoint_ms: u64,
+    /// Position broadcast period of the embedded zone node (ms; Realm Crafter: 200);
+    /// remote nodes use their own `broadcast_ms`.
+    pub broadcast_ms: u64,
     /// Bounded time for a graceful shutdown (ms).
     pub shutdown_timeout_ms: u64,
     /// argon2 cost: `production` (default) or `fast` (tests and local experiments only).
@@ -80,6 +83,7 @@ impl Default for GatewayConfig {
             heartbeat_ms: 1_000,
             node_timeout_ms: 3_000,
             checkpoint_ms: 30_000,
+            broadcast_ms: 200,
             shutdown_timeout_ms: 10_000,
             password_hash: "production".into(),
             standalone: false,
@@ -109,6 +113,7 @@ impl Settings for GatewayConfig {
             "heartbeat_ms" => self.heartbeat_ms = num(value)?,
             "node_timeout_ms" => self.node_timeout_ms = num(value)?,
             "checkpoint_ms" => self.checkpoint_ms = num(value)?,
+            "broadcast_ms" => self.broadcast_ms = num(value)?,
             "shutdown_timeout_ms" => self.shutdown_timeout_ms = num(value)?,
             "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
             "standalone" => self.standalone = boolean(value)?,
@@ -165,6 +170,13 @@ impl GatewayConfig {
         if !(100..=3_600_000).contains(&self.checkpoint_ms) {
             return bad("checkpoint_ms", "must be 100..=3600000");
         }
+        let tick_ms = zone_node::config::NodeConfig::default().tick_ms;
+        if !(tick_ms..=10_000).contains(&self.broadcast_ms) {
+            return bad(
+                "broadcast_ms",
+                format!("must be {tick_ms}..=10000 (one zone tick to ten seconds)"),
+            );
+        }
         if !(100..=600_000).contains(&self.shutdown_timeout_ms) {
             return bad("shutdown_timeout_ms", "must be 100..=600000");
         }
@@ -209,6 +221,21 @@ mod tests {
         };
         c.validate().unwrap();
         assert_eq!(c.listen.port(), 25000);
+    }
+
+    #[test]
+    fn the_embedded_broadcast_period_is_checked() {
+        let mut c = GatewayConfig {
+            standalone: true,
+            ..GatewayConfig::default()
+        };
+        c.apply_env([("GATEWAY_BROADCAST_MS".to_owned(), "50".to_owned())])
+            .unwrap();
+        assert_eq!(c.broadcast_ms, 50);
+        c.validate().unwrap();
+        c.broadcast_ms = 5;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("broadcast_ms"), "{e}");
     }
 
     #[test]

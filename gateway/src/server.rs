@@ -268,6 +268,7 @@ fn embedded_config(
         cluster_secret: cfg.cluster_secret.clone(),
         heartbeat_ms: cfg.heartbeat_ms,
         persist_every_ms: cfg.checkpoint_ms,
+        broadcast_ms: cfg.broadcast_ms,
         drain_timeout_ms: cfg.shutdown_timeout_ms,
         insecure_skip_verify: false,
         gateway_cert_sha256: Some(pin.to_owned()),
