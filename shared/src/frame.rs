@@ -16,6 +16,11 @@ use crate::proto::update::{STANDARD_UPDATE_LEN, StandardUpdateS2C};
 /// The largest `len` the 16-bit prefix can carry.
 pub const MAX_FRAME_LEN: usize = 65535;
 
+/// The close reason (with code 2) of a connection whose reliable stream did not open
+/// within the server's handshake timeout. A client that sent its first frame at once and
+/// still gets it was not heard in time (load), not a broken contract.
+pub const NO_STREAM_IN_TIME: &str = "no stream opened in time";
+
 /// Default datagram byte budget for [`Batcher`] (a conservative QUIC datagram size).
 pub const DEFAULT_DATAGRAM_BUDGET: usize = 1200;
 

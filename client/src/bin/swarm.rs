@@ -25,6 +25,7 @@ use client::{
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
 use shared::content::World;
+use shared::frame::NO_STREAM_IN_TIME;
 use shared::proto::{ServerPacket, StandardUpdateC2S};
 use tokio::time::Instant;
 
@@ -36,9 +37,6 @@ const WANDER_RADIUS: f32 = 25.0;
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
 /// Bots per shared UDP endpoint.
 const BOTS_PER_ENDPOINT: u32 = 128;
-/// The gateway's close reason for a connection whose stream did not arrive within its
-/// handshake timeout (`gateway::net::client`).
-const NO_STREAM_IN_TIME: &str = "no stream opened in time";
 /// Moves remembered while waiting for their echo.
 const PENDING_MOVES: usize = 64;
 

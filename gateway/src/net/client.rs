@@ -114,7 +114,10 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         Ok(Err(_)) => return,
         Err(_) => {
             Metrics::inc(&shared.metrics.handshake_timeouts);
-            conn.close(close::PROTOCOL.into(), b"no stream opened in time");
+            conn.close(
+                close::PROTOCOL.into(),
+                shared::frame::NO_STREAM_IN_TIME.as_bytes(),
+            );
             return;
         }
     };
