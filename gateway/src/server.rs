@@ -436,7 +436,7 @@ impl AdminSource for Admin {
         c(
             &mut t,
             "rc_gateway_datagrams_down_dropped_total",
-            "Zone datagrams a client's connection refused (too large for its path, closed).",
+            "Zone datagrams not sent or lost on a client connection (too large for its path, closed, or pushing an older one out of its full send buffer).",
             &m.datagrams_down_dropped,
         );
         c(

@@ -683,11 +683,11 @@ async fn session_loop(
             o = out_rx.recv() => {
                 let Some(o) = o else { return Ok(LinkExit::Drained) };
                 wbuf.clear();
-                outbound(conn, reg, state, o, &mut wbuf);
+                outbound(reg, state, o, &mut wbuf);
                 // Batch whatever else is already queued into the same write.
                 while wbuf.len() < 256 * 1024 {
                     match out_rx.try_recv() {
-                        Ok(o) => outbound(conn, reg, state, o, &mut wbuf),
+                        Ok(o) => outbound(reg, state, o, &mut wbuf),
                         Err(_) => break,
                     }
                 }
@@ -721,7 +721,7 @@ async fn session_loop(
                 // snapshots and InstanceStopped), then wait for the acknowledgements.
                 wbuf.clear();
                 while let Ok(o) = out_rx.try_recv() {
-                    outbound(conn, reg, state, o, &mut wbuf);
+                    outbound(reg, state, o, &mut wbuf);
                 }
                 if !wbuf.is_empty() {
                     send.write_all(&wbuf)
@@ -745,22 +745,9 @@ async fn session_loop(
     }
 }
 
-/// Encode one outbound item into `wbuf` (control messages) or send it (datagrams).
-fn outbound(
-    conn: &quinn::Connection,
-    reg: &Registry,
-    state: &mut LinkState,
-    o: Outbound,
-    wbuf: &mut Vec<u8>,
-) {
+/// Encode one outbound item into `wbuf`.
+fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u8>) {
     match o {
-        Outbound::Datagrams(list) => {
-            for d in list {
-                if conn.send_datagram(d).is_err() {
-                    Metrics::inc(&reg.metrics.outbound_dropped);
-                }
-            }
-        }
         Outbound::Envelope(env) => {
             if encode_frame(&env, wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);

@@ -161,18 +161,21 @@ impl GwConn {
         }
     }
 
-    /// The next datagram for `session`.
+    /// The next broadcast datagram for `session`, gathered from a `Broadcast` as the
+    /// gateway does.
     async fn datagram_for(&mut self, session: u64) -> Bytes {
-        loop {
-            let d = tokio::time::timeout(WAIT, self.conn.read_datagram())
-                .await
-                .expect("a datagram in time")
-                .unwrap();
-            let (s, frames) = datagram::decode(&d).unwrap();
-            if s == session {
-                return frames;
-            }
-        }
+        let mut buf = bytes::BytesMut::new();
+        let (d, _) = self
+            .until(|m| match m {
+                Msg::Broadcast(b) => b
+                    .datagrams
+                    .iter()
+                    .find(|d| d.session == session)
+                    .map(|d| b.gather(d, 1200, &mut buf).unwrap()),
+                _ => None,
+            })
+            .await;
+        d
     }
 }
 

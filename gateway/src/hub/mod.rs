@@ -231,7 +231,8 @@ pub struct Metrics {
     pub datagrams_up: AtomicU64,
     /// Zone datagrams forwarded to clients.
     pub datagrams_down: AtomicU64,
-    /// Zone datagrams the client's connection refused (too large for its path, closed).
+    /// Zone datagrams not sent or lost on a client connection (too large for its path,
+    /// closed, or pushing an older one out of its full send buffer).
     pub datagrams_down_dropped: AtomicU64,
     /// Zone datagrams for sessions that are gone.
     pub datagrams_unroutable: AtomicU64,

@@ -1,17 +1,18 @@
 //! The internal endpoint the zone nodes connect to (`rc-internal/1`, see
 //! `shared::internal`): the authenticated handshake, then per node a reader (control
-//! messages to the hub, `ToClient` frames straight to the client), a writer (the hub's
-//! messages, batched into the control stream) and a datagram pump (zone datagrams straight to
-//! the clients, as slices of the received buffer: no copy, no allocation).
+//! messages to the hub, `ToClient` frames straight to the client, each `Broadcast` fanned
+//! out to the clients' datagrams) and a writer (the hub's messages, batched into the
+//! control stream). Nodes send no datagrams (see `shared::internal::fanout`); any that
+//! arrive are drained and counted as refused.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
+use shared::internal::fanout::Broadcast;
 use shared::internal::handshake::{GatewayHandshake, Step};
-use shared::internal::{
-    EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, RefuseReason, datagram,
-};
+use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, RefuseReason};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
@@ -168,7 +169,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
         trace: reg.trace,
     });
     let writer = tokio::spawn(writer(send, rx));
-    let pump = tokio::spawn(datagrams(conn.clone(), shared.clone()));
+    let pump = tokio::spawn(refuse_datagrams(conn.clone(), shared.clone()));
     let reason = reader(&shared, &node, serial, conn.stable_id(), &tx, recv, dec).await;
     pump.abort();
     writer.abort();
@@ -199,32 +200,51 @@ async fn writer(mut send: quinn::SendStream, mut rx: mpsc::UnboundedReceiver<Env
     }
 }
 
-/// Zone datagrams `[session][frames]` → the client's connection, only from the node that
-/// hosts the session (fencing: a node that lost its players cannot reach them).
-async fn datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
-    let me = conn.stable_id();
-    while let Ok(d) = conn.read_datagram().await {
-        let Ok((session, frames)) = datagram::decode(&d) else {
-            Metrics::inc(&shared.metrics.internal_refused);
-            continue;
-        };
-        if !shared.routed_to(session, me) {
+/// Nodes send no datagrams (protocol 3): drain and count any that arrive.
+async fn refuse_datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
+    while conn.read_datagram().await.is_ok() {
+        Metrics::inc(&shared.metrics.internal_refused);
+    }
+}
+
+/// One instance's broadcast → each client's datagram, gathered from the shared frames,
+/// only for sessions the sending node hosts (fencing: a node that lost its players cannot
+/// reach them). A datagram that does not fit the client's path, or for which quinn would
+/// have to drop an older queued one, is counted as dropped.
+#[doc(alias = "P_StandardUpdate")]
+fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
+    for d in &b.datagrams {
+        if !shared.routed_to(d.session, conn_id) {
             Metrics::inc(&shared.metrics.fenced);
             continue;
         }
-        let len = frames.len();
-        match shared.clients.get(&session) {
-            Some(c) => match c.conn.send_datagram(frames) {
-                Ok(()) => {
-                    Metrics::inc(&shared.metrics.datagrams_down);
-                    Metrics::add(&shared.metrics.bytes_down_datagram, len);
-                }
-                Err(e) => {
-                    Metrics::inc(&shared.metrics.datagrams_down_dropped);
-                    tracing::debug!(session, error = %e, "datagram to the client dropped");
-                }
-            },
-            None => Metrics::inc(&shared.metrics.datagrams_unroutable),
+        let Some(c) = shared.clients.get(&d.session) else {
+            Metrics::inc(&shared.metrics.datagrams_unroutable);
+            continue;
+        };
+        let max = c.conn.max_datagram_size().unwrap_or(0);
+        let bytes = match b.gather(d, max, buf) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                Metrics::inc(&shared.metrics.datagrams_down_dropped);
+                tracing::debug!(session = d.session, error = %e, "broadcast datagram not sent");
+                continue;
+            }
+        };
+        let len = bytes.len();
+        // quinn makes room by dropping the oldest queued datagram: count that loss.
+        if c.conn.datagram_send_buffer_space() < len {
+            Metrics::inc(&shared.metrics.datagrams_down_dropped);
+        }
+        match c.conn.send_datagram(bytes) {
+            Ok(()) => {
+                Metrics::inc(&shared.metrics.datagrams_down);
+                Metrics::add(&shared.metrics.bytes_down_datagram, len);
+            }
+            Err(e) => {
+                Metrics::inc(&shared.metrics.datagrams_down_dropped);
+                tracing::debug!(session = d.session, error = %e, "datagram to the client dropped");
+            }
         }
     }
 }
@@ -240,6 +260,7 @@ async fn reader(
     mut dec: FrameDecoder,
 ) -> String {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut fan = BytesMut::new();
     loop {
         loop {
             match dec.next_envelope() {
@@ -249,6 +270,7 @@ async fn reader(
                         Msg::ToClient { session, .. } if !shared.routed_to(session, conn_id) => {
                             Metrics::inc(&shared.metrics.fenced);
                         }
+                        Msg::Broadcast(b) => fan_out(shared, conn_id, &b, &mut fan),
                         Msg::ToClient { session, frames } => match shared.clients.get(&session) {
                             Some(c) => c.frames(frames, &shared.metrics),
                             None => {

@@ -20,8 +20,12 @@
 //! - Every envelope carries [`PROTOCOL_VERSION`]; a peer with another version is refused
 //!   with [`RefuseReason::VersionMismatch`] (the decoder reports the version it saw
 //!   before trying to decode the message, see [`codec::decode_envelope`]).
-//! - `P_StandardUpdate` frames ride QUIC datagrams with the 8-byte header of
-//!   [`datagram`]: `[session u64 LE][frames ...]`, both directions.
+//! - Client `P_StandardUpdate` frames ride QUIC datagrams to the node with the 8-byte
+//!   header of [`datagram`]: `[session u64 LE][frames ...]`.
+//! - The node's `P_StandardUpdate` broadcast goes the other way as one [`Msg::Broadcast`]
+//!   per instance and broadcast tick on the control stream: every frame once, each client
+//!   datagram as byte ranges of them ([`fanout`]); the gateway gathers and sends each
+//!   client's datagram.
 //! - Client frames are forwarded as received (`ClientFrames`), server frames as the zone
 //!   produced them (`ToClient`): never re-encoded.
 
@@ -29,6 +33,7 @@ pub mod auth;
 pub mod codec;
 pub mod datagram;
 pub mod dto;
+pub mod fanout;
 pub mod handshake;
 
 use std::collections::BTreeMap;
@@ -41,7 +46,7 @@ pub use dto::{
 };
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -326,6 +331,9 @@ pub enum Msg {
         /// The frames, byte for byte.
         frames: Bytes,
     },
+    /// Node → gateway: one instance's position broadcast (`P_StandardUpdate`), every
+    /// frame once; the gateway fans it out to the clients' datagrams.
+    Broadcast(fanout::Broadcast),
     /// Node → gateway: persist a character; answered by `SnapshotAck`.
     Snapshot {
         /// Node-unique id of this snapshot.
@@ -417,6 +425,7 @@ impl Msg {
             Self::PlayerMoved { .. } => "PlayerMoved",
             Self::ClientFrames { .. } => "ClientFrames",
             Self::ToClient { .. } => "ToClient",
+            Self::Broadcast(_) => "Broadcast",
             Self::Snapshot { .. } => "Snapshot",
             Self::SnapshotAck { .. } => "SnapshotAck",
             Self::Transfer(_) => "Transfer",

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::{Actor, Addr, ArbiterHandle};
-use bytes::Bytes;
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
@@ -40,8 +39,6 @@ pub enum Outbound {
     Msg(Msg),
     /// A control message with its trace context (a handoff's messages).
     Envelope(Envelope),
-    /// Datagrams, each already `[session u64 LE][frames]`.
-    Datagrams(Vec<Bytes>),
 }
 
 /// Where zone actors send what the link must carry.
@@ -274,12 +271,6 @@ impl Registry {
             Outbound::Envelope(env)
         };
         if self.out.send(o).is_err() {
-            Metrics::inc(&self.metrics.outbound_dropped);
-        }
-    }
-
-    pub(crate) fn send_datagrams(&self, d: Vec<Bytes>) {
-        if !d.is_empty() && self.out.send(Outbound::Datagrams(d)).is_err() {
             Metrics::inc(&self.metrics.outbound_dropped);
         }
     }

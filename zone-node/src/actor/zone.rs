@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use shared::internal::fanout::{Broadcast, FanoutDatagram};
 use shared::internal::{Generation, InstanceKey, Msg, SnapshotReasonDto};
 use shared::metrics_text::Histogram;
 
@@ -137,7 +138,6 @@ pub struct ZoneActor {
     /// Players whose transfer out was in flight when the sim was rebuilt, by the old
     /// sim's transfer id: restored on a Nack, dropped on an Ack.
     held: HashMap<TransferId, (PlayerKey, PlayerRecord)>,
-    dgram: BytesMut,
     stopping: bool,
     stats: InstanceStats,
     /// Recent tick durations (µs), a ring of [`TICK_WINDOW`].
@@ -174,7 +174,6 @@ impl ZoneActor {
             batch_left: Vec::new(),
             batch_joined: Vec::new(),
             held: HashMap::new(),
-            dgram: BytesMut::new(),
             stopping: false,
             stats: InstanceStats::default(),
             tick_us: Vec::with_capacity(TICK_WINDOW),
@@ -364,7 +363,6 @@ impl ZoneActor {
             key,
             players,
             arriving,
-            dgram,
             stopping,
             ..
         } = self;
@@ -373,7 +371,6 @@ impl ZoneActor {
             key,
             players,
             arriving,
-            dgram,
             stopping: *stopping,
         };
         (sim, batch, router)
@@ -530,7 +527,6 @@ struct Router<'a> {
     key: &'a InstanceKey,
     players: &'a mut HashMap<PlayerKey, PlayerRecord>,
     arriving: &'a mut HashMap<TransferId, ZoneInput>,
-    dgram: &'a mut BytesMut,
     stopping: bool,
 }
 
@@ -593,33 +589,27 @@ impl Router<'_> {
         (c.players, c.actors, out.stats.phase_ns)
     }
 
-    /// Every datagram of the tick, `[session][frames]`, in one shared allocation.
+    /// The tick's `P_StandardUpdate` broadcast as one [`Broadcast`]: every frame once, each
+    /// client datagram as ranges of them; the gateway gathers the datagrams.
     fn send_datagrams(&mut self, out: &TickOutput) {
         let batch = &out.datagrams;
         if batch.datagrams.is_empty() {
             return;
         }
-        let total: usize = batch
+        let datagrams = batch
             .datagrams
             .iter()
-            .map(|d| shared::internal::datagram::HEADER_LEN + d.len as usize)
-            .sum();
-        self.dgram.reserve(total);
-        let mut list = Vec::with_capacity(batch.datagrams.len());
-        for d in &batch.datagrams {
-            self.dgram.put_u64_le(d.player.0);
-            let segs = batch
-                .segments
-                .get(d.first as usize..d.end as usize)
-                .unwrap_or(&[]);
-            for &(a, b) in segs {
-                if let Some(bytes) = batch.frames.get(a as usize..b as usize) {
-                    self.dgram.extend_from_slice(bytes);
-                }
-            }
-            list.push(self.dgram.split().freeze());
-        }
-        self.reg.send_datagrams(list);
+            .map(|d| FanoutDatagram {
+                session: d.player.0,
+                first: d.first,
+                end: d.end,
+            })
+            .collect();
+        self.reg.send(Msg::Broadcast(Broadcast {
+            frames: Bytes::copy_from_slice(&batch.frames),
+            segments: batch.segments.clone(),
+            datagrams,
+        }));
     }
 }
 
