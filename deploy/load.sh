@@ -3,13 +3,17 @@
 # `swarm` with BOTS bots ramped over RAMP seconds for DURATION seconds; prints one JSON line
 # with the CPU (cores) of the gateway, the node and the swarm over 30 s of steady state and the
 # swarm's figures. With STANDALONE=1 the cluster is one `gateway --standalone` process
-# (its embedded node's CPU is in gateway_cores; node_cores is 0).
+# (its embedded node's CPU is in gateway_cores; node_cores is 0). With INTEROP=PYTHON the
+# independent Python client (tests/interop/rc_client.py; PYTHON is an interpreter with aioquic,
+# see tests/interop/README.md) plays its whole scripted session alongside the bots, starting
+# 5 s after the ramp; its last line is in "interop" and its log in $TMPDIR/rc-load-*/interop.log.
 # Build first: cargo build --release -p gateway -p zone-node -p client
-# usage: [STANDALONE=1] [SWARM_ARGS="--portal-chance 0 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
+# usage: [STANDALONE=1] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--portal-chance 0 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
 N=$1; RAMP=$2; DUR=$3; BC=${4:-200}
 if [ "$DUR" -lt 40 ]; then echo "DURATION must be at least 40 s (CPU is sampled over 30 s after the ramp)" >&2; exit 2; fi
-R=${R:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+R=${R:-$ROOT/target/release}
 D=${TMPDIR:-/tmp}/rc-load-$N-$BC; rm -rf "$D"; mkdir -p "$D"
 printf 'password_hash = "fast"\nbroadcast_ms = %s\n' "$BC" > $D/gw.toml
 export GATEWAY_CLUSTER_SECRET=load-secret-0123456789abcdef ZONE_NODE_CLUSTER_SECRET=load-secret-0123456789abcdef
@@ -27,7 +31,13 @@ sleep 2
 cpu() { if [ -n "${1:-}" ]; then awk '{print $14+$15}' /proc/$1/stat; else echo 0; fi; }
 ( sleep $((RAMP+5)); SW=$(pgrep -n -f "$R/swarm --gateway 127.0.0.1:28000"); echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu1 ) &
 (sleep $((RAMP+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
+IP=
+if [ -n "${INTEROP:-}" ]; then
+  ( sleep $((RAMP+5)); "$INTEROP" "$ROOT/tests/interop/rc_client.py" --port 28000 > $D/interop.log 2>&1; echo "exit $?" >> $D/interop.log ) &
+  IP=$!
+fi
 $R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 ${SWARM_ARGS:-} --json > $D/swarm.json 2> $D/swarm.err
+[ -n "$IP" ] && wait $IP
 read g0 n0 s0 t0 < $D/cpu0; read g1 n1 s1 t1 < $D/cpu1
 TCK=$(getconf CLK_TCK)
 python3 - "$g0" "$n0" "$s0" "$t0" "$g1" "$n1" "$s1" "$t1" "$TCK" "$N" "$D" <<'PY'
@@ -36,9 +46,13 @@ g0,n0,s0,t0,g1,n1,s1,t1,tck,n,d = sys.argv[1:]
 dt=float(t1)-float(t0)
 gw=(int(g1)-int(g0))/int(tck)/dt; nd=(int(n1)-int(n0))/int(tck)/dt; sw=(int(s1)-int(s0))/int(tck)/dt
 s=json.load(open(d+"/swarm.json"))
-print(json.dumps({"bots":int(n),"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),
+interop=None
+if os.path.exists(d+"/interop.log"):
+    lines=[l.strip() for l in open(d+"/interop.log") if l.strip()]
+    interop=" / ".join(lines[-2:]) if lines else "no output"
+print(json.dumps({"bots":int(n),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
-  "move_to_own_update":s["move_to_own_update"],"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],
+  "move_to_own_update":s["move_to_own_update"],"own_update_gap":s.get("own_update_gap"),"never_own_update":s.get("never_own_update"),"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],
   "updates_received":s["updates_received"],"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"]}))
 PY
 kill $NODE $GW 2>/dev/null; wait 2>/dev/null

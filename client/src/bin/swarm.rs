@@ -5,9 +5,11 @@
 //! by kind (the server's protocol faults apart from the bots' own trouble), moves sent,
 //! updates received, handoffs, bytes per second per bot, the latency from a move to the
 //! bot's own authoritative position coming back, from a portal entry or `/warp` to
-//! `P_ChangeArea`, and, when a zone node is lost, how long a bot's position stopped
-//! coming back before it was put back into the world (a `P_ChangeArea` it did not ask
-//! for).
+//! `P_ChangeArea`, the longest time a bot's own position did not come back within one
+//! area (`own_update_gap`, and `never_own_update`: a lost broadcast shows here, not in the
+//! latency, which only counts the updates that came), and, when a zone node is lost, how
+//! long a bot's position stopped coming back before it was put back into the world (a
+//! `P_ChangeArea` it did not ask for).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -127,6 +129,12 @@ struct Stats {
     /// A `P_ChangeArea` the bot did not ask for (its zone node was lost and it was put
     /// back): the gap since its own position last came back.
     recovery_gap_ms: Mutex<Vec<f64>>,
+    /// Per bot that played to the end: the longest time its own position did not come
+    /// back within one area (from arriving to the first update, between two, and from the
+    /// last to the end). About the broadcast interval when nothing is lost.
+    own_update_gap_ms: Mutex<Vec<f64>>,
+    /// Bots that played to the end without ever seeing their own position.
+    never_own_update: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -397,6 +405,10 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
     let mut warp_to_b = true;
     let mut warp_sent: Option<Instant> = None;
     let mut last_echo = Instant::now();
+    // The longest own-update gap within one area, and when the current one started.
+    let mut gap_from = Instant::now();
+    let mut max_gap = Duration::ZERO;
+    let mut seen_own = false;
     // NPCs in sight (RuntimeID → x, z) and the one being hunted, until when.
     let mut npcs: std::collections::HashMap<u16, (f32, f32)> = g
         .packets
@@ -412,6 +424,11 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
         tokio::select! {
             _ = tokio::time::sleep_until(ctx.end) => {
                 tracing::debug!(user = %ctx.user, area = %w.area, pos = ?w.pos, target = ?w.target, "bot done");
+                max_gap = max_gap.max(gap_from.elapsed());
+                lock(&ctx.stats.own_update_gap_ms).push(max_gap.as_secs_f64() * 1000.0);
+                if !seen_own {
+                    ctx.stats.never_own_update.fetch_add(1, Ordering::Relaxed);
+                }
                 return Ok(());
             }
             _ = input.tick() => {
@@ -511,6 +528,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         }
                         if u.runtime_id == rid {
                             last_echo = Instant::now();
+                            max_gap = max_gap.max(gap_from.elapsed());
+                            gap_from = last_echo;
+                            seen_own = true;
                         }
                         if u.runtime_id == rid
                             && let Some(i) = w.pending.iter().rposition(|(x, z, _)| {
@@ -540,6 +560,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         }
                         npcs.clear();
                         hunt = None;
+                        gap_from = Instant::now();
                         w.area = area_name(&a);
                         w.pos = (a.x, a.y, a.z);
                         w.home = w.pos;
@@ -695,6 +716,8 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "handoffs": stats.handoffs.load(Ordering::Relaxed),
         "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
+        "own_update_gap": latency_json(&stats.own_update_gap_ms),
+        "never_own_update": stats.never_own_update.load(Ordering::Relaxed),
         "handoff_to_change_area": latency_json(&stats.handoff_latency_ms),
         "recovered_after_node_loss": latency_json(&stats.recovery_gap_ms),
     }))
