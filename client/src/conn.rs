@@ -40,6 +40,32 @@ pub enum Channel {
     Datagram,
 }
 
+/// UDP receive and send buffer asked of the kernel for a client endpoint (it caps them at
+/// `net.core.rmem_max` / `wmem_max`).
+pub const SOCKET_BUFFER: usize = 2 << 20;
+
+/// A client-only quinn endpoint on `bind` with [`SOCKET_BUFFER`]-sized socket buffers.
+///
+/// A broadcast tick arrives as a burst (every connection sharing the socket gets its
+/// datagrams at once); with the kernel's default 208 KiB receive buffer, a socket shared
+/// by a hundred bots overflows and the kernel drops datagrams before QUIC sees them.
+/// Setting the sizes is best effort: a kernel that refuses keeps its defaults.
+pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.bind(&bind.into())?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| std::io::Error::other("no async runtime for quinn"))?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket.into(),
+        runtime,
+    )
+}
+
 /// A packet from the server and the channel it came on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Incoming {
@@ -208,10 +234,7 @@ impl Connection {
                 } else {
                     SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
                 };
-                (
-                    quinn::Endpoint::client(bind).map_err(ClientError::Bind)?,
-                    true,
-                )
+                (client_endpoint(bind).map_err(ClientError::Bind)?, true)
             }
         };
         let connecting = endpoint.connect_with(config, addr, server_name)?;

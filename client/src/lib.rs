@@ -73,7 +73,10 @@ pub mod event;
 pub mod login;
 pub mod verify;
 
-pub use conn::{Channel, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming};
+pub use conn::{
+    Channel, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming, SOCKET_BUFFER,
+    client_endpoint,
+};
 pub use error::{ClientError, CloseCode, CloseReason};
 pub use event::Event;
 pub use login::{Catalogue, CharacterSheet, Environment, GameStart, LoginError, NewCharacter};

@@ -37,8 +37,9 @@ const STEP: f32 = 1.8;
 const WANDER_RADIUS: f32 = 25.0;
 /// Realm Crafter's portal re-entry lock after arriving through it.
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
-/// Bots per shared UDP endpoint.
-const BOTS_PER_ENDPOINT: u32 = 128;
+/// Bots per shared UDP endpoint (each with a [`client::SOCKET_BUFFER`] receive buffer: a
+/// broadcast tick's burst for all of them must fit).
+const BOTS_PER_ENDPOINT: u32 = 64;
 /// Moves remembered while waiting for their echo.
 const PENDING_MOVES: usize = 64;
 
@@ -528,6 +529,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         }
                         if u.runtime_id == rid {
                             last_echo = Instant::now();
+                            if gap_from.elapsed() > Duration::from_millis(500) {
+                                tracing::debug!(user = %ctx.user, gap_ms = gap_from.elapsed().as_millis(), hunting = hunt.is_some(), "own position came back late");
+                            }
                             max_gap = max_gap.max(gap_from.elapsed());
                             gap_from = last_echo;
                             seen_own = true;
@@ -652,7 +656,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         } else {
             SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
         };
-        endpoints.push(quinn::Endpoint::client(bind).context("binding a UDP socket")?);
+        endpoints.push(client::client_endpoint(bind).context("binding a UDP socket")?);
     }
     let t0 = Instant::now();
     let ramp = Duration::from_secs_f64(args.ramp);
