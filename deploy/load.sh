@@ -7,6 +7,8 @@
 # independent Python client (tests/interop/rc_client.py; PYTHON is an interpreter with aioquic,
 # see tests/interop/README.md) plays its whole scripted session alongside the bots, starting
 # 5 s after the ramp; its last line is in "interop" and its log in $TMPDIR/rc-load-*/interop.log.
+# udp_rcvbuf_errors: datagrams the kernel dropped at full socket buffers during the run
+# (machine-wide, /proc/net/snmp), i.e. loss before QUIC on either side.
 # Build first: cargo build --release -p gateway -p zone-node -p client
 # usage: [STANDALONE=1] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--portal-chance 0 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
@@ -36,13 +38,16 @@ if [ -n "${INTEROP:-}" ]; then
   ( sleep $((RAMP+5)); "$INTEROP" "$ROOT/tests/interop/rc_client.py" --port 28000 > $D/interop.log 2>&1; echo "exit $?" >> $D/interop.log ) &
   IP=$!
 fi
+rcvbuf() { awk '/^Udp:/{getline; print $6; exit}' /proc/net/snmp; }
+U0=$(rcvbuf)
 $R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 ${SWARM_ARGS:-} --json > $D/swarm.json 2> $D/swarm.err
+U1=$(rcvbuf)
 [ -n "$IP" ] && wait $IP
 read g0 n0 s0 t0 < $D/cpu0; read g1 n1 s1 t1 < $D/cpu1
 TCK=$(getconf CLK_TCK)
-python3 - "$g0" "$n0" "$s0" "$t0" "$g1" "$n1" "$s1" "$t1" "$TCK" "$N" "$D" <<'PY'
+python3 - "$g0" "$n0" "$s0" "$t0" "$g1" "$n1" "$s1" "$t1" "$TCK" "$N" "$D" "$((U1-U0))" <<'PY'
 import sys, json, os
-g0,n0,s0,t0,g1,n1,s1,t1,tck,n,d = sys.argv[1:]
+g0,n0,s0,t0,g1,n1,s1,t1,tck,n,d,rcvbuf = sys.argv[1:]
 dt=float(t1)-float(t0)
 gw=(int(g1)-int(g0))/int(tck)/dt; nd=(int(n1)-int(n0))/int(tck)/dt; sw=(int(s1)-int(s0))/int(tck)/dt
 s=json.load(open(d+"/swarm.json"))
@@ -50,7 +55,7 @@ interop=None
 if os.path.exists(d+"/interop.log"):
     lines=[l.strip() for l in open(d+"/interop.log") if l.strip()]
     interop=" / ".join(lines[-2:]) if lines else "no output"
-print(json.dumps({"bots":int(n),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),
+print(json.dumps({"bots":int(n),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),"udp_rcvbuf_errors":int(rcvbuf),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
   "move_to_own_update":s["move_to_own_update"],"own_update_gap":s.get("own_update_gap"),"never_own_update":s.get("never_own_update"),"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],
   "updates_received":s["updates_received"],"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"]}))

@@ -87,12 +87,35 @@ fn wall_ms() -> u64 {
         .unwrap_or(1)
 }
 
+/// UDP receive and send buffer asked of the kernel for both endpoints (capped by
+/// `net.core.rmem_max` / `wmem_max`; docs/operations.md says how to raise them).
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// A server endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (best effort).
+/// Every client's 5 Hz updates and acknowledgements land on one socket; with the kernel's
+/// default 208 KiB the kernel drops them while the gateway is busy with a broadcast burst.
 fn bind(
     what: &'static str,
     addr: SocketAddr,
     cfg: quinn::ServerConfig,
 ) -> Result<quinn::Endpoint, StartError> {
-    quinn::Endpoint::server(cfg, addr).map_err(|source| StartError::Bind { what, addr, source })
+    use socket2::{Domain, Protocol, Socket, Type};
+    let err = |source| StartError::Bind { what, addr, source };
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.bind(&addr.into()).map_err(err)?;
+    socket.set_nonblocking(true).map_err(err)?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| err(std::io::Error::other("no async runtime for quinn")))?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(cfg),
+        socket.into(),
+        runtime,
+    )
+    .map_err(err)
 }
 
 /// Load the configured world (`None`: the embedded demo world), logging warnings.
