@@ -56,6 +56,7 @@ pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     socket.bind(&bind.into())?;
+    socket.set_nonblocking(true)?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("no async runtime for quinn"))?;
     quinn::Endpoint::new(
