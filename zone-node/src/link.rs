@@ -683,11 +683,12 @@ async fn session_loop(
             o = out_rx.recv() => {
                 let Some(o) = o else { return Ok(LinkExit::Drained) };
                 wbuf.clear();
-                outbound(reg, state, o, &mut wbuf);
+                let shed = out_rx.len() > SHED_BROADCASTS_BACKLOG;
+                outbound(reg, state, o, &mut wbuf, shed);
                 // Batch whatever else is already queued into the same write.
                 while wbuf.len() < 256 * 1024 {
                     match out_rx.try_recv() {
-                        Ok(o) => outbound(reg, state, o, &mut wbuf),
+                        Ok(o) => outbound(reg, state, o, &mut wbuf, shed),
                         Err(_) => break,
                     }
                 }
@@ -721,7 +722,7 @@ async fn session_loop(
                 // snapshots and InstanceStopped), then wait for the acknowledgements.
                 wbuf.clear();
                 while let Ok(o) = out_rx.try_recv() {
-                    outbound(reg, state, o, &mut wbuf);
+                    outbound(reg, state, o, &mut wbuf, false);
                 }
                 if !wbuf.is_empty() {
                     send.write_all(&wbuf)
@@ -745,9 +746,17 @@ async fn session_loop(
     }
 }
 
-/// Encode one outbound item into `wbuf`.
-fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u8>) {
+/// Outbound items queued behind the control stream beyond which position broadcasts are
+/// shed (the gateway is not keeping up; a newer broadcast follows within 200 ms, and a
+/// stale one would only add to the delay). Counted in `rc_zone_outbound_dropped_total`.
+pub const SHED_BROADCASTS_BACKLOG: usize = 1024;
+
+/// Encode one outbound item into `wbuf`; with `shed`, drop (and count) a `Broadcast`.
+fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u8>, shed: bool) {
     match o {
+        Outbound::Msg(Msg::Broadcast(_)) if shed => {
+            Metrics::inc(&reg.metrics.outbound_dropped);
+        }
         Outbound::Envelope(env) => {
             if encode_frame(&env, wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);
@@ -870,5 +879,42 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actor::ShellConfig;
+    use shared::internal::fanout::Broadcast;
+
+    #[test]
+    fn a_backlog_sheds_broadcasts_but_never_reliable_messages() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let cfg = ShellConfig {
+            node_id: "t".into(),
+            tick_ms: 33,
+            broadcast_ms: 200,
+            max_catch_up: 3,
+            persist_every_ms: 60_000,
+            capacity: 10,
+            datagram_budget: 1100,
+            trace_tick_every: 0,
+        };
+        let reg = Registry::new(cfg, Arc::new(shared::content::demo_world()), tx, Vec::new());
+        let mut state = LinkState {
+            unacked: BTreeMap::new(),
+            drain_deadline: None,
+        };
+        let mut wbuf = Vec::new();
+        let broadcast = || Outbound::Msg(Msg::Broadcast(Broadcast::default()));
+        outbound(&reg, &mut state, broadcast(), &mut wbuf, false);
+        let kept = wbuf.len();
+        assert!(kept > 0, "a broadcast goes out when there is no backlog");
+        outbound(&reg, &mut state, broadcast(), &mut wbuf, true);
+        assert_eq!(wbuf.len(), kept, "shed under a backlog");
+        assert_eq!(Metrics::get(&reg.metrics.outbound_dropped), 1);
+        outbound(&reg, &mut state, Outbound::Msg(Msg::Drain), &mut wbuf, true);
+        assert!(wbuf.len() > kept, "reliable messages are never shed");
     }
 }
