@@ -33,8 +33,6 @@ use tokio::time::Instant;
 
 /// Largest step per update that the server's speed check always accepts (units).
 const STEP: f32 = 1.8;
-/// How far from its arrival point a bot wanders.
-const WANDER_RADIUS: f32 = 25.0;
 /// Realm Crafter's portal re-entry lock after arriving through it.
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
 /// Bots per shared UDP endpoint (each with a [`client::SOCKET_BUFFER`] receive buffer: a
@@ -82,6 +80,11 @@ struct Args {
     /// each, instead of creating them.
     #[arg(long)]
     existing: bool,
+    /// How far from its arrival point a bot wanders (units). The default keeps every bot
+    /// in view of every other (Realm Crafter's update distance is 500), the densest case;
+    /// a larger radius spreads them, as players spread over a real world.
+    #[arg(long, default_value_t = 25.0)]
+    wander_radius: f32,
     /// Chance that a bot's next destination is a portal rather than a wander point.
     #[arg(long, default_value_t = 0.3)]
     portal_chance: f64,
@@ -329,6 +332,8 @@ struct Walk {
     /// When the bot's move first put it inside a portal (handoff latency start).
     triggered: Option<Instant>,
     pending: std::collections::VecDeque<(f32, f32, Instant)>,
+    /// How far from `home` it wanders.
+    wander: f32,
 }
 
 impl Walk {
@@ -352,7 +357,7 @@ impl Walk {
             return;
         }
         let a = rng.gen_range(0.0..std::f32::consts::TAU);
-        let r = rng.gen_range(3.0..WANDER_RADIUS);
+        let r = rng.gen_range(3.0..self.wander.max(3.5));
         self.target = (
             self.home.0 + r * a.cos(),
             self.home.1,
@@ -383,6 +388,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
         arrival_point: start,
         triggered: None,
         pending: std::collections::VecDeque::new(),
+        wander: ctx.args.wander_radius,
     };
     w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
     let period = Duration::from_secs_f64(1.0 / ctx.args.input_hz.clamp(0.1, 60.0));
@@ -632,6 +638,9 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     if !(args.ramp.is_finite() && args.ramp >= 0.0) {
         bail!("--ramp must be zero or more seconds");
+    }
+    if !(args.wander_radius.is_finite() && (3.5..=100_000.0).contains(&args.wander_radius)) {
+        bail!("--wander-radius must be between 3.5 and 100000 units");
     }
     let world = match &args.world {
         Some(p) => {
