@@ -121,19 +121,6 @@ impl Broadcast {
         }
         Ok(out.split().freeze())
     }
-
-    /// Total bytes of the client datagrams (what the fan-out sends).
-    pub fn fanned_out_bytes(&self) -> u64 {
-        self.datagrams
-            .iter()
-            .flat_map(|d| {
-                self.segments
-                    .get(d.first as usize..d.end as usize)
-                    .unwrap_or(&[])
-            })
-            .map(|&(a, b)| u64::from(b.saturating_sub(a)))
-            .sum()
-    }
 }
 
 #[cfg(test)]
@@ -168,7 +155,6 @@ mod tests {
         let d1 = b.gather(&b.datagrams[1], 1200, &mut buf).unwrap();
         assert_eq!(&d0[..], b"aaaabbbbOWN1cccc");
         assert_eq!(&d1[..], b"aaaaOWN2");
-        assert_eq!(b.fanned_out_bytes(), 24);
     }
 
     #[test]
