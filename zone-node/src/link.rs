@@ -683,12 +683,11 @@ async fn session_loop(
             o = out_rx.recv() => {
                 let Some(o) = o else { return Ok(LinkExit::Drained) };
                 wbuf.clear();
-                let shed = out_rx.len() > SHED_BROADCASTS_BACKLOG;
-                outbound(reg, state, o, &mut wbuf, shed);
+                outbound(reg, state, o, &mut wbuf);
                 // Batch whatever else is already queued into the same write.
                 while wbuf.len() < 256 * 1024 {
                     match out_rx.try_recv() {
-                        Ok(o) => outbound(reg, state, o, &mut wbuf, shed),
+                        Ok(o) => outbound(reg, state, o, &mut wbuf),
                         Err(_) => break,
                     }
                 }
@@ -722,7 +721,7 @@ async fn session_loop(
                 // snapshots and InstanceStopped), then wait for the acknowledgements.
                 wbuf.clear();
                 while let Ok(o) = out_rx.try_recv() {
-                    outbound(reg, state, o, &mut wbuf, false);
+                    outbound(reg, state, o, &mut wbuf);
                 }
                 if !wbuf.is_empty() {
                     send.write_all(&wbuf)
@@ -746,16 +745,21 @@ async fn session_loop(
     }
 }
 
-/// Outbound items queued behind the control stream beyond which position broadcasts are
-/// shed (the gateway is not keeping up; a newer broadcast follows within 200 ms, and a
-/// stale one would only add to the delay). Counted in `rc_zone_outbound_dropped_total`.
-pub const SHED_BROADCASTS_BACKLOG: usize = 1024;
-
-/// Encode one outbound item into `wbuf`; with `shed`, drop (and count) a `Broadcast`.
-fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u8>, shed: bool) {
+/// Encode one outbound item into `wbuf`. A position broadcast with a newer one from its
+/// instance already queued behind it is shed, counted in `rc_zone_outbound_dropped_total`:
+/// the gateway is a broadcast interval or more behind, and a stale position would only add
+/// to the delay. Never by queue length: one tick of area chat to 1,400 players is 1,400
+/// reliable messages, and that is no backlog.
+fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u8>) {
+    if o.is_stale() {
+        Metrics::inc(&reg.metrics.outbound_dropped);
+        return;
+    }
     match o {
-        Outbound::Msg(Msg::Broadcast(_)) if shed => {
-            Metrics::inc(&reg.metrics.outbound_dropped);
+        Outbound::Broadcast { broadcast, .. } => {
+            if encode_frame(&Envelope::new(Msg::Broadcast(broadcast)), wbuf).is_err() {
+                Metrics::inc(&reg.metrics.outbound_dropped);
+            }
         }
         Outbound::Envelope(env) => {
             if encode_frame(&env, wbuf).is_err() {
@@ -887,10 +891,11 @@ mod tests {
     use super::*;
     use crate::actor::ShellConfig;
     use shared::internal::fanout::Broadcast;
+    use std::sync::atomic::AtomicU64;
 
     #[test]
-    fn a_backlog_sheds_broadcasts_but_never_reliable_messages() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+    fn a_stale_broadcast_is_shed_and_reliable_messages_never_are() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
         let cfg = ShellConfig {
             node_id: "t".into(),
             tick_ms: 33,
@@ -907,14 +912,24 @@ mod tests {
             drain_deadline: None,
         };
         let mut wbuf = Vec::new();
-        let broadcast = || Outbound::Msg(Msg::Broadcast(Broadcast::default()));
-        outbound(&reg, &mut state, broadcast(), &mut wbuf, false);
-        let kept = wbuf.len();
-        assert!(kept > 0, "a broadcast goes out when there is no backlog");
-        outbound(&reg, &mut state, broadcast(), &mut wbuf, true);
-        assert_eq!(wbuf.len(), kept, "shed under a backlog");
+        let (a, b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        // Two instances; the reliable messages queued between them are no backlog.
+        reg.send_broadcast(&a, Broadcast::default());
+        for _ in 0..5000 {
+            reg.send(Msg::Drain);
+        }
+        reg.send_broadcast(&b, Broadcast::default());
+        reg.send_broadcast(&a, Broadcast::default());
+        let mut sizes = Vec::new();
+        while let Ok(o) = rx.try_recv() {
+            let before = wbuf.len();
+            outbound(&reg, &mut state, o, &mut wbuf);
+            sizes.push(wbuf.len() - before);
+        }
+        let drain = sizes.get(1).copied().unwrap_or(0);
+        assert!(drain > 0, "reliable messages are never shed");
+        assert_eq!(sizes.first(), Some(&0), "a's first broadcast: a newer one is queued");
+        assert!(sizes.iter().skip(1).all(|n| *n > 0), "{sizes:?}");
         assert_eq!(Metrics::get(&reg.metrics.outbound_dropped), 1);
-        outbound(&reg, &mut state, Outbound::Msg(Msg::Drain), &mut wbuf, true);
-        assert!(wbuf.len() > kept, "reliable messages are never shed");
     }
 }

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use actix::{Actor, Addr, ArbiterHandle};
 use dashmap::DashMap;
 use shared::content::World;
+use shared::internal::fanout::Broadcast;
 use shared::internal::{
     ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId,
     TransferDto,
@@ -39,6 +40,26 @@ pub enum Outbound {
     Msg(Msg),
     /// A control message with its trace context (a handoff's messages).
     Envelope(Envelope),
+    /// One instance's position broadcast, best effort: stale, and shed by the link, once a
+    /// newer one from the same instance is queued (`latest` has moved past `seq`).
+    Broadcast {
+        /// The instance's broadcast counter: the `seq` of its newest queued broadcast.
+        latest: Arc<AtomicU64>,
+        /// This broadcast's number.
+        seq: u64,
+        /// The broadcast.
+        broadcast: Broadcast,
+    },
+}
+
+impl Outbound {
+    /// Whether this is a broadcast with a newer one from its instance queued behind it.
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Self::Broadcast { latest, seq, .. } => latest.load(Ordering::Relaxed) != *seq,
+            _ => false,
+        }
+    }
 }
 
 /// Where zone actors send what the link must carry.
@@ -253,6 +274,20 @@ impl Registry {
     /// Shell settings.
     pub fn config(&self) -> &ShellConfig {
         &self.cfg
+    }
+
+    /// Queue an instance's position broadcast; `latest` is the instance's own counter (see
+    /// [`Outbound::Broadcast`]).
+    pub fn send_broadcast(&self, latest: &Arc<AtomicU64>, broadcast: Broadcast) {
+        let seq = latest.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        let o = Outbound::Broadcast {
+            latest: latest.clone(),
+            seq,
+            broadcast,
+        };
+        if self.out.send(o).is_err() {
+            Metrics::inc(&self.metrics.outbound_dropped);
+        }
     }
 
     /// Queue a message for the link (dropped and counted when the link is gone).

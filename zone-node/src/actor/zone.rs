@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
@@ -139,6 +140,8 @@ pub struct ZoneActor {
     /// sim's transfer id: restored on a Nack, dropped on an Ack.
     held: HashMap<TransferId, (PlayerKey, PlayerRecord)>,
     stopping: bool,
+    /// This instance's broadcast counter (see [`crate::actor::Outbound::Broadcast`]).
+    broadcasts: Arc<AtomicU64>,
     stats: InstanceStats,
     /// Recent tick durations (µs), a ring of [`TICK_WINDOW`].
     tick_us: Vec<u32>,
@@ -175,6 +178,7 @@ impl ZoneActor {
             batch_joined: Vec::new(),
             held: HashMap::new(),
             stopping: false,
+            broadcasts: Arc::new(AtomicU64::new(0)),
             stats: InstanceStats::default(),
             tick_us: Vec::with_capacity(TICK_WINDOW),
             panic_next: false,
@@ -364,6 +368,7 @@ impl ZoneActor {
             players,
             arriving,
             stopping,
+            broadcasts,
             ..
         } = self;
         let router = Router {
@@ -372,6 +377,7 @@ impl ZoneActor {
             players,
             arriving,
             stopping: *stopping,
+            broadcasts,
         };
         (sim, batch, router)
     }
@@ -528,6 +534,7 @@ struct Router<'a> {
     players: &'a mut HashMap<PlayerKey, PlayerRecord>,
     arriving: &'a mut HashMap<TransferId, ZoneInput>,
     stopping: bool,
+    broadcasts: &'a Arc<AtomicU64>,
 }
 
 impl Router<'_> {
@@ -605,11 +612,14 @@ impl Router<'_> {
                 end: d.end,
             })
             .collect();
-        self.reg.send(Msg::Broadcast(Broadcast {
-            frames: Bytes::copy_from_slice(&batch.frames),
-            segments: batch.segments.clone(),
-            datagrams,
-        }));
+        self.reg.send_broadcast(
+            self.broadcasts,
+            Broadcast {
+                frames: Bytes::copy_from_slice(&batch.frames),
+                segments: batch.segments.clone(),
+                datagrams,
+            },
+        );
     }
 }
 
