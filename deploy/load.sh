@@ -2,18 +2,21 @@
 # Load figures: a gateway and one zone node (release build, loopback ports 28000-28080),
 # `swarm` with BOTS bots ramped over RAMP seconds for DURATION seconds; prints one JSON line
 # with the CPU (cores) of the gateway, the node and the swarm over 30 s of steady state and the
-# swarm's figures. With STANDALONE=1 the cluster is one `gateway --standalone` process
+# swarm's figures. SETTLE=S leaves S seconds after the ramp unmeasured (swarm --settle; CPU,
+# metrics and the Python client start after it): time for `--spread` bots to reach their
+# places. With STANDALONE=1 the cluster is one `gateway --standalone` process
 # (its embedded node's CPU is in gateway_cores; node_cores is 0). With INTEROP=PYTHON the
 # independent Python client (tests/interop/rc_client.py; PYTHON is an interpreter with aioquic,
 # see tests/interop/README.md) plays its whole scripted session alongside the bots, starting
-# 5 s after the ramp; its last line is in "interop" and its log in $TMPDIR/rc-load-*/interop.log.
+# 5 s after the ramp and SETTLE; its last line is in "interop" and its log in $TMPDIR/rc-load-*/interop.log.
 # udp_rcvbuf_errors: datagrams the kernel dropped at full socket buffers during the run
 # (machine-wide, /proc/net/snmp), i.e. loss before QUIC on either side.
 # Build first: cargo build --release -p gateway -p zone-node -p client
-# usage: [STANDALONE=1] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--portal-chance 0 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
+# usage: [STANDALONE=1] [SETTLE=S] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--spread 2000 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
-N=$1; RAMP=$2; DUR=$3; BC=${4:-200}
-if [ "$DUR" -lt 40 ]; then echo "DURATION must be at least 40 s (CPU is sampled over 30 s after the ramp)" >&2; exit 2; fi
+N=$1; RAMP=$2; DUR=$3; BC=${4:-200}; SETTLE=${SETTLE:-0}
+case "$N$RAMP$DUR$BC$SETTLE" in *[!0-9]*) echo "BOTS, RAMP, DURATION, BROADCAST_MS and SETTLE are whole numbers" >&2; exit 2;; esac
+if [ "$DUR" -lt $((SETTLE+40)) ]; then echo "DURATION must be at least SETTLE + 40 s (CPU is sampled over 30 s after the ramp and SETTLE)" >&2; exit 2; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 R=${R:-$ROOT/target/release}
 D=${TMPDIR:-/tmp}/rc-load-$N-$BC; rm -rf "$D"; mkdir -p "$D"
@@ -31,16 +34,16 @@ else
 fi
 sleep 2
 cpu() { if [ -n "${1:-}" ]; then awk '{print $14+$15}' /proc/$1/stat; else echo 0; fi; }
-( sleep $((RAMP+5)); SW=$(pgrep -n -f "$R/swarm --gateway 127.0.0.1:28000"); echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu1 ) &
-(sleep $((RAMP+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
+( sleep $((RAMP+SETTLE+5)); SW=$(pgrep -n -f "$R/swarm --gateway 127.0.0.1:28000"); echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N)" > $D/cpu1 ) &
+(sleep $((RAMP+SETTLE+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
 IP=
 if [ -n "${INTEROP:-}" ]; then
-  ( sleep $((RAMP+5)); "$INTEROP" "$ROOT/tests/interop/rc_client.py" --port 28000 > $D/interop.log 2>&1; echo "exit $?" >> $D/interop.log ) &
+  ( sleep $((RAMP+SETTLE+5)); "$INTEROP" "$ROOT/tests/interop/rc_client.py" --port 28000 > $D/interop.log 2>&1; echo "exit $?" >> $D/interop.log ) &
   IP=$!
 fi
 rcvbuf() { awk '/^Udp:/{getline; print $6; exit}' /proc/net/snmp; }
 U0=$(rcvbuf)
-$R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --chat-every 60 ${SWARM_ARGS:-} --json > $D/swarm.json 2> $D/swarm.err
+$R/swarm --gateway 127.0.0.1:28000 --bots $N --duration $DUR --ramp $RAMP --settle $SETTLE --chat-every 60 ${SWARM_ARGS:-} --json > $D/swarm.json 2> $D/swarm.err
 U1=$(rcvbuf)
 [ -n "$IP" ] && wait $IP
 read g0 n0 s0 t0 < $D/cpu0; read g1 n1 s1 t1 < $D/cpu1
@@ -55,9 +58,9 @@ interop=None
 if os.path.exists(d+"/interop.log"):
     lines=[l.strip() for l in open(d+"/interop.log") if l.strip()]
     interop=" / ".join(lines[-2:]) if lines else "no output"
-print(json.dumps({"bots":int(n),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),"udp_rcvbuf_errors":int(rcvbuf),
+print(json.dumps({"bots":int(n),"settle_s":s.get("settle_s"),"swarm_args":os.environ.get("SWARM_ARGS",""),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),"udp_rcvbuf_errors":int(rcvbuf),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
   "move_to_own_update":s["move_to_own_update"],"own_update_gap":s.get("own_update_gap"),"never_own_update":s.get("never_own_update"),"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],
-  "updates_received":s["updates_received"],"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"]}))
+  "updates_received":s["updates_received"],"updates_per_s_per_bot":s.get("updates_per_s_per_bot"),"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"]}))
 PY
 kill $NODE $GW 2>/dev/null; wait 2>/dev/null

@@ -10,6 +10,13 @@
 //! latency, which only counts the updates that came), and, when a zone node is lost, how
 //! long a bot's position stopped coming back before it was put back into the world (a
 //! `P_ChangeArea` it did not ask for).
+//!
+//! Density: by default every bot wanders within `--wander-radius` (25) of where it
+//! arrived, so everyone in an area sees everyone (the densest case). `--spread R` sends
+//! each bot first to its own random place within R of its arrival point, as players spread
+//! over a large world; `--settle S` leaves the first S seconds after the ramp out of every
+//! figure, while they get there. `updates_per_s_per_bot` over the broadcast rate is how
+//! many actors a bot has in view.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -33,6 +40,10 @@ use tokio::time::Instant;
 
 /// Largest step per update that the server's speed check always accepts (units).
 const STEP: f32 = 1.8;
+/// Step per update while running out to a `--spread` home (22.5 units/s at 5 Hz): within
+/// the speed check for the demo character (Speed 60 of 100: 33 units per 200 ms), so only
+/// an update that reaches the server in the same tick as the one before it is refused.
+const TRAVEL_STEP: f32 = 4.5;
 /// Realm Crafter's portal re-entry lock after arriving through it.
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
 /// Bots per shared UDP endpoint (each with a [`client::SOCKET_BUFFER`] receive buffer: a
@@ -85,6 +96,15 @@ struct Args {
     /// a larger radius spreads them, as players spread over a real world.
     #[arg(long, default_value_t = 25.0)]
     wander_radius: f32,
+    /// On arriving in an area, a bot first runs to a random point within this many units
+    /// of its arrival point (uniform over the disc) and wanders around that point from
+    /// then on: players spread over a large world. 0: no spreading.
+    #[arg(long, default_value_t = 0.0)]
+    spread: f32,
+    /// Seconds after the ramp that are not measured (latencies, own-update gaps, bytes
+    /// per bot): time for `--spread` bots to reach their places.
+    #[arg(long, default_value_t = 0.0)]
+    settle: f64,
     /// Chance that a bot's next destination is a portal rather than a wander point.
     #[arg(long, default_value_t = 0.3)]
     portal_chance: f64,
@@ -116,6 +136,8 @@ struct Stats {
     failed: AtomicU64,
     moves: AtomicU64,
     updates: AtomicU64,
+    /// `P_StandardUpdate`s received while measuring.
+    measured_updates: AtomicU64,
     handoffs: AtomicU64,
     chats: AtomicU64,
     attacks: AtomicU64,
@@ -248,6 +270,8 @@ struct BotCtx {
     portals: Arc<PortalMap>,
     endpoint: quinn::Endpoint,
     user: String,
+    /// When measuring starts (after the ramp and `--settle`).
+    measure_from: Instant,
     end: Instant,
     seed: u64,
 }
@@ -308,16 +332,20 @@ async fn bot(ctx: BotCtx) {
         }
     };
     ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
-    if let Err(e) = play(&ctx, &mut c, &g).await {
+    // UDP bytes (up, down) when measuring started.
+    let mut base = None;
+    if let Err(e) = play(&ctx, &mut c, &g, &mut base).await {
         ctx.stats.error(&e);
     }
-    let s = c.quic().stats();
-    ctx.stats
-        .bytes_up
-        .fetch_add(s.udp_tx.bytes, Ordering::Relaxed);
-    ctx.stats
-        .bytes_down
-        .fetch_add(s.udp_rx.bytes, Ordering::Relaxed);
+    if let Some((up, down)) = base {
+        let s = c.quic().stats();
+        ctx.stats
+            .bytes_up
+            .fetch_add(s.udp_tx.bytes.saturating_sub(up), Ordering::Relaxed);
+        ctx.stats
+            .bytes_down
+            .fetch_add(s.udp_rx.bytes.saturating_sub(down), Ordering::Relaxed);
+    }
     c.close(CloseCode::Normal).await;
 }
 
@@ -334,6 +362,8 @@ struct Walk {
     pending: std::collections::VecDeque<(f32, f32, Instant)>,
     /// How far from `home` it wanders.
     wander: f32,
+    /// Running out to a `--spread` home, not wandering yet.
+    travelling: bool,
 }
 
 impl Walk {
@@ -365,6 +395,31 @@ impl Walk {
         );
     }
 
+    /// Arrive at `pos` (entering the game or through `P_ChangeArea`): with `spread`, pick
+    /// a home within it (uniform over the disc) and run there; else wander around `pos`.
+    fn arrive(
+        &mut self,
+        pos: (f32, f32, f32),
+        rng: &mut SmallRng,
+        portals: &PortalMap,
+        args: &Args,
+    ) {
+        self.pos = pos;
+        self.home = pos;
+        self.arrival_point = pos;
+        self.arrived = Instant::now();
+        self.pending.clear();
+        self.travelling = args.spread > 0.0;
+        if self.travelling {
+            let a = rng.gen_range(0.0..std::f32::consts::TAU);
+            let r = args.spread * rng.gen_range(0.0f32..1.0).sqrt();
+            self.home = (pos.0 + r * a.cos(), pos.1, pos.2 + r * a.sin());
+            self.target = self.home;
+        } else {
+            self.pick_target(rng, portals, args.portal_chance);
+        }
+    }
+
     fn in_portal(&self, portals: &PortalMap) -> bool {
         portals.get(&self.area.to_lowercase()).is_some_and(|v| {
             v.iter().any(|p| {
@@ -375,7 +430,14 @@ impl Walk {
     }
 }
 
-async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result<(), BotError> {
+/// Play until the end. `base` gets the connection's UDP bytes (up, down) when measuring
+/// starts.
+async fn play(
+    ctx: &BotCtx,
+    c: &mut Connection,
+    g: &client::GameStart,
+    base: &mut Option<(u64, u64)>,
+) -> Result<(), BotError> {
     let mut rng = SmallRng::seed_from_u64(ctx.seed);
     let rid = g.runtime_id;
     let start = (g.area.x, g.area.y, g.area.z);
@@ -389,8 +451,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
         triggered: None,
         pending: std::collections::VecDeque::new(),
         wander: ctx.args.wander_radius,
+        travelling: false,
     };
-    w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+    w.arrive(start, &mut rng, &ctx.portals, &ctx.args);
     let period = Duration::from_secs_f64(1.0 / ctx.args.input_hz.clamp(0.1, 60.0));
     let mut input = tokio::time::interval(period);
     input.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -427,9 +490,21 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
         .collect();
     let mut hunt: Option<(u16, Instant)> = None;
     let mut last_attack = Instant::now();
+    // Made once: a bot loops once per packet received, hundreds of times a second, and a
+    // timer made and dropped per loop costs the swarm a tenth of its CPU.
+    let measure_from = tokio::time::sleep_until(ctx.measure_from);
+    let end = tokio::time::sleep_until(ctx.end);
+    tokio::pin!(measure_from, end);
     loop {
+        let measuring = base.is_some();
         tokio::select! {
-            _ = tokio::time::sleep_until(ctx.end) => {
+            _ = &mut measure_from, if !measuring => {
+                let s = c.quic().stats();
+                *base = Some((s.udp_tx.bytes, s.udp_rx.bytes));
+                // A gap that started before is measured in full from here.
+                max_gap = Duration::ZERO;
+            }
+            _ = &mut end => {
                 tracing::debug!(user = %ctx.user, area = %w.area, pos = ?w.pos, target = ?w.target, "bot done");
                 max_gap = max_gap.max(gap_from.elapsed());
                 lock(&ctx.stats.own_update_gap_ms).push(max_gap.as_secs_f64() * 1000.0);
@@ -456,6 +531,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         }
                     }
                 } else if warp.is_none()
+                    && !w.travelling
                     && !npcs.is_empty()
                     && rng.gen_bool(ctx.args.fight_chance.clamp(0.0, 1.0) / 25.0)
                 {
@@ -473,11 +549,13 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                 let (dx, dy, dz) = (w.target.0 - w.pos.0, w.target.1 - w.pos.1, w.target.2 - w.pos.2);
                 let d = (dx * dx + dz * dz).sqrt();
                 if d < 0.5 {
+                    w.travelling = false;
                     if hunt.is_none() {
                         w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
                     }
                 } else {
-                    let k = (STEP / d).min(1.0);
+                    let step = if w.travelling { TRAVEL_STEP } else { STEP };
+                    let k = (step / d).min(1.0);
                     w.pos = (w.pos.0 + dx * k, w.pos.1 + dy * k, w.pos.2 + dz * k);
                 }
                 c.send_update(&update(w.pos, (w.pos.0, w.pos.2)))?;
@@ -530,6 +608,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                     }
                     ServerPacket::StandardUpdate(u) => {
                         ctx.stats.updates.fetch_add(1, Ordering::Relaxed);
+                        if measuring {
+                            ctx.stats.measured_updates.fetch_add(1, Ordering::Relaxed);
+                        }
                         if let Some(p) = npcs.get_mut(&u.runtime_id) {
                             *p = (u.x, u.z);
                         }
@@ -538,7 +619,9 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                             if gap_from.elapsed() > Duration::from_millis(500) {
                                 tracing::debug!(user = %ctx.user, gap_ms = gap_from.elapsed().as_millis(), hunting = hunt.is_some(), "own position came back late");
                             }
-                            max_gap = max_gap.max(gap_from.elapsed());
+                            if measuring {
+                                max_gap = max_gap.max(gap_from.elapsed());
+                            }
                             gap_from = last_echo;
                             seen_own = true;
                         }
@@ -548,14 +631,18 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                             })
                             && let Some((_, _, t)) = w.pending.get(i).copied()
                         {
-                            lock(&ctx.stats.move_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                            if t >= ctx.measure_from {
+                                lock(&ctx.stats.move_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                            }
                             w.pending.drain(..=i);
                         }
                     }
                     ServerPacket::ChangeArea(a) => {
                         if let Some(t) = w.triggered.take() {
                             ctx.stats.handoffs.fetch_add(1, Ordering::Relaxed);
-                            lock(&ctx.stats.handoff_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                            if t >= ctx.measure_from {
+                                lock(&ctx.stats.handoff_latency_ms).push(t.elapsed().as_secs_f64() * 1000.0);
+                            }
                         } else if last_echo.elapsed() > Duration::from_secs(1) {
                             // Its position had stopped coming back: its node was lost.
                             lock(&ctx.stats.recovery_gap_ms)
@@ -572,12 +659,7 @@ async fn play(ctx: &BotCtx, c: &mut Connection, g: &client::GameStart) -> Result
                         hunt = None;
                         gap_from = Instant::now();
                         w.area = area_name(&a);
-                        w.pos = (a.x, a.y, a.z);
-                        w.home = w.pos;
-                        w.arrival_point = w.pos;
-                        w.arrived = Instant::now();
-                        w.pending.clear();
-                        w.pick_target(&mut rng, &ctx.portals, ctx.args.portal_chance);
+                        w.arrive((a.x, a.y, a.z), &mut rng, &ctx.portals, &ctx.args);
                     }
                     ServerPacket::KickedPlayer(_) => {
                         return Err(BotError::Other("kicked".into()));
@@ -642,6 +724,12 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     if !(args.wander_radius.is_finite() && (3.5..=100_000.0).contains(&args.wander_radius)) {
         bail!("--wander-radius must be between 3.5 and 100000 units");
     }
+    if !(args.spread.is_finite() && (0.0..=100_000.0).contains(&args.spread)) {
+        bail!("--spread must be between 0 and 100000 units");
+    }
+    if !(args.settle.is_finite() && args.settle >= 0.0 && args.settle < args.duration) {
+        bail!("--settle must be zero or more seconds, and less than --duration");
+    }
     let world = match &args.world {
         Some(p) => {
             shared::content::fs::load_world(p)
@@ -669,6 +757,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     let t0 = Instant::now();
     let ramp = Duration::from_secs_f64(args.ramp);
+    let measure_from = t0 + ramp + Duration::from_secs_f64(args.settle);
     let end = t0 + ramp + Duration::from_secs_f64(args.duration);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..args.bots {
@@ -682,6 +771,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
                 .cloned()
                 .context("endpoint")?,
             user: format!("{prefix}{i}"),
+            measure_from,
             end,
             seed: args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(i)),
         };
@@ -703,7 +793,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     if tty {
         eprintln!();
     }
-    let played = t0.elapsed().as_secs_f64().max(0.001);
+    let played = (args.duration - args.settle).max(0.001);
     let in_game = stats.in_game.load(Ordering::Relaxed).max(1) as f64;
     let per_bot = |b: &AtomicU64| (b.load(Ordering::Relaxed) as f64 / played / in_game).round();
     let protocol = lock(&stats.protocol_errors).clone();
@@ -713,6 +803,9 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "bots": args.bots,
         "duration_s": args.duration,
         "ramp_s": args.ramp,
+        "settle_s": args.settle,
+        "spread": args.spread,
+        "wander_radius": args.wander_radius,
         "input_hz": args.input_hz,
         "connected": stats.connected.load(Ordering::Relaxed),
         "in_game": stats.in_game.load(Ordering::Relaxed),
@@ -721,6 +814,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "errors": { "protocol": protocol, "other": other },
         "moves_sent": stats.moves.load(Ordering::Relaxed),
         "updates_received": stats.updates.load(Ordering::Relaxed),
+        "updates_per_s_per_bot": per_bot(&stats.measured_updates),
         "chat_lines_sent": stats.chats.load(Ordering::Relaxed),
         "attacks_sent": stats.attacks.load(Ordering::Relaxed),
         "npcs_killed": stats.kills.load(Ordering::Relaxed),
