@@ -928,7 +928,11 @@ mod tests {
         }
         let drain = sizes.get(1).copied().unwrap_or(0);
         assert!(drain > 0, "reliable messages are never shed");
-        assert_eq!(sizes.first(), Some(&0), "a's first broadcast: a newer one is queued");
+        assert_eq!(
+            sizes.first(),
+            Some(&0),
+            "a's first broadcast: a newer one is queued"
+        );
         assert!(sizes.iter().skip(1).all(|n| *n > 0), "{sizes:?}");
         assert_eq!(Metrics::get(&reg.metrics.outbound_dropped), 1);
     }
