@@ -73,6 +73,9 @@ struct Conn {
     /// The login's trace (`session.login`: connect, verify, character selection, start),
     /// handed to the hub with `P_StartGame`.
     login: Option<tracing::Span>,
+    /// The account name last recorded on `login` (recorded again only when it changes:
+    /// each record adds the field once more to the log line).
+    login_account: Vec<u8>,
 }
 
 /// Fill `buf` from the operating system's CSPRNG.
@@ -142,6 +145,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         pool: BytesMut::new(),
         rng: os_rng(),
         login: Some(login),
+        login_account: Vec::new(),
     };
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
@@ -281,8 +285,10 @@ impl Conn {
             | ClientPacket::CreateAccount(shared::proto::CreateAccount { creds, .. }),
         ) = &packet
             && let Some(login) = &self.login
+            && self.login_account != creds.user.0
         {
             login.record("account", latin1(&creds.user.0).as_str());
+            self.login_account.clone_from(&creds.user.0);
         }
         let pre = match &packet {
             Some(p) => self.precompute(p).await,
