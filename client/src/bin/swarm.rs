@@ -491,7 +491,7 @@ async fn play(
     let mut hunt: Option<(u16, Instant)> = None;
     let mut last_attack = Instant::now();
     // Made once: a bot loops once per packet received, hundreds of times a second, and a
-    // timer made and dropped per loop costs the swarm a tenth of its CPU.
+    // timer made and dropped per loop cost the swarm a sixth of its CPU.
     let measure_from = tokio::time::sleep_until(ctx.measure_from);
     let end = tokio::time::sleep_until(ctx.end);
     tokio::pin!(measure_from, end);
