@@ -75,7 +75,7 @@ pub fn render(reg: &Registry) -> String {
         ),
         (
             "rc_zone_outbound_dropped_total",
-            "Messages dropped because the gateway link was down.",
+            "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
             &m.outbound_dropped,
         ),
     ];
