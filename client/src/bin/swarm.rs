@@ -501,7 +501,7 @@ async fn play(
             _ = &mut measure_from, if !measuring => {
                 let s = c.quic().stats();
                 *base = Some((s.udp_tx.bytes, s.udp_rx.bytes));
-                // A gap that started before is measured in full from here.
+                // Gaps before do not count; one still open is measured in full from here.
                 max_gap = Duration::ZERO;
             }
             _ = &mut end => {
@@ -619,9 +619,7 @@ async fn play(
                             if gap_from.elapsed() > Duration::from_millis(500) {
                                 tracing::debug!(user = %ctx.user, gap_ms = gap_from.elapsed().as_millis(), hunting = hunt.is_some(), "own position came back late");
                             }
-                            if measuring {
-                                max_gap = max_gap.max(gap_from.elapsed());
-                            }
+                            max_gap = max_gap.max(gap_from.elapsed());
                             gap_from = last_echo;
                             seen_own = true;
                         }
