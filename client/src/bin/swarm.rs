@@ -146,6 +146,10 @@ struct Stats {
     server_moves: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
+    packets_up: AtomicU64,
+    packets_down: AtomicU64,
+    /// QUIC ACK frames the bots sent (on their own packets or riding a move).
+    acks_up: AtomicU64,
     /// Errors that are the server's fault (malformed packets, protocol closes).
     protocol_errors: Mutex<BTreeMap<String, u64>>,
     /// Everything else (timeouts, refusals, the bot's own load).
@@ -337,14 +341,16 @@ async fn bot(ctx: BotCtx) {
     if let Err(e) = play(&ctx, &mut c, &g, &mut base).await {
         ctx.stats.error(&e);
     }
-    if let Some((up, down)) = base {
-        let s = c.quic().stats();
-        ctx.stats
-            .bytes_up
-            .fetch_add(s.udp_tx.bytes.saturating_sub(up), Ordering::Relaxed);
-        ctx.stats
-            .bytes_down
-            .fetch_add(s.udp_rx.bytes.saturating_sub(down), Ordering::Relaxed);
+    if let Some(base) = base {
+        let now = UdpCounts::of(&c);
+        let add = |total: &AtomicU64, now: u64, then: u64| {
+            total.fetch_add(now.saturating_sub(then), Ordering::Relaxed);
+        };
+        add(&ctx.stats.bytes_up, now.bytes_up, base.bytes_up);
+        add(&ctx.stats.bytes_down, now.bytes_down, base.bytes_down);
+        add(&ctx.stats.packets_up, now.packets_up, base.packets_up);
+        add(&ctx.stats.packets_down, now.packets_down, base.packets_down);
+        add(&ctx.stats.acks_up, now.acks_up, base.acks_up);
     }
     c.close(CloseCode::Normal).await;
 }
@@ -430,13 +436,35 @@ impl Walk {
     }
 }
 
-/// Play until the end. `base` gets the connection's UDP bytes (up, down) when measuring
-/// starts.
+/// A connection's UDP traffic so far (quinn's counters).
+#[derive(Debug, Clone, Copy)]
+struct UdpCounts {
+    bytes_up: u64,
+    bytes_down: u64,
+    packets_up: u64,
+    packets_down: u64,
+    acks_up: u64,
+}
+
+impl UdpCounts {
+    fn of(c: &Connection) -> Self {
+        let s = c.quic().stats();
+        Self {
+            bytes_up: s.udp_tx.bytes,
+            bytes_down: s.udp_rx.bytes,
+            packets_up: s.udp_tx.datagrams,
+            packets_down: s.udp_rx.datagrams,
+            acks_up: s.frame_tx.acks,
+        }
+    }
+}
+
+/// Play until the end. `base` gets the connection's UDP counts when measuring starts.
 async fn play(
     ctx: &BotCtx,
     c: &mut Connection,
     g: &client::GameStart,
-    base: &mut Option<(u64, u64)>,
+    base: &mut Option<UdpCounts>,
 ) -> Result<(), BotError> {
     let mut rng = SmallRng::seed_from_u64(ctx.seed);
     let rid = g.runtime_id;
@@ -499,8 +527,7 @@ async fn play(
         let measuring = base.is_some();
         tokio::select! {
             _ = &mut measure_from, if !measuring => {
-                let s = c.quic().stats();
-                *base = Some((s.udp_tx.bytes, s.udp_rx.bytes));
+                *base = Some(UdpCounts::of(c));
                 // Gaps before do not count; one still open is measured in full from here.
                 max_gap = Duration::ZERO;
             }
@@ -793,7 +820,8 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     let played = (args.duration - args.settle).max(0.001);
     let in_game = stats.in_game.load(Ordering::Relaxed).max(1) as f64;
-    let per_bot = |b: &AtomicU64| (b.load(Ordering::Relaxed) as f64 / played / in_game).round();
+    let per_bot =
+        |b: &AtomicU64| (b.load(Ordering::Relaxed) as f64 / played / in_game * 10.0).round() / 10.0;
     let protocol = lock(&stats.protocol_errors).clone();
     let other = lock(&stats.other_errors).clone();
     Ok(serde_json::json!({
@@ -820,6 +848,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
         "handoffs": stats.handoffs.load(Ordering::Relaxed),
         "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
+        "packets_per_s_per_bot": { "up": per_bot(&stats.packets_up), "down": per_bot(&stats.packets_down), "acks_up": per_bot(&stats.acks_up) },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
         "own_update_gap": latency_json(&stats.own_update_gap_ms),
         "never_own_update": stats.never_own_update.load(Ordering::Relaxed),
