@@ -12,6 +12,10 @@ fn join_announces_both_ways_and_keeps_the_gateway_rid() {
     let (a, aid) = h.spawn_player("Alice", 0.0, 0.0);
     h.clear();
     let (b, bid) = h.spawn_player("Bob", 10.0, 0.0);
+    // Bob's own start goes out at once; Alice's announcement of him with the broadcast.
+    let bob = h.reliable(b);
+    assert_eq!(bob.first().map(|f| f.0), Some(P_CHANGE_AREA));
+    h.deliver();
     assert_eq!(h.actor(aid).rid, 1);
     assert_eq!(h.actor(bid).rid, 2);
     // Bob: P_ChangeArea then Alice's P_NewActor.
@@ -69,6 +73,7 @@ fn leave_persists_and_tells_the_zone() {
             .iter()
             .any(|o| matches!(o, ZoneOutput::PlayerRemoved { player } if *player == b))
     );
+    h.deliver();
     assert_eq!(h.reliable_of(a, P_ACTOR_GONE), vec![vec![2, 0]]);
     assert_eq!(h.sim.state().online.len, 1);
     assert_eq!(h.sim.state().zone.len, 1);
@@ -254,6 +259,7 @@ fn set_attribute_audiences_and_unknown_names() {
     };
     h.act(dm, set("health", 80));
     h.tick();
+    h.deliver();
     let rid = h.actor(dm_id).rid;
     let expect = stat_value(rid, attrs::HEALTH, 80).to_vec();
     assert_eq!(h.reliable_of(dm, P_STAT_UPDATE), vec![expect.clone()]);
@@ -388,6 +394,7 @@ fn jump_goes_to_the_others_not_while_mounted() {
     h.clear();
     h.act(a, PlayerAction::Jump);
     h.tick();
+    h.deliver();
     let rid = h.actor(aid).rid;
     assert_eq!(h.reliable_of(b, P_JUMP), vec![rid.to_le_bytes().to_vec()]);
     assert!(h.reliable_of(a, P_JUMP).is_empty());
@@ -399,4 +406,40 @@ fn unknown_players_are_counted_not_fatal() {
     h.act(zone_node::sim::PlayerKey(4242), PlayerAction::Jump);
     h.tick();
     assert_eq!(h.rejections(), vec![Rejection::UnknownPlayer]);
+}
+
+#[test]
+fn zone_wide_packets_wait_for_the_broadcast_and_keep_their_order() {
+    let mut h = SimHarness::new();
+    let (a, aid) = h.spawn_player("A", 0.0, 0.0);
+    let (b, _) = h.spawn_dm("B", 1.0, 0.0);
+    h.deliver();
+    h.clear();
+    // A jump between broadcasts reaches B only with the next broadcast...
+    h.act(a, PlayerAction::Jump);
+    h.tick();
+    assert!(!h.last_stats.counters.broadcast);
+    assert!(h.reliable(b).is_empty());
+    // ...or sooner, ahead of a packet sent to B alone, in the order they were queued.
+    h.act(
+        b,
+        PlayerAction::Command {
+            word: "GOLD".into(),
+            params: "5".into(),
+        },
+    );
+    h.tick();
+    assert!(!h.last_stats.counters.broadcast);
+    let kinds: Vec<u8> = h.reliable(b).iter().map(|f| f.0).collect();
+    assert_eq!(kinds, vec![P_JUMP, P_GOLD_CHANGE]);
+    // Nothing is sent twice, and a quiet broadcast sends nothing.
+    h.clear();
+    h.deliver();
+    assert!(h.reliable(b).is_empty());
+    // A zone-wide packet alone goes out with the broadcast.
+    h.act(a, PlayerAction::Jump);
+    h.tick();
+    h.deliver();
+    let rid = h.actor(aid).rid;
+    assert_eq!(h.reliable_of(b, P_JUMP), vec![rid.to_le_bytes().to_vec()]);
 }

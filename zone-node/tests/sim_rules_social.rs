@@ -203,6 +203,7 @@ fn pet_commands_wait_follow_attack_and_name() {
     h.clear();
     h.act(p, cmd(Some("Rex"), PetCommand::Name("Spot".into())));
     h.tick();
+    h.deliver();
     assert_eq!(h.actor(pet).name, "Spot");
     let r = h.actor(pet).rid.to_le_bytes();
     assert_eq!(
@@ -362,6 +363,7 @@ fn set_attribute_by_name_goes_through_the_stats_audiences() {
     // Health 0 kills (deferred): the DM is dead, waiting for the death script.
     assert!(h.actor(dmid).dead);
     // Alice saw the Health change but not Dexterity.
+    h.deliver();
     let stats = h.reliable_of(p, P_STAT_UPDATE);
     assert_eq!(stats.len(), 1);
 }

@@ -264,6 +264,7 @@ fn dm_weather_command_sets_and_broadcasts() {
     h.act(p, cmd("rain"));
     h.act(dm, cmd("hail"));
     h.tick();
+    h.deliver();
     assert_eq!(h.sim.state().weather, 2);
     assert_eq!(
         h.reliable_of(p, P_WEATHER_CHANGE),

@@ -25,6 +25,7 @@ fn warp_inside_the_instance_repositions_and_rebaselines() {
     let st = h.sim.state_mut();
     set_area(st, id, "testland", 0, &Arrival::PortalNamed("gate".into()));
     h.tick();
+    h.deliver();
     let a = h.actor(id);
     assert_eq!((a.x, a.z, a.dest_x, a.old_x), (500.0, 500.0, 500.0, 500.0));
     assert_eq!(a.last_portal, Some(1));
@@ -76,6 +77,7 @@ fn dm_warp_to_another_area_is_a_transfer_with_freeze_and_ack() {
     });
     h.tick();
     assert!(h.sim.state().get(id).is_none());
+    h.deliver();
     assert_eq!(h.reliable_of(o, P_ACTOR_GONE), vec![vec![1, 0]]);
     assert!(
         h.outputs
@@ -316,6 +318,7 @@ fn transfer_carries_mount_and_pets_and_keeps_the_player_rid() {
     assert!(m.rid >= 16000);
     assert_eq!(dst.sim.state().slaves_of(arrived).len(), 1);
     // The local player learns about all three; the newcomer gets P_ChangeArea.
+    dst.deliver();
     assert_eq!(dst.reliable_of(obs, P_NEW_ACTOR).len(), 3);
     assert_eq!(dst.reliable_of(p, P_CHANGE_AREA).len(), 1);
     // A duplicate is refused.

@@ -147,9 +147,9 @@ impl ZoneSim {
     /// does not wait one tick per hop: `TransferIn` (prepare), `TransferAck` /
     /// `TransferNack` (the source's decision or rollback), `TransferCommit` (the arrival
     /// goes live) and `TransferAbort`. Any other input is left for the next [`tick`]
-    /// (returned unapplied, in order). Players' queued packets are flushed, as a tick's
-    /// last phase does. Deterministic like `tick`: the result depends only on the state
-    /// and the inputs.
+    /// (returned unapplied, in order). Players' packets sent to them alone are flushed, as
+    /// a tick's last phase does (zone-wide ones wait for the broadcast). Deterministic like
+    /// `tick`: the result depends only on the state and the inputs.
     ///
     /// [`tick`]: Self::tick
     pub fn handoff(&mut self, inputs: Vec<ZoneInput>) -> (&TickOutput, Vec<ZoneInput>) {
@@ -164,7 +164,7 @@ impl ZoneSim {
                 rest.push(input);
             }
         }
-        flush_online(st);
+        flush_online(st, false);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         self.out.stats = TickStats {
             now_ms: st.now_ms,
@@ -283,7 +283,7 @@ impl ZoneSim {
         lap(Phase::Broadcast, &mut t);
 
         // 7. Flush.
-        flush_online(st);
+        flush_online(st, st.counters.broadcast);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         st.counters.actors = st.zone.len;
         st.counters.players = st.online.len;
@@ -298,14 +298,20 @@ impl ZoneSim {
     }
 }
 
-/// Every online player's queued reliable frames become its [`ZoneOutput::Reliable`].
-fn flush_online(st: &mut ZoneState) {
+/// Online players' queued reliable frames become their [`ZoneOutput::Reliable`]: every
+/// player's on a broadcast tick (`all`), otherwise only those of players with a frame sent
+/// to them alone (`PlayerData::outbox_urgent`); zone-wide frames wait for the broadcast.
+fn flush_online(st: &mut ZoneState, all: bool) {
     let mut cur = st.online.first;
     let mut guard = 0;
     while cur != NIL && guard <= st.online.len {
         guard += 1;
         let next = st.link(cur, ChainKind::Online).next;
-        if let Some(id) = st.at(cur).map(|a| a.id) {
+        let due = st.at(cur).and_then(|a| {
+            let urgent = a.player_data.as_ref().is_some_and(|pd| pd.outbox_urgent);
+            (all || urgent).then_some(a.id)
+        });
+        if let Some(id) = due {
             st.flush_player(id);
         }
         cur = next;

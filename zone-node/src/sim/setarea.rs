@@ -103,6 +103,7 @@ fn insert_player(
         quests: state.quests.clone(),
         action_bar: state.action_bar.clone(),
         outbox: Vec::new(),
+        outbox_urgent: false,
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;
@@ -201,6 +202,7 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
         }
         if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
             pd.outbox.extend_from_slice(&frames);
+            pd.outbox_urgent = true;
         }
     }
     st.send_zone(packets::P_NEW_ACTOR, &na, Some(id));

@@ -139,8 +139,12 @@ pub struct PlayerData {
     pub quests: Vec<(String, String)>,
     /// Action bar.
     pub action_bar: Vec<String>,
-    /// Reliable frames queued for this player during the tick.
+    /// Reliable frames queued for this player, in order.
     pub outbox: Vec<u8>,
+    /// Whether `outbox` holds a frame sent to this player alone ([`ZoneState::send_to`]):
+    /// it goes out at the end of this tick. Frames sent to the whole zone
+    /// ([`ZoneState::send_zone`]) alone wait for the next broadcast tick.
+    pub outbox_urgent: bool,
 }
 
 /// One actor instance (player or NPC) in the zone.
@@ -1232,14 +1236,21 @@ impl ZoneState {
         self.outputs.push(ZoneOutput::Rejected { player, reason });
     }
 
-    /// Queue a reliable packet (type + payload) for one actor's player (no-op for NPCs).
+    /// Queue a reliable packet (type + payload) for one actor's player (no-op for NPCs); it
+    /// goes out at the end of this tick, with whatever is queued before it.
     pub fn send_to(&mut self, to: ActorId, ptype: u8, payload: &[u8]) {
         if let Some(pd) = self.get_mut(to).and_then(|a| a.player_data.as_mut()) {
             super::packets::push_frame(&mut pd.outbox, ptype, payload);
+            pd.outbox_urgent = true;
         }
     }
 
     /// Queue a reliable packet for every online player of the instance, except `except`.
+    ///
+    /// It goes out with the player's next broadcast (or sooner, with a packet sent to the
+    /// player alone), so that a crowd's zone chat and announcements reach each player as
+    /// one batch per broadcast interval instead of one QUIC packet each
+    /// (docs/simulation.md, "Reliable output").
     pub fn send_zone(&mut self, ptype: u8, payload: &[u8], except: Option<ActorId>) {
         let mut cur = self.online.first;
         let mut guard = 0u32;
@@ -1263,6 +1274,7 @@ impl ZoneState {
         let Some(pd) = a.player_data.as_mut() else {
             return;
         };
+        pd.outbox_urgent = false;
         if pd.outbox.is_empty() {
             return;
         }

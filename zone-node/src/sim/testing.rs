@@ -384,6 +384,18 @@ impl SimHarness {
         }
     }
 
+    /// Run ticks until one has broadcast (none if the last tick did), so that the
+    /// zone-wide reliable packets queued so far are out (they wait for the broadcast).
+    pub fn deliver(&mut self) {
+        let most = self.sim.state().cfg.broadcast_ms / self.step.max(1) + 2;
+        for _ in 0..most {
+            if self.last_stats.counters.broadcast {
+                return;
+            }
+            self.tick();
+        }
+    }
+
     /// Forget collected outputs.
     pub fn clear(&mut self) {
         self.outputs.clear();
