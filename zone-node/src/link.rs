@@ -891,7 +891,23 @@ mod tests {
     use super::*;
     use crate::actor::ShellConfig;
     use shared::internal::fanout::Broadcast;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn a_grouped_broadcast_is_stale_once_every_group_has_a_newer_one() {
+        let latest = Arc::new(AtomicU64::new(1));
+        let first = Outbound::Broadcast {
+            latest: latest.clone(),
+            seq: 1,
+            groups: 3,
+            broadcast: Broadcast::default(),
+        };
+        // Groups 1 and 2 follow: group 0's players have nothing newer yet.
+        latest.store(3, Ordering::Relaxed);
+        assert!(!first.is_stale());
+        latest.store(4, Ordering::Relaxed);
+        assert!(first.is_stale());
+    }
 
     #[test]
     fn a_stale_broadcast_is_shed_and_reliable_messages_never_are() {
@@ -914,12 +930,12 @@ mod tests {
         let mut wbuf = Vec::new();
         let (a, b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         // Two instances; the reliable messages queued between them are no backlog.
-        reg.send_broadcast(&a, Broadcast::default());
+        reg.send_broadcast(&a, 1, Broadcast::default());
         for _ in 0..5000 {
             reg.send(Msg::Drain);
         }
-        reg.send_broadcast(&b, Broadcast::default());
-        reg.send_broadcast(&a, Broadcast::default());
+        reg.send_broadcast(&b, 1, Broadcast::default());
+        reg.send_broadcast(&a, 1, Broadcast::default());
         let mut sizes = Vec::new();
         while let Ok(o) = rx.try_recv() {
             let before = wbuf.len();

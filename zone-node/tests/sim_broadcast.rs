@@ -222,3 +222,75 @@ fn slave_chains_link_and_unlink_on_free() {
     st.free_actor(leader);
     assert!(st.get(pets[0]).unwrap().leader.is_none());
 }
+
+/// Each player's own-update count: how many broadcasts it got.
+fn own_updates(h: &SimHarness, p: zone_node::sim::events::PlayerKey) -> usize {
+    let rid = h.actor_of(p).map(|a| a.rid).unwrap();
+    h.updates(p).iter().filter(|u| u.rid == rid).count()
+}
+
+#[test]
+fn broadcast_groups_take_turns_and_every_player_still_gets_five_a_second() {
+    let cfg = ZoneConfig {
+        broadcast_groups: 6,
+        ..ZoneConfig::default()
+    };
+    let mut h = SimHarness::with(cfg, test_content());
+    let players: Vec<_> = (0..12)
+        .map(|i| h.spawn_player(&format!("P{i}"), i as f32 * 10.0, 0.0).0)
+        .collect();
+    h.deliver();
+    h.clear();
+    let mut busiest = 0;
+    let mut ticks_with_datagrams = 0;
+    for _ in 0..303 {
+        let before = h.datagrams.len();
+        h.tick();
+        let n = h.datagrams.len() - before;
+        busiest = busiest.max(n);
+        ticks_with_datagrams += usize::from(n > 0);
+    }
+    // 10 s: every player still gets 5 broadcasts a second...
+    for &p in &players {
+        let n = own_updates(&h, p);
+        assert!((49..=51).contains(&n), "{n}");
+    }
+    // ...but two players a tick (12 players, 6 groups), on every tick.
+    assert_eq!(busiest, 2);
+    assert!(ticks_with_datagrams >= 295, "{ticks_with_datagrams}");
+    // A zone-wide packet reaches each player with its group's broadcast.
+    h.clear();
+    h.act(players[0], zone_node::sim::events::PlayerAction::Jump);
+    h.tick();
+    let got = |h: &SimHarness| {
+        players[1..]
+            .iter()
+            .filter(|&&p| !h.reliable_of(p, zone_node::sim::packets::P_JUMP).is_empty())
+            .count()
+    };
+    assert!(got(&h) < 11, "not all in one tick");
+    h.deliver();
+    assert_eq!(got(&h), 11);
+}
+
+#[test]
+fn late_ticks_send_the_groups_an_interval_still_owes() {
+    let cfg = ZoneConfig {
+        broadcast_groups: 6,
+        ..ZoneConfig::default()
+    };
+    let mut h = SimHarness::with(cfg, test_content());
+    let players: Vec<_> = (0..12)
+        .map(|i| h.spawn_player(&format!("P{i}"), i as f32 * 10.0, 0.0).0)
+        .collect();
+    h.deliver();
+    h.clear();
+    // Ticks 150 ms apart: an interval has two ticks for six groups.
+    h.step = 150;
+    for _ in 0..40 {
+        h.tick();
+    }
+    let counts: Vec<usize> = players.iter().map(|&p| own_updates(&h, p)).collect();
+    let (lo, hi) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    assert!(hi - lo <= 1 && *lo >= 19, "{counts:?}");
+}

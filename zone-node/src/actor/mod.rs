@@ -33,6 +33,14 @@ use crate::sim::{ZoneConfig, ZoneContent};
 
 pub use zone::{InstanceStats, ZoneActor};
 
+/// The broadcast groups of an instance (`ZoneConfig::broadcast_groups`): one per tick of
+/// the broadcast interval, so the interval's ticks each send to one group.
+pub fn broadcast_groups(broadcast_ms: u64, tick_ms: u64) -> u32 {
+    u32::try_from(broadcast_ms / tick_ms.max(1))
+        .unwrap_or(u32::MAX)
+        .clamp(1, 32)
+}
+
 /// Something for the link to send.
 #[derive(Debug)]
 pub enum Outbound {
@@ -40,23 +48,32 @@ pub enum Outbound {
     Msg(Msg),
     /// A control message with its trace context (a handoff's messages).
     Envelope(Envelope),
-    /// One instance's position broadcast, best effort: stale, and shed by the link, once a
-    /// newer one from the same instance is queued (`latest` has moved past `seq`).
+    /// One instance's position broadcast (one tick's broadcast groups), best effort:
+    /// stale, and shed by the link, once the instance has queued `groups` newer ones
+    /// (`latest` ≥ `seq + groups`). The groups take turns in order, so by then every
+    /// player in this one has a newer datagram queued.
     Broadcast {
         /// The instance's broadcast counter: the `seq` of its newest queued broadcast.
         latest: Arc<AtomicU64>,
         /// This broadcast's number.
         seq: u64,
+        /// The instance's broadcast groups (`ZoneConfig::broadcast_groups`).
+        groups: u64,
         /// The broadcast.
         broadcast: Broadcast,
     },
 }
 
 impl Outbound {
-    /// Whether this is a broadcast with a newer one from its instance queued behind it.
+    /// Whether this is a broadcast whose players all have a newer one queued behind it.
     pub fn is_stale(&self) -> bool {
         match self {
-            Self::Broadcast { latest, seq, .. } => latest.load(Ordering::Relaxed) != *seq,
+            Self::Broadcast {
+                latest,
+                seq,
+                groups,
+                ..
+            } => latest.load(Ordering::Relaxed) >= seq.saturating_add((*groups).max(1)),
             _ => false,
         }
     }
@@ -276,13 +293,14 @@ impl Registry {
         &self.cfg
     }
 
-    /// Queue an instance's position broadcast; `latest` is the instance's own counter (see
-    /// [`Outbound::Broadcast`]).
-    pub fn send_broadcast(&self, latest: &Arc<AtomicU64>, broadcast: Broadcast) {
+    /// Queue an instance's position broadcast; `latest` is the instance's own counter and
+    /// `groups` its broadcast groups (see [`Outbound::Broadcast`]).
+    pub fn send_broadcast(&self, latest: &Arc<AtomicU64>, groups: u32, broadcast: Broadcast) {
         let seq = latest.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let o = Outbound::Broadcast {
             latest: latest.clone(),
             seq,
+            groups: u64::from(groups),
             broadcast,
         };
         if self.out.send(o).is_err() {
@@ -482,6 +500,7 @@ impl Registry {
             instance_handle: instance_handle(&key),
             seed: seed_for(&key, generation),
             broadcast_ms: self.cfg.broadcast_ms,
+            broadcast_groups: broadcast_groups(self.cfg.broadcast_ms, self.cfg.tick_ms),
             persist_every_ms: self.cfg.persist_every_ms,
             datagram_budget: self.cfg.datagram_budget,
             ..ZoneConfig::default()

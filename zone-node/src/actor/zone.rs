@@ -371,6 +371,7 @@ impl ZoneActor {
             broadcasts,
             ..
         } = self;
+        let groups = sim.state().cfg.groups();
         let router = Router {
             reg,
             key,
@@ -378,6 +379,7 @@ impl ZoneActor {
             arriving,
             stopping: *stopping,
             broadcasts,
+            groups,
         };
         (sim, batch, router)
     }
@@ -535,6 +537,8 @@ struct Router<'a> {
     arriving: &'a mut HashMap<TransferId, ZoneInput>,
     stopping: bool,
     broadcasts: &'a Arc<AtomicU64>,
+    /// The instance's broadcast groups.
+    groups: u32,
 }
 
 impl Router<'_> {
@@ -614,6 +618,7 @@ impl Router<'_> {
             .collect();
         self.reg.send_broadcast(
             self.broadcasts,
+            self.groups,
             Broadcast {
                 frames: Bytes::copy_from_slice(&batch.frames),
                 segments: batch.segments.clone(),

@@ -1,5 +1,10 @@
 //! Phase 6: the position broadcast (reference §7.5), every 200 ms.
 //!
+//! **Groups.** With `ZoneConfig::broadcast_groups` G > 1, the players are split by slab
+//! slot into G groups and the ticks of an interval take turns (group 0 on the interval's
+//! first tick, group 1 on the next...), so a crowd's datagrams leave in G smaller bursts.
+//! Each player still gets one broadcast per interval, with its zone-wide reliable packets.
+//!
 //! **Encode once.** Every actor in the grid is encoded once per broadcast tick into one
 //! buffer as a complete `P_StandardUpdate` frame (`[len u16][14][22 bytes]`, plus the
 //! flying-Y tail for `Environment = Fly`), laid out cell by cell, so the actors of one grid
@@ -135,11 +140,13 @@ impl Writer<'_> {
     }
 }
 
-/// Encode every visible actor once, then build each recipient's datagrams.
-pub(crate) fn run(st: &mut ZoneState, sc: &mut Scratch, out: &mut DatagramBatch) {
+/// Encode every visible actor once, then build the datagrams of each recipient in the
+/// broadcast groups of `groups` (bit g: group g, see `ZoneConfig::broadcast_groups`).
+pub(crate) fn run(st: &mut ZoneState, sc: &mut Scratch, out: &mut DatagramBatch, groups: u32) {
     encode(st, sc, &mut out.frames);
     let close2 = st.cfg.update_distance * st.cfg.update_distance;
     let far2 = st.cfg.far_distance * st.cfg.far_distance;
+    let n_groups = st.cfg.groups();
     let stagger = (st.cfg.mid_band_ms / st.cfg.broadcast_ms.max(1)).max(1);
     let phase = st.broadcasts % stagger;
     let budget = st.cfg.datagram_budget.max(64);
@@ -153,12 +160,13 @@ pub(crate) fn run(st: &mut ZoneState, sc: &mut Scratch, out: &mut DatagramBatch)
     for &pidx in &recipients {
         let Some(p) = st.at(pidx) else { continue };
         let Some(player) = p.player else { continue };
-        if p.frozen() {
+        if p.frozen() || !super::state::in_broadcast_groups(groups, pidx, n_groups) {
             continue;
         }
         let (px, pz) = (p.x, p.z);
-        // This player's mid-band turn: once every `stagger` broadcasts, spread by slot.
-        let mid = u64::from(pidx) % stagger == phase;
+        // This player's mid-band turn: once every `stagger` broadcasts, spread by slot
+        // (within its broadcast group).
+        let mid = (u64::from(pidx) / u64::from(n_groups)) % stagger == phase;
         mids += u32::from(mid);
         let (limit2, radius) = if mid {
             (far2, st.cfg.far_distance)

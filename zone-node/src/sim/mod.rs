@@ -164,7 +164,7 @@ impl ZoneSim {
                 rest.push(input);
             }
         }
-        flush_online(st, false);
+        flush_online(st, 0);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         self.out.stats = TickStats {
             now_ms: st.now_ms,
@@ -270,20 +270,37 @@ impl ZoneSim {
         portals::visit(st);
         lap(Phase::Visit, &mut t);
 
-        // 6. Broadcast.
-        if now_ms >= st.next_broadcast_ms {
+        // 6. Broadcast: the groups due this tick (see `ZoneConfig::broadcast_groups`).
+        let groups = st.cfg.groups();
+        let mut due = 0u32;
+        let interval_starts = now_ms >= st.next_broadcast_ms;
+        if interval_starts {
             st.next_broadcast_ms += st.cfg.broadcast_ms.max(1);
             if st.next_broadcast_ms <= now_ms {
                 st.next_broadcast_ms = now_ms + st.cfg.broadcast_ms.max(1);
             }
+            // Groups the last interval still owes (its ticks ran late) go now, with the
+            // new interval's first.
+            for g in st.broadcast_group..groups {
+                due |= 1 << g;
+            }
+            due |= 1;
+            st.broadcast_group = 1;
+        } else if st.broadcast_group < groups {
+            due = 1 << st.broadcast_group;
+            st.broadcast_group += 1;
+        }
+        if due != 0 {
             st.counters.broadcast = true;
-            broadcast::run(st, &mut self.bcast, &mut self.out.datagrams);
+            broadcast::run(st, &mut self.bcast, &mut self.out.datagrams, due);
+        }
+        if interval_starts {
             st.broadcasts += 1;
         }
         lap(Phase::Broadcast, &mut t);
 
         // 7. Flush.
-        flush_online(st, st.counters.broadcast);
+        flush_online(st, due);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         st.counters.actors = st.zone.len;
         st.counters.players = st.online.len;
@@ -298,18 +315,21 @@ impl ZoneSim {
     }
 }
 
-/// Online players' queued reliable frames become their [`ZoneOutput::Reliable`]: every
-/// player's on a broadcast tick (`all`), otherwise only those of players with a frame sent
-/// to them alone (`PlayerData::outbox_urgent`); zone-wide frames wait for the broadcast.
-fn flush_online(st: &mut ZoneState, all: bool) {
+/// Online players' queued reliable frames become their [`ZoneOutput::Reliable`]: those of
+/// the players broadcast to this tick (in the groups of `broadcast`), and of players with a
+/// frame sent to them alone (`PlayerData::outbox_urgent`); zone-wide frames wait for the
+/// player's broadcast.
+fn flush_online(st: &mut ZoneState, broadcast: u32) {
+    let groups = st.cfg.groups();
     let mut cur = st.online.first;
     let mut guard = 0;
     while cur != NIL && guard <= st.online.len {
         guard += 1;
         let next = st.link(cur, ChainKind::Online).next;
+        let with_broadcast = state::in_broadcast_groups(broadcast, cur, groups);
         let due = st.at(cur).and_then(|a| {
             let urgent = a.player_data.as_ref().is_some_and(|pd| pd.outbox_urgent);
-            (all || urgent).then_some(a.id)
+            (with_broadcast || urgent).then_some(a.id)
         });
         if let Some(id) = due {
             st.flush_player(id);

@@ -645,6 +645,13 @@ pub struct ZoneConfig {
     /// Mid band period (ms), 1000: each player gets the mid band on one broadcast tick in
     /// every `mid_band_ms / broadcast_ms` (staggered by player).
     pub mid_band_ms: u64,
+    /// Broadcast groups, 1..=32 (1: Realm Crafter's one burst per interval). The players are
+    /// split by slab slot into this many groups, and the ticks of a broadcast interval take
+    /// turns: the interval's first tick broadcasts to group 0, the next tick to group 1, and
+    /// so on. Each player still gets one broadcast per interval, but the gateway and the
+    /// network get a crowd's datagrams spread over the interval instead of in one burst.
+    /// The node sets it to `broadcast_ms / tick_ms` (6 at Realm Crafter's rates).
+    pub broadcast_groups: u32,
     /// Spell recharge step (ms), 100.
     pub recharge_ms: u64,
     /// Close band radius, 500.
@@ -665,6 +672,19 @@ pub struct ZoneConfig {
     pub persist_every_ms: u64,
 }
 
+impl ZoneConfig {
+    /// [`Self::broadcast_groups`], within 1..=32.
+    pub fn groups(&self) -> u32 {
+        self.broadcast_groups.clamp(1, 32)
+    }
+}
+
+/// Whether the player in slab slot `idx` is in one of the broadcast groups of `mask`
+/// (bit g: group g of `groups`).
+pub fn in_broadcast_groups(mask: u32, idx: u32, groups: u32) -> bool {
+    mask & (1 << (idx % groups.max(1)).min(31)) != 0
+}
+
 impl Default for ZoneConfig {
     fn default() -> Self {
         Self {
@@ -673,6 +693,7 @@ impl Default for ZoneConfig {
             seed: 0x5eed,
             broadcast_ms: 200,
             mid_band_ms: 1000,
+            broadcast_groups: 1,
             recharge_ms: 100,
             update_distance: 500.0,
             far_distance: 1000.0,
@@ -750,8 +771,11 @@ pub struct ZoneState {
     pub invites: Vec<(ActorId, String)>,
     /// Next broadcast time.
     pub next_broadcast_ms: u64,
-    /// Broadcast ticks so far (staggers the mid band).
+    /// Broadcast intervals so far (staggers the mid band).
     pub broadcasts: u64,
+    /// The next broadcast group of the current interval (`broadcast_groups` when all are
+    /// done).
+    pub broadcast_group: u32,
     /// Next recharge step.
     pub next_recharge_ms: u64,
     /// Next periodic snapshot time.
@@ -805,6 +829,7 @@ impl ZoneState {
             parties: Vec::new(),
             invites: Vec::new(),
             next_broadcast_ms: 0,
+            broadcast_group: u32::MAX,
             broadcasts: 0,
             next_recharge_ms: 0,
             recharge_now: false,

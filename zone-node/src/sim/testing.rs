@@ -384,12 +384,14 @@ impl SimHarness {
         }
     }
 
-    /// Run ticks until one has broadcast (none if the last tick did), so that the
-    /// zone-wide reliable packets queued so far are out (they wait for the broadcast).
+    /// Run ticks until a broadcast interval has sent all its groups (none if the last tick
+    /// completed one), so that the zone-wide reliable packets queued so far are out (they
+    /// wait for the player's broadcast).
     pub fn deliver(&mut self) {
-        let most = self.sim.state().cfg.broadcast_ms / self.step.max(1) + 2;
+        let most = 2 * (self.sim.state().cfg.broadcast_ms / self.step.max(1) + 2);
         for _ in 0..most {
-            if self.last_stats.counters.broadcast {
+            let st = self.sim.state();
+            if self.last_stats.counters.broadcast && st.broadcast_group >= st.cfg.groups() {
                 return;
             }
             self.tick();
