@@ -229,8 +229,8 @@ fn own_updates(h: &SimHarness, p: zone_node::sim::events::PlayerKey) -> usize {
     h.updates(p).iter().filter(|u| u.rid == rid).count()
 }
 
-#[test]
-fn broadcast_groups_take_turns_and_every_player_still_gets_five_a_second() {
+/// Twelve players in view of each other, in six broadcast groups, after a full interval.
+fn grouped_crowd() -> (SimHarness, Vec<zone_node::sim::events::PlayerKey>) {
     let cfg = ZoneConfig {
         broadcast_groups: 6,
         ..ZoneConfig::default()
@@ -241,6 +241,12 @@ fn broadcast_groups_take_turns_and_every_player_still_gets_five_a_second() {
         .collect();
     h.deliver();
     h.clear();
+    (h, players)
+}
+
+#[test]
+fn broadcast_groups_take_turns_and_every_player_still_gets_five_a_second() {
+    let (mut h, players) = grouped_crowd();
     let mut busiest = 0;
     let mut ticks_with_datagrams = 0;
     for _ in 0..303 {
@@ -275,16 +281,7 @@ fn broadcast_groups_take_turns_and_every_player_still_gets_five_a_second() {
 
 #[test]
 fn late_ticks_send_the_groups_an_interval_still_owes() {
-    let cfg = ZoneConfig {
-        broadcast_groups: 6,
-        ..ZoneConfig::default()
-    };
-    let mut h = SimHarness::with(cfg, test_content());
-    let players: Vec<_> = (0..12)
-        .map(|i| h.spawn_player(&format!("P{i}"), i as f32 * 10.0, 0.0).0)
-        .collect();
-    h.deliver();
-    h.clear();
+    let (mut h, players) = grouped_crowd();
     // Ticks 150 ms apart: an interval has two ticks for six groups.
     h.step = 150;
     for _ in 0..40 {
