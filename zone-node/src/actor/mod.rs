@@ -38,7 +38,7 @@ pub use zone::{InstanceStats, ZoneActor};
 pub fn broadcast_groups(broadcast_ms: u64, tick_ms: u64) -> u32 {
     u32::try_from(broadcast_ms / tick_ms.max(1))
         .unwrap_or(u32::MAX)
-        .clamp(1, 32)
+        .clamp(1, ZoneConfig::MAX_BROADCAST_GROUPS)
 }
 
 /// Something for the link to send.

@@ -143,7 +143,7 @@ pub struct PlayerData {
     pub outbox: Vec<u8>,
     /// Whether `outbox` holds a frame sent to this player alone ([`ZoneState::send_to`]):
     /// it goes out at the end of this tick. Frames sent to the whole zone
-    /// ([`ZoneState::send_zone`]) alone wait for the next broadcast tick.
+    /// ([`ZoneState::send_zone`]) alone wait for the player's next broadcast.
     pub outbox_urgent: bool,
 }
 
@@ -673,9 +673,12 @@ pub struct ZoneConfig {
 }
 
 impl ZoneConfig {
-    /// [`Self::broadcast_groups`], within 1..=32.
+    /// The most broadcast groups (one bit each in a tick's group mask).
+    pub const MAX_BROADCAST_GROUPS: u32 = 32;
+
+    /// [`Self::broadcast_groups`], within 1..=[`Self::MAX_BROADCAST_GROUPS`].
     pub fn groups(&self) -> u32 {
-        self.broadcast_groups.clamp(1, 32)
+        self.broadcast_groups.clamp(1, Self::MAX_BROADCAST_GROUPS)
     }
 }
 
