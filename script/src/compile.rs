@@ -1,0 +1,1 @@
+//! The compiler: modules to type-checked bytecode.

@@ -1,0 +1,1 @@
+//! The bytecode VM.
