@@ -1,6 +1,7 @@
-//! Actor lifecycle and placement: `P_ChangeArea` (9), `P_NewActor` (11), `P_ActorGone`
-//! (13), `P_ActorDead` (19), `P_NameChange` (25), `P_Jump` (46), `P_FloatingNumber` (48),
-//! `P_RepositionActor` (49) (reference §4.4–§4.6, §7.8).
+//! Actor lifecycle, placement and looks: `P_ChangeArea` (9), `P_NewActor` (11),
+//! `P_ActorGone` (13), `P_ActorDead` (19), `P_NameChange` (25), `P_AnimateActor` (30),
+//! `P_AppearanceUpdate` (39), `P_Jump` (46), `P_FloatingNumber` (48), `P_RepositionActor`
+//! (49) (reference §4.4–§4.6, §7.8; content reference §9.x for the script-driven ones).
 
 use serde::{Deserialize, Serialize};
 
@@ -417,6 +418,184 @@ impl Packet for NameChange {
         out.put_u16(self.runtime_id);
         out.put_str8(&self.actor_name.0);
         out.put_bytes(&self.tag.0);
+    }
+}
+
+/// `P_AnimateActor` (30) S→C: `RID u16, fixedSpeed u8, speed f32, anim name (rest)`.
+///
+/// Sent to the zone by the script command `AnimateActor(actor, anim$, speed#, fixed%)`;
+/// the client looks the name up in the actor's (gender's) animation set, plays it once and
+/// stops the actor where it stands. An unknown name is ignored by the client.
+#[doc(alias = "P_AnimateActor")]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnimateActor {
+    /// The actor.
+    pub runtime_id: u16,
+    /// The script's `fixed%` (low byte). The client compares it with 1: at 1, `speed` is
+    /// multiplied by the sequence's frame count (a fixed duration whatever its length);
+    /// any other value plays at `speed` as given.
+    pub fixed_speed: u8,
+    /// Playback speed.
+    #[serde(with = "json_f32")]
+    pub speed: f32,
+    /// The animation's name (rest of the packet).
+    pub animation: RcString,
+}
+
+impl Packet for AnimateActor {
+    const ID: u8 = ids::P_ANIMATE_ACTOR;
+    const NAME: &'static str = "P_AnimateActor";
+    fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(payload);
+        Ok(Self {
+            runtime_id: r.u16()?,
+            fixed_speed: r.u8()?,
+            speed: r.f32()?,
+            animation: RcString::from(r.rest()),
+        })
+    }
+    fn encode_payload(&self, out: &mut Vec<u8>) {
+        out.put_u16(self.runtime_id);
+        out.put_u8(self.fixed_speed);
+        out.put_f32(self.speed);
+        out.put_bytes(&self.animation.0);
+    }
+}
+
+/// `P_AppearanceUpdate` (39) S→C: `sub u8, RID u16`, then one value, to the zone.
+///
+/// | sub | value | script command |
+/// |---|---|---|
+/// |`"C"`|actor template id u16|`ChangeActor`|
+/// |`"G"`|gender u8|`SetActorGender`|
+/// |`"D"`|beard u8|`SetActorBeard`|
+/// |`"H"`|hair u8|`SetActorHair`|
+/// |`"F"`|face u8|`SetActorFace`|
+/// |`"B"`|body (clothes) u8|`SetActorClothes`|
+///
+/// Indices are 0-based (the script commands take 1-based values and subtract 1). Realm
+/// Crafter's `SetActorHair` sends `"D"` instead of `"H"` (content reference §9.x); the codec
+/// models both codes as the client reads them. An unknown sub-code is an error.
+#[doc(alias = "P_AppearanceUpdate")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "sub")]
+pub enum AppearanceUpdate {
+    /// `"C"`: the actor becomes another template (`ChangeActor`).
+    #[serde(rename = "C")]
+    ChangeActor {
+        /// The actor.
+        runtime_id: u16,
+        /// The new actor template id.
+        template_id: u16,
+    },
+    /// `"G"`: gender (0 male, 1 female).
+    #[serde(rename = "G")]
+    Gender {
+        /// The actor.
+        runtime_id: u16,
+        /// The new gender.
+        gender: u8,
+    },
+    /// `"D"`: beard index.
+    #[serde(rename = "D")]
+    Beard {
+        /// The actor.
+        runtime_id: u16,
+        /// The new beard index (0-based).
+        beard: u8,
+    },
+    /// `"H"`: hair index.
+    #[serde(rename = "H")]
+    Hair {
+        /// The actor.
+        runtime_id: u16,
+        /// The new hair index (0-based).
+        hair: u8,
+    },
+    /// `"F"`: face texture index.
+    #[serde(rename = "F")]
+    Face {
+        /// The actor.
+        runtime_id: u16,
+        /// The new face index (0-based).
+        face: u8,
+    },
+    /// `"B"`: body (clothes) texture index.
+    #[serde(rename = "B")]
+    Body {
+        /// The actor.
+        runtime_id: u16,
+        /// The new body index (0-based).
+        body: u8,
+    },
+}
+
+impl AppearanceUpdate {
+    /// The actor whose appearance changed.
+    pub fn runtime_id(&self) -> u16 {
+        match *self {
+            Self::ChangeActor { runtime_id, .. }
+            | Self::Gender { runtime_id, .. }
+            | Self::Beard { runtime_id, .. }
+            | Self::Hair { runtime_id, .. }
+            | Self::Face { runtime_id, .. }
+            | Self::Body { runtime_id, .. } => runtime_id,
+        }
+    }
+}
+
+impl Packet for AppearanceUpdate {
+    const ID: u8 = ids::P_APPEARANCE_UPDATE;
+    const NAME: &'static str = "P_AppearanceUpdate";
+    fn decode_payload(payload: &[u8], _ctx: &DecodeCtx<'_>) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(payload);
+        let v = match r.u8()? {
+            b'C' => Self::ChangeActor {
+                runtime_id: r.u16()?,
+                template_id: r.u16()?,
+            },
+            b'G' => Self::Gender {
+                runtime_id: r.u16()?,
+                gender: r.u8()?,
+            },
+            b'D' => Self::Beard {
+                runtime_id: r.u16()?,
+                beard: r.u8()?,
+            },
+            b'H' => Self::Hair {
+                runtime_id: r.u16()?,
+                hair: r.u8()?,
+            },
+            b'F' => Self::Face {
+                runtime_id: r.u16()?,
+                face: r.u8()?,
+            },
+            b'B' => Self::Body {
+                runtime_id: r.u16()?,
+                body: r.u8()?,
+            },
+            c => return Err(super::bad_sub(0, c)),
+        };
+        r.finish()?;
+        Ok(v)
+    }
+    fn encode_payload(&self, out: &mut Vec<u8>) {
+        let (sub, value) = match *self {
+            Self::ChangeActor { template_id, .. } => {
+                out.push(b'C');
+                out.put_u16(self.runtime_id());
+                out.put_u16(template_id);
+                return;
+            }
+            Self::Gender { gender, .. } => (b'G', gender),
+            Self::Beard { beard, .. } => (b'D', beard),
+            Self::Hair { hair, .. } => (b'H', hair),
+            Self::Face { face, .. } => (b'F', face),
+            Self::Body { body, .. } => (b'B', body),
+        };
+        out.push(sub);
+        out.put_u16(self.runtime_id());
+        out.put_u8(value);
     }
 }
 

@@ -144,12 +144,16 @@ pub mod ids {
     pub const P_GOLD_CHANGE: u8 = 24;
     /// `P_NameChange`.
     pub const P_NAME_CHANGE: u8 = 25;
+    /// `P_AnimateActor`.
+    pub const P_ANIMATE_ACTOR: u8 = 30;
     /// `P_XPUpdate`.
     pub const P_XP_UPDATE: u8 = 32;
     /// `P_Projectile`.
     pub const P_PROJECTILE: u8 = 37;
     /// `P_PartyUpdate`.
     pub const P_PARTY_UPDATE: u8 = 38;
+    /// `P_AppearanceUpdate`.
+    pub const P_APPEARANCE_UPDATE: u8 = 39;
     /// `P_Jump`.
     pub const P_JUMP: u8 = 46;
     /// `P_Dismount`.
@@ -482,12 +486,16 @@ packet_enum! {
         GoldChange(GoldChange) = "P_GoldChange",
         /// `P_NameChange` (25).
         NameChange(NameChange) = "P_NameChange",
+        /// `P_AnimateActor` (30).
+        AnimateActor(AnimateActor) = "P_AnimateActor",
         /// `P_XPUpdate` (32).
         XpUpdate(XpUpdate) = "P_XPUpdate",
         /// `P_Projectile` (37).
         Projectile(Projectile) = "P_Projectile",
         /// `P_PartyUpdate` (38).
         PartyUpdate(PartyUpdate) = "P_PartyUpdate",
+        /// `P_AppearanceUpdate` (39).
+        AppearanceUpdate(AppearanceUpdate) = "P_AppearanceUpdate",
         /// `P_Jump` (46).
         Jump(JumpS2C) = "P_Jump",
         /// `P_FloatingNumber` (48).
