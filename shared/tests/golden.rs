@@ -1034,6 +1034,111 @@ fn reposition_actor_vectors() {
 }
 
 #[test]
+fn animate_actor_vectors() {
+    // AnimateActor(a, "Wave", 1.5, 1) for RuntimeID 7.
+    check_server(
+        &unhex("1e 07 00 01 00 00 c0 3f 57 61 76 65"),
+        ServerPacket::AnimateActor(AnimateActor {
+            runtime_id: 7,
+            fixed_speed: 1,
+            speed: 1.5,
+            animation: "Wave".into(),
+        }),
+    );
+    // The name may be empty; the seven fixed bytes may not be short.
+    check_server(
+        &unhex("1e 07 00 00 00 00 80 bf"),
+        ServerPacket::AnimateActor(AnimateActor {
+            runtime_id: 7,
+            fixed_speed: 0,
+            speed: -1.0,
+            animation: RcString(vec![]),
+        }),
+    );
+    assert_eq!(
+        ServerPacket::decode(30, &unhex("07 00 00 00 00 80"))
+            .unwrap_err()
+            .kind,
+        DecodeErrorKind::UnexpectedEnd { needed: 1 }
+    );
+    assert!(ServerPacket::decode(30, &[]).is_err());
+}
+
+#[test]
+fn appearance_update_vectors() {
+    check_server(
+        &unhex("27 43 07 00 0c 00"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::ChangeActor {
+            runtime_id: 7,
+            template_id: 12,
+        }),
+    );
+    check_server(
+        &unhex("27 47 07 00 01"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::Gender {
+            runtime_id: 7,
+            gender: 1,
+        }),
+    );
+    check_server(
+        &unhex("27 44 07 00 02"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::Beard {
+            runtime_id: 7,
+            beard: 2,
+        }),
+    );
+    check_server(
+        &unhex("27 48 07 00 03"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::Hair {
+            runtime_id: 7,
+            hair: 3,
+        }),
+    );
+    check_server(
+        &unhex("27 46 07 00 04"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::Face {
+            runtime_id: 7,
+            face: 4,
+        }),
+    );
+    check_server(
+        &unhex("27 42 07 00 05"),
+        ServerPacket::AppearanceUpdate(AppearanceUpdate::Body {
+            runtime_id: 7,
+            body: 5,
+        }),
+    );
+    let p = ServerPacket::AppearanceUpdate(AppearanceUpdate::Hair {
+        runtime_id: 7,
+        hair: 3,
+    });
+    assert_eq!(
+        p.to_json(),
+        serde_json::json!({"name":"P_AppearanceUpdate","id":39,"sub":"H","runtime_id":7,"hair":3})
+    );
+    // Unknown sub-code, wrong lengths.
+    assert_eq!(
+        ServerPacket::decode(39, &unhex("58 07 00 01"))
+            .unwrap_err()
+            .kind,
+        DecodeErrorKind::BadSubCode(b'X')
+    );
+    assert_eq!(
+        ServerPacket::decode(39, &unhex("43 07 00 0c"))
+            .unwrap_err()
+            .kind,
+        DecodeErrorKind::UnexpectedEnd { needed: 1 }
+    );
+    assert_eq!(
+        ServerPacket::decode(39, &unhex("47 07 00 01 00"))
+            .unwrap_err()
+            .kind,
+        DecodeErrorKind::TrailingBytes { extra: 1 }
+    );
+    assert!(ServerPacket::decode(39, &[]).is_err());
+}
+
+#[test]
 fn small_client_packets_vectors() {
     check_client(
         &unhex("14 07 00"),

@@ -513,8 +513,25 @@ fn reposition() -> impl Strategy<Value = RepositionActor> {
     ]
 }
 
+fn appearance_update() -> impl Strategy<Value = AppearanceUpdate> {
+    use AppearanceUpdate as A;
+    prop_oneof![
+        (any::<u16>(), any::<u16>()).prop_map(|(runtime_id, template_id)| A::ChangeActor {
+            runtime_id,
+            template_id
+        }),
+        (any::<u16>(), any::<u8>())
+            .prop_map(|(runtime_id, gender)| A::Gender { runtime_id, gender }),
+        (any::<u16>(), any::<u8>()).prop_map(|(runtime_id, beard)| A::Beard { runtime_id, beard }),
+        (any::<u16>(), any::<u8>()).prop_map(|(runtime_id, hair)| A::Hair { runtime_id, hair }),
+        (any::<u16>(), any::<u8>()).prop_map(|(runtime_id, face)| A::Face { runtime_id, face }),
+        (any::<u16>(), any::<u8>()).prop_map(|(runtime_id, body)| A::Body { runtime_id, body }),
+    ]
+}
+
 const SERVER_IDS: &[u8] = &[
-    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 16, 17, 18, 19, 22, 24, 25, 32, 37, 38, 46, 48, 49, 60,
+    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 16, 17, 18, 19, 22, 24, 25, 30, 32, 37, 38, 39, 46, 48,
+    49, 60,
 ];
 const CLIENT_IDS: &[u8] = &[0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 16, 18, 20, 46, 47, 49];
 
@@ -640,6 +657,16 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
                 tag,
             })
         }),
+        (any::<u16>(), any::<u8>(), f32_any(), rest()).prop_map(
+            |(runtime_id, fixed_speed, speed, animation)| {
+                S::AnimateActor(AnimateActor {
+                    runtime_id,
+                    fixed_speed,
+                    speed,
+                    animation,
+                })
+            }
+        ),
         prop_oneof![
             any::<u32>().prop_map(|amount| XpUpdate::Gained { amount }),
             any::<u8>().prop_map(|bar_level| XpUpdate::BarLevel { bar_level }),
@@ -664,6 +691,7 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
             }
         ),
         vec(s8(), 0..8).prop_map(|members| S::PartyUpdate(PartyUpdate { members })),
+        appearance_update().prop_map(S::AppearanceUpdate),
         any::<u16>().prop_map(|runtime_id| S::Jump(JumpS2C { runtime_id })),
         (any::<u16>(), any::<i32>(), any::<[u8; 3]>()).prop_map(
             |(runtime_id, amount, [r, g, b])| {
@@ -808,6 +836,31 @@ proptest! {
                 let mut out = Vec::new();
                 p.encode_payload(&mut out);
                 prop_assert_eq!(&out, &payload, "{:?}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn animate_and_appearance_survive_garbage(
+        sub in prop_oneof![
+            6 => proptest::sample::select(b"CGDHFB".to_vec()),
+            1 => any::<u8>(),
+        ],
+        tail in vec(any::<u8>(), 0..12),
+    ) {
+        // Biased towards real sub-codes and short lengths, where the forms differ.
+        let mut payload = vec![sub];
+        payload.extend_from_slice(&tail);
+        for id in [ids::P_ANIMATE_ACTOR, ids::P_APPEARANCE_UPDATE] {
+            for len in 0..=payload.len() {
+                let bytes = &payload[..len];
+                if let Ok(p) = ServerPacket::decode(id, bytes) {
+                    let mut out = Vec::new();
+                    p.encode_payload(&mut out);
+                    prop_assert_eq!(&out, bytes, "{:?}", p);
+                    let back = ServerPacket::from_json(&p.to_json()).unwrap();
+                    prop_assert_eq!(back.to_bytes(), p.to_bytes());
+                }
             }
         }
     }
