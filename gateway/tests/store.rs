@@ -72,6 +72,10 @@ fn full_character(name: &str) -> ActorStateDto {
         death_script: "Death".into(),
         rid: 321,
         ai_mode: 2,
+        handle: 4242,
+        account: "acct".into(),
+        email: "a@b.c".into(),
+        scripts: vec![0x92, 1, 0x90],
         pets: vec![pet.clone()],
         mount: Some(Box::new(pet)),
     }

@@ -57,8 +57,22 @@ pub fn detect(path: &Path) -> Result<SourceKind, ContentError> {
 pub fn load_world(path: impl AsRef<Path>) -> Result<(World, Vec<ContentWarning>), ContentError> {
     let path = path.as_ref();
     match detect(path)? {
-        SourceKind::RealmCrafter => rc::load_server_data(&read_rc_dir(path)?),
-        SourceKind::NativeDir => native::load_dir(&read_native_dir(path)?),
+        SourceKind::RealmCrafter => {
+            let (mut w, warnings) = rc::load_server_data(&read_rc_dir(path)?)?;
+            w.scripts = read_scripts(&path.join(SCRIPTS_DIR))?;
+            Ok((w, warnings))
+        }
+        SourceKind::NativeDir => {
+            let (mut w, warnings) = native::load_dir(&read_native_dir(path)?)?;
+            let dir = [NATIVE_SCRIPTS_DIR, SCRIPTS_DIR]
+                .iter()
+                .map(|d| path.join(d))
+                .find(|d| d.is_dir());
+            if let Some(d) = dir {
+                w.scripts = read_scripts(&d)?;
+            }
+            Ok((w, warnings))
+        }
         SourceKind::NativeFile => {
             let text = fs::read_to_string(path).map_err(|e| io_err(path, &e))?;
             let label = path.file_name().map_or_else(
@@ -111,6 +125,22 @@ fn files_with_ext(
         }
     }
     out.sort();
+    Ok(out)
+}
+
+/// The scripts folder of a Realm Crafter `Server Data` directory.
+pub const SCRIPTS_DIR: &str = "Scripts";
+/// The scripts folder of a native world directory.
+pub const NATIVE_SCRIPTS_DIR: &str = "scripts";
+
+/// Reads every `*.rsl` file of a scripts folder (none if it does not exist), sorted by
+/// name. Realm Crafter's older `.rcscript` files are not loaded (V0 and V1 ignore them).
+pub fn read_scripts(dir: &Path) -> Result<Vec<super::ScriptSource>, ContentError> {
+    let mut out = Vec::new();
+    for (stem, p) in files_with_ext(dir, "rsl")? {
+        let bytes = fs::read(&p).map_err(|e| io_err(&p, &e))?;
+        out.push(super::ScriptSource { name: stem, bytes });
+    }
     Ok(out)
 }
 
@@ -189,6 +219,21 @@ pub fn write_native(world: &World, out: &Path) -> Result<SourceKind, ContentErro
             ));
         }
         write(&areas_dir.join(format!("{stem}.toml")), text)?;
+    }
+    if !world.scripts.is_empty() {
+        let dir = out.join(NATIVE_SCRIPTS_DIR);
+        fs::create_dir_all(&dir).map_err(|e| io_err(&dir, &e))?;
+        for s in &world.scripts {
+            if s.name.contains(['/', '\\']) || s.name.starts_with('.') || s.name.is_empty() {
+                return Err(ContentError::new(
+                    dir.display().to_string(),
+                    format!("script {:?}", s.name),
+                    "script name cannot be used as a file name",
+                ));
+            }
+            let p = dir.join(format!("{}.rsl", s.name));
+            fs::write(&p, &s.bytes).map_err(|e| io_err(&p, &e))?;
+        }
     }
     Ok(SourceKind::NativeDir)
 }

@@ -60,7 +60,21 @@ pub fn demo_world() -> World {
 
 /// Loads the embedded demo world, returning the error or the validation warnings.
 pub fn try_demo_world() -> Result<(World, Vec<ContentWarning>), ContentError> {
-    native::load_dir(&demo_files())
+    let (mut w, warnings) = native::load_dir(&demo_files())?;
+    w.scripts = demo_scripts();
+    Ok((w, warnings))
+}
+
+/// The demo world's scripts, embedded from `shared/worlds/demo/scripts/`.
+pub fn demo_scripts() -> Vec<ScriptSource> {
+    let s = |name: &str, bytes: &[u8]| ScriptSource {
+        name: name.to_owned(),
+        bytes: bytes.to_vec(),
+    };
+    vec![
+        s("Death", include_bytes!("../../worlds/demo/scripts/Death.rsl")),
+        s("LevelUp", include_bytes!("../../worlds/demo/scripts/LevelUp.rsl")),
+    ]
 }
 
 /// A tiny valid world: one area with a "Begin" portal and one playable template.

@@ -98,6 +98,20 @@ pub struct World {
     /// Areas (zones), sorted by name.
     #[serde(rename = "area", skip_serializing_if = "Vec::is_empty")]
     pub areas: Vec<Area>,
+    /// The game's scripts (`Scripts/*.rsl`), sorted by name. Not part of the TOML: they
+    /// are files of their own beside it.
+    #[serde(skip)]
+    pub scripts: Vec<ScriptSource>,
+}
+
+/// One script file of a world (`Scripts/Name.rsl`): its name without the extension, and
+/// its bytes as read (scripts are Windows-1252 text, not UTF-8).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScriptSource {
+    /// The script name (`Death` for `Death.rsl`).
+    pub name: String,
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
 }
 
 impl Default for World {
@@ -117,6 +131,7 @@ impl Default for World {
             items: Vec::new(),
             actors: Vec::new(),
             areas: Vec::new(),
+            scripts: Vec::new(),
         }
     }
 }

@@ -108,6 +108,22 @@ pub struct ActorStateDto {
     pub pets: Vec<ActorStateDto>,
     /// The mount this actor rides, if any.
     pub mount: Option<Box<ActorStateDto>>,
+    /// A player character's script handle: a cluster-wide number the gateway gives the
+    /// character once, so a script's `Actor()` names the same character on every node and
+    /// after a re-login (0: not assigned yet).
+    #[serde(default)]
+    pub handle: u32,
+    /// The account's user name (`PlayerAccountName`); set by the gateway when the
+    /// character enters the game, carried with it.
+    #[serde(default)]
+    pub account: String,
+    /// The account's e-mail (`PlayerAccountEmail`), likewise.
+    #[serde(default)]
+    pub email: String,
+    /// The character's running scripts (the zone's `ScriptBundle`, rmp-serde bytes; empty:
+    /// none). Opaque to the gateway: it stores and carries them.
+    #[serde(default, with = "serde_bytes")]
+    pub scripts: Vec<u8>,
 }
 
 /// Where an arriving actor is placed.
@@ -164,4 +180,97 @@ pub struct TransferDto {
     pub arrival: ArrivalDto,
     /// The actor with its mount and pets.
     pub state: ActorStateDto,
+}
+
+/// A request from a zone's scripts to the cluster-wide script store (owned by the gateway):
+/// script files, super globals and zone instances (`docs/scripting.md`, "Across nodes").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScriptStoreOp {
+    /// Read a whole file (`ReadFile`, `OpenFile`, `AppendFile`).
+    ReadFile {
+        /// Sandboxed name (see `script_file_name`).
+        name: String,
+    },
+    /// Replace a file's contents (`CloseFile` of a written file).
+    WriteFile {
+        /// Sandboxed name.
+        name: String,
+        /// The bytes.
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+    /// `DeleteFile`.
+    DeleteFile {
+        /// Sandboxed name.
+        name: String,
+    },
+    /// `FileType` and `FileSize`.
+    FileInfo {
+        /// Sandboxed name.
+        name: String,
+    },
+    /// `CreateDir`.
+    CreateDir {
+        /// Sandboxed name.
+        name: String,
+    },
+    /// `SetSuperGlobal` (no answer: every zone gets the new value as a `SuperGlobal`).
+    SetSuperGlobal {
+        /// Slot 0..=99.
+        slot: u8,
+        /// The value.
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+    },
+    /// `ZoneInstanceExists`.
+    InstanceExists {
+        /// Area.
+        area: String,
+        /// Instance.
+        instance: u16,
+    },
+    /// `CreateZoneInstance` (`instance` 0: the first free one in 1..=99).
+    CreateInstance {
+        /// Area.
+        area: String,
+        /// Instance.
+        instance: u16,
+    },
+    /// `RemoveZoneInstance`.
+    RemoveInstance {
+        /// Area.
+        area: String,
+        /// Instance (> 0).
+        instance: u16,
+    },
+    /// `ActorsInZone` / `PlayersInZone` of another AreaInstance (from the nodes' latest
+    /// heartbeats).
+    CountActors {
+        /// Area.
+        area: String,
+        /// Instance, or -1 for all of the area's instances.
+        instance: i32,
+        /// Count only online players.
+        players_only: bool,
+    },
+}
+
+/// The store's answer to a [`ScriptStoreOp`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScriptStoreResult {
+    /// A file's bytes, or `None` when there is no such file.
+    File(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
+    /// `FileType` (0 none, 1 file, 2 directory) and size.
+    Info {
+        /// 0 none, 1 file, 2 directory.
+        kind: u8,
+        /// Bytes.
+        size: u64,
+    },
+    /// Done (writes, deletes).
+    Done,
+    /// An Int answer (instance exists 1/0, the created instance or 0).
+    Int(i32),
+    /// Refused or failed (logged; the script gets 0 or "").
+    Error(String),
 }
