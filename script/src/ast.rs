@@ -79,6 +79,7 @@ pub struct Module {
 
 /// A top-level item.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // A module has a few dozen items: boxing buys nothing.
 pub enum Item {
     /// `Using "Module.rcm"`.
     Using {

@@ -4,6 +4,8 @@
 //! # Layout
 //! * [`source`]: the loader's per-line preprocessing (`FullTrim`, `!` directives, BOM);
 //! * [`lexer`] and [`parser`]: bytes to an [`ast::Module`] with source spans;
+//! * [`bytecode`]: the compiled form the VM runs;
+//! * [`ops`]: the operator rules, shared by the compiler and the VM;
 //! * [`compile`]: a set of modules (a world's `Scripts` folder) to type-checked bytecode,
 //!   with `Using` resolution, BriskVM's type inference and every implicit conversion made
 //!   explicit;
@@ -18,10 +20,12 @@
 //! nothing of actors or zones.
 
 pub mod ast;
+pub mod bytecode;
 pub mod compile;
 pub mod error;
 pub mod lexer;
 pub mod natives;
+pub mod ops;
 pub mod parser;
 pub mod source;
 pub mod value;

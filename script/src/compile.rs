@@ -1,1 +1,0 @@
-//! The compiler: modules to type-checked bytecode.

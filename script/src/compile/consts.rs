@@ -1,0 +1,115 @@
+//! Constant expressions: `Const` values, `Global` initialisers, `Dim` bounds, parameter
+//! defaults and `Step`s, folded with the same rules as the VM ([`crate::ops`]).
+
+use std::collections::HashMap;
+
+use crate::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::ops;
+use crate::value::{RStr, Ty, Value};
+
+/// Evaluate a constant expression: `None` if it is not constant (a variable or a call),
+/// `Some(Err)` if it is but fails (division by zero, a literal out of range).
+pub fn const_eval(e: &Expr, consts: &HashMap<String, Value>) -> Option<Result<Value, String>> {
+    Some(Ok(match &e.kind {
+        ExprKind::Int(i) => match i32::try_from(*i) {
+            Ok(v) => Value::Int(v),
+            Err(_) => return Some(Err(format!("integer literal {i} is out of range"))),
+        },
+        ExprKind::Float(f) => Value::Float(*f as f32),
+        ExprKind::Str(s) => Value::Str(RStr::new(s)),
+        ExprKind::Var(id) => {
+            let v = consts.get(&id.key())?;
+            return Some(Ok(match super::tag_ty(&id.tag) {
+                Ok(Some(t)) if t != v.ty() => {
+                    return Some(Err(format!(
+                        "Const {} is a {}, not a {}",
+                        id.name,
+                        v.ty().name(),
+                        t.name()
+                    )));
+                }
+                _ => v.clone(),
+            }));
+        }
+        ExprKind::Unary { op, expr } => {
+            // `-2147483648` is the negation of a literal one past i32::MAX.
+            if *op == UnOp::Neg
+                && let ExprKind::Int(i) = expr.kind
+                && i == 2_147_483_648
+            {
+                return Some(Ok(Value::Int(i32::MIN)));
+            }
+            let v = match const_eval(expr, consts)? {
+                Ok(v) => v,
+                Err(m) => return Some(Err(m)),
+            };
+            match (op, v) {
+                (UnOp::Pos, v) => v,
+                (UnOp::Neg, Value::Int(i)) => Value::Int(i.wrapping_neg()),
+                (UnOp::Neg, Value::Float(f)) => Value::Float(-f),
+                (UnOp::Neg, Value::Str(_)) => {
+                    return Some(Err("unary - cannot be used on a string".into()));
+                }
+                (UnOp::Not, v) => Value::Int(i32::from(v.to_int() == 0)),
+            }
+        }
+        ExprKind::Binary { op, lhs, rhs } => {
+            let l = match const_eval(lhs, consts)? {
+                Ok(v) => v,
+                Err(m) => return Some(Err(m)),
+            };
+            let r = match const_eval(rhs, consts)? {
+                Ok(v) => v,
+                Err(m) => return Some(Err(m)),
+            };
+            match binary(*op, &l, &r) {
+                Ok(v) => v,
+                Err(m) => return Some(Err(m)),
+            }
+        }
+        _ => return None,
+    }))
+}
+
+/// `l op r` on constant values.
+pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, String> {
+    let t = ops::operand_ty(op, l.ty(), r.ty())?;
+    if let Some(c) = ops::comparison(op) {
+        let holds = match t {
+            Ty::Str => c.holds(l.to_rstr().as_bytes().cmp(r.to_rstr().as_bytes())),
+            Ty::Float => ops::cmp_f(l.to_float(), r.to_float(), c),
+            Ty::Int => c.holds(l.to_int().cmp(&r.to_int())),
+        };
+        return Ok(Value::Int(i32::from(holds)));
+    }
+    Ok(match t {
+        Ty::Str => Value::Str(ops::concat(&l.to_rstr(), &r.to_rstr()).map_err(|e| e.to_string())?),
+        Ty::Float => {
+            let (a, b) = (l.to_float(), r.to_float());
+            Value::Float(match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                BinOp::Div => a / b,
+                BinOp::Mod => ops::mod_f(a, b),
+                _ => ops::pow_f(a, b),
+            })
+        }
+        Ty::Int => {
+            let (a, b) = (l.to_int(), r.to_int());
+            let div0 = |_| "division by zero in a constant expression".to_owned();
+            Value::Int(match op {
+                BinOp::Add => a.wrapping_add(b),
+                BinOp::Sub => a.wrapping_sub(b),
+                BinOp::Mul => a.wrapping_mul(b),
+                BinOp::Div => ops::div_i(a, b).map_err(div0)?,
+                BinOp::Mod => ops::mod_i(a, b).map_err(div0)?,
+                BinOp::And => a & b,
+                BinOp::Or => a | b,
+                BinOp::Xor => a ^ b,
+                BinOp::Shl => ops::shl_i(a, b),
+                _ => ops::shr_i(a, b),
+            })
+        }
+    })
+}

@@ -1,1 +1,0 @@
-//! The bytecode VM.

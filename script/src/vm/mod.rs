@@ -1,0 +1,798 @@
+//! The suspendable bytecode VM. One [`Vm`] is one running script instance: its frames,
+//! registers, module globals, arrays and memory banks, all plain data (serde), so an
+//! instance can stop at any native call or budget boundary, be saved, moved to another
+//! node and resumed there ([`saved`]).
+//!
+//! # Running
+//! [`Vm::run`] executes until the script finishes, a host native suspends it
+//! ([`Flow::Suspend`], e.g. `WaitKill`), the instruction budget runs out (counted on loop
+//! back edges and calls, so a loop that never yields is paused at a well-defined point), or
+//! a runtime error ends it. The host resumes a suspended instance with [`Vm::resume`],
+//! passing the native's result.
+//!
+//! # Limits
+//! Call depth ([`MAX_DEPTH`]), string length ([`crate::ops::MAX_STRING`]) and array sizes
+//! ([`MAX_ARRAY`], [`MAX_ARRAYS_TOTAL`]) are capped; past them the script ends with a
+//! [`RuntimeError`], never the host.
+
+pub mod saved;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bytecode::{Cmp, Func, FuncId, HostGlobal, Op, ScriptSet};
+use crate::error::RuntimeError;
+use crate::natives::pure::{self, Banks};
+use crate::natives::{self, Kind, Native};
+use crate::ops;
+use crate::value::{RStr, Ty, Value, atof, atoi, float_to_int, float_to_string};
+
+/// Deepest call nesting.
+pub const MAX_DEPTH: usize = 1024;
+/// Most elements in one array.
+pub const MAX_ARRAY: usize = 1 << 20;
+/// Most array elements in one instance.
+pub const MAX_ARRAYS_TOTAL: usize = 4 << 20;
+/// Most registers in one instance (all frames).
+pub const MAX_REGS: usize = 1 << 20;
+
+/// The number of elements of an array with these (inclusive) bounds, if allowed.
+pub fn array_len(dims: &[u32]) -> Result<usize, String> {
+    let mut n: usize = 1;
+    for &d in dims {
+        n = n
+            .checked_mul(d as usize + 1)
+            .filter(|&n| n <= MAX_ARRAY)
+            .ok_or_else(|| format!("an array may hold at most {MAX_ARRAY} elements"))?;
+    }
+    Ok(n)
+}
+
+/// What a host native did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Flow {
+    /// It returned this value (of its declared type; converted if not).
+    Return(Value),
+    /// It returned this value, and the script asked to wait (`SetWaiting`): it parks at
+    /// its next loop back edge, where [`Vm::run`] returns [`Exit::Parked`].
+    ReturnThenPark(Value),
+    /// The script waits: [`Vm::run`] returns [`Exit::Suspended`], and the host later calls
+    /// [`Vm::resume`] with the native's result.
+    Suspend,
+}
+
+/// What a native may see of the VM while it runs.
+pub struct NativeCx<'a> {
+    /// The instance's memory banks (`ReadBytes`, `WriteBytes`).
+    pub banks: &'a mut Banks,
+    /// The file (`Name.rsl`) and line of the call, for logs.
+    pub file: &'a str,
+    /// The line of the call.
+    pub line: u32,
+}
+
+/// The game side of the VM: every native of kind [`Kind::Host`] (and the later-issue kinds),
+/// and the command set's host globals.
+pub trait Host {
+    /// Run a native. `args` are converted to the parameter types, with defaults filled in.
+    fn call(
+        &mut self,
+        native: Native,
+        args: &[Value],
+        cx: &mut NativeCx<'_>,
+    ) -> Result<Flow, RuntimeError>;
+
+    /// The value of a host global (`hSI`, `Host`, `ServerPort`).
+    fn host_global(&mut self, which: HostGlobal) -> i32;
+}
+
+/// Why [`Vm::run`] returned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exit {
+    /// The entry function returned (the value is ignored by Realm Crafter).
+    Finished(Value),
+    /// A native suspended the script; [`Vm::resume`] continues it.
+    Suspended,
+    /// The script asked to wait with the low-level `SetWaiting`; [`Vm::resume_parked`]
+    /// continues it.
+    Parked,
+    /// The budget ran out; run again later to continue.
+    Budget,
+    /// A runtime error ended the script.
+    Error {
+        /// What.
+        error: RuntimeError,
+        /// `Name.rsl`.
+        file: String,
+        /// Line.
+        line: u32,
+    },
+}
+
+/// One call frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Frame {
+    pub func: FuncId,
+    pub pc: u32,
+    pub base: u32,
+    /// Absolute register of the caller that receives the result.
+    pub ret: u32,
+}
+
+/// One array's storage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Array {
+    pub ty: Ty,
+    pub dims: Vec<u32>,
+    pub data: Vec<Value>,
+}
+
+impl Array {
+    fn new(ty: Ty, dims: &[u32]) -> Result<Self, RuntimeError> {
+        let n = array_len(dims).map_err(RuntimeError::Memory)?;
+        Ok(Self {
+            ty,
+            dims: dims.to_vec(),
+            data: vec![ty.zero(); n],
+        })
+    }
+
+    fn index(&self, idx: &[Value]) -> Result<usize, RuntimeError> {
+        let mut at: usize = 0;
+        for (k, (&d, v)) in self.dims.iter().zip(idx).enumerate() {
+            let i = v.to_int();
+            let iu = u32::try_from(i).ok().filter(|&i| i <= d).ok_or(
+                RuntimeError::IndexOutOfBounds {
+                    dim: k + 1,
+                    index: i,
+                    bound: d,
+                },
+            )?;
+            at = at * (d as usize + 1) + iu as usize;
+        }
+        Ok(at)
+    }
+}
+
+/// A pending native result: where it goes and its type.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    pub reg: u32,
+    pub ty: Option<Ty>,
+}
+
+/// One script instance's machine state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vm {
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) regs: Vec<Value>,
+    /// Per module id of the set: its globals (empty outside the instance's closure).
+    pub(crate) globals: Vec<Vec<Value>>,
+    /// Per module id: its arrays.
+    pub(crate) arrays: Vec<Vec<Array>>,
+    pub(crate) pending: Option<Pending>,
+    pub(crate) park: bool,
+    pub(crate) banks: Banks,
+    /// The module whose function was entered (its closure has globals).
+    pub(crate) entry_module: u16,
+}
+
+macro_rules! bad {
+    () => {
+        RuntimeError::Internal("bytecode and registers disagree".into())
+    };
+}
+
+#[inline]
+fn geti(regs: &[Value], i: usize) -> Result<i32, RuntimeError> {
+    match regs.get(i) {
+        Some(Value::Int(v)) => Ok(*v),
+        _ => Err(bad!()),
+    }
+}
+
+#[inline]
+fn getf(regs: &[Value], i: usize) -> Result<f32, RuntimeError> {
+    match regs.get(i) {
+        Some(Value::Float(v)) => Ok(*v),
+        _ => Err(bad!()),
+    }
+}
+
+#[inline]
+fn gets(regs: &[Value], i: usize) -> Result<&RStr, RuntimeError> {
+    match regs.get(i) {
+        Some(Value::Str(v)) => Ok(v),
+        _ => Err(bad!()),
+    }
+}
+
+#[inline]
+fn put(regs: &mut [Value], i: usize, v: Value) -> Result<(), RuntimeError> {
+    match regs.get_mut(i) {
+        Some(slot) => {
+            *slot = v;
+            Ok(())
+        }
+        None => Err(bad!()),
+    }
+}
+
+impl Vm {
+    /// A new instance that will run `entry` (with its parameters' defaults, or zeros: entry
+    /// functions get no arguments), with fresh globals and arrays for every module of the
+    /// entry module's closure.
+    pub fn new(set: &ScriptSet, entry: FuncId) -> Result<Self, RuntimeError> {
+        let func = set
+            .func(entry)
+            .ok_or_else(|| RuntimeError::Internal("no such function".into()))?;
+        let mut vm = Self {
+            frames: Vec::new(),
+            regs: Vec::new(),
+            globals: vec![Vec::new(); set.modules.len()],
+            arrays: vec![Vec::new(); set.modules.len()],
+            pending: None,
+            park: false,
+            banks: Banks::default(),
+            entry_module: func.module,
+        };
+        let closure = set
+            .modules
+            .get(usize::from(func.module))
+            .map(|m| m.closure.clone())
+            .unwrap_or_default();
+        let mut total = 0usize;
+        for m in closure {
+            let Some(info) = set.modules.get(usize::from(m)) else {
+                continue;
+            };
+            if let Some(g) = vm.globals.get_mut(usize::from(m)) {
+                *g = info.globals.iter().map(|g| g.init.clone()).collect();
+            }
+            let mut arrs = Vec::with_capacity(info.arrays.len());
+            for a in &info.arrays {
+                let arr = Array::new(a.ty, &a.dims)?;
+                total += arr.data.len();
+                arrs.push(arr);
+            }
+            if total > MAX_ARRAYS_TOTAL {
+                return Err(RuntimeError::Memory(format!(
+                    "the script's arrays hold more than {MAX_ARRAYS_TOTAL} elements"
+                )));
+            }
+            if let Some(a) = vm.arrays.get_mut(usize::from(m)) {
+                *a = arrs;
+            }
+        }
+        vm.regs = vec![Value::Int(0); usize::from(func.nregs).max(1)];
+        for (i, ty) in func.locals.iter().enumerate() {
+            let v = func
+                .params
+                .get(i)
+                .and_then(|p| p.default.clone())
+                .unwrap_or_else(|| ty.zero());
+            if let Some(r) = vm.regs.get_mut(i) {
+                *r = v;
+            }
+        }
+        vm.frames.push(Frame {
+            func: entry,
+            pc: 0,
+            base: 0,
+            ret: u32::MAX,
+        });
+        Ok(vm)
+    }
+
+    /// Whether the instance waits for [`Vm::resume`].
+    pub fn is_suspended(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Whether the script has finished (no frame left).
+    pub fn is_finished(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// The file and line where the instance stands (for logs).
+    pub fn location(&self, set: &ScriptSet) -> (String, u32) {
+        let Some(f) = self.frames.last() else {
+            return (String::new(), 0);
+        };
+        let Some(func) = set.func(f.func) else {
+            return (String::new(), 0);
+        };
+        let file = set
+            .modules
+            .get(usize::from(func.module))
+            .map(|m| m.file.clone())
+            .unwrap_or_default();
+        let pc = (f.pc as usize).saturating_sub(1);
+        (file, func.lines.get(pc).copied().unwrap_or(0))
+    }
+
+    /// Give a suspended native its result; the next [`Vm::run`] continues after the call.
+    pub fn resume(&mut self, value: Value) {
+        if let Some(p) = self.pending.take() {
+            let v = match p.ty {
+                Some(t) => value.convert(t),
+                None => value,
+            };
+            if let Some(slot) = self.regs.get_mut(p.reg as usize) {
+                *slot = v;
+            }
+        }
+    }
+
+    /// Continue a script that parked with `SetWaiting`.
+    pub fn resume_parked(&mut self) {
+        self.park = false;
+    }
+
+    /// Bytes of memory the instance holds, roughly (registers, arrays, banks).
+    pub fn memory_estimate(&self) -> usize {
+        let val = |v: &Value| size_of::<Value>() + if let Value::Str(s) = v { s.len() } else { 0 };
+        let regs: usize = self.regs.iter().map(val).sum();
+        let globals: usize = self.globals.iter().flatten().map(val).sum();
+        let arrays: usize = self
+            .arrays
+            .iter()
+            .flatten()
+            .map(|a| a.data.iter().map(val).sum::<usize>())
+            .sum();
+        regs + globals + arrays + self.banks.bytes()
+    }
+
+    /// Run until the script finishes, suspends, parks, runs out of `budget` (units: loop
+    /// back edges and calls) or fails. `budget` is decreased by what was used.
+    pub fn run(&mut self, set: &ScriptSet, host: &mut dyn Host, budget: &mut u64) -> Exit {
+        if self.pending.is_some() {
+            return Exit::Suspended;
+        }
+        match self.exec(set, host, budget) {
+            Ok(exit) => exit,
+            Err(error) => {
+                let (file, line) = self.location(set);
+                self.frames.clear();
+                Exit::Error { error, file, line }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn exec(
+        &mut self,
+        set: &ScriptSet,
+        host: &mut dyn Host,
+        budget: &mut u64,
+    ) -> Result<Exit, RuntimeError> {
+        'frames: loop {
+            let Some(frame) = self.frames.last() else {
+                return Ok(Exit::Finished(Value::Int(0)));
+            };
+            let func: &Func = set.func(frame.func).ok_or_else(|| bad!())?;
+            let code = func.code.as_slice();
+            let base = frame.base as usize;
+            let mut pc = frame.pc as usize;
+            let regs = &mut self.regs;
+            // Save pc into the frame on every way out of the inner loop.
+            macro_rules! save {
+                () => {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = u32::try_from(pc).unwrap_or(u32::MAX);
+                    }
+                };
+            }
+            macro_rules! t {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(e) => {
+                            save!();
+                            return Err(e);
+                        }
+                    }
+                };
+            }
+            macro_rules! r {
+                ($x:expr) => {
+                    base + usize::from($x)
+                };
+            }
+            loop {
+                let Some(&op) = code.get(pc) else {
+                    save!();
+                    return Err(bad!());
+                };
+                pc += 1;
+                match op {
+                    Op::Mov { d, s } => {
+                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
+                        t!(put(regs, r!(d), v));
+                    }
+                    Op::KInt { d, v } => t!(put(regs, r!(d), Value::Int(v))),
+                    Op::KFloat { d, v } => t!(put(regs, r!(d), Value::Float(v))),
+                    Op::KStr { d, k } => {
+                        let s = t!(set.strings.get(k as usize).cloned().ok_or_else(|| bad!()));
+                        t!(put(regs, r!(d), Value::Str(s)));
+                    }
+                    Op::GetG { d, m, g } => {
+                        let v = t!(self
+                            .globals
+                            .get(usize::from(m))
+                            .and_then(|gs| gs.get(usize::from(g)))
+                            .cloned()
+                            .ok_or_else(|| bad!()));
+                        t!(put(regs, r!(d), v));
+                    }
+                    Op::SetG { m, g, s } => {
+                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
+                        let slot = t!(self
+                            .globals
+                            .get_mut(usize::from(m))
+                            .and_then(|gs| gs.get_mut(usize::from(g)))
+                            .ok_or_else(|| bad!()));
+                        *slot = v;
+                    }
+                    Op::HostG { d, which } => {
+                        let v = host.host_global(which);
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::ALoad { d, m, a, i } => {
+                        let arr = t!(self
+                            .arrays
+                            .get(usize::from(m))
+                            .and_then(|x| x.get(usize::from(a)))
+                            .ok_or_else(|| bad!()));
+                        let idx = t!(regs.get(r!(i)..r!(i) + arr.dims.len()).ok_or_else(|| bad!()));
+                        let at = t!(arr.index(idx));
+                        let v = t!(arr.data.get(at).cloned().ok_or_else(|| bad!()));
+                        t!(put(regs, r!(d), v));
+                    }
+                    Op::AStore { m, a, i, s } => {
+                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
+                        let arr = t!(self
+                            .arrays
+                            .get_mut(usize::from(m))
+                            .and_then(|x| x.get_mut(usize::from(a)))
+                            .ok_or_else(|| bad!()));
+                        let idx = t!(regs.get(r!(i)..r!(i) + arr.dims.len()).ok_or_else(|| bad!()));
+                        let at = t!(arr.index(idx));
+                        let slot = t!(arr.data.get_mut(at).ok_or_else(|| bad!()));
+                        *slot = v;
+                    }
+                    Op::Redim { m, a, i } => {
+                        let (ty, n) = {
+                            let arr = t!(self
+                                .arrays
+                                .get(usize::from(m))
+                                .and_then(|x| x.get(usize::from(a)))
+                                .ok_or_else(|| bad!()));
+                            (arr.ty, arr.dims.len())
+                        };
+                        let mut dims = Vec::with_capacity(n);
+                        for k in 0..n {
+                            let v = t!(geti(regs, r!(i) + k));
+                            let d = t!(u32::try_from(v).map_err(|_| RuntimeError::Memory(
+                                "an array bound cannot be negative".into()
+                            )));
+                            dims.push(d);
+                        }
+                        let new = t!(Array::new(ty, &dims));
+                        let others: usize = self
+                            .arrays
+                            .iter()
+                            .flatten()
+                            .map(|x| x.data.len())
+                            .sum::<usize>();
+                        if others + new.data.len() > MAX_ARRAYS_TOTAL {
+                            save!();
+                            return Err(RuntimeError::Memory(format!(
+                                "the script's arrays would hold more than {MAX_ARRAYS_TOTAL} elements"
+                            )));
+                        }
+                        if let Some(slot) = self
+                            .arrays
+                            .get_mut(usize::from(m))
+                            .and_then(|x| x.get_mut(usize::from(a)))
+                        {
+                            *slot = new;
+                        }
+                    }
+                    Op::AddI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))).wrapping_add(t!(geti(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::AddIK { d, a, k } => {
+                        let v = t!(geti(regs, r!(a))).wrapping_add(k);
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::SubI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))).wrapping_sub(t!(geti(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::MulI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))).wrapping_mul(t!(geti(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::DivI { d, a, b } => {
+                        let v = t!(ops::div_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b)))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::ModI { d, a, b } => {
+                        let v = t!(ops::mod_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b)))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::AndI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))) & t!(geti(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::OrI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))) | t!(geti(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::XorI { d, a, b } => {
+                        let v = t!(geti(regs, r!(a))) ^ t!(geti(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::ShlI { d, a, b } => {
+                        let v = ops::shl_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::ShrI { d, a, b } => {
+                        let v = ops::shr_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::NegI { d, s } => {
+                        let v = t!(geti(regs, r!(s))).wrapping_neg();
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::NotI { d, s } => {
+                        let v = i32::from(t!(geti(regs, r!(s))) == 0);
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::AddF { d, a, b } => {
+                        let v = t!(getf(regs, r!(a))) + t!(getf(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::SubF { d, a, b } => {
+                        let v = t!(getf(regs, r!(a))) - t!(getf(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::MulF { d, a, b } => {
+                        let v = t!(getf(regs, r!(a))) * t!(getf(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::DivF { d, a, b } => {
+                        let v = t!(getf(regs, r!(a))) / t!(getf(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::ModF { d, a, b } => {
+                        let v = ops::mod_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::PowF { d, a, b } => {
+                        let v = ops::pow_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::NegF { d, s } => {
+                        let v = -t!(getf(regs, r!(s)));
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::Cat { d, a, b } => {
+                        let v = t!(ops::concat(t!(gets(regs, r!(a))), t!(gets(regs, r!(b)))));
+                        t!(put(regs, r!(d), Value::Str(v)));
+                    }
+                    Op::CmpI { d, a, b, c } => {
+                        let x = t!(geti(regs, r!(a)));
+                        let y = t!(geti(regs, r!(b)));
+                        t!(put(regs, r!(d), Value::Int(i32::from(c.holds(x.cmp(&y))))));
+                    }
+                    Op::CmpIK { d, a, k, c } => {
+                        let x = t!(geti(regs, r!(a)));
+                        t!(put(regs, r!(d), Value::Int(i32::from(c.holds(x.cmp(&k))))));
+                    }
+                    Op::CmpF { d, a, b, c } => {
+                        let h = ops::cmp_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))), c);
+                        t!(put(regs, r!(d), Value::Int(i32::from(h))));
+                    }
+                    Op::CmpS { d, a, b, c } => {
+                        let h = c.holds(
+                            t!(gets(regs, r!(a)))
+                                .as_bytes()
+                                .cmp(t!(gets(regs, r!(b))).as_bytes()),
+                        );
+                        t!(put(regs, r!(d), Value::Int(i32::from(h))));
+                    }
+                    Op::I2F { d, s } => {
+                        let v = t!(geti(regs, r!(s))) as f32;
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::F2I { d, s } => {
+                        let v = float_to_int(t!(getf(regs, r!(s))));
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::I2S { d, s } => {
+                        let v = t!(geti(regs, r!(s)));
+                        t!(put(regs, r!(d), Value::Str(RStr::from_vec(v.to_string().into_bytes()))));
+                    }
+                    Op::F2S { d, s } => {
+                        let v = t!(getf(regs, r!(s)));
+                        t!(put(regs, r!(d), Value::Str(RStr::from_vec(float_to_string(v).into_bytes()))));
+                    }
+                    Op::S2I { d, s } => {
+                        let v = atoi(t!(gets(regs, r!(s))).as_bytes());
+                        t!(put(regs, r!(d), Value::Int(v)));
+                    }
+                    Op::S2F { d, s } => {
+                        let v = atof(t!(gets(regs, r!(s))).as_bytes());
+                        t!(put(regs, r!(d), Value::Float(v)));
+                    }
+                    Op::Jmp { t } => pc = t as usize,
+                    Op::Loop { t } => {
+                        pc = t as usize;
+                        if self.park {
+                            save!();
+                            return Ok(Exit::Parked);
+                        }
+                        if *budget == 0 {
+                            save!();
+                            return Ok(Exit::Budget);
+                        }
+                        *budget -= 1;
+                    }
+                    Op::Jz { c, t } => {
+                        if t!(geti(regs, r!(c))) == 0 {
+                            pc = t as usize;
+                        }
+                    }
+                    Op::Jnz { c, t } => {
+                        if t!(geti(regs, r!(c))) != 0 {
+                            pc = t as usize;
+                        }
+                    }
+                    Op::JnCmpIK { a, k, c, t } => {
+                        if !c.holds(t!(geti(regs, r!(a))).cmp(&k)) {
+                            pc = t as usize;
+                        }
+                    }
+                    Op::JnCmpI { a, b, c, t } => {
+                        let x = t!(geti(regs, r!(a)));
+                        let y = t!(geti(regs, r!(b)));
+                        if !c.holds(x.cmp(&y)) {
+                            pc = t as usize;
+                        }
+                    }
+                    Op::Call { f, a, d } => {
+                        if *budget == 0 {
+                            pc -= 1;
+                            save!();
+                            return Ok(Exit::Budget);
+                        }
+                        *budget -= 1;
+                        if self.frames.len() >= MAX_DEPTH {
+                            save!();
+                            return Err(RuntimeError::StackOverflow(MAX_DEPTH));
+                        }
+                        let callee = t!(set.func(f).ok_or_else(|| bad!()));
+                        let new_base = r!(a);
+                        let need = new_base + usize::from(callee.nregs).max(1);
+                        if need > MAX_REGS {
+                            save!();
+                            return Err(RuntimeError::StackOverflow(self.frames.len()));
+                        }
+                        if regs.len() < need {
+                            regs.resize(need, Value::Int(0));
+                        }
+                        // Parameters arrived in the window; the other locals start at zero.
+                        for (i, ty) in callee.locals.iter().enumerate().skip(callee.params.len()) {
+                            t!(put(regs, new_base + i, ty.zero()));
+                        }
+                        save!();
+                        let ret = u32::try_from(r!(d)).unwrap_or(u32::MAX);
+                        self.frames.push(Frame {
+                            func: f,
+                            pc: 0,
+                            base: u32::try_from(new_base).unwrap_or(u32::MAX),
+                            ret,
+                        });
+                        continue 'frames;
+                    }
+                    Op::Native { n, a, d } => {
+                        let sig = t!(natives::sig(n).ok_or_else(|| bad!()));
+                        let argc = sig.params.len();
+                        let args_at = r!(a);
+                        let dst = r!(d);
+                        let result = match sig.kind {
+                            Kind::Pure => {
+                                let args = t!(regs.get(args_at..args_at + argc).ok_or_else(|| bad!()));
+                                Flow::Return(t!(pure::call(n, args)))
+                            }
+                            Kind::Vm => {
+                                let args = t!(regs.get(args_at..args_at + argc).ok_or_else(|| bad!()));
+                                Flow::Return(t!(self.banks.call(n, args)))
+                            }
+                            Kind::Refused => {
+                                save!();
+                                return Err(RuntimeError::Refused {
+                                    native: sig.name,
+                                    why: "scripts may not reach outside their sandbox (native code, raw networking)",
+                                });
+                            }
+                            Kind::Host | Kind::Items | Kind::Spells | Kind::Dialogs => {
+                                save!();
+                                let args: Vec<Value> = t!(regs
+                                    .get(args_at..args_at + argc)
+                                    .map(<[Value]>::to_vec)
+                                    .ok_or_else(|| bad!()));
+                                let line = func.lines.get(pc - 1).copied().unwrap_or(0);
+                                let file = set
+                                    .modules
+                                    .get(usize::from(func.module))
+                                    .map_or("", |m| m.file.as_str());
+                                let mut cx = NativeCx {
+                                    banks: &mut self.banks,
+                                    file,
+                                    line,
+                                };
+                                t!(host.call(n, &args, &mut cx))
+                            }
+                        };
+                        match result {
+                            Flow::Return(v) => {
+                                let v = match sig.ret {
+                                    Some(t) if v.ty() != t => v.convert(t),
+                                    Some(_) => v,
+                                    None => Value::Int(0),
+                                };
+                                t!(put(regs, dst, v));
+                            }
+                            Flow::ReturnThenPark(v) => {
+                                let v = match sig.ret {
+                                    Some(t) => v.convert(t),
+                                    None => Value::Int(0),
+                                };
+                                t!(put(regs, dst, v));
+                                self.park = true;
+                            }
+                            Flow::Suspend => {
+                                save!();
+                                self.pending = Some(Pending {
+                                    reg: u32::try_from(dst).unwrap_or(u32::MAX),
+                                    ty: Some(sig.ret.unwrap_or(Ty::Int)),
+                                });
+                                return Ok(Exit::Suspended);
+                            }
+                        }
+                    }
+                    Op::Ret { s } => {
+                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
+                        let Some(done) = self.frames.pop() else {
+                            return Err(bad!());
+                        };
+                        if self.frames.is_empty() {
+                            regs.clear();
+                            return Ok(Exit::Finished(v));
+                        }
+                        t!(put(regs, done.ret as usize, v));
+                        continue 'frames;
+                    }
+                    Op::End => {
+                        save!();
+                        return Err(RuntimeError::End);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Compare for `Select`/tests from outside the crate.
+pub fn compare(c: Cmp, a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(_), _) | (_, Value::Str(_)) => {
+            c.holds(a.to_rstr().as_bytes().cmp(b.to_rstr().as_bytes()))
+        }
+        (Value::Float(_), _) | (_, Value::Float(_)) => ops::cmp_f(a.to_float(), b.to_float(), c),
+        _ => c.holds(a.to_int().cmp(&b.to_int())),
+    }
+}
