@@ -190,6 +190,7 @@ pub fn generated_content(side: f32) -> ZoneContent {
         }
     }
     ZoneContent {
+        scripts: Arc::default(),
         area: AreaData {
             name: "Bench".into(),
             gravity: 300,

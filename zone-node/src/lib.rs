@@ -9,6 +9,7 @@
 //! - [`link`]: the QUIC link to the gateway (auth, register, heartbeat, reconnect, drain).
 //! - [`node`]: start-up and shutdown of the whole node.
 //! - [`telemetry`]: OpenTelemetry traces (`OTEL_*`), envelope propagation, sampled ticks.
+//! - [`world_scripts`]: the world's `.rsl` scripts, compiled once per process.
 
 pub mod actor;
 pub mod admin;
@@ -20,3 +21,4 @@ pub mod logging;
 pub mod node;
 pub mod sim;
 pub mod telemetry;
+pub mod world_scripts;

@@ -515,6 +515,7 @@ impl TickSampler {
             actors_us = tracing::field::Empty,
             kills_us = tracing::field::Empty,
             visit_us = tracing::field::Empty,
+            scripts_us = tracing::field::Empty,
             broadcast_us = tracing::field::Empty,
             flush_us = tracing::field::Empty,
         );
@@ -535,12 +536,13 @@ impl TickSpan {
     /// Record the tick's actors, players and phase durations (ns, in
     /// `sim::events::PHASE_NAMES` order), then close the span.
     pub fn finish(self, actors: u32, players: u32, phase_ns: &[u64]) {
-        const FIELDS: [&str; 7] = [
+        const FIELDS: [&str; 8] = [
             "ingest_us",
             "housekeeping_us",
             "actors_us",
             "kills_us",
             "visit_us",
+            "scripts_us",
             "broadcast_us",
             "flush_us",
         ];

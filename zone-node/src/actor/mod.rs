@@ -243,6 +243,8 @@ pub struct ShellConfig {
 pub struct Registry {
     cfg: ShellConfig,
     world: Arc<World>,
+    /// The world's compiled scripts, shared by every zone.
+    scripts: Arc<script::bytecode::ScriptSet>,
     out: OutboundTx,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: AtomicUsize,
@@ -269,9 +271,11 @@ impl Registry {
         out: OutboundTx,
         arbiters: Vec<ArbiterHandle>,
     ) -> Arc<Self> {
+        let scripts = crate::world_scripts::compile_and_log(&world);
         Arc::new(Self {
             cfg,
             world,
+            scripts,
             out,
             arbiters,
             next_arbiter: AtomicUsize::new(0),
@@ -492,10 +496,19 @@ impl Registry {
         if self.instances.len() >= self.cfg.capacity as usize {
             return Err(RegistryError::Full(self.cfg.capacity));
         }
-        let content = ZoneContent::from_world(self.world.clone(), &key.area)
+        let mut content = ZoneContent::from_world(self.world.clone(), &key.area)
             .ok_or_else(|| RegistryError::UnknownArea(key.area.clone()))?;
+        content.scripts = self.scripts.clone();
         let content = Arc::new(content);
+        let (npc_handle_base, npc_handle_span) =
+            crate::world_scripts::npc_handles(&self.world, &key.area, key.instance);
+        let epoch_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
         let zcfg = ZoneConfig {
+            npc_handle_base,
+            npc_handle_span,
+            epoch_ms,
             instance: key.instance,
             instance_handle: instance_handle(&key),
             seed: seed_for(&key, generation),

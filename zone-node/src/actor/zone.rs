@@ -44,7 +44,7 @@ pub struct InstanceStats {
     /// Actors in the zone.
     pub actors: u32,
     /// Last tick's phase durations (ns), in `sim::events::PHASE_NAMES` order.
-    pub phase_ns: [u64; 7],
+    pub phase_ns: [u64; 8],
     /// The sim's `now_ms` of the last tick.
     pub now_ms: u64,
     /// 99th percentile tick duration over the last [`TICK_WINDOW`] ticks, µs.
@@ -60,7 +60,7 @@ pub struct TickTimings {
     /// Whole ticks (the sum of the phases).
     pub tick: Histogram,
     /// Each phase, in `sim::events::PHASE_NAMES` order.
-    pub phases: [Histogram; 7],
+    pub phases: [Histogram; 8],
 }
 
 impl Default for TickTimings {
@@ -74,7 +74,7 @@ impl Default for TickTimings {
 
 impl TickTimings {
     /// Record one tick's phase durations (ns).
-    pub fn observe(&self, phase_ns: &[u64; 7]) {
+    pub fn observe(&self, phase_ns: &[u64; 8]) {
         for (h, ns) in self.phases.iter().zip(phase_ns) {
             h.observe_ns(*ns);
         }
@@ -542,7 +542,7 @@ struct Router<'a> {
 }
 
 impl Router<'_> {
-    fn route(&mut self, out: &TickOutput) -> (u32, u32, [u64; 7]) {
+    fn route(&mut self, out: &TickOutput) -> (u32, u32, [u64; 8]) {
         for o in &out.outputs {
             match o {
                 ZoneOutput::Reliable { player, bytes } => {
@@ -593,6 +593,30 @@ impl Router<'_> {
                     self.reg.transfer_decided(self.key, *transfer_id, false);
                 }
                 ZoneOutput::Rejected { .. } => Metrics::inc(&self.reg.metrics.rejections),
+                ZoneOutput::ScriptError {
+                    script,
+                    func,
+                    actor,
+                    file,
+                    line,
+                    message,
+                    kind,
+                } => {
+                    tracing::warn!(
+                        zone = %self.key,
+                        script = %script,
+                        func = %func,
+                        actor,
+                        kind = ?kind,
+                        "script ended: {file}:{line}: {message}"
+                    );
+                }
+                ZoneOutput::ScriptLog { script, message } => {
+                    tracing::info!(zone = %self.key, script = %script, "{message}");
+                }
+                ZoneOutput::ScriptStore { .. } | ZoneOutput::Account { .. } => {
+                    // TODO(script store): routed to the gateway by the link.
+                }
             }
         }
         self.send_datagrams(out);

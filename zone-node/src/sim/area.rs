@@ -330,6 +330,8 @@ pub struct ZoneContent {
     pub faction_defaults: Vec<Vec<u8>>,
     /// The whole world (items, spells, projectiles, other areas).
     pub world: Arc<World>,
+    /// The world's compiled scripts (shared by every zone of a node).
+    pub scripts: Arc<script::bytecode::ScriptSet>,
 }
 
 impl ZoneContent {
@@ -536,6 +538,7 @@ impl ZoneContent {
                 .collect(),
             faction_defaults: world.factions.default_ratings.clone(),
             world: world.clone(),
+            scripts: Arc::default(),
         })
     }
 }

@@ -6,7 +6,8 @@
 //! * `ME text` → `252 "* Name text"` to the instance;
 //! * `P text` → `251 "<PARTY> <Name> text"` to the party members **in this instance**;
 //! * DM only: `XP n` (`GiveXP`), `GOLD n` (`P_GoldChange "U"/"D"`), `WEATHER name`
-//!   (lasts `Rand(2500, 10000)` visits, see weather.rs);
+//!   (lasts `Rand(2500, 10000)` visits, see weather.rs), `SCRIPT name,func` (runs a script
+//!   with the DM as `Actor()`);
 //! * anything else → the `In-game Commands` hook, else a red "Unknown command".
 //!
 //! Cross-zone chat (`YELL`, `PM`, `G`, `GM`, `ALLPLAYERS`, and the cross-zone half of `P`)
@@ -50,7 +51,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
     let Some(a) = st.get(actor) else { return };
     let (player, is_dm, name) = (a.player, a.is_dm, a.name.clone());
     let params = clip(params.trim());
-    let dm_only = matches!(word, "XP" | "GOLD" | "WEATHER");
+    let dm_only = matches!(word, "XP" | "GOLD" | "WEATHER" | "SCRIPT");
     if dm_only && !is_dm {
         st.reject(player, Rejection::NotPermitted);
         return;
@@ -89,6 +90,16 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             }
             Err(_) => st.reject(player, Rejection::Invalid),
         },
+        "SCRIPT" => {
+            // `/script name,func`: a DM runs a script with itself as `Actor()`.
+            let mut parts = params.splitn(2, ',');
+            let name = parts.next().unwrap_or("").trim();
+            let func = parts.next().unwrap_or("Main").trim();
+            let func = if func.is_empty() { "Main" } else { func };
+            if !super::runtime::queue_for(st, name, func, Some(actor), None, "") {
+                packets::send_chat(st, actor, CHAT_RED, "No such script or function");
+            }
+        }
         "WEATHER" => {
             let w = super::weather::NAMES
                 .iter()

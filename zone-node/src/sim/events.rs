@@ -39,7 +39,7 @@ pub const MEMORISED_EMPTY: u16 = 5000;
 // exactly one definition; the simulation knows them by their Realm Crafter-side names.
 pub use shared::internal::dto::{
     ActorStateDto as ActorState, ArrivalDto as Arrival, InvSlotDto as InvSlot,
-    KnownSpellDto as KnownSpell,
+    KnownSpellDto as KnownSpell, ScriptStoreOp, ScriptStoreResult,
 };
 
 /// A decoded C→S `P_StandardUpdate` (14), before any validation.
@@ -232,6 +232,49 @@ pub enum ZoneInput {
         /// Why, told to the player in chat.
         reason: String,
     },
+    /// The script store answered a [`ZoneOutput::ScriptStore`] request.
+    ScriptStoreReply {
+        /// The request.
+        req: u64,
+        /// The answer.
+        result: ScriptStoreResult,
+    },
+    /// A super global's value (at start, and whenever any zone sets one).
+    SuperGlobal {
+        /// Slot 0..=99.
+        slot: u8,
+        /// The value (bytes).
+        value: Vec<u8>,
+    },
+    /// Run `script.func` with no actor (the cluster's `Startup.Main`, an operator's
+    /// command).
+    RunScript {
+        /// Script name.
+        script: String,
+        /// Function.
+        func: String,
+    },
+}
+
+/// What a script asks the gateway to do to an account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountAction {
+    /// `BanPlayer`: set the account's banned flag (no kick).
+    Ban,
+    /// `KickPlayer`: disconnect the player (`P_KickedPlayer`).
+    Kick,
+}
+
+/// Which kind of script failure a [`ZoneOutput::ScriptError`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScriptErrorKind {
+    /// A runtime error (division by zero, an index out of bounds, `End`, a native that is
+    /// not supported yet, ...).
+    Runtime,
+    /// A script ended for running past its budget phase after phase.
+    Runaway,
+    /// A saved script that cannot resume on this node (changed or missing script).
+    Restore,
 }
 
 /// Why the sim asks for a snapshot to be persisted.
@@ -361,19 +404,22 @@ pub enum Phase {
     Kills = 3,
     /// Round-robin visit: weather, spawns, portals, triggers.
     Visit = 4,
+    /// Scripts (`UpdateScripts`).
+    Scripts = 5,
     /// Position broadcast.
-    Broadcast = 5,
+    Broadcast = 6,
     /// Output assembly.
-    Flush = 6,
+    Flush = 7,
 }
 
 /// Names of [`Phase`]s, for reports.
-pub const PHASE_NAMES: [&str; 7] = [
+pub const PHASE_NAMES: [&str; 8] = [
     "ingest",
     "housekeeping",
     "actors",
     "kills",
     "visit",
+    "scripts",
     "broadcast",
     "flush",
 ];
@@ -384,7 +430,7 @@ pub struct TickStats {
     /// The tick's `now_ms`.
     pub now_ms: u64,
     /// Nanoseconds spent per phase (0 with the no-op clock).
-    pub phase_ns: [u64; 7],
+    pub phase_ns: [u64; 8],
     /// Counters.
     pub counters: Counters,
 }
@@ -438,6 +484,45 @@ pub enum ZoneOutput {
         transfer_id: TransferId,
         /// Why.
         reason: String,
+    },
+    /// A script failed and was ended (counted in [`ScriptStats`](super::instances::ScriptStats)).
+    ScriptError {
+        /// Script name.
+        script: String,
+        /// Entry function.
+        func: String,
+        /// Its `Actor()` handle.
+        actor: i32,
+        /// The file of the failing code (`Name.rsl`), empty if none.
+        file: String,
+        /// Its line (0 if none).
+        line: u32,
+        /// What happened.
+        message: String,
+        /// Which kind of failure.
+        kind: ScriptErrorKind,
+    },
+    /// A log line from the scripts (`ScriptLog`, a missing script or function, ...).
+    ScriptLog {
+        /// Script name.
+        script: String,
+        /// The line.
+        message: String,
+    },
+    /// A request to the cluster's script store (files, super globals, zone instances);
+    /// answered with [`ZoneInput::ScriptStoreReply`] unless `req` is 0.
+    ScriptStore {
+        /// Request id (0: no answer wanted).
+        req: u64,
+        /// What.
+        op: ScriptStoreOp,
+    },
+    /// A script acts on a player's account (`BanPlayer`, `KickPlayer`).
+    Account {
+        /// Whose.
+        player: PlayerKey,
+        /// What.
+        action: AccountAction,
     },
     /// An input was refused (also counted).
     Rejected {

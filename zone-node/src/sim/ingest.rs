@@ -84,6 +84,13 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         } => {
             setarea::transfer_nack(st, transfer_id, &reason);
         }
+        ZoneInput::ScriptStoreReply { req, result } => {
+            super::runtime::store_reply(st, req, result);
+        }
+        ZoneInput::SuperGlobal { slot, value } => super::runtime::superglobal(st, slot, value),
+        ZoneInput::RunScript { script, func } => {
+            super::runtime::queue(st, &script, &func, 0, 0, script::RStr::EMPTY);
+        }
     }
 }
 

@@ -74,7 +74,9 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
             .max(0);
         give_xp(st, k, u32::try_from(xp).unwrap_or(0), false);
     }
-    // 3. WaitKill scripts: no script VM here (a hook could count them).
+    // 3. WaitKill scripts waiting for this killer and template.
+    let vtemplate = st.get(victim).map_or(0, |a| a.template);
+    super::runtime::on_kill(st, vtemplate, killer);
     let hooks = st.hooks.clone();
     if is_player {
         // 4. Player: dead until the Death hook restores it; NPCs drop it.
@@ -91,6 +93,9 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
         hooks.on_npc_death(st, victim, killer);
         drop_target(st, victim);
         super::spawns::release(st, victim);
+        // `FreeActorScripts`: scripts that name the NPC end with it.
+        let h = st.handle_of(victim);
+        super::runtime::actor_freed(st, h);
         st.free_actor(victim);
     }
 }

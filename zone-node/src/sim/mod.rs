@@ -22,9 +22,12 @@
 //! 5. **Visit** (Realm Crafter's round-robin area visit, once per tick here): weather
 //!    ([`weather::visit`]), spawn points ([`spawns::visit`]), portals and triggers
 //!    ([`portals::visit`]) — RULES CALL SITES.
-//! 6. **Broadcast** ([`broadcast::run`], every 200 ms; each player gets the mid band once
+//! 6. **Scripts** ([`runtime::phase`], Realm Crafter's `UpdateScripts`): queued script
+//!    starts become instances, due waits wake, and every runnable instance runs within its
+//!    instruction budget, in creation order (`docs/scripting.md`).
+//! 7. **Broadcast** ([`broadcast::run`], every 200 ms; each player gets the mid band once
 //!    a second, staggered over the broadcast ticks).
-//! 7. **Flush**: each player's queued reliable frames become one [`ZoneOutput::Reliable`].
+//! 8. **Flush**: each player's queued reliable frames become one [`ZoneOutput::Reliable`].
 //!
 //! Between ticks, [`ZoneSim::handoff`] applies handoff messages (transfer in, ack, nack,
 //! commit, abort) at once and flushes, so a SetArea costs no tick per hop; every other
@@ -42,6 +45,7 @@
 pub mod area;
 pub mod events;
 pub mod grid;
+pub mod instances;
 pub mod packets;
 pub mod rng;
 pub mod state;
@@ -63,6 +67,7 @@ pub mod mount;
 pub mod party;
 pub mod pets;
 pub mod portals;
+pub mod runtime;
 pub mod scripts;
 pub mod spawns;
 pub mod weather;
@@ -168,7 +173,7 @@ impl ZoneSim {
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         self.out.stats = TickStats {
             now_ms: st.now_ms,
-            phase_ns: [0; 7],
+            phase_ns: [0; 8],
             counters: Default::default(),
         };
         (&self.out, rest)
@@ -205,7 +210,7 @@ impl ZoneSim {
             st.next_recharge_ms = now_ms + st.cfg.recharge_ms;
             spawns::start_instance(st);
         }
-        let mut phase_ns = [0u64; 7];
+        let mut phase_ns = [0u64; 8];
         let mut t = clock.now_ns();
         let mut lap = |p: Phase, t: &mut u64| {
             let n = clock.now_ns();
@@ -270,7 +275,13 @@ impl ZoneSim {
         portals::visit(st);
         lap(Phase::Visit, &mut t);
 
-        // 6. Broadcast: the groups due this tick (see `ZoneConfig::broadcast_groups`).
+        // 6. Scripts.
+        runtime::phase(st);
+        // Kills made by scripts.
+        kill::process_pending(st);
+        lap(Phase::Scripts, &mut t);
+
+        // 7. Broadcast: the groups due this tick (see `ZoneConfig::broadcast_groups`).
         let groups = st.cfg.groups();
         let mut due = 0u32;
         let interval_starts = now_ms >= st.next_broadcast_ms;
@@ -299,7 +310,7 @@ impl ZoneSim {
         }
         lap(Phase::Broadcast, &mut t);
 
-        // 7. Flush.
+        // 8. Flush.
         flush_online(st, due);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);
         st.counters.actors = st.zone.len;

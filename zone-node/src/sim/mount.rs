@@ -32,6 +32,8 @@ pub(crate) fn right_click(st: &mut ZoneState, clicker: ActorId, target: RuntimeI
         st.reject(player, Rejection::Invalid);
         return;
     }
+    // `WaitSpeak`s this click satisfies.
+    super::runtime::on_right_click(st, clicker, t);
     let hooks = st.hooks.clone();
     if hooks.on_right_click(st, clicker, t) {
         return;
@@ -69,6 +71,8 @@ pub fn mount(st: &mut ZoneState, rider: ActorId, mount: ActorId) {
         m.dest_z = r.dest_z;
     }
     st.grid_update(mount.idx);
+    let hooks = st.hooks.clone();
+    hooks.on_mount(st, rider, mount);
 }
 
 /// `P_Dismount`.
@@ -95,4 +99,6 @@ pub(crate) fn dismount(st: &mut ZoneState, rider: ActorId) {
             };
         }
     }
+    let hooks = st.hooks.clone();
+    hooks.on_dismount(st, rider, Some(m));
 }

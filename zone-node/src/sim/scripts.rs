@@ -1,24 +1,44 @@
-//! Script hooks: the Rust stand-in for Realm Crafter's `.rsl` entry points (Death, LevelUp,
-//! Login, Logout, Party, Mount, Attack, Default, In-game Commands, area Entry/Exit, spawn and
-//! trigger scripts).
+//! Entry points: where the engine calls a game's scripts, as Realm Crafter does
+//! (`rsl-language.md` §9, reference §7), with the right actor, context actor and
+//! parameters, and the Rust stand-ins that run when the world has no such script.
 //!
-//! [`ScriptHooks`] has a default body for every hook, matching the default project:
-//! death waits 5 s, then Health 50 and a warp to the portal "Begin"; a level up when
-//! `XP > Level × 1000`. A game overrides what it needs.
+//! [`ScriptHooks`] has one method per entry point. [`DefaultHooks`] starts the world's
+//! script (`runtime::queue`, Realm Crafter's `ThreadScript`) where it exists and otherwise
+//! does what the default project's script does: death waits 5 s, then Health 50 and a warp
+//! to the portal "Begin"; a level up when `XP > Level × 1000`. A test or an embedding game
+//! may override any hook.
 //!
-//! Hooks are called synchronously from the rule that triggers them and get `&mut
-//! ZoneState`, so a hook may use every rule function; they must stay deterministic (only
-//! `st.rng` and `st.now_ms`). Delays go through [`ZoneState::schedule`] and come back in
-//! [`ScriptHooks::on_scheduled`].
+//! | event | script . function | `Actor()` | `ContextActor()` | `Param` |
+//! |---|---|---|---|---|
+//! | player death | `Death.Main` | dead player | killer or 0 | |
+//! | XP gain (`GiveXP`) | `LevelUp.Main` | player | 0 | |
+//! | melee attack, formula 4 | `Attack.Main` | attacker | target | |
+//! | NPC spawned at a spawn point | `<SpawnScript>.Main` | NPC | 0 | |
+//! | NPC death | `<DeathScript>.Main` | killer or 0 | 0 | `Race,Class, X,Y,Z,g0,…,g9` |
+//! | login | `Login.Main` | player | 0 | |
+//! | logout | `Logout.Main` (runs at once, before the final save) | player | 0 | |
+//! | enter / leave an area | `<EntryScript>.Main` / `<ExitScript>.Main` | player | 0 | |
+//! | party join / leave | `Party.Join` / `Party.Leave` | member | 0 | |
+//! | mount / dismount | `Mount.Mount` / `Mount.Dismount` | rider | mount | |
+//! | equipment change | `Equip Change.Main` | actor | 0 | |
+//! | unknown `/command args` | `In-game Commands.<COMMAND>` | player | 0 | `args` |
+//! | right-click on an actor with a script | `<Script>.Main` | player | target | |
+//! | trigger entered | `<TriggerScript>.<Method>` | actor | 0 | trigger index |
+//! | item used / spell cast | `<Script>.<Method>` ([`item_script`], [`spell_script`]) | user | target | (spell level) |
+//! | P_Examine / P_Trade | `Default.Examine` / `Default.Trade` ([`examine`], [`trade`]) | player | target | |
 
+use super::runtime;
 use super::state::{ActorId, Scheduled, ZoneState};
 
 /// Script entry points. Every method has the default project's behaviour.
 pub trait ScriptHooks: Send + Sync {
-    /// `Death.Main(victim, killer)` for a player victim. Default: wait 5 s, then
-    /// [`ScriptHooks::on_death_timer`].
+    /// `Death.Main(victim, killer)` for a player victim. Default: the world's Death script,
+    /// else wait 5 s, then [`ScriptHooks::on_death_timer`].
     fn on_player_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        let _ = killer;
+        if runtime::has_entry(st, "Death", "Main") {
+            runtime::queue_for(st, "Death", "Main", Some(victim), killer, "");
+            return;
+        }
         let due = st.now_ms + 5000;
         st.schedule(due, Scheduled::DeathRespawn { actor: victim });
     }
@@ -28,56 +48,120 @@ pub trait ScriptHooks: Send + Sync {
         default_respawn(st, victim);
     }
 
-    /// `LevelUp.Main`, run by `GiveXP` for players. Default: [`default_level_up`].
+    /// `LevelUp.Main`, run by `GiveXP` for players. Default: the world's script, else
+    /// [`default_level_up`].
     #[doc(alias = "LevelUp")]
     fn on_xp(&self, st: &mut ZoneState, actor: ActorId) {
-        default_level_up(st, actor);
+        if !start(st, "LevelUp", "Main", Some(actor), None, "") {
+            default_level_up(st, actor);
+        }
     }
 
     /// `Attack.Main(A1, A2)`: combat formula 4 (the script does all damage and packets).
     fn on_attack(&self, st: &mut ZoneState, attacker: ActorId, victim: ActorId) {
-        let _ = (st, attacker, victim);
+        start(st, "Attack", "Main", Some(attacker), Some(victim), "");
     }
 
     /// A spawn point's `SpawnScript.Main` for the NPC it just spawned.
     fn on_spawn(&self, st: &mut ZoneState, npc: ActorId, spawn_point: u16) {
-        let _ = (st, npc, spawn_point);
+        let script = st
+            .content
+            .area
+            .spawns
+            .get(usize::from(spawn_point))
+            .map(|s| s.spawn_script.clone())
+            .unwrap_or_default();
+        start(st, &script, "Main", Some(npc), None, "");
     }
 
-    /// An NPC's `DeathScript` (context = killer). Runs before the NPC is freed.
+    /// An NPC's `DeathScript.Main` with `Actor()` = the killer and Realm Crafter's
+    /// `Param` (`Race,Class, X,Y,Z,g0,…,g9`). Runs before the NPC is freed.
     #[doc(alias = "DeathScript")]
     fn on_npc_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        let _ = (st, victim, killer);
+        let Some(v) = st.get(victim) else { return };
+        let script = v.death_script.clone();
+        if !runtime::has_entry(st, &script, "Main") {
+            return;
+        }
+        let (race, class) = st
+            .content
+            .template(v.template)
+            .map(|t| (t.race.clone(), t.class.clone()))
+            .unwrap_or_default();
+        let f = script::value::blitz_float_string;
+        let mut param = format!("{race},{class}, {},{},{}", f(v.x), f(v.y), f(v.z));
+        for g in v.script_globals.iter().take(10) {
+            param.push(',');
+            param.push_str(g);
+        }
+        for _ in v.script_globals.len()..10 {
+            param.push(',');
+        }
+        runtime::queue_for(st, &script, "Main", killer, None, &param);
     }
 
     /// `Login.Main`, after a player joins the game here.
     fn on_login(&self, st: &mut ZoneState, actor: ActorId) {
-        let _ = (st, actor);
+        start(st, "Login", "Main", Some(actor), None, "");
     }
 
-    /// `Logout.Main`, when a player leaves the game (before its snapshot is taken).
+    /// `Logout.Main`, when a player leaves the game: run at once, while its player is still
+    /// here, so what it changes is saved (a wait inside it ends it).
     fn on_logout(&self, st: &mut ZoneState, actor: ActorId) {
-        let _ = (st, actor);
+        run_now(st, "Logout", "Main", actor);
     }
 
     /// The area's Entry script, when a player arrives by login or transfer.
     fn on_area_entry(&self, st: &mut ZoneState, actor: ActorId) {
-        let _ = (st, actor);
+        let script = st.content.area.entry_script.clone();
+        start(st, &script, "Main", Some(actor), None, "");
     }
 
     /// The old area's Exit script, when a player leaves by transfer (SetArea elsewhere).
+    /// It is created at once, so it travels with the player and runs at the destination,
+    /// after the warp, as Realm Crafter's queued script did.
     fn on_area_exit(&self, st: &mut ZoneState, actor: ActorId) {
-        let _ = (st, actor);
+        let script = st.content.area.exit_script.clone();
+        if runtime::has_entry(st, &script, "Main") {
+            let h = st.handle_of(actor);
+            runtime::create(
+                st,
+                super::instances::StartRequest {
+                    script,
+                    func: "Main".into(),
+                    actor: h,
+                    context: 0,
+                    param: script::RStr::EMPTY,
+                },
+            );
+        }
     }
 
     /// `Party.Join`: `actor` joined party `party` (an index into `ZoneState::parties`).
     fn on_party_join(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
-        let _ = (st, actor, party);
+        let _ = party;
+        start(st, "Party", "Join", Some(actor), None, "");
     }
 
     /// `Party.Leave`: `actor` left party `party`.
     fn on_party_leave(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
-        let _ = (st, actor, party);
+        let _ = party;
+        start(st, "Party", "Leave", Some(actor), None, "");
+    }
+
+    /// `Mount.Mount`: `rider` mounted `mount`.
+    fn on_mount(&self, st: &mut ZoneState, rider: ActorId, mount: ActorId) {
+        start(st, "Mount", "Mount", Some(rider), Some(mount), "");
+    }
+
+    /// `Mount.Dismount`: `rider` got off `mount`.
+    fn on_dismount(&self, st: &mut ZoneState, rider: ActorId, mount: Option<ActorId>) {
+        start(st, "Mount", "Dismount", Some(rider), mount, "");
+    }
+
+    /// `Equip Change.Main`: an actor's equipment changed (call site for the items code).
+    fn on_equip_change(&self, st: &mut ZoneState, actor: ActorId) {
+        start(st, "Equip Change", "Main", Some(actor), None, "");
     }
 
     /// A [`Scheduled::Script`] timer came due.
@@ -93,23 +177,119 @@ pub trait ScriptHooks: Send + Sync {
         None
     }
 
-    /// A chat command the engine does not handle (`In-game Commands`). Returns whether a
-    /// script handled it.
+    /// A chat command the engine does not handle: `In-game Commands.<WORD>` with
+    /// `Parameter(n)` from `params`. Returns whether a script handled it (the player is told
+    /// when the script has no such command).
     fn on_command(&self, st: &mut ZoneState, actor: ActorId, word: &str, params: &str) -> bool {
-        let _ = (st, actor, word, params);
-        false
+        const SCRIPT: &str = "In-game Commands";
+        if !st.content.scripts.has_script(SCRIPT) {
+            return false;
+        }
+        if !runtime::has_entry(st, SCRIPT, word) {
+            let text = format!("Command {word} is not known");
+            let p = shared::proto::ChatMessageS2C {
+                colour: shared::proto::ChatColour::Rgb(255, 255, 255),
+                text: shared::wire::RcString(text.into_bytes()),
+            };
+            runtime::natives::actor::send(st, actor, &p);
+            return true;
+        }
+        runtime::queue_for(st, SCRIPT, word, Some(actor), None, params);
+        true
     }
 
-    /// A right-click on an actor with a script. Returns whether a script handled it.
+    /// A right-click on an actor with a script: `<Script>.Main` with the clicker and the
+    /// target, unless the same script already runs for the two. Returns whether a script
+    /// handled it (otherwise the engine tries to mount).
     fn on_right_click(&self, st: &mut ZoneState, clicker: ActorId, target: ActorId) -> bool {
-        let _ = (st, clicker, target);
-        false
+        let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
+        if script.is_empty() {
+            return false;
+        }
+        if runtime::running(st, &script, clicker, target) {
+            return true;
+        }
+        runtime::queue_for(st, &script, "Main", Some(clicker), Some(target), "");
+        true
     }
 
-    /// A trigger fired (`ThreadScript(script, method, actor, 0, "<idx>")`).
+    /// A trigger fired: `ThreadScript(script, method, actor, 0, "<idx>")`.
     fn on_trigger(&self, st: &mut ZoneState, actor: ActorId, trigger: u16) {
-        let _ = (st, actor, trigger);
+        let Some(t) = st.content.area.triggers.get(usize::from(trigger)) else {
+            return;
+        };
+        let (script, method) = (t.script.clone(), t.method.clone());
+        let method = if method.is_empty() { "Main".to_owned() } else { method };
+        start(st, &script, &method, Some(actor), None, &trigger.to_string());
     }
+}
+
+/// Start `script.func` if the world has it (logged and skipped if a named script or
+/// function is missing). Returns whether it was queued.
+fn start(
+    st: &mut ZoneState,
+    script: &str,
+    func: &str,
+    actor: Option<ActorId>,
+    context: Option<ActorId>,
+    param: &str,
+) -> bool {
+    if script.is_empty() || !st.content.scripts.has_script(script) {
+        return false;
+    }
+    runtime::queue_for(st, script, func, actor, context, param)
+}
+
+/// Create `script.func` for `actor` and run it at once to its end (or its first wait).
+fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
+    if !runtime::has_entry(st, script, func) {
+        return;
+    }
+    let h = st.handle_of(actor);
+    if let Some(id) = runtime::create(
+        st,
+        super::instances::StartRequest {
+            script: script.into(),
+            func: func.into(),
+            actor: h,
+            context: 0,
+            param: script::RStr::EMPTY,
+        },
+    ) {
+        runtime::run_to_wait(st, id);
+    }
+}
+
+/// An item used (`P_ItemScript`) or eaten: `<Script>.<Method or Main>` with the user and
+/// the target (the items code calls this).
+pub fn item_script(st: &mut ZoneState, script: &str, method: &str, user: ActorId, target: Option<ActorId>) -> bool {
+    let method = if method.is_empty() { "Main" } else { method };
+    start(st, script, method, Some(user), target, "")
+}
+
+/// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
+/// `Param` (the spells code calls this).
+pub fn spell_script(st: &mut ZoneState, script: &str, method: &str, caster: ActorId, target: Option<ActorId>, level: u16) -> bool {
+    let method = if method.is_empty() { "Main" } else { method };
+    start(st, script, method, Some(caster), target, &level.to_string())
+}
+
+/// `P_Examine`: the target's own `Examine` method if it has a script, else
+/// `Default.Examine` (the dialogs code calls this).
+pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
+    let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
+    if runtime::has_entry(st, &script, "Examine") {
+        if !runtime::running(st, &script, player, target) {
+            start(st, &script, "Examine", Some(player), Some(target), "");
+        }
+        return true;
+    }
+    start(st, "Default", "Examine", Some(player), Some(target), "")
+}
+
+/// `P_Trade`: `Default.Trade` (the items code calls this).
+pub fn trade(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
+    start(st, "Default", "Trade", Some(player), Some(target), "")
 }
 
 /// The default project's hooks.

@@ -49,6 +49,34 @@ fn template_or_default(st: &ZoneState, id: u16) -> TemplateProps {
         })
 }
 
+/// The whole state of an actor with its mount and pets and, for a player, its running
+/// scripts (they travel with it and are saved with it).
+pub(crate) fn player_state(st: &ZoneState, id: ActorId) -> Option<ActorState> {
+    let mut s = st.actor_state(id)?;
+    if st.get(id).is_some_and(Actor::is_player) {
+        s.scripts = super::runtime::save_owned(st, id);
+    }
+    Some(s)
+}
+
+/// Every online player's snapshot now (`SaveState`).
+pub(crate) fn snapshot_all(st: &mut ZoneState) {
+    for idx in st.chain_members(st.online, ChainKind::Online) {
+        let Some((id, Some(player), false)) = st.at(idx).map(|a| (a.id, a.player, a.frozen()))
+        else {
+            continue;
+        };
+        if let Some(state) = player_state(st, id) {
+            st.outputs
+                .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
+                    player,
+                    reason: SnapshotReason::Periodic,
+                    state,
+                })));
+        }
+    }
+}
+
 /// Place an actor (fresh state) according to an arrival.
 fn place(st: &ZoneState, a: &mut Actor, arrival: &Arrival) {
     let p = st.resolve_arrival(arrival, (a.x, a.y, a.z, a.yaw));
@@ -104,11 +132,16 @@ fn insert_player(
         action_bar: state.action_bar.clone(),
         outbox: Vec::new(),
         outbox_urgent: false,
+        account: state.account.clone(),
+        email: state.email.clone(),
+        banned: false,
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;
     insert_companions(st, id, id, state);
     announce_arrival(st, id);
+    // Its scripts come with it and carry on here.
+    super::runtime::restore_owned(st, id, &state.scripts);
     Some(id)
 }
 
@@ -298,6 +331,10 @@ fn remove_with_companions(st: &mut ZoneState, id: ActorId) -> Vec<Actor> {
         }
     }
     announce_gone(st, id);
+    if st.get(id).is_some_and(|a| !a.is_player()) {
+        let h = st.handle_of(id);
+        super::runtime::actor_freed(st, h);
+    }
     // Rules: a spawned NPC leaving frees its spawn slot (`Spawned - 1`).
     super::spawns::release(st, id);
     if let Some(a) = st.free_actor(id) {
@@ -317,7 +354,9 @@ pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
     let hooks = st.hooks.clone();
     hooks.on_logout(st, id);
-    if let Some(state) = st.actor_state(id) {
+    // Its scripts: persistent ones are saved with it (paused), the others end.
+    super::runtime::player_logout(st, id);
+    if let Some(state) = player_state(st, id) {
         st.outputs
             .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
                 player,
@@ -482,7 +521,7 @@ pub(crate) fn transfer_out(
         let hooks = st.hooks.clone();
         hooks.on_area_exit(st, id);
     }
-    let Some(state) = st.actor_state(id) else {
+    let Some(state) = player_state(st, id) else {
         return;
     };
     let tid =
@@ -523,8 +562,14 @@ pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
     if player.is_some() {
         super::party::forget(st, t.actor);
         st.flush_player(t.actor);
+        // Its scripts went with it.
+        super::runtime::drop_owned(st, t.actor);
     }
     for &c in t.companions.iter().rev() {
+        if st.get(c).is_some_and(|a| !a.is_player()) {
+            let h = st.handle_of(c);
+            super::runtime::actor_freed(st, h);
+        }
         if let Some(rid) = st.get(c).map(|a| a.rid) {
             st.send_zone(packets::P_ACTOR_GONE, &packets::actor_gone(rid), Some(c));
         }
@@ -551,6 +596,8 @@ fn rollback(st: &mut ZoneState, t: PendingTransfer, reason: &str) {
     if st.get(t.actor).is_some_and(|a| a.is_player()) {
         let text = format!("Transfer failed: {reason}");
         packets::send_chat(st, t.actor, CHAT_RED, &text);
+        // Scripts waiting for this warp carry on here.
+        super::runtime::transfer_rolled_back(st, t.actor);
     }
 }
 
@@ -699,7 +746,7 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
                     // Rules: the new area's Entry script.
                     let hooks = st.hooks.clone();
                     hooks.on_area_entry(st, id);
-                    if let Some(state) = st.actor_state(id) {
+                    if let Some(state) = player_state(st, id) {
                         st.outputs
                             .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
                                 player,
@@ -763,7 +810,7 @@ pub(crate) fn periodic_snapshots(st: &mut ZoneState) {
         else {
             continue;
         };
-        if let Some(state) = st.actor_state(id) {
+        if let Some(state) = player_state(st, id) {
             st.outputs
                 .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
                     player,

@@ -28,6 +28,7 @@ use super::events::{
 };
 use super::grid::Grid;
 use super::rng::SimRng;
+use super::instances::{Handle, Scripts};
 use super::scripts::ScriptHooks;
 
 /// Sentinel index: not linked / no actor.
@@ -145,6 +146,12 @@ pub struct PlayerData {
     /// it goes out at the end of this tick. Frames sent to the whole zone
     /// ([`ZoneState::send_zone`]) alone wait for the player's next broadcast.
     pub outbox_urgent: bool,
+    /// The account's user name (`PlayerAccountName`).
+    pub account: String,
+    /// The account's e-mail (`PlayerAccountEmail`).
+    pub email: String,
+    /// Banned by a script this session (`BanPlayer`; the gateway keeps the flag).
+    pub banned: bool,
 }
 
 /// One actor instance (player or NPC) in the zone.
@@ -313,6 +320,8 @@ pub struct ActorCold {
     pub source_spawn: Option<u16>,
     /// Party index in [`ZoneState::parties`].
     pub party: Option<u32>,
+    /// The script handle (`Actor()` values name actors by it); 0 until inserted.
+    pub handle: Handle,
 }
 
 impl std::ops::Deref for Actor {
@@ -420,6 +429,7 @@ impl Actor {
                 death_script: String::new(),
                 source_spawn: None,
                 party: None,
+                handle: 0,
             }),
         }
     }
@@ -475,6 +485,7 @@ impl Actor {
         a.script.clone_from(&s.script);
         a.death_script.clone_from(&s.death_script);
         a.ai_mode = AiMode::from_u8(s.ai_mode);
+        a.handle = Handle::try_from(s.handle).unwrap_or(0);
         a
     }
 
@@ -526,6 +537,22 @@ impl Actor {
             ai_mode: self.ai_mode as u8,
             pets: Vec::new(),
             mount: None,
+            handle: if self.is_player() {
+                u32::try_from(self.handle).unwrap_or(0)
+            } else {
+                0
+            },
+            account: self
+                .player_data
+                .as_ref()
+                .map(|p| p.account.clone())
+                .unwrap_or_default(),
+            email: self
+                .player_data
+                .as_ref()
+                .map(|p| p.email.clone())
+                .unwrap_or_default(),
+            scripts: Vec::new(),
         }
     }
 
@@ -670,7 +697,29 @@ pub struct ZoneConfig {
     pub prepare_timeout_ms: u64,
     /// Period of the character snapshots of every online player (ms); 0 disables.
     pub persist_every_ms: u64,
+    /// Instruction budget of one script instance per scripts phase (loop back edges and
+    /// calls); past it the instance is paused until the next tick.
+    pub script_budget: u64,
+    /// Budget of the whole scripts phase, all instances together.
+    pub script_tick_budget: u64,
+    /// Scripts phases in a row an instance may end at its budget before it is ended as a
+    /// runaway.
+    pub script_max_overruns: u32,
+    /// Unix time (ms) at zone time 0, for `RealDate`/`RealTime` (the shell sets it; the
+    /// sim never reads the clock).
+    pub epoch_ms: u64,
+    /// First script handle of this zone's NPCs (`Actor()` numbers). Players' handles come
+    /// from the gateway (below 2^30); each AreaInstance numbers its NPCs from its own base
+    /// so a handle a script carries to another zone never names someone else there.
+    pub npc_handle_base: u32,
+    /// How many NPC handles the zone may number before wrapping.
+    pub npc_handle_span: u32,
 }
+
+/// Script handles at and above this are NPCs'; below, players' (from the gateway).
+pub const NPC_HANDLE_BASE: u32 = 1 << 30;
+/// Handles of players whose character has no gateway handle yet: this plus the RuntimeID.
+pub const PLAYER_FALLBACK_HANDLE: u32 = 0x3000_0000;
 
 impl ZoneConfig {
     /// The most broadcast groups (one bit each in a tick's group mask).
@@ -706,6 +755,12 @@ impl Default for ZoneConfig {
             transfer_timeout_ms: 2000,
             prepare_timeout_ms: 10_000,
             persist_every_ms: 300_000,
+            script_budget: 20_000,
+            script_tick_budget: 400_000,
+            script_max_overruns: 150,
+            epoch_ms: 0,
+            npc_handle_base: NPC_HANDLE_BASE,
+            npc_handle_span: 1 << 20,
         }
     }
 }
@@ -794,6 +849,12 @@ pub struct ZoneState {
     /// Whether arrivals are announced (`P_ChangeArea`, `P_NewActor`). Only the bench's
     /// set-up turns this off, to pre-load a zone without O(actors × players) packets.
     pub announce: bool,
+    /// Running scripts.
+    pub scripts: Scripts,
+    /// Script handles of the actors here.
+    handles: HashMap<Handle, ActorId>,
+    /// Next NPC handle offset.
+    npc_handle_next: u32,
 }
 
 impl ZoneState {
@@ -841,7 +902,51 @@ impl ZoneState {
             outputs: Vec::new(),
             scratch: Vec::new(),
             announce: true,
+            scripts: Scripts::new(),
+            handles: HashMap::new(),
+            npc_handle_next: 0,
         }
+    }
+
+    // ----- script handles -------------------------------------------------------------
+
+    /// The script handle of an actor (0 if it is gone).
+    pub fn handle_of(&self, id: ActorId) -> Handle {
+        self.get(id).map_or(0, |a| a.handle)
+    }
+
+    /// The actor a script handle names, if it is in this zone.
+    pub fn actor_by_handle(&self, h: Handle) -> Option<ActorId> {
+        if h <= 0 {
+            return None;
+        }
+        let id = *self.handles.get(&h)?;
+        self.get(id).map(|_| id)
+    }
+
+    /// A handle for an actor being inserted: a player keeps the gateway's handle (or gets
+    /// one made from its cluster-wide RuntimeID); an NPC gets the zone's next NPC handle.
+    fn assign_handle(&mut self, wanted: Handle, player: bool, rid: RuntimeId) -> Handle {
+        if player {
+            let ok = |h: Handle| h > 0 && (h as u32) < NPC_HANDLE_BASE && !self.handles.contains_key(&h);
+            if ok(wanted) {
+                return wanted;
+            }
+            let fallback = (PLAYER_FALLBACK_HANDLE | u32::from(rid)) as Handle;
+            if ok(fallback) {
+                return fallback;
+            }
+        }
+        let span = self.cfg.npc_handle_span.max(1);
+        for _ in 0..span.min(1 << 16) {
+            let off = self.npc_handle_next % span;
+            self.npc_handle_next = self.npc_handle_next.wrapping_add(1);
+            let h = Handle::try_from(self.cfg.npc_handle_base.saturating_add(off)).unwrap_or(0);
+            if h > 0 && !self.handles.contains_key(&h) {
+                return h;
+            }
+        }
+        0
     }
 
     // ----- lookup -------------------------------------------------------------------
@@ -1110,6 +1215,7 @@ impl ZoneState {
                 i
             }
         };
+        let handle = self.assign_handle(actor.handle, actor.player.is_some(), rid);
         let slot = self.slots.get_mut(idx as usize)?;
         slot.generation = slot.generation.wrapping_add(1);
         let id = ActorId {
@@ -1118,6 +1224,10 @@ impl ZoneState {
         };
         actor.id = id;
         actor.rid = rid;
+        actor.handle = handle;
+        if handle != 0 {
+            self.handles.insert(handle, id);
+        }
         if let Some(l) = self.links.get_mut(idx as usize) {
             *l = [Link::default(); 3];
         }
@@ -1160,10 +1270,13 @@ impl ZoneState {
     /// `FreeActorInstance`: remove from every chain, the grid and the RID map, detach the
     /// mount, rider, leader and pets, drop pending references, and free the slot.
     pub fn free_actor(&mut self, id: ActorId) -> Option<Actor> {
-        let (rid, player, mount, rider) = {
+        let (rid, player, mount, rider, handle) = {
             let a = self.get(id)?;
-            (a.rid, a.player, a.mount, a.rider)
+            (a.rid, a.player, a.mount, a.rider, a.handle)
         };
+        if self.handles.get(&handle) == Some(&id) {
+            self.handles.remove(&handle);
+        }
         self.unlink_from_zone(id);
         self.slave_unlink(id);
         for pet in self.slaves_of(id) {

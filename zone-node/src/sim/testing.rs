@@ -197,6 +197,7 @@ pub fn test_content() -> ZoneContent {
         attribute_names: names,
         faction_defaults: Vec::new(),
         world: Arc::new(test_world()),
+        scripts: Arc::default(),
     }
 }
 

@@ -1,0 +1,122 @@
+//! The host natives: what a script can do to the world, one module per category of
+//! `rsl-natives.md`. [`call`] dispatches on the native's category; each module answers its
+//! own natives with Realm Crafter's semantics (invalid handles do nothing and return 0,
+//! `""` or 0.0).
+//!
+//! Natives of later parts of the port (items, abilities and effects, dialogs and quests)
+//! answer [`RuntimeError::NotSupported`], naming the native.
+
+pub mod actor;
+pub mod files;
+pub mod globals;
+pub mod look;
+pub mod scr;
+pub mod waits;
+pub mod world;
+
+use script::natives::{self, Cat, Kind, Native};
+use script::vm::{Flow, NativeCx};
+use script::{RStr, RuntimeError, Value};
+
+use super::host::ZoneHost;
+use crate::sim::state::ActorId;
+
+/// A native's result.
+pub type NResult = Result<Flow, RuntimeError>;
+
+/// Positional arguments, already converted to the parameter types.
+#[derive(Clone, Copy)]
+pub struct Args<'a>(pub &'a [Value]);
+
+impl Args<'_> {
+    /// Argument `i` as an Int (0 if missing).
+    pub fn int(&self, i: usize) -> i32 {
+        self.0.get(i).map_or(0, Value::to_int)
+    }
+    /// Argument `i` as a Float.
+    pub fn float(&self, i: usize) -> f32 {
+        self.0.get(i).map_or(0.0, Value::to_float)
+    }
+    /// Argument `i` as bytes.
+    pub fn rstr(&self, i: usize) -> RStr {
+        self.0.get(i).map(Value::to_rstr).unwrap_or_default()
+    }
+    /// Argument `i` as text (Latin-1).
+    pub fn text(&self, i: usize) -> String {
+        self.rstr(i).to_latin1()
+    }
+}
+
+/// Return an Int.
+pub fn int(v: i32) -> NResult {
+    Ok(Flow::Return(Value::Int(v)))
+}
+
+/// Return a Float.
+pub fn float(v: f32) -> NResult {
+    Ok(Flow::Return(Value::Float(v)))
+}
+
+/// Return a String.
+pub fn string(v: RStr) -> NResult {
+    Ok(Flow::Return(Value::Str(v)))
+}
+
+/// Return text.
+pub fn text(v: &str) -> NResult {
+    Ok(Flow::Return(Value::Str(RStr::from_latin1(v))))
+}
+
+/// Return nothing (0).
+pub fn none() -> NResult {
+    Ok(Flow::Return(Value::Int(0)))
+}
+
+/// The "not supported yet" error for a native of a later part of the port.
+pub fn not_supported(n: Native) -> NResult {
+    let sig = natives::sig(n);
+    Err(RuntimeError::NotSupported {
+        native: sig.map_or("?", |s| s.name),
+        what: sig
+            .and_then(|s| s.kind.later_area())
+            .unwrap_or("not implemented by this server"),
+    })
+}
+
+impl ZoneHost<'_> {
+    /// The live actor a handle names, if it is in this zone.
+    pub fn actor(&self, handle: i32) -> Option<ActorId> {
+        self.st.actor_by_handle(handle)
+    }
+}
+
+/// Run a host native.
+pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'_>) -> NResult {
+    let Some(sig) = natives::sig(n) else {
+        return Err(RuntimeError::Internal(format!("{n:?} has no signature")));
+    };
+    if sig.kind.later_area().is_some() {
+        return not_supported(n);
+    }
+    if sig.kind != Kind::Host {
+        return Err(RuntimeError::Internal(format!("{} is not a host native", sig.name)));
+    }
+    let a = Args(args);
+    match n {
+        Native::Rand | Native::Rnd | Native::MilliSecs | Native::GetRnid | Native::GetRuntimeId => {
+            return scr::call(h, n, a, cx);
+        }
+        Native::ReadBytes | Native::WriteBytes => return files::bank_io(h, n, a, cx),
+        _ => {}
+    }
+    match sig.cat {
+        Cat::Scr | Cat::Math => scr::call(h, n, a, cx),
+        Cat::Io => files::call(h, n, a),
+        Cat::Glob | Cat::Acct => globals::call(h, n, a),
+        Cat::Wld | Cat::Time => world::call(h, n, a),
+        Cat::Qst if matches!(n, Native::WaitKill | Native::WaitItem | Native::WaitSpeak) => {
+            waits::call(h, n, a)
+        }
+        _ => actor::call(h, n, a),
+    }
+}
