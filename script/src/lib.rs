@@ -23,6 +23,7 @@ pub mod error;
 pub mod lexer;
 pub mod natives;
 pub mod parser;
+pub mod print;
 pub mod source;
 pub mod value;
 pub mod vm;
