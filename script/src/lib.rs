@@ -27,6 +27,7 @@ pub mod lexer;
 pub mod natives;
 pub mod ops;
 pub mod parser;
+pub mod print;
 pub mod source;
 pub mod value;
 pub mod vm;
