@@ -114,6 +114,8 @@ pub(crate) struct ModuleDecls {
     pub funcs: HashMap<String, FuncId>,
     /// Directly used modules (keys), with the `Using` span.
     pub uses: Vec<(String, Span)>,
+    /// The module names as written in each `Using` (same order as `uses`).
+    pub uses_written: Vec<String>,
     pub uses_core: bool,
 }
 
@@ -281,12 +283,15 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         let file = format!("{}.rsl", f.name);
         let mid = ModuleId::try_from(mi).unwrap_or(ModuleId::MAX);
         let uses = cx.decls(mid).map(|d| d.uses.clone()).unwrap_or_default();
-        for (u, span) in &uses {
+        let written = cx.decls(mid).map(|d| d.uses_written.clone()).unwrap_or_default();
+        for (i, (u, span)) in uses.iter().enumerate() {
             if !by_key.contains_key(u) {
+                let w = written.get(i).cloned().unwrap_or_else(|| format!("{u}.rcm"));
+                let stem = w.rsplit_once('.').map_or(w.as_str(), |(s, _)| s).to_owned();
                 diags.push(Diagnostic::error(
                     &file,
                     *span,
-                    format!("module `{u}.rcm` not found: there is no {u}.rsl in this Scripts folder"),
+                    format!("module {w:?} not found: there is no {stem}.rsl in this Scripts folder"),
                 ));
                 if let Some(o) = module_ok.get_mut(mi) {
                     *o = false;
@@ -522,6 +527,8 @@ fn declare(
                 } else if u == key {
                     err(*span, "a script cannot use itself".into());
                 } else if !d.uses.iter().any(|(k, _)| *k == u) {
+                    let written: String = path.iter().map(|&b| char::from(b)).collect();
+                    d.uses_written.push(written.trim().to_owned());
                     d.uses.push((u, *span));
                 }
             }
