@@ -10,6 +10,7 @@
 //! - [`node`]: start-up and shutdown of the whole node.
 //! - [`telemetry`]: OpenTelemetry traces (`OTEL_*`), envelope propagation, sampled ticks.
 //! - [`world_scripts`]: the world's `.rsl` scripts, compiled once per process.
+//! - [`script_store`]: an in-memory script store for headless runs (`rcscript`, tests).
 
 pub mod actor;
 pub mod admin;
@@ -19,6 +20,7 @@ pub mod healthcheck;
 pub mod link;
 pub mod logging;
 pub mod node;
+pub mod script_store;
 pub mod sim;
 pub mod telemetry;
 pub mod world_scripts;

@@ -365,6 +365,8 @@ pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
             })));
     }
     st.flush_player(id);
+    // Its persistent scripts left in the snapshot.
+    super::runtime::drop_owned(st, id);
     // A frozen player (mid-transfer) leaves too: drop the pending transfer.
     st.transfers.retain(|_, t| t.actor != id);
     remove_with_companions(st, id);

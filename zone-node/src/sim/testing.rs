@@ -201,6 +201,18 @@ pub fn test_content() -> ZoneContent {
     }
 }
 
+/// `content` with these scripts compiled in (panics on a compile error).
+pub fn content_with_scripts(mut content: ZoneContent, files: &[(&str, &[u8])]) -> ZoneContent {
+    let files: Vec<script::compile::SourceFile> = files
+        .iter()
+        .map(|(n, b)| script::compile::SourceFile::new(*n, b.to_vec()))
+        .collect();
+    let c = script::compile::compile(&files);
+    assert!(!c.has_errors(), "scripts do not compile: {:#?}", c.diagnostics);
+    content.scripts = Arc::new(c.set);
+    content
+}
+
 /// The world behind [`test_content`]: "Testland" plus a second area "Elsewhere" (portals
 /// "Arrival" and "Begin") as a transfer destination.
 pub fn test_world() -> shared::content::World {
@@ -246,6 +258,8 @@ pub struct SimHarness {
     pub datagrams: Vec<(PlayerKey, Vec<u8>)>,
     /// Stats of the last tick.
     pub last_stats: TickStats,
+    /// Answers the zone's script-store requests at the next tick.
+    pub store: crate::script_store::MemoryStore,
 }
 
 impl Default for SimHarness {
@@ -272,7 +286,14 @@ impl SimHarness {
             outputs: Vec::new(),
             datagrams: Vec::new(),
             last_stats: TickStats::default(),
+            store: crate::script_store::MemoryStore::new(),
         }
+    }
+
+    /// The harness area running these scripts (`(name, source)`); panics if any does not
+    /// compile.
+    pub fn with_scripts(files: &[(&str, &[u8])]) -> Self {
+        Self::with(ZoneConfig::default(), content_with_scripts(test_content(), files))
     }
 
     /// A fresh player character of the harness race at a position.
@@ -371,6 +392,21 @@ impl SimHarness {
         // Tests poke positions through `actor_mut`; keep the grid's copy in step.
         self.sim.state_mut().grid_resync();
         let out = self.sim.tick(self.now, inputs);
+        // The script store answers at the next tick, as the gateway would.
+        for o in &out.outputs {
+            if let ZoneOutput::ScriptStore { req, op } = o {
+                let (result, change) = self.store.answer(op);
+                if *req != 0 {
+                    self.pending.push(ZoneInput::ScriptStoreReply { req: *req, result });
+                }
+                if let Some(c) = change {
+                    self.pending.push(ZoneInput::SuperGlobal {
+                        slot: c.slot,
+                        value: c.value,
+                    });
+                }
+            }
+        }
         self.outputs.extend(out.outputs.iter().cloned());
         self.datagrams.extend(out.datagrams.iter());
         self.last_stats = out.stats.clone();
@@ -464,6 +500,32 @@ impl SimHarness {
             }
         }
         v
+    }
+
+    /// The chat lines a player received since the last clear (`P_ChatMessage`, colour
+    /// stripped), as Latin-1 text.
+    pub fn chat(&self, p: PlayerKey) -> Vec<String> {
+        self.reliable_of(p, super::packets::P_CHAT_MESSAGE)
+            .into_iter()
+            .filter_map(|b| {
+                use shared::proto::Packet as _;
+                shared::proto::ChatMessageS2C::decode_payload(&b, &Default::default()).ok()
+            })
+            .map(|m| m.text.0.iter().map(|&c| char::from(c)).collect())
+            .collect()
+    }
+
+    /// The script errors reported since the last clear: `(message, file, line)`.
+    pub fn script_errors(&self) -> Vec<(String, String, u32)> {
+        self.outputs
+            .iter()
+            .filter_map(|o| match o {
+                ZoneOutput::ScriptError {
+                    message, file, line, ..
+                } => Some((message.clone(), file.clone(), *line)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The rejections counted so far.

@@ -1,0 +1,90 @@
+//! An in-memory script store: the cluster's script files, super globals and zone-instance
+//! questions answered inside one process, for headless runs (`rcscript run`, the sim's
+//! tests). The gateway's store is the real one; this one follows the same contract
+//! (`ScriptStoreOp` → `ScriptStoreResult`).
+
+use std::collections::BTreeMap;
+
+use shared::internal::{ScriptStoreOp, ScriptStoreResult};
+
+/// What a store answer changes beyond the reply: a super global to tell every zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SuperGlobalChange {
+    /// Slot.
+    pub slot: u8,
+    /// Value.
+    pub value: Vec<u8>,
+}
+
+/// Files (name → bytes; directories as names with no bytes) and super globals.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    files: BTreeMap<String, Vec<u8>>,
+    dirs: BTreeMap<String, ()>,
+    superglobals: BTreeMap<u8, Vec<u8>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A file's bytes (tests).
+    pub fn file(&self, name: &str) -> Option<&[u8]> {
+        self.files.get(name).map(Vec::as_slice)
+    }
+
+    /// Put a file (tests).
+    pub fn put(&mut self, name: &str, data: &[u8]) {
+        self.files.insert(name.to_owned(), data.to_vec());
+    }
+
+    /// Answer one request; also returns the super global it changed, if any.
+    pub fn answer(&mut self, op: &ScriptStoreOp) -> (ScriptStoreResult, Option<SuperGlobalChange>) {
+        let r = match op {
+            ScriptStoreOp::ReadFile { name } => ScriptStoreResult::File(self.files.get(name).cloned()),
+            ScriptStoreOp::WriteFile { name, data } => {
+                self.files.insert(name.clone(), data.clone());
+                ScriptStoreResult::Done
+            }
+            ScriptStoreOp::DeleteFile { name } => {
+                self.files.remove(name);
+                ScriptStoreResult::Done
+            }
+            ScriptStoreOp::FileInfo { name } => {
+                let prefix = format!("{name}/");
+                match self.files.get(name) {
+                    Some(d) => ScriptStoreResult::Info {
+                        kind: 1,
+                        size: d.len() as u64,
+                    },
+                    None if self.dirs.contains_key(name)
+                        || self.files.keys().any(|k| k.starts_with(&prefix)) =>
+                    {
+                        ScriptStoreResult::Info { kind: 2, size: 0 }
+                    }
+                    None => ScriptStoreResult::Info { kind: 0, size: 0 },
+                }
+            }
+            ScriptStoreOp::CreateDir { name } => {
+                self.dirs.insert(name.clone(), ());
+                ScriptStoreResult::Done
+            }
+            ScriptStoreOp::SetSuperGlobal { slot, value } => {
+                self.superglobals.insert(*slot, value.clone());
+                return (
+                    ScriptStoreResult::Done,
+                    Some(SuperGlobalChange {
+                        slot: *slot,
+                        value: value.clone(),
+                    }),
+                );
+            }
+            ScriptStoreOp::InstanceExists { instance, .. } => ScriptStoreResult::Int(i32::from(*instance == 0)),
+            ScriptStoreOp::CreateInstance { .. } | ScriptStoreOp::CountActors { .. } => ScriptStoreResult::Int(0),
+            ScriptStoreOp::RemoveInstance { .. } => ScriptStoreResult::Done,
+        };
+        (r, None)
+    }
+}

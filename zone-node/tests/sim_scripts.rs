@@ -1,0 +1,343 @@
+//! Script scenarios through `ZoneSim`: the sample project's own `.rsl` scripts (read from
+//! `../shared/rc-sample-data/Scripts` when it is there) and small scripts of our own, run by
+//! the zone's scripts phase — entry points, waits, natives, budgets and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp)]
+
+use std::path::PathBuf;
+
+use zone_node::sim::area::{SpawnPoint, Trigger};
+use zone_node::sim::events::{PlayerAction, ScriptErrorKind, ZoneInput, ZoneOutput};
+use zone_node::sim::kill::kill_actor;
+use zone_node::sim::packets::*;
+use zone_node::sim::testing::{SimHarness, attrs, content_with_scripts, templates, test_content};
+use zone_node::sim::ZoneConfig;
+
+fn sample(name: &str) -> Option<Vec<u8>> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/rc-sample-data/Scripts")
+        .join(name);
+    match std::fs::read(&p) {
+        Ok(b) => Some(b),
+        Err(_) => {
+            eprintln!("skipped: {} is not there", p.display());
+            None
+        }
+    }
+}
+
+fn cmd(word: &str, params: &str) -> PlayerAction {
+    PlayerAction::Command {
+        word: word.into(),
+        params: params.into(),
+    }
+}
+
+/// Realm Crafter's default Death.rsl: the message, a death animation to the zone, a 5 s
+/// wait, Health 50 and a warp to the area's "Begin" portal.
+#[test]
+fn death_rsl_animates_waits_heals_and_warps_to_begin() {
+    let Some(death) = sample("Death.rsl") else { return };
+    let mut h = SimHarness::with_scripts(&[("Death", &death)]);
+    let (p, pid) = h.spawn_player("Ann", 200.0, 200.0);
+    let (w, _) = h.spawn_player("Watcher", 210.0, 200.0);
+    h.clear();
+    kill_actor(h.sim.state_mut(), pid, None);
+    let died = h.now;
+    h.tick();
+    h.deliver();
+    assert!(h.actor(pid).dead);
+    assert_eq!(h.chat(p), ["You have died..."]);
+    let anim = h.reliable_of(w, 30);
+    assert_eq!(anim.len(), 1, "the death animation reaches the zone");
+    let rid = h.actor(pid).rid;
+    assert_eq!(u16::from_le_bytes([anim[0][0], anim[0][1]]), rid);
+    assert!(String::from_utf8_lossy(&anim[0][7..]).starts_with("Death "));
+    // Still lying there after 4.9 s.
+    while h.now < died + 4900 {
+        h.tick();
+    }
+    assert!(h.actor(pid).dead);
+    assert_eq!(h.actor(pid).x, 200.0);
+    h.run_ticks(10);
+    let a = h.actor(pid);
+    assert!(!a.dead);
+    assert_eq!(a.attr[usize::from(attrs::HEALTH)], 50);
+    assert_eq!((a.x, a.z), (10.0, 10.0), "at the Begin portal");
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+    assert!(h.sim.state().scripts.is_empty(), "the script ended");
+}
+
+/// Realm Crafter's default LevelUp.rsl: a level when XP > Level × 1000, XP back to 0, the
+/// new level to the player and the message.
+#[test]
+fn levelup_rsl_levels_up_on_enough_xp() {
+    let Some(lvl) = sample("LevelUp.rsl") else { return };
+    let mut h = SimHarness::with_scripts(&[("LevelUp", &lvl)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    h.clear();
+    zone_node::sim::kill::give_xp(h.sim.state_mut(), pid, 500, true);
+    h.tick();
+    assert_eq!(h.actor(pid).level, 1);
+    zone_node::sim::kill::give_xp(h.sim.state_mut(), pid, 600, true);
+    h.tick();
+    let a = h.actor(pid);
+    assert_eq!((a.level, a.xp), (2, 0));
+    assert_eq!(h.chat(p), ["You advanced to level 2!"]);
+    let xp = h.reliable_of(p, P_XP_UPDATE);
+    assert!(xp.iter().any(|b| b == &[b'U', 2, 0]), "{xp:?}");
+}
+
+/// An unknown `/command` runs `In-game Commands.<COMMAND>` with `Parameter(n)`.
+#[test]
+fn an_in_game_command_runs_with_its_parameters() {
+    let src: &[u8] = b"Function Greet()\r\n\tWho$ = Parameter(1)\r\n\tN% = Parameter(2)\r\n\tFor i = 1 To N : Output(Actor(), \"Hi \" + Who$ + i) : Next\r\n\tOutput(Actor(), \"[\" + Parameter(3) + \"]\")\r\nEnd Function\r\n";
+    let mut h = SimHarness::with_scripts(&[("In-game Commands", src)]);
+    let (p, _) = h.spawn_player("Ann", 0.0, 0.0);
+    h.clear();
+    h.act(p, cmd("GREET", "Bob, 3"));
+    h.tick();
+    assert_eq!(h.chat(p), ["Hi Bob1", "Hi Bob2", "Hi Bob3", "[]"]);
+    h.clear();
+    h.act(p, cmd("NOSUCH", ""));
+    h.tick();
+    assert_eq!(h.chat(p), ["Command NOSUCH is not known"]);
+}
+
+/// The sample In-game Commands.rsl: `/wave` animates, `/heal` only works for a GM, and
+/// `/itempack` reaches `GiveItem`, which is not supported yet: a clear runtime error.
+#[test]
+fn the_sample_in_game_commands_run() {
+    let (Some(cmds), Some(pg)) = (sample("In-game Commands.rsl"), sample("ProcessGlobals.rsl")) else {
+        return;
+    };
+    let mut h = SimHarness::with_scripts(&[("In-game Commands", &cmds), ("ProcessGlobals", &pg)]);
+    let (p, pid) = h.spawn_dm("Gm", 0.0, 0.0);
+    let (w, _) = h.spawn_player("Watcher", 5.0, 0.0);
+    h.actor_mut(pid).attr[usize::from(attrs::HEALTH)] = 10;
+    h.clear();
+    h.act(p, cmd("WAVE", ""));
+    h.act(p, cmd("HEAL", ""));
+    h.act(p, cmd("ITEMPACK", ""));
+    h.tick();
+    h.deliver();
+    assert_eq!(h.reliable_of(w, 30).len(), 1, "/wave animates");
+    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], h.actor(pid).attr_max[usize::from(attrs::HEALTH)]);
+    let errs = h.script_errors();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].0.contains("GiveItem is not supported yet"), "{errs:?}");
+    assert_eq!((errs[0].1.as_str(), errs[0].2), ("In-game Commands.rsl", 16));
+}
+
+/// A trigger runs `<script>.<method>` once on entry, with the trigger index as `Param`.
+#[test]
+fn a_trigger_runs_its_script_once_on_entry() {
+    let src: &[u8] = b"Function Enter()\n  Output(Actor(), \"trigger \" + Parameter(1))\nEnd Function\n";
+    let mut content = content_with_scripts(test_content(), &[("Traps", src)]);
+    content.area.triggers = vec![
+        Trigger::default(),
+        Trigger {
+            x: 50.0,
+            y: 0.0,
+            z: 50.0,
+            size: 5.0,
+            script: "Traps".into(),
+            method: "Enter".into(),
+        },
+    ];
+    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    let (p, _) = h.spawn_player("Ann", 0.0, 0.0);
+    h.clear();
+    h.update(p, 50.0, 50.0, 50.0, 50.0, false, false);
+    h.run_ticks(10);
+    assert_eq!(h.chat(p), ["trigger 1"]);
+}
+
+/// A spawn point's spawn script runs for the spawned NPC (the sample Spawn_Test.rsl names
+/// and tags it), and the NPC gets the spawn point's right-click and death scripts.
+#[test]
+fn a_spawn_script_runs_for_the_spawned_npc() {
+    let Some(spawn) = sample("Spawn_Test.rsl") else { return };
+    let mut content = content_with_scripts(test_content(), &[("Spawn_Test", &spawn)]);
+    content.area.spawns = vec![SpawnPoint {
+        template: templates::WOLF,
+        waypoint: 0,
+        size: 0.0,
+        spawn_script: "Spawn_Test".into(),
+        actor_script: "Click".into(),
+        death_script: "Gone".into(),
+        max: 1,
+        frequency_s: 1,
+        range: 0.0,
+    }];
+    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    let (p, _) = h.spawn_player("Ann", 300.0, 300.0);
+    h.clear();
+    h.run_ticks(60);
+    h.deliver();
+    let st = h.sim.state();
+    let npc = st
+        .chain_members(st.zone, zone_node::sim::state::ChainKind::Zone)
+        .into_iter()
+        .filter_map(|i| st.at(i))
+        .find(|a| !a.is_player())
+        .expect("spawned");
+    assert_eq!((npc.name.as_str(), npc.tag.as_str()), ("Test Human", "Tag Test"));
+    assert_eq!((npc.script.as_str(), npc.death_script.as_str()), ("Click", "Gone"));
+    let names = h.reliable_of(p, P_NAME_CHANGE);
+    assert_eq!(names.len(), 2, "SetName and SetTag reach the zone");
+}
+
+/// A right-click on an NPC with a script runs it with the clicker and the NPC, once at a
+/// time; `WaitSpeak` resumes on the next click.
+#[test]
+fn a_right_click_runs_the_targets_script_and_wait_speak_resumes() {
+    let src: &[u8] = b"Function Main()\n  Output(Actor(), \"hello \" + Name(ContextActor()))\n  WaitSpeak(Actor(), ContextActor())\n  Output(Actor(), \"again\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Talk", src)]);
+    let (p, _) = h.spawn_player("Ann", 0.0, 0.0);
+    let npc = h.spawn_npc(templates::HORSE, 3.0, 0.0);
+    h.actor_mut(npc).script = "Talk".into();
+    h.actor_mut(npc).name = "Bess".into();
+    let rid = h.actor(npc).rid;
+    h.clear();
+    h.act(p, PlayerAction::RightClick { target: rid });
+    h.run_ticks(3);
+    assert_eq!(h.chat(p), ["hello Bess"]);
+    assert_eq!(h.sim.state().scripts.len(), 1, "waiting in WaitSpeak");
+    h.clear();
+    h.act(p, PlayerAction::RightClick { target: rid });
+    h.run_ticks(3);
+    assert_eq!(h.chat(p), ["again"], "the click resumed the wait, no second instance");
+    assert!(h.sim.state().scripts.is_empty());
+    assert!(h.actor(npc).rider.is_none(), "a scripted NPC is not mounted");
+}
+
+/// A loop that never yields is paused at its budget every tick, the zone plays on, and it
+/// is ended after its overruns; another script keeps running meanwhile.
+#[test]
+fn a_runaway_loop_is_paused_then_ended_and_the_zone_plays_on() {
+    let spin: &[u8] = b"Function Main()\n  Repeat\n    i = i + 1\n  Forever\nEnd Function\n";
+    let tick: &[u8] = b"Function Main()\n  For n = 1 To 3\n    DoEvents(100)\n    Output(Actor(), \"tick \" + n)\n  Next\nEnd Function\n";
+    let cfg = ZoneConfig {
+        script_max_overruns: 20,
+        ..ZoneConfig::default()
+    };
+    let mut h = SimHarness::with(cfg, content_with_scripts(test_content(), &[("Spin", spin), ("Tick", tick)]));
+    let (p, _) = h.spawn_dm("Ann", 0.0, 0.0);
+    h.clear();
+    h.act(p, cmd("SCRIPT", "Spin,Main"));
+    h.act(p, cmd("SCRIPT", "Tick,Main"));
+    h.run_ticks(15);
+    assert_eq!(h.chat(p), ["tick 1", "tick 2", "tick 3"]);
+    assert_eq!(h.sim.state().scripts.len(), 1, "the spinner is still paused, not ended");
+    h.run_ticks(10);
+    let errs: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptError { kind, script, line, .. } => Some((*kind, script.clone(), *line)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errs, [(ScriptErrorKind::Runaway, "Spin".to_owned(), 3)]);
+    assert!(h.sim.state().scripts.is_empty());
+    assert_eq!(h.sim.state().scripts.stats.runaway, 1);
+}
+
+/// A runtime error ends that script with its file and line; the zone and other scripts go on.
+#[test]
+fn a_runtime_error_ends_the_script_not_the_zone() {
+    let bad: &[u8] = b"Function Main()\n  Output(Actor(), \"before\")\n  x = 1 / Int(Parameter(1))\n  Output(Actor(), \"never\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Bad", bad)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    h.clear();
+    let handle = h.sim.state().handle_of(pid);
+    let st = h.sim.state_mut();
+    zone_node::sim::runtime::queue(st, "Bad", "Main", handle, 0, script::RStr::from("0"));
+    h.tick();
+    assert_eq!(h.chat(p), ["before"]);
+    assert_eq!(
+        h.script_errors(),
+        [("Division by zero".to_owned(), "Bad.rsl".to_owned(), 3)]
+    );
+    h.run_ticks(3);
+    assert!(h.sim.state().scripts.is_empty());
+    assert_eq!(h.sim.state().scripts.stats.errors, 1);
+}
+
+/// `WaitKill` counts kills of the template by exactly that player; a `Persistent(1)` script
+/// survives logout in the player's snapshot and resumes at the next login.
+#[test]
+fn wait_kill_counts_and_a_persistent_quest_survives_a_relogin() {
+    let quest: &[u8] = b"Function Main()\n  Persistent(1)\n  Output(Actor(), \"go\")\n  WaitKill(Actor(), 2, 2)\n  Output(Actor(), \"done\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Quest", quest)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let (q, qid) = h.spawn_player("Bob", 5.0, 0.0);
+    let handle = h.sim.state().handle_of(pid);
+    zone_node::sim::runtime::queue(h.sim.state_mut(), "Quest", "Main", handle, 0, script::RStr::EMPTY);
+    h.tick();
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(pid));
+    // Somebody else's kill does not count.
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(qid));
+    h.tick();
+    assert_eq!(h.chat(p), ["go"]);
+    let _ = q;
+    // Log out: the persistent quest goes into the snapshot.
+    h.clear();
+    h.push(ZoneInput::PlayerLeft { player: p });
+    h.tick();
+    let saved = h
+        .outputs
+        .iter()
+        .find_map(|o| match o {
+            ZoneOutput::Persist(s) if s.player == p => Some(s.state.clone()),
+            _ => None,
+        })
+        .expect("logout snapshot");
+    assert!(!saved.scripts.is_empty(), "the quest is saved with the character");
+    assert!(h.sim.state().scripts.is_empty());
+    // Log back in (a new session): the quest waits for its second kill.
+    let (p2, pid2) = h.join(saved, false);
+    h.clear();
+    assert_eq!(h.sim.state().handle_of(pid2), handle, "the same character, the same handle");
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(pid2));
+    h.tick();
+    assert_eq!(h.chat(p2), ["done"]);
+    assert!(h.sim.state().scripts.is_empty());
+}
+
+/// Scripts write and read script files and super globals through the store; a semaphore
+/// file works as in the sample Login.rsl.
+#[test]
+fn files_and_super_globals_go_through_the_script_store() {
+    let src: &[u8] = b"Function Main()\n  FH = WriteFile(\"Scores\\\\League1.DATA\")\n  WriteLine(FH, \"10,Ann\")\n  WriteLine(FH, \"7,Bob\")\n  CloseFile(FH)\n  Output(Actor(), FileType(\"scores\\\\league1.data\") + \" \" + FileSize(\"Scores/League1.data\") + \" \" + FileType(\"Scores\"))\n  FH = ReadFile(\"Scores/League1.DATA\")\n  While Not Eof(FH)\n    Output(Actor(), ReadLine(FH))\n  Wend\n  CloseFile(FH)\n  SetSuperGlobal(3, \"seen\")\n  Output(Actor(), SuperGlobal(3) + SuperGlobal(200))\n  Output(Actor(), ReadFile(\"..\\\\..\\\\secret.txt\"))\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Files", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    h.clear();
+    let handle = h.sim.state().handle_of(pid);
+    zone_node::sim::runtime::queue(h.sim.state_mut(), "Files", "Main", handle, 0, script::RStr::EMPTY);
+    h.run_ticks(20);
+    assert_eq!(h.chat(p), ["1 15 2", "10,Ann", "7,Bob", "seen", "0"]);
+    assert_eq!(h.store.file("scores/league1.data"), Some(&b"10,Ann\r\n7,Bob\r\n"[..]));
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+}
+
+/// Two zones fed the same inputs with scripts that use `Rand` and `MilliSecs` produce the
+/// same outputs, byte for byte.
+#[test]
+fn scripts_are_deterministic() {
+    let src: &[u8] = b"Function Main()\n  For i = 1 To 5\n    Output(Actor(), Rand(1, 1000) + \" \" + MilliSecs() + \" \" + Rnd(0, 1))\n    DoEvents(Rand(10, 200))\n  Next\nEnd Function\n";
+    let run = || {
+        let mut h = SimHarness::with_scripts(&[("R", src)]);
+        let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+        let handle = h.sim.state().handle_of(pid);
+        zone_node::sim::runtime::queue(h.sim.state_mut(), "R", "Main", handle, 0, script::RStr::EMPTY);
+        h.run_ticks(60);
+        h.chat(p)
+    };
+    let a = run();
+    assert_eq!(a.len(), 5);
+    assert_eq!(a, run());
+}
