@@ -603,6 +603,10 @@ impl Lexer<'_> {
                 .ok()
                 .and_then(|t| t.parse::<f64>().ok())
                 .unwrap_or(0.0);
+            if !value.is_finite() {
+                self.error(line, i, "float literal too large");
+                return (Tok::Float(0.0), end);
+            }
             return (Tok::Float(value), end);
         }
         let mut value: u64 = 0;
@@ -820,6 +824,8 @@ mod tests {
             ]
         );
         let (_, e) = lex(&prepare(b"99999999999999999999"));
+        assert_eq!(e.len(), 1);
+        let (_, e) = lex(&prepare(format!("{}.0", "9".repeat(400)).as_bytes()));
         assert_eq!(e.len(), 1);
         assert_eq!(toks("$100000000"), vec![Tok::Int(1 << 32), Tok::Eof]);
     }

@@ -1007,7 +1007,8 @@ impl<'t> Parser<'t> {
         if is_term(self.peek()) {
             self.block_if(open_span, cond)
         } else {
-            if !then_kw && !starts_stmt(self.peek()) {
+            let else_next = matches!(self.kw(), Some(Kw::Else | Kw::ElseIf));
+            if !then_kw && !else_next && !starts_stmt(self.peek()) {
                 return Err(self.expected("`Then` or end of line after the If condition"));
             }
             self.line_if(cond)
@@ -1885,6 +1886,10 @@ mod tests {
             if matches!(then[0].kind, StmtKind::Return(None))));
         let s = stmts("If a Then b() Else c()");
         assert!(matches!(&s[0].kind, StmtKind::If { els: Some(_), .. }));
+        // An empty Then branch, with or without `Then`.
+        let s = stmts("If a Else c()\nIf a Then Else c()");
+        assert!(s.iter().all(|s| matches!(&s.kind,
+            StmtKind::If { then, els: Some(e), .. } if then.is_empty() && e.len() == 1)));
     }
 
     #[test]
@@ -2059,6 +2064,11 @@ mod tests {
             panic!()
         };
         assert!(matches!(&g.body[0].kind, StmtKind::Unsupported { what } if what.contains("Ref")));
+        // The printer writes constructs that parse back to the same descriptions.
+        let printed = crate::print::module(&m);
+        let (again, e) = parse(&printed);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(crate::print::module(&again), printed);
     }
 
     #[test]

@@ -233,9 +233,8 @@ fn literal() -> impl Strategy<Value = Expr> {
         (0i64..=i64::from(i32::MAX)).prop_map(|n| ex(ExprKind::Int(n))),
         (i64::from(i32::MIN)..0).prop_map(|n| ex(ExprKind::Int(n))),
         (0i64..=i64::MAX).prop_map(|n| ex(ExprKind::Int(n))),
-        any::<f64>()
-            .prop_filter("a literal", |f| f.is_finite() && f.is_sign_positive())
-            .prop_map(|f| ex(ExprKind::Float(f))),
+        // Every finite, non-negative f64 (the bit patterns below +infinity).
+        (0u64..0x7FF0_0000_0000_0000).prop_map(|b| ex(ExprKind::Float(f64::from_bits(b)))),
         (0u32..100_000).prop_map(|n| ex(ExprKind::Float(f64::from(n) / 100.0))),
         proptest::collection::vec(prop_oneof![0x20u8..=0x21, 0x23u8..=0xFF], 0..8)
             .prop_map(|s| ex(ExprKind::Str(s))),
@@ -270,12 +269,25 @@ fn unop() -> impl Strategy<Value = UnOp> {
     prop_oneof![Just(UnOp::Neg), Just(UnOp::Pos), Just(UnOp::Not)]
 }
 
-/// A field access base: a variable, a call or another field access.
-fn is_field_base(e: &Expr) -> bool {
-    matches!(
-        e.kind,
-        ExprKind::Var(_) | ExprKind::Call { .. } | ExprKind::Field { .. }
+/// A field access base: a variable or a call, then zero or more field accesses.
+fn field_base() -> impl Strategy<Value = Expr> {
+    (
+        ident(),
+        proptest::option::of(proptest::collection::vec(literal(), 0..3)),
+        proptest::collection::vec(ident(), 0..3),
     )
+        .prop_map(|(name, args, fields)| {
+            let first = match args {
+                Some(args) => ex(ExprKind::Call { name, args }),
+                None => ex(ExprKind::Var(name)),
+            };
+            fields.into_iter().fold(first, |base, field| {
+                ex(ExprKind::Field {
+                    base: Box::new(base),
+                    field,
+                })
+            })
+        })
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
@@ -292,12 +304,10 @@ fn expr() -> impl Strategy<Value = Expr> {
                 lhs: Box::new(l),
                 rhs: Box::new(r)
             })),
-            (inner.prop_filter("a field base", is_field_base), ident()).prop_map(|(b, f)| ex(
-                ExprKind::Field {
-                    base: Box::new(b),
-                    field: f
-                }
-            )),
+            (field_base(), ident()).prop_map(|(b, f)| ex(ExprKind::Field {
+                base: Box::new(b),
+                field: f
+            })),
         ]
     })
 }
@@ -336,7 +346,7 @@ fn lvalue() -> impl Strategy<Value = LValue> {
         ident().prop_map(LValue::Var),
         (ident(), proptest::collection::vec(expr(), 0..3))
             .prop_map(|(name, indices)| LValue::Index { name, indices }),
-        (expr().prop_filter("a field base", is_field_base), ident()).prop_map(|(b, field)| {
+        (field_base(), ident()).prop_map(|(b, field)| {
             LValue::Field {
                 base: Box::new(b),
                 field,
@@ -610,9 +620,20 @@ fn soup() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Every error's span is inside the file: a real line, a column within it (or just past
-/// its end); and errors come in source order.
-fn check_spans(bytes: &[u8]) {
-    let (_, errors) = parse(bytes);
+/// its end); errors come in source order; and a file without errors prints to text that
+/// parses cleanly and prints the same again (the fuzz target's invariants).
+fn check_input(bytes: &[u8]) {
+    let (module, errors) = parse(bytes);
+    if errors.is_empty() {
+        let printed = print::module(&module);
+        let (again, errors) = parse(&printed);
+        assert!(
+            errors.is_empty(),
+            "{errors:?}\n{}",
+            String::from_utf8_lossy(&printed)
+        );
+        assert_eq!(print::module(&again), printed);
+    }
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let lines: Vec<&[u8]> = body.split(|&b| b == b'\n').collect();
     for e in &errors {
@@ -631,16 +652,20 @@ fn check_spans(bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // 512 cases unless `PROPTEST_CASES` asks for another number.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        check_spans(&bytes);
+        check_input(&bytes);
     }
 
     #[test]
     fn token_soup_never_panics(bytes in soup()) {
-        check_spans(&bytes);
+        check_input(&bytes);
     }
 
     #[test]
