@@ -17,8 +17,11 @@ use crate::source::Prepared;
 /// The reserved words (classic core, the merged two-word forms and the BriskVM
 /// extension words of §17). `Int`, `Float`, `String`, `Goto`, `Data`, `Read`, `Pi`,
 /// `Str`, `Abs`, ... are NOT keywords: they are identifiers.
+///
+/// Each variant is the word it is named after, in any case (`Self_` is `Self`); the
+/// `End...` variants are also the two-word forms (`EndIf` is `End If` too, `EndFunction`
+/// is `End Function`), and `ElseIf` is also `Else If`. See [`Kw::text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
 pub enum Kw {
     If,
     Then,
