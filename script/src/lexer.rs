@@ -17,8 +17,11 @@ use crate::source::Prepared;
 /// The reserved words (classic core, the merged two-word forms and the BriskVM
 /// extension words of §17). `Int`, `Float`, `String`, `Goto`, `Data`, `Read`, `Pi`,
 /// `Str`, `Abs`, ... are NOT keywords: they are identifiers.
+///
+/// Each variant is the word it is named after, in any case (`Self_` is `Self`); the
+/// `End...` variants are also the two-word forms (`EndIf` is `End If` too, `EndFunction`
+/// is `End Function`), and `ElseIf` is also `Else If`. See [`Kw::text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
 pub enum Kw {
     If,
     Then,
@@ -603,6 +606,10 @@ impl Lexer<'_> {
                 .ok()
                 .and_then(|t| t.parse::<f64>().ok())
                 .unwrap_or(0.0);
+            if !value.is_finite() {
+                self.error(line, i, "float literal too large");
+                return (Tok::Float(0.0), end);
+            }
             return (Tok::Float(value), end);
         }
         let mut value: u64 = 0;
@@ -820,6 +827,8 @@ mod tests {
             ]
         );
         let (_, e) = lex(&prepare(b"99999999999999999999"));
+        assert_eq!(e.len(), 1);
+        let (_, e) = lex(&prepare(format!("{}.0", "9".repeat(400)).as_bytes()));
         assert_eq!(e.len(), 1);
         assert_eq!(toks("$100000000"), vec![Tok::Int(1 << 32), Tok::Eof]);
     }

@@ -3,8 +3,10 @@
 //!
 //! The output is canonical rather than faithful: every `If` is printed in block form,
 //! every call with parentheses, operators with as few parentheses as precedence allows,
-//! and blocks indented with TABs (which the loader deletes). `Unsupported` nodes cannot be
-//! printed back (they keep only a description) and come out as a comment or `0`.
+//! and blocks indented with TABs (which the loader deletes). An `Unsupported` node keeps
+//! only a description, so it is printed as some construct the parser describes the same
+//! way (`New T`, `Delete x`, ...); a description the parser never gives comes out as a
+//! comment (statements) or `0` (expressions).
 
 use crate::ast::{
     ArrayDecl, BinOp, Expr, ExprKind, Function, Ident, Item, LValue, Module, Stmt, StmtKind, Tag,
@@ -69,9 +71,21 @@ impl Printer {
         let mut head = b"Function ".to_vec();
         write_ident(&mut head, &f.name);
         head.push(b'(');
+        // The parser records a `Ref` parameter as an Unsupported first statement.
+        let by_ref = !f.params.is_empty()
+            && f.body.first().is_some_and(
+                |s| matches!(&s.kind, StmtKind::Unsupported { what } if what == REF_PARAMS),
+            );
+        let body = if by_ref {
+            f.body.get(1..).unwrap_or(&[])
+        } else {
+            &f.body[..]
+        };
         for (i, param) in f.params.iter().enumerate() {
             if i > 0 {
                 head.extend_from_slice(b", ");
+            } else if by_ref {
+                head.extend_from_slice(b"Ref ");
             }
             write_ident(&mut head, &param.name);
             if let Some(d) = &param.default {
@@ -81,7 +95,7 @@ impl Printer {
         }
         head.push(b')');
         self.line(&head);
-        self.block(&f.body);
+        self.block(body);
         self.line(b"End Function");
     }
 
@@ -210,13 +224,65 @@ impl Printer {
             StmtKind::Global(v) => self.line(&decls(b"Global ", v)),
             StmtKind::Const(v) => self.line(&decls(b"Const ", v)),
             StmtKind::Dim(v) => self.line(&dims(v)),
-            StmtKind::Unsupported { what } => {
-                let mut l = b"; unsupported: ".to_vec();
-                l.extend_from_slice(what.as_bytes());
-                self.line(&l);
-            }
+            StmtKind::Unsupported { what } => match unsupported_stmt(what) {
+                Some(lines) => lines.iter().for_each(|l| self.line(l.as_bytes())),
+                None => {
+                    let mut l = b"; unsupported: ".to_vec();
+                    l.extend_from_slice(what.as_bytes());
+                    self.line(&l);
+                }
+            },
         }
     }
+}
+
+/// What the parser says about a `Ref` parameter (see [`Printer::function`]).
+const REF_PARAMS: &str = "BriskVM by-reference parameters (Ref)";
+
+/// Source lines that parse back to an Unsupported statement with this description (the
+/// node keeps only the description, so any instance of the construct will do).
+fn unsupported_stmt(what: &str) -> Option<&'static [&'static str]> {
+    Some(match what {
+        "Blitz Types (Delete)" => &["Delete x"],
+        "Blitz Types (Insert)" => &["Insert a Before b"],
+        "BriskVM classes (Method)" => &["Method M()", "End Method"],
+        "BriskVM exceptions (Try)" => &["Try"],
+        "BriskVM exceptions (Catch)" => &["Catch"],
+        "BriskVM exceptions (Finally)" => &["Finally"],
+        "BriskVM exceptions (End Try)" => &["End Try"],
+        "BriskVM exceptions (Throw)" => &["Throw 0"],
+        "BriskVM assertions (Assert)" => &["Assert 0"],
+        "BriskVM properties (Property)" => &["Property"],
+        "BriskVM properties (End Property)" => &["End Property"],
+        "BriskVM access modifiers (Public)" => &["Public"],
+        "BriskVM access modifiers (Private)" => &["Private"],
+        "BriskVM access modifiers (Protected)" => &["Protected"],
+        "BriskVM access modifiers (Friendly)" => &["Friendly"],
+        "BriskVM inner blocks (Inner)" => &["Inner"],
+        "BriskVM inner blocks (EndInner)" => &["EndInner"],
+        "BriskVM annotations (@)" => &["@a"],
+        "Blitz arrays (name[size])" => &["Local a[1]"],
+        "Blitz arrays (name[index])" => &["a[0] = 0"],
+        "BriskVM enumerators (EachIn)" => &["For a = EachIn b", "Next"],
+        "a For loop over an array element or a field" => &["For a(0) = 1 To 2", "Next"],
+        "Include inside a block" => &["Include \"\""],
+        _ => return None,
+    })
+}
+
+/// Source text that parses back to an Unsupported expression with this description.
+fn unsupported_expr(what: &str) -> Option<&'static str> {
+    Some(match what {
+        "Blitz Types (New)" => "New T",
+        "Blitz Types (First)" => "First T",
+        "Blitz Types (Last)" => "Last T",
+        "Blitz Types (Before)" => "Before x",
+        "Blitz Types (After)" => "After x",
+        "BriskVM classes (Self)" => "Self",
+        "BriskVM classes (Super)" => "Super",
+        "Blitz arrays (name[index])" => "a[0]",
+        _ => return None,
+    })
 }
 
 /// `Using "path"` and the like.
@@ -386,7 +452,9 @@ fn write_expr(out: &mut Vec<u8>, e: &Expr, min: u8) {
             out.push(b'\\');
             write_ident(out, field);
         }
-        ExprKind::Unsupported { .. } => out.push(b'0'),
+        ExprKind::Unsupported { what } => {
+            out.extend_from_slice(unsupported_expr(what).unwrap_or("0").as_bytes());
+        }
     }
 }
 
