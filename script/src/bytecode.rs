@@ -91,6 +91,13 @@ pub enum Op {
     AddI { d: Reg, a: Reg, b: Reg },
     AddIK { d: Reg, a: Reg, k: i32 },
     SubI { d: Reg, a: Reg, b: Reg },
+    MulIK { d: Reg, a: Reg, k: i32 },
+    /// `a / k` with a constant, non-zero `k`.
+    DivIK { d: Reg, a: Reg, k: i32 },
+    /// `a Mod k` with a constant, non-zero `k`.
+    ModIK { d: Reg, a: Reg, k: i32 },
+    AndIK { d: Reg, a: Reg, k: i32 },
+    OrIK { d: Reg, a: Reg, k: i32 },
     MulI { d: Reg, a: Reg, b: Reg },
     DivI { d: Reg, a: Reg, b: Reg },
     ModI { d: Reg, a: Reg, b: Reg },
@@ -139,6 +146,9 @@ pub enum Op {
     JnCmpIK { a: Reg, k: i32, c: Cmp, t: u32 },
     /// Jump unless `a c b` (fused Int test).
     JnCmpI { a: Reg, b: Reg, c: Cmp, t: u32 },
+    /// The end of an Int `For` pass with a constant bound: `v += step`, then, if `v c k`
+    /// still holds, a budgeted back edge to `t` (the body); otherwise fall through.
+    ForIK { v: Reg, step: i32, k: i32, c: Cmp, t: u32 },
     /// Call a script function: arguments in `a..`, which becomes the callee's window;
     /// the result goes to `d`.
     Call { f: FuncId, a: Reg, d: Reg },

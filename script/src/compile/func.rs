@@ -149,6 +149,11 @@ fn map_regs(op: Op, f: impl Fn(Reg) -> Reg) -> Op {
         AddI { d, a, b } => AddI { d: f(d), a: f(a), b: f(b) },
         AddIK { d, a, k } => AddIK { d: f(d), a: f(a), k },
         SubI { d, a, b } => SubI { d: f(d), a: f(a), b: f(b) },
+        MulIK { d, a, k } => MulIK { d: f(d), a: f(a), k },
+        DivIK { d, a, k } => DivIK { d: f(d), a: f(a), k },
+        ModIK { d, a, k } => ModIK { d: f(d), a: f(a), k },
+        AndIK { d, a, k } => AndIK { d: f(d), a: f(a), k },
+        OrIK { d, a, k } => OrIK { d: f(d), a: f(a), k },
         MulI { d, a, b } => MulI { d: f(d), a: f(a), b: f(b) },
         DivI { d, a, b } => DivI { d: f(d), a: f(a), b: f(b) },
         ModI { d, a, b } => ModI { d: f(d), a: f(a), b: f(b) },
@@ -183,6 +188,7 @@ fn map_regs(op: Op, f: impl Fn(Reg) -> Reg) -> Op {
         Jnz { c, t } => Jnz { c: f(c), t },
         JnCmpIK { a, k, c, t } => JnCmpIK { a: f(a), k, c, t },
         JnCmpI { a, b, c, t } => JnCmpI { a: f(a), b: f(b), c, t },
+        ForIK { v, step, k, c, t } => ForIK { v: f(v), step, k, c, t },
         Call { f: func, a, d } => Call { f: func, a: f(a), d: f(d) },
         Native { n, a, d } => Native { n, a: f(a), d: f(d) },
         Ret { s } => Ret { s: f(s) },
@@ -236,7 +242,8 @@ impl Cx<'_> {
                 | Op::Jz { t, .. }
                 | Op::Jnz { t, .. }
                 | Op::JnCmpIK { t, .. }
-                | Op::JnCmpI { t, .. } => *t = target,
+                | Op::JnCmpI { t, .. }
+                | Op::ForIK { t, .. } => *t = target,
                 _ => {}
             }
         }
@@ -542,6 +549,29 @@ impl Cx<'_> {
                     let a = self.operand(l, Ty::Int)?;
                     self.emit(Op::CmpIK { d, a, k, c });
                     return Ok(());
+                }
+                (BinOp::Mul | BinOp::And | BinOp::Or, _) => {
+                    let a = self.operand(l, Ty::Int)?;
+                    let op = match op {
+                        BinOp::Mul => Op::MulIK { d, a, k },
+                        BinOp::And => Op::AndIK { d, a, k },
+                        _ => Op::OrIK { d, a, k },
+                    };
+                    self.emit(op);
+                    return Ok(());
+                }
+                (BinOp::Div | BinOp::Mod, _) if k != 0 => {
+                    let a = self.operand(l, Ty::Int)?;
+                    let op = if op == BinOp::Div {
+                        Op::DivIK { d, a, k }
+                    } else {
+                        Op::ModIK { d, a, k }
+                    };
+                    self.emit(op);
+                    return Ok(());
+                }
+                (BinOp::Div | BinOp::Mod, _) => {
+                    return self.err(span, "division by zero in a constant expression");
                 }
                 _ => {}
             }
@@ -1087,6 +1117,28 @@ impl Cx<'_> {
                 self.emit(Op::SetG { m: self.m, g: *g, s: t });
             }
             _ => {}
+        }
+        // An Int local with a constant bound: test once, then one fused step-test-back-edge
+        // per pass (the bound cannot change, so re-evaluating it is moot).
+        if ty == Ty::Int
+            && let Var::Local(v, _) = target
+            && let Some(k) = self.const_int(to)
+        {
+            let step = step_v.to_int();
+            let first = self.emit(Op::JnCmpIK { a: v, k, c, t: 0 });
+            let body_at = self.here();
+            self.loops.push(Vec::new());
+            self.block(body);
+            self.line = span.line;
+            self.emit(Op::ForIK {
+                v,
+                step,
+                k,
+                c,
+                t: body_at,
+            });
+            self.close_loop(&[first]);
+            return Ok(());
         }
         let top = self.here();
         // Test (the bound is evaluated again before every pass).

@@ -178,6 +178,8 @@ impl NativeSig {
 struct Registry {
     sigs: Vec<NativeSig>,
     by_name: HashMap<String, usize>,
+    /// Index into `sigs` by the native's discriminant.
+    by_native: Vec<Option<usize>>,
 }
 
 fn registry() -> &'static Registry {
@@ -196,13 +198,29 @@ fn registry() -> &'static Registry {
             .enumerate()
             .map(|(i, s)| (s.name.to_ascii_lowercase(), i))
             .collect();
-        Registry { sigs, by_name }
+        let mut by_native = vec![None; table::RAW.len()];
+        for (i, s) in sigs.iter().enumerate() {
+            if let Some(slot) = by_native.get_mut(s.native as usize) {
+                *slot = Some(i);
+            }
+        }
+        Registry {
+            sigs,
+            by_name,
+            by_native,
+        }
     })
 }
 
 /// The signature of a native.
+#[inline]
 pub fn sig(n: Native) -> Option<&'static NativeSig> {
-    registry().sigs.iter().find(|s| s.native == n)
+    let r = registry();
+    r.by_native
+        .get(n as usize)
+        .copied()
+        .flatten()
+        .and_then(|i| r.sigs.get(i))
 }
 
 /// Look a native up by name (case-insensitive).

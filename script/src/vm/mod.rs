@@ -182,39 +182,44 @@ macro_rules! bad {
     };
 }
 
-#[inline]
-fn geti(regs: &[Value], i: usize) -> Result<i32, RuntimeError> {
+#[inline(always)]
+fn geti(regs: &[Value], i: usize) -> Option<i32> {
     match regs.get(i) {
-        Some(Value::Int(v)) => Ok(*v),
-        _ => Err(bad!()),
+        Some(Value::Int(v)) => Some(*v),
+        _ => None,
     }
 }
 
-#[inline]
-fn getf(regs: &[Value], i: usize) -> Result<f32, RuntimeError> {
+#[inline(always)]
+fn getf(regs: &[Value], i: usize) -> Option<f32> {
     match regs.get(i) {
-        Some(Value::Float(v)) => Ok(*v),
-        _ => Err(bad!()),
+        Some(Value::Float(v)) => Some(*v),
+        _ => None,
     }
 }
 
-#[inline]
-fn gets(regs: &[Value], i: usize) -> Result<&RStr, RuntimeError> {
+#[inline(always)]
+fn gets(regs: &[Value], i: usize) -> Option<&RStr> {
     match regs.get(i) {
-        Some(Value::Str(v)) => Ok(v),
-        _ => Err(bad!()),
+        Some(Value::Str(v)) => Some(v),
+        _ => None,
     }
 }
 
-#[inline]
-fn put(regs: &mut [Value], i: usize, v: Value) -> Result<(), RuntimeError> {
-    match regs.get_mut(i) {
-        Some(slot) => {
-            *slot = v;
-            Ok(())
-        }
-        None => Err(bad!()),
+#[inline(always)]
+fn put(regs: &mut [Value], i: usize, v: Value) -> Option<()> {
+    *regs.get_mut(i)? = v;
+    Some(())
+}
+
+/// Write an Int into a register that usually holds one already (no drop to run then).
+#[inline(always)]
+fn put_int(regs: &mut [Value], i: usize, v: i32) -> Option<()> {
+    match regs.get_mut(i)? {
+        Value::Int(x) => *x = v,
+        slot => *slot = Value::Int(v),
     }
+    Some(())
 }
 
 impl Vm {
@@ -365,6 +370,19 @@ impl Vm {
         host: &mut dyn Host,
         budget: &mut u64,
     ) -> Result<Exit, RuntimeError> {
+        let mut left = *budget;
+        let r = self.exec_inner(set, host, &mut left);
+        *budget = left;
+        r
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn exec_inner(
+        &mut self,
+        set: &ScriptSet,
+        host: &mut dyn Host,
+        budget: &mut u64,
+    ) -> Result<Exit, RuntimeError> {
         'frames: loop {
             let Some(frame) = self.frames.last() else {
                 return Ok(Exit::Finished(Value::Int(0)));
@@ -373,12 +391,24 @@ impl Vm {
             let code = func.code.as_slice();
             let base = frame.base as usize;
             let mut pc = frame.pc as usize;
-            let regs = &mut self.regs;
+            let regs: &mut [Value] = self.regs.as_mut_slice();
             // Save pc into the frame on every way out of the inner loop.
             macro_rules! save {
                 () => {
                     if let Some(f) = self.frames.last_mut() {
                         f.pc = u32::try_from(pc).unwrap_or(u32::MAX);
+                    }
+                };
+            }
+            // An Option from a register access: None means the bytecode is inconsistent.
+            macro_rules! o {
+                ($e:expr) => {
+                    match $e {
+                        Some(v) => v,
+                        None => {
+                            save!();
+                            return Err(bad!());
+                        }
                     }
                 };
             }
@@ -398,6 +428,42 @@ impl Vm {
                     base + usize::from($x)
                 };
             }
+            macro_rules! ii {
+                ($x:expr) => {
+                    o!(geti(regs, r!($x)))
+                };
+            }
+            macro_rules! ff {
+                ($x:expr) => {
+                    o!(getf(regs, r!($x)))
+                };
+            }
+            macro_rules! seti {
+                ($d:expr, $v:expr) => {{
+                    let v = $v;
+                    o!(put_int(regs, r!($d), v))
+                }};
+            }
+            macro_rules! setv {
+                ($d:expr, $v:expr) => {{
+                    let v = $v;
+                    o!(put(regs, r!($d), v))
+                }};
+            }
+            macro_rules! back_edge {
+                ($t:expr) => {{
+                    pc = $t as usize;
+                    if self.park {
+                        save!();
+                        return Ok(Exit::Parked);
+                    }
+                    if *budget == 0 {
+                        save!();
+                        return Ok(Exit::Budget);
+                    }
+                    *budget -= 1;
+                }};
+            }
             loop {
                 let Some(&op) = code.get(pc) else {
                     save!();
@@ -406,72 +472,67 @@ impl Vm {
                 pc += 1;
                 match op {
                     Op::Mov { d, s } => {
-                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
-                        t!(put(regs, r!(d), v));
+                        let v = o!(regs.get(r!(s)).cloned());
+                        setv!(d, v);
                     }
-                    Op::KInt { d, v } => t!(put(regs, r!(d), Value::Int(v))),
-                    Op::KFloat { d, v } => t!(put(regs, r!(d), Value::Float(v))),
+                    Op::KInt { d, v } => seti!(d, v),
+                    Op::KFloat { d, v } => setv!(d, Value::Float(v)),
                     Op::KStr { d, k } => {
-                        let s = t!(set.strings.get(k as usize).cloned().ok_or_else(|| bad!()));
-                        t!(put(regs, r!(d), Value::Str(s)));
+                        let s = o!(set.strings.get(k as usize).cloned());
+                        setv!(d, Value::Str(s));
                     }
                     Op::GetG { d, m, g } => {
-                        let v = t!(self
+                        let v = o!(self
                             .globals
                             .get(usize::from(m))
                             .and_then(|gs| gs.get(usize::from(g)))
-                            .cloned()
-                            .ok_or_else(|| bad!()));
-                        t!(put(regs, r!(d), v));
+                            .cloned());
+                        setv!(d, v);
                     }
                     Op::SetG { m, g, s } => {
-                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
-                        let slot = t!(self
+                        let v = o!(regs.get(r!(s)).cloned());
+                        let slot = o!(self
                             .globals
                             .get_mut(usize::from(m))
-                            .and_then(|gs| gs.get_mut(usize::from(g)))
-                            .ok_or_else(|| bad!()));
+                            .and_then(|gs| gs.get_mut(usize::from(g))));
                         *slot = v;
                     }
                     Op::HostG { d, which } => {
                         let v = host.host_global(which);
-                        t!(put(regs, r!(d), Value::Int(v)));
+                        seti!(d, v);
                     }
                     Op::ALoad { d, m, a, i } => {
-                        let arr = t!(self
+                        let arr = o!(self
                             .arrays
                             .get(usize::from(m))
-                            .and_then(|x| x.get(usize::from(a)))
-                            .ok_or_else(|| bad!()));
-                        let idx = t!(regs.get(r!(i)..r!(i) + arr.dims.len()).ok_or_else(|| bad!()));
+                            .and_then(|x| x.get(usize::from(a))));
+                        let idx = o!(regs.get(r!(i)..r!(i) + arr.dims.len()));
                         let at = t!(arr.index(idx));
-                        let v = t!(arr.data.get(at).cloned().ok_or_else(|| bad!()));
-                        t!(put(regs, r!(d), v));
+                        let v = o!(arr.data.get(at).cloned());
+                        setv!(d, v);
                     }
                     Op::AStore { m, a, i, s } => {
-                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
-                        let arr = t!(self
+                        let v = o!(regs.get(r!(s)).cloned());
+                        let arr = o!(self
                             .arrays
                             .get_mut(usize::from(m))
-                            .and_then(|x| x.get_mut(usize::from(a)))
-                            .ok_or_else(|| bad!()));
-                        let idx = t!(regs.get(r!(i)..r!(i) + arr.dims.len()).ok_or_else(|| bad!()));
+                            .and_then(|x| x.get_mut(usize::from(a))));
+                        let idx = o!(regs.get(r!(i)..r!(i) + arr.dims.len()));
                         let at = t!(arr.index(idx));
-                        let slot = t!(arr.data.get_mut(at).ok_or_else(|| bad!()));
+                        let slot = o!(arr.data.get_mut(at));
                         *slot = v;
                     }
                     Op::Redim { m, a, i } => {
                         let (ty, n) = {
-                            let arr = t!(self
+                            let arr = o!(self
                                 .arrays
                                 .get(usize::from(m))
-                                .and_then(|x| x.get(usize::from(a)))
-                                .ok_or_else(|| bad!()));
+                                .and_then(|x| x.get(usize::from(a))));
                             (arr.ty, arr.dims.len())
                         };
                         let mut dims = Vec::with_capacity(n);
                         for k in 0..n {
-                            let v = t!(geti(regs, r!(i) + k));
+                            let v = o!(geti(regs, r!(i) + k));
                             let d = t!(u32::try_from(v).map_err(|_| RuntimeError::Memory(
                                 "an array bound cannot be negative".into()
                             )));
@@ -498,168 +559,92 @@ impl Vm {
                             *slot = new;
                         }
                     }
-                    Op::AddI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))).wrapping_add(t!(geti(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::AddIK { d, a, k } => {
-                        let v = t!(geti(regs, r!(a))).wrapping_add(k);
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::SubI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))).wrapping_sub(t!(geti(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::MulI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))).wrapping_mul(t!(geti(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::DivI { d, a, b } => {
-                        let v = t!(ops::div_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b)))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::ModI { d, a, b } => {
-                        let v = t!(ops::mod_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b)))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::AndI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))) & t!(geti(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::OrI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))) | t!(geti(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::XorI { d, a, b } => {
-                        let v = t!(geti(regs, r!(a))) ^ t!(geti(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::ShlI { d, a, b } => {
-                        let v = ops::shl_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::ShrI { d, a, b } => {
-                        let v = ops::shr_i(t!(geti(regs, r!(a))), t!(geti(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::NegI { d, s } => {
-                        let v = t!(geti(regs, r!(s))).wrapping_neg();
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::NotI { d, s } => {
-                        let v = i32::from(t!(geti(regs, r!(s))) == 0);
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::AddF { d, a, b } => {
-                        let v = t!(getf(regs, r!(a))) + t!(getf(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::SubF { d, a, b } => {
-                        let v = t!(getf(regs, r!(a))) - t!(getf(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::MulF { d, a, b } => {
-                        let v = t!(getf(regs, r!(a))) * t!(getf(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::DivF { d, a, b } => {
-                        let v = t!(getf(regs, r!(a))) / t!(getf(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::ModF { d, a, b } => {
-                        let v = ops::mod_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::PowF { d, a, b } => {
-                        let v = ops::pow_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::NegF { d, s } => {
-                        let v = -t!(getf(regs, r!(s)));
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
+                    Op::AddI { d, a, b } => seti!(d, ii!(a).wrapping_add(ii!(b))),
+                    Op::AddIK { d, a, k } => seti!(d, ii!(a).wrapping_add(k)),
+                    Op::SubI { d, a, b } => seti!(d, ii!(a).wrapping_sub(ii!(b))),
+                    Op::MulI { d, a, b } => seti!(d, ii!(a).wrapping_mul(ii!(b))),
+                    Op::MulIK { d, a, k } => seti!(d, ii!(a).wrapping_mul(k)),
+                    Op::DivI { d, a, b } => seti!(d, t!(ops::div_i(ii!(a), ii!(b)))),
+                    Op::DivIK { d, a, k } => seti!(d, t!(ops::div_i(ii!(a), k))),
+                    Op::ModI { d, a, b } => seti!(d, t!(ops::mod_i(ii!(a), ii!(b)))),
+                    Op::ModIK { d, a, k } => seti!(d, t!(ops::mod_i(ii!(a), k))),
+                    Op::AndI { d, a, b } => seti!(d, ii!(a) & ii!(b)),
+                    Op::AndIK { d, a, k } => seti!(d, ii!(a) & k),
+                    Op::OrI { d, a, b } => seti!(d, ii!(a) | ii!(b)),
+                    Op::OrIK { d, a, k } => seti!(d, ii!(a) | k),
+                    Op::XorI { d, a, b } => seti!(d, ii!(a) ^ ii!(b)),
+                    Op::ShlI { d, a, b } => seti!(d, ops::shl_i(ii!(a), ii!(b))),
+                    Op::ShrI { d, a, b } => seti!(d, ops::shr_i(ii!(a), ii!(b))),
+                    Op::NegI { d, s } => seti!(d, ii!(s).wrapping_neg()),
+                    Op::NotI { d, s } => seti!(d, i32::from(ii!(s) == 0)),
+                    Op::AddF { d, a, b } => setv!(d, Value::Float(ff!(a) + ff!(b))),
+                    Op::SubF { d, a, b } => setv!(d, Value::Float(ff!(a) - ff!(b))),
+                    Op::MulF { d, a, b } => setv!(d, Value::Float(ff!(a) * ff!(b))),
+                    Op::DivF { d, a, b } => setv!(d, Value::Float(ff!(a) / ff!(b))),
+                    Op::ModF { d, a, b } => setv!(d, Value::Float(ops::mod_f(ff!(a), ff!(b)))),
+                    Op::PowF { d, a, b } => setv!(d, Value::Float(ops::pow_f(ff!(a), ff!(b)))),
+                    Op::NegF { d, s } => setv!(d, Value::Float(-ff!(s))),
                     Op::Cat { d, a, b } => {
-                        let v = t!(ops::concat(t!(gets(regs, r!(a))), t!(gets(regs, r!(b)))));
-                        t!(put(regs, r!(d), Value::Str(v)));
+                        let v = t!(ops::concat(
+                            o!(gets(regs, r!(a))),
+                            o!(gets(regs, r!(b)))
+                        ));
+                        setv!(d, Value::Str(v));
                     }
                     Op::CmpI { d, a, b, c } => {
-                        let x = t!(geti(regs, r!(a)));
-                        let y = t!(geti(regs, r!(b)));
-                        t!(put(regs, r!(d), Value::Int(i32::from(c.holds(x.cmp(&y))))));
+                        let (x, y) = (ii!(a), ii!(b));
+                        seti!(d, i32::from(c.holds(x.cmp(&y))));
                     }
-                    Op::CmpIK { d, a, k, c } => {
-                        let x = t!(geti(regs, r!(a)));
-                        t!(put(regs, r!(d), Value::Int(i32::from(c.holds(x.cmp(&k))))));
-                    }
-                    Op::CmpF { d, a, b, c } => {
-                        let h = ops::cmp_f(t!(getf(regs, r!(a))), t!(getf(regs, r!(b))), c);
-                        t!(put(regs, r!(d), Value::Int(i32::from(h))));
-                    }
+                    Op::CmpIK { d, a, k, c } => seti!(d, i32::from(c.holds(ii!(a).cmp(&k)))),
+                    Op::CmpF { d, a, b, c } => seti!(d, i32::from(ops::cmp_f(ff!(a), ff!(b), c))),
                     Op::CmpS { d, a, b, c } => {
                         let h = c.holds(
-                            t!(gets(regs, r!(a)))
+                            o!(gets(regs, r!(a)))
                                 .as_bytes()
-                                .cmp(t!(gets(regs, r!(b))).as_bytes()),
+                                .cmp(o!(gets(regs, r!(b))).as_bytes()),
                         );
-                        t!(put(regs, r!(d), Value::Int(i32::from(h))));
+                        seti!(d, i32::from(h));
                     }
-                    Op::I2F { d, s } => {
-                        let v = t!(geti(regs, r!(s))) as f32;
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
-                    Op::F2I { d, s } => {
-                        let v = float_to_int(t!(getf(regs, r!(s))));
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
+                    Op::I2F { d, s } => setv!(d, Value::Float(ii!(s) as f32)),
+                    Op::F2I { d, s } => seti!(d, float_to_int(ff!(s))),
                     Op::I2S { d, s } => {
-                        let v = t!(geti(regs, r!(s)));
-                        t!(put(regs, r!(d), Value::Str(RStr::from_vec(v.to_string().into_bytes()))));
+                        let v = ii!(s);
+                        setv!(d, Value::Str(RStr::from_vec(v.to_string().into_bytes())));
                     }
                     Op::F2S { d, s } => {
-                        let v = t!(getf(regs, r!(s)));
-                        t!(put(regs, r!(d), Value::Str(RStr::from_vec(float_to_string(v).into_bytes()))));
+                        let v = ff!(s);
+                        setv!(d, Value::Str(RStr::from_vec(float_to_string(v).into_bytes())));
                     }
-                    Op::S2I { d, s } => {
-                        let v = atoi(t!(gets(regs, r!(s))).as_bytes());
-                        t!(put(regs, r!(d), Value::Int(v)));
-                    }
-                    Op::S2F { d, s } => {
-                        let v = atof(t!(gets(regs, r!(s))).as_bytes());
-                        t!(put(regs, r!(d), Value::Float(v)));
-                    }
+                    Op::S2I { d, s } => seti!(d, atoi(o!(gets(regs, r!(s))).as_bytes())),
+                    Op::S2F { d, s } => setv!(d, Value::Float(atof(o!(gets(regs, r!(s))).as_bytes()))),
                     Op::Jmp { t } => pc = t as usize,
-                    Op::Loop { t } => {
-                        pc = t as usize;
-                        if self.park {
-                            save!();
-                            return Ok(Exit::Parked);
-                        }
-                        if *budget == 0 {
-                            save!();
-                            return Ok(Exit::Budget);
-                        }
-                        *budget -= 1;
-                    }
+                    Op::Loop { t } => back_edge!(t),
                     Op::Jz { c, t } => {
-                        if t!(geti(regs, r!(c))) == 0 {
+                        if ii!(c) == 0 {
                             pc = t as usize;
                         }
                     }
                     Op::Jnz { c, t } => {
-                        if t!(geti(regs, r!(c))) != 0 {
+                        if ii!(c) != 0 {
                             pc = t as usize;
                         }
                     }
                     Op::JnCmpIK { a, k, c, t } => {
-                        if !c.holds(t!(geti(regs, r!(a))).cmp(&k)) {
+                        if !c.holds(ii!(a).cmp(&k)) {
                             pc = t as usize;
                         }
                     }
                     Op::JnCmpI { a, b, c, t } => {
-                        let x = t!(geti(regs, r!(a)));
-                        let y = t!(geti(regs, r!(b)));
+                        let (x, y) = (ii!(a), ii!(b));
                         if !c.holds(x.cmp(&y)) {
                             pc = t as usize;
+                        }
+                    }
+                    Op::ForIK { v, step, k, c, t } => {
+                        let x = ii!(v).wrapping_add(step);
+                        seti!(v, x);
+                        if c.holds(x.cmp(&k)) {
+                            back_edge!(t);
                         }
                     }
                     Op::Call { f, a, d } => {
@@ -673,22 +658,24 @@ impl Vm {
                             save!();
                             return Err(RuntimeError::StackOverflow(MAX_DEPTH));
                         }
-                        let callee = t!(set.func(f).ok_or_else(|| bad!()));
+                        let callee = o!(set.func(f));
                         let new_base = r!(a);
                         let need = new_base + usize::from(callee.nregs).max(1);
                         if need > MAX_REGS {
                             save!();
                             return Err(RuntimeError::StackOverflow(self.frames.len()));
                         }
-                        if regs.len() < need {
-                            regs.resize(need, Value::Int(0));
+                        save!();
+                        let ret = u32::try_from(r!(d)).unwrap_or(u32::MAX);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Int(0));
                         }
                         // Parameters arrived in the window; the other locals start at zero.
                         for (i, ty) in callee.locals.iter().enumerate().skip(callee.params.len()) {
-                            t!(put(regs, new_base + i, ty.zero()));
+                            if let Some(slot) = self.regs.get_mut(new_base + i) {
+                                *slot = ty.zero();
+                            }
                         }
-                        save!();
-                        let ret = u32::try_from(r!(d)).unwrap_or(u32::MAX);
                         self.frames.push(Frame {
                             func: f,
                             pc: 0,
@@ -698,19 +685,14 @@ impl Vm {
                         continue 'frames;
                     }
                     Op::Native { n, a, d } => {
-                        let sig = t!(natives::sig(n).ok_or_else(|| bad!()));
+                        let sig = o!(natives::sig(n));
                         let argc = sig.params.len();
                         let args_at = r!(a);
                         let dst = r!(d);
+                        let args = o!(regs.get(args_at..args_at + argc));
                         let result = match sig.kind {
-                            Kind::Pure => {
-                                let args = t!(regs.get(args_at..args_at + argc).ok_or_else(|| bad!()));
-                                Flow::Return(t!(pure::call(n, args)))
-                            }
-                            Kind::Vm => {
-                                let args = t!(regs.get(args_at..args_at + argc).ok_or_else(|| bad!()));
-                                Flow::Return(t!(self.banks.call(n, args)))
-                            }
+                            Kind::Pure => Flow::Return(t!(pure::call(n, args))),
+                            Kind::Vm => Flow::Return(t!(self.banks.call(n, args))),
                             Kind::Refused => {
                                 save!();
                                 return Err(RuntimeError::Refused {
@@ -720,10 +702,6 @@ impl Vm {
                             }
                             Kind::Host | Kind::Items | Kind::Spells | Kind::Dialogs => {
                                 save!();
-                                let args: Vec<Value> = t!(regs
-                                    .get(args_at..args_at + argc)
-                                    .map(<[Value]>::to_vec)
-                                    .ok_or_else(|| bad!()));
                                 let line = func.lines.get(pc - 1).copied().unwrap_or(0);
                                 let file = set
                                     .modules
@@ -734,7 +712,7 @@ impl Vm {
                                     file,
                                     line,
                                 };
-                                t!(host.call(n, &args, &mut cx))
+                                t!(host.call(n, args, &mut cx))
                             }
                         };
                         match result {
@@ -744,14 +722,14 @@ impl Vm {
                                     Some(_) => v,
                                     None => Value::Int(0),
                                 };
-                                t!(put(regs, dst, v));
+                                setv!(d, v);
                             }
                             Flow::ReturnThenPark(v) => {
                                 let v = match sig.ret {
                                     Some(t) => v.convert(t),
                                     None => Value::Int(0),
                                 };
-                                t!(put(regs, dst, v));
+                                setv!(d, v);
                                 self.park = true;
                             }
                             Flow::Suspend => {
@@ -765,15 +743,15 @@ impl Vm {
                         }
                     }
                     Op::Ret { s } => {
-                        let v = t!(regs.get(r!(s)).cloned().ok_or_else(|| bad!()));
+                        let v = o!(regs.get(r!(s)).cloned());
                         let Some(done) = self.frames.pop() else {
                             return Err(bad!());
                         };
                         if self.frames.is_empty() {
-                            regs.clear();
+                            self.regs.clear();
                             return Ok(Exit::Finished(v));
                         }
-                        t!(put(regs, done.ret as usize, v));
+                        o!(put(regs, done.ret as usize, v));
                         continue 'frames;
                     }
                     Op::End => {
