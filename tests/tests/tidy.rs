@@ -2,8 +2,11 @@
 //!
 //! - every Rust source file opens with a `//!` line saying what it is for;
 //! - every crate inherits the workspace lints;
-//! - `shared` depends on no runtime, actor framework or QUIC stack;
-//! - the pure simulation and session cores never read the wall clock or a global RNG.
+//! - `shared` and `script` depend on no runtime, actor framework or QUIC stack;
+//! - the pure cores (codecs, the simulation, the session logic, the script language) never
+//!   read the wall clock or a global RNG, and never touch files or sockets;
+//! - the simulation's data layers (`state`, `grid`, `instances`, `events`) do not reach up
+//!   into the rules built on them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
@@ -16,7 +19,7 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-const CRATES: &[&str] = &["shared", "gateway", "zone-node", "client", "tests"];
+const CRATES: &[&str] = &["shared", "script", "gateway", "zone-node", "client", "tests"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -71,12 +74,45 @@ fn every_crate_inherits_workspace_lints() {
 }
 
 #[test]
-fn shared_has_no_runtime_dependencies() {
-    let manifest = fs::read_to_string(workspace_root().join("shared/Cargo.toml")).unwrap();
-    for banned in ["tokio", "actix", "quinn", "dashmap", "rustls"] {
-        let found = manifest.lines().any(|l| l.trim_start().starts_with(banned));
-        assert!(!found, "shared/Cargo.toml must not depend on {banned}");
+fn shared_and_script_have_no_runtime_dependencies() {
+    for krate in ["shared", "script"] {
+        let manifest =
+            fs::read_to_string(workspace_root().join(krate).join("Cargo.toml")).unwrap();
+        for banned in ["tokio", "actix", "quinn", "dashmap", "rustls", "rand", "rusqlite"] {
+            let found = manifest.lines().any(|l| l.trim_start().starts_with(banned));
+            assert!(!found, "{krate}/Cargo.toml must not depend on {banned}");
+        }
     }
+}
+
+/// The simulation's lower layers hold data; the rules are built on them, never the other
+/// way round (ARCHITECTURE.md, `zone-node/`).
+#[test]
+fn sim_data_layers_do_not_import_the_rules() {
+    let root = workspace_root().join("zone-node/src/sim");
+    let rules = [
+        "ai", "broadcast", "chat", "combat", "commands", "ingest", "kill", "mount", "movement",
+        "party", "pets", "portals", "recharge", "runtime", "setarea", "spawns", "stats", "water",
+        "weather",
+    ];
+    let mut offences = Vec::new();
+    for layer in ["state.rs", "grid.rs", "instances.rs", "events.rs"] {
+        let text = fs::read_to_string(root.join(layer)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for r in &rules {
+                if code.contains(&format!("super::{r}::")) || code.contains(&format!("super::{r};"))
+                {
+                    offences.push(format!("zone-node/src/sim/{layer}:{}: uses {r}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "data layers must not depend on the rules above them:\n{}",
+        offences.join("\n")
+    );
 }
 
 /// Pure cores: no wall clock, no global RNG, no sockets, no actors.
@@ -94,6 +130,8 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("gateway/src/directory.rs"),
         root.join("gateway/src/chat.rs"),
         root.join("shared/src/internal"),
+        root.join("script/src"),
+        root.join("zone-node/src/script_store.rs"),
     ];
     let banned = [
         "Instant::now",

@@ -578,7 +578,7 @@ impl Actor {
 }
 
 fn shared_clamp(v: f32) -> f32 {
-    super::ingest::clamp_world_coord(v)
+    shared::wire::clamp_world_coord(v)
 }
 
 /// RuntimeID ranges (inclusive). Player RIDs are assigned cluster-wide by the gateway and
@@ -1502,7 +1502,7 @@ pub struct Placement {
 
 impl Placement {
     fn at(x: f32, y: f32, z: f32, yaw: f32) -> Self {
-        let c = super::ingest::clamp_world_coord;
+        let c = shared::wire::clamp_world_coord;
         Self {
             x: c(x),
             y: c(y),
