@@ -555,7 +555,7 @@ fn functions_of(set: &ScriptSet, name: &str) -> String {
 
 /// The time limit's `--max-seconds` as written back (`2`, `0.5`).
 fn seconds(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}", ms / 1000)
     } else {
         format!("{}", ms as f64 / 1000.0)
