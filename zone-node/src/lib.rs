@@ -11,6 +11,7 @@
 //! - [`telemetry`]: OpenTelemetry traces (`OTEL_*`), envelope propagation, sampled ticks.
 //! - [`world_scripts`]: the world's `.rsl` scripts, compiled once per process.
 //! - [`script_store`]: an in-memory script store for headless runs (`rcscript`, tests).
+//! - [`rcscript`]: the `rcscript` tool: check a game's `.rsl` scripts and run one headless.
 
 pub mod actor;
 pub mod admin;
@@ -20,6 +21,7 @@ pub mod healthcheck;
 pub mod link;
 pub mod logging;
 pub mod node;
+pub mod rcscript;
 pub mod script_store;
 pub mod sim;
 pub mod telemetry;
