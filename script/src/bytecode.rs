@@ -68,94 +68,306 @@ pub enum HostGlobal {
 #[allow(missing_docs)]
 pub enum Op {
     /// `d = s` (same type).
-    Mov { d: Reg, s: Reg },
+    Mov {
+        d: Reg,
+        s: Reg,
+    },
     /// `d = v`.
-    KInt { d: Reg, v: i32 },
+    KInt {
+        d: Reg,
+        v: i32,
+    },
     /// `d = v`.
-    KFloat { d: Reg, v: f32 },
+    KFloat {
+        d: Reg,
+        v: f32,
+    },
     /// `d = strings[k]`.
-    KStr { d: Reg, k: u32 },
+    KStr {
+        d: Reg,
+        k: u32,
+    },
     /// `d = globals[m][g]`.
-    GetG { d: Reg, m: ModuleId, g: u16 },
+    GetG {
+        d: Reg,
+        m: ModuleId,
+        g: u16,
+    },
     /// `globals[m][g] = s`.
-    SetG { m: ModuleId, g: u16, s: Reg },
+    SetG {
+        m: ModuleId,
+        g: u16,
+        s: Reg,
+    },
     /// `d = host global`.
-    HostG { d: Reg, which: HostGlobal },
+    HostG {
+        d: Reg,
+        which: HostGlobal,
+    },
     /// `d = arrays[m][a](indices in i..)`.
-    ALoad { d: Reg, m: ModuleId, a: u16, i: Reg },
+    ALoad {
+        d: Reg,
+        m: ModuleId,
+        a: u16,
+        i: Reg,
+    },
     /// `arrays[m][a](indices in i..) = s`.
-    AStore { m: ModuleId, a: u16, i: Reg, s: Reg },
+    AStore {
+        m: ModuleId,
+        a: u16,
+        i: Reg,
+        s: Reg,
+    },
     /// Re-dimension (and clear) `arrays[m][a]` to the bounds in `i..`.
-    Redim { m: ModuleId, a: u16, i: Reg },
+    Redim {
+        m: ModuleId,
+        a: u16,
+        i: Reg,
+    },
     // Int arithmetic (wrapping).
-    AddI { d: Reg, a: Reg, b: Reg },
-    AddIK { d: Reg, a: Reg, k: i32 },
-    SubI { d: Reg, a: Reg, b: Reg },
-    MulIK { d: Reg, a: Reg, k: i32 },
+    AddI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    AddIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
+    SubI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    MulIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
     /// `a / k` with a constant, non-zero `k`.
-    DivIK { d: Reg, a: Reg, k: i32 },
+    DivIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
     /// `a Mod k` with a constant, non-zero `k`.
-    ModIK { d: Reg, a: Reg, k: i32 },
-    AndIK { d: Reg, a: Reg, k: i32 },
-    OrIK { d: Reg, a: Reg, k: i32 },
-    MulI { d: Reg, a: Reg, b: Reg },
-    DivI { d: Reg, a: Reg, b: Reg },
-    ModI { d: Reg, a: Reg, b: Reg },
-    AndI { d: Reg, a: Reg, b: Reg },
-    OrI { d: Reg, a: Reg, b: Reg },
-    XorI { d: Reg, a: Reg, b: Reg },
-    ShlI { d: Reg, a: Reg, b: Reg },
-    ShrI { d: Reg, a: Reg, b: Reg },
-    NegI { d: Reg, s: Reg },
+    ModIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
+    AndIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
+    OrIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+    },
+    MulI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    DivI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    ModI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    AndI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    OrI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    XorI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    ShlI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    ShrI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    NegI {
+        d: Reg,
+        s: Reg,
+    },
     /// Logical not of an Int: 1 if `s = 0`, else 0.
-    NotI { d: Reg, s: Reg },
+    NotI {
+        d: Reg,
+        s: Reg,
+    },
     // Float arithmetic (f32).
-    AddF { d: Reg, a: Reg, b: Reg },
-    SubF { d: Reg, a: Reg, b: Reg },
-    MulF { d: Reg, a: Reg, b: Reg },
-    DivF { d: Reg, a: Reg, b: Reg },
-    ModF { d: Reg, a: Reg, b: Reg },
-    PowF { d: Reg, a: Reg, b: Reg },
-    NegF { d: Reg, s: Reg },
+    AddF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    SubF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    MulF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    DivF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    ModF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    PowF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    NegF {
+        d: Reg,
+        s: Reg,
+    },
     /// String concatenation.
-    Cat { d: Reg, a: Reg, b: Reg },
+    Cat {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+    },
     /// `d = (a c b)` on Ints, 1 or 0.
-    CmpI { d: Reg, a: Reg, b: Reg, c: Cmp },
+    CmpI {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+        c: Cmp,
+    },
     /// `d = (a c k)` on an Int and a constant.
-    CmpIK { d: Reg, a: Reg, k: i32, c: Cmp },
+    CmpIK {
+        d: Reg,
+        a: Reg,
+        k: i32,
+        c: Cmp,
+    },
     /// On Floats.
-    CmpF { d: Reg, a: Reg, b: Reg, c: Cmp },
+    CmpF {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+        c: Cmp,
+    },
     /// On Strings (bytes, memcmp order).
-    CmpS { d: Reg, a: Reg, b: Reg, c: Cmp },
+    CmpS {
+        d: Reg,
+        a: Reg,
+        b: Reg,
+        c: Cmp,
+    },
     // Conversions.
-    I2F { d: Reg, s: Reg },
-    F2I { d: Reg, s: Reg },
-    I2S { d: Reg, s: Reg },
-    F2S { d: Reg, s: Reg },
-    S2I { d: Reg, s: Reg },
-    S2F { d: Reg, s: Reg },
+    I2F {
+        d: Reg,
+        s: Reg,
+    },
+    F2I {
+        d: Reg,
+        s: Reg,
+    },
+    I2S {
+        d: Reg,
+        s: Reg,
+    },
+    F2S {
+        d: Reg,
+        s: Reg,
+    },
+    S2I {
+        d: Reg,
+        s: Reg,
+    },
+    S2F {
+        d: Reg,
+        s: Reg,
+    },
     /// Jump forward (or anywhere, no budget).
-    Jmp { t: u32 },
+    Jmp {
+        t: u32,
+    },
     /// A loop's back edge: costs one unit of budget.
-    Loop { t: u32 },
+    Loop {
+        t: u32,
+    },
     /// Jump if the Int in `c` is 0.
-    Jz { c: Reg, t: u32 },
+    Jz {
+        c: Reg,
+        t: u32,
+    },
     /// Jump if the Int in `c` is not 0.
-    Jnz { c: Reg, t: u32 },
+    Jnz {
+        c: Reg,
+        t: u32,
+    },
     /// Jump unless `a c k` (fused Int loop test).
-    JnCmpIK { a: Reg, k: i32, c: Cmp, t: u32 },
+    JnCmpIK {
+        a: Reg,
+        k: i32,
+        c: Cmp,
+        t: u32,
+    },
     /// Jump unless `a c b` (fused Int test).
-    JnCmpI { a: Reg, b: Reg, c: Cmp, t: u32 },
+    JnCmpI {
+        a: Reg,
+        b: Reg,
+        c: Cmp,
+        t: u32,
+    },
     /// The end of an Int `For` pass with a constant bound: `v += step`, then, if `v c k`
     /// still holds, a budgeted back edge to `t` (the body); otherwise fall through.
-    ForIK { v: Reg, step: i32, k: i32, c: Cmp, t: u32 },
+    ForIK {
+        v: Reg,
+        step: i32,
+        k: i32,
+        c: Cmp,
+        t: u32,
+    },
     /// Call a script function: arguments in `a..`, which becomes the callee's window;
     /// the result goes to `d`.
-    Call { f: FuncId, a: Reg, d: Reg },
+    Call {
+        f: FuncId,
+        a: Reg,
+        d: Reg,
+    },
     /// Call a native: arguments in `a..` (converted, defaults filled); result to `d`.
-    Native { n: Native, a: Reg, d: Reg },
+    Native {
+        n: Native,
+        a: Reg,
+        d: Reg,
+    },
     /// Return the value in `s` (already of the function's type).
-    Ret { s: Reg },
+    Ret {
+        s: Reg,
+    },
     /// `End`: abort the script.
     End,
 }

@@ -30,7 +30,11 @@ pub fn operand_ty(op: BinOp, l: Ty, r: Ty) -> Result<Ty, String> {
             op_name(op)
         )),
         Pow => Ok(Ty::Float),
-        Add | Sub | Mul | Div | Mod => Ok(if either(Ty::Float) { Ty::Float } else { Ty::Int }),
+        Add | Sub | Mul | Div | Mod => Ok(if either(Ty::Float) {
+            Ty::Float
+        } else {
+            Ty::Int
+        }),
         And | Or | Xor | Shl | Shr => Ok(Ty::Int),
         Eq | Ne | Lt | Gt | Le | Ge => Ok(if either(Ty::Str) {
             Ty::Str

@@ -15,7 +15,12 @@ struct TestHost {
 }
 
 impl Host for TestHost {
-    fn call(&mut self, n: Native, args: &[Value], _cx: &mut NativeCx<'_>) -> Result<Flow, RuntimeError> {
+    fn call(
+        &mut self,
+        n: Native,
+        args: &[Value],
+        _cx: &mut NativeCx<'_>,
+    ) -> Result<Flow, RuntimeError> {
         match n {
             Native::Output => {
                 self.out.push(args[1].to_rstr().to_latin1());
@@ -33,7 +38,10 @@ impl Host for TestHost {
 }
 
 fn set_of(files: &[(&str, &str)]) -> ScriptSet {
-    let files: Vec<SourceFile> = files.iter().map(|(n, t)| SourceFile::new(*n, t.as_bytes().to_vec())).collect();
+    let files: Vec<SourceFile> = files
+        .iter()
+        .map(|(n, t)| SourceFile::new(*n, t.as_bytes().to_vec()))
+        .collect();
     let c = compile(&files);
     assert!(!c.has_errors(), "{:#?}", c.diagnostics);
     c.set
@@ -85,8 +93,25 @@ End Function
     assert_eq!(
         out,
         [
-            "3", "3", "3.5", "3", "x2", "12", "0", "0", "4", "64", "-3", "-1", "-2", "Level 51",
-            "string compare", "1.23457e+006", "1e-005", "16", "15"
+            "3",
+            "3",
+            "3.5",
+            "3",
+            "x2",
+            "12",
+            "0",
+            "0",
+            "4",
+            "64",
+            "-3",
+            "-1",
+            "-2",
+            "Level 51",
+            "string compare",
+            "1.23457e+006",
+            "1e-005",
+            "16",
+            "15"
         ]
     );
 }
@@ -165,8 +190,24 @@ End Function
     assert_eq!(
         out,
         [
-            "6 4", "j3", "j2", "j1", "0.5", "1", "1.5", "6", "3", "feb or mar", "default",
-            "120 in 5", "[bob]", "[x]", "single-line else", "both", "elseif", "42"
+            "6 4",
+            "j3",
+            "j2",
+            "j1",
+            "0.5",
+            "1",
+            "1.5",
+            "6",
+            "3",
+            "feb or mar",
+            "default",
+            "120 in 5",
+            "[bob]",
+            "[x]",
+            "single-line else",
+            "both",
+            "elseif",
+            "42"
         ]
     );
 }
@@ -174,19 +215,31 @@ End Function
 #[test]
 fn modules_resolve_with_using_and_defaults() {
     let set = set_of(&[
-        ("Lib", "!Compile\nFunction Greet$(who$, punct$ = \"!\")\n  Return \"Hi \" + who + punct\nEnd Function\n"),
-        ("Main", "Using \"Lib.rcm\"\nFunction Main()\n Output(0, Greet(\"Bob\"))\n Output(0, Greet$(\"Al\", \"?\"))\nEnd Function\n"),
+        (
+            "Lib",
+            "!Compile\nFunction Greet$(who$, punct$ = \"!\")\n  Return \"Hi \" + who + punct\nEnd Function\n",
+        ),
+        (
+            "Main",
+            "Using \"Lib.rcm\"\nFunction Main()\n Output(0, Greet(\"Bob\"))\n Output(0, Greet$(\"Al\", \"?\"))\nEnd Function\n",
+        ),
     ]);
     let mut vm = Vm::new(&set, set.entry("main", "MAIN").unwrap()).unwrap();
     let mut host = TestHost::default();
     let mut budget = 1000;
-    assert!(matches!(vm.run(&set, &mut host, &mut budget), Exit::Finished(_)));
+    assert!(matches!(
+        vm.run(&set, &mut host, &mut budget),
+        Exit::Finished(_)
+    ));
     assert_eq!(host.out, ["Hi Bob!", "Hi Al?"]);
 }
 
 #[test]
 fn runtime_errors_name_file_and_line() {
-    let set = set_of(&[("Bad", "Function Main()\n  a = 0\n  b = 5 / a\nEnd Function\n")]);
+    let set = set_of(&[(
+        "Bad",
+        "Function Main()\n  a = 0\n  b = 5 / a\nEnd Function\n",
+    )]);
     let mut vm = Vm::new(&set, set.entry("Bad", "Main").unwrap()).unwrap();
     let mut budget = 1000;
     match vm.run(&set, &mut TestHost::default(), &mut budget) {
@@ -196,25 +249,53 @@ fn runtime_errors_name_file_and_line() {
         }
         other => panic!("{other:?}"),
     }
-    let set = set_of(&[("Ix", "Dim A(2)\nFunction Main()\n  A(3) = 1\nEnd Function\n")]);
+    let set = set_of(&[(
+        "Ix",
+        "Dim A(2)\nFunction Main()\n  A(3) = 1\nEnd Function\n",
+    )]);
     let mut vm = Vm::new(&set, set.entry("Ix", "Main").unwrap()).unwrap();
     let mut budget = 1000;
     let exit = vm.run(&set, &mut TestHost::default(), &mut budget);
-    assert!(matches!(exit, Exit::Error { error: RuntimeError::IndexOutOfBounds { .. }, line: 3, .. }), "{exit:?}");
+    assert!(
+        matches!(
+            exit,
+            Exit::Error {
+                error: RuntimeError::IndexOutOfBounds { .. },
+                line: 3,
+                ..
+            }
+        ),
+        "{exit:?}"
+    );
 }
 
 #[test]
 fn deep_recursion_is_a_stack_overflow_not_a_crash() {
-    let set = set_of(&[("R", "Function F(n)\n  Return F(n + 1)\nEnd Function\nFunction Main()\n  F(0)\nEnd Function\n")]);
+    let set = set_of(&[(
+        "R",
+        "Function F(n)\n  Return F(n + 1)\nEnd Function\nFunction Main()\n  F(0)\nEnd Function\n",
+    )]);
     let mut vm = Vm::new(&set, set.entry("R", "Main").unwrap()).unwrap();
     let mut budget = u64::MAX;
     let exit = vm.run(&set, &mut TestHost::default(), &mut budget);
-    assert!(matches!(exit, Exit::Error { error: RuntimeError::StackOverflow(_), .. }), "{exit:?}");
+    assert!(
+        matches!(
+            exit,
+            Exit::Error {
+                error: RuntimeError::StackOverflow(_),
+                ..
+            }
+        ),
+        "{exit:?}"
+    );
 }
 
 #[test]
 fn a_loop_that_never_yields_stops_at_its_budget_and_resumes_exactly() {
-    let set = set_of(&[("L", "Function Main()\n  While i < 100000 : i = i + 1 : Wend\n  Output(0, i)\nEnd Function\n")]);
+    let set = set_of(&[(
+        "L",
+        "Function Main()\n  While i < 100000 : i = i + 1 : Wend\n  Output(0, i)\nEnd Function\n",
+    )]);
     let mut vm = Vm::new(&set, set.entry("L", "Main").unwrap()).unwrap();
     let mut host = TestHost::default();
     let mut slices = 0;
@@ -237,11 +318,15 @@ fn a_loop_that_never_yields_stops_at_its_budget_and_resumes_exactly() {
 
 #[test]
 fn a_suspended_script_resumes_with_the_native_result_after_a_save() {
-    let src = "Function Main()\n  x = 5\n  DoEvents(100)\n  Output(0, \"after \" + x)\nEnd Function\n";
+    let src =
+        "Function Main()\n  x = 5\n  DoEvents(100)\n  Output(0, \"after \" + x)\nEnd Function\n";
     let set = set_of(&[("S", src)]);
     let mut vm = Vm::new(&set, set.entry("S", "Main").unwrap()).unwrap();
     let mut budget = 100;
-    assert_eq!(vm.run(&set, &mut TestHost::default(), &mut budget), Exit::Suspended);
+    assert_eq!(
+        vm.run(&set, &mut TestHost::default(), &mut budget),
+        Exit::Suspended
+    );
     let saved = rmp_serde::to_vec_named(&vm.save(&set)).unwrap();
     // A node with a changed script refuses it; the same scripts resume it.
     let other = set_of(&[("S", &src.replace("after", "later"))]);
@@ -251,20 +336,37 @@ fn a_suspended_script_resumes_with_the_native_result_after_a_save() {
     vm.resume(Value::Int(0));
     let mut host = TestHost::default();
     let mut budget = 100;
-    assert!(matches!(vm.run(&set, &mut host, &mut budget), Exit::Finished(_)));
+    assert!(matches!(
+        vm.run(&set, &mut host, &mut budget),
+        Exit::Finished(_)
+    ));
     assert_eq!(host.out, ["after 5"]);
 }
 
 #[test]
 fn compile_errors_are_one_line_each_with_position() {
-    let e = errors("Function Main()\n  x$ = 1\n  y = x% + 1\n  Foo(1)\n  DoEvents()\n  Output(0)\n  Exit\n  z = \"a\" - 1\nEnd Function\n");
+    let e = errors(
+        "Function Main()\n  x$ = 1\n  y = x% + 1\n  Foo(1)\n  DoEvents()\n  Output(0)\n  Exit\n  z = \"a\" - 1\nEnd Function\n",
+    );
     let joined = e.join("\n");
     assert!(joined.contains("T.rsl:3:"), "{joined}");
-    assert!(joined.contains("T.rsl:4:") && joined.contains("unknown function or command `Foo`"), "{joined}");
-    assert!(joined.contains("T.rsl:5:") && joined.contains("DoEvents takes 1 argument"), "{joined}");
+    assert!(
+        joined.contains("T.rsl:4:") && joined.contains("unknown function or command `Foo`"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("T.rsl:5:") && joined.contains("DoEvents takes 1 argument"),
+        "{joined}"
+    );
     assert!(joined.contains("T.rsl:6:"), "{joined}");
-    assert!(joined.contains("T.rsl:7:") && joined.contains("Exit outside a loop"), "{joined}");
-    assert!(joined.contains("T.rsl:8:") && joined.contains("cannot be used on strings"), "{joined}");
+    assert!(
+        joined.contains("T.rsl:7:") && joined.contains("Exit outside a loop"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("T.rsl:8:") && joined.contains("cannot be used on strings"),
+        "{joined}"
+    );
     let e = errors("Function Output(a)\nEnd Function\n");
     assert!(e.join("").contains("has the name of the command"), "{e:?}");
     let e = errors("Using \"Nope.rcm\"\nFunction Main()\nEnd Function\n");

@@ -72,6 +72,25 @@ impl Cluster {
     /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
     /// variables for every node process (the traces test points them at its collector).
     pub async fn start_with_env(name: &str, nodes: &[(&str, u32)], env: &[(&str, &str)]) -> Self {
+        Self::start_full(name, nodes, env, None).await
+    }
+
+    /// As [`start_with_capacity`](Self::start_with_capacity), serving the world in `world`
+    /// (a native world directory, with its `scripts/`) instead of the demo world.
+    pub async fn start_with_world(
+        name: &str,
+        nodes: &[(&str, u32)],
+        world: &std::path::Path,
+    ) -> Self {
+        Self::start_full(name, nodes, &[], Some(world)).await
+    }
+
+    async fn start_full(
+        name: &str,
+        nodes: &[(&str, u32)],
+        env: &[(&str, &str)],
+        world: Option<&std::path::Path>,
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_env_filter(
@@ -91,18 +110,23 @@ impl Cluster {
             heartbeat_ms: HEARTBEAT_MS,
             node_timeout_ms: NODE_TIMEOUT_MS,
             shutdown_timeout_ms: 5_000,
+            world: world.map(std::path::Path::to_path_buf),
             ..GatewayConfig::default()
         };
-        let world = server::load_world(&cfg).expect("the demo world");
+        let mut node_env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if let Some(w) = world {
+            node_env.push(("ZONE_NODE_WORLD".into(), w.display().to_string()));
+        }
+        let world = server::load_world(&cfg).expect("the world");
         let gw = server::start(cfg, world).await.expect("the gateway starts");
         let mut c = Self {
             gw,
             dir,
             nodes: BTreeMap::new(),
-            node_env: env
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
+            node_env,
         };
         for (id, capacity) in nodes {
             c.spawn_node_with(id, *capacity);

@@ -19,7 +19,14 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-const CRATES: &[&str] = &["shared", "script", "gateway", "zone-node", "client", "tests"];
+const CRATES: &[&str] = &[
+    "shared",
+    "script",
+    "gateway",
+    "zone-node",
+    "client",
+    "tests",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -76,9 +83,10 @@ fn every_crate_inherits_workspace_lints() {
 #[test]
 fn shared_and_script_have_no_runtime_dependencies() {
     for krate in ["shared", "script"] {
-        let manifest =
-            fs::read_to_string(workspace_root().join(krate).join("Cargo.toml")).unwrap();
-        for banned in ["tokio", "actix", "quinn", "dashmap", "rustls", "rand", "rusqlite"] {
+        let manifest = fs::read_to_string(workspace_root().join(krate).join("Cargo.toml")).unwrap();
+        for banned in [
+            "tokio", "actix", "quinn", "dashmap", "rustls", "rand", "rusqlite",
+        ] {
             let found = manifest.lines().any(|l| l.trim_start().starts_with(banned));
             assert!(!found, "{krate}/Cargo.toml must not depend on {banned}");
         }
@@ -91,8 +99,24 @@ fn shared_and_script_have_no_runtime_dependencies() {
 fn sim_data_layers_do_not_import_the_rules() {
     let root = workspace_root().join("zone-node/src/sim");
     let rules = [
-        "ai", "broadcast", "chat", "combat", "commands", "ingest", "kill", "mount", "movement",
-        "party", "pets", "portals", "recharge", "runtime", "setarea", "spawns", "stats", "water",
+        "ai",
+        "broadcast",
+        "chat",
+        "combat",
+        "commands",
+        "ingest",
+        "kill",
+        "mount",
+        "movement",
+        "party",
+        "pets",
+        "portals",
+        "recharge",
+        "runtime",
+        "setarea",
+        "spawns",
+        "stats",
+        "water",
         "weather",
     ];
     let mut offences = Vec::new();

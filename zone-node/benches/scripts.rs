@@ -14,7 +14,14 @@ fn zone_with(n: usize, src: &[u8]) -> SimHarness {
     let (_, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let handle = h.sim.state().handle_of(pid);
     for _ in 0..n {
-        zone_node::sim::runtime::queue(h.sim.state_mut(), "Bench", "Main", handle, 0, script::RStr::EMPTY);
+        zone_node::sim::runtime::queue(
+            h.sim.state_mut(),
+            "Bench",
+            "Main",
+            handle,
+            0,
+            script::RStr::EMPTY,
+        );
     }
     h.tick();
     h.clear();
@@ -24,14 +31,20 @@ fn zone_with(n: usize, src: &[u8]) -> SimHarness {
 
 fn suspended(c: &mut Criterion) {
     let mut g = c.benchmark_group("scripts phase");
-    let mut sleeping = zone_with(10_000, b"Function Main()\n  DoEvents(1000000000)\nEnd Function\n");
+    let mut sleeping = zone_with(
+        10_000,
+        b"Function Main()\n  DoEvents(1000000000)\nEnd Function\n",
+    );
     g.bench_function("tick with 10,000 scripts in DoEvents", |b| {
         b.iter(|| {
             black_box(sleeping.tick());
             sleeping.clear();
         });
     });
-    let mut killing = zone_with(10_000, b"Function Main()\n  WaitKill(Actor(), 2, 5)\nEnd Function\n");
+    let mut killing = zone_with(
+        10_000,
+        b"Function Main()\n  WaitKill(Actor(), 2, 5)\nEnd Function\n",
+    );
     g.bench_function("tick with 10,000 scripts in WaitKill", |b| {
         b.iter(|| {
             black_box(killing.tick());
@@ -39,7 +52,10 @@ fn suspended(c: &mut Criterion) {
         });
     });
     let _ = templates::WOLF;
-    let mut busy = zone_with(1_000, b"Function Main()\n  Repeat\n    a = a + 1\n    DoEvents(1)\n  Forever\nEnd Function\n");
+    let mut busy = zone_with(
+        1_000,
+        b"Function Main()\n  Repeat\n    a = a + 1\n    DoEvents(1)\n  Forever\nEnd Function\n",
+    );
     g.bench_function("tick with 1,000 scripts waking every tick", |b| {
         b.iter(|| {
             black_box(busy.tick());

@@ -43,7 +43,9 @@ impl MemoryStore {
     /// Answer one request; also returns the super global it changed, if any.
     pub fn answer(&mut self, op: &ScriptStoreOp) -> (ScriptStoreResult, Option<SuperGlobalChange>) {
         let r = match op {
-            ScriptStoreOp::ReadFile { name } => ScriptStoreResult::File(self.files.get(name).cloned()),
+            ScriptStoreOp::ReadFile { name } => {
+                ScriptStoreResult::File(self.files.get(name).cloned())
+            }
             ScriptStoreOp::WriteFile { name, data } => {
                 self.files.insert(name.clone(), data.clone());
                 ScriptStoreResult::Done
@@ -81,8 +83,12 @@ impl MemoryStore {
                     }),
                 );
             }
-            ScriptStoreOp::InstanceExists { instance, .. } => ScriptStoreResult::Int(i32::from(*instance == 0)),
-            ScriptStoreOp::CreateInstance { .. } | ScriptStoreOp::CountActors { .. } => ScriptStoreResult::Int(0),
+            ScriptStoreOp::InstanceExists { instance, .. } => {
+                ScriptStoreResult::Int(i32::from(*instance == 0))
+            }
+            ScriptStoreOp::CreateInstance { .. } | ScriptStoreOp::CountActors { .. } => {
+                ScriptStoreResult::Int(0)
+            }
             ScriptStoreOp::RemoveInstance { .. } => ScriptStoreResult::Done,
         };
         (r, None)

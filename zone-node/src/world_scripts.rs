@@ -54,7 +54,9 @@ pub fn npc_handles(world: &World, area: &str, instance: u16) -> (u32, u32) {
         .position(|a| a.name.eq_ignore_ascii_case(area))
         .and_then(|i| u32::try_from(i).ok())
         .unwrap_or(0);
-    let code = idx.saturating_mul(100).saturating_add(u32::from(instance.min(99)));
+    let code = idx
+        .saturating_mul(100)
+        .saturating_add(u32::from(instance.min(99)));
     let base = NPC_HANDLE_BASE.saturating_add(code.saturating_mul(span));
     (base, span)
 }

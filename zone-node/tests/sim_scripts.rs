@@ -5,12 +5,12 @@
 
 use std::path::PathBuf;
 
+use zone_node::sim::ZoneConfig;
 use zone_node::sim::area::{SpawnPoint, Trigger};
 use zone_node::sim::events::{PlayerAction, ScriptErrorKind, ZoneInput, ZoneOutput};
 use zone_node::sim::kill::kill_actor;
 use zone_node::sim::packets::*;
 use zone_node::sim::testing::{SimHarness, attrs, content_with_scripts, templates, test_content};
-use zone_node::sim::ZoneConfig;
 
 fn sample(name: &str) -> Option<Vec<u8>> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +36,9 @@ fn cmd(word: &str, params: &str) -> PlayerAction {
 /// wait, Health 50 and a warp to the area's "Begin" portal.
 #[test]
 fn death_rsl_animates_waits_heals_and_warps_to_begin() {
-    let Some(death) = sample("Death.rsl") else { return };
+    let Some(death) = sample("Death.rsl") else {
+        return;
+    };
     let mut h = SimHarness::with_scripts(&[("Death", &death)]);
     let (p, pid) = h.spawn_player("Ann", 200.0, 200.0);
     let (w, _) = h.spawn_player("Watcher", 210.0, 200.0);
@@ -71,7 +73,9 @@ fn death_rsl_animates_waits_heals_and_warps_to_begin() {
 /// new level to the player and the message.
 #[test]
 fn levelup_rsl_levels_up_on_enough_xp() {
-    let Some(lvl) = sample("LevelUp.rsl") else { return };
+    let Some(lvl) = sample("LevelUp.rsl") else {
+        return;
+    };
     let mut h = SimHarness::with_scripts(&[("LevelUp", &lvl)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     h.clear();
@@ -107,7 +111,8 @@ fn an_in_game_command_runs_with_its_parameters() {
 /// `/itempack` reaches `GiveItem`, which is not supported yet: a clear runtime error.
 #[test]
 fn the_sample_in_game_commands_run() {
-    let (Some(cmds), Some(pg)) = (sample("In-game Commands.rsl"), sample("ProcessGlobals.rsl")) else {
+    let (Some(cmds), Some(pg)) = (sample("In-game Commands.rsl"), sample("ProcessGlobals.rsl"))
+    else {
         return;
     };
     let mut h = SimHarness::with_scripts(&[("In-game Commands", &cmds), ("ProcessGlobals", &pg)]);
@@ -121,17 +126,27 @@ fn the_sample_in_game_commands_run() {
     h.tick();
     h.deliver();
     assert_eq!(h.reliable_of(w, 30).len(), 1, "/wave animates");
-    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], h.actor(pid).attr_max[usize::from(attrs::HEALTH)]);
+    assert_eq!(
+        h.actor(pid).attr[usize::from(attrs::HEALTH)],
+        h.actor(pid).attr_max[usize::from(attrs::HEALTH)]
+    );
     let errs = h.script_errors();
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].0.contains("GiveItem is not supported yet"), "{errs:?}");
-    assert_eq!((errs[0].1.as_str(), errs[0].2), ("In-game Commands.rsl", 16));
+    assert!(
+        errs[0].0.contains("GiveItem is not supported yet"),
+        "{errs:?}"
+    );
+    assert_eq!(
+        (errs[0].1.as_str(), errs[0].2),
+        ("In-game Commands.rsl", 16)
+    );
 }
 
 /// A trigger runs `<script>.<method>` once on entry, with the trigger index as `Param`.
 #[test]
 fn a_trigger_runs_its_script_once_on_entry() {
-    let src: &[u8] = b"Function Enter()\n  Output(Actor(), \"trigger \" + Parameter(1))\nEnd Function\n";
+    let src: &[u8] =
+        b"Function Enter()\n  Output(Actor(), \"trigger \" + Parameter(1))\nEnd Function\n";
     let mut content = content_with_scripts(test_content(), &[("Traps", src)]);
     content.area.triggers = vec![
         Trigger::default(),
@@ -156,7 +171,9 @@ fn a_trigger_runs_its_script_once_on_entry() {
 /// and tags it), and the NPC gets the spawn point's right-click and death scripts.
 #[test]
 fn a_spawn_script_runs_for_the_spawned_npc() {
-    let Some(spawn) = sample("Spawn_Test.rsl") else { return };
+    let Some(spawn) = sample("Spawn_Test.rsl") else {
+        return;
+    };
     let mut content = content_with_scripts(test_content(), &[("Spawn_Test", &spawn)]);
     content.area.spawns = vec![SpawnPoint {
         template: templates::WOLF,
@@ -181,8 +198,14 @@ fn a_spawn_script_runs_for_the_spawned_npc() {
         .filter_map(|i| st.at(i))
         .find(|a| !a.is_player())
         .expect("spawned");
-    assert_eq!((npc.name.as_str(), npc.tag.as_str()), ("Test Human", "Tag Test"));
-    assert_eq!((npc.script.as_str(), npc.death_script.as_str()), ("Click", "Gone"));
+    assert_eq!(
+        (npc.name.as_str(), npc.tag.as_str()),
+        ("Test Human", "Tag Test")
+    );
+    assert_eq!(
+        (npc.script.as_str(), npc.death_script.as_str()),
+        ("Click", "Gone")
+    );
     let names = h.reliable_of(p, P_NAME_CHANGE);
     assert_eq!(names.len(), 2, "SetName and SetTag reach the zone");
 }
@@ -206,9 +229,16 @@ fn a_right_click_runs_the_targets_script_and_wait_speak_resumes() {
     h.clear();
     h.act(p, PlayerAction::RightClick { target: rid });
     h.run_ticks(3);
-    assert_eq!(h.chat(p), ["again"], "the click resumed the wait, no second instance");
+    assert_eq!(
+        h.chat(p),
+        ["again"],
+        "the click resumed the wait, no second instance"
+    );
     assert!(h.sim.state().scripts.is_empty());
-    assert!(h.actor(npc).rider.is_none(), "a scripted NPC is not mounted");
+    assert!(
+        h.actor(npc).rider.is_none(),
+        "a scripted NPC is not mounted"
+    );
 }
 
 /// A loop that never yields is paused at its budget every tick, the zone plays on, and it
@@ -221,24 +251,37 @@ fn a_runaway_loop_is_paused_then_ended_and_the_zone_plays_on() {
         script_max_overruns: 20,
         ..ZoneConfig::default()
     };
-    let mut h = SimHarness::with(cfg, content_with_scripts(test_content(), &[("Spin", spin), ("Tick", tick)]));
+    let mut h = SimHarness::with(
+        cfg,
+        content_with_scripts(test_content(), &[("Spin", spin), ("Tick", tick)]),
+    );
     let (p, _) = h.spawn_dm("Ann", 0.0, 0.0);
     h.clear();
     h.act(p, cmd("SCRIPT", "Spin,Main"));
     h.act(p, cmd("SCRIPT", "Tick,Main"));
     h.run_ticks(15);
     assert_eq!(h.chat(p), ["tick 1", "tick 2", "tick 3"]);
-    assert_eq!(h.sim.state().scripts.len(), 1, "the spinner is still paused, not ended");
+    assert_eq!(
+        h.sim.state().scripts.len(),
+        1,
+        "the spinner is still paused, not ended"
+    );
     h.run_ticks(10);
     let errs: Vec<_> = h
         .outputs
         .iter()
         .filter_map(|o| match o {
-            ZoneOutput::ScriptError { kind, script, line, .. } => Some((*kind, script.clone(), *line)),
+            ZoneOutput::ScriptError {
+                kind, script, line, ..
+            } => Some((*kind, script.clone(), *line)),
             _ => None,
         })
         .collect();
-    assert_eq!(errs, [(ScriptErrorKind::Runaway, "Spin".to_owned(), 3)]);
+    assert_eq!(
+        errs,
+        [(ScriptErrorKind::Runaway, "Spin".to_owned(), 3)],
+        "the line of the loop body"
+    );
     assert!(h.sim.state().scripts.is_empty());
     assert_eq!(h.sim.state().scripts.stats.runaway, 1);
 }
@@ -273,7 +316,14 @@ fn wait_kill_counts_and_a_persistent_quest_survives_a_relogin() {
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let (q, qid) = h.spawn_player("Bob", 5.0, 0.0);
     let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::runtime::queue(h.sim.state_mut(), "Quest", "Main", handle, 0, script::RStr::EMPTY);
+    zone_node::sim::runtime::queue(
+        h.sim.state_mut(),
+        "Quest",
+        "Main",
+        handle,
+        0,
+        script::RStr::EMPTY,
+    );
     h.tick();
     let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
     kill_actor(h.sim.state_mut(), wolf, Some(pid));
@@ -295,12 +345,19 @@ fn wait_kill_counts_and_a_persistent_quest_survives_a_relogin() {
             _ => None,
         })
         .expect("logout snapshot");
-    assert!(!saved.scripts.is_empty(), "the quest is saved with the character");
+    assert!(
+        !saved.scripts.is_empty(),
+        "the quest is saved with the character"
+    );
     assert!(h.sim.state().scripts.is_empty());
     // Log back in (a new session): the quest waits for its second kill.
     let (p2, pid2) = h.join(saved, false);
     h.clear();
-    assert_eq!(h.sim.state().handle_of(pid2), handle, "the same character, the same handle");
+    assert_eq!(
+        h.sim.state().handle_of(pid2),
+        handle,
+        "the same character, the same handle"
+    );
     let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
     kill_actor(h.sim.state_mut(), wolf, Some(pid2));
     h.tick();
@@ -317,10 +374,20 @@ fn files_and_super_globals_go_through_the_script_store() {
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     h.clear();
     let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::runtime::queue(h.sim.state_mut(), "Files", "Main", handle, 0, script::RStr::EMPTY);
+    zone_node::sim::runtime::queue(
+        h.sim.state_mut(),
+        "Files",
+        "Main",
+        handle,
+        0,
+        script::RStr::EMPTY,
+    );
     h.run_ticks(20);
     assert_eq!(h.chat(p), ["1 15 2", "10,Ann", "7,Bob", "seen", "0"]);
-    assert_eq!(h.store.file("scores/league1.data"), Some(&b"10,Ann\r\n7,Bob\r\n"[..]));
+    assert_eq!(
+        h.store.file("scores/league1.data"),
+        Some(&b"10,Ann\r\n7,Bob\r\n"[..])
+    );
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
 }
 
@@ -333,7 +400,14 @@ fn scripts_are_deterministic() {
         let mut h = SimHarness::with_scripts(&[("R", src)]);
         let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
         let handle = h.sim.state().handle_of(pid);
-        zone_node::sim::runtime::queue(h.sim.state_mut(), "R", "Main", handle, 0, script::RStr::EMPTY);
+        zone_node::sim::runtime::queue(
+            h.sim.state_mut(),
+            "R",
+            "Main",
+            handle,
+            0,
+            script::RStr::EMPTY,
+        );
         h.run_ticks(60);
         h.chat(p)
     };

@@ -113,11 +113,20 @@ pub(crate) fn compile_function(
     let nregs = match u16::try_from(total) {
         Ok(n) if n < TEMP_BASE => n,
         _ => {
-            let _ = cx.err(decl.span, "function too large (too many variables or temporaries)");
+            let _ = cx.err(
+                decl.span,
+                "function too large (too many variables or temporaries)",
+            );
             0
         }
     };
-    let remap = |r: Reg| if r >= TEMP_BASE { r - TEMP_BASE + nlocals } else { r };
+    let remap = |r: Reg| {
+        if r >= TEMP_BASE {
+            r - TEMP_BASE + nlocals
+        } else {
+            r
+        }
+    };
     let code = cx.code.iter().map(|op| map_regs(*op, remap)).collect();
     Func {
         module: m,
@@ -143,39 +152,161 @@ fn map_regs(op: Op, f: impl Fn(Reg) -> Reg) -> Op {
         GetG { d, m, g } => GetG { d: f(d), m, g },
         SetG { m, g, s } => SetG { m, g, s: f(s) },
         HostG { d, which } => HostG { d: f(d), which },
-        ALoad { d, m, a, i } => ALoad { d: f(d), m, a, i: f(i) },
-        AStore { m, a, i, s } => AStore { m, a, i: f(i), s: f(s) },
+        ALoad { d, m, a, i } => ALoad {
+            d: f(d),
+            m,
+            a,
+            i: f(i),
+        },
+        AStore { m, a, i, s } => AStore {
+            m,
+            a,
+            i: f(i),
+            s: f(s),
+        },
         Redim { m, a, i } => Redim { m, a, i: f(i) },
-        AddI { d, a, b } => AddI { d: f(d), a: f(a), b: f(b) },
-        AddIK { d, a, k } => AddIK { d: f(d), a: f(a), k },
-        SubI { d, a, b } => SubI { d: f(d), a: f(a), b: f(b) },
-        MulIK { d, a, k } => MulIK { d: f(d), a: f(a), k },
-        DivIK { d, a, k } => DivIK { d: f(d), a: f(a), k },
-        ModIK { d, a, k } => ModIK { d: f(d), a: f(a), k },
-        AndIK { d, a, k } => AndIK { d: f(d), a: f(a), k },
-        OrIK { d, a, k } => OrIK { d: f(d), a: f(a), k },
-        MulI { d, a, b } => MulI { d: f(d), a: f(a), b: f(b) },
-        DivI { d, a, b } => DivI { d: f(d), a: f(a), b: f(b) },
-        ModI { d, a, b } => ModI { d: f(d), a: f(a), b: f(b) },
-        AndI { d, a, b } => AndI { d: f(d), a: f(a), b: f(b) },
-        OrI { d, a, b } => OrI { d: f(d), a: f(a), b: f(b) },
-        XorI { d, a, b } => XorI { d: f(d), a: f(a), b: f(b) },
-        ShlI { d, a, b } => ShlI { d: f(d), a: f(a), b: f(b) },
-        ShrI { d, a, b } => ShrI { d: f(d), a: f(a), b: f(b) },
+        AddI { d, a, b } => AddI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        AddIK { d, a, k } => AddIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        SubI { d, a, b } => SubI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        MulIK { d, a, k } => MulIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        DivIK { d, a, k } => DivIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        ModIK { d, a, k } => ModIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        AndIK { d, a, k } => AndIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        OrIK { d, a, k } => OrIK {
+            d: f(d),
+            a: f(a),
+            k,
+        },
+        MulI { d, a, b } => MulI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        DivI { d, a, b } => DivI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        ModI { d, a, b } => ModI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        AndI { d, a, b } => AndI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        OrI { d, a, b } => OrI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        XorI { d, a, b } => XorI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        ShlI { d, a, b } => ShlI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        ShrI { d, a, b } => ShrI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
         NegI { d, s } => NegI { d: f(d), s: f(s) },
         NotI { d, s } => NotI { d: f(d), s: f(s) },
-        AddF { d, a, b } => AddF { d: f(d), a: f(a), b: f(b) },
-        SubF { d, a, b } => SubF { d: f(d), a: f(a), b: f(b) },
-        MulF { d, a, b } => MulF { d: f(d), a: f(a), b: f(b) },
-        DivF { d, a, b } => DivF { d: f(d), a: f(a), b: f(b) },
-        ModF { d, a, b } => ModF { d: f(d), a: f(a), b: f(b) },
-        PowF { d, a, b } => PowF { d: f(d), a: f(a), b: f(b) },
+        AddF { d, a, b } => AddF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        SubF { d, a, b } => SubF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        MulF { d, a, b } => MulF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        DivF { d, a, b } => DivF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        ModF { d, a, b } => ModF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        PowF { d, a, b } => PowF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
         NegF { d, s } => NegF { d: f(d), s: f(s) },
-        Cat { d, a, b } => Cat { d: f(d), a: f(a), b: f(b) },
-        CmpI { d, a, b, c } => CmpI { d: f(d), a: f(a), b: f(b), c },
-        CmpIK { d, a, k, c } => CmpIK { d: f(d), a: f(a), k, c },
-        CmpF { d, a, b, c } => CmpF { d: f(d), a: f(a), b: f(b), c },
-        CmpS { d, a, b, c } => CmpS { d: f(d), a: f(a), b: f(b), c },
+        Cat { d, a, b } => Cat {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+        },
+        CmpI { d, a, b, c } => CmpI {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+            c,
+        },
+        CmpIK { d, a, k, c } => CmpIK {
+            d: f(d),
+            a: f(a),
+            k,
+            c,
+        },
+        CmpF { d, a, b, c } => CmpF {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+            c,
+        },
+        CmpS { d, a, b, c } => CmpS {
+            d: f(d),
+            a: f(a),
+            b: f(b),
+            c,
+        },
         I2F { d, s } => I2F { d: f(d), s: f(s) },
         F2I { d, s } => F2I { d: f(d), s: f(s) },
         I2S { d, s } => I2S { d: f(d), s: f(s) },
@@ -187,10 +318,29 @@ fn map_regs(op: Op, f: impl Fn(Reg) -> Reg) -> Op {
         Jz { c, t } => Jz { c: f(c), t },
         Jnz { c, t } => Jnz { c: f(c), t },
         JnCmpIK { a, k, c, t } => JnCmpIK { a: f(a), k, c, t },
-        JnCmpI { a, b, c, t } => JnCmpI { a: f(a), b: f(b), c, t },
-        ForIK { v, step, k, c, t } => ForIK { v: f(v), step, k, c, t },
-        Call { f: func, a, d } => Call { f: func, a: f(a), d: f(d) },
-        Native { n, a, d } => Native { n, a: f(a), d: f(d) },
+        JnCmpI { a, b, c, t } => JnCmpI {
+            a: f(a),
+            b: f(b),
+            c,
+            t,
+        },
+        ForIK { v, step, k, c, t } => ForIK {
+            v: f(v),
+            step,
+            k,
+            c,
+            t,
+        },
+        Call { f: func, a, d } => Call {
+            f: func,
+            a: f(a),
+            d: f(d),
+        },
+        Native { n, a, d } => Native {
+            n,
+            a: f(a),
+            d: f(d),
+        },
         Ret { s } => Ret { s: f(s) },
         End => End,
     }
@@ -235,17 +385,17 @@ impl Cx<'_> {
     }
 
     fn patch(&mut self, at: usize, target: u32) {
-        if let Some(op) = self.code.get_mut(at) {
-            match op {
-                Op::Jmp { t }
-                | Op::Loop { t }
-                | Op::Jz { t, .. }
-                | Op::Jnz { t, .. }
-                | Op::JnCmpIK { t, .. }
-                | Op::JnCmpI { t, .. }
-                | Op::ForIK { t, .. } => *t = target,
-                _ => {}
-            }
+        if let Some(
+            Op::Jmp { t }
+            | Op::Loop { t }
+            | Op::Jz { t, .. }
+            | Op::Jnz { t, .. }
+            | Op::JnCmpIK { t, .. }
+            | Op::JnCmpI { t, .. }
+            | Op::ForIK { t, .. },
+        ) = self.code.get_mut(at)
+        {
+            *t = target;
         }
     }
 
@@ -505,7 +655,9 @@ impl Cx<'_> {
                 Ok(())
             }
             ExprKind::Null => self.err(e.span, "Null (Blitz Types) is not supported"),
-            ExprKind::Field { .. } => self.err(e.span, "field access (Blitz Types) is not supported"),
+            ExprKind::Field { .. } => {
+                self.err(e.span, "field access (Blitz Types) is not supported")
+            }
             ExprKind::Unsupported { what } => {
                 let m = format!("{what} is not supported");
                 self.err(e.span, m)
@@ -542,7 +694,11 @@ impl Cx<'_> {
                 }
                 (BinOp::Sub, _) => {
                     let a = self.operand(l, Ty::Int)?;
-                    self.emit(Op::AddIK { d, a, k: k.wrapping_neg() });
+                    self.emit(Op::AddIK {
+                        d,
+                        a,
+                        k: k.wrapping_neg(),
+                    });
                     return Ok(());
                 }
                 (_, Some(c)) => {
@@ -622,7 +778,10 @@ impl Cx<'_> {
         if let Some(&(slot, ty, ndims)) = self.decls.arrays.get(&key) {
             if !want_value {
                 return self
-                    .err(span, format!("{} is an array: an element is not a statement", name.name))
+                    .err(
+                        span,
+                        format!("{} is an array: an element is not a statement", name.name),
+                    )
                     .map(|()| (0, ty));
             }
             self.check_tag(name, ty, "array")?;
@@ -630,7 +789,11 @@ impl Cx<'_> {
                 return self
                     .err(
                         span,
-                        format!("array {} has {ndims} dimension(s), not {}", name.name, args.len()),
+                        format!(
+                            "array {} has {ndims} dimension(s), not {}",
+                            name.name,
+                            args.len()
+                        ),
                     )
                     .map(|()| (0, ty));
             }
@@ -639,22 +802,29 @@ impl Cx<'_> {
             for (n, a) in args.iter().enumerate() {
                 self.expr_to(a, i + n as u16, Ty::Int)?;
             }
-            self.emit(Op::ALoad { d, m: self.m, a: slot, i });
+            self.emit(Op::ALoad {
+                d,
+                m: self.m,
+                a: slot,
+                i,
+            });
             return Ok((d, ty));
         }
         let callee = match self.set.resolve_call(self.m, &key) {
             Ok(Some(c)) => c,
             Ok(None) => {
-                let hint = if self.locals.contains_key(&key) || self.decls.globals.contains_key(&key) {
-                    format!("{} is a variable, not a function", name.name)
-                } else {
-                    format!("unknown function or command `{}`", name.name)
-                };
+                let hint =
+                    if self.locals.contains_key(&key) || self.decls.globals.contains_key(&key) {
+                        format!("{} is a variable, not a function", name.name)
+                    } else {
+                        format!("unknown function or command `{}`", name.name)
+                    };
                 return self.err(span, hint).map(|()| (0, Ty::Int));
             }
             Err(m) => return self.err(span, m).map(|()| (0, Ty::Int)),
         };
-        let (params, ret, shown): (Vec<(Ty, Option<Value>)>, Option<Ty>, String) = match &callee {
+        type Sig = (Vec<(Ty, Option<Value>)>, Option<Ty>, String);
+        let (params, ret, shown): Sig = match &callee {
             Callee::Func(f) => (
                 f.params.iter().map(|p| (p.ty, p.default.clone())).collect(),
                 Some(f.ret),
@@ -675,7 +845,13 @@ impl Cx<'_> {
                 return self
                     .err(
                         name.span,
-                        format!("{shown} returns {} ({}), not {} ({})", r.name(), r.tag(), t.name(), t.tag()),
+                        format!(
+                            "{shown} returns {} ({}), not {} ({})",
+                            r.name(),
+                            r.tag(),
+                            t.name(),
+                            t.tag()
+                        ),
                     )
                     .map(|()| (0, Ty::Int));
             }
@@ -688,10 +864,16 @@ impl Cx<'_> {
         }
         if want_value && ret.is_none() {
             return self
-                .err(span, format!("{shown} does not return a value and cannot be used in an expression"))
+                .err(
+                    span,
+                    format!("{shown} does not return a value and cannot be used in an expression"),
+                )
                 .map(|()| (0, Ty::Int));
         }
-        let min = params.iter().position(|p| p.1.is_some()).unwrap_or(params.len());
+        let min = params
+            .iter()
+            .position(|p| p.1.is_some())
+            .unwrap_or(params.len());
         if args.len() < min || args.len() > params.len() {
             let want = if min == params.len() {
                 format!("{min}")
@@ -708,7 +890,11 @@ impl Cx<'_> {
         let rty = ret.unwrap_or(Ty::Int);
         let d = dst.unwrap_or_else(|| self.tmp());
         // The result register must be below the argument block (the callee's window).
-        let d = if d >= TEMP_BASE && d >= TEMP_BASE + self.next_temp { self.tmp() } else { d };
+        let d = if d >= TEMP_BASE && d >= TEMP_BASE + self.next_temp {
+            self.tmp()
+        } else {
+            d
+        };
         let a = self.tmp_block(params.len());
         for (n, (ty, default)) in params.iter().enumerate() {
             let r = a + n as u16;
@@ -823,12 +1009,9 @@ impl Cx<'_> {
                     }
                     Some(c) => {
                         self.line = c.span.line;
-                        let jt = match self.cond_jump(c, true) {
-                            Ok(j) => j,
-                            Err(()) => {
-                                self.close_loop(&[]);
-                                return Err(());
-                            }
+                        let Ok(jt) = self.cond_jump(c, true) else {
+                            self.close_loop(&[]);
+                            return Err(());
                         };
                         self.emit(Op::Loop { t: top });
                         self.close_loop(&[jt]);
@@ -843,7 +1026,9 @@ impl Cx<'_> {
                 step,
                 body,
             } => self.for_loop(var, from, to, step.as_ref(), body, s.span),
-            StmtKind::ForEach { .. } => self.err(s.span, "For … Each (Blitz Types) is not supported"),
+            StmtKind::ForEach { .. } => {
+                self.err(s.span, "For … Each (Blitz Types) is not supported")
+            }
             StmtKind::Exit => {
                 if self.loops.is_empty() {
                     return self.err(s.span, "Exit outside a loop");
@@ -875,7 +1060,10 @@ impl Cx<'_> {
                 for v in vars {
                     let k = v.name.key();
                     if self.locals.contains_key(&k) {
-                        let _ = self.err(v.name.span, format!("Local {} is already declared", v.name.name));
+                        let _ = self.err(
+                            v.name.span,
+                            format!("Local {} is already declared", v.name.name),
+                        );
                         continue;
                     }
                     let tag = match tag_ty(&v.name.tag) {
@@ -900,8 +1088,14 @@ impl Cx<'_> {
                 }
                 Ok(())
             }
-            StmtKind::Global(_) => self.err(s.span, "Global may only be declared at the top level of a script"),
-            StmtKind::Const(_) => self.err(s.span, "Const may only be declared at the top level of a script"),
+            StmtKind::Global(_) => self.err(
+                s.span,
+                "Global may only be declared at the top level of a script",
+            ),
+            StmtKind::Const(_) => self.err(
+                s.span,
+                "Const may only be declared at the top level of a script",
+            ),
             StmtKind::Dim(arrays) => {
                 for a in arrays {
                     let k = a.name.key();
@@ -921,7 +1115,11 @@ impl Cx<'_> {
                     if a.dims.len() != ndims {
                         let _ = self.err(
                             a.name.span,
-                            format!("array {} has {ndims} dimension(s), not {}", a.name.name, a.dims.len()),
+                            format!(
+                                "array {} has {ndims} dimension(s), not {}",
+                                a.name.name,
+                                a.dims.len()
+                            ),
                         );
                         continue;
                     }
@@ -931,7 +1129,11 @@ impl Cx<'_> {
                         ok &= self.expr_to(e, i + n as u16, Ty::Int).is_ok();
                     }
                     if ok {
-                        self.emit(Op::Redim { m: self.m, a: slot, i });
+                        self.emit(Op::Redim {
+                            m: self.m,
+                            a: slot,
+                            i,
+                        });
                     }
                 }
                 Ok(())
@@ -969,7 +1171,9 @@ impl Cx<'_> {
                     self.emit(Op::SetG { m: self.m, g, s: t });
                     Ok(())
                 }
-                Some(Var::Const(_)) => self.err(id.span, format!("cannot assign to Const {}", id.name)),
+                Some(Var::Const(_)) => {
+                    self.err(id.span, format!("cannot assign to Const {}", id.name))
+                }
                 Some(Var::Host(_)) => {
                     // Host globals are read-only here: the write is dropped.
                     self.expr(value).map(|_| ())
@@ -989,13 +1193,23 @@ impl Cx<'_> {
             LValue::Index { name, indices } => {
                 let k = name.key();
                 let Some(&(slot, ty, ndims)) = self.decls.arrays.get(&k) else {
-                    return self.err(name.span, format!("{} is not an array (declare it with Dim at the top level)", name.name));
+                    return self.err(
+                        name.span,
+                        format!(
+                            "{} is not an array (declare it with Dim at the top level)",
+                            name.name
+                        ),
+                    );
                 };
                 self.check_tag(name, ty, "array")?;
                 if indices.len() != ndims {
                     return self.err(
                         span,
-                        format!("array {} has {ndims} dimension(s), not {}", name.name, indices.len()),
+                        format!(
+                            "array {} has {ndims} dimension(s), not {}",
+                            name.name,
+                            indices.len()
+                        ),
                     );
                 }
                 let i = self.tmp_block(ndims);
@@ -1004,7 +1218,12 @@ impl Cx<'_> {
                 }
                 let v = self.tmp();
                 self.expr_to(value, v, ty)?;
-                self.emit(Op::AStore { m: self.m, a: slot, i, s: v });
+                self.emit(Op::AStore {
+                    m: self.m,
+                    a: slot,
+                    i,
+                    s: v,
+                });
                 Ok(())
             }
             LValue::Field { .. } => self.err(span, "field access (Blitz Types) is not supported"),
@@ -1025,9 +1244,24 @@ impl Cx<'_> {
                 if self.expr_to(v, t, ty).is_ok() {
                     let d = self.tmp();
                     let op = match ty {
-                        Ty::Int => Op::CmpI { d, a: s, b: t, c: Cmp::Eq },
-                        Ty::Float => Op::CmpF { d, a: s, b: t, c: Cmp::Eq },
-                        Ty::Str => Op::CmpS { d, a: s, b: t, c: Cmp::Eq },
+                        Ty::Int => Op::CmpI {
+                            d,
+                            a: s,
+                            b: t,
+                            c: Cmp::Eq,
+                        },
+                        Ty::Float => Op::CmpF {
+                            d,
+                            a: s,
+                            b: t,
+                            c: Cmp::Eq,
+                        },
+                        Ty::Str => Op::CmpS {
+                            d,
+                            a: s,
+                            b: t,
+                            c: Cmp::Eq,
+                        },
                     };
                     self.emit(op);
                     js.push(self.emit(Op::Jnz { c: d, t: 0 }));
@@ -1077,7 +1311,12 @@ impl Cx<'_> {
                 self.check_tag(var, t, "Global")?;
                 Var::Global(g, t)
             }
-            Some(_) => return self.err(var.span, format!("{} cannot be a For loop variable", var.name)),
+            Some(_) => {
+                return self.err(
+                    var.span,
+                    format!("{} cannot be a For loop variable", var.name),
+                );
+            }
             None => {
                 let ty = match tag_ty(&var.tag) {
                     Ok(Some(t)) => t,
@@ -1114,7 +1353,11 @@ impl Cx<'_> {
             Var::Global(g, _) => {
                 let t = self.tmp();
                 self.expr_to(from, t, ty)?;
-                self.emit(Op::SetG { m: self.m, g: *g, s: t });
+                self.emit(Op::SetG {
+                    m: self.m,
+                    g: *g,
+                    s: t,
+                });
             }
             _ => {}
         }
@@ -1146,7 +1389,11 @@ impl Cx<'_> {
             Var::Local(r, _) => *r,
             Var::Global(g, _) => {
                 let t = self.tmp();
-                self.emit(Op::GetG { d: t, m: self.m, g: *g });
+                self.emit(Op::GetG {
+                    d: t,
+                    m: self.m,
+                    g: *g,
+                });
                 t
             }
             _ => 0,
@@ -1173,7 +1420,11 @@ impl Cx<'_> {
             Var::Local(r, _) => *r,
             Var::Global(g, _) => {
                 let t = self.tmp();
-                self.emit(Op::GetG { d: t, m: self.m, g: *g });
+                self.emit(Op::GetG {
+                    d: t,
+                    m: self.m,
+                    g: *g,
+                });
                 t
             }
             _ => 0,
@@ -1182,14 +1433,26 @@ impl Cx<'_> {
             Value::Float(f) => {
                 let k = self.tmp();
                 self.emit(Op::KFloat { d: k, v: f });
-                self.emit(Op::AddF { d: cur, a: cur, b: k });
+                self.emit(Op::AddF {
+                    d: cur,
+                    a: cur,
+                    b: k,
+                });
             }
             other => {
-                self.emit(Op::AddIK { d: cur, a: cur, k: other.to_int() });
+                self.emit(Op::AddIK {
+                    d: cur,
+                    a: cur,
+                    k: other.to_int(),
+                });
             }
         }
         if let Var::Global(g, _) = &target {
-            self.emit(Op::SetG { m: self.m, g: *g, s: cur });
+            self.emit(Op::SetG {
+                m: self.m,
+                g: *g,
+                s: cur,
+            });
         }
         self.emit(Op::Loop { t: top });
         self.close_loop(&[exit_jump]);

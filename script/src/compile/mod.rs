@@ -21,7 +21,9 @@ mod func;
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::{self, Item, Span, Tag};
-use crate::bytecode::{ArrayInfo, Func, FuncId, GlobalInfo, ModuleId, ModuleInfo, ParamInfo, ScriptSet};
+use crate::bytecode::{
+    ArrayInfo, Func, FuncId, GlobalInfo, ModuleId, ModuleInfo, ParamInfo, ScriptSet,
+};
 use crate::error::{Diagnostic, Severity};
 use crate::natives::{self, NativeSig};
 use crate::value::{RStr, Ty, Value};
@@ -230,7 +232,10 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
             diags.push(Diagnostic::error(
                 &file,
                 Span::new(1, 1),
-                format!("another script is already named `{}` (names are case-insensitive)", f.name),
+                format!(
+                    "another script is already named `{}` (names are case-insensitive)",
+                    f.name
+                ),
             ));
             continue;
         }
@@ -249,7 +254,11 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         .filter_map(|(i, k)| Some((k.clone(), ModuleId::try_from(i).ok()?)))
         .collect();
     if keys.len() > usize::from(ModuleId::MAX) {
-        diags.push(Diagnostic::error("(scripts)", Span::new(1, 1), "too many scripts"));
+        diags.push(Diagnostic::error(
+            "(scripts)",
+            Span::new(1, 1),
+            "too many scripts",
+        ));
         return Compiled {
             set,
             diagnostics: diags,
@@ -269,10 +278,10 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         let mid = ModuleId::try_from(mi).unwrap_or(ModuleId::MAX);
         let before = diags.len();
         let decls = declare(&file, mid, key, module, &mut cx.funcs, &mut diags);
-        if has_error(&diags[before..]) {
-            if let Some(o) = module_ok.get_mut(mi) {
-                *o = false;
-            }
+        if has_error(&diags[before..])
+            && let Some(o) = module_ok.get_mut(mi)
+        {
+            *o = false;
         }
         cx.modules.push(decls);
     }
@@ -283,15 +292,23 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         let file = format!("{}.rsl", f.name);
         let mid = ModuleId::try_from(mi).unwrap_or(ModuleId::MAX);
         let uses = cx.decls(mid).map(|d| d.uses.clone()).unwrap_or_default();
-        let written = cx.decls(mid).map(|d| d.uses_written.clone()).unwrap_or_default();
+        let written = cx
+            .decls(mid)
+            .map(|d| d.uses_written.clone())
+            .unwrap_or_default();
         for (i, (u, span)) in uses.iter().enumerate() {
             if !by_key.contains_key(u) {
-                let w = written.get(i).cloned().unwrap_or_else(|| format!("{u}.rcm"));
+                let w = written
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{u}.rcm"));
                 let stem = w.rsplit_once('.').map_or(w.as_str(), |(s, _)| s).to_owned();
                 diags.push(Diagnostic::error(
                     &file,
                     *span,
-                    format!("module {w:?} not found: there is no {stem}.rsl in this Scripts folder"),
+                    format!(
+                        "module {w:?} not found: there is no {stem}.rsl in this Scripts folder"
+                    ),
                 ));
                 if let Some(o) = module_ok.get_mut(mi) {
                     *o = false;
@@ -301,8 +318,12 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         match closure_of(&cx, mid) {
             Ok(c) => closures.push(c),
             Err(cycle) => {
-                let span = uses.first().map_or(Span::new(1, 1), |u| u.1);
-                diags.push(Diagnostic::error(&file, span, format!("Using cycle: {cycle}")));
+                let span = uses.first().map_or_else(|| Span::new(1, 1), |u| u.1);
+                diags.push(Diagnostic::error(
+                    &file,
+                    span,
+                    format!("Using cycle: {cycle}"),
+                ));
                 if let Some(o) = module_ok.get_mut(mi) {
                     *o = false;
                 }
@@ -324,7 +345,13 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
             if let Some(n) = natives::lookup(k)
                 && (!n.rc_core || d.uses_core)
             {
-                clashes.push((fd.span, format!("Function {} has the name of the command {}", fd.name, n.name)));
+                clashes.push((
+                    fd.span,
+                    format!(
+                        "Function {} has the name of the command {}",
+                        fd.name, n.name
+                    ),
+                ));
             }
             for (u, _) in &d.uses {
                 if let Some(&um) = by_key.get(u)
@@ -332,7 +359,11 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                 {
                     clashes.push((
                         fd.span,
-                        format!("Function {} is also defined by {}.rsl, which this script uses", fd.name, cx.key_name(um)),
+                        format!(
+                            "Function {} is also defined by {}.rsl, which this script uses",
+                            fd.name,
+                            cx.key_name(um)
+                        ),
                     ));
                 }
             }
@@ -357,7 +388,8 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         for item in &module.items {
             match item {
                 Item::Function(fun) => {
-                    let Some(&fid) = cx.decls(mid).and_then(|d| d.funcs.get(&fun.name.key())) else {
+                    let Some(&fid) = cx.decls(mid).and_then(|d| d.funcs.get(&fun.name.key()))
+                    else {
                         continue;
                     };
                     let Some(decl) = cx.funcs.get(fid as usize) else {
@@ -366,7 +398,15 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                     if decl.span != fun.span {
                         continue; // a duplicate definition, already reported
                     }
-                    let out = func::compile_function(&cx, mid, &file, decl, &fun.body, &mut strings, &mut diags);
+                    let out = func::compile_function(
+                        &cx,
+                        mid,
+                        &file,
+                        decl,
+                        &fun.body,
+                        &mut strings,
+                        &mut diags,
+                    );
                     if let Some(slot) = funcs.get_mut(fid as usize) {
                         *slot = Some(out);
                     }
@@ -389,7 +429,15 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                 ret: Ty::Int,
                 span: first.span,
             };
-            let _ = func::compile_function(&cx, mid, &file, &main, &top_level, &mut strings, &mut diags);
+            let _ = func::compile_function(
+                &cx,
+                mid,
+                &file,
+                &main,
+                &top_level,
+                &mut strings,
+                &mut diags,
+            );
         }
         if has_error(&diags[before..])
             && let Some(o) = module_ok.get_mut(mi)
@@ -401,7 +449,10 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
     // A module is runnable only if everything in its closure is.
     let ok_final: Vec<bool> = closures
         .iter()
-        .map(|c| c.iter().all(|&m| module_ok.get(usize::from(m)).copied().unwrap_or(false)))
+        .map(|c| {
+            c.iter()
+                .all(|&m| module_ok.get(usize::from(m)).copied().unwrap_or(false))
+        })
         .collect();
 
     for (mi, ((f, key, _, _), decls)) in parsed.iter().zip(cx.modules.iter()).enumerate() {
@@ -482,7 +533,12 @@ fn visit(
     path.push(m);
     let uses: Vec<ModuleId> = cx
         .decls(m)
-        .map(|d| d.uses.iter().filter_map(|(u, _)| cx.by_key.get(u).copied()).collect())
+        .map(|d| {
+            d.uses
+                .iter()
+                .filter_map(|(u, _)| cx.by_key.get(u).copied())
+                .collect()
+        })
         .unwrap_or_default();
     for u in uses {
         visit(cx, u, path, done, out)?;
@@ -532,13 +588,23 @@ fn declare(
                     d.uses.push((u, *span));
                 }
             }
-            Item::Include { span, .. } => err(*span, "Include is not supported: put shared functions in a module and use it with Using".into()),
-            Item::Type { span, .. } => err(*span, "Blitz Types (Type … End Type) are not supported".into()),
+            Item::Include { span, .. } => err(
+                *span,
+                "Include is not supported: put shared functions in a module and use it with Using"
+                    .into(),
+            ),
+            Item::Type { span, .. } => err(
+                *span,
+                "Blitz Types (Type … End Type) are not supported".into(),
+            ),
             Item::Const(vars) => {
                 for v in vars {
                     let k = v.name.key();
                     if !names.insert(k.clone()) {
-                        err(v.name.span, format!("`{}` is already declared", v.name.name));
+                        err(
+                            v.name.span,
+                            format!("`{}` is already declared", v.name.name),
+                        );
                         continue;
                     }
                     let tag = match tag_ty(&v.name.tag) {
@@ -561,7 +627,13 @@ fn declare(
                             d.consts.insert(k, val);
                         }
                         Some(Err(m)) => err(init.span, m),
-                        None => err(init.span, format!("the value of Const {} must be a constant expression", v.name.name)),
+                        None => err(
+                            init.span,
+                            format!(
+                                "the value of Const {} must be a constant expression",
+                                v.name.name
+                            ),
+                        ),
                     }
                 }
             }
@@ -569,7 +641,10 @@ fn declare(
                 for v in vars {
                     let k = v.name.key();
                     if !names.insert(k.clone()) {
-                        err(v.name.span, format!("`{}` is already declared", v.name.name));
+                        err(
+                            v.name.span,
+                            format!("`{}` is already declared", v.name.name),
+                        );
                         continue;
                     }
                     let tag = match tag_ty(&v.name.tag) {
@@ -588,13 +663,21 @@ fn declare(
                                 continue;
                             }
                             None => {
-                                err(e.span, format!("the initial value of Global {} must be a constant expression", v.name.name));
+                                err(
+                                    e.span,
+                                    format!(
+                                        "the initial value of Global {} must be a constant expression",
+                                        v.name.name
+                                    ),
+                                );
                                 continue;
                             }
                         },
                     };
                     // BriskVM's inference: an untagged Global takes its initialiser's type.
-                    let ty = tag.or_else(|| init.as_ref().map(Value::ty)).unwrap_or(Ty::Int);
+                    let ty = tag
+                        .or_else(|| init.as_ref().map(Value::ty))
+                        .unwrap_or(Ty::Int);
                     let init = init.map_or_else(|| ty.zero(), |v| v.convert(ty));
                     let Ok(slot) = u16::try_from(d.global_list.len()) else {
                         err(v.name.span, "too many Globals".into());
@@ -611,7 +694,10 @@ fn declare(
                 for a in arrays {
                     let k = a.name.key();
                     if !names.insert(k.clone()) {
-                        err(a.name.span, format!("`{}` is already declared", a.name.name));
+                        err(
+                            a.name.span,
+                            format!("`{}` is already declared", a.name.name),
+                        );
                         continue;
                     }
                     let ty = match tag_ty(&a.name.tag) {
@@ -692,13 +778,22 @@ fn declare(
                         }
                     };
                     if !seen_p.insert(p.name.key()) {
-                        err(p.name.span, format!("parameter {} appears twice", p.name.name));
+                        err(
+                            p.name.span,
+                            format!("parameter {} appears twice", p.name.name),
+                        );
                         bad = true;
                     }
                     let default = match &p.default {
                         None => {
                             if had_default {
-                                err(p.name.span, format!("parameter {} needs a default: an earlier one has one", p.name.name));
+                                err(
+                                    p.name.span,
+                                    format!(
+                                        "parameter {} needs a default: an earlier one has one",
+                                        p.name.name
+                                    ),
+                                );
                                 bad = true;
                             }
                             None

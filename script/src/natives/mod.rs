@@ -373,7 +373,11 @@ mod tests {
                 "duplicate {}",
                 s.name
             );
-            assert!(variants.insert(s.native), "duplicate variant {:?}", s.native);
+            assert!(
+                variants.insert(s.native),
+                "duplicate variant {:?}",
+                s.native
+            );
         }
     }
 

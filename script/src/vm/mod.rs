@@ -174,6 +174,9 @@ pub struct Vm {
     pub(crate) banks: Banks,
     /// The module whose function was entered (its closure has globals).
     pub(crate) entry_module: u16,
+    /// Whether the last stop was at a loop's back edge (the frame's pc is then the loop's
+    /// head, not the instruction after the one that stopped).
+    pub(crate) at_back_edge: bool,
 }
 
 macro_rules! bad {
@@ -239,6 +242,7 @@ impl Vm {
             park: false,
             banks: Banks::default(),
             entry_module: func.module,
+            at_back_edge: false,
         };
         let closure = set
             .modules
@@ -311,7 +315,11 @@ impl Vm {
             .get(usize::from(func.module))
             .map(|m| m.file.clone())
             .unwrap_or_default();
-        let pc = (f.pc as usize).saturating_sub(1);
+        let pc = if self.at_back_edge {
+            f.pc as usize
+        } else {
+            (f.pc as usize).saturating_sub(1)
+        };
         (file, func.lines.get(pc).copied().unwrap_or(0))
     }
 
@@ -371,6 +379,7 @@ impl Vm {
         budget: &mut u64,
     ) -> Result<Exit, RuntimeError> {
         let mut left = *budget;
+        self.at_back_edge = false;
         let r = self.exec_inner(set, host, &mut left);
         *budget = left;
         r
@@ -455,10 +464,12 @@ impl Vm {
                     pc = $t as usize;
                     if self.park {
                         save!();
+                        self.at_back_edge = true;
                         return Ok(Exit::Parked);
                     }
                     if *budget == 0 {
                         save!();
+                        self.at_back_edge = true;
                         return Ok(Exit::Budget);
                     }
                     *budget -= 1;
@@ -585,10 +596,7 @@ impl Vm {
                     Op::PowF { d, a, b } => setv!(d, Value::Float(ops::pow_f(ff!(a), ff!(b)))),
                     Op::NegF { d, s } => setv!(d, Value::Float(-ff!(s))),
                     Op::Cat { d, a, b } => {
-                        let v = t!(ops::concat(
-                            o!(gets(regs, r!(a))),
-                            o!(gets(regs, r!(b)))
-                        ));
+                        let v = t!(ops::concat(o!(gets(regs, r!(a))), o!(gets(regs, r!(b)))));
                         setv!(d, Value::Str(v));
                     }
                     Op::CmpI { d, a, b, c } => {
@@ -613,10 +621,15 @@ impl Vm {
                     }
                     Op::F2S { d, s } => {
                         let v = ff!(s);
-                        setv!(d, Value::Str(RStr::from_vec(float_to_string(v).into_bytes())));
+                        setv!(
+                            d,
+                            Value::Str(RStr::from_vec(float_to_string(v).into_bytes()))
+                        );
                     }
                     Op::S2I { d, s } => seti!(d, atoi(o!(gets(regs, r!(s))).as_bytes())),
-                    Op::S2F { d, s } => setv!(d, Value::Float(atof(o!(gets(regs, r!(s))).as_bytes()))),
+                    Op::S2F { d, s } => {
+                        setv!(d, Value::Float(atof(o!(gets(regs, r!(s))).as_bytes())))
+                    }
                     Op::Jmp { t } => pc = t as usize,
                     Op::Loop { t } => back_edge!(t),
                     Op::Jz { c, t } => {

@@ -102,7 +102,10 @@ impl Vm {
                 .map(|&m| {
                     (
                         key(m),
-                        self.globals.get(usize::from(m)).cloned().unwrap_or_default(),
+                        self.globals
+                            .get(usize::from(m))
+                            .cloned()
+                            .unwrap_or_default(),
                     )
                 })
                 .collect(),
@@ -147,6 +150,7 @@ impl Vm {
             park: saved.park,
             banks: saved.banks.clone(),
             entry_module,
+            at_back_edge: false,
         };
         if vm.regs.len() > super::MAX_REGS || saved.frames.len() > super::MAX_DEPTH {
             return Err(corrupt("too large"));
@@ -155,8 +159,13 @@ impl Vm {
             if !pinned(&f.module) {
                 return Err(corrupt("a frame of an unpinned module"));
             }
-            let (_, info) = set.module(&f.module).ok_or_else(|| corrupt("frame module"))?;
-            let &fid = info.funcs.get(&f.func).ok_or_else(|| corrupt("frame function"))?;
+            let (_, info) = set
+                .module(&f.module)
+                .ok_or_else(|| corrupt("frame module"))?;
+            let &fid = info
+                .funcs
+                .get(&f.func)
+                .ok_or_else(|| corrupt("frame function"))?;
             let func = set.func(fid).ok_or_else(|| corrupt("frame function"))?;
             if f.pc as usize > func.code.len() {
                 return Err(corrupt("program counter"));

@@ -72,8 +72,14 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
         bytes: bytes.to_vec(),
     };
     vec![
-        s("Death", include_bytes!("../../worlds/demo/scripts/Death.rsl")),
-        s("LevelUp", include_bytes!("../../worlds/demo/scripts/LevelUp.rsl")),
+        s(
+            "Death",
+            include_bytes!("../../worlds/demo/scripts/Death.rsl"),
+        ),
+        s(
+            "LevelUp",
+            include_bytes!("../../worlds/demo/scripts/LevelUp.rsl"),
+        ),
     ]
 }
 

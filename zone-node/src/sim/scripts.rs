@@ -219,8 +219,19 @@ pub trait ScriptHooks: Send + Sync {
             return;
         };
         let (script, method) = (t.script.clone(), t.method.clone());
-        let method = if method.is_empty() { "Main".to_owned() } else { method };
-        start(st, &script, &method, Some(actor), None, &trigger.to_string());
+        let method = if method.is_empty() {
+            "Main".to_owned()
+        } else {
+            method
+        };
+        start(
+            st,
+            &script,
+            &method,
+            Some(actor),
+            None,
+            &trigger.to_string(),
+        );
     }
 }
 
@@ -262,14 +273,27 @@ fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
 
 /// An item used (`P_ItemScript`) or eaten: `<Script>.<Method or Main>` with the user and
 /// the target (the items code calls this).
-pub fn item_script(st: &mut ZoneState, script: &str, method: &str, user: ActorId, target: Option<ActorId>) -> bool {
+pub fn item_script(
+    st: &mut ZoneState,
+    script: &str,
+    method: &str,
+    user: ActorId,
+    target: Option<ActorId>,
+) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
     start(st, script, method, Some(user), target, "")
 }
 
 /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
 /// `Param` (the spells code calls this).
-pub fn spell_script(st: &mut ZoneState, script: &str, method: &str, caster: ActorId, target: Option<ActorId>, level: u16) -> bool {
+pub fn spell_script(
+    st: &mut ZoneState,
+    script: &str,
+    method: &str,
+    caster: ActorId,
+    target: Option<ActorId>,
+    level: u16,
+) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
     start(st, script, method, Some(caster), target, &level.to_string())
 }

@@ -27,8 +27,8 @@ use super::events::{
     RuntimeId, TransferId, ZoneOutput,
 };
 use super::grid::Grid;
-use super::rng::SimRng;
 use super::instances::{Handle, Scripts};
+use super::rng::SimRng;
 use super::scripts::ScriptHooks;
 
 /// Sentinel index: not linked / no actor.
@@ -928,7 +928,8 @@ impl ZoneState {
     /// one made from its cluster-wide RuntimeID); an NPC gets the zone's next NPC handle.
     fn assign_handle(&mut self, wanted: Handle, player: bool, rid: RuntimeId) -> Handle {
         if player {
-            let ok = |h: Handle| h > 0 && (h as u32) < NPC_HANDLE_BASE && !self.handles.contains_key(&h);
+            let ok =
+                |h: Handle| h > 0 && (h as u32) < NPC_HANDLE_BASE && !self.handles.contains_key(&h);
             if ok(wanted) {
                 return wanted;
             }

@@ -208,7 +208,11 @@ pub fn content_with_scripts(mut content: ZoneContent, files: &[(&str, &[u8])]) -
         .map(|(n, b)| script::compile::SourceFile::new(*n, b.to_vec()))
         .collect();
     let c = script::compile::compile(&files);
-    assert!(!c.has_errors(), "scripts do not compile: {:#?}", c.diagnostics);
+    assert!(
+        !c.has_errors(),
+        "scripts do not compile: {:#?}",
+        c.diagnostics
+    );
     content.scripts = Arc::new(c.set);
     content
 }
@@ -293,7 +297,10 @@ impl SimHarness {
     /// The harness area running these scripts (`(name, source)`); panics if any does not
     /// compile.
     pub fn with_scripts(files: &[(&str, &[u8])]) -> Self {
-        Self::with(ZoneConfig::default(), content_with_scripts(test_content(), files))
+        Self::with(
+            ZoneConfig::default(),
+            content_with_scripts(test_content(), files),
+        )
     }
 
     /// A fresh player character of the harness race at a position.
@@ -397,7 +404,8 @@ impl SimHarness {
             if let ZoneOutput::ScriptStore { req, op } = o {
                 let (result, change) = self.store.answer(op);
                 if *req != 0 {
-                    self.pending.push(ZoneInput::ScriptStoreReply { req: *req, result });
+                    self.pending
+                        .push(ZoneInput::ScriptStoreReply { req: *req, result });
                 }
                 if let Some(c) = change {
                     self.pending.push(ZoneInput::SuperGlobal {
@@ -521,7 +529,10 @@ impl SimHarness {
             .iter()
             .filter_map(|o| match o {
                 ZoneOutput::ScriptError {
-                    message, file, line, ..
+                    message,
+                    file,
+                    line,
+                    ..
                 } => Some((message.clone(), file.clone(), *line)),
                 _ => None,
             })

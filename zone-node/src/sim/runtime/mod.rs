@@ -95,14 +95,21 @@ fn check_entry(st: &mut ZoneState, script: &str, func: &str) -> bool {
             log(
                 st,
                 script,
-                format!("Function {func} not found in {}: the script did not compile", m.file),
+                format!(
+                    "Function {func} not found in {}: the script did not compile",
+                    m.file
+                ),
             );
             st.scripts.stats.missing += 1;
             false
         }
         Some((_, m)) => {
             if set.entry(script, func).is_none() {
-                log(st, script, format!("Function {func} not found in {}", m.file));
+                log(
+                    st,
+                    script,
+                    format!("Function {func} not found in {}", m.file),
+                );
                 st.scripts.stats.missing += 1;
                 false
             } else {
@@ -129,7 +136,16 @@ pub(crate) fn create(st: &mut ZoneState, req: StartRequest) -> Option<InstanceId
         Ok(vm) => vm,
         Err(e) => {
             let (script, func, actor) = (req.script.clone(), req.func.clone(), req.actor);
-            report(st, &script, &func, actor, String::new(), 0, &e.to_string(), ScriptErrorKind::Runtime);
+            report(
+                st,
+                &script,
+                &func,
+                actor,
+                String::new(),
+                0,
+                &e.to_string(),
+                ScriptErrorKind::Runtime,
+            );
             return None;
         }
     };
@@ -144,13 +160,16 @@ pub(crate) fn create(st: &mut ZoneState, req: StartRequest) -> Option<InstanceId
         next_file: 1,
         ..InstanceCx::default()
     };
-    insert(st, Instance {
-        id,
-        vm,
-        cx,
-        wait: Wait::Ready,
-        overruns: 0,
-    });
+    insert(
+        st,
+        Instance {
+            id,
+            vm,
+            cx,
+            wait: Wait::Ready,
+            overruns: 0,
+        },
+    );
     st.scripts.stats.started += 1;
     Some(id)
 }
@@ -292,7 +311,9 @@ pub(crate) fn phase(st: &mut ZoneState) {
             wake(st, id, Value::Int(0));
         }
     }
-    if !st.scripts.item_waiters.is_empty() && now.saturating_sub(st.scripts.last_item_check_ms) >= 1000 {
+    if !st.scripts.item_waiters.is_empty()
+        && now.saturating_sub(st.scripts.last_item_check_ms) >= 1000
+    {
         st.scripts.last_item_check_ms = now;
         natives::waits::check_items(st);
     }
@@ -396,12 +417,26 @@ pub(crate) fn run_one(st: &mut ZoneState, id: InstanceId, total: &mut u64) {
                     let Some(i) = st.scripts.instances.get(&id) else {
                         return;
                     };
-                    (i.cx.script.clone(), i.cx.func.clone(), i.cx.actor, i.vm.location(&set))
+                    (
+                        i.cx.script.clone(),
+                        i.cx.func.clone(),
+                        i.cx.actor,
+                        i.vm.location(&set),
+                    )
                 };
                 let msg = format!(
                     "ended: it ran past its budget of {per} units in {max} scripts phases in a row (a loop with no DoEvents?)"
                 );
-                report(st, &script, &func, actor, file, line, &msg, ScriptErrorKind::Runaway);
+                report(
+                    st,
+                    &script,
+                    &func,
+                    actor,
+                    file,
+                    line,
+                    &msg,
+                    ScriptErrorKind::Runaway,
+                );
                 end(st, id);
             }
         }
@@ -412,7 +447,16 @@ pub(crate) fn run_one(st: &mut ZoneState, id: InstanceId, total: &mut u64) {
                 .get(&id)
                 .map(|i| (i.cx.script.clone(), i.cx.func.clone(), i.cx.actor))
                 .unwrap_or_default();
-            report(st, &script, &func, actor, file, line, &error.to_string(), ScriptErrorKind::Runtime);
+            report(
+                st,
+                &script,
+                &func,
+                actor,
+                file,
+                line,
+                &error.to_string(),
+                ScriptErrorKind::Runtime,
+            );
             end(st, id);
         }
     }
@@ -453,7 +497,11 @@ pub(crate) fn run_to_wait(st: &mut ZoneState, id: InstanceId) {
             .get(&id)
             .map(|i| i.cx.script.clone())
             .unwrap_or_default();
-        log(st, &script, format!("{script} had not finished when its player left; it was ended"));
+        log(
+            st,
+            &script,
+            format!("{script} had not finished when its player left; it was ended"),
+        );
         end(st, id);
     }
 }
@@ -534,11 +582,16 @@ pub(crate) fn actor_freed(st: &mut ZoneState, handle: Handle) {
         .get(&handle)
         .map(|s| s.iter().copied().collect())
         .unwrap_or_default();
-    ids.extend(st.scripts.instances.iter().filter_map(|(id, i)| match &i.wait {
-        Wait::Speak { actor, target } if *actor == handle || *target == handle => Some(*id),
-        Wait::Item { actor, .. } if *actor == handle => Some(*id),
-        _ => None,
-    }));
+    ids.extend(
+        st.scripts
+            .instances
+            .iter()
+            .filter_map(|(id, i)| match &i.wait {
+                Wait::Speak { actor, target } if *actor == handle || *target == handle => Some(*id),
+                Wait::Item { actor, .. } if *actor == handle => Some(*id),
+                _ => None,
+            }),
+    );
     ids.sort_unstable();
     ids.dedup();
     for id in ids {
@@ -553,7 +606,12 @@ fn owned(st: &ZoneState, handle: Handle) -> Vec<InstanceId> {
         .get(&handle)
         .into_iter()
         .flatten()
-        .filter(|id| st.scripts.instances.get(id).is_some_and(|i| i.cx.actor == handle))
+        .filter(|id| {
+            st.scripts
+                .instances
+                .get(id)
+                .is_some_and(|i| i.cx.actor == handle)
+        })
         .copied()
         .collect()
 }
@@ -629,7 +687,12 @@ pub(crate) fn drop_owned(st: &mut ZoneState, player: ActorId) {
 pub(crate) fn transfer_rolled_back(st: &mut ZoneState, player: ActorId) {
     let h = st.handle_of(player);
     for id in owned(st, h) {
-        if st.scripts.instances.get(&id).is_some_and(|i| i.wait == Wait::Transfer) {
+        if st
+            .scripts
+            .instances
+            .get(&id)
+            .is_some_and(|i| i.wait == Wait::Transfer)
+        {
             wake(st, id, Value::Int(0));
         }
     }
@@ -646,13 +709,34 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
     let bundle: ScriptBundle = match rmp_serde::from_slice(bytes) {
         Ok(b) => b,
         Err(e) => {
-            report(st, "", "", h, String::new(), 0, &format!("saved scripts unreadable: {e}"), ScriptErrorKind::Restore);
+            report(
+                st,
+                "",
+                "",
+                h,
+                String::new(),
+                0,
+                &format!("saved scripts unreadable: {e}"),
+                ScriptErrorKind::Restore,
+            );
             return;
         }
     };
     if bundle.version != BUNDLE_VERSION {
-        let msg = format!("saved scripts have format {}, this node reads {BUNDLE_VERSION}", bundle.version);
-        report(st, "", "", h, String::new(), 0, &msg, ScriptErrorKind::Restore);
+        let msg = format!(
+            "saved scripts have format {}, this node reads {BUNDLE_VERSION}",
+            bundle.version
+        );
+        report(
+            st,
+            "",
+            "",
+            h,
+            String::new(),
+            0,
+            &msg,
+            ScriptErrorKind::Restore,
+        );
         return;
     }
     let set = set(st);
@@ -664,7 +748,16 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         let vm = match Vm::restore(&s.vm, &set) {
             Ok(vm) => vm,
             Err(e) => {
-                report(st, &cx.script, &cx.func, h, String::new(), 0, &format!("cannot resume here: {e}"), ScriptErrorKind::Restore);
+                report(
+                    st,
+                    &cx.script,
+                    &cx.func,
+                    h,
+                    String::new(),
+                    0,
+                    &format!("cannot resume here: {e}"),
+                    ScriptErrorKind::Restore,
+                );
                 continue;
             }
         };
@@ -681,7 +774,10 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
             wait: wait.clone(),
             overruns: 0,
         };
-        let resume = matches!(wait, Wait::Transfer | Wait::LoggedOut | Wait::Store { .. } | Wait::Reply { .. });
+        let resume = matches!(
+            wait,
+            Wait::Transfer | Wait::LoggedOut | Wait::Store { .. } | Wait::Reply { .. }
+        );
         if resume {
             // The warp happened, the player is back, or the answer it waited for was lost
             // with the old node: carry on (a lost answer reads as 0 / "").
@@ -693,7 +789,11 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
 }
 
 /// The store answered a request.
-pub(crate) fn store_reply(st: &mut ZoneState, req: u64, result: shared::internal::ScriptStoreResult) {
+pub(crate) fn store_reply(
+    st: &mut ZoneState,
+    req: u64,
+    result: shared::internal::ScriptStoreResult,
+) {
     let Some(id) = st.scripts.requests.remove(&req) else {
         return;
     };

@@ -7,8 +7,8 @@
 //! return the destination (V0 returned the position); `DefaultFactionRating(f1, f2)` rates
 //! `f1` toward `f2` on the -100..100 scale (V0 returned f1's raw rating toward faction 0).
 
-use script::natives::Native;
 use script::RStr;
+use script::natives::Native;
 use shared::proto::{ChatColour, ChatMessageS2C, NameChange, Packet, RepositionActor, XpUpdate};
 use shared::wire::RcString;
 
@@ -36,7 +36,7 @@ fn name_str(s: &str) -> RStr {
     RStr::from_latin1(s)
 }
 
-fn template<'a>(st: &'a ZoneState, id: ActorId) -> Option<&'a TemplateProps> {
+fn template(st: &ZoneState, id: ActorId) -> Option<&TemplateProps> {
     st.get(id).and_then(|a| st.content.template(a.template))
 }
 
@@ -99,7 +99,10 @@ fn set_attribute(h: &mut ZoneHost<'_>, id: ActorId, attr: u8, value: i32) {
 #[allow(clippy::too_many_lines)]
 pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
     let me = h.actor(a.int(0));
-    fn actor_of<'s>(h: &'s ZoneHost<'_>, me: Option<ActorId>) -> Option<&'s crate::sim::state::Actor> {
+    fn actor_of<'s>(
+        h: &'s ZoneHost<'_>,
+        me: Option<ActorId>,
+    ) -> Option<&'s crate::sim::state::Actor> {
         me.and_then(|id| h.st.get(id))
     }
     let get = |h| actor_of(h, me);
@@ -119,34 +122,48 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             };
             float(d)
         }
-        Native::ActorUnderWater => int(i32::from(get(h).is_some_and(|x| x.underwater_ms.is_some()))),
+        Native::ActorUnderWater => {
+            int(i32::from(get(h).is_some_and(|x| x.underwater_ms.is_some())))
+        }
         Native::ActorIsHuman => int(i32::from(get(h).is_some_and(|x| x.is_player()))),
         Native::PlayerInGame => int(i32::from(get(h).is_some_and(|x| x.is_player()))),
         Native::ActorId => {
             let (race, class) = (a.text(0), a.text(1));
-            let mut ids: Vec<&TemplateProps> = h
-                .st
-                .content
-                .templates
-                .values()
-                .filter(|t| t.race.eq_ignore_ascii_case(race.trim()) && t.class.eq_ignore_ascii_case(class.trim()))
-                .collect();
+            let mut ids: Vec<&TemplateProps> =
+                h.st.content
+                    .templates
+                    .values()
+                    .filter(|t| {
+                        t.race.eq_ignore_ascii_case(race.trim())
+                            && t.class.eq_ignore_ascii_case(class.trim())
+                    })
+                    .collect();
             ids.sort_by_key(|t| t.id);
             int(ids.first().map_or(-1, |t| i32::from(t.id)))
         }
         Native::ActorIdFromInstance => int(get(h).map_or(-1, |x| i32::from(x.template))),
         Native::ActorXpMultiplier => {
-            let t = u16::try_from(a.int(0)).ok().and_then(|t| h.st.content.template(t));
+            let t = u16::try_from(a.int(0))
+                .ok()
+                .and_then(|t| h.st.content.template(t));
             int(t.map_or(0, |t| t.xp_multiplier))
         }
-        Native::Race => string(me.and_then(|id| template(h.st, id)).map_or(RStr::EMPTY, |t| name_str(&t.race))),
-        Native::Class => string(me.and_then(|id| template(h.st, id)).map_or(RStr::EMPTY, |t| name_str(&t.class))),
+        Native::Race => string(
+            me.and_then(|id| template(h.st, id))
+                .map_or(RStr::EMPTY, |t| name_str(&t.race)),
+        ),
+        Native::Class => string(
+            me.and_then(|id| template(h.st, id))
+                .map_or(RStr::EMPTY, |t| name_str(&t.class)),
+        ),
         Native::Name => string(get(h).map_or(RStr::EMPTY, |x| name_str(&x.name))),
         Native::Tag => string(get(h).map_or(RStr::EMPTY, |x| name_str(&x.tag))),
         Native::SetName | Native::SetTag => {
             let Some(id) = me else { return none() };
             let v: String = a.text(1).chars().filter(|&c| c != '"').collect();
-            let Some(x) = h.st.get_mut(id) else { return none() };
+            let Some(x) = h.st.get_mut(id) else {
+                return none();
+            };
             if n == Native::SetName {
                 x.name = v;
             } else {
@@ -154,8 +171,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             }
             let p = NameChange {
                 runtime_id: x.rid,
-                actor_name: RcString(x.name.chars().map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')).collect()),
-                tag: RcString(x.tag.chars().map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')).collect()),
+                actor_name: RcString(
+                    x.name
+                        .chars()
+                        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+                        .collect(),
+                ),
+                tag: RcString(
+                    x.tag
+                        .chars()
+                        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+                        .collect(),
+                ),
             };
             send_zone(h.st, &p, None);
             none()
@@ -163,33 +190,31 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         Native::FindActor => {
             let name = a.text(0);
             let kind = a.int(1);
-            let found = h
-                .st
-                .chain_members(h.st.zone, crate::sim::state::ChainKind::Zone)
-                .into_iter()
-                .rev()
-                .filter_map(|i| h.st.at(i))
-                .find(|x| {
-                    x.name.eq_ignore_ascii_case(name.trim())
-                        && match kind {
-                            1 => x.is_player(),
-                            2 => !x.is_player(),
-                            _ => true,
-                        }
-                })
-                .map_or(0, |x| x.handle);
+            let found =
+                h.st.chain_members(h.st.zone, crate::sim::state::ChainKind::Zone)
+                    .into_iter()
+                    .rev()
+                    .filter_map(|i| h.st.at(i))
+                    .find(|x| {
+                        x.name.eq_ignore_ascii_case(name.trim())
+                            && match kind {
+                                1 => x.is_player(),
+                                2 => !x.is_player(),
+                                _ => true,
+                            }
+                    })
+                    .map_or(0, |x| x.handle);
             int(found)
         }
         Native::NextActor => {
             // Walks this zone's actors (the zone knows its own), skipping none: offline
             // players are not in a zone.
-            let order: Vec<i32> = h
-                .st
-                .chain_members(h.st.zone, crate::sim::state::ChainKind::Zone)
-                .into_iter()
-                .rev()
-                .filter_map(|i| h.st.at(i).map(|x| x.handle))
-                .collect();
+            let order: Vec<i32> =
+                h.st.chain_members(h.st.zone, crate::sim::state::ChainKind::Zone)
+                    .into_iter()
+                    .rev()
+                    .filter_map(|i| h.st.at(i).map(|x| x.handle))
+                    .collect();
             let v = match me {
                 None => order.first().copied().unwrap_or(0),
                 Some(_) => order
@@ -212,7 +237,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let Some(id) = me else { return none() };
             let c = ingest::clamp_world_coord;
             let (x, y, z) = (c(a.float(1)), c(a.float(2)), c(a.float(3)));
-            let Some(act) = h.st.get_mut(id) else { return none() };
+            let Some(act) = h.st.get_mut(id) else {
+                return none();
+            };
             act.x = x;
             act.y = y;
             act.z = z;
@@ -238,7 +265,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let Some(id) = me else { return none() };
             let yaw = a.float(1);
             let yaw = if yaw.is_finite() { yaw } else { 0.0 };
-            let Some(act) = h.st.get_mut(id) else { return none() };
+            let Some(act) = h.st.get_mut(id) else {
+                return none();
+            };
             act.yaw = yaw;
             let p = RepositionActor::Rotate {
                 runtime_id: act.rid,
@@ -252,7 +281,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         Native::SetActorLevel => {
             let Some(id) = me else { return none() };
             let lvl = u16::try_from(a.int(1).clamp(0, 65535)).unwrap_or(0);
-            let Some(x) = h.st.get_mut(id) else { return none() };
+            let Some(x) = h.st.get_mut(id) else {
+                return none();
+            };
             x.xp = 0;
             x.level = lvl;
             let (rid, player) = (x.rid, x.is_player());
@@ -261,7 +292,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             }
             let mut rest = shared::wire::HexBytes::default();
             rest.0.extend_from_slice(&lvl.to_le_bytes());
-            send_zone(h.st, &XpUpdate::LevelUp { runtime_id: rid, rest }, Some(id));
+            send_zone(
+                h.st,
+                &XpUpdate::LevelUp {
+                    runtime_id: rid,
+                    rest,
+                },
+                Some(id),
+            );
             none()
         }
         Native::GiveXp => {
@@ -272,11 +310,17 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             none()
         }
         Native::GiveKillXp => {
-            let victim = h.actor(a.int(1)).and_then(|id| h.st.get(id)).map(|v| (v.level, v.xp_multiplier));
+            let victim = h
+                .actor(a.int(1))
+                .and_then(|id| h.st.get(id))
+                .map(|v| (v.level, v.xp_multiplier));
             if let (Some(id), Some((vl, mult))) = (me, victim) {
                 let al = h.st.get(id).map_or(1, |x| x.level);
                 let diff = (i32::from(vl) - i32::from(al)).max(1);
-                let xp = diff.saturating_mul(mult).saturating_add(h.st.rng.rand_range(0, 20)).max(0);
+                let xp = diff
+                    .saturating_mul(mult)
+                    .saturating_add(h.st.rng.rand_range(0, 20))
+                    .max(0);
                 kill::give_xp(h.st, id, u32::try_from(xp).unwrap_or(0), false);
             }
             none()
@@ -303,7 +347,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             none()
         }
         Native::ActorTarget => {
-            let t = get(h).and_then(|x| x.ai_target).and_then(|t| h.st.get(t)).map_or(0, |t| t.handle);
+            let t = get(h)
+                .and_then(|x| x.ai_target)
+                .and_then(|t| h.st.get(t))
+                .map_or(0, |t| t.handle);
             int(t)
         }
         Native::SetActorTarget => {
@@ -315,7 +362,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 };
                 x.aggressiveness != 3
                     && y.aggressiveness != 3
-                    && y.ratings.get(usize::from(x.home_faction)).is_some_and(|r| *r < 150)
+                    && y.ratings
+                        .get(usize::from(x.home_faction))
+                        .is_some_and(|r| *r < 150)
             });
             if let Some(x) = h.st.get_mut(id) {
                 x.ai_target = if allowed { target } else { None };
@@ -342,21 +391,26 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             set_leader(h, me, h.actor(a.int(1)));
             none()
         }
-        Native::ActorLeader => int(get(h).and_then(|x| x.leader).map_or(0, |l| h.st.handle_of(l))),
+        Native::ActorLeader => int(get(h)
+            .and_then(|x| x.leader)
+            .map_or(0, |l| h.st.handle_of(l))),
         Native::ActorPets => int(get(h).map_or(0, |x| i32::try_from(x.slaves.len).unwrap_or(0))),
-        Native::ActorMount => int(get(h).and_then(|x| x.mount).map_or(0, |m| h.st.handle_of(m))),
-        Native::ActorRider => int(get(h).and_then(|x| x.rider).map_or(0, |r| h.st.handle_of(r))),
+        Native::ActorMount => int(get(h)
+            .and_then(|x| x.mount)
+            .map_or(0, |m| h.st.handle_of(m))),
+        Native::ActorRider => int(get(h)
+            .and_then(|x| x.rider)
+            .map_or(0, |r| h.st.handle_of(r))),
         Native::FireProjectile => {
             let target = h.actor(a.int(1));
             let name = a.text(2);
-            let proj = h
-                .st
-                .content
-                .world
-                .projectiles
-                .iter()
-                .find(|p| p.name.eq_ignore_ascii_case(name.trim()))
-                .map(|p| p.id);
+            let proj =
+                h.st.content
+                    .world
+                    .projectiles
+                    .iter()
+                    .find(|p| p.name.eq_ignore_ascii_case(name.trim()))
+                    .map(|p| p.id);
             if let (Some(src), Some(dst), Some(p)) = (me, target, proj) {
                 crate::sim::combat::fire_projectile(h.st, p, src, dst);
             }
@@ -379,7 +433,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let (Some(id), Some(i)) = (me, attr_index(h, &a.rstr(1))) else {
                 return none();
             };
-            let cur = h.st.get(id).and_then(|x| x.attr_value(Some(i))).unwrap_or(0);
+            let cur =
+                h.st.get(id)
+                    .and_then(|x| x.attr_value(Some(i)))
+                    .unwrap_or(0);
             let v = if n == Native::SetAttribute {
                 a.int(2)
             } else {
@@ -392,7 +449,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let (Some(id), Some(i)) = (me, attr_index(h, &a.rstr(1))) else {
                 return none();
             };
-            let cur = h.st.get(id).and_then(|x| x.attr_maximum(Some(i))).unwrap_or(0);
+            let cur =
+                h.st.get(id)
+                    .and_then(|x| x.attr_maximum(Some(i)))
+                    .unwrap_or(0);
             let v = if n == Native::SetMaxAttribute {
                 a.int(2)
             } else {
@@ -420,12 +480,24 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         }
         Native::Resistance => {
             let name = a.rstr(1);
-            let i = h.st.content.world.damage_types.iter().position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
-            int(i.and_then(|i| get(h).and_then(|x| x.resist.get(i).copied())).unwrap_or(0))
+            let i =
+                h.st.content
+                    .world
+                    .damage_types
+                    .iter()
+                    .position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
+            int(i
+                .and_then(|i| get(h).and_then(|x| x.resist.get(i).copied()))
+                .unwrap_or(0))
         }
         Native::SetResistance => {
             let name = a.rstr(1);
-            let i = h.st.content.world.damage_types.iter().position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
+            let i =
+                h.st.content
+                    .world
+                    .damage_types
+                    .iter()
+                    .position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
             if let (Some(i), Some(x)) = (i, me.and_then(|id| h.st.get_mut(id)))
                 && let Some(r) = x.resist.get_mut(i)
             {
@@ -461,7 +533,11 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 .party
                 .and_then(|p| h.st.parties.get(p as usize))
                 .and_then(|p| {
-                    let others: Vec<&String> = p.members.iter().filter(|m| !m.eq_ignore_ascii_case(&own)).collect();
+                    let others: Vec<&String> = p
+                        .members
+                        .iter()
+                        .filter(|m| !m.eq_ignore_ascii_case(&own))
+                        .collect();
                     idx.and_then(|i| others.get(i - 1).map(|s| (*s).clone()))
                 });
             // A member in another zone has no handle here.
@@ -506,7 +582,13 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         }
         Native::HomeFaction => {
             let v = get(h)
-                .and_then(|x| h.st.content.world.factions.names.get(usize::from(x.home_faction)))
+                .and_then(|x| {
+                    h.st.content
+                        .world
+                        .factions
+                        .names
+                        .get(usize::from(x.home_faction))
+                })
                 .map_or(RStr::EMPTY, |s| name_str(s));
             string(v)
         }
@@ -525,9 +607,17 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             string(v)
         }
         Native::DefaultFactionRating => {
-            let (f1, f2) = (faction_index(h.st, &a.text(0)), faction_index(h.st, &a.text(1)));
+            let (f1, f2) = (
+                faction_index(h.st, &a.text(0)),
+                faction_index(h.st, &a.text(1)),
+            );
             let v = match (f1, f2) {
-                (Some(f1), Some(f2)) => i32::from(h.st.content.default_rating(u8::try_from(f1).unwrap_or(0), f2)) - 100,
+                (Some(f1), Some(f2)) => {
+                    i32::from(
+                        h.st.content
+                            .default_rating(u8::try_from(f1).unwrap_or(0), f2),
+                    ) - 100
+                }
                 _ => 0,
             };
             int(v)
@@ -555,22 +645,34 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
 /// with its right-click and death scripts; no spawn script runs. Spawning into another
 /// AreaInstance is not possible from here (0, logged).
 fn spawn(h: &mut ZoneHost<'_>, a: Args<'_>) -> NResult {
-    let Some(t) = u16::try_from(a.int(0)).ok().filter(|t| h.st.content.template(*t).is_some()) else {
+    let Some(t) = u16::try_from(a.int(0))
+        .ok()
+        .filter(|t| h.st.content.template(*t).is_some())
+    else {
         return int(0);
     };
     let zone = a.text(1);
     if !zone.trim().eq_ignore_ascii_case(&h.st.content.area.name) {
         let script = h.cx.script.clone();
-        crate::sim::runtime::log(h.st, &script, format!("Spawn into zone {zone:?}: a script can spawn only into its own zone"));
+        crate::sim::runtime::log(
+            h.st,
+            &script,
+            format!("Spawn into zone {zone:?}: a script can spawn only into its own zone"),
+        );
         return int(0);
     }
     let inst = a.int(7);
     if inst != i32::from(h.st.cfg.instance) && inst != 0 {
         let script = h.cx.script.clone();
-        crate::sim::runtime::log(h.st, &script, format!("Spawn into instance {inst}: a script can spawn only into its own instance"));
+        crate::sim::runtime::log(
+            h.st,
+            &script,
+            format!("Spawn into instance {inst}: a script can spawn only into its own instance"),
+        );
         return int(0);
     }
-    let Some(id) = crate::sim::setarea::spawn_npc(h.st, t, a.float(2), a.float(3), a.float(4)) else {
+    let Some(id) = crate::sim::setarea::spawn_npc(h.st, t, a.float(2), a.float(3), a.float(4))
+    else {
         return int(0);
     };
     let (script, death) = (a.text(5), a.text(6));
@@ -603,15 +705,19 @@ fn set_leader(h: &mut ZoneHost<'_>, npc: Option<ActorId>, leader: Option<ActorId
             }
         }
         None => {
-            let wp = h.st.content.area.waypoints.iter().position(|w| w.x.is_finite());
+            let wp =
+                h.st.content
+                    .area
+                    .waypoints
+                    .iter()
+                    .position(|w| w.x.is_finite());
             match wp.and_then(|i| u16::try_from(i).ok()) {
                 Some(w) => {
-                    let (x0, z0) = h
-                        .st
-                        .content
-                        .area
-                        .waypoint(w)
-                        .map_or((0.0, 0.0), |p| (p.x, p.z));
+                    let (x0, z0) =
+                        h.st.content
+                            .area
+                            .waypoint(w)
+                            .map_or((0.0, 0.0), |p| (p.x, p.z));
                     let dx = h.st.rng.rnd(-5.0, 5.0);
                     let dz = h.st.rng.rnd(-5.0, 5.0);
                     if let Some(x) = h.st.get_mut(id) {

@@ -35,7 +35,9 @@ pub fn sandbox(name: &[u8]) -> Result<String, String> {
         return Err("empty file name".into());
     }
     if text.starts_with('/') || text.starts_with('\\') || text.get(1..2) == Some(":") {
-        return Err(format!("{text:?} is an absolute path: script files live in the script store"));
+        return Err(format!(
+            "{text:?} is an absolute path: script files live in the script store"
+        ));
     }
     let mut parts = Vec::new();
     for part in text.split(['/', '\\']) {
@@ -91,7 +93,9 @@ impl ZoneHost<'_> {
 
     fn new_handle(&mut self, f: OpenFile) -> Result<i32, RuntimeError> {
         if self.cx.files.len() >= MAX_OPEN {
-            return Err(RuntimeError::Memory(format!("more than {MAX_OPEN} files open")));
+            return Err(RuntimeError::Memory(format!(
+                "more than {MAX_OPEN} files open"
+            )));
         }
         let h = self.cx.next_file.max(1);
         self.cx.next_file = h.wrapping_add(1).max(1);
@@ -114,7 +118,9 @@ fn named(h: &mut ZoneHost<'_>, a: Args<'_>, i: usize) -> Option<String> {
 fn write_bytes(f: &mut OpenFile, bytes: &[u8]) -> Result<(), RuntimeError> {
     let end = f.pos.saturating_add(bytes.len());
     if end > MAX_FILE {
-        return Err(RuntimeError::Memory(format!("a script file may hold at most {MAX_FILE} bytes")));
+        return Err(RuntimeError::Memory(format!(
+            "a script file may hold at most {MAX_FILE} bytes"
+        )));
     }
     if f.data.len() < end {
         f.data.resize(end, 0);
@@ -129,7 +135,11 @@ fn write_bytes(f: &mut OpenFile, bytes: &[u8]) -> Result<(), RuntimeError> {
 
 fn read_bytes(f: &mut OpenFile, n: usize) -> Vec<u8> {
     let end = f.pos.saturating_add(n).min(f.data.len());
-    let out = f.data.get(f.pos..end).map(<[u8]>::to_vec).unwrap_or_default();
+    let out = f
+        .data
+        .get(f.pos..end)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
     f.pos = end;
     out
 }
@@ -146,7 +156,9 @@ fn le_int(b: &[u8]) -> i32 {
 pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
     match n {
         Native::ReadFile | Native::OpenFile | Native::AppendFile => {
-            let Some(name) = named(h, a, 0) else { return int(0) };
+            let Some(name) = named(h, a, 0) else {
+                return int(0);
+            };
             let append = n == Native::AppendFile;
             h.ask(
                 ScriptStoreOp::ReadFile { name: name.clone() },
@@ -154,7 +166,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             )
         }
         Native::WriteFile => {
-            let Some(name) = named(h, a, 0) else { return int(0) };
+            let Some(name) = named(h, a, 0) else {
+                return int(0);
+            };
             let handle = h.new_handle(OpenFile {
                 name,
                 data: Vec::new(),
@@ -180,15 +194,21 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             }
         }
         Native::DeleteFile => {
-            let Some(name) = named(h, a, 0) else { return none() };
+            let Some(name) = named(h, a, 0) else {
+                return none();
+            };
             h.ask(ScriptStoreOp::DeleteFile { name }, PendingIo::Done)
         }
         Native::CreateDir => {
-            let Some(name) = named(h, a, 0) else { return int(0) };
+            let Some(name) = named(h, a, 0) else {
+                return int(0);
+            };
             h.ask(ScriptStoreOp::CreateDir { name }, PendingIo::Done)
         }
         Native::FileType | Native::FileSize => {
-            let Some(name) = named(h, a, 0) else { return int(0) };
+            let Some(name) = named(h, a, 0) else {
+                return int(0);
+            };
             let p = if n == Native::FileType {
                 PendingIo::FileType
             } else {
@@ -200,7 +220,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let (Some(from), Some(to)) = (named(h, a, 0), named(h, a, 1)) else {
                 return none();
             };
-            h.ask(ScriptStoreOp::ReadFile { name: from }, PendingIo::CopyTo { to })
+            h.ask(
+                ScriptStoreOp::ReadFile { name: from },
+                PendingIo::CopyTo { to },
+            )
         }
         Native::CloseDir => none(),
         Native::CurrentDir => string(RStr::EMPTY),
@@ -208,7 +231,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let v = h.file(a.int(0)).is_none_or(|f| f.pos >= f.data.len());
             int(i32::from(v))
         }
-        Native::FilePos => int(h.file(a.int(0)).map_or(0, |f| i32::try_from(f.pos).unwrap_or(i32::MAX))),
+        Native::FilePos => int(h
+            .file(a.int(0))
+            .map_or(0, |f| i32::try_from(f.pos).unwrap_or(i32::MAX))),
         Native::SeekFile => {
             let to = usize::try_from(a.int(1).max(0)).unwrap_or(0);
             let v = h.file(a.int(0)).map_or(0, |f| {
@@ -218,13 +243,21 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             int(v)
         }
         Native::ReadAvail => int(0),
-        Native::ReadByte => int(h.file(a.int(0)).map_or(0, |f| read_bytes(f, 1).first().map_or(0, |&b| i32::from(b)))),
+        Native::ReadByte => int(h
+            .file(a.int(0))
+            .map_or(0, |f| read_bytes(f, 1).first().map_or(0, |&b| i32::from(b)))),
         Native::ReadShort => int(h.file(a.int(0)).map_or(0, |f| {
             let b = read_bytes(f, 2);
-            i32::from(u16::from_le_bytes([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)]))
+            i32::from(u16::from_le_bytes([
+                b.first().copied().unwrap_or(0),
+                b.get(1).copied().unwrap_or(0),
+            ]))
         })),
         Native::ReadInt => int(h.file(a.int(0)).map_or(0, |f| le_int(&read_bytes(f, 4)))),
-        Native::ReadFloat => float(h.file(a.int(0)).map_or(0.0, |f| f32::from_bits(le_int(&read_bytes(f, 4)) as u32))),
+        Native::ReadFloat => float(
+            h.file(a.int(0))
+                .map_or(0.0, |f| f32::from_bits(le_int(&read_bytes(f, 4)) as u32)),
+        ),
         Native::ReadString => {
             let v = h.file(a.int(0)).map_or_else(Vec::new, |f| {
                 let n = le_int(&read_bytes(f, 4));
@@ -306,7 +339,9 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
     let value = match (pending, result) {
         (PendingIo::Open { name, append }, ScriptStoreResult::File(Some(data))) => {
             let pos = if append { data.len() } else { 0 };
-            let Some(inst) = st.scripts.instances.get_mut(&id) else { return };
+            let Some(inst) = st.scripts.instances.get_mut(&id) else {
+                return;
+            };
             let f = OpenFile {
                 name,
                 data,
@@ -323,7 +358,9 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
             }
         }
         (PendingIo::FileType, ScriptStoreResult::Info { kind, .. }) => i32::from(kind),
-        (PendingIo::FileSize, ScriptStoreResult::Info { size, .. }) => i32::try_from(size).unwrap_or(i32::MAX),
+        (PendingIo::FileSize, ScriptStoreResult::Info { size, .. }) => {
+            i32::try_from(size).unwrap_or(i32::MAX)
+        }
         (PendingIo::CopyTo { to }, ScriptStoreResult::File(Some(data))) => {
             let req = request(st, ScriptStoreOp::WriteFile { name: to, data }, Some(id));
             if let Some(inst) = st.scripts.instances.get_mut(&id) {
@@ -338,33 +375,27 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
     runtime::wake(st, id, Value::Int(value));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::sandbox;
-
-    #[test]
-    fn names_stay_inside_the_store() {
-        assert_eq!(sandbox(b"League1.DATA").as_deref(), Ok("league1.data"));
-        assert_eq!(sandbox(b"Mail\\Bob.txt").as_deref(), Ok("mail/bob.txt"));
-        assert_eq!(sandbox(b"./a//b").as_deref(), Ok("a/b"));
-        for bad in [&b"..\\..\\boot.ini"[..], b"C:\\x", b"/etc/passwd", b"\\x", b"a/../b", b"", b"  ", b"a\x01b", b"a|b", b"."] {
-            assert!(sandbox(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
-}
-
 /// `ReadBytes(bank, file, offset, count)` / `WriteBytes(...)`: between a bank and a file;
 /// the bytes moved.
-pub fn bank_io(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut script::vm::NativeCx<'_>) -> NResult {
+pub fn bank_io(
+    h: &mut ZoneHost<'_>,
+    n: Native,
+    a: Args<'_>,
+    cx: &mut script::vm::NativeCx<'_>,
+) -> NResult {
     let (bank, file, off, count) = (a.int(0), a.int(1), a.int(2), a.int(3));
     let (Ok(off), Ok(count)) = (usize::try_from(off), usize::try_from(count)) else {
         return int(0);
     };
-    let Some(b) = cx.banks.bank_mut(bank) else { return int(0) };
+    let Some(b) = cx.banks.bank_mut(bank) else {
+        return int(0);
+    };
     let Some(end) = off.checked_add(count).filter(|&e| e <= b.len()) else {
         return int(0);
     };
-    let Some(f) = h.cx.files.get_mut(&file) else { return int(0) };
+    let Some(f) = h.cx.files.get_mut(&file) else {
+        return int(0);
+    };
     let moved = if n == Native::ReadBytes {
         let data = read_bytes(f, count);
         if let Some(dst) = b.get_mut(off..off + data.len()) {
@@ -377,4 +408,30 @@ pub fn bank_io(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut script::vm
         src.len()
     };
     int(i32::try_from(moved).unwrap_or(i32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sandbox;
+
+    #[test]
+    fn names_stay_inside_the_store() {
+        assert_eq!(sandbox(b"League1.DATA").as_deref(), Ok("league1.data"));
+        assert_eq!(sandbox(b"Mail\\Bob.txt").as_deref(), Ok("mail/bob.txt"));
+        assert_eq!(sandbox(b"./a//b").as_deref(), Ok("a/b"));
+        for bad in [
+            &b"..\\..\\boot.ini"[..],
+            b"C:\\x",
+            b"/etc/passwd",
+            b"\\x",
+            b"a/../b",
+            b"",
+            b"  ",
+            b"a\x01b",
+            b"a|b",
+            b".",
+        ] {
+            assert!(sandbox(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
 }

@@ -82,7 +82,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             string(RStr::from_latin1(&v))
         }
         Native::PlayerIsGm | Native::PlayerIsDm => {
-            let v = h.actor(a.int(0)).and_then(|id| h.st.get(id)).is_some_and(|x| x.is_player() && x.is_dm);
+            let v = h
+                .actor(a.int(0))
+                .and_then(|id| h.st.get(id))
+                .is_some_and(|x| x.is_player() && x.is_dm);
             int(i32::from(v))
         }
         Native::PlayerIsBanned => {
@@ -94,14 +97,17 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             int(i32::from(v))
         }
         Native::BanPlayer | Native::KickPlayer => {
-            let player = h.actor(a.int(0)).and_then(|id| h.st.get_mut(id)).and_then(|x| {
-                if n == Native::BanPlayer
-                    && let Some(p) = x.player_data.as_mut()
-                {
-                    p.banned = true;
-                }
-                x.player
-            });
+            let player = h
+                .actor(a.int(0))
+                .and_then(|id| h.st.get_mut(id))
+                .and_then(|x| {
+                    if n == Native::BanPlayer
+                        && let Some(p) = x.player_data.as_mut()
+                    {
+                        p.banned = true;
+                    }
+                    x.player
+                });
             if let Some(player) = player {
                 let action = if n == Native::BanPlayer {
                     AccountAction::Ban

@@ -81,7 +81,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if let Some(x) = h.st.get_mut(id) {
                 x.gender = g;
             }
-            send_zone(h.st, &AppearanceUpdate::Gender { runtime_id: rid, gender: g }, None);
+            send_zone(
+                h.st,
+                &AppearanceUpdate::Gender {
+                    runtime_id: rid,
+                    gender: g,
+                },
+                None,
+            );
             none()
         }
         Native::SetActorBeard => {
@@ -91,7 +98,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 if let Some(x) = h.st.get_mut(id) {
                     x.beard = u16::from(v);
                 }
-                send_zone(h.st, &AppearanceUpdate::Beard { runtime_id: rid, beard: v }, None);
+                send_zone(
+                    h.st,
+                    &AppearanceUpdate::Beard {
+                        runtime_id: rid,
+                        beard: v,
+                    },
+                    None,
+                );
             }
             none()
         }
@@ -100,7 +114,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if let Some(x) = h.st.get_mut(id) {
                 x.hair = u16::from(v);
             }
-            send_zone(h.st, &AppearanceUpdate::Hair { runtime_id: rid, hair: v }, None);
+            send_zone(
+                h.st,
+                &AppearanceUpdate::Hair {
+                    runtime_id: rid,
+                    hair: v,
+                },
+                None,
+            );
             none()
         }
         Native::SetActorFace => {
@@ -108,7 +129,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if let Some(x) = h.st.get_mut(id) {
                 x.face = u16::from(v);
             }
-            send_zone(h.st, &AppearanceUpdate::Face { runtime_id: rid, face: v }, None);
+            send_zone(
+                h.st,
+                &AppearanceUpdate::Face {
+                    runtime_id: rid,
+                    face: v,
+                },
+                None,
+            );
             none()
         }
         Native::SetActorClothes => {
@@ -116,13 +144,27 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if let Some(x) = h.st.get_mut(id) {
                 x.body = u16::from(v);
             }
-            send_zone(h.st, &AppearanceUpdate::Body { runtime_id: rid, body: v }, None);
+            send_zone(
+                h.st,
+                &AppearanceUpdate::Body {
+                    runtime_id: rid,
+                    body: v,
+                },
+                None,
+            );
             none()
         }
         Native::ChangeActor => {
-            let Some(t) = u16::try_from(a.int(1)).ok().and_then(|t| h.st.content.template(t).cloned()) else {
+            let Some(t) = u16::try_from(a.int(1))
+                .ok()
+                .and_then(|t| h.st.content.template(t).cloned())
+            else {
                 let script = h.cx.script.clone();
-                crate::sim::runtime::log(h.st, &script, format!("ChangeActor: no actor template {}", a.int(1)));
+                crate::sim::runtime::log(
+                    h.st,
+                    &script,
+                    format!("ChangeActor: no actor template {}", a.int(1)),
+                );
                 return none();
             };
             if let Some(x) = h.st.get_mut(id) {
@@ -136,7 +178,14 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 x.default_damage_type = t.default_damage_type;
                 x.gender = allowed_gender(t.genders, x.gender);
             }
-            send_zone(h.st, &AppearanceUpdate::ChangeActor { runtime_id: rid, template_id: t.id }, None);
+            send_zone(
+                h.st,
+                &AppearanceUpdate::ChangeActor {
+                    runtime_id: rid,
+                    template_id: t.id,
+                },
+                None,
+            );
             none()
         }
         Native::AnimateActor => {

@@ -99,7 +99,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
         return not_supported(n);
     }
     if sig.kind != Kind::Host {
-        return Err(RuntimeError::Internal(format!("{} is not a host native", sig.name)));
+        return Err(RuntimeError::Internal(format!(
+            "{} is not a host native",
+            sig.name
+        )));
     }
     let a = Args(args);
     match n {

@@ -43,7 +43,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
         }
         Native::FlushDebugLog => none(),
         Native::Goto | Native::GotoIf => {
-            let msg = format!("{}:{}: The GoTo command is no longer supported", cx.file, cx.line);
+            let msg = format!(
+                "{}:{}: The GoTo command is no longer supported",
+                cx.file, cx.line
+            );
             runtime::log(h.st, &h.cx.script, msg);
             none()
         }
@@ -112,7 +115,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
             match super::waits::record(h, n, a) {
                 Some(w) => h.cx.record = Some(w),
                 None => {
-                    let msg = format!("{}:{}: the wait record was refused (invalid actor or template)", cx.file, cx.line);
+                    let msg = format!(
+                        "{}:{}: the wait record was refused (invalid actor or template)",
+                        cx.file, cx.line
+                    );
                     runtime::log(h.st, &h.cx.script, msg);
                 }
             }

@@ -20,9 +20,15 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             Native::WaitItem => "WaitItem: the actor does not exist",
             _ => "WaitSpeak: an actor does not exist",
         };
-        return Err(RuntimeError::Ended(format!("{what}, so the wait could never end")));
+        return Err(RuntimeError::Ended(format!(
+            "{what}, so the wait could never end"
+        )));
     };
-    if let Wait::Item { actor, item, amount } = &w
+    if let Wait::Item {
+        actor,
+        item,
+        amount,
+    } = &w
         && holds(h.st, *actor, item, *amount)
     {
         return int(0);
@@ -99,7 +105,11 @@ pub fn check_items(st: &mut ZoneState) {
     let ids: Vec<InstanceId> = st.scripts.item_waiters.iter().copied().collect();
     for id in ids {
         let (actor, ok) = match st.scripts.instances.get(&id).map(|i| &i.wait) {
-            Some(Wait::Item { actor, item, amount }) => (*actor, holds(st, *actor, item, *amount)),
+            Some(Wait::Item {
+                actor,
+                item,
+                amount,
+            }) => (*actor, holds(st, *actor, item, *amount)),
             _ => {
                 st.scripts.item_waiters.remove(&id);
                 continue;
@@ -128,7 +138,10 @@ pub fn parked(st: &mut ZoneState, id: InstanceId) -> (Wait, Option<u64>) {
         2 => {
             let elapsed = super::scr::millisecs(now).wrapping_sub(inst.cx.wait_start);
             let left = i64::from(inst.cx.wait_time) - i64::from(elapsed);
-            (Wait::Mailbox, Some(now + u64::try_from(left.max(0)).unwrap_or(0)))
+            (
+                Wait::Mailbox,
+                Some(now + u64::try_from(left.max(0)).unwrap_or(0)),
+            )
         }
         _ => (Wait::Mailbox, None),
     }

@@ -17,7 +17,13 @@ use crate::sim::state::{ActorId, ChainKind, ZoneState};
 
 /// Apply a `Warp`: SetArea to the named portal (portal 0 when none matches).
 pub fn do_warp(st: &mut ZoneState, actor: ActorId, area: &str, instance: u16, portal: &str) {
-    crate::sim::setarea::set_area(st, actor, area, instance, &Arrival::PortalNamed(portal.to_owned()));
+    crate::sim::setarea::set_area(
+        st,
+        actor,
+        area,
+        instance,
+        &Arrival::PortalNamed(portal.to_owned()),
+    );
 }
 
 /// The canonical name of an area of the world (case-insensitive lookup).
@@ -30,7 +36,8 @@ fn area_name(st: &ZoneState, name: &str) -> Option<String> {
 }
 
 fn here(st: &ZoneState, area: &str, instance: i32) -> bool {
-    area.trim().eq_ignore_ascii_case(&st.content.area.name) && instance == i32::from(st.cfg.instance)
+    area.trim().eq_ignore_ascii_case(&st.content.area.name)
+        && instance == i32::from(st.cfg.instance)
 }
 
 /// The zone's wall clock (Unix ms): the configured epoch plus the zone's time.
@@ -61,7 +68,10 @@ const MONTHS: [&str; 12] = [
 pub fn real_date(unix_ms: u64) -> String {
     let days = i64::try_from(unix_ms / 86_400_000).unwrap_or(0);
     let (y, m, d) = civil(days);
-    let mon = MONTHS.get(m.saturating_sub(1) as usize).copied().unwrap_or("Jan");
+    let mon = MONTHS
+        .get(m.saturating_sub(1) as usize)
+        .copied()
+        .unwrap_or("Jan");
     format!("{d:02} {mon} {y}")
 }
 
@@ -75,13 +85,19 @@ pub fn real_time(unix_ms: u64) -> String {
 pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
     match n {
         Native::Warp => {
-            let Some(actor) = h.actor(a.int(0)) else { return none() };
+            let Some(actor) = h.actor(a.int(0)) else {
+                return none();
+            };
             let Some(area) = area_name(h.st, &a.text(1)) else {
                 return none();
             };
-            let instance = u16::try_from(a.int(3)).ok().filter(|&i| i < 100).unwrap_or(0);
+            let instance = u16::try_from(a.int(3))
+                .ok()
+                .filter(|&i| i < 100)
+                .unwrap_or(0);
             let portal = a.text(2);
-            let same = area.eq_ignore_ascii_case(&h.st.content.area.name) && instance == h.st.cfg.instance;
+            let same =
+                area.eq_ignore_ascii_case(&h.st.content.area.name) && instance == h.st.cfg.instance;
             let own = h.cx.actor == a.int(0) && h.st.get(actor).is_some_and(|x| x.is_player());
             if own && !same {
                 // The script goes with its player: it waits until the handoff settles and
@@ -102,11 +118,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             none()
         }
         Native::ActorZone => {
-            let v = h.actor(a.int(0)).map(|_| h.st.content.area.name.clone()).unwrap_or_default();
+            let v = h
+                .actor(a.int(0))
+                .map(|_| h.st.content.area.name.clone())
+                .unwrap_or_default();
             text(&v)
         }
-        Native::ActorZoneInstance => int(h.actor(a.int(0)).map_or(0, |_| i32::from(h.st.cfg.instance))),
-        Native::ActorOutdoors => int(h.actor(a.int(0)).map_or(0, |_| i32::from(h.st.content.area.outdoors))),
+        Native::ActorZoneInstance => int(h
+            .actor(a.int(0))
+            .map_or(0, |_| i32::from(h.st.cfg.instance))),
+        Native::ActorOutdoors => int(h
+            .actor(a.int(0))
+            .map_or(0, |_| i32::from(h.st.content.area.outdoors))),
         Native::ZoneOutdoors => {
             // Fix: Realm Crafter compared the name with the upper-cased argument
             // case-sensitively, so only all-caps zone names matched.
@@ -120,15 +143,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             int(i32::from(v.unwrap_or(false)))
         }
         Native::ActorInTrigger => {
-            let v = h.actor(a.int(0)).and_then(|id| h.st.get(id)).is_some_and(|x| {
-                usize::try_from(a.int(1))
-                    .ok()
-                    .and_then(|t| h.st.content.area.triggers.get(t))
-                    .is_some_and(|t| {
-                        let (dx, dy, dz) = (x.x - t.x, x.y - t.y, x.z - t.z);
-                        dx * dx + dy * dy + dz * dz < t.size * t.size
-                    })
-            });
+            let v = h
+                .actor(a.int(0))
+                .and_then(|id| h.st.get(id))
+                .is_some_and(|x| {
+                    usize::try_from(a.int(1))
+                        .ok()
+                        .and_then(|t| h.st.content.area.triggers.get(t))
+                        .is_some_and(|t| {
+                            let (dx, dy, dz) = (x.x - t.x, x.y - t.y, x.z - t.z);
+                            dx * dx + dy * dy + dz * dz < t.size * t.size
+                        })
+                });
             int(i32::from(v))
         }
         Native::FirstActorInZone => {
@@ -140,19 +166,31 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             int(v)
         }
         Native::NextActorInZone => {
-            let Some(id) = h.actor(a.int(0)) else { return int(0) };
+            let Some(id) = h.actor(a.int(0)) else {
+                return int(0);
+            };
             let next = h.st.link(id.idx, ChainKind::Zone).next;
-            let next = if h.st.at(next).is_some() { next } else { h.st.zone.first };
-            int(h.st.at(next).map_or(a.int(0), |x| x.handle))
+            let next = if h.st.at(next).is_some() {
+                next
+            } else {
+                h.st.zone.first
+            };
+            int(h.st.at(next).map_or_else(|| a.int(0), |x| x.handle))
         }
         Native::ActorsInZone | Native::PlayersInZone => {
             let players_only = n == Native::PlayersInZone;
             let (zone, inst) = (a.text(0), a.int(1));
             if here(h.st, &zone, inst) {
-                let v = if players_only { h.st.online.len } else { h.st.zone.len };
+                let v = if players_only {
+                    h.st.online.len
+                } else {
+                    h.st.zone.len
+                };
                 return int(i32::try_from(v).unwrap_or(i32::MAX));
             }
-            let Some(area) = area_name(h.st, &zone) else { return int(0) };
+            let Some(area) = area_name(h.st, &zone) else {
+                return int(0);
+            };
             h.ask_int(ScriptStoreOp::CountActors {
                 area,
                 instance: inst,
@@ -172,7 +210,11 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         Native::CreateZoneInstance => {
             let Some(area) = area_name(h.st, &a.text(0)) else {
                 let script = h.cx.script.clone();
-                runtime::log(h.st, &script, format!("CreateZoneInstance: no zone named {:?}", a.text(0)));
+                runtime::log(
+                    h.st,
+                    &script,
+                    format!("CreateZoneInstance: no zone named {:?}", a.text(0)),
+                );
                 return int(0);
             };
             let instance = u16::try_from(a.int(1).max(0)).unwrap_or(0);
@@ -186,10 +228,11 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if let (Some(area), Ok(instance)) = (area_name(h.st, &a.text(0)), u16::try_from(inst))
                 && instance > 0
             {
-                h.st.outputs.push(crate::sim::events::ZoneOutput::ScriptStore {
-                    req: 0,
-                    op: ScriptStoreOp::RemoveInstance { area, instance },
-                });
+                h.st.outputs
+                    .push(crate::sim::events::ZoneOutput::ScriptStore {
+                        req: 0,
+                        op: ScriptStoreOp::RemoveInstance { area, instance },
+                    });
             }
             none()
         }
@@ -207,7 +250,9 @@ impl ZoneHost<'_> {
         let req = self.st.scripts.next_request;
         self.st.scripts.next_request += 1;
         self.st.scripts.requests.insert(req, self.id);
-        self.st.outputs.push(crate::sim::events::ZoneOutput::ScriptStore { req, op });
+        self.st
+            .outputs
+            .push(crate::sim::events::ZoneOutput::ScriptStore { req, op });
         self.cx.pending_io = Some(PendingIo::Int);
         self.suspend(Wait::Store { req })
     }

@@ -1,0 +1,272 @@
+//! A game's script on the cluster (issue 18): a `Persistent(1)` `WaitKill` quest started by
+//! an In-game Command keeps counting after its player crosses to another zone node and
+//! back, and after the node that hosts the player is killed: the player comes back from
+//! its last checkpoint with the quest, which finishes on the surviving node. Also the demo
+//! world's own `Death.rsl` (a `DoEvents` wait, then Health and a warp) runs on a node.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use client::{CloseCode, Connection, Event};
+use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir};
+use tokio::time::Instant;
+
+/// Stag (passive) in the demo world.
+const STAG: u16 = 2;
+
+const QUEST: &str = "; A quest for the cluster test: three stags, counted wherever the player is.\r
+Function Quest()\r
+\tPersistent(1)\r
+\tOutput(Actor(), \"quest: kill three stags\")\r
+\tWaitKill(Actor(), 2, 1)\r
+\tOutput(Actor(), \"quest: one down\")\r
+\tWaitKill(Actor(), 2, 1)\r
+\tOutput(Actor(), \"quest: two down\")\r
+\tWaitKill(Actor(), 2, 1)\r
+\tOutput(Actor(), \"quest: done on \" + ActorZone(Actor()))\r
+End Function\r
+";
+
+/// The stags a player has seen, kept from its events.
+#[derive(Default)]
+struct Hunter {
+    stags: HashMap<u16, (f32, f32, f32)>,
+    area: String,
+    at: (f32, f32, f32),
+    arrivals: u32,
+    chat: Vec<String>,
+}
+
+impl Hunter {
+    fn observe(&mut self, e: &Event) {
+        match e {
+            Event::ActorAppeared {
+                runtime_id,
+                template_id,
+                position,
+                ..
+            } if *template_id == STAG => {
+                self.stags.insert(*runtime_id, *position);
+            }
+            Event::ActorMoved {
+                runtime_id, x, z, ..
+            } => {
+                if let Some(p) = self.stags.get_mut(runtime_id) {
+                    (p.0, p.2) = (*x, *z);
+                }
+            }
+            Event::ActorGone { runtime_id } | Event::ActorDied { runtime_id, .. } => {
+                self.stags.remove(runtime_id);
+            }
+            Event::AreaChanged { area, position, .. } => {
+                // A new area (or the same one rebuilt elsewhere): its actors come anew.
+                self.stags.clear();
+                self.area.clone_from(area);
+                self.at = *position;
+                self.arrivals += 1;
+            }
+            Event::Chat { text, .. } => self.chat.push(text.clone()),
+            _ => {}
+        }
+    }
+
+    /// Pump events until a chat line containing `needle` (bounded).
+    async fn chat_line(&mut self, c: &mut Connection, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.chat.iter().find(|l| l.contains(needle)) {
+                let l = l.clone();
+                self.chat.retain(|x| !x.contains(needle));
+                return l;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no chat line with {needle:?}; saw {:?}",
+                self.chat
+            );
+            if let Ok(e) = tokio::time::timeout(left, c.next_event()).await {
+                self.observe(&e.expect("the connection is up"));
+            }
+        }
+    }
+
+    /// Attack stags until one dies by this player's hand (bounded).
+    async fn kill_a_stag(&mut self, c: &mut Connection) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut attack = tokio::time::interval(Duration::from_millis(300));
+        let mut target: Option<u16> = None;
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no stag killed; seen {:?}",
+                self.stags
+            );
+            tokio::select! {
+                _ = attack.tick() => {
+                    if let Some((&rid, &(x, y, z))) = target
+                        .and_then(|t| self.stags.get_key_value(&t))
+                        .or_else(|| self.stags.iter().next())
+                    {
+                        target = Some(rid);
+                        c.move_to(x + 1.0, y, z, true).unwrap();
+                        self.at = (x + 1.0, y, z);
+                        c.attack(rid).await.unwrap();
+                    }
+                }
+                e = c.next_event() => {
+                    let e = e.unwrap();
+                    let died = matches!(&e, Event::ActorDied { runtime_id, .. } if Some(*runtime_id) == target);
+                    self.observe(&e);
+                    if died {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Walk in steps the speed check accepts until `P_ChangeArea` names `want`.
+async fn walk_through(
+    c: &mut Connection,
+    h: &mut Hunter,
+    from: (f32, f32, f32),
+    to: (f32, f32, f32),
+    want: &str,
+) {
+    let steps = 30;
+    for i in 0..=steps + 10 {
+        let k = (i.min(steps) as f32) / steps as f32;
+        let p = (
+            from.0 + (to.0 - from.0) * k,
+            from.1 + (to.1 - from.1) * k,
+            from.2 + (to.2 - from.2) * k,
+        );
+        c.move_to(p.0, p.1, p.2, true).unwrap();
+        h.at = p;
+        let end = Instant::now() + Duration::from_millis(100);
+        while let Ok(Ok(e)) = tokio::time::timeout_at(end, c.next_event()).await {
+            h.observe(&e);
+            if h.area == want {
+                return;
+            }
+        }
+    }
+    panic!("no P_ChangeArea into {want} walking {from:?} -> {to:?}");
+}
+
+/// The demo world with the quest in its `In-game Commands`, written to a folder.
+fn quest_world(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(&format!("{name}-world"));
+    let world = shared::content::demo_world();
+    shared::content::fs::write_native(&world, &dir).expect("the world is written");
+    std::fs::write(dir.join("scripts").join("In-game Commands.rsl"), QUEST).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
+    let world_dir = quest_world("quest");
+    let mut c = Cluster::start_with_world("quest", &[("n1", 1), ("n2", 64)], &world_dir).await;
+    let meadow_node = c.owner("Meadow", 0).unwrap().0;
+    let world = shared::content::demo_world();
+    let meadow = world.area_by_name("Meadow").unwrap();
+    let portal = meadow
+        .portals
+        .iter()
+        .find(|p| {
+            !p.link_area.is_empty()
+                && c.owner(&p.link_area, 0)
+                    .is_some_and(|(n, _)| n != meadow_node)
+        })
+        .expect("a Meadow portal into the other node")
+        .clone();
+    let far = world.area_by_name(&portal.link_area).unwrap();
+    let back = far
+        .portals
+        .iter()
+        .find(|p| p.link_area == "Meadow" && !p.name.eq_ignore_ascii_case(&portal.link_name))
+        .expect("a road back to Meadow")
+        .clone();
+
+    let (conn, _) = new_player(c.gw.client_addr, "ann").await;
+    conn.close(CloseCode::Normal).await;
+    c.make_dm("ann");
+    let (mut ann, ga) = login_again(c.gw.client_addr, "ann").await;
+    let mut h = Hunter {
+        area: "Meadow".into(),
+        at: (ga.area.x, ga.area.y, ga.area.z),
+        ..Hunter::default()
+    };
+    for i in &ga.packets {
+        h.observe(&Event::from(i.packet.clone()));
+    }
+    ann.command("setattributemax Strength,1000").await.unwrap();
+    ann.command("setattribute Strength,1000").await.unwrap();
+
+    eprintln!("step: start the quest");
+    ann.command("quest").await.unwrap();
+    h.chat_line(&mut ann, "quest: kill three stags", WAIT).await;
+
+    eprintln!("step: the first stag, on {meadow_node}");
+    h.kill_a_stag(&mut ann).await;
+    h.chat_line(&mut ann, "quest: one down", WAIT).await;
+
+    eprintln!(
+        "step: over to {} and back (two cross-node handoffs)",
+        far.name
+    );
+    let from = h.at;
+    walk_through(
+        &mut ann,
+        &mut h,
+        from,
+        (portal.x, portal.y, portal.z),
+        &far.name,
+    )
+    .await;
+    let arrived = h.at;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    walk_through(
+        &mut ann,
+        &mut h,
+        arrived,
+        (back.x, back.y, back.z),
+        "Meadow",
+    )
+    .await;
+
+    eprintln!("step: the second stag, after the handoffs");
+    h.kill_a_stag(&mut ann).await;
+    h.chat_line(&mut ann, "quest: two down", WAIT).await;
+
+    eprintln!("step: a checkpoint, then {meadow_node} dies");
+    // A node with room to take Meadow over.
+    c.spawn_node("n3");
+    c.wait_for("n3 to register", |v| v.nodes.iter().any(|n| n.id == "n3"))
+        .await;
+    // Nodes checkpoint every 500 ms in these tests: wait for one with the second kill.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let saved = c.saved("ann");
+    assert!(!saved.scripts.is_empty(), "the quest is in the checkpoint");
+    let before = h.arrivals;
+    c.kill(&meadow_node);
+    // The gateway puts Ann back in Meadow, rebuilt on a survivor, from her checkpoint.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.arrivals == before || h.area != "Meadow" {
+        assert!(Instant::now() < deadline, "Ann was not put back in Meadow");
+        if let Ok(Ok(e)) = tokio::time::timeout(Duration::from_millis(200), ann.next_event()).await
+        {
+            h.observe(&e);
+        }
+    }
+    assert!(c.owner("Meadow", 0).is_some_and(|(n, _)| n != meadow_node));
+
+    eprintln!("step: the third stag, on the survivor");
+    h.kill_a_stag(&mut ann).await;
+    let done = h.chat_line(&mut ann, "quest: done", WAIT).await;
+    assert_eq!(done, "quest: done on Meadow");
+    ann.close(CloseCode::Normal).await;
+}
