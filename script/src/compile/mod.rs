@@ -141,8 +141,8 @@ impl SetCx {
     }
 
     /// Resolve a function name as seen from module `m`: its own functions, those of the
-    /// modules it uses directly, the natives (RC_Core's only if it uses RC_Core; then also
-    /// the world's own `RC_Core.rsl` functions beyond the built-in ones).
+    /// modules it uses directly, the natives (RC_Core's only if it uses RC_Core, which is
+    /// always the built-in module: a world's own `RC_Core.rsl` is a script like any other).
     pub fn resolve_call(&self, m: ModuleId, key: &str) -> Result<Option<Callee<'_>>, String> {
         let Some(d) = self.decls(m) else {
             return Ok(None);
@@ -178,14 +178,6 @@ impl SetCx {
             && (!n.rc_core || d.uses_core)
         {
             return Ok(Some(Callee::Native(n)));
-        }
-        // The world's RC_Core.rsl may add functions of its own.
-        if d.uses_core
-            && let Some(&cm) = self.by_key.get(RC_CORE)
-            && cm != m
-            && let Some(&f) = self.decls(cm).and_then(|x| x.funcs.get(key))
-        {
-            return Ok(self.funcs.get(f as usize).map(Callee::Func));
         }
         Ok(None)
     }
