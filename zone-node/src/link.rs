@@ -249,6 +249,12 @@ pub async fn run(
             }
             Err(e) => {
                 let _g = span.enter();
+                // Nothing sent on that connection will be answered now: the scripts
+                // waiting for the script store are told at once.
+                let failed = reg.fail_script_store();
+                if failed > 0 {
+                    tracing::warn!(requests = failed, "script store requests failed with the link");
+                }
                 match &e {
                     SessionEnd::Refused(r) => {
                         tracing::error!(reason = %r, "gateway refused this node")
@@ -273,6 +279,7 @@ pub async fn run(
                     return Ok(LinkExit::DrainTimedOut);
                 }
             }
+            reg.expire_script_store(std::time::Instant::now());
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => break,
                 o = out_rx.recv() => match o {
@@ -329,6 +336,11 @@ fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
             ..
         }) => {
             reg.remote_transfer_answer(t.transfer_id, Err("the destination is unreachable".into()));
+        }
+        Outbound::Msg(Msg::ScriptStore { req, .. }) => {
+            // Answered now rather than after a reconnect (never sent, so never answered).
+            Metrics::inc(&reg.metrics.outbound_dropped);
+            reg.script_store_failed(req);
         }
         _ => Metrics::inc(&reg.metrics.outbound_dropped),
     }
@@ -712,7 +724,9 @@ async fn session_loop(
                     write_msg(send, Msg::Drain).await?;
                 }
             }
-            _ = check.tick() => {}
+            _ = check.tick() => {
+                reg.expire_script_store(std::time::Instant::now());
+            }
             r = conn.closed() => return Err(SessionEnd::Lost(r.to_string())),
         }
         if let Some(deadline) = state.drain_deadline {
@@ -847,6 +861,22 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         Msg::TransferAbort { transfer_id } => {
             reg.remote_transfer_decided(transfer_id, false);
             None
+        }
+        Msg::ScriptStoreReply { req, result } => {
+            reg.script_store_reply(req, result);
+            None
+        }
+        Msg::SuperGlobals { values } => {
+            reg.set_superglobals(values);
+            None
+        }
+        Msg::SuperGlobal { slot, value } => {
+            reg.set_superglobal(slot, value);
+            None
+        }
+        Msg::RunScript { key, script, func } => {
+            tracing::info!(instance = %key, %script, %func, "running a script for the gateway");
+            reg.run_script(&key, script, func).err().map(err)
         }
         Msg::Error { code, reason } => {
             tracing::warn!(?code, %reason, "gateway reported an error");

@@ -13,21 +13,23 @@ pub mod decode;
 pub mod schedule;
 pub mod zone;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, ArbiterHandle};
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{
-    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId,
-    TransferDto,
+    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, MAX_SCRIPT_FILE, Msg,
+    RunningInstance, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
 };
 
 use crate::sim::events::{
-    ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut,
+    ZoneInput,
 };
 use crate::sim::{ZoneConfig, ZoneContent};
 
@@ -116,6 +118,12 @@ pub struct Metrics {
     pub stale: AtomicU64,
     /// Outbound messages dropped because the link was closed.
     pub outbound_dropped: AtomicU64,
+    /// Requests the zones sent to the cluster's script store (files, super globals,
+    /// instances).
+    pub script_store_requests: AtomicU64,
+    /// Script store requests answered with an error by this node: the link was down, or
+    /// the gateway did not answer within [`SCRIPT_STORE_TIMEOUT`].
+    pub script_store_errors: AtomicU64,
 }
 
 impl Metrics {
@@ -138,6 +146,24 @@ pub struct InstanceHandle {
     pub inbox: Arc<Inbox>,
     /// Its actor.
     pub addr: Addr<ZoneActor>,
+}
+
+/// How long a zone's script waits for the script store before it is answered with an
+/// error (the gateway answers in milliseconds; this only bounds a lost answer).
+pub const SCRIPT_STORE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a zone's scripts are told when the script store cannot answer.
+pub const STORE_UNAVAILABLE: &str = "script store unavailable";
+
+/// A zone's script store request in flight, by the node-unique id sent to the gateway.
+#[derive(Clone, Debug)]
+struct StoreWait {
+    /// The asking instance.
+    key: InstanceKey,
+    /// The zone's own request id (what its `ScriptStoreReply` must name).
+    req: u64,
+    /// When it is answered with an error if the gateway has not answered.
+    deadline: Instant,
 }
 
 /// Where the answer to a transfer goes.
@@ -258,6 +284,12 @@ pub struct Registry {
     warps: DashMap<SessionId, opentelemetry::Context>,
     next_id: AtomicU64,
     draining: AtomicBool,
+    /// Script store requests waiting for the gateway's answer, by the id sent.
+    store_waits: DashMap<u64, StoreWait>,
+    /// The cluster's super globals (slot → value; empty slots absent), as the gateway
+    /// last said. Held while an instance is created, so a new zone gets every value
+    /// before its first tick and misses no change.
+    superglobals: Mutex<BTreeMap<u8, Vec<u8>>>,
     /// Counters.
     pub metrics: Metrics,
     stats: DashMap<InstanceKey, InstanceStats>,
@@ -287,6 +319,8 @@ impl Registry {
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
             draining: AtomicBool::new(false),
+            store_waits: DashMap::new(),
+            superglobals: Mutex::new(BTreeMap::new()),
             metrics: Metrics::default(),
             stats: DashMap::new(),
         })
@@ -518,7 +552,10 @@ impl Registry {
             datagram_budget: self.cfg.datagram_budget,
             ..ZoneConfig::default()
         };
-        let inbox: Arc<Inbox> = Arc::new(Mutex::new(Vec::new()));
+        // Every super global first, then changes as they come: the lock is held until the
+        // instance is listed, so a change either is in this copy or finds the instance.
+        let globals = self.lock_superglobals();
+        let inbox: Arc<Inbox> = Arc::new(Mutex::new(superglobal_inputs(&globals)));
         let n = self.arbiters.len().max(1);
         let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
         let reg = self.clone();
@@ -538,6 +575,7 @@ impl Registry {
                 addr,
             },
         );
+        drop(globals);
         tracing::info!(node = %self.cfg.node_id, instance = %key, generation, arbiter = i, "instance assigned");
         self.send(Msg::InstanceReady { key, generation });
         Ok(())
@@ -1044,6 +1082,207 @@ impl Registry {
         }
     }
 
+    // ----- the script store --------------------------------------------------------------
+
+    fn lock_superglobals(&self) -> std::sync::MutexGuard<'_, BTreeMap<u8, Vec<u8>>> {
+        match self.superglobals.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// A zone's request to the cluster's script store: sent to the gateway under a
+    /// node-unique id; the answer comes back to that zone under its own `req`. A request
+    /// that cannot be sent, or is not answered in [`SCRIPT_STORE_TIMEOUT`], is answered
+    /// with [`STORE_UNAVAILABLE`], so no script waits forever. `req` 0 wants no answer.
+    pub(crate) fn script_store(&self, key: &InstanceKey, req: u64, op: ScriptStoreOp) {
+        Metrics::inc(&self.metrics.script_store_requests);
+        if let ScriptStoreOp::WriteFile { data, .. } = &op
+            && data.len() > MAX_SCRIPT_FILE
+        {
+            // It would not fit a frame; the zone refuses it first, this is the backstop.
+            if req != 0 {
+                Metrics::inc(&self.metrics.script_store_errors);
+                self.push(
+                    key,
+                    ZoneInput::ScriptStoreReply {
+                        req,
+                        result: ScriptStoreResult::Error(format!(
+                            "a script file may hold at most {MAX_SCRIPT_FILE} bytes"
+                        )),
+                    },
+                );
+            }
+            return;
+        }
+        if req == 0 {
+            self.send(Msg::ScriptStore { req: 0, op });
+            return;
+        }
+        let id = self.next_id();
+        self.store_waits.insert(
+            id,
+            StoreWait {
+                key: key.clone(),
+                req,
+                deadline: Instant::now() + SCRIPT_STORE_TIMEOUT,
+            },
+        );
+        if self
+            .out
+            .send(Outbound::Msg(Msg::ScriptStore { req: id, op }))
+            .is_err()
+        {
+            Metrics::inc(&self.metrics.outbound_dropped);
+            self.script_store_failed(id);
+        }
+    }
+
+    /// The gateway answered a script store request: to the zone that asked, under its own
+    /// request id. An answer for a request already given up on is dropped.
+    pub fn script_store_reply(&self, id: u64, result: ScriptStoreResult) {
+        let Some((_, w)) = self.store_waits.remove(&id) else {
+            tracing::debug!(req = id, "script store answer for a request no longer waiting");
+            return;
+        };
+        self.push(&w.key, ZoneInput::ScriptStoreReply { req: w.req, result });
+    }
+
+    /// A request that will not be answered (not sent: the link is down): answered with
+    /// [`STORE_UNAVAILABLE`] now.
+    pub fn script_store_failed(&self, id: u64) {
+        if let Some((_, w)) = self.store_waits.remove(&id) {
+            self.store_error(w);
+        }
+    }
+
+    fn store_error(&self, w: StoreWait) {
+        Metrics::inc(&self.metrics.script_store_errors);
+        self.push(
+            &w.key,
+            ZoneInput::ScriptStoreReply {
+                req: w.req,
+                result: ScriptStoreResult::Error(STORE_UNAVAILABLE.into()),
+            },
+        );
+    }
+
+    /// The link to the gateway dropped: nothing sent on it will be answered, so every
+    /// waiting request gets [`STORE_UNAVAILABLE`]. Returns how many.
+    pub fn fail_script_store(&self) -> usize {
+        let ids: Vec<u64> = self.store_waits.iter().map(|w| *w.key()).collect();
+        let n = ids.len();
+        for id in ids {
+            self.script_store_failed(id);
+        }
+        n
+    }
+
+    /// Requests past their deadline get [`STORE_UNAVAILABLE`]. Returns how many.
+    pub fn expire_script_store(&self, now: Instant) -> usize {
+        if self.store_waits.is_empty() {
+            return 0;
+        }
+        let late: Vec<u64> = self
+            .store_waits
+            .iter()
+            .filter(|w| now >= w.deadline)
+            .map(|w| *w.key())
+            .collect();
+        let n = late.len();
+        for id in late {
+            if let Some((_, w)) = self.store_waits.remove(&id) {
+                tracing::warn!(instance = %w.key, req = w.req, "the script store did not answer in time");
+                self.store_error(w);
+            }
+        }
+        n
+    }
+
+    /// Script store requests waiting for the gateway.
+    pub fn script_store_waiting(&self) -> usize {
+        self.store_waits.len()
+    }
+
+    /// The gateway's whole set of super globals (after every registration): it replaces
+    /// ours, and every running zone is told each slot that changed (one now empty too).
+    pub fn set_superglobals(&self, values: Vec<(u8, Vec<u8>)>) {
+        let mut globals = self.lock_superglobals();
+        let new: BTreeMap<u8, Vec<u8>> = values
+            .into_iter()
+            .filter(|(slot, value)| *slot < SUPER_GLOBALS && !value.is_empty())
+            .collect();
+        let mut changed: Vec<(u8, Vec<u8>)> = new
+            .iter()
+            .filter(|(slot, value)| globals.get(*slot) != Some(*value))
+            .map(|(slot, value)| (*slot, value.clone()))
+            .collect();
+        changed.extend(
+            globals
+                .keys()
+                .filter(|slot| !new.contains_key(*slot))
+                .map(|slot| (*slot, Vec::new())),
+        );
+        *globals = new;
+        for (slot, value) in changed {
+            self.push_all(&ZoneInput::SuperGlobal { slot, value });
+        }
+    }
+
+    /// One super global changed (any zone of the cluster set it): every running zone
+    /// hears it.
+    pub fn set_superglobal(&self, slot: u8, value: Vec<u8>) {
+        if slot >= SUPER_GLOBALS {
+            Metrics::inc(&self.metrics.refused_msgs);
+            return;
+        }
+        let mut globals = self.lock_superglobals();
+        if value.is_empty() {
+            globals.remove(&slot);
+        } else {
+            globals.insert(slot, value.clone());
+        }
+        self.push_all(&ZoneInput::SuperGlobal { slot, value });
+    }
+
+    /// The super globals as a new (or rebuilt) zone's first inputs.
+    pub fn superglobal_inputs(&self) -> Vec<ZoneInput> {
+        superglobal_inputs(&self.lock_superglobals())
+    }
+
+    /// Push an input to every running instance.
+    fn push_all(&self, input: &ZoneInput) {
+        for h in &self.instances {
+            match h.inbox.lock() {
+                Ok(mut q) => q.push(input.clone()),
+                Err(p) => p.into_inner().push(input.clone()),
+            }
+        }
+    }
+
+    /// Run `script.func` with no actor in a local instance (the cluster's `Startup.Main`).
+    pub fn run_script(
+        &self,
+        key: &InstanceKey,
+        script: String,
+        func: String,
+    ) -> Result<(), RegistryError> {
+        if self.push(key, ZoneInput::RunScript { script, func }) {
+            Ok(())
+        } else {
+            Err(RegistryError::UnknownInstance(key.clone()))
+        }
+    }
+
+    /// A zone's script acts on its player's account (`BanPlayer`, `KickPlayer`): the
+    /// gateway does it.
+    pub(crate) fn account_action(&self, player: PlayerKey, action: AccountAction) {
+        self.send(Msg::AccountAction {
+            session: player.0,
+            action: convert::account_action_to_dto(action),
+        });
+    }
+
     /// Drain: stop taking players, and save and remove every player of every instance.
     /// Returns the number of instances asked.
     pub fn drain_all(&self) -> usize {
@@ -1076,6 +1315,17 @@ pub fn instance_handle(key: &InstanceKey) -> u32 {
 
 fn seed_for(key: &InstanceKey, generation: Generation) -> u64 {
     u64::from(instance_handle(key)) ^ generation.rotate_left(32) ^ 0x5eed
+}
+
+/// The super globals as zone inputs, slot order.
+fn superglobal_inputs(globals: &BTreeMap<u8, Vec<u8>>) -> Vec<ZoneInput> {
+    globals
+        .iter()
+        .map(|(slot, value)| ZoneInput::SuperGlobal {
+            slot: *slot,
+            value: value.clone(),
+        })
+        .collect()
 }
 
 /// Convert a wire `AttachPlayer` into the sim's shapes (helper for the link).
