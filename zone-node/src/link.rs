@@ -924,6 +924,57 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     #[test]
+    fn a_store_request_while_the_link_is_down_is_answered_at_once() {
+        actix::System::new().block_on(async {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let world = shared::content::demo_world();
+            let key = shared::internal::InstanceKey {
+                area: world.areas.first().map(|a| a.name.clone()).unwrap(),
+                instance: 0,
+            };
+            let reg = Registry::new(
+                ShellConfig {
+                    node_id: "t".into(),
+                    tick_ms: 33,
+                    broadcast_ms: 200,
+                    max_catch_up: 3,
+                    persist_every_ms: 60_000,
+                    capacity: 10,
+                    datagram_budget: 1100,
+                    trace_tick_every: 0,
+                },
+                Arc::new(world),
+                tx,
+                Vec::new(),
+            );
+            reg.assign(key.clone(), 1).unwrap();
+            reg.script_store(
+                &key,
+                8,
+                shared::internal::ScriptStoreOp::FileInfo { name: "a".into() },
+            );
+            let mut state = LinkState {
+                unacked: BTreeMap::new(),
+                drain_deadline: None,
+            };
+            // The link is down: what was queued for it meets `offline`.
+            while let Ok(o) = rx.try_recv() {
+                offline(&reg, &mut state, o);
+            }
+            assert_eq!(reg.script_store_waiting(), 0);
+            let inbox = reg.instance(&key).unwrap().inbox;
+            let got = std::mem::take(&mut *inbox.lock().unwrap());
+            assert!(
+                got.iter().any(|i| matches!(i,
+                    crate::sim::events::ZoneInput::ScriptStoreReply { req: 8, result }
+                        if *result == shared::internal::ScriptStoreResult::Error(
+                            crate::actor::STORE_UNAVAILABLE.into()))),
+                "{got:?}"
+            );
+        });
+    }
+
+    #[test]
     fn a_grouped_broadcast_is_stale_once_every_group_has_a_newer_one() {
         let latest = Arc::new(AtomicU64::new(1));
         let first = Outbound::Broadcast {

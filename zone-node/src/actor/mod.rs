@@ -1170,7 +1170,9 @@ impl Registry {
     /// The link to the gateway dropped: nothing sent on it will be answered, so every
     /// waiting request gets [`STORE_UNAVAILABLE`]. Returns how many.
     pub fn fail_script_store(&self) -> usize {
-        let ids: Vec<u64> = self.store_waits.iter().map(|w| *w.key()).collect();
+        let mut ids: Vec<u64> = self.store_waits.iter().map(|w| *w.key()).collect();
+        // In the order they were asked (ids grow).
+        ids.sort_unstable();
         let n = ids.len();
         for id in ids {
             self.script_store_failed(id);
@@ -1183,12 +1185,13 @@ impl Registry {
         if self.store_waits.is_empty() {
             return 0;
         }
-        let late: Vec<u64> = self
+        let mut late: Vec<u64> = self
             .store_waits
             .iter()
             .filter(|w| now >= w.deadline)
             .map(|w| *w.key())
             .collect();
+        late.sort_unstable();
         let n = late.len();
         for id in late {
             if let Some((_, w)) = self.store_waits.remove(&id) {
@@ -1334,4 +1337,206 @@ pub fn attach_from_wire(
     arrival: ArrivalDto,
 ) -> (ActorState, Arrival) {
     (state, arrival)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use tokio::sync::mpsc;
+
+    fn registry() -> (Arc<Registry>, mpsc::UnboundedReceiver<Outbound>, InstanceKey) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cfg = ShellConfig {
+            node_id: "t".into(),
+            tick_ms: 33,
+            broadcast_ms: 200,
+            max_catch_up: 3,
+            persist_every_ms: 60_000,
+            capacity: 10,
+            datagram_budget: 1100,
+            trace_tick_every: 0,
+        };
+        let world = shared::content::demo_world();
+        let key = InstanceKey {
+            area: world.areas.first().map(|a| a.name.clone()).unwrap(),
+            instance: 0,
+        };
+        (Registry::new(cfg, Arc::new(world), tx, Vec::new()), rx, key)
+    }
+
+    /// Everything queued for the link so far.
+    fn sent(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<Msg> {
+        let mut v = Vec::new();
+        while let Ok(o) = rx.try_recv() {
+            match o {
+                Outbound::Msg(m) => v.push(m),
+                Outbound::Envelope(e) => v.push(e.msg),
+                Outbound::Broadcast { .. } => {}
+            }
+        }
+        v
+    }
+
+    /// What the instance's zone will read at its next tick (taken).
+    fn inbox(reg: &Registry, key: &InstanceKey) -> Vec<ZoneInput> {
+        let h = reg.instance(key).unwrap();
+        let mut q = h.inbox.lock().unwrap();
+        std::mem::take(&mut *q)
+    }
+
+    fn replies(inputs: &[ZoneInput]) -> Vec<(u64, ScriptStoreResult)> {
+        inputs
+            .iter()
+            .filter_map(|i| match i {
+                ZoneInput::ScriptStoreReply { req, result } => Some((*req, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    // The zone actors are created inside a System but never run: the test's future does
+    // not yield, so their inboxes hold exactly what the registry pushed.
+
+    #[test]
+    fn a_request_goes_out_under_a_node_id_and_its_answer_comes_back_to_the_zone() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            reg.assign(key.clone(), 1).unwrap();
+            sent(&mut rx);
+            reg.script_store(&key, 5, ScriptStoreOp::ReadFile { name: "a".into() });
+            let id = match sent(&mut rx).as_slice() {
+                [Msg::ScriptStore { req, op }] => {
+                    assert_eq!(op, &ScriptStoreOp::ReadFile { name: "a".into() });
+                    *req
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_ne!(id, 0);
+            assert_eq!(reg.script_store_waiting(), 1);
+            reg.script_store_reply(id, ScriptStoreResult::File(Some(b"x".to_vec())));
+            assert_eq!(
+                replies(&inbox(&reg, &key)),
+                vec![(5, ScriptStoreResult::File(Some(b"x".to_vec())))]
+            );
+            // A second answer for it (or one for an unknown id) goes nowhere.
+            reg.script_store_reply(id, ScriptStoreResult::Done);
+            reg.script_store_reply(id.wrapping_add(99), ScriptStoreResult::Done);
+            assert!(inbox(&reg, &key).is_empty());
+            // Fire and forget: sent with req 0, nothing waits.
+            reg.script_store(
+                &key,
+                0,
+                ScriptStoreOp::SetSuperGlobal {
+                    slot: 1,
+                    value: b"v".to_vec(),
+                },
+            );
+            assert!(matches!(
+                sent(&mut rx).as_slice(),
+                [Msg::ScriptStore { req: 0, .. }]
+            ));
+            assert_eq!(reg.script_store_waiting(), 0);
+            assert_eq!(Metrics::get(&reg.metrics.script_store_requests), 2);
+            assert_eq!(Metrics::get(&reg.metrics.script_store_errors), 0);
+        });
+    }
+
+    #[test]
+    fn no_script_waits_forever_for_the_store() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            reg.assign(key.clone(), 1).unwrap();
+            let info = || ScriptStoreOp::FileInfo { name: "a".into() };
+            reg.script_store(&key, 1, info());
+            reg.script_store(&key, 2, info());
+            // The link drops: both are answered with an error at once.
+            assert_eq!(reg.fail_script_store(), 2);
+            let unavailable = ScriptStoreResult::Error(STORE_UNAVAILABLE.into());
+            assert_eq!(
+                replies(&inbox(&reg, &key)),
+                vec![(1, unavailable.clone()), (2, unavailable.clone())]
+            );
+            // No answer within the deadline: an error too, and not before.
+            reg.script_store(&key, 3, info());
+            assert_eq!(reg.expire_script_store(Instant::now()), 0);
+            let later = Instant::now() + SCRIPT_STORE_TIMEOUT + Duration::from_millis(1);
+            assert_eq!(reg.expire_script_store(later), 1);
+            assert_eq!(replies(&inbox(&reg, &key)), vec![(3, unavailable.clone())]);
+            // The gateway's late answer is dropped.
+            let late = sent(&mut rx)
+                .into_iter()
+                .filter_map(|m| match m {
+                    Msg::ScriptStore { req, .. } => Some(req),
+                    _ => None,
+                })
+                .last()
+                .unwrap();
+            reg.script_store_reply(late, ScriptStoreResult::Info { kind: 1, size: 2 });
+            assert!(replies(&inbox(&reg, &key)).is_empty());
+            // A file too large for the link is refused here.
+            reg.script_store(
+                &key,
+                4,
+                ScriptStoreOp::WriteFile {
+                    name: "big".into(),
+                    data: vec![0; MAX_SCRIPT_FILE + 1],
+                },
+            );
+            assert!(matches!(
+                replies(&inbox(&reg, &key)).as_slice(),
+                [(4, ScriptStoreResult::Error(_))]
+            ));
+            assert_eq!(Metrics::get(&reg.metrics.script_store_errors), 4);
+        });
+    }
+
+    #[test]
+    fn every_zone_gets_the_super_globals_new_ones_first_and_then_each_change() {
+        actix::System::new().block_on(async {
+            let (reg, _rx, key) = registry();
+            reg.set_superglobals(vec![(3, b"three".to_vec()), (7, b"seven".to_vec())]);
+            reg.assign(key.clone(), 1).unwrap();
+            let sg = |slot: u8, v: &[u8]| ZoneInput::SuperGlobal {
+                slot,
+                value: v.to_vec(),
+            };
+            assert_eq!(
+                inbox(&reg, &key),
+                vec![sg(3, b"three"), sg(7, b"seven")]
+            );
+            reg.set_superglobal(9, b"nine".to_vec());
+            assert_eq!(inbox(&reg, &key), vec![sg(9, b"nine")]);
+            // A whole new set (a gateway's, after a reconnect): only the differences,
+            // slots no longer set included (as empty).
+            reg.set_superglobals(vec![(3, b"three".to_vec()), (9, b"NINE".to_vec())]);
+            let mut got = inbox(&reg, &key);
+            got.sort_by_key(|i| match i {
+                ZoneInput::SuperGlobal { slot, .. } => *slot,
+                _ => u8::MAX,
+            });
+            assert_eq!(got, vec![sg(7, b""), sg(9, b"NINE")]);
+            reg.set_superglobal(200, b"x".to_vec());
+            assert!(inbox(&reg, &key).is_empty());
+            assert_eq!(
+                reg.superglobal_inputs(),
+                vec![sg(3, b"three"), sg(9, b"NINE")]
+            );
+            // RunScript reaches the instance; an unknown one is an error.
+            reg.run_script(&key, "Startup".into(), "Main".into()).unwrap();
+            assert_eq!(
+                inbox(&reg, &key),
+                vec![ZoneInput::RunScript {
+                    script: "Startup".into(),
+                    func: "Main".into()
+                }]
+            );
+            let other = InstanceKey {
+                area: key.area.clone(),
+                instance: 9,
+            };
+            assert!(reg.run_script(&other, "Startup".into(), "Main".into()).is_err());
+        });
+    }
 }
