@@ -16,8 +16,7 @@
 use std::collections::BTreeMap;
 
 use shared::internal::{
-    InstanceKey, MAX_SCRIPT_FILE, MAX_SUPER_GLOBAL, SUPER_GLOBALS, ScriptStoreOp,
-    ScriptStoreResult,
+    InstanceKey, MAX_SCRIPT_FILE, MAX_SUPER_GLOBAL, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult,
 };
 
 use crate::directory::{Action, Directory};
@@ -282,7 +281,10 @@ impl ScriptStore {
                 0
             }
         };
-        let total = self.total.saturating_sub(old).saturating_add(len64(data.len()));
+        let total = self
+            .total
+            .saturating_sub(old)
+            .saturating_add(len64(data.len()));
         if total > MAX_TOTAL {
             return Err(ScriptStoreError::StoreFull {
                 name: name.to_owned(),
@@ -348,10 +350,7 @@ impl ScriptStore {
 
     /// Every super global that is not empty, in slot order.
     pub fn globals(&self) -> Vec<(u8, Vec<u8>)> {
-        self.globals
-            .iter()
-            .map(|(s, v)| (*s, v.clone()))
-            .collect()
+        self.globals.iter().map(|(s, v)| (*s, v.clone())).collect()
     }
 
     /// `SetSuperGlobal`: `None` when the value is unchanged.
@@ -487,8 +486,7 @@ pub fn answer(
             let n = area_named(areas, &area).map_or(0u64, |area| {
                 dir.placements()
                     .filter(|(k, _)| {
-                        k.area == area
-                            && (instance == -1 || i32::from(k.instance) == instance)
+                        k.area == area && (instance == -1 || i32::from(k.instance) == instance)
                     })
                     .map(|(_, p)| {
                         let npcs = if players_only { 0 } else { p.npcs };
@@ -588,7 +586,10 @@ mod tests {
             s.write("logs", Vec::new()),
             Err(ScriptStoreError::IsDirectory(_))
         ));
-        assert!(matches!(s.read("logs"), Err(ScriptStoreError::IsDirectory(_))));
+        assert!(matches!(
+            s.read("logs"),
+            Err(ScriptStoreError::IsDirectory(_))
+        ));
         // Nothing lives under a file.
         assert!(matches!(
             s.write("logs/day1.txt/x", Vec::new()),
@@ -601,7 +602,10 @@ mod tests {
             s.create_dir("logs/day1.txt"),
             Err(ScriptStoreError::IsFile(_))
         ));
-        assert!(matches!(s.delete("logs"), Err(ScriptStoreError::NotEmpty(_))));
+        assert!(matches!(
+            s.delete("logs"),
+            Err(ScriptStoreError::NotEmpty(_))
+        ));
         assert!(s.delete("logs/day1.txt").unwrap().is_some());
         assert_eq!(s.info("logs"), Ok((KIND_NONE, 0)));
         assert!(s.delete("saves").unwrap().is_some());
@@ -650,7 +654,10 @@ mod tests {
         assert_eq!(s.globals(), vec![(3, b"x".to_vec()), (5, b"y".to_vec())]);
         assert!(s.set_global(3, Vec::new()).unwrap().is_some());
         assert_eq!(s.globals(), vec![(5, b"y".to_vec())]);
-        assert_eq!(s.set_global(100, Vec::new()), Err(ScriptStoreError::BadSlot(100)));
+        assert_eq!(
+            s.set_global(100, Vec::new()),
+            Err(ScriptStoreError::BadSlot(100))
+        );
         assert!(matches!(
             s.set_global(1, vec![0; MAX_SUPER_GLOBAL + 1]),
             Err(ScriptStoreError::GlobalTooLong { .. })
@@ -712,19 +719,16 @@ mod tests {
         assert_eq!(r, ScriptStoreResult::Done);
         assert_eq!(fx.persist.len(), 1);
         let read = |s: &mut ScriptStore, d: &mut Directory, name: &str| {
-            answer(
-                s,
-                d,
-                &areas,
-                ScriptStoreOp::ReadFile { name: name.into() },
-            )
-            .0
+            answer(s, d, &areas, ScriptStoreOp::ReadFile { name: name.into() }).0
         };
         assert_eq!(
             read(&mut s, &mut d, "a/b.txt"),
             ScriptStoreResult::File(Some(b"hi".to_vec()))
         );
-        assert_eq!(read(&mut s, &mut d, "a/c.txt"), ScriptStoreResult::File(None));
+        assert_eq!(
+            read(&mut s, &mut d, "a/c.txt"),
+            ScriptStoreResult::File(None)
+        );
         assert!(matches!(
             read(&mut s, &mut d, "../x"),
             ScriptStoreResult::Error(e) if e.contains("bad script file name")
@@ -770,9 +774,18 @@ mod tests {
             area: area.into(),
             instance,
         };
-        assert_eq!(ask(&mut d, exists("plains", 0)).0, ScriptStoreResult::Int(1));
-        assert_eq!(ask(&mut d, exists("Plains", 4)).0, ScriptStoreResult::Int(0));
-        assert_eq!(ask(&mut d, exists("Nowhere", 0)).0, ScriptStoreResult::Int(0));
+        assert_eq!(
+            ask(&mut d, exists("plains", 0)).0,
+            ScriptStoreResult::Int(1)
+        );
+        assert_eq!(
+            ask(&mut d, exists("Plains", 4)).0,
+            ScriptStoreResult::Int(0)
+        );
+        assert_eq!(
+            ask(&mut d, exists("Nowhere", 0)).0,
+            ScriptStoreResult::Int(0)
+        );
         let create = |area: &str, instance| ScriptStoreOp::CreateInstance {
             area: area.into(),
             instance,
@@ -780,13 +793,25 @@ mod tests {
         let (r, fx) = ask(&mut d, create("Plains", 0));
         assert_eq!(r, ScriptStoreResult::Int(1));
         assert!(matches!(&fx.placements[..], [Action::Assign { key, .. }] if key.instance == 1));
-        assert_eq!(ask(&mut d, create("Plains", 0)).0, ScriptStoreResult::Int(2));
+        assert_eq!(
+            ask(&mut d, create("Plains", 0)).0,
+            ScriptStoreResult::Int(2)
+        );
         // An existing instance is no failure; nothing new is placed.
         let (r, fx) = ask(&mut d, create("Plains", 2));
         assert_eq!((r, fx.placements.len()), (ScriptStoreResult::Int(2), 0));
-        assert_eq!(ask(&mut d, create("Plains", 40)).0, ScriptStoreResult::Int(40));
-        assert_eq!(ask(&mut d, create("Nowhere", 0)).0, ScriptStoreResult::Int(0));
-        assert_eq!(ask(&mut d, exists("Plains", 1)).0, ScriptStoreResult::Int(1));
+        assert_eq!(
+            ask(&mut d, create("Plains", 40)).0,
+            ScriptStoreResult::Int(40)
+        );
+        assert_eq!(
+            ask(&mut d, create("Nowhere", 0)).0,
+            ScriptStoreResult::Int(0)
+        );
+        assert_eq!(
+            ask(&mut d, exists("Plains", 1)).0,
+            ScriptStoreResult::Int(1)
+        );
         // Counts come from the nodes' heartbeats.
         let key = |instance| InstanceKey {
             area: "Plains".into(),

@@ -561,7 +561,11 @@ fn script_files_and_super_globals_survive_a_reopen() {
     let w = Writer::spawn(store).unwrap();
     let mut ops = Vec::new();
     ops.push(scripts.write("logs/boot.txt", b"booted".to_vec()).unwrap());
-    ops.push(scripts.write("logs/boot.txt", b"booted twice".to_vec()).unwrap());
+    ops.push(
+        scripts
+            .write("logs/boot.txt", b"booted twice".to_vec())
+            .unwrap(),
+    );
     ops.extend(scripts.create_dir("saves").unwrap());
     ops.push(scripts.write("gone.txt", b"x".to_vec()).unwrap());
     ops.extend(scripts.delete("gone.txt").unwrap());
@@ -579,8 +583,14 @@ fn script_files_and_super_globals_survive_a_reopen() {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(again.entries(), 3);
     assert_eq!(again.total_bytes(), 12 + 4);
-    assert_eq!(again.read("logs/boot.txt").unwrap(), Some(&b"booted twice"[..]));
-    assert_eq!(again.read("bin.dat").unwrap(), Some(&[0, 0xff, 0x80, 0][..]));
+    assert_eq!(
+        again.read("logs/boot.txt").unwrap(),
+        Some(&b"booted twice"[..])
+    );
+    assert_eq!(
+        again.read("bin.dat").unwrap(),
+        Some(&[0, 0xff, 0x80, 0][..])
+    );
     assert_eq!(again.read("gone.txt").unwrap(), None);
     assert_eq!(again.info("saves").unwrap(), (2, 0));
     assert_eq!(again.info("logs").unwrap(), (2, 0));
@@ -596,7 +606,10 @@ fn script_store_limits_and_bad_names_are_errors_and_change_nothing() {
     let mut s = ScriptStore::new();
     for bad in ["", "/abs", "a/../b", "c:/x", "a\u{0}b", ".."] {
         let e = s.write(bad, b"x".to_vec()).unwrap_err();
-        assert!(matches!(e, ScriptStoreError::BadName { .. }), "{bad:?}: {e}");
+        assert!(
+            matches!(e, ScriptStoreError::BadName { .. }),
+            "{bad:?}: {e}"
+        );
         assert!(s.read(bad).is_err());
         assert!(s.info(bad).is_err());
         assert!(s.create_dir(bad).is_err());

@@ -253,7 +253,10 @@ pub async fn run(
                 // waiting for the script store are told at once.
                 let failed = reg.fail_script_store();
                 if failed > 0 {
-                    tracing::warn!(requests = failed, "script store requests failed with the link");
+                    tracing::warn!(
+                        requests = failed,
+                        "script store requests failed with the link"
+                    );
                 }
                 match &e {
                     SessionEnd::Refused(r) => {

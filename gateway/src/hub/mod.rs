@@ -671,7 +671,13 @@ impl Hub {
             .accounts()
             .book
             .get(account)
-            .map(|a| (a.row.ignore.clone(), a.row.user.clone(), a.row.email.clone()))
+            .map(|a| {
+                (
+                    a.row.ignore.clone(),
+                    a.row.user.clone(),
+                    a.row.email.clone(),
+                )
+            })
             .unwrap_or_default();
         let (key, arrival) = self.login_place(&state);
         let online = OnlinePlayer {

@@ -190,9 +190,10 @@ impl Hub {
                 .filter(|(_, p)| p.key == key)
                 .map(|(s, p)| (*s, p.node.clone(), matches!(p.phase, Phase::InGame)))
                 .collect();
-            let arriving = self.transfers.values().any(|t| {
-                t.dto.area == key.area && t.dto.instance == key.instance
-            });
+            let arriving = self
+                .transfers
+                .values()
+                .any(|t| t.dto.area == key.area && t.dto.instance == key.instance);
             if inside.is_empty() && !arriving && placement.players == 0 {
                 self.removals.remove(&key);
                 tracing::info!(instance = %key, "removed instance stopped");

@@ -269,7 +269,11 @@ mod tests {
             },
         });
         let v = to_frame(&up).unwrap();
-        assert!(v.len() < super::super::MAX_SCRIPT_FILE + 1024, "{}", v.len());
+        assert!(
+            v.len() < super::super::MAX_SCRIPT_FILE + 1024,
+            "{}",
+            v.len()
+        );
         let down = Envelope::new(Msg::ScriptStoreReply {
             req: u64::MAX,
             result: super::super::ScriptStoreResult::File(Some(data)),

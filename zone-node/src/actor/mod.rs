@@ -28,8 +28,7 @@ use shared::internal::{
 };
 
 use crate::sim::events::{
-    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut,
-    ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
 };
 use crate::sim::{ZoneConfig, ZoneContent};
 
@@ -1142,7 +1141,10 @@ impl Registry {
     /// request id. An answer for a request already given up on is dropped.
     pub fn script_store_reply(&self, id: u64, result: ScriptStoreResult) {
         let Some((_, w)) = self.store_waits.remove(&id) else {
-            tracing::debug!(req = id, "script store answer for a request no longer waiting");
+            tracing::debug!(
+                req = id,
+                "script store answer for a request no longer waiting"
+            );
             return;
         };
         self.push(&w.key, ZoneInput::ScriptStoreReply { req: w.req, result });
@@ -1346,7 +1348,11 @@ mod tests {
     use super::*;
     use tokio::sync::mpsc;
 
-    fn registry() -> (Arc<Registry>, mpsc::UnboundedReceiver<Outbound>, InstanceKey) {
+    fn registry() -> (
+        Arc<Registry>,
+        mpsc::UnboundedReceiver<Outbound>,
+        InstanceKey,
+    ) {
         let (tx, rx) = mpsc::unbounded_channel();
         let cfg = ShellConfig {
             node_id: "t".into(),
@@ -1502,10 +1508,7 @@ mod tests {
                 slot,
                 value: v.to_vec(),
             };
-            assert_eq!(
-                inbox(&reg, &key),
-                vec![sg(3, b"three"), sg(7, b"seven")]
-            );
+            assert_eq!(inbox(&reg, &key), vec![sg(3, b"three"), sg(7, b"seven")]);
             reg.set_superglobal(9, b"nine".to_vec());
             assert_eq!(inbox(&reg, &key), vec![sg(9, b"nine")]);
             // A whole new set (a gateway's, after a reconnect): only the differences,
@@ -1524,7 +1527,8 @@ mod tests {
                 vec![sg(3, b"three"), sg(9, b"NINE")]
             );
             // RunScript reaches the instance; an unknown one is an error.
-            reg.run_script(&key, "Startup".into(), "Main".into()).unwrap();
+            reg.run_script(&key, "Startup".into(), "Main".into())
+                .unwrap();
             assert_eq!(
                 inbox(&reg, &key),
                 vec![ZoneInput::RunScript {
@@ -1536,7 +1540,10 @@ mod tests {
                 area: key.area.clone(),
                 instance: 9,
             };
-            assert!(reg.run_script(&other, "Startup".into(), "Main".into()).is_err());
+            assert!(
+                reg.run_script(&other, "Startup".into(), "Main".into())
+                    .is_err()
+            );
         });
     }
 }

@@ -508,16 +508,13 @@ impl ZoneActor {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
-        rejoin.extend(self
-            .players
-            .iter()
-            .map(|(p, r)| ZoneInput::PlayerJoined {
-                player: *p,
-                rid: r.rid,
-                is_dm: r.is_dm,
-                state: Box::new(r.last.clone()),
-                arrival: Arrival::Saved,
-            }));
+        rejoin.extend(self.players.iter().map(|(p, r)| ZoneInput::PlayerJoined {
+            player: *p,
+            rid: r.rid,
+            is_dm: r.is_dm,
+            state: Box::new(r.last.clone()),
+            arrival: Arrival::Saved,
+        }));
         // Leaves of the lost tick are replayed (a detach must not be forgotten); other
         // inputs of that tick are dropped, as they may be what made it panic.
         rejoin.extend(
