@@ -10,6 +10,8 @@
 //! * [`config`]: the typed configuration (file, `GATEWAY_*` variables, flags).
 //! * [`tls`]: the certificate (self-signed on first start, kept in the data directory).
 //! * [`directory`]: the placement directory with fencing generations (pure).
+//! * [`script_store`]: the cluster's script files and super globals, and the answers to the
+//!   zones' script store requests (pure).
 //! * [`hub`]: the task that owns the cluster's control state and routes between sessions
 //!   and zone nodes.
 //! * [`net`]: the QUIC shells: the client endpoint and the internal endpoint.
@@ -24,6 +26,7 @@ pub mod directory;
 pub mod hub;
 pub mod net;
 pub mod party;
+pub mod script_store;
 pub mod server;
 pub mod session;
 pub mod store;

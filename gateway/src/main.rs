@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use gateway::config::{GatewayConfig, Settings as _};
-use gateway::session::{AccountBook, Argon2Hasher};
+use gateway::session::Argon2Hasher;
 use gateway::store::{Store, Writer};
 use rand::SeedableRng;
 
@@ -172,7 +172,7 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
     }
     let store = Store::open_dir(&data)
         .with_context(|| format!("opening the database in {}", data.display()))?;
-    let mut book = AccountBook::from_records(store.load_all()?);
+    let mut book = store.load_book()?;
     let writer = Writer::spawn(store)?;
     let what = match cmd {
         AccountCmd::Create {
@@ -250,7 +250,7 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let legacy = gateway::accounts_dat::parse(&bytes)?;
     let store = Store::open_dir(data)?;
-    let mut book = AccountBook::from_records(store.load_all()?);
+    let mut book = store.load_book()?;
     let writer = Writer::spawn(store)?;
     let hasher = hasher_from_env()?;
     let mut rng = os_seeded_rng()?;

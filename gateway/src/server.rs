@@ -18,7 +18,7 @@ use crate::admin::{self, AdminSource, ClusterView, MetricsText};
 use crate::config::GatewayConfig;
 use crate::hub::{self, Hub, HubEvent, Metrics, Shared};
 use crate::net;
-use crate::session::{AccountBook, Argon2Hasher, PasswordHasher};
+use crate::session::{Argon2Hasher, PasswordHasher};
 use crate::store::{Store, StoreError, Writer};
 use crate::tls::{self, Limits, TlsError};
 
@@ -136,9 +136,21 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         cfg.cluster_secret = hex::encode(s);
     }
     let store = Store::open_dir(&cfg.data_dir)?;
-    let book = AccountBook::from_records(store.load_all()?);
+    let mut book = store.load_book()?;
     let accounts = book.len();
+    let (scripts, warnings) = store.load_scripts()?;
+    for w in &warnings {
+        tracing::warn!(warning = %w, "script store");
+    }
+    tracing::info!(
+        script_files = scripts.entries(),
+        script_bytes = scripts.total_bytes(),
+        super_globals = scripts.globals().len(),
+        "script store loaded"
+    );
     let writer = Writer::spawn(store)?;
+    // Handles given at load to characters of an older database.
+    writer.submit(book.take_persist())?;
     let (identity, created) = match (&cfg.cert_path, &cfg.key_path) {
         (Some(c), Some(k)) => (tls::load_pem(c, k)?, false),
         _ => tls::load_or_create(&cfg.data_dir)?,
@@ -207,6 +219,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         cfg.clone(),
         world.clone(),
         book,
+        scripts,
         writer,
         hasher,
         // Session ids never repeat across restarts: nodes may still hold old ones.
@@ -569,6 +582,18 @@ impl AdminSource for Admin {
             "rc_gateway_chat_commands_total",
             "Chat commands handled by the gateway.",
             &m.chat_commands,
+        );
+        c(
+            &mut t,
+            "rc_gateway_script_store_requests_total",
+            "Script store requests from the zones (files, super globals, instances).",
+            &m.script_store_requests,
+        );
+        c(
+            &mut t,
+            "rc_gateway_script_store_refused_total",
+            "Script store requests refused or failed (bad name, limit, failed write).",
+            &m.script_store_refused,
         );
         let st = s.writer.stats();
         t.counter(

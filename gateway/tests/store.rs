@@ -97,13 +97,13 @@ fn row(id: u64, user: &str) -> AccountRow {
 fn migrations_from_empty_and_wal() {
     let d = tmp("migrate");
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 1);
+    assert_eq!(s.schema_version().unwrap(), 2);
     assert_eq!(s.journal_mode().unwrap(), "wal");
     assert!(s.load_all().unwrap().is_empty());
     drop(s);
     // Re-opening is a no-op.
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 1);
+    assert_eq!(s.schema_version().unwrap(), 2);
 }
 
 #[test]
@@ -166,7 +166,8 @@ fn writer_batches_and_flushes_into_the_account_book() {
     w.flush().unwrap();
     let st = w.stats();
     use std::sync::atomic::Ordering::Relaxed;
-    assert_eq!(st.ops_written.load(Relaxed), 100);
+    // An account, its character list and the raised handle floor, 50 times.
+    assert_eq!(st.ops_written.load(Relaxed), 150);
     assert_eq!(st.queue_depth.load(Relaxed), 0);
     assert!(st.batches.load(Relaxed) >= 1 && st.batches.load(Relaxed) <= 50);
     assert!(w.last_error().is_none());
@@ -174,10 +175,10 @@ fn writer_batches_and_flushes_into_the_account_book() {
     let loaded = AccountBook::from_records(Store::open_dir(&d).unwrap().load_all().unwrap());
     assert_eq!(loaded.len(), 50);
     let id = loaded.find_user("USER7").unwrap();
-    assert_eq!(
-        loaded.get(id).unwrap().characters[0],
-        full_character("char7")
-    );
+    // Stored as given, with the handle the book gave it (the eighth character).
+    let mut want = full_character("char7");
+    want.handle = 8;
+    assert_eq!(loaded.get(id).unwrap().characters[0], want);
     assert!(loaded.character_name_taken("CHAR49"));
 }
 
@@ -191,6 +192,11 @@ fn legacy() -> Vec<LegacyAccount> {
     c.ai_mode = 0;
     c.known_spells[0].charge_ms = 0;
     c.reputation = -12;
+    // Nor the cluster's own fields (the gateway gives handles and accounts on import).
+    c.handle = 0;
+    c.account = String::new();
+    c.email = String::new();
+    c.scripts = Vec::new();
     c.pets = vec![ActorStateDto {
         template: 9,
         name: "Rex".into(),
@@ -459,4 +465,165 @@ fn account_commands_create_and_flag_accounts() {
         gateway::session::Argon2Hasher::production()
             .verify(md5.as_bytes(), &row("admin").password_hash)
     );
+}
+
+#[test]
+fn character_handles_are_unique_never_reused_and_stable_across_reloads() {
+    let d = tmp("handles");
+    // An older database: characters stored without handles, and a duplicate.
+    let mut s = Store::open_dir(&d).unwrap();
+    let with_handle = |name: &str, handle| ActorStateDto {
+        name: name.into(),
+        handle,
+        ..ActorStateDto::default()
+    };
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "Ann")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![with_handle("A1", 0), with_handle("A2", 0)],
+        },
+        PersistOp::UpsertAccount(row(2, "Bob")),
+        PersistOp::ReplaceCharacters {
+            account: 2,
+            characters: vec![with_handle("B1", 7), with_handle("B2", 7)],
+        },
+    ])
+    .unwrap();
+    let handles = |book: &AccountBook| -> Vec<(String, u32)> {
+        let mut v = Vec::new();
+        for user in ["Ann", "Bob"] {
+            let id = book.find_user(user).unwrap();
+            for c in &book.get(id).unwrap().characters {
+                v.push((c.name.clone(), c.handle));
+            }
+        }
+        v
+    };
+    let mut book = s.load_book().unwrap();
+    let given = handles(&book);
+    // The first holder keeps its handle; the others get 1 + the highest in use.
+    assert_eq!(
+        given,
+        vec![
+            ("A1".into(), 8),
+            ("A2".into(), 9),
+            ("B1".into(), 7),
+            ("B2".into(), 10)
+        ]
+    );
+    let w = Writer::spawn(s).unwrap();
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+    assert!(w.last_error().is_none());
+    w.shutdown();
+
+    // Stable across a reload: nothing to give or save again.
+    let s = Store::open_dir(&d).unwrap();
+    let mut book = s.load_book().unwrap();
+    assert_eq!(handles(&book), given);
+    assert!(book.take_persist().is_empty());
+    // A new character gets the next one; a zone's snapshot cannot change it.
+    let ann = book.find_user("Ann").unwrap();
+    let slot = book.add_character(ann, with_handle("A3", 999)).unwrap();
+    assert_eq!(book.get(ann).unwrap().characters[2].handle, 11);
+    assert!(book.save_character(ann, slot, with_handle("A3", 12345)));
+    assert_eq!(book.get(ann).unwrap().characters[2].handle, 11);
+    // Deleted, its handle is never given to another character, even after a restart.
+    assert!(book.delete_character(ann, slot));
+    let w = Writer::spawn(s).unwrap();
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+    assert!(w.last_error().is_none());
+    w.shutdown();
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.handle_floor().unwrap(), 12);
+    let mut book = s.load_book().unwrap();
+    let slot = book.add_character(ann, with_handle("A4", 0)).unwrap();
+    assert_eq!(
+        book.get(ann).unwrap().characters[usize::from(slot)].handle,
+        12
+    );
+    // Imported characters get handles too.
+    let id = book
+        .import_account(row(0, "Cid"), vec![with_handle("C1", 0)])
+        .unwrap();
+    assert_eq!(book.get(id).unwrap().characters[0].handle, 13);
+}
+
+#[test]
+fn script_files_and_super_globals_survive_a_reopen() {
+    let d = tmp("scripts");
+    let store = Store::open_dir(&d).unwrap();
+    let (mut scripts, warnings) = store.load_scripts().unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(scripts.entries(), 0);
+    let w = Writer::spawn(store).unwrap();
+    let mut ops = Vec::new();
+    ops.push(scripts.write("logs/boot.txt", b"booted".to_vec()).unwrap());
+    ops.push(
+        scripts
+            .write("logs/boot.txt", b"booted twice".to_vec())
+            .unwrap(),
+    );
+    ops.extend(scripts.create_dir("saves").unwrap());
+    ops.push(scripts.write("gone.txt", b"x".to_vec()).unwrap());
+    ops.extend(scripts.delete("gone.txt").unwrap());
+    ops.push(scripts.write("bin.dat", vec![0, 0xff, 0x80, 0]).unwrap());
+    ops.extend(scripts.set_global(0, b"zero".to_vec()).unwrap());
+    ops.extend(scripts.set_global(99, vec![0xe9, 0]).unwrap());
+    ops.extend(scripts.set_global(5, b"temp".to_vec()).unwrap());
+    ops.extend(scripts.set_global(5, Vec::new()).unwrap());
+    w.submit(ops).unwrap();
+    w.flush().unwrap();
+    assert!(w.last_error().is_none());
+    w.shutdown();
+
+    let (again, warnings) = Store::open_dir(&d).unwrap().load_scripts().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(again.entries(), 3);
+    assert_eq!(again.total_bytes(), 12 + 4);
+    assert_eq!(
+        again.read("logs/boot.txt").unwrap(),
+        Some(&b"booted twice"[..])
+    );
+    assert_eq!(
+        again.read("bin.dat").unwrap(),
+        Some(&[0, 0xff, 0x80, 0][..])
+    );
+    assert_eq!(again.read("gone.txt").unwrap(), None);
+    assert_eq!(again.info("saves").unwrap(), (2, 0));
+    assert_eq!(again.info("logs").unwrap(), (2, 0));
+    assert_eq!(
+        again.globals(),
+        vec![(0, b"zero".to_vec()), (99, vec![0xe9, 0])]
+    );
+}
+
+#[test]
+fn script_store_limits_and_bad_names_are_errors_and_change_nothing() {
+    use gateway::script_store::{MAX_FILE, ScriptStore, ScriptStoreError};
+    let mut s = ScriptStore::new();
+    for bad in ["", "/abs", "a/../b", "c:/x", "a\u{0}b", ".."] {
+        let e = s.write(bad, b"x".to_vec()).unwrap_err();
+        assert!(
+            matches!(e, ScriptStoreError::BadName { .. }),
+            "{bad:?}: {e}"
+        );
+        assert!(s.read(bad).is_err());
+        assert!(s.info(bad).is_err());
+        assert!(s.create_dir(bad).is_err());
+        assert!(s.delete(bad).is_err());
+    }
+    let e = s.write("huge", vec![0; MAX_FILE + 1]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "huge: {} bytes; a script file may hold at most {MAX_FILE} bytes",
+            MAX_FILE + 1
+        )
+    );
+    assert!(s.set_global(100, b"x".to_vec()).is_err());
+    assert_eq!((s.entries(), s.total_bytes()), (0, 0));
+    assert!(s.globals().is_empty());
 }

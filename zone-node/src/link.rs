@@ -249,6 +249,15 @@ pub async fn run(
             }
             Err(e) => {
                 let _g = span.enter();
+                // Nothing sent on that connection will be answered now: the scripts
+                // waiting for the script store are told at once.
+                let failed = reg.fail_script_store();
+                if failed > 0 {
+                    tracing::warn!(
+                        requests = failed,
+                        "script store requests failed with the link"
+                    );
+                }
                 match &e {
                     SessionEnd::Refused(r) => {
                         tracing::error!(reason = %r, "gateway refused this node")
@@ -273,6 +282,7 @@ pub async fn run(
                     return Ok(LinkExit::DrainTimedOut);
                 }
             }
+            reg.expire_script_store(std::time::Instant::now());
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => break,
                 o = out_rx.recv() => match o {
@@ -329,6 +339,11 @@ fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
             ..
         }) => {
             reg.remote_transfer_answer(t.transfer_id, Err("the destination is unreachable".into()));
+        }
+        Outbound::Msg(Msg::ScriptStore { req, .. }) => {
+            // Answered now rather than after a reconnect (never sent, so never answered).
+            Metrics::inc(&reg.metrics.outbound_dropped);
+            reg.script_store_failed(req);
         }
         _ => Metrics::inc(&reg.metrics.outbound_dropped),
     }
@@ -712,7 +727,9 @@ async fn session_loop(
                     write_msg(send, Msg::Drain).await?;
                 }
             }
-            _ = check.tick() => {}
+            _ = check.tick() => {
+                reg.expire_script_store(std::time::Instant::now());
+            }
             r = conn.closed() => return Err(SessionEnd::Lost(r.to_string())),
         }
         if let Some(deadline) = state.drain_deadline {
@@ -848,6 +865,22 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.remote_transfer_decided(transfer_id, false);
             None
         }
+        Msg::ScriptStoreReply { req, result } => {
+            reg.script_store_reply(req, result);
+            None
+        }
+        Msg::SuperGlobals { values } => {
+            reg.set_superglobals(values);
+            None
+        }
+        Msg::SuperGlobal { slot, value } => {
+            reg.set_superglobal(slot, value);
+            None
+        }
+        Msg::RunScript { key, script, func } => {
+            tracing::info!(instance = %key, %script, %func, "running a script for the gateway");
+            reg.run_script(&key, script, func).err().map(err)
+        }
         Msg::Error { code, reason } => {
             tracing::warn!(?code, %reason, "gateway reported an error");
             None
@@ -892,6 +925,57 @@ mod tests {
     use crate::actor::ShellConfig;
     use shared::internal::fanout::Broadcast;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn a_store_request_while_the_link_is_down_is_answered_at_once() {
+        actix::System::new().block_on(async {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let world = shared::content::demo_world();
+            let key = shared::internal::InstanceKey {
+                area: world.areas.first().map(|a| a.name.clone()).unwrap(),
+                instance: 0,
+            };
+            let reg = Registry::new(
+                ShellConfig {
+                    node_id: "t".into(),
+                    tick_ms: 33,
+                    broadcast_ms: 200,
+                    max_catch_up: 3,
+                    persist_every_ms: 60_000,
+                    capacity: 10,
+                    datagram_budget: 1100,
+                    trace_tick_every: 0,
+                },
+                Arc::new(world),
+                tx,
+                Vec::new(),
+            );
+            reg.assign(key.clone(), 1).unwrap();
+            reg.script_store(
+                &key,
+                8,
+                shared::internal::ScriptStoreOp::FileInfo { name: "a".into() },
+            );
+            let mut state = LinkState {
+                unacked: BTreeMap::new(),
+                drain_deadline: None,
+            };
+            // The link is down: what was queued for it meets `offline`.
+            while let Ok(o) = rx.try_recv() {
+                offline(&reg, &mut state, o);
+            }
+            assert_eq!(reg.script_store_waiting(), 0);
+            let inbox = reg.instance(&key).unwrap().inbox;
+            let got = std::mem::take(&mut *inbox.lock().unwrap());
+            assert!(
+                got.iter().any(|i| matches!(i,
+                    crate::sim::events::ZoneInput::ScriptStoreReply { req: 8, result }
+                        if *result == shared::internal::ScriptStoreResult::Error(
+                            crate::actor::STORE_UNAVAILABLE.into()))),
+                "{got:?}"
+            );
+        });
+    }
 
     #[test]
     fn a_grouped_broadcast_is_stale_once_every_group_has_a_newer_one() {

@@ -429,6 +429,10 @@ impl Hub {
             return;
         };
         state.rid = p.rid;
+        if let Some(a) = self.shared.accounts().book.get(p.account) {
+            state.account.clone_from(&a.row.user);
+            state.email.clone_from(&a.row.email);
+        }
         let (mut key, arrival) = self.login_place(&state);
         if key.area.eq_ignore_ascii_case(&p.key.area) {
             key.instance = p.key.instance;

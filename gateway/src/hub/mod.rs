@@ -34,12 +34,15 @@ use crate::chat::{self, Effect, OnlinePlayer, Route};
 use crate::config::GatewayConfig;
 use crate::directory::{Action, Directory, NodeId};
 use crate::party::{Parties, PartyCommand, PartyEffect};
+use crate::script_store::ScriptStore;
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, close};
 use crate::store::Writer;
 
 mod handoff;
+mod scripts;
 
 use handoff::Transfer;
+pub use scripts::{REMOVE_TIMEOUT, STARTUP_FUNC, STARTUP_SCRIPT};
 
 /// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
 /// range above, per instance).
@@ -284,6 +287,10 @@ pub struct Metrics {
     pub login_banned: AtomicU64,
     /// Logins refused: the account is already in the game.
     pub login_logged_on: AtomicU64,
+    /// Script store requests from the zones (files, super globals, instances).
+    pub script_store_requests: AtomicU64,
+    /// Script store requests refused or failed (a bad name, a limit, a failed write).
+    pub script_store_refused: AtomicU64,
 }
 
 impl Metrics {
@@ -321,6 +328,8 @@ pub struct Shared {
     pub world: Arc<World>,
     /// Accounts (login and snapshots).
     pub accounts: Mutex<Accounts>,
+    /// The cluster's script files and super globals (the hub changes them).
+    pub scripts: Mutex<ScriptStore>,
     /// The store writer.
     pub writer: Writer,
     /// Password hashing (argon2).
@@ -357,6 +366,7 @@ impl Shared {
         cfg: GatewayConfig,
         world: Arc<World>,
         book: AccountBook,
+        scripts: ScriptStore,
         writer: Writer,
         hasher: Arc<dyn PasswordHasher + Send + Sync>,
         session_base: u64,
@@ -369,6 +379,7 @@ impl Shared {
                 book,
                 throttle: LoginThrottle::new(),
             }),
+            scripts: Mutex::new(scripts),
             writer,
             hasher,
             clients: DashMap::new(),
@@ -397,6 +408,14 @@ impl Shared {
     /// every mutation is a single call).
     pub fn accounts(&self) -> std::sync::MutexGuard<'_, Accounts> {
         match self.accounts.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Lock the script store (a poisoned lock is recovered: each change is one call).
+    pub fn scripts(&self) -> std::sync::MutexGuard<'_, ScriptStore> {
+        match self.scripts.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
@@ -471,6 +490,10 @@ pub struct Hub {
     waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
     areas: Vec<String>,
     shutdown: Option<(Instant, Vec<oneshot::Sender<()>>)>,
+    /// Instances a script asked to remove, until they are stopped.
+    removals: HashMap<InstanceKey, scripts::Removal>,
+    /// `Startup.Main` has been sent (once per gateway start).
+    startup_done: bool,
 }
 
 fn fold(name: &str) -> String {
@@ -497,6 +520,8 @@ impl Hub {
             waiting: BTreeMap::new(),
             areas,
             shutdown: None,
+            removals: HashMap::new(),
+            startup_done: false,
             shared,
         }
     }
@@ -641,12 +666,18 @@ impl Hub {
             return;
         };
         Metrics::inc(&self.shared.metrics.logins);
-        let ignore = self
+        let (ignore, user, email) = self
             .shared
             .accounts()
             .book
             .get(account)
-            .map(|a| a.row.ignore.clone())
+            .map(|a| {
+                (
+                    a.row.ignore.clone(),
+                    a.row.user.clone(),
+                    a.row.email.clone(),
+                )
+            })
             .unwrap_or_default();
         let (key, arrival) = self.login_place(&state);
         let online = OnlinePlayer {
@@ -660,6 +691,9 @@ impl Hub {
         self.by_name.insert(fold(&state.name), session);
         let mut state = state;
         state.rid = rid;
+        // The scripts' `PlayerAccountName` and `PlayerAccountEmail`.
+        state.account = user;
+        state.email = email;
         self.players.insert(
             session,
             Player {
@@ -972,6 +1006,8 @@ impl Hub {
                 .close(0u32.into(), b"superseded by a new registration");
         }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        // Its zones' copy of the super globals, before anything else it hears.
+        link.send(self.superglobals_msg());
         let players = &self.players;
         let known = |s: SessionId| players.contains_key(&s);
         let now = self.now_ms();
@@ -990,6 +1026,15 @@ impl Hub {
             }
         }
         self.apply(actions);
+        // After a gateway restart the first ready instance may be one a node still runs.
+        let ready = self
+            .dir
+            .placements()
+            .find(|(_, p)| p.node == node && p.ready)
+            .map(|(k, _)| k.clone());
+        if let Some(key) = ready {
+            self.maybe_startup(&node, &key);
+        }
     }
 
     fn live(&self, node: &str, serial: u64) -> bool {
@@ -1025,6 +1070,7 @@ impl Hub {
                 self.dir.heartbeat(now, node, serial, 0, 0);
                 if self.dir.ready(node, &key, generation) {
                     tracing::info!(node, instance = %key, generation, "instance ready");
+                    self.maybe_startup(node, &key);
                     self.wake(&key);
                 } else {
                     self.send_node(node, Msg::StopInstance { key, generation });
@@ -1107,6 +1153,8 @@ impl Hub {
                     l.conn.close(0u32.into(), b"deregistered");
                 }
             }
+            Msg::ScriptStore { req, op } => self.script_store(node, req, op),
+            Msg::AccountAction { session, action } => self.account_action(node, session, action),
             Msg::Error { code, reason } => {
                 tracing::warn!(node, ?code, %reason, "node reported an error");
             }
@@ -1353,6 +1401,7 @@ impl Hub {
             self.release(s);
         }
         self.transfer_timeouts(t);
+        self.progress_removals();
         self.publish();
         self.progress_shutdown();
     }

@@ -83,15 +83,48 @@ pub enum PersistOp {
         /// The complete state.
         state: Box<ActorStateDto>,
     },
+    /// The lowest character handle never given out (kept so a deleted character's handle
+    /// is never given to another; only ever raised).
+    HandleFloor(u32),
+    /// Insert or replace a script file (`kind` 1) or directory (`kind` 2).
+    PutScriptFile {
+        /// Its name (confined, see `script_store::check_name`).
+        name: String,
+        /// 1 file, 2 directory.
+        kind: u8,
+        /// A file's bytes.
+        data: Vec<u8>,
+    },
+    /// Delete a script file or directory.
+    DeleteScriptFile {
+        /// Its name.
+        name: String,
+    },
+    /// Set a super global (an empty value clears it).
+    SetSuperGlobal {
+        /// Slot 0..=99.
+        slot: u8,
+        /// The value.
+        value: Vec<u8>,
+    },
 }
 
+/// Character handles are below this (the zones number scripted actors above it).
+pub const HANDLE_LIMIT: u32 = 1 << 28;
+
 /// Every account, indexed by id, by folded user name and by folded character name.
+///
+/// Every character has a script handle (`ActorStateDto::handle`): a number below
+/// [`HANDLE_LIMIT`], unique in the cluster and never given to another character, so a
+/// script's `Actor()` names the same character on every node and after a re-login.
 #[derive(Debug, Default)]
 pub struct AccountBook {
     accounts: BTreeMap<AccountId, Account>,
     by_user: HashMap<String, AccountId>,
     by_character: HashMap<String, AccountId>,
     next_id: AccountId,
+    /// The next handle to give (1 + the highest ever given).
+    next_handle: u32,
     pending: Vec<PersistOp>,
 }
 
@@ -100,17 +133,75 @@ impl AccountBook {
     pub fn new() -> Self {
         Self {
             next_id: 1,
+            next_handle: 1,
             ..Self::default()
         }
     }
 
-    /// Builds the book from stored records (no persistence ops are queued).
+    /// Builds the book from stored records; characters without a handle get one (those
+    /// saves are queued, see [`AccountBook::take_persist`]).
     pub fn from_records(records: Vec<(AccountRow, Vec<ActorStateDto>)>) -> Self {
+        Self::from_records_with_handle_floor(records, 1)
+    }
+
+    /// [`AccountBook::from_records`] with the stored handle floor (no handle below it is
+    /// given out again, even one whose character was deleted).
+    pub fn from_records_with_handle_floor(
+        records: Vec<(AccountRow, Vec<ActorStateDto>)>,
+        floor: u32,
+    ) -> Self {
         let mut book = Self::new();
+        book.next_handle = floor.max(1);
         for (row, characters) in records {
             book.insert_loaded(row, characters);
         }
+        // Every handle in use is kept (the first holder of a duplicate keeps it)...
+        let mut seen = std::collections::HashSet::new();
+        let mut missing = Vec::new();
+        for (id, a) in &book.accounts {
+            for (slot, c) in a.characters.iter().enumerate() {
+                if c.handle != 0 && c.handle < HANDLE_LIMIT && seen.insert(c.handle) {
+                    book.next_handle = book.next_handle.max(c.handle.saturating_add(1));
+                } else {
+                    missing.push((*id, slot));
+                }
+            }
+        }
+        // ... and the others (older databases) get new ones, saved.
+        for (id, slot) in missing {
+            let handle = book.new_handle();
+            let Some(c) = book
+                .accounts
+                .get_mut(&id)
+                .and_then(|a| a.characters.get_mut(slot))
+            else {
+                continue;
+            };
+            c.handle = handle;
+            book.pending.push(PersistOp::SaveCharacter {
+                account: id,
+                slot: u8::try_from(slot).unwrap_or(u8::MAX),
+                state: Box::new(c.clone()),
+            });
+        }
         book
+    }
+
+    /// A fresh handle, with the raised floor queued for the store; 0 (no handle) once
+    /// [`HANDLE_LIMIT`] is reached.
+    fn new_handle(&mut self) -> u32 {
+        if self.next_handle >= HANDLE_LIMIT {
+            return 0;
+        }
+        let h = self.next_handle;
+        self.next_handle += 1;
+        self.pending.push(PersistOp::HandleFloor(self.next_handle));
+        h
+    }
+
+    /// The next handle a new character would get.
+    pub fn next_handle(&self) -> u32 {
+        self.next_handle
     }
 
     fn insert_loaded(&mut self, row: AccountRow, characters: Vec<ActorStateDto>) {
@@ -186,7 +277,7 @@ impl AccountBook {
     pub fn import_account(
         &mut self,
         mut row: AccountRow,
-        characters: Vec<ActorStateDto>,
+        mut characters: Vec<ActorStateDto>,
     ) -> Option<AccountId> {
         if self.find_user(&row.user).is_some()
             || characters
@@ -198,6 +289,9 @@ impl AccountBook {
         row.id = self.next_id;
         self.next_id = self.next_id.saturating_add(1);
         let id = row.id;
+        for c in &mut characters {
+            c.handle = self.new_handle();
+        }
         self.pending.push(PersistOp::UpsertAccount(row.clone()));
         self.pending.push(PersistOp::ReplaceCharacters {
             account: id,
@@ -245,10 +339,11 @@ impl AccountBook {
         }
     }
 
-    /// Adds a character at the end of the list; returns its slot.
-    pub fn add_character(&mut self, id: AccountId, state: ActorStateDto) -> Option<u8> {
+    /// Adds a character at the end of the list, with a new handle; returns its slot.
+    pub fn add_character(&mut self, id: AccountId, mut state: ActorStateDto) -> Option<u8> {
+        let slot = u8::try_from(self.accounts.get(&id)?.characters.len()).ok()?;
+        state.handle = self.new_handle();
         let a = self.accounts.get_mut(&id)?;
-        let slot = u8::try_from(a.characters.len()).ok()?;
         self.by_character.insert(name_key(&state.name), id);
         a.characters.push(state);
         self.pending.push(PersistOp::ReplaceCharacters {
@@ -289,7 +384,7 @@ impl AccountBook {
     }
 
     /// Stores a character's latest state (a zone's snapshot: logout, checkpoint, handoff).
-    /// The name is kept as stored (zones cannot rename).
+    /// The name and the handle are kept as stored (zones cannot change them).
     pub fn save_character(&mut self, id: AccountId, slot: u8, mut state: ActorStateDto) -> bool {
         let Some(c) = self
             .accounts
@@ -299,6 +394,7 @@ impl AccountBook {
             return false;
         };
         state.name.clone_from(&c.name);
+        state.handle = c.handle;
         *c = state.clone();
         self.pending.push(PersistOp::SaveCharacter {
             account: id,

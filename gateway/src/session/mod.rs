@@ -35,7 +35,8 @@ use shared::proto::{
 };
 
 pub use accounts::{
-    Account, AccountBook, AccountId, AccountRow, PersistOp, latin1, latin1_bytes, name_key,
+    Account, AccountBook, AccountId, AccountRow, HANDLE_LIMIT, PersistOp, latin1, latin1_bytes,
+    name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, character_blocks};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};

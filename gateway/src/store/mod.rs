@@ -16,7 +16,12 @@
 //! * `characters(account_id, slot, name UNIQUE NOCASE, area, instance, x, y, z,
 //!   state_version, state)` where `state` is the complete [`ActorStateDto`] as an rmp-serde
 //!   BLOB (named fields) in format [`STATE_VERSION`]; the other columns are copies for
-//!   queries and operators.
+//!   queries and operators;
+//! * `script_files(name PRIMARY KEY, kind 1 file / 2 directory, data)` and
+//!   `super_globals(slot PRIMARY KEY, value)`: the cluster's script store
+//!   ([`crate::script_store`]), loaded whole at start ([`Store::load_scripts`]);
+//! * `meta(key PRIMARY KEY, value)`: `next_handle`, the lowest character script handle
+//!   never given out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +34,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use shared::internal::ActorStateDto;
 use shared::metrics_text::Histogram;
 
-use crate::session::{AccountId, AccountRow, PersistOp};
+use crate::script_store::{ScriptStore, StoredEntry};
+use crate::session::{AccountBook, AccountId, AccountRow, PersistOp};
 
 /// Version of the character BLOB format.
 pub const STATE_VERSION: i64 = 1;
@@ -59,7 +65,24 @@ const MIGRATIONS: &[&str] = &[
         state BLOB NOT NULL,
         PRIMARY KEY (account_id, slot)
     );",
+    // 2: the script store (files and super globals) and the character handle floor.
+    "CREATE TABLE script_files (
+        name TEXT PRIMARY KEY,
+        kind INTEGER NOT NULL CHECK (kind IN (1, 2)),
+        data BLOB NOT NULL
+    );
+    CREATE TABLE super_globals (
+        slot INTEGER PRIMARY KEY CHECK (slot BETWEEN 0 AND 99),
+        value BLOB NOT NULL
+    );
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    );",
 ];
+
+/// The `meta` key of the character handle floor.
+const META_NEXT_HANDLE: &str = "next_handle";
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -253,6 +276,57 @@ impl Store {
         Ok(out)
     }
 
+    /// The lowest character handle never given out (1 when none was).
+    pub fn handle_floor(&self) -> Result<u32, StoreError> {
+        let v: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [META_NEXT_HANDLE],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(1).max(1))
+    }
+
+    /// Every account and character, with the handle floor: the gateway's account book.
+    /// Characters of an older database get their handles here; those saves are queued in
+    /// the book (submit [`AccountBook::take_persist`] to the writer).
+    pub fn load_book(&self) -> Result<AccountBook, StoreError> {
+        Ok(AccountBook::from_records_with_handle_floor(
+            self.load_all()?,
+            self.handle_floor()?,
+        ))
+    }
+
+    /// The script files and super globals, with warnings for rows that were skipped.
+    pub fn load_scripts(&self) -> Result<(ScriptStore, Vec<String>), StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT name, kind, data FROM script_files ORDER BY name")?;
+        let entries = st
+            .query_map([], |r| {
+                Ok(StoredEntry {
+                    name: r.get(0)?,
+                    kind: u8::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                    data: r.get(2)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut st = self
+            .conn
+            .prepare("SELECT slot, value FROM super_globals ORDER BY slot")?;
+        let globals = st
+            .query_map([], |r| {
+                Ok((
+                    u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
+                    r.get::<_, Vec<u8>>(1)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ScriptStore::load(entries, globals))
+    }
+
     /// One account row by id (tests and tools).
     pub fn account_exists(&self, id: AccountId) -> Result<bool, StoreError> {
         Ok(self
@@ -332,6 +406,32 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
             slot,
             state,
         } => insert_character(tx, *account, *slot, state)?,
+        PersistOp::HandleFloor(n) => {
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)",
+                params![META_NEXT_HANDLE, i64::from(*n)],
+            )?;
+        }
+        PersistOp::PutScriptFile { name, kind, data } => {
+            tx.execute(
+                "INSERT OR REPLACE INTO script_files (name, kind, data) VALUES (?1, ?2, ?3)",
+                params![name, kind, data],
+            )?;
+        }
+        PersistOp::DeleteScriptFile { name } => {
+            tx.execute("DELETE FROM script_files WHERE name = ?1", [name])?;
+        }
+        PersistOp::SetSuperGlobal { slot, value } => {
+            if value.is_empty() {
+                tx.execute("DELETE FROM super_globals WHERE slot = ?1", [slot])?;
+            } else {
+                tx.execute(
+                    "INSERT OR REPLACE INTO super_globals (slot, value) VALUES (?1, ?2)",
+                    params![slot, value],
+                )?;
+            }
+        }
     }
     Ok(())
 }

@@ -225,7 +225,70 @@ mod tests {
                 frames: Bytes::from_static(&[2, 0, 46, 0]),
             },
             Msg::Drain,
+            Msg::ScriptStore {
+                req: 7,
+                op: super::super::ScriptStoreOp::WriteFile {
+                    name: "logs/a.txt".into(),
+                    data: vec![1, 2, 3],
+                },
+            },
+            Msg::ScriptStoreReply {
+                req: 7,
+                result: super::super::ScriptStoreResult::File(Some(vec![9; 5])),
+            },
+            Msg::SuperGlobals {
+                values: vec![(0, b"a".to_vec()), (99, vec![0xff; 3])],
+            },
+            Msg::SuperGlobal {
+                slot: 5,
+                value: b"v".to_vec(),
+            },
+            Msg::RunScript {
+                key: InstanceKey {
+                    area: "Plains".into(),
+                    instance: 0,
+                },
+                script: "Startup".into(),
+                func: "Main".into(),
+            },
+            Msg::AccountAction {
+                session: 3,
+                action: super::super::AccountActionDto::Kick,
+            },
         ]
+    }
+
+    #[test]
+    fn the_largest_script_file_fits_one_frame_both_ways() {
+        let data = vec![0xC3; super::super::MAX_SCRIPT_FILE];
+        let up = Envelope::new(Msg::ScriptStore {
+            req: u64::MAX,
+            op: super::super::ScriptStoreOp::WriteFile {
+                name: "x".repeat(255),
+                data: data.clone(),
+            },
+        });
+        let v = to_frame(&up).unwrap();
+        assert!(
+            v.len() < super::super::MAX_SCRIPT_FILE + 1024,
+            "{}",
+            v.len()
+        );
+        let down = Envelope::new(Msg::ScriptStoreReply {
+            req: u64::MAX,
+            result: super::super::ScriptStoreResult::File(Some(data)),
+        });
+        let v = to_frame(&down).unwrap();
+        let mut dec = FrameDecoder::new();
+        dec.push(&v);
+        assert_eq!(dec.next_envelope().unwrap(), Some(down));
+        // The whole super global set fits too, even at its largest.
+        let all = Envelope::new(Msg::SuperGlobals {
+            values: (0..super::super::SUPER_GLOBALS)
+                .map(|s| (s, vec![0xff; super::super::MAX_SUPER_GLOBAL]))
+                .collect(),
+        });
+        assert!(to_frame(&all).is_ok());
     }
 
     #[test]

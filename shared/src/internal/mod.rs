@@ -47,7 +47,9 @@ pub use dto::{
 };
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
-pub const PROTOCOL_VERSION: u16 = 3;
+/// 4: the script store (`ScriptStore`, `ScriptStoreReply`, `SuperGlobals`, `SuperGlobal`,
+/// `RunScript`, `AccountAction`) and 20 MiB frames (a 16 MiB script file fits one).
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -59,8 +61,21 @@ pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-rc-internal-auth";
 pub const EXPORTER_LEN: usize = 32;
 
 /// Largest control frame body (a character state is a few KiB; raw frame batches are
-/// bounded by the client's own 64 KiB frame limit).
-pub const MAX_FRAME_LEN: usize = 4 * 1024 * 1024;
+/// bounded by the client's own 64 KiB frame limit). A script file (at most
+/// [`MAX_SCRIPT_FILE`]) travels whole in one `ScriptStore` or `ScriptStoreReply`, so the
+/// limit is that plus room for the envelope.
+pub const MAX_FRAME_LEN: usize = MAX_SCRIPT_FILE + 4 * 1024 * 1024;
+
+/// Largest script file the script store keeps (Realm Crafter's scripts read and write
+/// whole files; the zone refuses to grow one past this too).
+pub const MAX_SCRIPT_FILE: usize = 16 * 1024 * 1024;
+
+/// Number of super global slots (`SuperGlobal(0..=99)`).
+pub const SUPER_GLOBALS: u8 = 100;
+
+/// Longest super global value the script store keeps (so the whole set, sent in one
+/// `SuperGlobals` message, always fits a frame).
+pub const MAX_SUPER_GLOBAL: usize = 64 * 1024;
 
 /// A gateway session (one client connection), the zone's `PlayerKey`.
 pub type SessionId = u64;
@@ -185,6 +200,15 @@ pub enum ErrorCode {
     Draining,
     /// Internal failure.
     Internal,
+}
+
+/// What a zone's script asks the gateway to do to a player's account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountActionDto {
+    /// `BanPlayer`: set the account's banned flag (persisted; the player is not kicked).
+    Ban,
+    /// `KickPlayer`: disconnect the player with `P_KickedPlayer`, as `/kick` does.
+    Kick,
 }
 
 /// Every message of the internal protocol.
@@ -402,6 +426,55 @@ pub enum Msg {
         /// Character names.
         members: Vec<String>,
     },
+    /// Node → gateway: a zone's request to the cluster-wide script store (files, super
+    /// globals, zone instances). `req` 0: no answer wanted; otherwise the gateway answers
+    /// `ScriptStoreReply` with the same `req` (a node-unique id, not the zone's).
+    ScriptStore {
+        /// The node's request id (0: fire and forget).
+        req: u64,
+        /// What.
+        op: ScriptStoreOp,
+    },
+    /// Gateway → node: the answer to a `ScriptStore` request.
+    ScriptStoreReply {
+        /// The node's request id.
+        req: u64,
+        /// The answer.
+        result: ScriptStoreResult,
+    },
+    /// Gateway → node, right after `RegisterAck`: every super global that is not empty,
+    /// as `(slot, value)`; the node replaces its whole copy with it (a slot not listed is
+    /// empty).
+    SuperGlobals {
+        /// `(slot 0..=99, value)`.
+        values: Vec<(u8, Vec<u8>)>,
+    },
+    /// Gateway → every node: a super global changed (a zone's `SetSuperGlobal`).
+    SuperGlobal {
+        /// Slot 0..=99.
+        slot: u8,
+        /// The new value.
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+    },
+    /// Gateway → node: run `script.func` with no actor in one instance (the cluster's
+    /// `Startup.Main`).
+    RunScript {
+        /// The instance.
+        key: InstanceKey,
+        /// Script name.
+        script: String,
+        /// Function.
+        func: String,
+    },
+    /// Node → gateway: a zone's script acts on a player's account (`BanPlayer`,
+    /// `KickPlayer`).
+    AccountAction {
+        /// The player.
+        session: SessionId,
+        /// What.
+        action: AccountActionDto,
+    },
 }
 
 impl Msg {
@@ -435,6 +508,12 @@ impl Msg {
             Self::TransferCommit { .. } => "TransferCommit",
             Self::TransferAbort { .. } => "TransferAbort",
             Self::PartyMembers { .. } => "PartyMembers",
+            Self::ScriptStore { .. } => "ScriptStore",
+            Self::ScriptStoreReply { .. } => "ScriptStoreReply",
+            Self::SuperGlobals { .. } => "SuperGlobals",
+            Self::SuperGlobal { .. } => "SuperGlobal",
+            Self::RunScript { .. } => "RunScript",
+            Self::AccountAction { .. } => "AccountAction",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",
             Self::Error { .. } => "Error",

@@ -13,21 +13,22 @@ pub mod decode;
 pub mod schedule;
 pub mod zone;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, ArbiterHandle};
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{
-    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, Msg, RunningInstance, SessionId,
-    TransferDto,
+    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, MAX_SCRIPT_FILE, Msg,
+    RunningInstance, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
 };
 
 use crate::sim::events::{
-    ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
 };
 use crate::sim::{ZoneConfig, ZoneContent};
 
@@ -116,6 +117,12 @@ pub struct Metrics {
     pub stale: AtomicU64,
     /// Outbound messages dropped because the link was closed.
     pub outbound_dropped: AtomicU64,
+    /// Requests the zones sent to the cluster's script store (files, super globals,
+    /// instances).
+    pub script_store_requests: AtomicU64,
+    /// Script store requests answered with an error by this node: the link was down, or
+    /// the gateway did not answer within [`SCRIPT_STORE_TIMEOUT`].
+    pub script_store_errors: AtomicU64,
 }
 
 impl Metrics {
@@ -138,6 +145,24 @@ pub struct InstanceHandle {
     pub inbox: Arc<Inbox>,
     /// Its actor.
     pub addr: Addr<ZoneActor>,
+}
+
+/// How long a zone's script waits for the script store before it is answered with an
+/// error (the gateway answers in milliseconds; this only bounds a lost answer).
+pub const SCRIPT_STORE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a zone's scripts are told when the script store cannot answer.
+pub const STORE_UNAVAILABLE: &str = "script store unavailable";
+
+/// A zone's script store request in flight, by the node-unique id sent to the gateway.
+#[derive(Clone, Debug)]
+struct StoreWait {
+    /// The asking instance.
+    key: InstanceKey,
+    /// The zone's own request id (what its `ScriptStoreReply` must name).
+    req: u64,
+    /// When it is answered with an error if the gateway has not answered.
+    deadline: Instant,
 }
 
 /// Where the answer to a transfer goes.
@@ -258,6 +283,12 @@ pub struct Registry {
     warps: DashMap<SessionId, opentelemetry::Context>,
     next_id: AtomicU64,
     draining: AtomicBool,
+    /// Script store requests waiting for the gateway's answer, by the id sent.
+    store_waits: DashMap<u64, StoreWait>,
+    /// The cluster's super globals (slot → value; empty slots absent), as the gateway
+    /// last said. Held while an instance is created, so a new zone gets every value
+    /// before its first tick and misses no change.
+    superglobals: Mutex<BTreeMap<u8, Vec<u8>>>,
     /// Counters.
     pub metrics: Metrics,
     stats: DashMap<InstanceKey, InstanceStats>,
@@ -287,6 +318,8 @@ impl Registry {
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
             draining: AtomicBool::new(false),
+            store_waits: DashMap::new(),
+            superglobals: Mutex::new(BTreeMap::new()),
             metrics: Metrics::default(),
             stats: DashMap::new(),
         })
@@ -518,7 +551,10 @@ impl Registry {
             datagram_budget: self.cfg.datagram_budget,
             ..ZoneConfig::default()
         };
-        let inbox: Arc<Inbox> = Arc::new(Mutex::new(Vec::new()));
+        // Every super global first, then changes as they come: the lock is held until the
+        // instance is listed, so a change either is in this copy or finds the instance.
+        let globals = self.lock_superglobals();
+        let inbox: Arc<Inbox> = Arc::new(Mutex::new(superglobal_inputs(&globals)));
         let n = self.arbiters.len().max(1);
         let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
         let reg = self.clone();
@@ -538,6 +574,7 @@ impl Registry {
                 addr,
             },
         );
+        drop(globals);
         tracing::info!(node = %self.cfg.node_id, instance = %key, generation, arbiter = i, "instance assigned");
         self.send(Msg::InstanceReady { key, generation });
         Ok(())
@@ -1044,6 +1081,213 @@ impl Registry {
         }
     }
 
+    // ----- the script store --------------------------------------------------------------
+
+    fn lock_superglobals(&self) -> std::sync::MutexGuard<'_, BTreeMap<u8, Vec<u8>>> {
+        match self.superglobals.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// A zone's request to the cluster's script store: sent to the gateway under a
+    /// node-unique id; the answer comes back to that zone under its own `req`. A request
+    /// that cannot be sent, or is not answered in [`SCRIPT_STORE_TIMEOUT`], is answered
+    /// with [`STORE_UNAVAILABLE`], so no script waits forever. `req` 0 wants no answer.
+    pub(crate) fn script_store(&self, key: &InstanceKey, req: u64, op: ScriptStoreOp) {
+        Metrics::inc(&self.metrics.script_store_requests);
+        if let ScriptStoreOp::WriteFile { data, .. } = &op
+            && data.len() > MAX_SCRIPT_FILE
+        {
+            // It would not fit a frame; the zone refuses it first, this is the backstop.
+            if req != 0 {
+                Metrics::inc(&self.metrics.script_store_errors);
+                self.push(
+                    key,
+                    ZoneInput::ScriptStoreReply {
+                        req,
+                        result: ScriptStoreResult::Error(format!(
+                            "a script file may hold at most {MAX_SCRIPT_FILE} bytes"
+                        )),
+                    },
+                );
+            }
+            return;
+        }
+        if req == 0 {
+            self.send(Msg::ScriptStore { req: 0, op });
+            return;
+        }
+        let id = self.next_id();
+        self.store_waits.insert(
+            id,
+            StoreWait {
+                key: key.clone(),
+                req,
+                deadline: Instant::now() + SCRIPT_STORE_TIMEOUT,
+            },
+        );
+        if self
+            .out
+            .send(Outbound::Msg(Msg::ScriptStore { req: id, op }))
+            .is_err()
+        {
+            Metrics::inc(&self.metrics.outbound_dropped);
+            self.script_store_failed(id);
+        }
+    }
+
+    /// The gateway answered a script store request: to the zone that asked, under its own
+    /// request id. An answer for a request already given up on is dropped.
+    pub fn script_store_reply(&self, id: u64, result: ScriptStoreResult) {
+        let Some((_, w)) = self.store_waits.remove(&id) else {
+            tracing::debug!(
+                req = id,
+                "script store answer for a request no longer waiting"
+            );
+            return;
+        };
+        self.push(&w.key, ZoneInput::ScriptStoreReply { req: w.req, result });
+    }
+
+    /// A request that will not be answered (not sent: the link is down): answered with
+    /// [`STORE_UNAVAILABLE`] now.
+    pub fn script_store_failed(&self, id: u64) {
+        if let Some((_, w)) = self.store_waits.remove(&id) {
+            self.store_error(w);
+        }
+    }
+
+    fn store_error(&self, w: StoreWait) {
+        Metrics::inc(&self.metrics.script_store_errors);
+        self.push(
+            &w.key,
+            ZoneInput::ScriptStoreReply {
+                req: w.req,
+                result: ScriptStoreResult::Error(STORE_UNAVAILABLE.into()),
+            },
+        );
+    }
+
+    /// The link to the gateway dropped: nothing sent on it will be answered, so every
+    /// waiting request gets [`STORE_UNAVAILABLE`]. Returns how many.
+    pub fn fail_script_store(&self) -> usize {
+        let mut ids: Vec<u64> = self.store_waits.iter().map(|w| *w.key()).collect();
+        // In the order they were asked (ids grow).
+        ids.sort_unstable();
+        let n = ids.len();
+        for id in ids {
+            self.script_store_failed(id);
+        }
+        n
+    }
+
+    /// Requests past their deadline get [`STORE_UNAVAILABLE`]. Returns how many.
+    pub fn expire_script_store(&self, now: Instant) -> usize {
+        if self.store_waits.is_empty() {
+            return 0;
+        }
+        let mut late: Vec<u64> = self
+            .store_waits
+            .iter()
+            .filter(|w| now >= w.deadline)
+            .map(|w| *w.key())
+            .collect();
+        late.sort_unstable();
+        let n = late.len();
+        for id in late {
+            if let Some((_, w)) = self.store_waits.remove(&id) {
+                tracing::warn!(instance = %w.key, req = w.req, "the script store did not answer in time");
+                self.store_error(w);
+            }
+        }
+        n
+    }
+
+    /// Script store requests waiting for the gateway.
+    pub fn script_store_waiting(&self) -> usize {
+        self.store_waits.len()
+    }
+
+    /// The gateway's whole set of super globals (after every registration): it replaces
+    /// ours, and every running zone is told each slot that changed (one now empty too).
+    pub fn set_superglobals(&self, values: Vec<(u8, Vec<u8>)>) {
+        let mut globals = self.lock_superglobals();
+        let new: BTreeMap<u8, Vec<u8>> = values
+            .into_iter()
+            .filter(|(slot, value)| *slot < SUPER_GLOBALS && !value.is_empty())
+            .collect();
+        let mut changed: Vec<(u8, Vec<u8>)> = new
+            .iter()
+            .filter(|(slot, value)| globals.get(*slot) != Some(*value))
+            .map(|(slot, value)| (*slot, value.clone()))
+            .collect();
+        changed.extend(
+            globals
+                .keys()
+                .filter(|slot| !new.contains_key(*slot))
+                .map(|slot| (*slot, Vec::new())),
+        );
+        *globals = new;
+        for (slot, value) in changed {
+            self.push_all(&ZoneInput::SuperGlobal { slot, value });
+        }
+    }
+
+    /// One super global changed (any zone of the cluster set it): every running zone
+    /// hears it.
+    pub fn set_superglobal(&self, slot: u8, value: Vec<u8>) {
+        if slot >= SUPER_GLOBALS {
+            Metrics::inc(&self.metrics.refused_msgs);
+            return;
+        }
+        let mut globals = self.lock_superglobals();
+        if value.is_empty() {
+            globals.remove(&slot);
+        } else {
+            globals.insert(slot, value.clone());
+        }
+        self.push_all(&ZoneInput::SuperGlobal { slot, value });
+    }
+
+    /// The super globals as a new (or rebuilt) zone's first inputs.
+    pub fn superglobal_inputs(&self) -> Vec<ZoneInput> {
+        superglobal_inputs(&self.lock_superglobals())
+    }
+
+    /// Push an input to every running instance.
+    fn push_all(&self, input: &ZoneInput) {
+        for h in &self.instances {
+            match h.inbox.lock() {
+                Ok(mut q) => q.push(input.clone()),
+                Err(p) => p.into_inner().push(input.clone()),
+            }
+        }
+    }
+
+    /// Run `script.func` with no actor in a local instance (the cluster's `Startup.Main`).
+    pub fn run_script(
+        &self,
+        key: &InstanceKey,
+        script: String,
+        func: String,
+    ) -> Result<(), RegistryError> {
+        if self.push(key, ZoneInput::RunScript { script, func }) {
+            Ok(())
+        } else {
+            Err(RegistryError::UnknownInstance(key.clone()))
+        }
+    }
+
+    /// A zone's script acts on its player's account (`BanPlayer`, `KickPlayer`): the
+    /// gateway does it.
+    pub(crate) fn account_action(&self, player: PlayerKey, action: AccountAction) {
+        self.send(Msg::AccountAction {
+            session: player.0,
+            action: convert::account_action_to_dto(action),
+        });
+    }
+
     /// Drain: stop taking players, and save and remove every player of every instance.
     /// Returns the number of instances asked.
     pub fn drain_all(&self) -> usize {
@@ -1078,10 +1322,228 @@ fn seed_for(key: &InstanceKey, generation: Generation) -> u64 {
     u64::from(instance_handle(key)) ^ generation.rotate_left(32) ^ 0x5eed
 }
 
+/// The super globals as zone inputs, slot order.
+fn superglobal_inputs(globals: &BTreeMap<u8, Vec<u8>>) -> Vec<ZoneInput> {
+    globals
+        .iter()
+        .map(|(slot, value)| ZoneInput::SuperGlobal {
+            slot: *slot,
+            value: value.clone(),
+        })
+        .collect()
+}
+
 /// Convert a wire `AttachPlayer` into the sim's shapes (helper for the link).
 pub fn attach_from_wire(
     state: shared::internal::ActorStateDto,
     arrival: ArrivalDto,
 ) -> (ActorState, Arrival) {
     (state, arrival)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use tokio::sync::mpsc;
+
+    fn registry() -> (
+        Arc<Registry>,
+        mpsc::UnboundedReceiver<Outbound>,
+        InstanceKey,
+    ) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cfg = ShellConfig {
+            node_id: "t".into(),
+            tick_ms: 33,
+            broadcast_ms: 200,
+            max_catch_up: 3,
+            persist_every_ms: 60_000,
+            capacity: 10,
+            datagram_budget: 1100,
+            trace_tick_every: 0,
+        };
+        let world = shared::content::demo_world();
+        let key = InstanceKey {
+            area: world.areas.first().map(|a| a.name.clone()).unwrap(),
+            instance: 0,
+        };
+        (Registry::new(cfg, Arc::new(world), tx, Vec::new()), rx, key)
+    }
+
+    /// Everything queued for the link so far.
+    fn sent(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<Msg> {
+        let mut v = Vec::new();
+        while let Ok(o) = rx.try_recv() {
+            match o {
+                Outbound::Msg(m) => v.push(m),
+                Outbound::Envelope(e) => v.push(e.msg),
+                Outbound::Broadcast { .. } => {}
+            }
+        }
+        v
+    }
+
+    /// What the instance's zone will read at its next tick (taken).
+    fn inbox(reg: &Registry, key: &InstanceKey) -> Vec<ZoneInput> {
+        let h = reg.instance(key).unwrap();
+        let mut q = h.inbox.lock().unwrap();
+        std::mem::take(&mut *q)
+    }
+
+    fn replies(inputs: &[ZoneInput]) -> Vec<(u64, ScriptStoreResult)> {
+        inputs
+            .iter()
+            .filter_map(|i| match i {
+                ZoneInput::ScriptStoreReply { req, result } => Some((*req, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    // The zone actors are created inside a System but never run: the test's future does
+    // not yield, so their inboxes hold exactly what the registry pushed.
+
+    #[test]
+    fn a_request_goes_out_under_a_node_id_and_its_answer_comes_back_to_the_zone() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            reg.assign(key.clone(), 1).unwrap();
+            sent(&mut rx);
+            reg.script_store(&key, 5, ScriptStoreOp::ReadFile { name: "a".into() });
+            let id = match sent(&mut rx).as_slice() {
+                [Msg::ScriptStore { req, op }] => {
+                    assert_eq!(op, &ScriptStoreOp::ReadFile { name: "a".into() });
+                    *req
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_ne!(id, 0);
+            assert_eq!(reg.script_store_waiting(), 1);
+            reg.script_store_reply(id, ScriptStoreResult::File(Some(b"x".to_vec())));
+            assert_eq!(
+                replies(&inbox(&reg, &key)),
+                vec![(5, ScriptStoreResult::File(Some(b"x".to_vec())))]
+            );
+            // A second answer for it (or one for an unknown id) goes nowhere.
+            reg.script_store_reply(id, ScriptStoreResult::Done);
+            reg.script_store_reply(id.wrapping_add(99), ScriptStoreResult::Done);
+            assert!(inbox(&reg, &key).is_empty());
+            // Fire and forget: sent with req 0, nothing waits.
+            reg.script_store(
+                &key,
+                0,
+                ScriptStoreOp::SetSuperGlobal {
+                    slot: 1,
+                    value: b"v".to_vec(),
+                },
+            );
+            assert!(matches!(
+                sent(&mut rx).as_slice(),
+                [Msg::ScriptStore { req: 0, .. }]
+            ));
+            assert_eq!(reg.script_store_waiting(), 0);
+            assert_eq!(Metrics::get(&reg.metrics.script_store_requests), 2);
+            assert_eq!(Metrics::get(&reg.metrics.script_store_errors), 0);
+        });
+    }
+
+    #[test]
+    fn no_script_waits_forever_for_the_store() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            reg.assign(key.clone(), 1).unwrap();
+            let info = || ScriptStoreOp::FileInfo { name: "a".into() };
+            reg.script_store(&key, 1, info());
+            reg.script_store(&key, 2, info());
+            // The link drops: both are answered with an error at once.
+            assert_eq!(reg.fail_script_store(), 2);
+            let unavailable = ScriptStoreResult::Error(STORE_UNAVAILABLE.into());
+            assert_eq!(
+                replies(&inbox(&reg, &key)),
+                vec![(1, unavailable.clone()), (2, unavailable.clone())]
+            );
+            // No answer within the deadline: an error too, and not before.
+            reg.script_store(&key, 3, info());
+            assert_eq!(reg.expire_script_store(Instant::now()), 0);
+            let later = Instant::now() + SCRIPT_STORE_TIMEOUT + Duration::from_millis(1);
+            assert_eq!(reg.expire_script_store(later), 1);
+            assert_eq!(replies(&inbox(&reg, &key)), vec![(3, unavailable.clone())]);
+            // The gateway's late answer is dropped.
+            let late = sent(&mut rx)
+                .into_iter()
+                .filter_map(|m| match m {
+                    Msg::ScriptStore { req, .. } => Some(req),
+                    _ => None,
+                })
+                .last()
+                .unwrap();
+            reg.script_store_reply(late, ScriptStoreResult::Info { kind: 1, size: 2 });
+            assert!(replies(&inbox(&reg, &key)).is_empty());
+            // A file too large for the link is refused here.
+            reg.script_store(
+                &key,
+                4,
+                ScriptStoreOp::WriteFile {
+                    name: "big".into(),
+                    data: vec![0; MAX_SCRIPT_FILE + 1],
+                },
+            );
+            assert!(matches!(
+                replies(&inbox(&reg, &key)).as_slice(),
+                [(4, ScriptStoreResult::Error(_))]
+            ));
+            assert_eq!(Metrics::get(&reg.metrics.script_store_errors), 4);
+        });
+    }
+
+    #[test]
+    fn every_zone_gets_the_super_globals_new_ones_first_and_then_each_change() {
+        actix::System::new().block_on(async {
+            let (reg, _rx, key) = registry();
+            reg.set_superglobals(vec![(3, b"three".to_vec()), (7, b"seven".to_vec())]);
+            reg.assign(key.clone(), 1).unwrap();
+            let sg = |slot: u8, v: &[u8]| ZoneInput::SuperGlobal {
+                slot,
+                value: v.to_vec(),
+            };
+            assert_eq!(inbox(&reg, &key), vec![sg(3, b"three"), sg(7, b"seven")]);
+            reg.set_superglobal(9, b"nine".to_vec());
+            assert_eq!(inbox(&reg, &key), vec![sg(9, b"nine")]);
+            // A whole new set (a gateway's, after a reconnect): only the differences,
+            // slots no longer set included (as empty).
+            reg.set_superglobals(vec![(3, b"three".to_vec()), (9, b"NINE".to_vec())]);
+            let mut got = inbox(&reg, &key);
+            got.sort_by_key(|i| match i {
+                ZoneInput::SuperGlobal { slot, .. } => *slot,
+                _ => u8::MAX,
+            });
+            assert_eq!(got, vec![sg(7, b""), sg(9, b"NINE")]);
+            reg.set_superglobal(200, b"x".to_vec());
+            assert!(inbox(&reg, &key).is_empty());
+            assert_eq!(
+                reg.superglobal_inputs(),
+                vec![sg(3, b"three"), sg(9, b"NINE")]
+            );
+            // RunScript reaches the instance; an unknown one is an error.
+            reg.run_script(&key, "Startup".into(), "Main".into())
+                .unwrap();
+            assert_eq!(
+                inbox(&reg, &key),
+                vec![ZoneInput::RunScript {
+                    script: "Startup".into(),
+                    func: "Main".into()
+                }]
+            );
+            let other = InstanceKey {
+                area: key.area.clone(),
+                instance: 9,
+            };
+            assert!(
+                reg.run_script(&other, "Startup".into(), "Main".into())
+                    .is_err()
+            );
+        });
+    }
 }

@@ -501,21 +501,20 @@ impl ZoneActor {
         let (reg, key) = (&self.reg, &self.key);
         self.players
             .retain(|p, _| reg.session_instance(p.0).as_ref() == Some(key));
+        // The fresh sim knows no super globals: every value first, as for a new zone (taken
+        // before the inbox is locked: a change meanwhile is queued in it, so it comes after).
+        let mut rejoin: Vec<ZoneInput> = self.reg.superglobal_inputs();
         let mut q = match self.inbox.lock() {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
-        let mut rejoin: Vec<ZoneInput> = self
-            .players
-            .iter()
-            .map(|(p, r)| ZoneInput::PlayerJoined {
-                player: *p,
-                rid: r.rid,
-                is_dm: r.is_dm,
-                state: Box::new(r.last.clone()),
-                arrival: Arrival::Saved,
-            })
-            .collect();
+        rejoin.extend(self.players.iter().map(|(p, r)| ZoneInput::PlayerJoined {
+            player: *p,
+            rid: r.rid,
+            is_dm: r.is_dm,
+            state: Box::new(r.last.clone()),
+            arrival: Arrival::Saved,
+        }));
         // Leaves of the lost tick are replayed (a detach must not be forgotten); other
         // inputs of that tick are dropped, as they may be what made it panic.
         rejoin.extend(
@@ -614,8 +613,11 @@ impl Router<'_> {
                 ZoneOutput::ScriptLog { script, message } => {
                     tracing::info!(zone = %self.key, script = %script, "{message}");
                 }
-                ZoneOutput::ScriptStore { .. } | ZoneOutput::Account { .. } => {
-                    // TODO(script store): routed to the gateway by the link.
+                ZoneOutput::ScriptStore { req, op } => {
+                    self.reg.script_store(self.key, *req, op.clone());
+                }
+                ZoneOutput::Account { player, action } => {
+                    self.reg.account_action(*player, *action);
                 }
             }
         }
