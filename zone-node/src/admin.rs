@@ -21,7 +21,7 @@ use crate::sim::events::PHASE_NAMES;
 pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     let m = &reg.metrics;
-    let counters: [(&str, &str, &AtomicU64); 12] = [
+    let counters: [(&str, &str, &AtomicU64); 17] = [
         ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
         (
             "rc_zone_late_ticks_total",
@@ -78,6 +78,31 @@ pub fn render(reg: &Registry) -> String {
             "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
             &m.outbound_dropped,
         ),
+        (
+            "rc_zone_script_errors_total",
+            "Scripts ended by a runtime error (division by zero, a command not supported yet, End, ...).",
+            &m.script_errors,
+        ),
+        (
+            "rc_zone_script_runaways_total",
+            "Scripts ended for running past their instruction budget phase after phase.",
+            &m.script_runaways,
+        ),
+        (
+            "rc_zone_script_restore_failures_total",
+            "Saved scripts (a handoff, a login) that could not resume here: the script changed or is missing.",
+            &m.script_restore_failures,
+        ),
+        (
+            "rc_zone_script_store_requests_total",
+            "Requests of the zones' scripts to the cluster's script store (files, super globals, zone instances).",
+            &m.script_store_requests,
+        ),
+        (
+            "rc_zone_script_store_errors_total",
+            "Script store requests answered with an error by the node (link down, no answer in time).",
+            &m.script_store_errors,
+        ),
     ];
     for (name, help, c) in counters {
         t.counter(name, help, Metrics::get(c));
@@ -101,6 +126,18 @@ pub fn render(reg: &Registry) -> String {
             "Actors in the instance.",
             &labels,
             f64::from(s.actors),
+        );
+        t.gauge_with(
+            "rc_zone_instance_scripts",
+            "Scripts running or waiting in the instance.",
+            &labels,
+            f64::from(s.scripts),
+        );
+        t.counter_with(
+            "rc_zone_instance_script_budget_pauses_total",
+            "Scripts phases in which a script of the instance was paused at its instruction budget.",
+            &labels,
+            s.script_stats.budget_pauses,
         );
         t.gauge_with(
             "rc_zone_instance_tick_p99_seconds",

@@ -123,6 +123,12 @@ pub struct Metrics {
     /// Script store requests answered with an error by this node: the link was down, or
     /// the gateway did not answer within [`SCRIPT_STORE_TIMEOUT`].
     pub script_store_errors: AtomicU64,
+    /// Scripts ended by a runtime error.
+    pub script_errors: AtomicU64,
+    /// Scripts ended for running past their budget tick after tick.
+    pub script_runaways: AtomicU64,
+    /// Saved scripts that could not resume on this node (changed or missing scripts).
+    pub script_restore_failures: AtomicU64,
 }
 
 impl Metrics {

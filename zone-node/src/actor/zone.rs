@@ -43,6 +43,10 @@ pub struct InstanceStats {
     pub players: u32,
     /// Actors in the zone.
     pub actors: u32,
+    /// Scripts running (or waiting) in the zone.
+    pub scripts: u32,
+    /// The zone's cumulative script figures.
+    pub script_stats: crate::sim::instances::ScriptStats,
     /// Last tick's phase durations (ns), in `sim::events::PHASE_NAMES` order.
     pub phase_ns: [u64; 8],
     /// The sim's `now_ms` of the last tick.
@@ -279,6 +283,11 @@ impl ZoneActor {
             Ok((players_n, actors_n, phase_ns)) => {
                 self.stats.players = players_n;
                 self.stats.actors = actors_n;
+                let scripts = &self.sim.state().scripts;
+                self.stats.scripts = u32::try_from(scripts.len()).unwrap_or(u32::MAX);
+                if self.stats.ticks.is_multiple_of(32) {
+                    self.stats.script_stats = scripts.stats.clone();
+                }
                 self.stats.phase_ns = phase_ns;
                 self.stats.timings.observe(&phase_ns);
                 self.stats.now_ms = now_ms;
@@ -601,6 +610,18 @@ impl Router<'_> {
                     message,
                     kind,
                 } => {
+                    let c = match kind {
+                        crate::sim::events::ScriptErrorKind::Runtime => {
+                            &self.reg.metrics.script_errors
+                        }
+                        crate::sim::events::ScriptErrorKind::Runaway => {
+                            &self.reg.metrics.script_runaways
+                        }
+                        crate::sim::events::ScriptErrorKind::Restore => {
+                            &self.reg.metrics.script_restore_failures
+                        }
+                    };
+                    Metrics::inc(c);
                     tracing::warn!(
                         zone = %self.key,
                         script = %script,

@@ -58,11 +58,16 @@ pub fn sandbox(name: &[u8]) -> Result<String, String> {
 
 /// Send a request to the store; returns its id.
 fn request(st: &mut ZoneState, op: ScriptStoreOp, waiter: Option<InstanceId>) -> u64 {
-    let req = st.scripts.next_request;
-    st.scripts.next_request += 1;
-    if let Some(id) = waiter {
-        st.scripts.requests.insert(req, id);
-    }
+    // No waiter: request 0, no answer wanted.
+    let req = match waiter {
+        Some(id) => {
+            let req = st.scripts.next_request;
+            st.scripts.next_request += 1;
+            st.scripts.requests.insert(req, id);
+            req
+        }
+        None => 0,
+    };
     st.outputs.push(ZoneOutput::ScriptStore { req, op });
     req
 }
