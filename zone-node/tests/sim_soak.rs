@@ -23,8 +23,31 @@ fn scenario(seed: u64) -> (Vec<ZoneOutput>, Vec<(PlayerKey, Vec<u8>)>) {
         seed,
         ..ZoneConfig::default()
     };
-    let mut h = SimHarness::with(cfg, zone_node::sim::testing::test_content());
+    // Scripts too: the demo world's Death and LevelUp, and one that draws random numbers,
+    // reads the clock and waits.
+    let busy: &[u8] = b"Function Main()\n  For i = 1 To 40\n    Output(Actor(), Rand(1, 100) + \" \" + MilliSecs())\n    DoEvents(Rand(20, 300))\n  Next\nEnd Function\n";
+    let scripts: Vec<(String, Vec<u8>)> = shared::content::demo_scripts()
+        .into_iter()
+        .map(|s| (s.name, s.bytes))
+        .chain([("Busy".to_owned(), busy.to_vec())])
+        .collect();
+    let files: Vec<(&str, &[u8])> = scripts
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let content = zone_node::sim::testing::content_with_scripts(
+        zone_node::sim::testing::test_content(),
+        &files,
+    );
+    let mut h = SimHarness::with(cfg, content);
     let (a, _) = h.spawn_dm("A", 0.0, 0.0);
+    h.act(
+        a,
+        PlayerAction::Command {
+            word: "SCRIPT".into(),
+            params: "Busy,Main".into(),
+        },
+    );
     let (b, bid) = h.spawn_player("B", 120.0, 120.0);
     h.actor_mut(bid).attr[3] = 5; // Breath below max: regenerates at random.
     for i in 0..50 {
@@ -55,11 +78,12 @@ fn scenario(seed: u64) -> (Vec<ZoneOutput>, Vec<(PlayerKey, Vec<u8>)>) {
             }
         }
         if t == 100 {
+            // Dies: the Death script starts (and travels with the warp at t = 200).
             h.act(
                 a,
                 PlayerAction::SetAttribute {
                     name: "Health".into(),
-                    value: 50,
+                    value: 0,
                 },
             );
             h.act(
@@ -91,6 +115,11 @@ fn same_seed_and_inputs_give_the_same_bytes() {
     let (o1, d1) = scenario(11);
     let (o2, d2) = scenario(11);
     assert!(!d1.is_empty() && !o1.is_empty());
+    let scripted = o1
+        .iter()
+        .filter(|o| matches!(o, ZoneOutput::Reliable { bytes, .. } if bytes.windows(2).any(|w| w == [16, 250])))
+        .count();
+    assert!(scripted > 10, "the scripts spoke ({scripted} frames)");
     assert_eq!(o1, o2);
     assert_eq!(d1, d2);
 }
@@ -113,7 +142,9 @@ fn soak(world: World, ticks: u32) {
     assert!(!world.areas.is_empty());
     let mut rng = ChaCha8Rng::seed_from_u64(99);
     for (ai, area) in world.areas.iter().enumerate() {
-        let content = ZoneContent::from_world(world.clone(), &area.name).expect("area content");
+        let mut content = ZoneContent::from_world(world.clone(), &area.name).expect("area content");
+        // The world's own scripts run too (the sample project's Login, Death, ...).
+        content.scripts = Arc::new(zone_node::world_scripts::compile_world(&world).0);
         let content = Arc::new(content);
         let cfg = ZoneConfig {
             seed: 5 + ai as u64,
