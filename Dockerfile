@@ -1,4 +1,5 @@
-# The cluster's image: `gateway`, `zone-node` and the `swarm` load tool on Debian bookworm.
+# The cluster's image: `gateway`, `zone-node`, the `swarm` load tool and the `rcscript`
+# script checker on Debian bookworm.
 #
 # With a registry:   docker compose build          (or docker-compose build; plain docker build .)
 # Without one:       deploy/images.sh              (see docs/operations.md, "Deploying with docker-compose")
@@ -21,10 +22,10 @@ RUN set -eu; \
     mkdir -p /out; \
     if [ -d deploy/.prebuilt ]; then \
         echo "using the binaries in deploy/.prebuilt (made by deploy/images.sh)"; \
-        cp deploy/.prebuilt/gateway deploy/.prebuilt/zone-node deploy/.prebuilt/swarm /out/; \
+        cp deploy/.prebuilt/gateway deploy/.prebuilt/zone-node deploy/.prebuilt/swarm deploy/.prebuilt/rcscript /out/; \
     else \
-        cargo build --release --locked -p gateway -p zone-node -p client --bin gateway --bin zone-node --bin swarm; \
-        cp target/release/gateway target/release/zone-node target/release/swarm /out/; \
+        cargo build --release --locked -p gateway -p zone-node -p client --bin gateway --bin zone-node --bin swarm --bin rcscript; \
+        cp target/release/gateway target/release/zone-node target/release/swarm target/release/rcscript /out/; \
     fi
 
 FROM ${RUNTIME_IMAGE}

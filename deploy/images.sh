@@ -10,7 +10,7 @@
 # Without one (`--base local`, or `auto` when the pull fails) it:
 #   1. makes a Debian bookworm base image once: debootstrap --variant=minbase, trimmed,
 #      `docker import`ed as $RC_LOCAL_BASE (skipped when that image exists);
-#   2. compiles gateway, zone-node and swarm on the host (`cargo build`, the profile
+#   2. compiles gateway, zone-node, swarm and rcscript on the host (`cargo build`, the profile
 #      given; `--no-cargo` takes the binaries already in target/<profile>, e.g. those
 #      `cargo test` built) and stages them in deploy/.prebuilt/ (debug info stripped);
 #   3. builds the root Dockerfile with the local base for both stages: its build stage
@@ -43,7 +43,7 @@ LOCAL_BASE=${RC_LOCAL_BASE:-realm-crafter/bookworm-minbase:local}
 MIRROR=${RC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 RUST_IMAGE=${RUST_IMAGE:-rust:1.95-slim-bookworm}
 RUNTIME_IMAGE=${RUNTIME_IMAGE:-debian:bookworm-slim}
-BINARIES=(gateway zone-node swarm)
+BINARIES=(gateway zone-node swarm rcscript)
 
 usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "images.sh: $*" >&2; exit 1; }
@@ -140,7 +140,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 if [ "$CARGO" = 1 ]; then
     say "cargo build --locked (${PROFILE}) of ${BINARIES[*]}"
     cargo build --locked "${CARGO_PROFILE_FLAG[@]}" -p gateway -p zone-node -p client \
-        --bin gateway --bin zone-node --bin swarm
+        --bin gateway --bin zone-node --bin swarm --bin rcscript
 fi
 mkdir -p "$ROOT/deploy/.prebuilt"
 for b in "${BINARIES[@]}"; do

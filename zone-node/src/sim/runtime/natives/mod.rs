@@ -123,3 +123,60 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
         _ => actor::call(h, n, a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use script::natives::{self, Kind};
+    use script::vm::NativeCx;
+    use script::{RuntimeError, Ty, Value};
+
+    use crate::sim::instances::InstanceCx;
+    use crate::sim::runtime::host::ZoneHost;
+    use crate::sim::testing::SimHarness;
+
+    /// Every command the host owns now is implemented: called with zeros (and with the
+    /// player's handle as the first argument), none answers "not supported", none panics.
+    #[test]
+    fn every_host_command_is_implemented() {
+        let mut h = SimHarness::new();
+        let (_, pid) = h.spawn_player("Ann", 0.0, 0.0);
+        let handle = h.sim.state().handle_of(pid);
+        let mut missing = Vec::new();
+        for sig in natives::all().iter().filter(|s| s.kind == Kind::Host) {
+            for first in [0, handle] {
+                let args: Vec<Value> = sig
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| match (i, p.ty) {
+                        (0, Ty::Int) => Value::Int(first),
+                        (_, t) => t.zero(),
+                    })
+                    .collect();
+                let mut cx = InstanceCx {
+                    actor: handle,
+                    next_file: 1,
+                    ..InstanceCx::default()
+                };
+                let mut banks = script::natives::pure::Banks::default();
+                let mut ncx = NativeCx {
+                    banks: &mut banks,
+                    file: "T.rsl",
+                    line: 1,
+                };
+                let st = h.sim.state_mut();
+                let mut host = ZoneHost::new(st, 1, &mut cx);
+                if let Err(RuntimeError::NotSupported { native, .. }) =
+                    super::call(&mut host, sig.native, &args, &mut ncx)
+                {
+                    missing.push(native);
+                }
+            }
+        }
+        missing.dedup();
+        assert!(
+            missing.is_empty(),
+            "host commands not implemented: {missing:?}"
+        );
+    }
+}
