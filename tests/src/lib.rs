@@ -271,6 +271,28 @@ impl Cluster {
         .await;
     }
 
+    /// A portal out of `area` (instance 0) into an area that another node hosts, and the
+    /// node hosting `area`.
+    pub fn portal_to_another_node(
+        &self,
+        world: &shared::content::World,
+        area: &str,
+    ) -> (String, shared::content::Portal) {
+        let node = self.owner(area, 0).expect("the area is placed").0;
+        let portal = world
+            .area_by_name(area)
+            .expect("the area exists")
+            .portals
+            .iter()
+            .find(|p| {
+                !p.link_area.is_empty()
+                    && self.owner(&p.link_area, 0).is_some_and(|(n, _)| n != node)
+            })
+            .expect("a portal into an area on another node")
+            .clone();
+        (node, portal)
+    }
+
     /// Wait until the heartbeats report `n` players in the whole cluster.
     pub async fn wait_players(&self, n: u64) {
         self.wait_for(&format!("{n} players hosted once"), |v| players_in(v) == n)
@@ -362,6 +384,38 @@ pub fn area_of(p: &ServerPacket) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Walk from `from` to `to` in steps the speed check accepts, until a `P_ChangeArea`
+/// names `want`; every event on the way is shown to `observe`. Returns where the player
+/// arrived.
+pub async fn walk_through(
+    c: &mut Connection,
+    from: (f32, f32, f32),
+    to: (f32, f32, f32),
+    want: &str,
+    mut observe: impl FnMut(&client::Event),
+) -> (f32, f32, f32) {
+    let steps = 30;
+    for i in 0..=steps + 10 {
+        let k = (i.min(steps) as f32) / steps as f32;
+        let p = (
+            from.0 + (to.0 - from.0) * k,
+            from.1 + (to.1 - from.1) * k,
+            from.2 + (to.2 - from.2) * k,
+        );
+        c.move_to(p.0, p.1, p.2, true).unwrap();
+        let end = Instant::now() + Duration::from_millis(100);
+        while let Ok(Ok(e)) = tokio::time::timeout_at(end, c.next_event()).await {
+            observe(&e);
+            if let client::Event::AreaChanged { area, position, .. } = e
+                && area == want
+            {
+                return position;
+            }
+        }
+    }
+    panic!("no P_ChangeArea into {want} walking {from:?} -> {to:?}");
 }
 
 /// Wait (bounded) for the next `P_ChangeArea`; returns it with the time it took.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use client::{CloseCode, Connection, Event};
-use cluster_tests::{Cluster, WAIT, login_again, new_player};
+use cluster_tests::{Cluster, WAIT, login_again, new_player, walk_through};
 use shared::proto::XpUpdate;
 use tokio::time::Instant;
 
@@ -35,34 +35,6 @@ async fn until<T>(
     }
 }
 
-/// Walk in steps the speed check accepts until `P_ChangeArea` names `want`.
-async fn walk_through(
-    c: &mut Connection,
-    from: (f32, f32, f32),
-    to: (f32, f32, f32),
-    want: &str,
-) -> (f32, f32, f32) {
-    let steps = 30;
-    for i in 0..=steps + 10 {
-        let k = (i.min(steps) as f32) / steps as f32;
-        let p = (
-            from.0 + (to.0 - from.0) * k,
-            from.1 + (to.1 - from.1) * k,
-            from.2 + (to.2 - from.2) * k,
-        );
-        c.move_to(p.0, p.1, p.2, true).unwrap();
-        let end = Instant::now() + Duration::from_millis(100);
-        while let Ok(Ok(e)) = tokio::time::timeout_at(end, c.next_event()).await {
-            if let Event::AreaChanged { area, position, .. } = e
-                && area == want
-            {
-                return position;
-            }
-        }
-    }
-    panic!("no P_ChangeArea into {want} walking {from:?} → {to:?}");
-}
-
 /// A DM player (DMs may set their own attributes).
 async fn dm(c: &Cluster, user: &str) -> (Connection, client::GameStart) {
     let (conn, _) = new_player(c.gw.client_addr, user).await;
@@ -75,20 +47,10 @@ async fn dm(c: &Cluster, user: &str) -> (Connection, client::GameStart) {
 async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
     // n1 takes two of the three instance 0s; n2 the third.
     let c = Cluster::start_with_capacity("play", &[("n1", 2), ("n2", 64)]).await;
-    let meadow_node = c.owner("Meadow", 0).unwrap().0;
     let world = shared::content::demo_world();
     let meadow = world.area_by_name("Meadow").unwrap();
     // A portal out of Meadow into an area on the other node.
-    let portal = meadow
-        .portals
-        .iter()
-        .find(|p| {
-            !p.link_area.is_empty()
-                && c.owner(&p.link_area, 0)
-                    .is_some_and(|(n, _)| n != meadow_node)
-        })
-        .expect("a Meadow portal into the other node")
-        .clone();
+    let (meadow_node, portal) = c.portal_to_another_node(&world, "Meadow");
     let far = world.area_by_name(&portal.link_area).unwrap();
     let road = far
         .portals
@@ -225,7 +187,14 @@ async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
     eprintln!("step: portal");
     // Ann walks through the portal into the other node's area.
     let here = (start.0 + 3.0, start.1, start.2 + 3.0);
-    let arrived = walk_through(&mut ann, here, (portal.x, portal.y, portal.z), &far.name).await;
+    let arrived = walk_through(
+        &mut ann,
+        here,
+        (portal.x, portal.y, portal.z),
+        &far.name,
+        |_| {},
+    )
+    .await;
     let (far_node, _) = c.owner(&far.name, 0).unwrap();
     assert_ne!(far_node, meadow_node, "a different node owns {}", far.name);
 
@@ -258,7 +227,14 @@ async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
     assert!(line.contains("<PARTY>"), "{line}");
 
     // And back by the road.
-    let back = walk_through(&mut ann, arrived, (road.x, road.y, road.z), "Meadow").await;
+    let back = walk_through(
+        &mut ann,
+        arrived,
+        (road.x, road.y, road.z),
+        "Meadow",
+        |_| {},
+    )
+    .await;
     assert!((back.0 - begin.x).abs() < 0.5 && (back.2 - begin.z).abs() < 0.5);
 
     eprintln!("step: relog");

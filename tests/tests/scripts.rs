@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use client::{CloseCode, Connection, Event};
-use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir};
+use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir, walk_through};
 use tokio::time::Instant;
 
 /// Stag (passive) in the demo world.
@@ -128,35 +128,6 @@ impl Hunter {
     }
 }
 
-/// Walk in steps the speed check accepts until `P_ChangeArea` names `want`.
-async fn walk_through(
-    c: &mut Connection,
-    h: &mut Hunter,
-    from: (f32, f32, f32),
-    to: (f32, f32, f32),
-    want: &str,
-) {
-    let steps = 30;
-    for i in 0..=steps + 10 {
-        let k = (i.min(steps) as f32) / steps as f32;
-        let p = (
-            from.0 + (to.0 - from.0) * k,
-            from.1 + (to.1 - from.1) * k,
-            from.2 + (to.2 - from.2) * k,
-        );
-        c.move_to(p.0, p.1, p.2, true).unwrap();
-        h.at = p;
-        let end = Instant::now() + Duration::from_millis(100);
-        while let Ok(Ok(e)) = tokio::time::timeout_at(end, c.next_event()).await {
-            h.observe(&e);
-            if h.area == want {
-                return;
-            }
-        }
-    }
-    panic!("no P_ChangeArea into {want} walking {from:?} -> {to:?}");
-}
-
 /// The demo world with the quest in its `In-game Commands`, written to a folder.
 fn quest_world(name: &str) -> std::path::PathBuf {
     let dir = temp_dir(&format!("{name}-world"));
@@ -170,19 +141,8 @@ fn quest_world(name: &str) -> std::path::PathBuf {
 async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
     let world_dir = quest_world("quest");
     let mut c = Cluster::start_with_world("quest", &[("n1", 1), ("n2", 64)], &world_dir).await;
-    let meadow_node = c.owner("Meadow", 0).unwrap().0;
     let world = shared::content::demo_world();
-    let meadow = world.area_by_name("Meadow").unwrap();
-    let portal = meadow
-        .portals
-        .iter()
-        .find(|p| {
-            !p.link_area.is_empty()
-                && c.owner(&p.link_area, 0)
-                    .is_some_and(|(n, _)| n != meadow_node)
-        })
-        .expect("a Meadow portal into the other node")
-        .clone();
+    let (meadow_node, portal) = c.portal_to_another_node(&world, "Meadow");
     let far = world.area_by_name(&portal.link_area).unwrap();
     let back = far
         .portals
@@ -219,24 +179,12 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
         far.name
     );
     let from = h.at;
-    walk_through(
-        &mut ann,
-        &mut h,
-        from,
-        (portal.x, portal.y, portal.z),
-        &far.name,
-    )
-    .await;
+    let to = (portal.x, portal.y, portal.z);
+    h.at = walk_through(&mut ann, from, to, &far.name, |e| h.observe(e)).await;
     let arrived = h.at;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    walk_through(
-        &mut ann,
-        &mut h,
-        arrived,
-        (back.x, back.y, back.z),
-        "Meadow",
-    )
-    .await;
+    let to = (back.x, back.y, back.z);
+    h.at = walk_through(&mut ann, arrived, to, "Meadow", |e| h.observe(e)).await;
 
     eprintln!("step: the second stag, after the handoffs");
     h.kill_a_stag(&mut ann).await;

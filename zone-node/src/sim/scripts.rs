@@ -123,17 +123,7 @@ pub trait ScriptHooks: Send + Sync {
     fn on_area_exit(&self, st: &mut ZoneState, actor: ActorId) {
         let script = st.content.area.exit_script.clone();
         if runtime::has_entry(st, &script, "Main") {
-            let h = st.handle_of(actor);
-            runtime::create(
-                st,
-                super::instances::StartRequest {
-                    script,
-                    func: "Main".into(),
-                    actor: h,
-                    context: 0,
-                    param: script::RStr::EMPTY,
-                },
-            );
+            runtime::create_for(st, &script, "Main", actor);
         }
     }
 
@@ -256,17 +246,7 @@ fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
     if !runtime::has_entry(st, script, func) {
         return;
     }
-    let h = st.handle_of(actor);
-    if let Some(id) = runtime::create(
-        st,
-        super::instances::StartRequest {
-            script: script.into(),
-            func: func.into(),
-            actor: h,
-            context: 0,
-            param: script::RStr::EMPTY,
-        },
-    ) {
+    if let Some(id) = runtime::create_for(st, script, func, actor) {
         runtime::run_to_wait(st, id);
     }
 }

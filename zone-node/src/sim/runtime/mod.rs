@@ -280,6 +280,44 @@ fn report(
     });
 }
 
+/// Report a failure of instance `id` (named by its script, function and actor).
+fn report_instance(
+    st: &mut ZoneState,
+    id: InstanceId,
+    file: String,
+    line: u32,
+    message: &str,
+    kind: ScriptErrorKind,
+) {
+    let (script, func, actor) = st
+        .scripts
+        .instances
+        .get(&id)
+        .map(|i| (i.cx.script.clone(), i.cx.func.clone(), i.cx.actor))
+        .unwrap_or_default();
+    report(st, &script, &func, actor, file, line, message, kind);
+}
+
+/// Create `script.func` now with `actor` as `Actor()` (context 0, no `Param`).
+pub(crate) fn create_for(
+    st: &mut ZoneState,
+    script: &str,
+    func: &str,
+    actor: ActorId,
+) -> Option<InstanceId> {
+    let h = st.handle_of(actor);
+    create(
+        st,
+        StartRequest {
+            script: script.to_owned(),
+            func: func.to_owned(),
+            actor: h,
+            context: 0,
+            param: RStr::EMPTY,
+        },
+    )
+}
+
 /// The scripts phase.
 #[doc(alias = "UpdateScripts")]
 pub(crate) fn phase(st: &mut ZoneState) {
@@ -413,45 +451,23 @@ pub(crate) fn run_one(st: &mut ZoneState, id: InstanceId, total: &mut u64) {
                 i.overruns
             });
             if over.is_some_and(|o| o > max) {
-                let (script, func, actor, (file, line)) = {
-                    let Some(i) = st.scripts.instances.get(&id) else {
-                        return;
-                    };
-                    (
-                        i.cx.script.clone(),
-                        i.cx.func.clone(),
-                        i.cx.actor,
-                        i.vm.location(&set),
-                    )
-                };
+                let (file, line) = st
+                    .scripts
+                    .instances
+                    .get(&id)
+                    .map(|i| i.vm.location(&set))
+                    .unwrap_or_default();
                 let msg = format!(
                     "ended: it ran past its budget of {per} units in {max} scripts phases in a row (a loop with no DoEvents?)"
                 );
-                report(
-                    st,
-                    &script,
-                    &func,
-                    actor,
-                    file,
-                    line,
-                    &msg,
-                    ScriptErrorKind::Runaway,
-                );
+                report_instance(st, id, file, line, &msg, ScriptErrorKind::Runaway);
                 end(st, id);
             }
         }
         Exit::Error { error, file, line } => {
-            let (script, func, actor) = st
-                .scripts
-                .instances
-                .get(&id)
-                .map(|i| (i.cx.script.clone(), i.cx.func.clone(), i.cx.actor))
-                .unwrap_or_default();
-            report(
+            report_instance(
                 st,
-                &script,
-                &func,
-                actor,
+                id,
                 file,
                 line,
                 &error.to_string(),

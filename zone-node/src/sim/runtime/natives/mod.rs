@@ -158,7 +158,7 @@ mod tests {
                     next_file: 1,
                     ..InstanceCx::default()
                 };
-                let mut banks = script::natives::pure::Banks::default();
+                let mut banks = natives::pure::Banks::default();
                 let mut ncx = NativeCx {
                     banks: &mut banks,
                     file: "T.rsl",
