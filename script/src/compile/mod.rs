@@ -539,6 +539,27 @@ fn visit(
     Ok(())
 }
 
+/// A new top-level name: its key and its tag's type; a duplicate or an object tag is
+/// reported instead.
+fn new_name(
+    names: &mut HashSet<String>,
+    id: &ast::Ident,
+    err: &mut impl FnMut(Span, String),
+) -> Option<(String, Option<Ty>)> {
+    let k = id.key();
+    if !names.insert(k.clone()) {
+        err(id.span, format!("`{}` is already declared", id.name));
+        return None;
+    }
+    match tag_ty(&id.tag) {
+        Ok(t) => Some((k, t)),
+        Err(m) => {
+            err(id.span, m);
+            None
+        }
+    }
+}
+
 /// Phase 2 for one module.
 fn declare(
     file: &str,
@@ -591,20 +612,8 @@ fn declare(
             ),
             Item::Const(vars) => {
                 for v in vars {
-                    let k = v.name.key();
-                    if !names.insert(k.clone()) {
-                        err(
-                            v.name.span,
-                            format!("`{}` is already declared", v.name.name),
-                        );
+                    let Some((k, tag)) = new_name(&mut names, &v.name, &mut err) else {
                         continue;
-                    }
-                    let tag = match tag_ty(&v.name.tag) {
-                        Ok(t) => t,
-                        Err(m) => {
-                            err(v.name.span, m);
-                            continue;
-                        }
                     };
                     let Some(init) = &v.init else {
                         err(v.name.span, format!("Const {} needs a value", v.name.name));
@@ -631,20 +640,8 @@ fn declare(
             }
             Item::Global(vars) => {
                 for v in vars {
-                    let k = v.name.key();
-                    if !names.insert(k.clone()) {
-                        err(
-                            v.name.span,
-                            format!("`{}` is already declared", v.name.name),
-                        );
+                    let Some((k, tag)) = new_name(&mut names, &v.name, &mut err) else {
                         continue;
-                    }
-                    let tag = match tag_ty(&v.name.tag) {
-                        Ok(t) => t,
-                        Err(m) => {
-                            err(v.name.span, m);
-                            continue;
-                        }
                     };
                     let init = match &v.init {
                         None => None,
@@ -684,21 +681,10 @@ fn declare(
             }
             Item::Dim(arrays) => {
                 for a in arrays {
-                    let k = a.name.key();
-                    if !names.insert(k.clone()) {
-                        err(
-                            a.name.span,
-                            format!("`{}` is already declared", a.name.name),
-                        );
+                    let Some((k, tag)) = new_name(&mut names, &a.name, &mut err) else {
                         continue;
-                    }
-                    let ty = match tag_ty(&a.name.tag) {
-                        Ok(t) => t.unwrap_or(Ty::Int),
-                        Err(m) => {
-                            err(a.name.span, m);
-                            continue;
-                        }
                     };
+                    let ty = tag.unwrap_or(Ty::Int);
                     let mut dims = Vec::new();
                     let mut bad = false;
                     for e in &a.dims {

@@ -59,7 +59,8 @@ pub(crate) fn player_state(st: &ZoneState, id: ActorId) -> Option<ActorState> {
     Some(s)
 }
 
-/// Every online player's snapshot now (`SaveState`).
+/// Every online player's snapshot now (`SaveState`, and the periodic checkpoint); a player
+/// frozen in a handoff is saved by it instead.
 pub(crate) fn snapshot_all(st: &mut ZoneState) {
     for idx in st.chain_members(st.online, ChainKind::Online) {
         let Some((id, Some(player), false)) = st.at(idx).map(|a| (a.id, a.player, a.frozen()))
@@ -807,18 +808,5 @@ pub(crate) fn periodic_snapshots(st: &mut ZoneState) {
         return;
     }
     st.next_persist_ms = st.now_ms + every;
-    for idx in st.chain_members(st.online, ChainKind::Online) {
-        let Some((id, Some(player), false)) = st.at(idx).map(|a| (a.id, a.player, a.frozen()))
-        else {
-            continue;
-        };
-        if let Some(state) = player_state(st, id) {
-            st.outputs
-                .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
-                    player,
-                    reason: SnapshotReason::Periodic,
-                    state,
-                })));
-        }
-    }
+    snapshot_all(st);
 }

@@ -429,35 +429,31 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             });
             int(v.unwrap_or(0))
         }
-        Native::SetAttribute | Native::ChangeAttribute => {
+        Native::SetAttribute
+        | Native::ChangeAttribute
+        | Native::SetMaxAttribute
+        | Native::ChangeMaxAttribute => {
             let (Some(id), Some(i)) = (me, attr_index(h, &a.rstr(1))) else {
                 return none();
             };
-            let cur =
-                h.st.get(id)
-                    .and_then(|x| x.attr_value(Some(i)))
-                    .unwrap_or(0);
-            let v = if n == Native::SetAttribute {
+            let max = matches!(n, Native::SetMaxAttribute | Native::ChangeMaxAttribute);
+            // `Change…` adds to the current value (or maximum); `Set…` replaces it.
+            let v = if matches!(n, Native::SetAttribute | Native::SetMaxAttribute) {
                 a.int(2)
             } else {
-                cur.saturating_add(a.int(2))
+                let cur = h.st.get(id).and_then(|x| {
+                    if max {
+                        x.attr_maximum(Some(i))
+                    } else {
+                        x.attr_value(Some(i))
+                    }
+                });
+                cur.unwrap_or(0).saturating_add(a.int(2))
             };
-            set_attribute(h, id, i, v);
-            none()
-        }
-        Native::SetMaxAttribute | Native::ChangeMaxAttribute => {
-            let (Some(id), Some(i)) = (me, attr_index(h, &a.rstr(1))) else {
+            if !max {
+                set_attribute(h, id, i, v);
                 return none();
-            };
-            let cur =
-                h.st.get(id)
-                    .and_then(|x| x.attr_maximum(Some(i)))
-                    .unwrap_or(0);
-            let v = if n == Native::SetMaxAttribute {
-                a.int(2)
-            } else {
-                cur.saturating_add(a.int(2))
-            };
+            }
             let v = v.clamp(0, stats::VALUE_MAX);
             // The current value is not clamped to the new maximum (Realm Crafter).
             if let Some(x) = h.st.get_mut(id)
