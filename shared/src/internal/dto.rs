@@ -148,6 +148,22 @@ pub enum ArrivalDto {
     PortalNamed(String),
 }
 
+/// One item lying on the ground of an AreaInstance (Realm Crafter's `DroppedItem`): what
+/// a zone checkpoint saves and a restarted instance restores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroundItemDto {
+    /// The item and its stack size.
+    pub item: InvSlotDto,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Milliseconds it may still lie there before it expires (`docs/items.md`).
+    pub remaining_ms: u64,
+}
+
 /// Why a snapshot is persisted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SnapshotReasonDto {

@@ -62,6 +62,7 @@ pub mod ai;
 pub mod chat;
 pub mod combat;
 pub mod commands;
+pub mod items;
 pub mod kill;
 pub mod mount;
 pub mod party;

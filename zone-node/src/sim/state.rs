@@ -17,7 +17,7 @@
 //! cluster-wide range, see [`RidRanges`]) and are kept across SetArea; NPC RIDs are allocated
 //! here from their own range with a rotating cursor. 0 is never used.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::area::{Environment, TemplateProps, ZoneContent};
@@ -855,9 +855,47 @@ pub struct ZoneState {
     handles: HashMap<Handle, ActorId>,
     /// Next NPC handle offset.
     npc_handle_next: u32,
+    /// Items lying in the area, by their dropped-item handle (`sim::items::ground`).
+    pub ground: BTreeMap<u32, GroundItem>,
+    /// The last dropped-item handle issued (handles are never reused while the instance
+    /// lives, so a client never echoes a handle that now names another item).
+    pub ground_handle: u32,
+    /// Players whose items or money changed through another party (a trade, a shop, a drop
+    /// or a pickup) since a checkpoint last saved them; see [`ZoneState::entangle`].
+    pub entangled: BTreeSet<ActorId>,
+    /// Whether the area's ground items changed since the last checkpoint that saved them.
+    pub ground_dirty: bool,
+}
+
+/// One item lying in the area (Realm Crafter's `DroppedItem`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroundItem {
+    /// The item and its stack size.
+    pub item: InvSlot,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// When it expires (zone clock, ms).
+    pub expires_ms: u64,
 }
 
 impl ZoneState {
+    /// Record that items or money moved between these players (and, with `ground`, the
+    /// area's ground items): until a checkpoint saves them, a snapshot of any one of them
+    /// must save all of them and the ground in the same atomic group, so a node loss can
+    /// never restore one side of an exchange without the other (`docs/items.md`).
+    pub fn entangle(&mut self, ids: &[ActorId], ground: bool) {
+        for &id in ids {
+            if self.get(id).is_some_and(Actor::is_player) {
+                self.entangled.insert(id);
+            }
+        }
+        self.ground_dirty |= ground;
+    }
+
     /// An empty instance.
     pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, hooks: Arc<dyn ScriptHooks>) -> Self {
         let grid = Grid::for_area(&content.area, cfg.grid_cell);
@@ -903,6 +941,10 @@ impl ZoneState {
             scratch: Vec::new(),
             announce: true,
             scripts: Scripts::new(),
+            ground: BTreeMap::new(),
+            ground_handle: 0,
+            entangled: BTreeSet::new(),
+            ground_dirty: false,
             handles: HashMap::new(),
             npc_handle_next: 0,
         }
