@@ -176,6 +176,7 @@ pub fn generated_content(side: f32) -> ZoneContent {
         genders: 0,
         attributes: attributes.clone(),
         resistances: vec![100; 20],
+        slots_disabled: 0,
     };
     let templates = [t(NPC_AGGRESSIVE, 2), t(NPC_PASSIVE, 0), t(HUMAN, 0)]
         .into_iter()

@@ -37,7 +37,9 @@ pub mod catalogue;
 pub mod character;
 pub mod chat;
 pub mod combat;
+pub mod items;
 pub mod start;
+pub mod trade;
 pub mod update;
 
 use serde::{Deserialize, Serialize};
@@ -48,7 +50,9 @@ pub use catalogue::*;
 pub use character::*;
 pub use chat::*;
 pub use combat::*;
+pub use items::*;
 pub use start::*;
+pub use trade::*;
 pub use update::*;
 
 use crate::wire::{DecodeError, DecodeErrorKind, HexBytes, Reader};
@@ -164,6 +168,26 @@ pub mod ids {
     pub const P_REPOSITION_ACTOR: u8 = 49;
     /// `P_KickedPlayer`.
     pub const P_KICKED_PLAYER: u8 = 60;
+    /// `P_InventoryUpdate`.
+    pub const P_INVENTORY_UPDATE: u8 = 15;
+    /// `P_ActionBarUpdate`.
+    pub const P_ACTION_BAR_UPDATE: u8 = 31;
+    /// `P_OpenTrading`.
+    pub const P_OPEN_TRADING: u8 = 35;
+    /// `P_CloseTrading`.
+    pub const P_CLOSE_TRADING: u8 = 40;
+    /// `P_UpdateTrading`.
+    pub const P_UPDATE_TRADING: u8 = 41;
+    /// `P_ItemScript`.
+    pub const P_ITEM_SCRIPT: u8 = 43;
+    /// `P_EatItem`.
+    pub const P_EAT_ITEM: u8 = 44;
+    /// `P_ItemHealth`.
+    pub const P_ITEM_HEALTH: u8 = 45;
+    /// `P_Examine`.
+    pub const P_EXAMINE: u8 = 61;
+    /// `P_Trade`.
+    pub const P_TRADE: u8 = 62;
 }
 
 /// The Realm Crafter name of a packet id (`"P_StandardUpdate"` for 14), for every id in
@@ -429,18 +453,34 @@ packet_enum! {
         StartGame(StartGame) = "P_StartGame",
         /// `P_StandardUpdate` (14).
         StandardUpdate(StandardUpdateC2S) = "P_StandardUpdate",
+        /// `P_InventoryUpdate` (15).
+        InventoryUpdate(InventoryUpdateC2S) = "P_InventoryUpdate",
         /// `P_ChatMessage` (16).
         ChatMessage(ChatMessageC2S) = "P_ChatMessage",
         /// `P_AttackActor` (18).
         AttackActor(AttackActorC2S) = "P_AttackActor",
         /// `P_RightClick` (20).
         RightClick(RightClick) = "P_RightClick",
+        /// `P_ActionBarUpdate` (31).
+        ActionBarUpdate(ActionBarUpdate) = "P_ActionBarUpdate",
+        /// `P_OpenTrading` (35): cancel or confirm a trade or a purchase.
+        OpenTrading(OpenTradingC2S) = "P_OpenTrading",
+        /// `P_UpdateTrading` (41).
+        UpdateTrading(UpdateTradingC2S) = "P_UpdateTrading",
+        /// `P_ItemScript` (43).
+        ItemScript(ItemScript) = "P_ItemScript",
+        /// `P_EatItem` (44).
+        EatItem(EatItem) = "P_EatItem",
         /// `P_Jump` (46, empty).
         Jump(JumpC2S) = "P_Jump",
         /// `P_Dismount` (47, empty).
         Dismount(Dismount) = "P_Dismount",
         /// `P_RepositionActor` acknowledgement (49).
         RepositionActor(RepositionAck) = "P_RepositionActor",
+        /// `P_Examine` (61).
+        Examine(Examine) = "P_Examine",
+        /// `P_Trade` (62).
+        Trade(Trade) = "P_Trade",
     }
 }
 
@@ -472,6 +512,8 @@ packet_enum! {
         ActorGone(ActorGone) = "P_ActorGone",
         /// `P_StandardUpdate` (14).
         StandardUpdate(StandardUpdateS2C) = "P_StandardUpdate",
+        /// `P_InventoryUpdate` (15).
+        InventoryUpdate(InventoryUpdateS2C) = "P_InventoryUpdate",
         /// `P_ChatMessage` (16).
         ChatMessage(ChatMessageS2C) = "P_ChatMessage",
         /// `P_WeatherChange` (17).
@@ -490,12 +532,20 @@ packet_enum! {
         AnimateActor(AnimateActor) = "P_AnimateActor",
         /// `P_XPUpdate` (32).
         XpUpdate(XpUpdate) = "P_XPUpdate",
+        /// `P_OpenTrading` (35): one chunk of a trade or shop window.
+        OpenTrading(OpenTradingS2C) = "P_OpenTrading",
         /// `P_Projectile` (37).
         Projectile(Projectile) = "P_Projectile",
         /// `P_PartyUpdate` (38).
         PartyUpdate(PartyUpdate) = "P_PartyUpdate",
         /// `P_AppearanceUpdate` (39).
         AppearanceUpdate(AppearanceUpdate) = "P_AppearanceUpdate",
+        /// `P_CloseTrading` (40).
+        CloseTrading(CloseTrading) = "P_CloseTrading",
+        /// `P_UpdateTrading` (41).
+        UpdateTrading(UpdateTradingS2C) = "P_UpdateTrading",
+        /// `P_ItemHealth` (45).
+        ItemHealth(ItemHealth) = "P_ItemHealth",
         /// `P_Jump` (46).
         Jump(JumpS2C) = "P_Jump",
         /// `P_FloatingNumber` (48).
@@ -573,4 +623,11 @@ empty_packet!(
     KickedPlayer,
     ids::P_KICKED_PLAYER,
     "P_KickedPlayer"
+);
+empty_packet!(
+    /// `P_CloseTrading` (40) S→C: the client hides its trade window.
+    #[doc(alias = "P_CloseTrading")]
+    CloseTrading,
+    ids::P_CLOSE_TRADING,
+    "P_CloseTrading"
 );

@@ -46,6 +46,22 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
         ClientPacket::AttackActor(a) => Some(PlayerAction::Attack { target: a.target }),
         ClientPacket::RightClick(r) => Some(PlayerAction::RightClick { target: r.target }),
         ClientPacket::Jump(_) => Some(PlayerAction::Jump),
+        ClientPacket::InventoryUpdate(i) => Some(PlayerAction::Inventory(i)),
+        ClientPacket::ActionBarUpdate(a) => Some(PlayerAction::ActionBar(a)),
+        ClientPacket::ItemScript(i) => Some(PlayerAction::UseItem {
+            slot: i.slot,
+            target: i.target,
+        }),
+        ClientPacket::EatItem(e) => Some(PlayerAction::EatItem {
+            slot: e.slot,
+            amount: e.amount,
+        }),
+        ClientPacket::OpenTrading(o) => Some(PlayerAction::OpenTrading(o)),
+        ClientPacket::UpdateTrading(u) => Some(PlayerAction::UpdateTrading {
+            slot: u.slot,
+            amount: u.amount,
+        }),
+        ClientPacket::Trade(t) => Some(PlayerAction::TradeWith { target: t.target }),
         ClientPacket::Dismount(_) => Some(PlayerAction::Dismount),
         ClientPacket::ChangeArea(_) | ClientPacket::RepositionActor(_) => {
             Some(PlayerAction::AreaAck)

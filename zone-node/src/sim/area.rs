@@ -72,6 +72,9 @@ pub struct TemplateProps {
     pub attributes: Vec<(i32, i32)>,
     /// Resistances (20).
     pub resistances: Vec<i32>,
+    /// The inventory slot types this template lacks: the complement of Realm Crafter's
+    /// `InventorySlots` mask (bit `type - 1`), so the default has every slot.
+    pub slots_disabled: u32,
 }
 
 /// One waypoint.
@@ -395,6 +398,7 @@ impl TemplateProps {
                 .map(|p| (i32::from(p.value), i32::from(p.max)))
                 .collect(),
             resistances: t.resistances.iter().map(|&r| i32::from(r)).collect(),
+            slots_disabled: !t.inventory_slots,
         }
     }
 }

@@ -93,6 +93,45 @@ pub enum PlayerAction {
         /// Target.
         target: RuntimeId,
     },
+    /// `P_InventoryUpdate` (15): pick up, drop, answer an offer, move or merge a stack.
+    #[doc(alias = "P_InventoryUpdate")]
+    Inventory(shared::proto::InventoryUpdateC2S),
+    /// `P_ActionBarUpdate` (31).
+    #[doc(alias = "P_ActionBarUpdate")]
+    ActionBar(shared::proto::ActionBarUpdate),
+    /// `P_ItemScript` (43): use the item in a slot, on a target.
+    #[doc(alias = "P_ItemScript")]
+    UseItem {
+        /// Slot.
+        slot: u8,
+        /// Target.
+        target: Option<RuntimeId>,
+    },
+    /// `P_EatItem` (44).
+    #[doc(alias = "P_EatItem")]
+    EatItem {
+        /// Slot.
+        slot: u8,
+        /// How many.
+        amount: u16,
+    },
+    /// `P_OpenTrading` (35): cancel or confirm a trade or a purchase.
+    #[doc(alias = "P_OpenTrading")]
+    OpenTrading(shared::proto::OpenTradingC2S),
+    /// `P_UpdateTrading` (41): offer (or withdraw) a backpack stack in a trade.
+    #[doc(alias = "P_UpdateTrading")]
+    UpdateTrading {
+        /// Trade slot 0..31 (backpack slot 14 + slot).
+        slot: u8,
+        /// How many (0 = withdraw).
+        amount: u16,
+    },
+    /// `P_Trade` (62): trade with an actor (its shop).
+    #[doc(alias = "P_Trade")]
+    TradeWith {
+        /// Target.
+        target: RuntimeId,
+    },
     /// `P_Dismount` (47).
     Dismount,
     /// `P_Jump` (46).
@@ -351,6 +390,12 @@ pub enum Rejection {
     UnknownTarget,
     /// Any other invalid request (range, state).
     Invalid,
+    /// An item request the rules refuse: a slot or amount out of range, an item the
+    /// player does not have, a slot it does not fit, no room, out of reach, already taken.
+    BadItemRequest,
+    /// A trade or shop request out of turn: no trade open, a replayed or mismatched
+    /// confirmation, a partner who left, not enough money.
+    TradeRefused,
 }
 
 /// Counters for one tick (all reset each tick).
@@ -359,7 +404,7 @@ pub struct Counters {
     /// Inputs processed.
     pub inputs: u32,
     /// Rejections by kind (index = `Rejection as usize`).
-    pub rejections: [u32; 13],
+    pub rejections: [u32; 15],
     /// Actors in the zone.
     pub actors: u32,
     /// Online players in the zone.

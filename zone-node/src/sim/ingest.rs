@@ -17,7 +17,7 @@
 
 use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneInput};
 use super::state::{ActorId, ZoneState};
-use super::{combat, commands, mount, packets, party, pets, setarea, stats};
+use super::{combat, commands, items, mount, packets, party, pets, setarea, stats};
 
 /// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
 #[inline]
@@ -158,6 +158,17 @@ pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, actio
         PlayerAction::Attack { target } => combat::player_attack(st, id, target),
         PlayerAction::RightClick { target } => mount::right_click(st, id, target),
         PlayerAction::Dismount => mount::dismount(st, id),
+        PlayerAction::Inventory(i) => items::on_inventory_update(st, player, id, i),
+        PlayerAction::ActionBar(a) => items::bag::action_bar(st, player, id, a),
+        PlayerAction::UseItem { slot, target } => {
+            items::bag::use_item(st, player, id, slot, target)
+        }
+        PlayerAction::EatItem { slot, amount } => items::bag::eat(st, player, id, slot, amount),
+        PlayerAction::OpenTrading(o) => items::trade::open_trading(st, player, id, o),
+        PlayerAction::UpdateTrading { slot, amount } => {
+            items::trade::update_trading(st, player, id, slot, amount);
+        }
+        PlayerAction::TradeWith { target } => items::shop::trade_with(st, player, id, target),
         PlayerAction::Jump => jump(st, id),
         PlayerAction::Chat { text } => commands::chat(st, id, &text),
         PlayerAction::SetAttribute { name, value } => {

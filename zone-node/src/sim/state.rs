@@ -1429,6 +1429,26 @@ impl ZoneState {
         }
     }
 
+    /// Queue a typed packet (`shared::proto`, the one encoder of each packet) for one
+    /// actor's player; see [`ZoneState::send_to`].
+    pub fn send_packet<P: shared::proto::Packet>(&mut self, to: ActorId, packet: &P) {
+        let mut payload = Vec::new();
+        packet.encode_payload(&mut payload);
+        self.send_to(to, P::ID, &payload);
+    }
+
+    /// Queue a typed packet for every online player of the instance, except `except`;
+    /// see [`ZoneState::send_zone`].
+    pub fn send_packet_zone<P: shared::proto::Packet>(
+        &mut self,
+        packet: &P,
+        except: Option<ActorId>,
+    ) {
+        let mut payload = Vec::new();
+        packet.encode_payload(&mut payload);
+        self.send_zone(P::ID, &payload, except);
+    }
+
     /// Queue a reliable packet for every online player of the instance, except `except`.
     ///
     /// It goes out with the player's next broadcast (or sooner, with a packet sent to the

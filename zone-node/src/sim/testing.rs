@@ -159,6 +159,7 @@ pub fn test_content() -> ZoneContent {
         genders: 0,
         attributes: attributes.clone(),
         resistances: vec![100; 20],
+        slots_disabled: 0,
     };
     let mut templates = HashMap::new();
     for tp in [
