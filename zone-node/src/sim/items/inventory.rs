@@ -99,8 +99,7 @@ pub fn slots_match(item: &Item, slot: usize) -> bool {
     match slot {
         WEAPON => matches!(item.kind, ItemKind::Weapon { .. }),
         1..=7 => {
-            matches!(item.kind, ItemKind::Armour { .. })
-                && usize::from(item.slot_type) == slot + 1
+            matches!(item.kind, ItemKind::Armour { .. }) && usize::from(item.slot_type) == slot + 1
         }
         8..=11 => matches!(item.kind, ItemKind::Ring) && item.slot_type == 9,
         12..=13 => matches!(item.kind, ItemKind::Ring) && item.slot_type != 9,
@@ -394,10 +393,22 @@ mod tests {
         };
         let mut inv = empty();
         let placed = give(&mut inv, &w, &elf, instance(&w.items[1], 1)).unwrap();
-        assert_eq!(placed, vec![Placement { slot: 14, amount: 1 }]);
+        assert_eq!(
+            placed,
+            vec![Placement {
+                slot: 14,
+                amount: 1
+            }]
+        );
         let mut inv = empty();
         let placed = give(&mut inv, &w, &human(), instance(&w.items[1], 1)).unwrap();
-        assert_eq!(placed, vec![Placement { slot: HAT, amount: 1 }]);
+        assert_eq!(
+            placed,
+            vec![Placement {
+                slot: HAT,
+                amount: 1
+            }]
+        );
     }
 
     #[test]
