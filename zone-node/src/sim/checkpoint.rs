@@ -131,7 +131,8 @@ pub(crate) fn checkpoint_all(st: &mut ZoneState) {
 
 /// The instance stops (`StopInstance`, a drain): every player leaves, and their final
 /// snapshots and every ground item go out as one group, before any of them is reported
-/// removed.
+/// removed. An instance that never had a player leave this way nor an item on its ground
+/// (no handle ever issued, none restored) has nothing to save and sends nothing.
 pub(crate) fn shutdown(st: &mut ZoneState) {
     let mut players = Vec::new();
     let mut removed = Vec::new();
@@ -146,6 +147,9 @@ pub(crate) fn shutdown(st: &mut ZoneState) {
     }
     st.entangled.clear();
     st.ground_dirty = false;
+    if players.is_empty() && st.ground_handle == 0 {
+        return;
+    }
     let ground = Some(ground_dto(st));
     st.outputs.push(ZoneOutput::Checkpoint(Box::new(Checkpoint {
         players,
@@ -480,6 +484,22 @@ mod tests {
             assert!(saved < removed);
         }
         assert_eq!(h.sim.state().by_player(PlayerKey(1)), None);
+        // Stopped again, empty, with its items: the ground alone.
+        h.clear();
+        h.push(ZoneInput::Shutdown);
+        h.tick();
+        let g = groups(&h);
+        assert_eq!(g.len(), 1);
+        assert!(g[0].players.is_empty());
+        assert_eq!(g[0].ground.as_ref().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn an_empty_instance_that_never_had_ground_items_saves_nothing_when_it_stops() {
+        let mut h = harness(ZoneConfig::default());
+        h.push(ZoneInput::Shutdown);
+        h.tick();
+        assert!(groups(&h).is_empty());
     }
 
     #[test]
