@@ -1292,10 +1292,7 @@ impl Hub {
             entries,
             ground,
         } = g;
-        let owner = self
-            .dir
-            .placement(&key)
-            .is_some_and(|p| p.node == node && p.generation == generation);
+        let owner = self.dir.owns(node, &key, generation);
         let stray = entries
             .iter()
             .find(|e| self.snapshot_fenced(node, e.session, &e.state.name))
