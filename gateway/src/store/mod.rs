@@ -105,6 +105,9 @@ const MIGRATIONS: &[&str] = &[
 /// The `meta` key of the character handle floor.
 const META_NEXT_HANDLE: &str = "next_handle";
 
+/// Every AreaInstance's stored ground items ([`Store::load_ground`]).
+pub type StoredGround = HashMap<InstanceKey, Vec<GroundItemDto>>;
+
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -351,9 +354,7 @@ impl Store {
     /// Every AreaInstance's stored ground items, with a warning for each row that was
     /// skipped (a BLOB that does not decode, an unknown format): bad stored data never
     /// stops the gateway, the instance just starts with a clean ground.
-    pub fn load_ground(
-        &self,
-    ) -> Result<(HashMap<InstanceKey, Vec<GroundItemDto>>, Vec<String>), StoreError> {
+    pub fn load_ground(&self) -> Result<(StoredGround, Vec<String>), StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT area, instance, version, items FROM ground_items")?;
