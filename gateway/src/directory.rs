@@ -370,6 +370,14 @@ impl Directory {
         }
     }
 
+    /// Whether `id` owns `key` at exactly `generation`: what a zone's checkpoint group must
+    /// show to be stored (a node that lost the instance, or a stale copy, is refused).
+    pub fn owns(&self, id: &str, key: &InstanceKey, generation: Generation) -> bool {
+        self.placements
+            .get(key)
+            .is_some_and(|p| p.node == id && p.generation == generation)
+    }
+
     /// `InstanceReady`; false when it is stale (another node or generation owns the key).
     pub fn ready(&mut self, id: &str, key: &InstanceKey, generation: Generation) -> bool {
         match self.placements.get_mut(key) {
@@ -562,6 +570,13 @@ mod tests {
             assert!(*g > old, "a re-placement has a newer generation");
         }
         assert!(d.node("n1").is_none());
+        // The lost node's checkpoints no longer count; the new owner's do.
+        for (n, k, g) in &after {
+            let old = before.iter().find(|b| &b.1 == k).unwrap().2;
+            assert!(!d.owns("n1", k, old));
+            assert!(!d.owns(n, k, old));
+            assert!(d.owns(n, k, *g));
+        }
     }
 
     #[test]

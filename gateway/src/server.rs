@@ -148,6 +148,10 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         super_globals = scripts.globals().len(),
         "script store loaded"
     );
+    let (ground, warnings) = store.load_ground()?;
+    for w in &warnings {
+        tracing::warn!(warning = %w, "stored ground items skipped");
+    }
     let writer = Writer::spawn(store)?;
     // Handles given at load to characters of an older database.
     writer.submit(book.take_persist())?;
@@ -225,6 +229,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         // Session ids never repeat across restarts: nodes may still hold old ones.
         wall_ms() << 16,
     );
+    *shared.ground() = ground;
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(net::client::serve(
@@ -516,6 +521,24 @@ impl AdminSource for Admin {
             "rc_gateway_snapshots_orphaned_total",
             "Snapshots that matched no character.",
             &m.snapshots_orphaned,
+        );
+        c(
+            &mut t,
+            "rc_gateway_snapshot_groups_saved_total",
+            "Zone checkpoint groups (players saved together, ground items) stored and acknowledged.",
+            &m.snapshot_groups_saved,
+        );
+        c(
+            &mut t,
+            "rc_gateway_snapshot_group_entries_total",
+            "Character snapshots inside the checkpoint groups stored.",
+            &m.snapshot_group_entries,
+        );
+        c(
+            &mut t,
+            "rc_gateway_snapshot_groups_refused_total",
+            "Checkpoint groups refused as a whole: a stale generation or a session the node does not host (also in fenced).",
+            &m.snapshot_groups_refused,
         );
         c(
             &mut t,

@@ -343,6 +343,54 @@ async fn shutdown_saves_players_and_closes_with_code_3() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ground_items_saved_by_an_instance_come_back_when_it_is_assigned_again() {
+    use gateway::session::PersistOp;
+    use gateway::store::Store;
+    use shared::internal::{GroundItemDto, InstanceKey, InvSlotDto};
+    let data = temp_dir("ground");
+    let meadow = InstanceKey {
+        area: "Meadow".into(),
+        instance: 0,
+    };
+    let item = |id: u16| GroundItemDto {
+        item: InvSlotDto {
+            item: id,
+            attributes: vec![0; 40],
+            health: 100,
+            amount: 3,
+        },
+        x: 12.0,
+        y: 0.0,
+        z: -4.0,
+        remaining_ms: 600_000,
+    };
+    // An earlier run of the Meadow left a Short Sword on its ground, and an item this
+    // world does not know (skipped, not refused).
+    Store::open_dir(&data)
+        .unwrap()
+        .apply(&[PersistOp::ReplaceGround {
+            key: meadow.clone(),
+            items: vec![item(0), item(9_999)],
+        }])
+        .unwrap();
+    let gw = start(&data, None).await;
+    assert_eq!(gw.shared().ground().get(&meadow).map(Vec::len), Some(2));
+    // The instance was assigned with its ground; stopping it (the embedded node drains)
+    // saves the ground it holds with its players' last snapshots, as one group.
+    gw.shutdown().await;
+    let (ground, warnings) = Store::open_dir(&data).unwrap().load_ground().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let saved = ground.get(&meadow).expect("the Meadow's ground came back");
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(saved[0].item, item(0).item);
+    assert_eq!((saved[0].x, saved[0].z), (12.0, -4.0));
+    assert!(saved[0].remaining_ms <= 600_000 && saved[0].remaining_ms > 500_000);
+    // The other instances had nothing on the ground: nothing stored for them.
+    assert_eq!(ground.len(), 1, "{ground:?}");
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_realm_crafter_sample_data_is_served() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/rc-sample-data");
     if !sample.exists() {

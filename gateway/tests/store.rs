@@ -1,5 +1,6 @@
-//! Store tests: migrations from empty, a full character round trip through SQLite, the
-//! batching writer, and the `Accounts.dat` parser.
+//! Store tests: migrations from empty (and from schema 2), a full character round trip
+//! through SQLite, the batching writer (a submitted batch lands whole or not at all), the
+//! ground items of each instance, and the `Accounts.dat` parser.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,7 +8,7 @@ use gateway::accounts_dat::{self, LegacyAccount};
 use gateway::session::{AccountBook, AccountRow, PersistOp};
 use gateway::store::{STATE_VERSION, Store, Writer};
 use proptest::prelude::*;
-use shared::internal::{ActorStateDto, InvSlotDto, KnownSpellDto};
+use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey, InvSlotDto, KnownSpellDto};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("gw-store-{}-{name}", std::process::id()));
@@ -97,13 +98,13 @@ fn row(id: u64, user: &str) -> AccountRow {
 fn migrations_from_empty_and_wal() {
     let d = tmp("migrate");
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.schema_version().unwrap(), 3);
     assert_eq!(s.journal_mode().unwrap(), "wal");
     assert!(s.load_all().unwrap().is_empty());
     drop(s);
     // Re-opening is a no-op.
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.schema_version().unwrap(), 3);
 }
 
 #[test]
@@ -404,22 +405,193 @@ fn import_accounts_command() {
 }
 
 #[test]
-fn writer_drops_only_the_failing_op() {
+fn writer_drops_only_the_failing_batch() {
     use std::sync::atomic::Ordering::Relaxed;
     let d = tmp("failing");
     let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
-    w.submit(vec![
-        PersistOp::UpsertAccount(row(1, "One")),
-        PersistOp::UpsertAccount(row(2, "ONE")),
-        PersistOp::UpsertAccount(row(3, "Three")),
-    ])
-    .unwrap();
+    // Three batches queued together (one transaction); the second fails (a name taken
+    // case-insensitively): it alone is dropped.
+    w.submit(vec![PersistOp::UpsertAccount(row(1, "One"))])
+        .unwrap();
+    w.submit(vec![PersistOp::UpsertAccount(row(2, "ONE"))])
+        .unwrap();
+    w.submit(vec![PersistOp::UpsertAccount(row(3, "Three"))])
+        .unwrap();
     w.flush().unwrap();
     assert_eq!(w.stats().failures.load(Relaxed), 1);
     assert_eq!(w.stats().ops_written.load(Relaxed), 2);
     assert!(w.last_error().is_some());
     w.shutdown();
     assert_eq!(Store::open_dir(&d).unwrap().load_all().unwrap().len(), 2);
+}
+
+fn key(area: &str, instance: u16) -> InstanceKey {
+    InstanceKey {
+        area: area.into(),
+        instance,
+    }
+}
+
+fn ground_item(item: u16, x: f32, remaining_ms: u64) -> GroundItemDto {
+    GroundItemDto {
+        item: InvSlotDto {
+            item,
+            attributes: vec![3; 40],
+            health: 90,
+            amount: 4,
+        },
+        x,
+        y: 1.0,
+        z: -2.0,
+        remaining_ms,
+    }
+}
+
+#[test]
+fn a_submitted_group_is_stored_whole_or_not_at_all() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let d = tmp("group");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "Alice")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![full_character("Aria")],
+        },
+    ])
+    .unwrap();
+    let w = Writer::spawn(s).unwrap();
+    // A checkpoint group whose last op fails (a character of an account that does not
+    // exist: the foreign key): neither the good character nor the ground is stored.
+    let mut richer = full_character("Aria");
+    richer.gold = 1_000_000;
+    w.submit(vec![
+        PersistOp::SaveCharacter {
+            account: 1,
+            slot: 0,
+            state: Box::new(richer.clone()),
+        },
+        PersistOp::ReplaceGround {
+            key: key("Town", 2),
+            items: vec![ground_item(5, 1.0, 9_000)],
+        },
+        PersistOp::SaveCharacter {
+            account: 99,
+            slot: 0,
+            state: Box::new(full_character("Ghost")),
+        },
+    ])
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    w.after_commit(move |ok| tx.send(ok).unwrap()).unwrap();
+    assert!(!rx.recv().unwrap(), "the failed group is reported");
+    assert_eq!(w.stats().failures.load(Relaxed), 3);
+    assert_eq!(w.stats().ops_written.load(Relaxed), 0);
+    w.shutdown();
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.load_all().unwrap()[0].1[0].gold, 9_999);
+    assert!(s.load_ground().unwrap().0.is_empty());
+}
+
+#[test]
+fn ground_items_are_replaced_per_instance_and_survive_a_reopen() {
+    let d = tmp("ground");
+    let mut s = Store::open_dir(&d).unwrap();
+    let town = vec![ground_item(5, 1.0, 9_000), ground_item(6, 2.5, 1)];
+    s.apply(&[
+        PersistOp::ReplaceGround {
+            key: key("Town", 2),
+            items: vec![ground_item(1, 0.0, 5)],
+        },
+        PersistOp::ReplaceGround {
+            key: key("Town", 2),
+            items: town.clone(),
+        },
+        PersistOp::ReplaceGround {
+            key: key("Town", 0),
+            items: vec![ground_item(7, 3.0, 60_000)],
+        },
+        PersistOp::ReplaceGround {
+            key: key("Cave", 0),
+            items: vec![ground_item(8, 3.0, 60_000)],
+        },
+        // An empty ground removes the row.
+        PersistOp::ReplaceGround {
+            key: key("Cave", 0),
+            items: Vec::new(),
+        },
+    ])
+    .unwrap();
+    drop(s);
+    let s = Store::open_dir(&d).unwrap();
+    let (ground, warnings) = s.load_ground().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(ground.len(), 2);
+    assert_eq!(ground[&key("Town", 2)], town);
+    assert_eq!(ground[&key("Town", 0)], vec![ground_item(7, 3.0, 60_000)]);
+}
+
+#[test]
+fn bad_stored_ground_is_skipped_with_a_warning() {
+    let d = tmp("badground");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[PersistOp::ReplaceGround {
+        key: key("Town", 1),
+        items: vec![ground_item(5, 1.0, 9_000)],
+    }])
+    .unwrap();
+    drop(s);
+    let conn = rusqlite::Connection::open(d.join(gateway::store::DB_FILE)).unwrap();
+    conn.execute_batch(
+        "INSERT INTO ground_items VALUES ('Town', 2, 1, X'C1FFFF');
+         INSERT INTO ground_items VALUES ('Town', 3, 99, X'90');
+         INSERT INTO ground_items VALUES ('Town', 70000, 1, X'90');",
+    )
+    .unwrap();
+    drop(conn);
+    let (ground, warnings) = Store::open_dir(&d).unwrap().load_ground().unwrap();
+    assert_eq!(ground.len(), 1);
+    assert!(ground.contains_key(&key("Town", 1)));
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+}
+
+#[test]
+fn a_schema_2_database_with_data_migrates_to_3() {
+    let d = tmp("migrate2");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "Alice")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![full_character("Aria")],
+        },
+        PersistOp::PutScriptFile {
+            name: "a.txt".into(),
+            kind: 1,
+            data: b"hi".to_vec(),
+        },
+    ])
+    .unwrap();
+    drop(s);
+    // Back to what version 2 wrote: no ground table.
+    let conn = rusqlite::Connection::open(d.join(gateway::store::DB_FILE)).unwrap();
+    conn.execute_batch("DROP TABLE ground_items; PRAGMA user_version = 2;")
+        .unwrap();
+    drop(conn);
+    let mut s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 3);
+    assert_eq!(
+        s.load_all().unwrap(),
+        vec![(row(1, "Alice"), vec![full_character("Aria")])]
+    );
+    assert_eq!(s.load_scripts().unwrap().0.entries(), 1);
+    assert!(s.load_ground().unwrap().0.is_empty());
+    s.apply(&[PersistOp::ReplaceGround {
+        key: key("Town", 0),
+        items: vec![ground_item(5, 1.0, 9_000)],
+    }])
+    .unwrap();
+    assert_eq!(s.load_ground().unwrap().0.len(), 1);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use crate::sim::events::PHASE_NAMES;
 pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     let m = &reg.metrics;
-    let counters: [(&str, &str, &AtomicU64); 17] = [
+    let counters: [(&str, &str, &AtomicU64); 19] = [
         ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
         (
             "rc_zone_late_ticks_total",
@@ -92,6 +92,16 @@ pub fn render(reg: &Registry) -> String {
             "rc_zone_script_restore_failures_total",
             "Saved scripts (a handoff, a login) that could not resume here: the script changed or is missing.",
             &m.script_restore_failures,
+        ),
+        (
+            "rc_zone_snapshot_groups_total",
+            "Atomic checkpoint groups sent (SnapshotGroup: players saved together, the ground items).",
+            &m.snapshot_groups,
+        ),
+        (
+            "rc_zone_snapshot_group_entries_total",
+            "Character snapshots sent inside checkpoint groups.",
+            &m.snapshot_group_entries,
         ),
         (
             "rc_zone_script_store_requests_total",

@@ -316,20 +316,12 @@ fn start_drain(reg: &Registry, cfg: &NodeConfig, state: &mut LinkState) {
 
 fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
     match o {
-        Outbound::Msg(Msg::Snapshot {
-            snapshot_id,
-            session,
-            reason,
-            state: s,
-        }) => {
-            let env = Envelope::new(Msg::Snapshot {
-                snapshot_id,
-                session,
-                reason,
-                state: s,
-            });
+        Outbound::Msg(msg @ (Msg::Snapshot { .. } | Msg::SnapshotGroup(_))) => {
+            let Some(snapshot_id) = snapshot_id(&msg) else {
+                return;
+            };
             let mut v = Vec::new();
-            if encode_frame(&env, &mut v).is_ok() {
+            if encode_frame(&Envelope::new(msg), &mut v).is_ok() {
                 state.unacked.insert(snapshot_id, v);
             }
         }
@@ -784,10 +776,7 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
             }
         }
         Outbound::Msg(msg) => {
-            let snapshot_id = match &msg {
-                Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
-                _ => None,
-            };
+            let snapshot_id = snapshot_id(&msg);
             let start = wbuf.len();
             if encode_frame(&Envelope::new(msg), wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);
@@ -800,6 +789,16 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
     }
 }
 
+/// The id a `Snapshot` or a `SnapshotGroup` is acknowledged by (kept until then, and
+/// re-sent after a reconnect).
+fn snapshot_id(msg: &Msg) -> Option<u64> {
+    match msg {
+        Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
+        Msg::SnapshotGroup(g) => Some(g.snapshot_id),
+        _ => None,
+    }
+}
+
 /// Apply one gateway message; returns an immediate reply, if any.
 fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg> {
     let err = |e: crate::actor::RegistryError| Msg::Error {
@@ -807,7 +806,14 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         reason: e.to_string(),
     };
     match msg {
-        Msg::AssignInstance { key, generation } => reg.assign(key, generation).err().map(err),
+        Msg::AssignInstance {
+            key,
+            generation,
+            ground,
+        } => reg
+            .assign_with_ground(key, generation, ground)
+            .err()
+            .map(err),
         Msg::StopInstance { key, generation } => reg.stop(&key, generation).err().map(err),
         Msg::AttachPlayer {
             session,

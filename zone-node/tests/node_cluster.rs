@@ -219,6 +219,15 @@ async fn eventually(mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The id a `Snapshot` or a `SnapshotGroup` is acknowledged by.
+fn saved_id(m: &Msg) -> Option<u64> {
+    match m {
+        Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
+        Msg::SnapshotGroup(g) => Some(g.snapshot_id),
+        _ => None,
+    }
+}
+
 fn key(area: &str) -> InstanceKey {
     InstanceKey {
         area: area.into(),
@@ -254,6 +263,7 @@ async fn assign(gw: &mut GwConn, area: &str, generation: u64) {
     gw.send(Msg::AssignInstance {
         key: key(area),
         generation,
+        ground: Vec::new(),
     })
     .await;
     gw.until(|m| match m {
@@ -409,9 +419,11 @@ async fn node_registers_hosts_moves_transfers_and_drains() {
     gw.until(|m| matches!(m, Msg::PlayerDetached { session: 7 }).then_some(()))
         .await;
 
-    // Drain: Bob is saved (acknowledged), instances stop, the node deregisters.
+    // Drain: Bob is saved (acknowledged) with each instance's ground in one group per
+    // instance, instances stop, the node deregisters.
     node.drain();
     let mut saved = Vec::new();
+    let mut groups = Vec::new();
     let mut stopped = 0;
     loop {
         match gw.next().await {
@@ -424,6 +436,14 @@ async fn node_registers_hosts_moves_transfers_and_drains() {
                 saved.push((session, reason));
                 gw.send(Msg::SnapshotAck { snapshot_id }).await;
             }
+            Msg::SnapshotGroup(g) => {
+                saved.extend(g.entries.iter().map(|e| (e.session, e.reason)));
+                groups.push((g.key.clone(), g.ground.clone()));
+                gw.send(Msg::SnapshotAck {
+                    snapshot_id: g.snapshot_id,
+                })
+                .await;
+            }
             Msg::InstanceStopped { .. } => stopped += 1,
             Msg::Deregister => {
                 gw.conn.close(0u32.into(), b"bye");
@@ -433,7 +453,68 @@ async fn node_registers_hosts_moves_transfers_and_drains() {
         }
     }
     assert_eq!(saved, vec![(8, SnapshotReasonDto::Shutdown)]);
+    // Bob's instance: one group, with its (empty) ground; the other instance had neither
+    // a player nor a ground item, so nothing.
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(groups[0].1, Some(Vec::new()));
     assert_eq!(stopped, 2);
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
+
+#[actix_rt::test]
+async fn an_instance_is_assigned_with_its_saved_ground_and_saves_it_again_when_stopped() {
+    use shared::internal::{GroundItemDto, InvSlotDto};
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let mut gw = gateway.accept().await;
+    let item = |id: u16, remaining_ms: u64| GroundItemDto {
+        item: InvSlotDto {
+            item: id,
+            attributes: vec![0; 40],
+            health: 100,
+            amount: 2,
+        },
+        x: 3.0,
+        y: 0.0,
+        z: 4.0,
+        remaining_ms,
+    };
+    // What the gateway stored: a Short Sword, and an item this world does not know.
+    gw.send(Msg::AssignInstance {
+        key: key("Meadow"),
+        generation: 5,
+        ground: vec![item(0, 120_000), item(9_999, 120_000)],
+    })
+    .await;
+    gw.until(|m| matches!(m, Msg::InstanceReady { .. }).then_some(()))
+        .await;
+    gw.send(Msg::StopInstance {
+        key: key("Meadow"),
+        generation: 5,
+    })
+    .await;
+    let (g, _) = gw
+        .until(|m| match m {
+            Msg::SnapshotGroup(g) => Some(g.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!((g.key.clone(), g.generation), (key("Meadow"), 5));
+    assert!(g.entries.is_empty());
+    let ground = g.ground.expect("a stop saves the ground");
+    assert_eq!(ground.len(), 1, "{ground:?}");
+    assert_eq!(ground[0].item, item(0, 0).item);
+    assert!(ground[0].remaining_ms <= 120_000 && ground[0].remaining_ms > 100_000);
+    gw.send(Msg::SnapshotAck {
+        snapshot_id: g.snapshot_id,
+    })
+    .await;
+    gw.until(|m| matches!(m, Msg::InstanceStopped { .. }).then_some(()))
+        .await;
+    node.drain();
+    gw.until(|m| matches!(m, Msg::Deregister).then_some(()))
+        .await;
+    gw.conn.close(0u32.into(), b"bye");
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
 }
 
@@ -512,12 +593,11 @@ async fn malformed_and_unexpected_messages_are_refused_and_counted() {
     .await;
     let (snap, _) = gw
         .until(|m| match m {
-            Msg::Snapshot {
-                snapshot_id,
-                session: 5,
-                reason,
-                ..
-            } => Some((*snapshot_id, *reason)),
+            Msg::SnapshotGroup(g) => g
+                .entries
+                .iter()
+                .find(|e| e.session == 5)
+                .map(|e| (g.snapshot_id, e.reason)),
             _ => None,
         })
         .await;
@@ -532,14 +612,15 @@ async fn malformed_and_unexpected_messages_are_refused_and_counted() {
     node.drain();
     loop {
         match gw.next().await {
-            Msg::Snapshot { snapshot_id, .. } => {
-                gw.send(Msg::SnapshotAck { snapshot_id }).await;
-            }
             Msg::Deregister => {
                 gw.conn.close(0u32.into(), b"bye");
                 break;
             }
-            _ => {}
+            m => {
+                if let Some(snapshot_id) = saved_id(&m) {
+                    gw.send(Msg::SnapshotAck { snapshot_id }).await;
+                }
+            }
         }
     }
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
@@ -876,14 +957,15 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     node.drain();
     loop {
         match gw.next().await {
-            Msg::Snapshot { snapshot_id, .. } => {
-                gw.send(Msg::SnapshotAck { snapshot_id }).await;
-            }
             Msg::Deregister => {
                 gw.conn.close(0u32.into(), b"bye");
                 break;
             }
-            _ => {}
+            m => {
+                if let Some(snapshot_id) = saved_id(&m) {
+                    gw.send(Msg::SnapshotAck { snapshot_id }).await;
+                }
+            }
         }
     }
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
@@ -960,12 +1042,15 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
     node.drain();
     loop {
         match gw.next().await {
-            Msg::Snapshot { snapshot_id, .. } => gw.send(Msg::SnapshotAck { snapshot_id }).await,
             Msg::Deregister => {
                 gw.conn.close(0u32.into(), b"bye");
                 break;
             }
-            _ => {}
+            m => {
+                if let Some(snapshot_id) = saved_id(&m) {
+                    gw.send(Msg::SnapshotAck { snapshot_id }).await;
+                }
+            }
         }
     }
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);

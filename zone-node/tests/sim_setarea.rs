@@ -400,11 +400,21 @@ fn online_players_are_snapshotted_periodically() {
         .outputs
         .iter()
         .filter_map(|o| match o {
-            ZoneOutput::Persist(s) => Some((s.player, s.reason, s.state.name.clone())),
+            ZoneOutput::Checkpoint(c) => Some(c),
             _ => None,
         })
+        .flat_map(|c| c.players.iter())
+        .map(|s| (s.player, s.reason, s.state.name.clone()))
         .collect();
+    // One checkpoint group holding both.
     assert_eq!(snaps.len(), 2, "{snaps:?}");
+    assert_eq!(
+        h.outputs
+            .iter()
+            .filter(|o| matches!(o, ZoneOutput::Checkpoint(_)))
+            .count(),
+        1
+    );
     assert!(snaps.iter().any(|s| s.0 == p && s.2 == "Alice"));
     assert!(
         snaps

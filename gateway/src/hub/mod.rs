@@ -18,8 +18,8 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
-    ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, InstanceLoad, Msg,
-    RunningInstance, SessionId, SnapshotReasonDto,
+    ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, GroundItemDto, InstanceKey,
+    InstanceLoad, Msg, RunningInstance, SessionId, SnapshotGroup, SnapshotReasonDto,
 };
 use shared::metrics_text::Histogram;
 use shared::proto::{
@@ -35,7 +35,7 @@ use crate::config::GatewayConfig;
 use crate::directory::{Action, Directory, NodeId};
 use crate::party::{Parties, PartyCommand, PartyEffect};
 use crate::script_store::ScriptStore;
-use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, close};
+use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, PersistOp, close};
 use crate::store::Writer;
 
 mod handoff;
@@ -251,6 +251,13 @@ pub struct Metrics {
     pub snapshots_saved: AtomicU64,
     /// Snapshots that matched no character.
     pub snapshots_orphaned: AtomicU64,
+    /// Checkpoint groups (`SnapshotGroup`) stored and acknowledged.
+    pub snapshot_groups_saved: AtomicU64,
+    /// Character snapshots inside the checkpoint groups stored.
+    pub snapshot_group_entries: AtomicU64,
+    /// Checkpoint groups refused as a whole (stale generation, or a session the sender
+    /// does not host); also counted in `fenced`.
+    pub snapshot_groups_refused: AtomicU64,
     /// Internal messages refused (bad auth, malformed, unexpected).
     pub internal_refused: AtomicU64,
     /// Transfers routed between nodes.
@@ -330,6 +337,9 @@ pub struct Shared {
     pub accounts: Mutex<Accounts>,
     /// The cluster's script files and super globals (the hub changes them).
     pub scripts: Mutex<ScriptStore>,
+    /// Each AreaInstance's ground items as last stored (the hub changes them with every
+    /// checkpoint group it stores, and sends them with `AssignInstance`).
+    pub ground: Mutex<HashMap<InstanceKey, Vec<GroundItemDto>>>,
     /// The store writer.
     pub writer: Writer,
     /// Password hashing (argon2).
@@ -380,6 +390,7 @@ impl Shared {
                 throttle: LoginThrottle::new(),
             }),
             scripts: Mutex::new(scripts),
+            ground: Mutex::new(HashMap::new()),
             writer,
             hasher,
             clients: DashMap::new(),
@@ -408,6 +419,14 @@ impl Shared {
     /// every mutation is a single call).
     pub fn accounts(&self) -> std::sync::MutexGuard<'_, Accounts> {
         match self.accounts.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Lock the stored ground items (a poisoned lock is recovered: each change is one call).
+    pub fn ground(&self) -> std::sync::MutexGuard<'_, HashMap<InstanceKey, Vec<GroundItemDto>>> {
+        match self.ground.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
@@ -492,6 +511,8 @@ pub struct Hub {
     shutdown: Option<(Instant, Vec<oneshot::Sender<()>>)>,
     /// Instances a script asked to remove, until they are stopped.
     removals: HashMap<InstanceKey, scripts::Removal>,
+    /// Removed instances told to stop: their stored ground goes once they have stopped.
+    removed: HashSet<InstanceKey>,
     /// `Startup.Main` has been sent (once per gateway start).
     startup_done: bool,
 }
@@ -521,6 +542,7 @@ impl Hub {
             areas,
             shutdown: None,
             removals: HashMap::new(),
+            removed: HashSet::new(),
             startup_done: false,
             shared,
         }
@@ -1079,6 +1101,9 @@ impl Hub {
             Msg::InstanceStopped { key, generation } => {
                 if self.dir.stopped(node, &key, generation) {
                     tracing::info!(node, instance = %key, generation, "instance stopped");
+                    if self.removed.remove(&key) {
+                        self.forget_ground(&key);
+                    }
                     let mut actions = self.dir.place_wanted();
                     // Someone waits for it (a player moved off a draining node): place it
                     // again even if it is not an instance 0.
@@ -1096,6 +1121,7 @@ impl Hub {
                 reason,
                 state,
             } => self.snapshot(node, snapshot_id, session, reason, state),
+            Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
             Msg::PlayerDetached { session } => {
                 let Some(p) = self.players.get(&session) else {
                     return;
@@ -1180,16 +1206,7 @@ impl Hub {
         reason: SnapshotReasonDto,
         state: Box<ActorStateDto>,
     ) {
-        // Fencing: only the node that hosts a session saves it. A node that was removed
-        // (paused, cut off) and comes back must not overwrite progress made since on the
-        // node that took its players over; its snapshot is acknowledged and dropped.
-        let fenced = match self.players.get(&session) {
-            Some(p) => p.node.as_deref() != Some(node),
-            // Unknown: accepted after a gateway restart (the node re-sends what it
-            // holds), refused for a session that ended here or a character online.
-            None => self.ended.contains(&session) || self.by_name.contains_key(&fold(&state.name)),
-        };
-        if fenced {
+        if self.snapshot_fenced(node, session, &state.name) {
             Metrics::inc(&self.shared.metrics.fenced);
             tracing::warn!(
                 node,
@@ -1251,6 +1268,129 @@ impl Hub {
         }
     }
 
+    /// Fencing: only the node that hosts a session saves it. A node that was removed
+    /// (paused, cut off) and comes back must not overwrite progress made since on the
+    /// node that took its players over; its snapshot is acknowledged and dropped.
+    fn snapshot_fenced(&self, node: &str, session: SessionId, name: &str) -> bool {
+        match self.players.get(&session) {
+            Some(p) => p.node.as_deref() != Some(node),
+            // Unknown: accepted after a gateway restart (the node re-sends what it
+            // holds), refused for a session that ended here or a character online.
+            None => self.ended.contains(&session) || self.by_name.contains_key(&fold(name)),
+        }
+    }
+
+    /// A zone's atomic checkpoint: every character and the ground in one transaction,
+    /// acknowledged once committed; refused as a whole (acknowledged and dropped) when the
+    /// sender no longer owns the instance at that generation or does not host one of the
+    /// sessions, so a stale node can never restore one side of an exchange.
+    fn snapshot_group(&mut self, node: &str, g: SnapshotGroup) {
+        let SnapshotGroup {
+            snapshot_id,
+            key,
+            generation,
+            entries,
+            ground,
+        } = g;
+        let owner = self.dir.owns(node, &key, generation);
+        let stray = entries
+            .iter()
+            .find(|e| self.snapshot_fenced(node, e.session, &e.state.name))
+            .map(|e| e.session);
+        if !owner || stray.is_some() {
+            Metrics::inc(&self.shared.metrics.fenced);
+            Metrics::inc(&self.shared.metrics.snapshot_groups_refused);
+            tracing::warn!(node, instance = %key, generation, owner, ?stray,
+                entries = entries.len(), "checkpoint group from a node that no longer owns it dropped");
+            self.send_node(node, Msg::SnapshotAck { snapshot_id });
+            return;
+        }
+        let n = entries.len();
+        let mut targets = Vec::with_capacity(n);
+        for e in &entries {
+            let owner = self.players.get_mut(&e.session).map(|p| {
+                p.online.team = e.state.team;
+                (p.account, p.slot)
+            });
+            targets.push(owner);
+        }
+        let mut ops = {
+            let mut acc = self.shared.accounts();
+            for (e, owner) in entries.into_iter().zip(targets) {
+                let target = owner.or_else(|| acc.book.find_character(&e.state.name));
+                let saved = match target {
+                    Some((account, slot)) => acc.book.save_character(account, slot, e.state),
+                    None => false,
+                };
+                if !saved {
+                    Metrics::inc(&self.shared.metrics.snapshots_orphaned);
+                    tracing::warn!(node, session = e.session, reason = ?e.reason,
+                        "snapshot for an unknown character dropped (in a group)");
+                }
+            }
+            acc.book.take_persist()
+        };
+        if let Some(items) = ground {
+            {
+                let mut g = self.shared.ground();
+                if items.is_empty() {
+                    g.remove(&key);
+                } else {
+                    g.insert(key.clone(), items.clone());
+                }
+            }
+            ops.push(PersistOp::ReplaceGround {
+                key: key.clone(),
+                items,
+            });
+        }
+        // One submit: one transaction.
+        if let Err(e) = self.shared.writer.submit(ops) {
+            tracing::error!(error = %e, "store writer unavailable; checkpoint group not acknowledged");
+            return;
+        }
+        let Some(link) = self.nodes.get(node).cloned() else {
+            return;
+        };
+        let shared = Arc::downgrade(&self.shared);
+        let r = self.shared.writer.after_commit(move |ok| {
+            if ok {
+                if let Some(s) = shared.upgrade() {
+                    Metrics::inc(&s.metrics.snapshot_groups_saved);
+                    s.metrics
+                        .snapshot_group_entries
+                        .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+                }
+                let _ = link
+                    .tx
+                    .send(Envelope::new(Msg::SnapshotAck { snapshot_id }));
+            } else {
+                tracing::error!(
+                    snapshot_id,
+                    instance = %key,
+                    "checkpoint group write failed; the node will resend it"
+                );
+            }
+        });
+        if let Err(e) = r {
+            tracing::error!(error = %e, "store writer unavailable");
+        }
+    }
+
+    /// An instance removed for good: its stored ground goes with it.
+    pub(super) fn forget_ground(&mut self, key: &InstanceKey) {
+        if self.shared.ground().remove(key).is_some() {
+            tracing::info!(instance = %key, "stored ground items of a removed instance deleted");
+        }
+        let op = PersistOp::ReplaceGround {
+            key: key.clone(),
+            items: Vec::new(),
+        };
+        if let Err(e) = self.shared.writer.submit(vec![op]) {
+            tracing::error!(error = %e, "store writer unavailable");
+        }
+    }
+
     fn node_down(&mut self, node: &str, serial: u64, reason: &str) {
         let deregistered = self.deregistered.remove(&(node.to_owned(), serial));
         if !self.live(node, serial) {
@@ -1293,8 +1433,17 @@ impl Hub {
                     let span = tracing::info_span!("instance.place", node = %node,
                         zone = %key.area, instance = key.instance, generation);
                     let _span = span.enter();
-                    tracing::info!(node = %node, instance = %key, generation, "assigning");
-                    self.send_node(&node, Msg::AssignInstance { key, generation });
+                    let ground = self.shared.ground().get(&key).cloned().unwrap_or_default();
+                    tracing::info!(node = %node, instance = %key, generation,
+                        ground = ground.len(), "assigning");
+                    self.send_node(
+                        &node,
+                        Msg::AssignInstance {
+                            key,
+                            generation,
+                            ground,
+                        },
+                    );
                 }
                 Action::Stop {
                     node,

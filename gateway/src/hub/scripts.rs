@@ -196,6 +196,9 @@ impl Hub {
                 .any(|t| t.dto.area == key.area && t.dto.instance == key.instance);
             if inside.is_empty() && !arriving && placement.players == 0 {
                 self.removals.remove(&key);
+                // For good: its stored ground goes once it has stopped (after its last
+                // checkpoint, which its stop sends first).
+                self.removed.insert(key.clone());
                 tracing::info!(instance = %key, "removed instance stopped");
                 self.send_node(
                     &placement.node,

@@ -107,6 +107,13 @@ pub enum PersistOp {
         /// The value.
         value: Vec<u8>,
     },
+    /// Replace an AreaInstance's stored ground items (none: the row goes).
+    ReplaceGround {
+        /// The instance.
+        key: shared::internal::InstanceKey,
+        /// Its items now.
+        items: Vec<shared::internal::GroundItemDto>,
+    },
 }
 
 /// Character handles are below this (the zones number scripted actors above it).

@@ -21,7 +21,16 @@
 //!   `super_globals(slot PRIMARY KEY, value)`: the cluster's script store
 //!   ([`crate::script_store`]), loaded whole at start ([`Store::load_scripts`]);
 //! * `meta(key PRIMARY KEY, value)`: `next_handle`, the lowest character script handle
-//!   never given out.
+//!   never given out;
+//! * `ground_items(area, instance, version, items)`, primary key `(area, instance)`: the
+//!   items lying in each AreaInstance as its last checkpoint saved them, one row per
+//!   instance, `items` a `Vec<GroundItemDto>` as an rmp-serde BLOB (named fields) in format
+//!   [`GROUND_VERSION`]; written in the transaction of the checkpoint group that carried
+//!   them ([`PersistOp::ReplaceGround`]), loaded whole at start ([`Store::load_ground`]).
+//!
+//! # Atomic groups
+//! One [`Writer::submit`] call is never split over two transactions: a zone's checkpoint
+//! group (entangled players and the ground) is stored entirely or not at all.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,8 +39,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use shared::internal::ActorStateDto;
+use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey};
 use shared::metrics_text::Histogram;
 
 use crate::script_store::{ScriptStore, StoredEntry};
@@ -39,6 +50,8 @@ use crate::session::{AccountBook, AccountId, AccountRow, PersistOp};
 
 /// Version of the character BLOB format.
 pub const STATE_VERSION: i64 = 1;
+/// Version of the ground items BLOB format.
+pub const GROUND_VERSION: i64 = 1;
 /// Database file name inside the data directory.
 pub const DB_FILE: &str = "gateway.sqlite3";
 
@@ -79,10 +92,21 @@ const MIGRATIONS: &[&str] = &[
         key TEXT PRIMARY KEY,
         value INTEGER NOT NULL
     );",
+    // 3: the ground items of each AreaInstance, saved by its checkpoints.
+    "CREATE TABLE ground_items (
+        area TEXT NOT NULL,
+        instance INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        items BLOB NOT NULL,
+        PRIMARY KEY (area, instance)
+    );",
 ];
 
 /// The `meta` key of the character handle floor.
 const META_NEXT_HANDLE: &str = "next_handle";
+
+/// Every AreaInstance's stored ground items ([`Store::load_ground`]).
+pub type StoredGround = HashMap<InstanceKey, Vec<GroundItemDto>>;
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -327,6 +351,45 @@ impl Store {
         Ok(ScriptStore::load(entries, globals))
     }
 
+    /// Every AreaInstance's stored ground items, with a warning for each row that was
+    /// skipped (a BLOB that does not decode, an unknown format): bad stored data never
+    /// stops the gateway, the instance just starts with a clean ground.
+    pub fn load_ground(&self) -> Result<(StoredGround, Vec<String>), StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT area, instance, version, items FROM ground_items")?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = HashMap::new();
+        let mut warnings = Vec::new();
+        for (area, instance, version, blob) in rows {
+            let Ok(instance) = u16::try_from(instance) else {
+                warnings.push(format!("ground of {area}#{instance}: bad instance number"));
+                continue;
+            };
+            let key = InstanceKey { area, instance };
+            if version != GROUND_VERSION {
+                warnings.push(format!("ground of {key}: unknown format {version}"));
+                continue;
+            }
+            match rmp_serde::from_slice::<Vec<GroundItemDto>>(&blob) {
+                Ok(items) => {
+                    out.insert(key, items);
+                }
+                Err(e) => warnings.push(format!("ground of {key}: {e}")),
+            }
+        }
+        Ok((out, warnings))
+    }
+
     /// One account row by id (tests and tools).
     pub fn account_exists(&self, id: AccountId) -> Result<bool, StoreError> {
         Ok(self
@@ -422,6 +485,21 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
         PersistOp::DeleteScriptFile { name } => {
             tx.execute("DELETE FROM script_files WHERE name = ?1", [name])?;
         }
+        PersistOp::ReplaceGround { key, items } => {
+            if items.is_empty() {
+                tx.execute(
+                    "DELETE FROM ground_items WHERE area = ?1 AND instance = ?2",
+                    params![key.area, key.instance],
+                )?;
+            } else {
+                let blob = rmp_serde::to_vec_named(items)?;
+                tx.execute(
+                    "INSERT OR REPLACE INTO ground_items (area, instance, version, items)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![key.area, key.instance, GROUND_VERSION, blob],
+                )?;
+            }
+        }
         PersistOp::SetSuperGlobal { slot, value } => {
             if value.is_empty() {
                 tx.execute("DELETE FROM super_globals WHERE slot = ?1", [slot])?;
@@ -445,8 +523,9 @@ pub struct WriterStats {
     pub ops_written: AtomicU64,
     /// Transactions committed.
     pub batches: AtomicU64,
-    /// Ops that failed and were dropped (see [`Writer::last_error`]); a failing batch is
-    /// replayed op by op so the others still land.
+    /// Ops that failed and were dropped (see [`Writer::last_error`]); a failing
+    /// transaction is replayed one submitted batch per transaction, so the other batches
+    /// still land (a submitted batch is never split: it lands whole or not at all).
     pub failures: AtomicU64,
     /// Duration of the last batch, µs.
     pub last_batch_us: AtomicU64,
@@ -510,15 +589,21 @@ impl Writer {
             .name("store-writer".into())
             .spawn(move || {
                 while let Ok(first) = rx.recv() {
+                    // The ops of this transaction, and where each submitted batch ends.
                     let mut ops = Vec::new();
+                    let mut ends: Vec<usize> = Vec::new();
                     let mut flushes = Vec::new();
                     let mut afters: Vec<AfterCommit> = Vec::new();
                     let mut take = |m: Msg, ops: &mut Vec<PersistOp>| match m {
-                        Msg::Ops(v) => ops.extend(v),
+                        Msg::Ops(v) => {
+                            ops.extend(v);
+                            ends.push(ops.len());
+                        }
                         Msg::Flush(done) => flushes.push(done),
                         Msg::After(f) => afters.push(f),
                     };
                     take(first, &mut ops);
+                    // Whole submitted batches only: the last one may take it past the cap.
                     while ops.len() < MAX_BATCH_OPS {
                         match rx.try_recv() {
                             Ok(m) => take(m, &mut ops),
@@ -539,17 +624,22 @@ impl Writer {
                                 st.batches.fetch_add(1, Ordering::Relaxed);
                             }
                             Err(_) => {
-                                // One bad op must not lose the others: replay the batch one
-                                // op per transaction and drop only the failing ones.
-                                for op in &ops {
-                                    match store.apply(std::slice::from_ref(op)) {
+                                // One bad op must not lose the other batches: replay one
+                                // submitted batch per transaction and drop only the failing
+                                // ones, each whole (a checkpoint group is all or nothing).
+                                let mut start = 0;
+                                for &end in &ends {
+                                    let batch = ops.get(start..end).unwrap_or(&[]);
+                                    start = end;
+                                    let k = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+                                    match store.apply(batch) {
                                         Ok(()) => {
-                                            st.ops_written.fetch_add(1, Ordering::Relaxed);
+                                            st.ops_written.fetch_add(k, Ordering::Relaxed);
                                             st.batches.fetch_add(1, Ordering::Relaxed);
                                         }
                                         Err(e) => {
                                             span.record("failed", true);
-                                            st.failures.fetch_add(1, Ordering::Relaxed);
+                                            st.failures.fetch_add(k, Ordering::Relaxed);
                                             if let Ok(mut g) = le.lock() {
                                                 *g = Some(e.to_string());
                                             }

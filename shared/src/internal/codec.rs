@@ -203,7 +203,54 @@ mod tests {
                     instance: 3,
                 },
                 generation: 9,
+                ground: vec![super::super::GroundItemDto {
+                    item: super::super::InvSlotDto {
+                        item: 4,
+                        attributes: vec![1, 0, -3],
+                        health: 100,
+                        amount: 2,
+                    },
+                    x: 1.0,
+                    y: 2.0,
+                    z: -3.5,
+                    remaining_ms: 60_000,
+                }],
             },
+            Msg::SnapshotGroup(Box::new(super::super::SnapshotGroup {
+                snapshot_id: 77,
+                key: InstanceKey {
+                    area: "Plains".into(),
+                    instance: 1,
+                },
+                generation: 12,
+                entries: vec![
+                    super::super::SnapshotEntry {
+                        session: 5,
+                        reason: super::super::SnapshotReasonDto::Logout,
+                        state: ActorStateDto {
+                            name: "Bob".into(),
+                            gold: 10,
+                            ..ActorStateDto::default()
+                        },
+                    },
+                    super::super::SnapshotEntry {
+                        session: 6,
+                        reason: super::super::SnapshotReasonDto::Periodic,
+                        state: ActorStateDto::default(),
+                    },
+                ],
+                ground: Some(Vec::new()),
+            })),
+            Msg::SnapshotGroup(Box::new(super::super::SnapshotGroup {
+                snapshot_id: 78,
+                key: InstanceKey {
+                    area: "Plains".into(),
+                    instance: 0,
+                },
+                generation: 1,
+                entries: Vec::new(),
+                ground: None,
+            })),
             Msg::AttachPlayer {
                 session: 42,
                 key: InstanceKey {

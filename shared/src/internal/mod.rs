@@ -49,7 +49,9 @@ pub use dto::{
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
 /// 4: the script store (`ScriptStore`, `ScriptStoreReply`, `SuperGlobals`, `SuperGlobal`,
 /// `RunScript`, `AccountAction`) and 20 MiB frames (a 16 MiB script file fits one).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// 5: atomic zone checkpoints (`SnapshotGroup`) and ground items carried by
+/// `AssignInstance`.
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -211,6 +213,34 @@ pub enum AccountActionDto {
     Kick,
 }
 
+/// One character of a [`SnapshotGroup`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotEntry {
+    /// Session.
+    pub session: SessionId,
+    /// Why.
+    pub reason: SnapshotReasonDto,
+    /// The character.
+    pub state: ActorStateDto,
+}
+
+/// An atomic checkpoint of one AreaInstance ([`Msg::SnapshotGroup`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotGroup {
+    /// Node-unique id, shared with [`Msg::Snapshot`]'s ids (acknowledged by
+    /// `SnapshotAck`, re-sent after a reconnect until then).
+    pub snapshot_id: u64,
+    /// The instance.
+    pub key: InstanceKey,
+    /// Its generation at the sender.
+    pub generation: Generation,
+    /// The characters (may be empty when only the ground is saved).
+    pub entries: Vec<SnapshotEntry>,
+    /// `Some`: the instance's ground items now, replacing the stored ones (empty: none
+    /// left); `None`: the stored ground stays as it is.
+    pub ground: Option<Vec<GroundItemDto>>,
+}
+
 /// Every message of the internal protocol.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
@@ -275,6 +305,9 @@ pub enum Msg {
         key: InstanceKey,
         /// Its generation.
         generation: Generation,
+        /// The ground items its last checkpoint saved (empty: none); a node that already
+        /// runs the instance ignores them.
+        ground: Vec<GroundItemDto>,
     },
     /// Node → gateway: the instance runs.
     InstanceReady {
@@ -370,7 +403,13 @@ pub enum Msg {
         /// The character.
         state: Box<ActorStateDto>,
     },
-    /// Gateway → node: the snapshot is stored.
+    /// Node → gateway: persist several characters of one instance, and with `ground` its
+    /// ground items, in **one** transaction (players whose items moved between them are
+    /// saved together, `docs/handoff.md`, "Items"); answered by `SnapshotAck` once
+    /// committed. Refused as a whole (acknowledged and dropped, counted as fenced) when
+    /// the sender no longer owns `key` at `generation` or does not host every session.
+    SnapshotGroup(Box<SnapshotGroup>),
+    /// Gateway → node: the snapshot (or snapshot group) is stored.
     SnapshotAck {
         /// Which.
         snapshot_id: u64,
@@ -501,6 +540,7 @@ impl Msg {
             Self::ToClient { .. } => "ToClient",
             Self::Broadcast(_) => "Broadcast",
             Self::Snapshot { .. } => "Snapshot",
+            Self::SnapshotGroup(_) => "SnapshotGroup",
             Self::SnapshotAck { .. } => "SnapshotAck",
             Self::Transfer(_) => "Transfer",
             Self::TransferAck { .. } => "TransferAck",

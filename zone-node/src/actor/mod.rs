@@ -23,7 +23,7 @@ use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{
-    ArrivalDto, Envelope, ErrorCode, Generation, InstanceKey, MAX_SCRIPT_FILE, Msg,
+    ArrivalDto, Envelope, ErrorCode, Generation, GroundItemDto, InstanceKey, MAX_SCRIPT_FILE, Msg,
     RunningInstance, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
 };
 
@@ -129,6 +129,10 @@ pub struct Metrics {
     pub script_runaways: AtomicU64,
     /// Saved scripts that could not resume on this node (changed or missing scripts).
     pub script_restore_failures: AtomicU64,
+    /// Atomic checkpoint groups sent (`SnapshotGroup`: entangled players, the ground).
+    pub snapshot_groups: AtomicU64,
+    /// Character snapshots sent inside those groups.
+    pub snapshot_group_entries: AtomicU64,
 }
 
 impl Metrics {
@@ -139,6 +143,10 @@ impl Metrics {
 
     pub(crate) fn inc(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -518,6 +526,18 @@ impl Registry {
         key: InstanceKey,
         generation: Generation,
     ) -> Result<(), RegistryError> {
+        self.assign_with_ground(key, generation, Vec::new())
+    }
+
+    /// [`Registry::assign`] with the ground items the instance's last checkpoint saved: a
+    /// new instance starts with them (an item this world does not know is skipped with a
+    /// warning); a running one keeps its own.
+    pub fn assign_with_ground(
+        self: &Arc<Self>,
+        key: InstanceKey,
+        generation: Generation,
+        ground: Vec<GroundItemDto>,
+    ) -> Result<(), RegistryError> {
         if self.is_draining() {
             return Err(RegistryError::Draining);
         }
@@ -559,14 +579,21 @@ impl Registry {
         };
         // Every super global first, then changes as they come: the lock is held until the
         // instance is listed, so a change either is in this copy or finds the instance.
+        let ground = self.known_ground(&key, ground);
         let globals = self.lock_superglobals();
-        let inbox: Arc<Inbox> = Arc::new(Mutex::new(superglobal_inputs(&globals)));
+        let mut first = superglobal_inputs(&globals);
+        if !ground.is_empty() {
+            first.push(ZoneInput::RestoreGround {
+                items: ground.clone(),
+            });
+        }
+        let inbox: Arc<Inbox> = Arc::new(Mutex::new(first));
         let n = self.arbiters.len().max(1);
         let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
         let reg = self.clone();
         let (k2, ib2) = (key.clone(), inbox.clone());
         let make = move |_: &mut actix::Context<ZoneActor>| {
-            ZoneActor::new(reg, k2, generation, ib2, zcfg, content)
+            ZoneActor::new(reg, k2, generation, ib2, zcfg, content, ground)
         };
         let addr = match self.arbiters.get(i) {
             Some(arb) => ZoneActor::start_in_arbiter(arb, make),
@@ -584,6 +611,26 @@ impl Registry {
         tracing::info!(node = %self.cfg.node_id, instance = %key, generation, arbiter = i, "instance assigned");
         self.send(Msg::InstanceReady { key, generation });
         Ok(())
+    }
+
+    /// The stored ground items this world knows; the others are skipped with a warning
+    /// (bad stored data never refuses an instance).
+    fn known_ground(&self, key: &InstanceKey, ground: Vec<GroundItemDto>) -> Vec<GroundItemDto> {
+        let n = ground.len();
+        let known: Vec<GroundItemDto> = ground
+            .into_iter()
+            .filter(|g| g.item.amount > 0 && self.world.item(g.item.item).is_some())
+            .collect();
+        if known.len() < n {
+            tracing::warn!(instance = %key, skipped = n - known.len(),
+                "stored ground items of unknown items (or empty stacks) skipped");
+        }
+        known
+    }
+
+    /// The generation this node runs an instance at (0 when it does not).
+    pub fn generation_of(&self, key: &InstanceKey) -> Generation {
+        self.instances.get(key).map_or(0, |h| h.generation)
     }
 
     /// Save the instance's players and stop it (fenced by generation).

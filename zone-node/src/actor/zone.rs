@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
 use bytes::Bytes;
 use shared::internal::fanout::{Broadcast, FanoutDatagram};
-use shared::internal::{Generation, InstanceKey, Msg, SnapshotReasonDto};
+use shared::internal::{
+    Generation, GroundItemDto, InstanceKey, Msg, SnapshotEntry, SnapshotGroup, SnapshotReasonDto,
+};
 use shared::metrics_text::Histogram;
 
 use super::schedule::FixedStep;
@@ -143,6 +145,9 @@ pub struct ZoneActor {
     /// Players whose transfer out was in flight when the sim was rebuilt, by the old
     /// sim's transfer id: restored on a Nack, dropped on an Ack.
     held: HashMap<TransferId, (PlayerKey, PlayerRecord)>,
+    /// The ground items as last saved (or as assigned): a sim rebuilt after a panic gets
+    /// them back, consistent with its players' last snapshots.
+    ground: Vec<GroundItemDto>,
     stopping: bool,
     /// This instance's broadcast counter (see [`crate::actor::Outbound::Broadcast`]).
     broadcasts: Arc<AtomicU64>,
@@ -162,6 +167,7 @@ impl ZoneActor {
         inbox: Arc<Inbox>,
         cfg: ZoneConfig,
         content: Arc<ZoneContent>,
+        ground: Vec<GroundItemDto>,
     ) -> Self {
         let span = tracing::info_span!("zone", node = %reg.config().node_id, zone = %key.area,
             instance = key.instance, generation);
@@ -181,6 +187,7 @@ impl ZoneActor {
             batch_left: Vec::new(),
             batch_joined: Vec::new(),
             held: HashMap::new(),
+            ground,
             stopping: false,
             broadcasts: Arc::new(AtomicU64::new(0)),
             stats: InstanceStats::default(),
@@ -191,12 +198,18 @@ impl ZoneActor {
         }
     }
 
-    /// Ask the sim to save and remove every known player.
-    fn leave_all(&mut self) {
+    /// Ask the sim to save and remove every known player: the first time as one group
+    /// with the ground (`ZoneInput::Shutdown`), then one by one (players that joined
+    /// after the stop request).
+    fn leave_all(&mut self, first: bool) {
         let mut q = match self.inbox.lock() {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
+        if first {
+            q.push(ZoneInput::Shutdown);
+            return;
+        }
         for p in self.players.keys() {
             q.push(ZoneInput::PlayerLeft { player: *p });
         }
@@ -228,7 +241,7 @@ impl ZoneActor {
                 ctx.stop();
             } else {
                 // Players that joined after the stop request: save them too.
-                self.leave_all();
+                self.leave_all(false);
             }
         }
         self.reg.publish_stats(&self.key, self.stats.clone());
@@ -376,6 +389,7 @@ impl ZoneActor {
             key,
             players,
             arriving,
+            ground,
             stopping,
             broadcasts,
             ..
@@ -386,6 +400,7 @@ impl ZoneActor {
             key,
             players,
             arriving,
+            ground,
             stopping: *stopping,
             broadcasts,
             groups,
@@ -513,6 +528,12 @@ impl ZoneActor {
         // The fresh sim knows no super globals: every value first, as for a new zone (taken
         // before the inbox is locked: a change meanwhile is queued in it, so it comes after).
         let mut rejoin: Vec<ZoneInput> = self.reg.superglobal_inputs();
+        // The ground as last saved, before the players (saved with it) come back.
+        if !self.ground.is_empty() {
+            rejoin.push(ZoneInput::RestoreGround {
+                items: self.ground.clone(),
+            });
+        }
         let mut q = match self.inbox.lock() {
             Ok(q) => q,
             Err(p) => p.into_inner(),
@@ -543,6 +564,7 @@ struct Router<'a> {
     key: &'a InstanceKey,
     players: &'a mut HashMap<PlayerKey, PlayerRecord>,
     arriving: &'a mut HashMap<TransferId, ZoneInput>,
+    ground: &'a mut Vec<GroundItemDto>,
     stopping: bool,
     broadcasts: &'a Arc<AtomicU64>,
     /// The instance's broadcast groups.
@@ -575,6 +597,7 @@ impl Router<'_> {
                         state: Box::new(s.state.clone()),
                     });
                 }
+                ZoneOutput::Checkpoint(c) => self.checkpoint(c),
                 ZoneOutput::PlayerRemoved { player } => {
                     self.players.remove(player);
                     self.reg.player_removed(self.key, player.0);
@@ -647,6 +670,41 @@ impl Router<'_> {
         (c.players, c.actors, out.stats.phase_ns)
     }
 
+    /// One atomic group: a `SnapshotGroup` under this instance's current generation, on
+    /// the same ordered queue as the transfer or removal that follows it.
+    fn checkpoint(&mut self, c: &crate::sim::Checkpoint) {
+        let mut entries = Vec::with_capacity(c.players.len());
+        for s in &c.players {
+            if let Some(r) = self.players.get_mut(&s.player) {
+                r.last = s.state.clone();
+            }
+            let mut reason = convert::reason_to_dto(s.reason);
+            if self.stopping && reason == SnapshotReasonDto::Logout {
+                reason = SnapshotReasonDto::Shutdown;
+            }
+            entries.push(SnapshotEntry {
+                session: s.player.0,
+                reason,
+                state: s.state.clone(),
+            });
+        }
+        if let Some(g) = &c.ground {
+            self.ground.clone_from(g);
+        }
+        Metrics::inc(&self.reg.metrics.snapshot_groups);
+        Metrics::add(
+            &self.reg.metrics.snapshot_group_entries,
+            u64::try_from(entries.len()).unwrap_or(u64::MAX),
+        );
+        self.reg.send(Msg::SnapshotGroup(Box::new(SnapshotGroup {
+            snapshot_id: self.reg.next_id(),
+            key: self.key.clone(),
+            generation: self.reg.generation_of(self.key),
+            entries,
+            ground: c.ground.clone(),
+        })));
+    }
+
     /// The tick's `P_StandardUpdate` broadcast as one [`Broadcast`]: every frame once, each
     /// client datagram as ranges of them; the gateway gathers the datagrams.
     fn send_datagrams(&mut self, out: &TickOutput) {
@@ -700,7 +758,7 @@ impl Handler<Stop> for ZoneActor {
             return;
         }
         self.stopping = true;
-        self.leave_all();
+        self.leave_all(true);
     }
 }
 

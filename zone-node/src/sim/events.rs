@@ -38,7 +38,7 @@ pub const MEMORISED_EMPTY: u16 = 5000;
 // The persistent shapes live in `shared` so the gateway stores and the zones exchange
 // exactly one definition; the simulation knows them by their Realm Crafter-side names.
 pub use shared::internal::dto::{
-    ActorStateDto as ActorState, ArrivalDto as Arrival, InvSlotDto as InvSlot,
+    ActorStateDto as ActorState, ArrivalDto as Arrival, GroundItemDto, InvSlotDto as InvSlot,
     KnownSpellDto as KnownSpell, ScriptStoreOp, ScriptStoreResult,
 };
 
@@ -293,6 +293,13 @@ pub enum ZoneInput {
         /// Function.
         func: String,
     },
+    /// The ground items an earlier run of this instance saved; given before anyone joins.
+    RestoreGround {
+        /// The items, each with the time it may still lie there.
+        items: Vec<GroundItemDto>,
+    },
+    /// The instance stops: every player leaves, saved in one group with the ground.
+    Shutdown,
 }
 
 /// What a script asks the gateway to do to an account.
@@ -336,6 +343,17 @@ pub struct CharacterSnapshot {
     pub reason: SnapshotReason,
     /// The state.
     pub state: ActorState,
+}
+
+/// An atomic group of snapshots of this instance, with its ground items when they are
+/// saved too: the cluster stores it in one transaction (`sim::checkpoint`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    /// The characters (may be empty when only the ground is saved).
+    pub players: Vec<CharacterSnapshot>,
+    /// `Some`: every ground item of the area now, replacing the saved ones; `None`: the
+    /// saved ground stays.
+    pub ground: Option<Vec<GroundItemDto>>,
 }
 
 /// A SetArea to another AreaInstance: the destination must insert the actor and answer
@@ -495,6 +513,9 @@ pub enum ZoneOutput {
     TransferOut(Box<TransferOut>),
     /// A character to persist.
     Persist(Box<CharacterSnapshot>),
+    /// Characters (and the ground items) to persist together, atomically. Output before
+    /// anything that lets one of these players live elsewhere (its transfer, its removal).
+    Checkpoint(Box<Checkpoint>),
     /// The player is no longer hosted here (left, or transfer acknowledged).
     PlayerRemoved {
         /// Who.

@@ -17,7 +17,7 @@
 
 use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneInput};
 use super::state::{ActorId, ZoneState};
-use super::{combat, commands, items, mount, packets, party, pets, setarea, stats};
+use super::{checkpoint, combat, commands, items, mount, packets, party, pets, setarea, stats};
 
 /// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
 #[inline]
@@ -91,6 +91,8 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         ZoneInput::RunScript { script, func } => {
             super::runtime::queue(st, &script, &func, 0, 0, script::RStr::EMPTY);
         }
+        ZoneInput::RestoreGround { items } => checkpoint::restore_ground(st, items),
+        ZoneInput::Shutdown => checkpoint::shutdown(st),
     }
 }
 

@@ -51,6 +51,7 @@ pub mod rng;
 pub mod state;
 
 pub mod broadcast;
+pub mod checkpoint;
 pub mod ingest;
 pub mod movement;
 pub mod recharge;
@@ -80,8 +81,8 @@ use std::sync::Arc;
 
 pub use area::ZoneContent;
 pub use events::{
-    ActorState, Arrival, CharacterSnapshot, DatagramBatch, PlayerAction, PlayerKey, RuntimeId,
-    TickOutput, TickStats, TransferId, TransferOut, ZoneInput, ZoneOutput,
+    ActorState, Arrival, CharacterSnapshot, Checkpoint, DatagramBatch, PlayerAction, PlayerKey,
+    RuntimeId, TickOutput, TickStats, TransferId, TransferOut, ZoneInput, ZoneOutput,
 };
 pub use state::{ActorId, ZoneConfig, ZoneState};
 

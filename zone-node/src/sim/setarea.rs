@@ -59,25 +59,6 @@ pub(crate) fn player_state(st: &ZoneState, id: ActorId) -> Option<ActorState> {
     Some(s)
 }
 
-/// Every online player's snapshot now (`SaveState`, and the periodic checkpoint); a player
-/// frozen in a handoff is saved by it instead.
-pub(crate) fn snapshot_all(st: &mut ZoneState) {
-    for idx in st.chain_members(st.online, ChainKind::Online) {
-        let Some((id, Some(player), false)) = st.at(idx).map(|a| (a.id, a.player, a.frozen()))
-        else {
-            continue;
-        };
-        if let Some(state) = player_state(st, id) {
-            st.outputs
-                .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
-                    player,
-                    reason: SnapshotReason::Periodic,
-                    state,
-                })));
-        }
-    }
-}
-
 /// Place an actor (fresh state) according to an arrival.
 fn place(st: &ZoneState, a: &mut Actor, arrival: &Arrival) {
     let p = st.resolve_arrival(arrival, (a.x, a.y, a.z, a.yaw));
@@ -344,12 +325,26 @@ fn remove_with_companions(st: &mut ZoneState, id: ActorId) -> Vec<Actor> {
     gone
 }
 
-/// The player disconnected: persist, tell the zone, free the actor with its companions.
+/// The player disconnected: persist (by the checkpoint rule), tell the zone, free the
+/// actor with its companions.
 pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
     let Some(id) = st.by_player(player) else {
         st.reject(Some(player), Rejection::UnknownPlayer);
         return;
     };
+    if let Some(snapshot) = depart(st, player) {
+        // (`id` is freed, but still names it in `entangled`, the set the rule reads.)
+        super::checkpoint::persist(st, id, snapshot);
+    }
+    st.entangled.remove(&id);
+    st.outputs.push(ZoneOutput::PlayerRemoved { player });
+}
+
+/// A player leaves the instance for good: `Logout.Main`, its scripts saved or ended, the
+/// actor freed with its companions. Returns its final snapshot (reason `Logout`) for the
+/// caller to persist, before it reports the player removed.
+pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterSnapshot> {
+    let id = st.by_player(player)?;
     // The party lives on at the gateway (which tells the others); forget it here.
     super::party::forget(st, id);
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
@@ -357,21 +352,18 @@ pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
     hooks.on_logout(st, id);
     // Its scripts: persistent ones are saved with it (paused), the others end.
     super::runtime::player_logout(st, id);
-    if let Some(state) = player_state(st, id) {
-        st.outputs
-            .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
-                player,
-                reason: SnapshotReason::Logout,
-                state,
-            })));
-    }
+    let snapshot = player_state(st, id).map(|state| CharacterSnapshot {
+        player,
+        reason: SnapshotReason::Logout,
+        state,
+    });
     st.flush_player(id);
     // Its persistent scripts left in the snapshot.
     super::runtime::drop_owned(st, id);
     // A frozen player (mid-transfer) leaves too: drop the pending transfer.
     st.transfers.retain(|_, t| t.actor != id);
     remove_with_companions(st, id);
-    st.outputs.push(ZoneOutput::PlayerRemoved { player });
+    snapshot
 }
 
 /// `SetArea(A, area, inst, …)`: inside this instance, or a transfer to another.
@@ -527,6 +519,19 @@ pub(crate) fn transfer_out(
     let Some(state) = player_state(st, id) else {
         return;
     };
+    if let Some(p) = player
+        && st.entangled.contains(&id)
+    {
+        // Items moved between this player and others since they were saved: save them
+        // together now, before the player can live anywhere else (a source lost after
+        // this point leaves the destination committing exactly this state).
+        let snapshot = CharacterSnapshot {
+            player: p,
+            reason: SnapshotReason::Transfer,
+            state: state.clone(),
+        };
+        super::checkpoint::persist(st, id, snapshot);
+    }
     let tid =
         TransferId((u64::from(st.cfg.instance) << 48) | (st.next_transfer & 0xFFFF_FFFF_FFFF));
     st.next_transfer += 1;
@@ -750,12 +755,12 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
                     let hooks = st.hooks.clone();
                     hooks.on_area_entry(st, id);
                     if let Some(state) = player_state(st, id) {
-                        st.outputs
-                            .push(ZoneOutput::Persist(Box::new(CharacterSnapshot {
-                                player,
-                                reason: SnapshotReason::Transfer,
-                                state,
-                            })));
+                        let snapshot = CharacterSnapshot {
+                            player,
+                            reason: SnapshotReason::Transfer,
+                            state,
+                        };
+                        super::checkpoint::persist(st, id, snapshot);
                     }
                 }
                 None => {
@@ -793,8 +798,9 @@ pub(crate) fn transfer_abort(st: &mut ZoneState, tid: TransferId) {
     }
 }
 
-/// Every `persist_every_ms`, a [`SnapshotReason::Periodic`] snapshot of each online,
-/// unfrozen player, in `FirstOnlinePlayer` order.
+/// Every `persist_every_ms`, one checkpoint group ([`super::checkpoint::checkpoint_all`]):
+/// a [`SnapshotReason::Periodic`] snapshot of each online, unfrozen player, in
+/// `FirstOnlinePlayer` order, with the ground items when they changed.
 pub(crate) fn periodic_snapshots(st: &mut ZoneState) {
     let every = st.cfg.persist_every_ms;
     if every == 0 {
@@ -808,5 +814,5 @@ pub(crate) fn periodic_snapshots(st: &mut ZoneState) {
         return;
     }
     st.next_persist_ms = st.now_ms + every;
-    snapshot_all(st);
+    super::checkpoint::checkpoint_all(st);
 }

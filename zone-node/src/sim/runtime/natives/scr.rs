@@ -68,7 +68,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
             none()
         }
         Native::SaveState => {
-            crate::sim::setarea::snapshot_all(h.st);
+            crate::sim::checkpoint::checkpoint_all(h.st);
             none()
         }
         Native::Rand => {
