@@ -30,6 +30,7 @@ use shared::internal::{
 use crate::sim::events::{
     AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
 };
+use crate::sim::state::GroundConfig;
 use crate::sim::{ZoneConfig, ZoneContent};
 
 pub use zone::{InstanceStats, ZoneActor};
@@ -268,6 +269,8 @@ pub struct ShellConfig {
     pub datagram_budget: usize,
     /// One tick in this many gets a `zone.tick` span (0: none).
     pub trace_tick_every: u32,
+    /// Items on the ground: lifetime, cap, pickup reach.
+    pub ground: GroundConfig,
 }
 
 /// The node's instance directory and router; shared (`Arc`) by the link and every actor.
@@ -555,6 +558,7 @@ impl Registry {
             broadcast_groups: broadcast_groups(self.cfg.broadcast_ms, self.cfg.tick_ms),
             persist_every_ms: self.cfg.persist_every_ms,
             datagram_budget: self.cfg.datagram_budget,
+            ground: self.cfg.ground,
             ..ZoneConfig::default()
         };
         // Every super global first, then changes as they come: the lock is held until the
@@ -1369,6 +1373,7 @@ mod tests {
             capacity: 10,
             datagram_budget: 1100,
             trace_tick_every: 0,
+            ground: GroundConfig::default(),
         };
         let world = shared::content::demo_world();
         let key = InstanceKey {
