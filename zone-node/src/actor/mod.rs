@@ -28,7 +28,8 @@ use shared::internal::{
 };
 
 use crate::sim::events::{
-    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TransferId,
+    TransferOut, ZoneInput,
 };
 use crate::sim::state::GroundConfig;
 use crate::sim::{ZoneConfig, ZoneContent};
@@ -106,8 +107,8 @@ pub struct Metrics {
     pub bad_client_input: AtomicU64,
     /// Datagrams for unknown sessions.
     pub unroutable: AtomicU64,
-    /// Sim rejections (counted per `Rejected` output).
-    pub rejections: AtomicU64,
+    /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
+    pub rejections: [AtomicU64; Rejection::COUNT],
     /// Transfers between two local instances completed.
     pub local_transfers: AtomicU64,
     /// Transfers from other nodes committed here.
@@ -140,6 +141,18 @@ impl Metrics {
 
     pub(crate) fn inc(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count one sim rejection of this reason.
+    pub(crate) fn rejected(&self, reason: Rejection) {
+        if let Some(c) = self.rejections.get(reason as usize) {
+            Self::inc(c);
+        }
+    }
+
+    /// Sim rejections of one reason so far.
+    pub fn rejections_of(&self, reason: Rejection) -> u64 {
+        self.rejections.get(reason as usize).map_or(0, Self::get)
     }
 }
 
