@@ -1,7 +1,7 @@
 //! The zone node's admin HTTP endpoint, off unless `admin_listen` is set: `/healthz`
 //! (200 while the node runs) and `/metrics` (Prometheus text: per instance players,
 //! actors, ticks, overruns, tick p99 and histograms of tick and phase durations; node-wide
-//! handoffs, rejections, refused messages and dropped output).
+//! handoffs, rejections by reason, refused messages and dropped output).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,13 +15,13 @@ use axum::routing::get;
 use shared::metrics_text::MetricsText;
 
 use crate::actor::{Metrics, Registry};
-use crate::sim::events::PHASE_NAMES;
+use crate::sim::events::{PHASE_NAMES, Rejection};
 
 /// The exposition text of a node.
 pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     let m = &reg.metrics;
-    let counters: [(&str, &str, &AtomicU64); 19] = [
+    let counters: [(&str, &str, &AtomicU64); 18] = [
         ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
         (
             "rc_zone_late_ticks_total",
@@ -52,11 +52,6 @@ pub fn render(reg: &Registry) -> String {
             "rc_zone_bad_client_input_total",
             "Client frames or datagrams the zone could not use.",
             &m.bad_client_input,
-        ),
-        (
-            "rc_zone_rejections_total",
-            "Inputs the simulation refused (counted by reason in the sim).",
-            &m.rejections,
         ),
         (
             "rc_zone_local_handoffs_total",
@@ -116,6 +111,16 @@ pub fn render(reg: &Registry) -> String {
     ];
     for (name, help, c) in counters {
         t.counter(name, help, Metrics::get(c));
+    }
+    // One series per reason (every reason, zeros included, so a rate never starts from a
+    // missing series); the total is their sum.
+    for r in Rejection::ALL {
+        t.counter_with(
+            "rc_zone_rejections_total",
+            "Player or internal inputs the simulation refused and changed nothing for, by reason.",
+            &[("reason", r.name())],
+            m.rejections_of(r),
+        );
     }
     t.gauge(
         "rc_zone_instances",

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub use shared::settings::{ConfigError, Settings};
 use shared::settings::{boolean, num, opt_path};
 
+use crate::sim::state::GroundConfig;
+
 /// Environment variable prefix.
 pub const ENV_PREFIX: &str = "ZONE_NODE_";
 
@@ -68,7 +70,21 @@ pub struct NodeConfig {
     /// One tick in this many, per instance, gets a `zone.tick` trace span (0: none);
     /// 300 is every 10 s at 33 ms. Only exported when traces are on (`OTEL_*`).
     pub trace_tick_every: u32,
+    /// How long a dropped or spawned item stays on the ground, ms (0: until picked up, as
+    /// Realm Crafter); at most [`MAX_GROUND_LIFETIME_MS`].
+    pub ground_item_lifetime_ms: u64,
+    /// Most items on the ground of one AreaInstance (1..=[`MAX_GROUND_CAP`]); the oldest
+    /// goes when a new one would pass it.
+    pub ground_item_cap: u32,
+    /// Pickup reach: XZ distance from the player to the item (Realm Crafter's squared
+    /// `InteractDist` 400 is a radius of 20); `0 < r <= 1000`.
+    pub pickup_radius: f32,
 }
+
+/// The longest ground item lifetime accepted: 7 days.
+pub const MAX_GROUND_LIFETIME_MS: u64 = 7 * 24 * 3_600_000;
+/// The largest ground item cap accepted per AreaInstance.
+pub const MAX_GROUND_CAP: u32 = 100_000;
 
 /// `<hostname>-<pid>`: unique per process, so several nodes on one machine need no flags
 /// (a node that restarts is a new member; its old id's instances were re-placed).
@@ -114,6 +130,9 @@ impl Default for NodeConfig {
             gateway_cert_sha256: None,
             admin_listen: None,
             trace_tick_every: crate::telemetry::DEFAULT_TICK_EVERY,
+            ground_item_lifetime_ms: GroundConfig::LIFETIME_MS,
+            ground_item_cap: GroundConfig::CAP,
+            pickup_radius: GroundConfig::PICKUP_RADIUS,
         }
     }
 }
@@ -154,6 +173,9 @@ impl Settings for NodeConfig {
                 }
             }
             "trace_tick_every" => self.trace_tick_every = num(value)?,
+            "ground_item_lifetime_ms" => self.ground_item_lifetime_ms = num(value)?,
+            "ground_item_cap" => self.ground_item_cap = num(value)?,
+            "pickup_radius" => self.pickup_radius = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -218,6 +240,18 @@ impl NodeConfig {
                 "must be > 0 and not above reconnect_max_ms",
             );
         }
+        if self.ground_item_lifetime_ms > MAX_GROUND_LIFETIME_MS {
+            return bad(
+                "ground_item_lifetime_ms",
+                format!("must be 0 (forever) or at most {MAX_GROUND_LIFETIME_MS} (7 days)"),
+            );
+        }
+        if !(1..=MAX_GROUND_CAP).contains(&self.ground_item_cap) {
+            return bad("ground_item_cap", format!("must be 1..={MAX_GROUND_CAP}"));
+        }
+        if !(self.pickup_radius > 0.0 && self.pickup_radius <= 1000.0) {
+            return bad("pickup_radius", "must be a number above 0 and at most 1000");
+        }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();
             if clean.len() != 64 || !clean.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -235,6 +269,15 @@ impl NodeConfig {
     /// Drain deadline.
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
+    }
+
+    /// The ground item settings every zone gets.
+    pub fn ground(&self) -> GroundConfig {
+        GroundConfig {
+            lifetime_ms: self.ground_item_lifetime_ms,
+            cap: self.ground_item_cap,
+            pickup_radius: self.pickup_radius,
+        }
     }
 }
 
@@ -309,6 +352,30 @@ mod tests {
         assert!(e.to_string().contains("unknown setting"), "{e}");
         c.tick_ms = 0;
         assert!(c.validate().unwrap_err().to_string().contains("tick_ms"));
+        for (key, value) in [
+            ("ground_item_cap", "0"),
+            ("ground_item_lifetime_ms", "604800001"),
+            ("pickup_radius", "0"),
+            ("pickup_radius", "NaN"),
+        ] {
+            let mut c = ok();
+            c.apply_overrides([(key, value)]).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(key), "{key}={value}: {e}");
+        }
+        let mut c = ok();
+        c.apply_env([
+            (
+                "ZONE_NODE_GROUND_ITEM_LIFETIME_MS".to_owned(),
+                "0".to_owned(),
+            ),
+            ("ZONE_NODE_PICKUP_RADIUS".to_owned(), "12.5".to_owned()),
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.ground().lifetime_ms, 0);
+        assert_eq!(c.ground().pickup_radius, 12.5);
+        assert_eq!(c.ground().cap, 500);
         let mut c = ok();
         c.broadcast_ms = 10;
         assert!(

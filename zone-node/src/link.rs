@@ -951,6 +951,7 @@ mod tests {
                     capacity: 10,
                     datagram_budget: 1100,
                     trace_tick_every: 0,
+                    ground: crate::sim::state::GroundConfig::default(),
                 },
                 Arc::new(world),
                 tx,
@@ -1011,6 +1012,7 @@ mod tests {
             capacity: 10,
             datagram_budget: 1100,
             trace_tick_every: 0,
+            ground: crate::sim::state::GroundConfig::default(),
         };
         let reg = Registry::new(cfg, Arc::new(shared::content::demo_world()), tx, Vec::new());
         let mut state = LinkState {

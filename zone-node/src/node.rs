@@ -71,6 +71,7 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
             capacity: cfg.capacity,
             datagram_budget: cfg.datagram_budget,
             trace_tick_every: cfg.trace_tick_every,
+            ground: cfg.ground(),
         },
         Arc::new(world),
         out_tx,

@@ -45,6 +45,15 @@ pub struct RunArgs {
     /// Instances this node offers to host.
     #[arg(long)]
     pub capacity: Option<String>,
+    /// How long an item stays on the ground (ms; 0: until picked up).
+    #[arg(long)]
+    pub ground_item_lifetime_ms: Option<String>,
+    /// Most items on the ground of one AreaInstance.
+    #[arg(long)]
+    pub ground_item_cap: Option<String>,
+    /// Pickup reach (XZ distance).
+    #[arg(long)]
+    pub pickup_radius: Option<String>,
 }
 
 impl RunArgs {
@@ -60,6 +69,9 @@ impl RunArgs {
             ("world", &self.world),
             ("drain_timeout_ms", &self.drain_timeout_ms),
             ("capacity", &self.capacity),
+            ("ground_item_lifetime_ms", &self.ground_item_lifetime_ms),
+            ("ground_item_cap", &self.ground_item_cap),
+            ("pickup_radius", &self.pickup_radius),
         ]
         .into_iter()
         .filter_map(|(k, x)| x.as_deref().map(|x| (k, x)))

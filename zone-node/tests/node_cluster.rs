@@ -1024,6 +1024,15 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
         m.contains("rc_zone_instance_players{area=\"Meadow\",instance=\"0\"} 1"),
         "{m}"
     );
+    // Refusals are counted per reason, one series each (zeros included).
+    assert!(
+        m.contains("rc_zone_rejections_total{reason=\"bad_item_request\"} 0"),
+        "{m}"
+    );
+    assert!(
+        m.contains("rc_zone_rejections_total{reason=\"trade_refused\"}"),
+        "{m}"
+    );
     // Every tick and every phase of the instance is in a histogram.
     let count = |series: &str| -> u64 {
         m.lines()

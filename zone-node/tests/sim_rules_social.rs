@@ -279,6 +279,7 @@ fn chat_me_gold_and_unknown_commands() {
     let mut h = SimHarness::new();
     let (dm, dmid) = h.spawn_dm("Gm", 0.0, 0.0);
     let (p, _) = h.spawn_player("Alice", 5.0, 0.0);
+    h.actor_mut(dmid).gold = 10;
     h.clear();
     h.act(
         p,
@@ -323,7 +324,8 @@ fn chat_me_gold_and_unknown_commands() {
     let alice = h.reliable_of(p, P_CHAT_MESSAGE);
     assert_eq!(alice.last().unwrap()[0], CHAT_RED);
     assert_eq!(h.rejections(), vec![Rejection::NotPermitted]);
-    assert_eq!(h.actor(dmid).gold, -7);
+    // Through `change_gold` (docs/items.md): 10 - 7, never below 0.
+    assert_eq!(h.actor(dmid).gold, 3);
     assert_eq!(
         h.reliable_of(dm, P_GOLD_CHANGE),
         vec![vec![b'D', 7, 0, 0, 0]]

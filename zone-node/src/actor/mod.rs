@@ -28,8 +28,10 @@ use shared::internal::{
 };
 
 use crate::sim::events::{
-    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, TransferId, TransferOut, ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TransferId,
+    TransferOut, ZoneInput,
 };
+use crate::sim::state::GroundConfig;
 use crate::sim::{ZoneConfig, ZoneContent};
 
 pub use zone::{InstanceStats, ZoneActor};
@@ -105,8 +107,8 @@ pub struct Metrics {
     pub bad_client_input: AtomicU64,
     /// Datagrams for unknown sessions.
     pub unroutable: AtomicU64,
-    /// Sim rejections (counted per `Rejected` output).
-    pub rejections: AtomicU64,
+    /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
+    pub rejections: [AtomicU64; Rejection::COUNT],
     /// Transfers between two local instances completed.
     pub local_transfers: AtomicU64,
     /// Transfers from other nodes committed here.
@@ -147,6 +149,18 @@ impl Metrics {
 
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Count one sim rejection of this reason.
+    pub(crate) fn rejected(&self, reason: Rejection) {
+        if let Some(c) = self.rejections.get(reason as usize) {
+            Self::inc(c);
+        }
+    }
+
+    /// Sim rejections of one reason so far.
+    pub fn rejections_of(&self, reason: Rejection) -> u64 {
+        self.rejections.get(reason as usize).map_or(0, Self::get)
     }
 }
 
@@ -276,6 +290,8 @@ pub struct ShellConfig {
     pub datagram_budget: usize,
     /// One tick in this many gets a `zone.tick` span (0: none).
     pub trace_tick_every: u32,
+    /// Items on the ground: lifetime, cap, pickup reach.
+    pub ground: GroundConfig,
 }
 
 /// The node's instance directory and router; shared (`Arc`) by the link and every actor.
@@ -575,6 +591,7 @@ impl Registry {
             broadcast_groups: broadcast_groups(self.cfg.broadcast_ms, self.cfg.tick_ms),
             persist_every_ms: self.cfg.persist_every_ms,
             datagram_budget: self.cfg.datagram_budget,
+            ground: self.cfg.ground,
             ..ZoneConfig::default()
         };
         // Every super global first, then changes as they come: the lock is held until the
@@ -1416,6 +1433,7 @@ mod tests {
             capacity: 10,
             datagram_budget: 1100,
             trace_tick_every: 0,
+            ground: GroundConfig::default(),
         };
         let world = shared::content::demo_world();
         let key = InstanceKey {

@@ -623,7 +623,7 @@ impl Router<'_> {
                 ZoneOutput::AbortTransfer { transfer_id } => {
                     self.reg.transfer_decided(self.key, *transfer_id, false);
                 }
-                ZoneOutput::Rejected { .. } => Metrics::inc(&self.reg.metrics.rejections),
+                ZoneOutput::Rejected { reason, .. } => self.reg.metrics.rejected(*reason),
                 ZoneOutput::ScriptError {
                     script,
                     func,

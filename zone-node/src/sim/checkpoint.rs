@@ -180,7 +180,12 @@ pub(crate) fn restore_ground(st: &mut ZoneState, items: Vec<GroundItemDto>) {
                 x: c(g.x),
                 y: c(g.y),
                 z: c(g.z),
-                expires_ms: st.now_ms.saturating_add(g.remaining_ms),
+                // The lifetime now configured bounds what was saved (a lifetime of 0,
+                // "never", restores every item as never expiring).
+                expires_ms: match st.cfg.ground.lifetime_ms {
+                    0 => u64::MAX,
+                    l => st.now_ms.saturating_add(g.remaining_ms.min(l)),
+                },
             },
         );
     }
@@ -528,15 +533,15 @@ mod tests {
         h.tick();
         let st = h.sim.state();
         assert_eq!(st.ground_handle, 2);
-        assert_eq!(st.ground.keys().copied().collect::<Vec<_>>(), vec![1, 2]);
+        // The item with no time left expired in the same tick's housekeeping.
+        assert_eq!(st.ground.keys().copied().collect::<Vec<_>>(), vec![1]);
         let g1 = &st.ground[&1];
         assert_eq!(g1.item.amount, 2);
         assert_eq!(g1.expires_ms, now + 10_000);
         assert_eq!((g1.x, g1.z), (5.0, 0.0));
-        assert!(!st.ground_dirty);
         // And it round-trips through a save.
         let saved = ground_dto(st);
-        assert_eq!(saved.len(), 2);
+        assert_eq!(saved.len(), 1);
         assert_eq!(saved[0].remaining_ms, 10_000);
     }
 }

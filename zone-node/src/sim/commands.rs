@@ -5,9 +5,11 @@
 //!
 //! * `ME text` → `252 "* Name text"` to the instance;
 //! * `P text` → `251 "<PARTY> <Name> text"` to the party members **in this instance**;
-//! * DM only: `XP n` (`GiveXP`), `GOLD n` (`P_GoldChange "U"/"D"`), `WEATHER name`
-//!   (lasts `Rand(2500, 10000)` visits, see weather.rs), `SCRIPT name,func` (runs a script
-//!   with the DM as `Actor()`);
+//! * DM only: `XP n` (`GiveXP`), `GOLD n` (through `items::money::change_gold`: floored
+//!   at 0 and capped, the client told the change applied), `GIVE itemName` (one of the
+//!   item, placed by `items::bag::give`; a red line when no item has that name or there is
+//!   no room), `WEATHER name` (lasts `Rand(2500, 10000)` visits, see weather.rs),
+//!   `SCRIPT name,func` (runs a script with the DM as `Actor()`);
 //! * anything else → the `In-game Commands` hook, else a red "Unknown command".
 //!
 //! Cross-zone chat (`YELL`, `PM`, `G`, `GM`, `ALLPLAYERS`, and the cross-zone half of `P`)
@@ -51,7 +53,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
     let Some(a) = st.get(actor) else { return };
     let (player, is_dm, name) = (a.player, a.is_dm, a.name.clone());
     let params = clip(params.trim());
-    let dm_only = matches!(word, "XP" | "GOLD" | "WEATHER" | "SCRIPT");
+    let dm_only = matches!(word, "XP" | "GOLD" | "GIVE" | "WEATHER" | "SCRIPT");
     if dm_only && !is_dm {
         st.reject(player, Rejection::NotPermitted);
         return;
@@ -76,20 +78,13 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             Ok(n) => super::kill::give_xp(st, actor, n, false),
             Err(_) => st.reject(player, Rejection::Invalid),
         },
-        "GOLD" => match params.parse::<i32>() {
+        "GOLD" => match params.parse::<i64>() {
             Ok(n) => {
-                let Some(a) = st.get_mut(actor) else { return };
-                a.gold = a.gold.saturating_add(n);
-                let code = if n < 0 { b'D' } else { b'U' };
-                let v = n.unsigned_abs().to_le_bytes();
-                st.send_to(
-                    actor,
-                    packets::P_GOLD_CHANGE,
-                    &[code, v[0], v[1], v[2], v[3]],
-                );
+                super::items::money::change_gold(st, actor, n);
             }
             Err(_) => st.reject(player, Rejection::Invalid),
         },
+        "GIVE" => give(st, actor, params),
         "SCRIPT" => {
             // `/script name,func`: a DM runs a script with itself as `Actor()`.
             let mut parts = params.splitn(2, ',');
@@ -119,5 +114,24 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
                 packets::send_chat(st, actor, CHAT_RED, "Unknown command");
             }
         }
+    }
+}
+
+/// `GIVE itemName` (DM): one of the named item (case-insensitive), placed by the first-fit
+/// rule with its `"G"` offer. Realm Crafter said nothing when no item had the name, and
+/// lost the item when the client found no room; here both get a red line and are counted.
+fn give(st: &mut ZoneState, actor: ActorId, params: &str) {
+    let player = st.get(actor).and_then(|a| a.player);
+    let world = st.content.world.clone();
+    let Some(template) = super::items::ground::find_item(&world, params) else {
+        st.reject(player, Rejection::BadItemRequest);
+        packets::send_chat(st, actor, CHAT_RED, &format!("No item named {params}"));
+        return;
+    };
+    let item = super::items::inventory::instance(template, 1);
+    if super::items::bag::give(st, actor, item).is_err() {
+        st.reject(player, Rejection::BadItemRequest);
+        let text = format!("No room for {}", template.name);
+        packets::send_chat(st, actor, CHAT_RED, &text);
     }
 }

@@ -416,13 +416,58 @@ pub enum Rejection {
     TradeRefused,
 }
 
+impl Rejection {
+    /// How many kinds there are (the length of [`Counters::rejections`]).
+    pub const COUNT: usize = 15;
+
+    /// Every kind, in `as usize` order.
+    pub const ALL: [Rejection; Self::COUNT] = [
+        Self::UnknownPlayer,
+        Self::BadJoin,
+        Self::DuplicateTransfer,
+        Self::UnknownTransfer,
+        Self::IgnoredUpdate,
+        Self::RiddenMount,
+        Self::ClampedCoord,
+        Self::SpeedClamp,
+        Self::RunningBackward,
+        Self::UnknownAttribute,
+        Self::NotPermitted,
+        Self::UnknownTarget,
+        Self::Invalid,
+        Self::BadItemRequest,
+        Self::TradeRefused,
+    ];
+
+    /// The snake_case name (the `reason` label of `rc_zone_rejections_total`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UnknownPlayer => "unknown_player",
+            Self::BadJoin => "bad_join",
+            Self::DuplicateTransfer => "duplicate_transfer",
+            Self::UnknownTransfer => "unknown_transfer",
+            Self::IgnoredUpdate => "ignored_update",
+            Self::RiddenMount => "ridden_mount",
+            Self::ClampedCoord => "clamped_coord",
+            Self::SpeedClamp => "speed_clamp",
+            Self::RunningBackward => "running_backward",
+            Self::UnknownAttribute => "unknown_attribute",
+            Self::NotPermitted => "not_permitted",
+            Self::UnknownTarget => "unknown_target",
+            Self::Invalid => "invalid",
+            Self::BadItemRequest => "bad_item_request",
+            Self::TradeRefused => "trade_refused",
+        }
+    }
+}
+
 /// Counters for one tick (all reset each tick).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
     /// Inputs processed.
     pub inputs: u32,
     /// Rejections by kind (index = `Rejection as usize`).
-    pub rejections: [u32; 15],
+    pub rejections: [u32; Rejection::COUNT],
     /// Actors in the zone.
     pub actors: u32,
     /// Online players in the zone.
@@ -676,4 +721,20 @@ pub struct TickOutput {
     pub datagrams: DatagramBatch,
     /// Timings and counters.
     pub stats: TickStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rejection;
+
+    #[test]
+    fn every_rejection_is_listed_once_in_order_with_a_distinct_name() {
+        for (i, r) in Rejection::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i);
+        }
+        let mut names: Vec<_> = Rejection::ALL.iter().map(|r| r.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Rejection::COUNT);
+    }
 }

@@ -11,7 +11,8 @@
 //!    transfer in/ack/nack).
 //! 2. **Housekeeping**: transfer timeouts ([`setarea::check_timeouts`]), periodic
 //!    snapshots ([`setarea::periodic_snapshots`]), scheduled actions
-//!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait).
+//!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait), expired items on the
+//!    ground ([`items::ground`], looked for once a second).
 //! 3. **Actor loop** over `FirstInZone`, per actor, in this order:
 //!    a. spell recharge ([`recharge::actor`], when the 100 ms step is due);
 //!    b. movement ([`movement::actor`]);
@@ -233,6 +234,7 @@ impl ZoneSim {
         setarea::check_timeouts(st);
         setarea::periodic_snapshots(st);
         scripts::run_scheduled(st);
+        items::ground::expire(st);
         lap(Phase::Housekeeping, &mut t);
 
         // 3. Actor loop.

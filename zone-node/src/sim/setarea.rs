@@ -189,8 +189,9 @@ fn insert_npc_from_state(
     st.insert_actor(a, rid)
 }
 
-/// Tell the zone about a newly placed actor: `P_ChangeArea` and every other actor's
-/// `P_NewActor` to it (if a player), its `P_NewActor` to the other players.
+/// Tell the zone about a newly placed actor: `P_ChangeArea`, the items on the ground and
+/// every other actor's `P_NewActor` to it (if a player), its `P_NewActor` to the other
+/// players.
 fn announce_arrival(st: &mut ZoneState, id: ActorId) {
     if !st.announce {
         return;
@@ -201,6 +202,8 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
     if is_player {
         let ca = packets::change_area(st, a);
         st.send_to(id, packets::P_CHANGE_AREA, &ca);
+        // The instance's items on the ground, as `SetArea` shows them.
+        super::items::ground::show_all(st, id);
         let members = st.chain_members(st.zone, ChainKind::Zone);
         let mut frames = Vec::new();
         for idx in members {
@@ -431,6 +434,8 @@ pub fn set_area(st: &mut ZoneState, id: ActorId, area: &str, instance: u16, arri
     {
         let ca = packets::change_area(st, a);
         st.send_to(id, packets::P_CHANGE_AREA, &ca);
+        // The client reloads the area: show it the items on the ground again.
+        super::items::ground::show_all(st, id);
     }
 }
 

@@ -714,6 +714,43 @@ pub struct ZoneConfig {
     pub npc_handle_base: u32,
     /// How many NPC handles the zone may number before wrapping.
     pub npc_handle_span: u32,
+    /// Items on the ground: lifetime, cap and pickup reach (`sim::items::ground`).
+    pub ground: GroundConfig,
+}
+
+/// Items on the ground (`docs/items.md`, "Items on the ground"): Realm Crafter kept a
+/// dropped item until someone picked it up, with no limit; these bound it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct GroundConfig {
+    /// How long an item stays on the ground (ms) before it is destroyed; 0 = forever
+    /// (Realm Crafter). Default 10 minutes.
+    pub lifetime_ms: u64,
+    /// Most items on the ground of one AreaInstance (>= 1); at the cap, the oldest goes
+    /// to make room. Default 500.
+    pub cap: u32,
+    /// Pickup reach: the picker's XZ distance to the item must be below this. Default 20
+    /// (Realm Crafter's `InteractDist` 400 is this squared).
+    pub pickup_radius: f32,
+}
+
+impl GroundConfig {
+    /// Default [`Self::lifetime_ms`]: 10 minutes.
+    pub const LIFETIME_MS: u64 = 600_000;
+    /// Default [`Self::cap`].
+    pub const CAP: u32 = 500;
+    /// Default [`Self::pickup_radius`].
+    pub const PICKUP_RADIUS: f32 = 20.0;
+}
+
+impl Default for GroundConfig {
+    fn default() -> Self {
+        Self {
+            lifetime_ms: Self::LIFETIME_MS,
+            cap: Self::CAP,
+            pickup_radius: Self::PICKUP_RADIUS,
+        }
+    }
 }
 
 /// Script handles at and above this are NPCs'; below, players' (from the gateway).
@@ -761,6 +798,7 @@ impl Default for ZoneConfig {
             epoch_ms: 0,
             npc_handle_base: NPC_HANDLE_BASE,
             npc_handle_span: 1 << 20,
+            ground: GroundConfig::default(),
         }
     }
 }
@@ -865,6 +903,8 @@ pub struct ZoneState {
     pub entangled: BTreeSet<ActorId>,
     /// Whether the area's ground items changed since the last checkpoint that saved them.
     pub ground_dirty: bool,
+    /// When the housekeeping phase next looks for expired ground items.
+    pub ground_sweep_ms: u64,
 }
 
 /// One item lying in the area (Realm Crafter's `DroppedItem`).
@@ -945,6 +985,7 @@ impl ZoneState {
             ground_handle: 0,
             entangled: BTreeSet::new(),
             ground_dirty: false,
+            ground_sweep_ms: 0,
             handles: HashMap::new(),
             npc_handle_next: 0,
         }

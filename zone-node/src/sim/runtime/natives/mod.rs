@@ -4,12 +4,15 @@
 //! `""` or 0.0).
 //!
 //! Natives of later parts of the port (items, abilities and effects, dialogs and quests)
-//! answer [`RuntimeError::NotSupported`], naming the native.
+//! answer [`RuntimeError::NotSupported`], naming the native, except the items natives
+//! already done: money ([`money`]) and `SpawnItem` ([`ground`]).
 
 pub mod actor;
 pub mod files;
 pub mod globals;
+pub mod ground;
 pub mod look;
+pub mod money;
 pub mod scr;
 pub mod waits;
 pub mod world;
@@ -95,6 +98,12 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     let Some(sig) = natives::sig(n) else {
         return Err(RuntimeError::Internal(format!("{n:?} has no signature")));
     };
+    // The items natives done so far (the table still marks the whole group `Items`).
+    match n {
+        Native::SpawnItem => return ground::call(h, n, Args(args)),
+        _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
+        _ => {}
+    }
     if sig.kind.later_area().is_some() {
         return not_supported(n);
     }
