@@ -3,12 +3,14 @@
 //! own natives with Realm Crafter's semantics (invalid handles do nothing and return 0,
 //! `""` or 0.0).
 //!
-//! Natives of later parts of the port (items, abilities and effects, dialogs and quests)
-//! answer [`RuntimeError::NotSupported`], naming the native.
+//! Natives of later parts of the port (abilities and effects, dialogs and quests, and the
+//! item natives [`items`] does not answer yet) answer [`RuntimeError::NotSupported`],
+//! naming the native.
 
 pub mod actor;
 pub mod files;
 pub mod globals;
+pub mod items;
 pub mod look;
 pub mod scr;
 pub mod waits;
@@ -95,6 +97,9 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     let Some(sig) = natives::sig(n) else {
         return Err(RuntimeError::Internal(format!("{n:?} has no signature")));
     };
+    if items::handles(n) {
+        return items::call(h, n, Args(args));
+    }
     if sig.kind.later_area().is_some() {
         return not_supported(n);
     }
