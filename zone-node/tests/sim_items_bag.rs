@@ -590,7 +590,16 @@ fn give_item_is_all_or_nothing() {
 }
 
 fn sample_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/rc-sample-data")
+    let candidates = [
+        std::env::var_os("RC_SAMPLE_DATA").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/rc-sample-data")),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/rc-sample-data")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("Items.dat").exists())
+        .unwrap_or_default()
 }
 
 /// The sample project's `/ItemPack` gives its four items (Sword, Imperial Armor, Imperial
@@ -628,4 +637,50 @@ fn the_sample_itempack_gives_four_items() {
     }
     assert_eq!(offers(&h, p).len(), 4);
     assert_eq!(bad_requests(&h), 0);
+}
+
+/// The demo world: a new character gets its starter kit once (Login.rsl), wears the sword
+/// and tunic at once (first fit), and Equip Change.rsl adds the tunic's Toughness while it
+/// is worn, and takes it back when it is taken off, however often it runs.
+#[test]
+fn the_demo_world_gives_a_kit_and_equip_change_adds_bonuses() {
+    let world = Arc::new(shared::content::demo_world());
+    let mut content = ZoneContent::from_world(world.clone(), "Meadow").unwrap();
+    let (set, diags) = zone_node::world_scripts::compile_world(&world);
+    assert!(diags.is_empty(), "{diags:?}");
+    content.scripts = Arc::new(set);
+    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    let playable = world.first_playable().unwrap();
+    let t = h.sim.state().content.template(playable.id).unwrap().clone();
+    let mut state = zone_node::sim::state::Actor::from_template(&t).to_state("Meadow", 0);
+    state.name = "Newbie".into();
+    let (p, pid) = h.join(state, false);
+    h.run_ticks(3);
+    let item = |n: &str| world.items.iter().find(|i| i.name == n).unwrap().id;
+    let inv = h.actor(pid).inventory.clone();
+    assert_eq!(inv[0].as_ref().map(|s| s.item), Some(item("Short Sword")));
+    assert_eq!(inv[3].as_ref().map(|s| s.item), Some(item("Leather Tunic")));
+    assert_eq!(inventory::count(&inv, item("Healing Potion")), 3);
+    let tough = usize::from(world.fixed_attributes.toughness.unwrap());
+    let base = t.attributes[tough];
+    assert_eq!(h.actor(pid).attr[tough], base.0 + 3, "the tunic's +3");
+    assert_eq!(h.actor(pid).attr_max[tough], base.1 + 3);
+    // Take the tunic off: back to the base values.
+    let rid = h.actor(pid).rid;
+    h.act(p, swap(rid, 3, 40, 0));
+    h.run_ticks(3);
+    assert_eq!(h.actor(pid).attr[tough], base.0);
+    assert_eq!(h.actor(pid).attr_max[tough], base.1);
+    // Put it on again; a second login gives no second kit.
+    h.act(p, swap(rid, 40, 3, 0));
+    h.run_ticks(3);
+    assert_eq!(h.actor(pid).attr[tough], base.0 + 3);
+    let hooks = h.sim.state().hooks.clone();
+    hooks.on_login(h.sim.state_mut(), pid);
+    h.run_ticks(3);
+    assert_eq!(
+        inventory::count(&h.actor(pid).inventory, item("Healing Potion")),
+        3
+    );
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
 }
