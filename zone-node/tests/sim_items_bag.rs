@@ -354,7 +354,13 @@ fn offer_answers_are_checked_against_the_servers_placement() {
     h.tick();
     assert_eq!(bad_requests(&h), 1);
     let sent = inv_packets(&h, p);
-    assert_eq!(sent[0], InventoryUpdateS2C::Taken { slot: 20, amount: 3 });
+    assert_eq!(
+        sent[0],
+        InventoryUpdateS2C::Taken {
+            slot: 20,
+            amount: 3
+        }
+    );
     let InventoryUpdateS2C::Offer {
         item_handle: h2,
         item_id: POTION,
@@ -378,7 +384,8 @@ fn offer_answers_are_checked_against_the_servers_placement() {
 /// refused. Nothing is consumed.
 #[test]
 fn using_an_item_runs_its_script() {
-    let horn: &[u8] = b"Function Blow()\n  Output(Actor(), \"horn at \" + Name(ContextActor()))\nEnd Function\n";
+    let horn: &[u8] =
+        b"Function Blow()\n  Output(Actor(), \"horn at \" + Name(ContextActor()))\nEnd Function\n";
     let mut h = harness(&[("Horn", horn)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let (_, near) = h.spawn_player("Near", 10.0, 10.0);
@@ -394,7 +401,13 @@ fn using_an_item_runs_its_script() {
             target: Some(near_rid),
         },
     );
-    for (slot, target) in [(14, Some(far_rid)), (14, Some(9999)), (20, None), (15, None), (46, None)] {
+    for (slot, target) in [
+        (14, Some(far_rid)),
+        (14, Some(9999)),
+        (20, None),
+        (15, None),
+        (46, None),
+    ] {
         h.act(p, PlayerAction::UseItem { slot, target });
     }
     h.tick();
@@ -414,7 +427,13 @@ fn eating_potions_heals_and_uses_them_up() {
     put(&mut h, pid, 14, POTION, 3);
     put(&mut h, pid, 15, SWORD, 1);
     h.clear();
-    h.act(p, PlayerAction::EatItem { slot: 14, amount: 2 });
+    h.act(
+        p,
+        PlayerAction::EatItem {
+            slot: 14,
+            amount: 2,
+        },
+    );
     h.tick();
     assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 70);
     assert_eq!(slot(&h, pid, 14), Some((POTION, 1)));
@@ -424,7 +443,13 @@ fn eating_potions_heals_and_uses_them_up() {
     }
     h.tick();
     assert_eq!(bad_requests(&h), 5);
-    h.act(p, PlayerAction::EatItem { slot: 14, amount: 1 });
+    h.act(
+        p,
+        PlayerAction::EatItem {
+            slot: 14,
+            amount: 1,
+        },
+    );
     h.tick();
     assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 90);
     assert_eq!(slot(&h, pid, 14), None);
@@ -459,13 +484,22 @@ fn the_action_bar_is_stored() {
     );
     h.tick();
     assert_eq!(bad_requests(&h), 1);
-    let bar = h.actor(pid).player_data.as_ref().unwrap().action_bar.clone();
+    let bar = h
+        .actor(pid)
+        .player_data
+        .as_ref()
+        .unwrap()
+        .action_bar
+        .clone();
     assert_eq!(bar.len(), 36);
     assert_eq!(bar[0], "SFireball");
     assert_eq!(bar[35], "I\u{12}\u{e9}");
     let state = h.sim.state().actor_state(pid).unwrap();
     assert_eq!(state.action_bar[35], "I\u{12}\u{e9}");
-    h.act(p, PlayerAction::ActionBar(ActionBarUpdate::Clear { slot: 0 }));
+    h.act(
+        p,
+        PlayerAction::ActionBar(ActionBarUpdate::Clear { slot: 0 }),
+    );
     h.tick();
     assert_eq!(h.actor(pid).player_data.as_ref().unwrap().action_bar[0], "");
 }
@@ -551,10 +585,18 @@ End Function
     );
     assert_eq!(h.actor(pid).inventory[0].as_ref().unwrap().health, 40);
     let sent = inv_packets(&h, p);
-    assert!(sent.contains(&InventoryUpdateS2C::Health { slot: 0, health: 40 }));
-    assert!(sent.contains(&InventoryUpdateS2C::Taken { slot: 14, amount: 2 }));
+    assert!(sent.contains(&InventoryUpdateS2C::Health {
+        slot: 0,
+        health: 40
+    }));
+    assert!(sent.contains(&InventoryUpdateS2C::Taken {
+        slot: 14,
+        amount: 2
+    }));
     assert!(
-        script_logs(&h).iter().any(|l| l.contains("no item called \"Nothing\"")),
+        script_logs(&h)
+            .iter()
+            .any(|l| l.contains("no item called \"Nothing\"")),
         "{:?}",
         script_logs(&h)
     );
@@ -630,7 +672,12 @@ fn the_sample_itempack_gives_four_items() {
     h.tick();
     h.tick();
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
-    let names = ["Sword", "Imperial Armor", "Imperial Helmet", "Scarred Shield"];
+    let names = [
+        "Sword",
+        "Imperial Armor",
+        "Imperial Helmet",
+        "Scarred Shield",
+    ];
     for n in names {
         let t = world.items.iter().find(|i| i.name == n).unwrap();
         assert_eq!(inventory::count(&h.actor(pid).inventory, t.id), 1, "{n}");

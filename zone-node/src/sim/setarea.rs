@@ -258,7 +258,10 @@ fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &Actor
             let bytes = state
                 .action_bar
                 .get(usize::from(part * 3 + k))
-                .map(|s| shared::wire::RcString::from_latin1(s).map_or_else(|| s.as_bytes().to_vec(), |r| r.0))
+                .map(|s| {
+                    shared::wire::RcString::from_latin1(s)
+                        .map_or_else(|| s.as_bytes().to_vec(), |r| r.0)
+                })
                 .unwrap_or_default();
             let slot = &bytes[..];
             let n = slot.len().min(1024);

@@ -214,7 +214,11 @@ fn own_or_pet(st: &ZoneState, id: ActorId, runtime_id: u16) -> Option<ActorId> {
 fn apply(
     st: &mut ZoneState,
     owner: ActorId,
-    f: impl FnOnce(&mut [Option<InvSlot>], &shared::content::World, &Wearer<'_>) -> Result<(), InventoryError>,
+    f: impl FnOnce(
+        &mut [Option<InvSlot>],
+        &shared::content::World,
+        &Wearer<'_>,
+    ) -> Result<(), InventoryError>,
 ) -> Result<(), InventoryError> {
     let world = st.content.world.clone();
     let mut inv = st
@@ -299,7 +303,9 @@ pub(crate) fn action_bar(st: &mut ZoneState, player: PlayerKey, id: ActorId, msg
     let (slot, bytes) = match &msg {
         ActionBarUpdate::Spell { slot, spell } => {
             let name = spell.as_bytes();
-            let name = name.get(..name.len().min(ACTION_BAR_NAME_MAX)).unwrap_or(name);
+            let name = name
+                .get(..name.len().min(ACTION_BAR_NAME_MAX))
+                .unwrap_or(name);
             let mut b = vec![b'S'];
             b.extend_from_slice(name);
             (*slot, b)

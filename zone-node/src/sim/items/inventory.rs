@@ -426,7 +426,11 @@ pub fn swap(
         work.swap(from, to);
     }
     let stacked_equipment = [from, to].iter().any(|&s| {
-        is_equipment(s) && work.get(s).and_then(Option::as_ref).is_some_and(|x| x.amount > 1)
+        is_equipment(s)
+            && work
+                .get(s)
+                .and_then(Option::as_ref)
+                .is_some_and(|x| x.amount > 1)
     });
     if stacked_equipment {
         return Err(InventoryError::BadAmount);
@@ -754,7 +758,11 @@ mod tests {
             (17, SHIELD, 0, InventoryError::TwoHanded),
         ];
         for &(from, to, amount, err) in cases {
-            assert_eq!(swap(&mut inv, &w, &h, from, to, amount), Err(err), "{from}->{to}");
+            assert_eq!(
+                swap(&mut inv, &w, &h, from, to, amount),
+                Err(err),
+                "{from}->{to}"
+            );
             assert_eq!(inv, before);
         }
         // The other way round: a shield worn, the axe refused.
@@ -909,7 +917,7 @@ mod tests {
                     let before = inv.clone();
                     let mut expect = totals(&inv);
                     let res = match op {
-                        Op::Swap(a, b, n) => swap(&mut inv, &w, &h, a, b, n).map(|()| ()),
+                        Op::Swap(a, b, n) => swap(&mut inv, &w, &h, a, b, n),
                         Op::Merge(a, b, n) => merge(&mut inv, &w, &h, a, b, n),
                         Op::Take(a, n) => take(&mut inv, a, n).map(|t| {
                             if let Some(c) = expect.get_mut(usize::from(t.item)) {

@@ -95,9 +95,10 @@ fn slot_of(n: Native, k: i32) -> Option<usize> {
         Native::ActorFeet => 7,
         Native::ActorRing => nth(inventory::RING, 4)?,
         Native::ActorAmulet => nth(inventory::AMULET, 2)?,
-        Native::ActorBackpack | Native::BackpackCount => {
-            nth(inventory::BACKPACK, i32::try_from(inventory::BACKPACK_SLOTS).unwrap_or(0))?
-        }
+        Native::ActorBackpack | Native::BackpackCount => nth(
+            inventory::BACKPACK,
+            i32::try_from(inventory::BACKPACK_SLOTS).unwrap_or(0),
+        )?,
         _ => return None,
     })
 }
@@ -184,7 +185,10 @@ fn give_item(h: &mut ZoneHost<'_>, id: ActorId, name: &str, n: i32) -> i32 {
     };
     if !fits {
         let who = h.st.get(id).map(|a| a.name.clone()).unwrap_or_default();
-        let msg = format!("GiveItem: no room for {n} \"{}\" with {who}; nothing given", t.name);
+        let msg = format!(
+            "GiveItem: no room for {n} \"{}\" with {who}; nothing given",
+            t.name
+        );
         runtime::log(h.st, &h.cx.script, msg);
         return 0;
     }
@@ -206,8 +210,7 @@ fn set_item_health(h: &mut ZoneHost<'_>, handle: i32, v: i32) {
         s.health = health;
     }
     let Ok(slot) = u8::try_from(slot) else { return };
-    h.st
-        .send_packet(id, &InventoryUpdateS2C::Health { slot, health });
+    h.st.send_packet(id, &InventoryUpdateS2C::Health { slot, health });
 }
 
 /// Run an inventory or item native.
@@ -258,20 +261,21 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 .map_or(0, i64::from);
             int(i32::from(held > 0 && held >= want))
         }
-        Native::ItemHealth => int(h.item_at(a.int(0)).map_or(0, |(_, _, s)| i32::from(s.health))),
+        Native::ItemHealth => int(h
+            .item_at(a.int(0))
+            .map_or(0, |(_, _, s)| i32::from(s.health))),
         Native::SetItemHealth => {
             set_item_health(h, a.int(0), a.int(1));
             none()
         }
         Native::ItemAttribute => {
             let name = a.text(1);
-            let v = h
-                .st
-                .content
-                .find_attribute(&name)
-                .zip(h.item_at(a.int(0)))
-                .and_then(|(i, (_, _, s))| s.attributes.get(usize::from(i)).copied())
-                .unwrap_or(0);
+            let v =
+                h.st.content
+                    .find_attribute(&name)
+                    .zip(h.item_at(a.int(0)))
+                    .and_then(|(i, (_, _, s))| s.attributes.get(usize::from(i)).copied())
+                    .unwrap_or(0);
             int(v)
         }
         _ => template_field(h, n, a.int(0)),
