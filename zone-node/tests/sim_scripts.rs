@@ -108,7 +108,7 @@ fn an_in_game_command_runs_with_its_parameters() {
 }
 
 /// The sample In-game Commands.rsl: `/wave` animates, `/heal` only works for a GM, and
-/// `/itempack` reaches `GiveItem`, which is not supported yet: a clear runtime error.
+/// `/itempack` runs (`sim_items_bag.rs` runs it with the sample items).
 #[test]
 fn the_sample_in_game_commands_run() {
     let (Some(cmds), Some(pg)) = (sample("In-game Commands.rsl"), sample("ProcessGlobals.rsl"))
@@ -130,16 +130,9 @@ fn the_sample_in_game_commands_run() {
         h.actor(pid).attr[usize::from(attrs::HEALTH)],
         h.actor(pid).attr_max[usize::from(attrs::HEALTH)]
     );
+    // The harness world has no items: `GiveItem` logs the unknown names, no error.
     let errs = h.script_errors();
-    assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(
-        errs[0].0.contains("GiveItem is not supported yet"),
-        "{errs:?}"
-    );
-    assert_eq!(
-        (errs[0].1.as_str(), errs[0].2),
-        ("In-game Commands.rsl", 16)
-    );
+    assert!(errs.is_empty(), "{errs:?}");
 }
 
 /// A trigger runs `<script>.<method>` once on entry, with the trigger index as `Param`.

@@ -80,6 +80,14 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
             "LevelUp",
             include_bytes!("../../worlds/demo/scripts/LevelUp.rsl"),
         ),
+        s(
+            "Equip Change",
+            include_bytes!("../../worlds/demo/scripts/Equip Change.rsl"),
+        ),
+        s(
+            "Login",
+            include_bytes!("../../worlds/demo/scripts/Login.rsl"),
+        ),
     ]
 }
 

@@ -145,9 +145,12 @@ pub(crate) fn shutdown(st: &mut ZoneState) {
         }
         removed.push(player);
     }
+    // Whether the stored ground may differ from what lies here (an item now, or a change
+    // since the last save: all of them picked up).
+    let ground_matters = st.ground_dirty || !st.ground.is_empty();
     st.entangled.clear();
     st.ground_dirty = false;
-    if players.is_empty() && st.ground_handle == 0 {
+    if players.is_empty() && !ground_matters {
         return;
     }
     let ground = Some(ground_dto(st));

@@ -121,9 +121,11 @@ fn send_observed(st: &mut ZoneState, a1: ActorId, a2: ActorId) {
 
 /// `P_ItemHealth`: `slot u8, health u16` to the owner.
 fn send_item_health(st: &mut ZoneState, id: ActorId, slot: usize, health: u8) {
-    let h = u16::from(health).to_le_bytes();
-    let s = u8::try_from(slot).unwrap_or(u8::MAX);
-    st.send_to(id, packets::P_ITEM_HEALTH, &[s, h[0], h[1]]);
+    let p = shared::proto::ItemHealth {
+        slot: u8::try_from(slot).unwrap_or(u8::MAX),
+        health: u16::from(health),
+    };
+    st.send_packet(id, &p);
 }
 
 /// Lower the health of the item in `slot` by one when it wears (template `takes_damage`,

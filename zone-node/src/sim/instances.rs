@@ -167,6 +167,25 @@ pub struct InstanceCx {
     pub record: Option<Wait>,
     /// The file operation waiting for the store's answer.
     pub pending_io: Option<PendingIo>,
+    /// Item-instance handles given to this script (`ActorWeapon`, `ActorBackpack`, ...):
+    /// handle → what it names (`runtime::natives::items`).
+    #[serde(default)]
+    pub item_refs: BTreeMap<i32, ItemRef>,
+    /// The last item-instance handle issued (never reused by this instance).
+    #[serde(default)]
+    pub last_item_ref: i32,
+}
+
+/// What an item-instance handle names: the item of template `item` in slot `slot` of the
+/// actor with script handle `actor`. It goes stale as soon as that slot holds anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemRef {
+    /// The holder's script handle.
+    pub actor: Handle,
+    /// Inventory slot.
+    pub slot: u8,
+    /// Item id.
+    pub item: u16,
 }
 
 /// A file (or zone) operation waiting for the script store.

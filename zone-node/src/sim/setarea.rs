@@ -117,6 +117,7 @@ fn insert_player(
         account: state.account.clone(),
         email: state.email.clone(),
         banned: false,
+        offers: Vec::new(),
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;
@@ -224,6 +225,8 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
         }
     }
     st.send_zone(packets::P_NEW_ACTOR, &na, Some(id));
+    // The gubbins `P_NewActor` cannot carry, both ways.
+    super::items::equip::on_arrival(st, id);
 }
 
 /// The rest of Realm Crafter's start sequence after `P_ChangeArea` and the `P_NewActor`s
@@ -235,10 +238,16 @@ fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &Actor
     for part in 0..12u8 {
         let mut p = vec![part * 3];
         for k in 0..3 {
-            let slot = state
+            // Saved as Latin-1 text (an item slot is `"I"` + two raw bytes).
+            let bytes = state
                 .action_bar
                 .get(usize::from(part * 3 + k))
-                .map_or(&[][..], |s| s.as_bytes());
+                .map(|s| {
+                    shared::wire::RcString::from_latin1(s)
+                        .map_or_else(|| s.as_bytes().to_vec(), |r| r.0)
+                })
+                .unwrap_or_default();
+            let slot = &bytes[..];
             let n = slot.len().min(1024);
             p.extend_from_slice(&u16::try_from(n).unwrap_or(0).to_le_bytes());
             p.extend_from_slice(slot.get(..n).unwrap_or(&[]));

@@ -152,6 +152,30 @@ pub struct PlayerData {
     pub email: String,
     /// Banned by a script this session (`BanPlayer`; the gateway keeps the flag).
     pub banned: bool,
+    /// Item offers (`P_InventoryUpdate "G"`) sent to this player and not answered yet,
+    /// oldest first, at most [`OutstandingOffer::KEEP`] (`sim::items::bag`).
+    pub offers: Vec<OutstandingOffer>,
+}
+
+/// An item offer sent to a player and not answered yet. The server placed the item in
+/// `slot` when it sent the offer; the client's `"GY"`/`"GN"` is only checked against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutstandingOffer {
+    /// The offer's handle (shares [`ZoneState::ground_handle`]'s counter).
+    pub handle: u32,
+    /// The slot the server placed it in.
+    pub slot: u8,
+    /// Item id.
+    pub item: u16,
+    /// How many went into that slot.
+    pub amount: u16,
+    /// Whether this offer is already the server's one correction of a wrong answer.
+    pub resent: bool,
+}
+
+impl OutstandingOffer {
+    /// How many unanswered offers a player keeps; an older one's answer is refused.
+    pub const KEEP: usize = 64;
 }
 
 /// One actor instance (player or NPC) in the zone.

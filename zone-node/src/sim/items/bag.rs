@@ -8,10 +8,19 @@
 //! changed.
 
 use shared::proto::{ActionBarUpdate, InventoryUpdateS2C};
+use shared::wire::RcString;
 
 use super::inventory::{self, InventoryError, Placement, Wearer};
-use crate::sim::events::{InvSlot, PlayerKey, RuntimeId};
-use crate::sim::state::{ActorId, ZoneState};
+use crate::sim::events::{InvSlot, PlayerKey, Rejection};
+use crate::sim::state::{ActorId, OutstandingOffer, ZoneState};
+
+pub use super::equip::equipment_changed;
+pub(crate) use super::use_item::{eat, use_item};
+
+/// Action bar slots (`P_ActionBarUpdate` slot `0..36`).
+pub const ACTION_BAR_SLOTS: usize = 36;
+/// The longest spell name a bar slot keeps (Realm Crafter V1's cap).
+pub const ACTION_BAR_NAME_MAX: usize = 255;
 
 /// The slot rules' view of an actor: its template's race, class and slot mask.
 pub fn wearer_of(st: &ZoneState, id: ActorId) -> Wearer<'_> {
@@ -54,15 +63,7 @@ pub fn give(
         (placed, item_id)
     };
     for p in &placed {
-        let item_handle = next_offer_handle(st);
-        st.send_packet(
-            id,
-            &InventoryUpdateS2C::Offer {
-                item_handle,
-                item_id,
-                amount: p.amount,
-            },
-        );
+        offer(st, id, item_id, p.slot, p.amount, false);
     }
     if placed.iter().any(|p| inventory::is_equipment(p.slot)) {
         equipment_changed(st, id);
@@ -124,14 +125,47 @@ fn next_offer_handle(st: &mut ZoneState) -> u32 {
     st.ground_handle
 }
 
-/// `SendEquippedUpdate`: run `Equip Change.Main` for the actor, then tell the other
-/// players of the zone what it wears (`"O"`).
-#[doc(alias = "SendEquippedUpdate")]
-pub fn equipment_changed(st: &mut ZoneState, id: ActorId) {
-    let _ = (st, id);
+/// Send a player one `"G"` offer for what the server placed in `slot`, and remember it
+/// until the client answers (at most [`OutstandingOffer::KEEP`]; the oldest is forgotten,
+/// and its late answer refused). No-op for an NPC.
+fn offer(st: &mut ZoneState, id: ActorId, item: u16, slot: usize, amount: u16, resent: bool) {
+    if st.get(id).is_none_or(|a| a.player_data.is_none()) {
+        return;
+    }
+    let handle = next_offer_handle(st);
+    let Ok(slot) = u8::try_from(slot) else { return };
+    if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
+        if pd.offers.len() >= OutstandingOffer::KEEP {
+            pd.offers.remove(0);
+        }
+        pd.offers.push(OutstandingOffer {
+            handle,
+            slot,
+            item,
+            amount,
+            resent,
+        });
+    }
+    st.send_packet(
+        id,
+        &InventoryUpdateS2C::Offer {
+            item_handle: handle,
+            item_id: item,
+            amount,
+        },
+    );
 }
 
 /// `"GY"` / `"GN"`: the client's answer to an offer.
+///
+/// The server placed the item when it offered it, so the answer changes nothing on the
+/// server. It is accepted only for an offer made to this player and not answered yet
+/// (anything else is refused and counted). `"GY"` into the server's slot is the normal
+/// case. `"GY"` into another slot or `"GN"` means the client's view of its inventory
+/// differs from the server's: counted, and corrected once: a `"T"` takes back the copy the
+/// client put in the wrong slot, and the item is offered again (Realm Crafter destroyed a
+/// refused item; here it stays in the server's slot). See `docs/items.md`.
+#[doc(alias = "P_InventoryUpdate")]
 pub(crate) fn offer_answered(
     st: &mut ZoneState,
     player: PlayerKey,
@@ -139,10 +173,70 @@ pub(crate) fn offer_answered(
     item_handle: u32,
     slot: Option<u8>,
 ) {
-    let _ = (st, player, id, item_handle, slot);
+    let rec = st
+        .get_mut(id)
+        .and_then(|a| a.player_data.as_mut())
+        .and_then(|pd| {
+            let i = pd.offers.iter().position(|o| o.handle == item_handle)?;
+            Some(pd.offers.remove(i))
+        });
+    let Some(rec) = rec else {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    };
+    if slot == Some(rec.slot) {
+        return;
+    }
+    st.reject(Some(player), Rejection::BadItemRequest);
+    if rec.resent {
+        return;
+    }
+    if let Some(wrong) = slot {
+        st.send_packet(
+            id,
+            &InventoryUpdateS2C::Taken {
+                slot: wrong,
+                amount: rec.amount,
+            },
+        );
+    }
+    offer(st, id, rec.item, usize::from(rec.slot), rec.amount, true);
 }
 
-/// `"S"`: move, swap or split a stack (`InventorySwap`).
+/// The actor whose inventory a `"S"`/`"A"` names: the sender itself or one of its pets.
+fn own_or_pet(st: &ZoneState, id: ActorId, runtime_id: u16) -> Option<ActorId> {
+    let target = st.by_rid(runtime_id)?;
+    let ok = target == id || st.get(target).is_some_and(|t| t.leader == Some(id));
+    ok.then_some(target)
+}
+
+/// Apply a pure inventory move to an actor's inventory (all or nothing).
+fn apply(
+    st: &mut ZoneState,
+    owner: ActorId,
+    f: impl FnOnce(
+        &mut [Option<InvSlot>],
+        &shared::content::World,
+        &Wearer<'_>,
+    ) -> Result<(), InventoryError>,
+) -> Result<(), InventoryError> {
+    let world = st.content.world.clone();
+    let mut inv = st
+        .get(owner)
+        .map(|a| a.inventory.clone())
+        .ok_or(InventoryError::BadSlot)?;
+    f(&mut inv, &world, &wearer_of(st, owner))?;
+    if let Some(a) = st.get_mut(owner) {
+        a.inventory = inv;
+    }
+    Ok(())
+}
+
+/// `"S"`: move, swap or split a stack (`InventorySwap`, [`inventory::swap`]) in the
+/// sender's inventory or one of its pets'. A refused move is counted and changes nothing;
+/// Realm Crafter sends no reply either way, so a client that already moved the item
+/// locally stays out of step until its character is loaded again (`docs/items.md`).
+#[doc(alias = "InventorySwap")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn swap(
     st: &mut ZoneState,
@@ -153,10 +247,26 @@ pub(crate) fn swap(
     to: u8,
     amount: u16,
 ) {
-    let _ = (st, player, id, runtime_id, from, to, amount);
+    let (from, to) = (usize::from(from), usize::from(to));
+    let Some(owner) = own_or_pet(st, id, runtime_id) else {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    };
+    let moved = apply(st, owner, |inv, world, w| {
+        inventory::swap(inv, world, w, from, to, amount)
+    });
+    if moved.is_err() {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    }
+    if inventory::is_equipment(from) || inventory::is_equipment(to) {
+        equipment_changed(st, owner);
+    }
 }
 
-/// `"A"`: add part of a stack onto an identical backpack stack (`InventoryAdd`).
+/// `"A"`: add part of a stack onto an identical stackable backpack stack
+/// (`InventoryAdd`, [`inventory::merge`]).
+#[doc(alias = "InventoryAdd")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn merge(
     st: &mut ZoneState,
@@ -167,26 +277,57 @@ pub(crate) fn merge(
     to: u8,
     amount: u16,
 ) {
-    let _ = (st, player, id, runtime_id, from, to, amount);
+    let (from, to) = (usize::from(from), usize::from(to));
+    let Some(owner) = own_or_pet(st, id, runtime_id) else {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    };
+    let moved = apply(st, owner, |inv, world, w| {
+        inventory::merge(inv, world, w, from, to, amount)
+    });
+    if moved.is_err() {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    }
+    if inventory::is_equipment(from) {
+        equipment_changed(st, owner);
+    }
 }
 
-/// `P_ActionBarUpdate`: store a bar slot.
+/// `P_ActionBarUpdate`: store a bar slot as Realm Crafter saves it (Latin-1 text):
+/// `"S"` + spell name (at most 255 bytes), `"I"` + the item id's two raw bytes, or `""`.
+/// The gateway saves the bar with the character and sends it back at login. A slot of 36
+/// or more is refused and counted.
+#[doc(alias = "P_ActionBarUpdate")]
 pub(crate) fn action_bar(st: &mut ZoneState, player: PlayerKey, id: ActorId, msg: ActionBarUpdate) {
-    let _ = (st, player, id, msg);
-}
-
-/// `P_ItemScript`: use the item in a slot.
-pub(crate) fn use_item(
-    st: &mut ZoneState,
-    player: PlayerKey,
-    id: ActorId,
-    slot: u8,
-    target: Option<RuntimeId>,
-) {
-    let _ = (st, player, id, slot, target);
-}
-
-/// `P_EatItem`: eat a potion or an ingredient.
-pub(crate) fn eat(st: &mut ZoneState, player: PlayerKey, id: ActorId, slot: u8, amount: u16) {
-    let _ = (st, player, id, slot, amount);
+    let (slot, bytes) = match &msg {
+        ActionBarUpdate::Spell { slot, spell } => {
+            let name = spell.as_bytes();
+            let name = name
+                .get(..name.len().min(ACTION_BAR_NAME_MAX))
+                .unwrap_or(name);
+            let mut b = vec![b'S'];
+            b.extend_from_slice(name);
+            (*slot, b)
+        }
+        ActionBarUpdate::Item { slot, item_id } => {
+            let [lo, hi] = item_id.to_le_bytes();
+            (*slot, vec![b'I', lo, hi])
+        }
+        ActionBarUpdate::Clear { slot } => (*slot, Vec::new()),
+    };
+    let slot = usize::from(slot);
+    let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) else {
+        return;
+    };
+    if slot >= ACTION_BAR_SLOTS {
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    }
+    if pd.action_bar.len() < ACTION_BAR_SLOTS {
+        pd.action_bar.resize(ACTION_BAR_SLOTS, String::new());
+    }
+    if let Some(s) = pd.action_bar.get_mut(slot) {
+        *s = RcString(bytes).to_latin1();
+    }
 }

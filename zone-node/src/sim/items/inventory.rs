@@ -5,7 +5,7 @@
 //! the zone, a trade settlement and a test use the same rules. Each function either does
 //! all of what it is asked or changes nothing.
 
-use shared::content::{Item, ItemKind, World};
+use shared::content::{Item, ItemKind, WeaponType, World};
 
 use crate::sim::events::InvSlot;
 
@@ -147,6 +147,9 @@ pub enum InventoryError {
     /// An amount of zero, or more than a stack holds.
     #[error("bad amount")]
     BadAmount,
+    /// A two-handed weapon and a shield would be worn together.
+    #[error("a two-handed weapon cannot be worn with a shield")]
+    TwoHanded,
 }
 
 /// Where part of a stack went.
@@ -183,6 +186,42 @@ pub fn first_fit(
     })
 }
 
+/// [`first_fit`] with this server's one extra rule: a two-handed weapon does not go into
+/// the weapon slot while a shield is worn, nor a shield into the shield slot while a
+/// two-handed weapon is (the next slot that fits takes it). Realm Crafter's client knows no
+/// such rule and may answer the `"G"` offer with the worn slot; the offer check counts
+/// that and tells the client (`docs/items.md`).
+pub fn server_fit(
+    inv: &[Option<InvSlot>],
+    world: &World,
+    w: &Wearer<'_>,
+    template: &Item,
+    item: &InvSlot,
+) -> Option<usize> {
+    let worn = |slot: usize| {
+        inv.get(slot)
+            .and_then(Option::as_ref)
+            .and_then(|s| world.item(s.item))
+    };
+    let blocked = match first_fit(inv, w, template, item)? {
+        WEAPON if is_two_handed(template) && worn(SHIELD).is_some() => WEAPON,
+        SHIELD if worn(WEAPON).is_some_and(is_two_handed) => SHIELD,
+        slot => return Some(slot),
+    };
+    let mut masked = inv.to_vec();
+    // Occupy the blocked slot with a placeholder no item is identical to, so the same
+    // first-fit scan goes on past it.
+    if let Some(cell) = masked.get_mut(blocked) {
+        *cell = Some(InvSlot {
+            item: u16::MAX,
+            attributes: Vec::new(),
+            health: 0,
+            amount: STACK_MAX,
+        });
+    }
+    first_fit(&masked, w, template, item)
+}
+
 /// Place a whole stack by repeated first fit: one item into a free equipment slot, the
 /// rest onto identical stacks (up to [`STACK_MAX`]) or into free backpack slots. All or
 /// nothing: on error the inventory is unchanged. Each placement is what one
@@ -202,7 +241,7 @@ pub fn give(
     let mut left = item.amount;
     let mut placed = Vec::new();
     while left > 0 {
-        let slot = first_fit(&work, w, template, &item).ok_or(InventoryError::Full)?;
+        let slot = server_fit(&work, world, w, template, &item).ok_or(InventoryError::Full)?;
         let cell = work.get_mut(slot).ok_or(InventoryError::BadSlot)?;
         let n = match cell {
             Some(s) => {
@@ -303,10 +342,162 @@ pub fn take_item(inv: &mut [Option<InvSlot>], item: u16, amount: u32) -> Vec<Pla
     taken
 }
 
+/// Whether the weapon is two-handed (`W_TwoHand`).
+pub fn is_two_handed(item: &Item) -> bool {
+    matches!(
+        item.kind,
+        ItemKind::Weapon {
+            weapon_type: WeaponType::TwoHanded,
+            ..
+        }
+    )
+}
+
+/// Whether the weapon and shield slots of `inv` would hold a two-handed weapon and a
+/// shield together. Realm Crafter has no such rule (its client and server let both be
+/// worn); here a move that would wear both is refused (`docs/items.md`).
+pub fn two_handed_with_shield(inv: &[Option<InvSlot>], world: &World) -> bool {
+    let worn = |slot: usize| {
+        inv.get(slot)
+            .and_then(Option::as_ref)
+            .and_then(|s| world.item(s.item))
+    };
+    worn(WEAPON).is_some_and(is_two_handed) && worn(SHIELD).is_some()
+}
+
+/// `InventorySwap` with Realm Crafter V1's checks: move, swap or split the stack in
+/// `from` onto `to`.
+///
+/// * Both slots in range and distinct, `from` occupied, `amount <= stack` (0 = the whole
+///   stack).
+/// * The item in `from` fits `to` for the wearer, and the item in `to` (if any) fits
+///   `from`: both directions of the swap.
+/// * `to` empty and `0 < amount < stack`: a split, `to` gets a copy with `amount`.
+///   Otherwise a full swap of the two slots (Realm Crafter ignores the amount when `to`
+///   is occupied).
+/// * A stack of more than one never lands in an equipment slot, and a two-handed weapon is
+///   never worn with a shield.
+///
+/// All or nothing: on error the inventory is unchanged.
+#[doc(alias = "InventorySwap")]
+pub fn swap(
+    inv: &mut [Option<InvSlot>],
+    world: &World,
+    w: &Wearer<'_>,
+    from: usize,
+    to: usize,
+    amount: u16,
+) -> Result<(), InventoryError> {
+    if from == to || from >= SLOTS.min(inv.len()) || to >= SLOTS.min(inv.len()) {
+        return Err(InventoryError::BadSlot);
+    }
+    let a = inv
+        .get(from)
+        .and_then(Option::as_ref)
+        .ok_or(InventoryError::BadSlot)?;
+    let b = inv.get(to).and_then(Option::as_ref);
+    if amount > a.amount {
+        return Err(InventoryError::BadAmount);
+    }
+    let ta = world.item(a.item).ok_or(InventoryError::UnknownItem)?;
+    if !fits(w, to, ta) {
+        return Err(InventoryError::BadSlot);
+    }
+    if let Some(b) = b {
+        let tb = world.item(b.item).ok_or(InventoryError::UnknownItem)?;
+        if !fits(w, from, tb) {
+            return Err(InventoryError::BadSlot);
+        }
+    }
+    let mut work = inv.to_vec();
+    let split = b.is_none() && amount != 0 && amount < a.amount;
+    if split {
+        let part = InvSlot {
+            amount,
+            ..a.clone()
+        };
+        if let Some(Some(src)) = work.get_mut(from) {
+            src.amount -= amount;
+        }
+        if let Some(dst) = work.get_mut(to) {
+            *dst = Some(part);
+        }
+    } else {
+        work.swap(from, to);
+    }
+    let stacked_equipment = [from, to].iter().any(|&s| {
+        is_equipment(s)
+            && work
+                .get(s)
+                .and_then(Option::as_ref)
+                .is_some_and(|x| x.amount > 1)
+    });
+    if stacked_equipment {
+        return Err(InventoryError::BadAmount);
+    }
+    if two_handed_with_shield(&work, world) && !two_handed_with_shield(inv, world) {
+        return Err(InventoryError::TwoHanded);
+    }
+    inv.clone_from_slice(&work);
+    Ok(())
+}
+
+/// `InventoryAdd` with Realm Crafter V1's checks and its missing Stackable check added:
+/// move `amount` of the stack in `from` onto the identical stack in backpack slot `to`.
+///
+/// `to` is a backpack slot other than `from`, both are occupied by identical instances of
+/// a **stackable** template, `1 <= amount <= stack`, the source fits where it is moved to,
+/// and the result stays within [`STACK_MAX`] (a merge past it is refused, where V1 clamped
+/// the stack and lost the excess). All or nothing.
+#[doc(alias = "InventoryAdd")]
+pub fn merge(
+    inv: &mut [Option<InvSlot>],
+    world: &World,
+    w: &Wearer<'_>,
+    from: usize,
+    to: usize,
+    amount: u16,
+) -> Result<(), InventoryError> {
+    if from == to || is_equipment(to) || to >= SLOTS.min(inv.len()) {
+        return Err(InventoryError::BadSlot);
+    }
+    let a = inv
+        .get(from)
+        .and_then(Option::as_ref)
+        .ok_or(InventoryError::BadSlot)?;
+    let b = inv
+        .get(to)
+        .and_then(Option::as_ref)
+        .ok_or(InventoryError::BadSlot)?;
+    if amount == 0 || amount > a.amount {
+        return Err(InventoryError::BadAmount);
+    }
+    let t = world.item(a.item).ok_or(InventoryError::UnknownItem)?;
+    if !t.stackable || !identical(a, b) || !fits(w, to, t) {
+        return Err(InventoryError::BadSlot);
+    }
+    let total = b
+        .amount
+        .checked_add(amount)
+        .filter(|&n| n <= STACK_MAX)
+        .ok_or(InventoryError::Full)?;
+    if let Some(Some(dst)) = inv.get_mut(to) {
+        dst.amount = total;
+    }
+    if let Some(cell) = inv.get_mut(from)
+        && let Some(src) = cell.as_mut()
+    {
+        src.amount -= amount;
+        if src.amount == 0 {
+            *cell = None;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::content::WeaponType;
 
     fn world() -> World {
         let mut w = World::default();
@@ -491,5 +682,270 @@ mod tests {
         assert!(identical(&a, &b));
         b.health = 50;
         assert!(!identical(&a, &b));
+    }
+
+    /// The test world plus a two-handed axe (3) and a shield (4).
+    fn world_with_axe() -> World {
+        let mut w = world();
+        w.items.push(Item {
+            id: 3,
+            name: "Axe".into(),
+            kind: ItemKind::Weapon {
+                damage: 20,
+                damage_type: 0,
+                weapon_type: WeaponType::TwoHanded,
+                projectile: 0,
+                range: 0.0,
+                anim: String::new(),
+            },
+            ..Item::default()
+        });
+        w.items.push(Item {
+            id: 4,
+            name: "Shield".into(),
+            slot_type: 2,
+            kind: ItemKind::Armour { level: 3 },
+            ..Item::default()
+        });
+        w
+    }
+
+    #[test]
+    fn swap_moves_splits_and_swaps() {
+        let w = world();
+        let mut inv = empty();
+        inv[14] = Some(instance(&w.items[2], 5));
+        // Split 2 off into an empty slot: a copy with 2, 3 left.
+        swap(&mut inv, &w, &human(), 14, 20, 2).unwrap();
+        assert_eq!(inv[14].as_ref().map(|s| s.amount), Some(3));
+        assert_eq!(inv[20].as_ref().map(|s| s.amount), Some(2));
+        // Amount 0 moves the whole stack.
+        swap(&mut inv, &w, &human(), 14, 30, 0).unwrap();
+        assert_eq!(inv[14], None);
+        assert_eq!(inv[30].as_ref().map(|s| s.amount), Some(3));
+        // Onto an occupied slot: a full swap.
+        inv[15] = Some(instance(&w.items[0], 1));
+        swap(&mut inv, &w, &human(), 15, 30, 1).unwrap();
+        assert_eq!(inv[15].as_ref().map(|s| (s.item, s.amount)), Some((2, 3)));
+        assert_eq!(inv[30].as_ref().map(|s| s.item), Some(0));
+        // Equip the sword.
+        swap(&mut inv, &w, &human(), 30, WEAPON, 0).unwrap();
+        assert_eq!(inv[WEAPON].as_ref().map(|s| s.item), Some(0));
+    }
+
+    #[test]
+    fn swap_refusals_change_nothing() {
+        let w = world_with_axe();
+        let mut inv = empty();
+        inv[14] = Some(instance(&w.items[2], 5));
+        inv[15] = Some(instance(&w.items[0], 1));
+        inv[16] = Some(instance(&w.items[1], 1));
+        inv[WEAPON] = Some(instance(&w.items[3], 1));
+        inv[17] = Some(instance(&w.items[4], 1));
+        let before = inv.clone();
+        let h = human();
+        let cases: &[(usize, usize, u16, InventoryError)] = &[
+            (14, 14, 1, InventoryError::BadSlot),
+            (14, 46, 1, InventoryError::BadSlot),
+            (46, 14, 1, InventoryError::BadSlot),
+            (20, 21, 0, InventoryError::BadSlot),
+            (14, 20, 6, InventoryError::BadAmount),
+            // A potion is no weapon; a stack never goes into an equipment slot.
+            (14, WEAPON, 1, InventoryError::BadSlot),
+            // A sword does not fit the hat slot.
+            (15, HAT, 0, InventoryError::BadSlot),
+            // A two-handed axe is worn: no shield.
+            (17, SHIELD, 0, InventoryError::TwoHanded),
+        ];
+        for &(from, to, amount, err) in cases {
+            assert_eq!(
+                swap(&mut inv, &w, &h, from, to, amount),
+                Err(err),
+                "{from}->{to}"
+            );
+            assert_eq!(inv, before);
+        }
+        // The other way round: a shield worn, the axe refused.
+        let mut inv = empty();
+        inv[SHIELD] = Some(instance(&w.items[4], 1));
+        inv[14] = Some(instance(&w.items[3], 1));
+        assert_eq!(
+            swap(&mut inv, &w, &h, 14, WEAPON, 0),
+            Err(InventoryError::TwoHanded)
+        );
+        // An elf may not wear the human helmet.
+        let elf = Wearer { race: "Elf", ..h };
+        let mut inv = empty();
+        inv[14] = Some(instance(&w.items[1], 1));
+        assert_eq!(
+            swap(&mut inv, &w, &elf, 14, HAT, 0),
+            Err(InventoryError::BadSlot)
+        );
+        assert!(swap(&mut inv, &w, &h, 14, HAT, 0).is_ok());
+    }
+
+    #[test]
+    fn a_stack_of_two_never_lands_in_an_equipment_slot() {
+        let mut w = world();
+        w.items[0].stackable = true;
+        let mut inv = empty();
+        inv[14] = Some(instance(&w.items[0], 2));
+        assert_eq!(
+            swap(&mut inv, &w, &human(), 14, WEAPON, 0),
+            Err(InventoryError::BadAmount)
+        );
+        swap(&mut inv, &w, &human(), 14, WEAPON, 1).unwrap();
+        assert_eq!(inv[WEAPON].as_ref().map(|s| s.amount), Some(1));
+        // Swapping a stack of two in for the worn one is refused too.
+        inv[15] = Some(instance(&w.items[0], 2));
+        assert_eq!(
+            swap(&mut inv, &w, &human(), WEAPON, 15, 0),
+            Err(InventoryError::BadAmount)
+        );
+    }
+
+    #[test]
+    fn merge_needs_identical_stackable_backpack_stacks() {
+        let w = world();
+        let mut inv = empty();
+        inv[14] = Some(instance(&w.items[2], 5));
+        inv[15] = Some(instance(&w.items[2], 1));
+        merge(&mut inv, &w, &human(), 14, 15, 3).unwrap();
+        assert_eq!(inv[14].as_ref().map(|s| s.amount), Some(2));
+        assert_eq!(inv[15].as_ref().map(|s| s.amount), Some(4));
+        merge(&mut inv, &w, &human(), 14, 15, 2).unwrap();
+        assert_eq!(inv[14], None);
+        assert_eq!(inv[15].as_ref().map(|s| s.amount), Some(6));
+        // Swords are not stackable (Realm Crafter merged them anyway).
+        inv[16] = Some(instance(&w.items[0], 1));
+        inv[17] = Some(instance(&w.items[0], 1));
+        let before = inv.clone();
+        assert_eq!(
+            merge(&mut inv, &w, &human(), 16, 17, 1),
+            Err(InventoryError::BadSlot)
+        );
+        // Different health: not identical.
+        inv[18] = Some(InvSlot {
+            health: 50,
+            ..instance(&w.items[2], 1)
+        });
+        let before2 = inv.clone();
+        assert_eq!(
+            merge(&mut inv, &w, &human(), 18, 15, 1),
+            Err(InventoryError::BadSlot)
+        );
+        assert_eq!(inv, before2);
+        inv = before;
+        // Onto an equipment slot, an empty slot, zero or too many.
+        for (from, to, n) in [(15, WEAPON, 1), (15, 20, 1), (15, 16, 1), (15, 15, 1)] {
+            assert!(merge(&mut inv, &w, &human(), from, to, n).is_err());
+        }
+        inv[20] = Some(instance(&w.items[2], 1));
+        assert_eq!(
+            merge(&mut inv, &w, &human(), 15, 20, 0),
+            Err(InventoryError::BadAmount)
+        );
+        assert_eq!(
+            merge(&mut inv, &w, &human(), 15, 20, 7),
+            Err(InventoryError::BadAmount)
+        );
+        // Past the cap: refused, nothing lost.
+        inv[21] = Some(instance(&w.items[2], STACK_MAX));
+        assert_eq!(
+            merge(&mut inv, &w, &human(), 15, 21, 1),
+            Err(InventoryError::Full)
+        );
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Swap(usize, usize, u16),
+            Merge(usize, usize, u16),
+            Take(usize, u16),
+            Give(u16, u16),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let slot = 0usize..48;
+            prop_oneof![
+                (slot.clone(), slot.clone(), 0u16..8).prop_map(|(a, b, n)| Op::Swap(a, b, n)),
+                (slot.clone(), slot.clone(), 0u16..8).prop_map(|(a, b, n)| Op::Merge(a, b, n)),
+                (slot, 0u16..8).prop_map(|(a, n)| Op::Take(a, n)),
+                (0u16..6, 1u16..6).prop_map(|(i, n)| Op::Give(i, n)),
+            ]
+        }
+
+        fn totals(inv: &[Option<InvSlot>]) -> [u32; 5] {
+            let mut t = [0u32; 5];
+            for s in inv.iter().flatten() {
+                if let Some(c) = t.get_mut(usize::from(s.item)) {
+                    *c += u32::from(s.amount);
+                }
+            }
+            t
+        }
+
+        fn rules_hold(inv: &[Option<InvSlot>], w: &World, h: &Wearer<'_>) -> bool {
+            inv.len() == SLOTS
+                && !two_handed_with_shield(inv, w)
+                && inv.iter().enumerate().all(|(slot, s)| match s {
+                    None => true,
+                    Some(s) => {
+                        let t = w.item(s.item);
+                        s.amount >= 1
+                            && s.amount <= STACK_MAX
+                            && (!is_equipment(slot) || s.amount == 1)
+                            && t.is_some_and(|t| fits(h, slot, t))
+                    }
+                })
+        }
+
+        proptest! {
+            /// Any sequence of swaps, merges, takes and gives conserves each item's
+            /// count (a take removes exactly what it returns, a give adds exactly what it
+            /// placed) and never breaks the slot rules.
+            #[test]
+            fn moves_conserve_items_and_keep_the_rules(ops in proptest::collection::vec(op(), 1..60)) {
+                let w = world_with_axe();
+                let h = human();
+                let mut inv = empty();
+                for op in ops {
+                    let before = inv.clone();
+                    let mut expect = totals(&inv);
+                    let res = match op {
+                        Op::Swap(a, b, n) => swap(&mut inv, &w, &h, a, b, n),
+                        Op::Merge(a, b, n) => merge(&mut inv, &w, &h, a, b, n),
+                        Op::Take(a, n) => take(&mut inv, a, n).map(|t| {
+                            if let Some(c) = expect.get_mut(usize::from(t.item)) {
+                                *c -= u32::from(t.amount);
+                            }
+                        }),
+                        Op::Give(i, n) => {
+                            let t = w.item(i).cloned();
+                            match t {
+                                Some(t) => {
+                                    give(&mut inv, &w, &h, instance(&t, n)).map(|p| {
+                                        let placed: u32 = p.iter().map(|p| u32::from(p.amount)).sum();
+                                        if let Some(c) = expect.get_mut(usize::from(i)) {
+                                            *c += placed;
+                                        }
+                                    })
+                                }
+                                None => Err(InventoryError::UnknownItem),
+                            }
+                        }
+                    };
+                    if res.is_err() {
+                        prop_assert_eq!(&inv, &before);
+                    }
+                    prop_assert_eq!(totals(&inv), expect);
+                    prop_assert!(rules_hold(&inv, &w, &h), "{:?}", inv);
+                }
+            }
+        }
     }
 }

@@ -5,17 +5,21 @@
 //! tell the clients (`docs/items.md`):
 //!
 //! * [`bag`]: giving and taking items (the `"G"` offers and `"T"`), moving, merging and
-//!   equipping, the Equip Change script, using and eating, the action bar;
+//!   equipping, the action bar; [`equip`]: the Equip Change script and `"O"`;
+//!   [`use_item`]: using and eating ([`eat_effect`]: what eating does);
 //! * [`ground`]: dropped items (drop, pick up, `SpawnItem`, expiry);
 //! * [`money`]: gold and `P_GoldChange`;
 //! * [`trade`]: player-to-player trade; [`shop`]: NPC shops.
 
 pub mod bag;
+pub mod eat_effect;
+pub mod equip;
 pub mod ground;
 pub mod inventory;
 pub mod money;
 pub mod shop;
 pub mod trade;
+pub mod use_item;
 
 use shared::proto::InventoryUpdateC2S;
 

@@ -3,14 +3,16 @@
 //! own natives with Realm Crafter's semantics (invalid handles do nothing and return 0,
 //! `""` or 0.0).
 //!
-//! Natives of later parts of the port (items, abilities and effects, dialogs and quests)
-//! answer [`RuntimeError::NotSupported`], naming the native, except the items natives
-//! already done: money ([`money`]) and `SpawnItem` ([`ground`]).
+//! Natives of later parts of the port (abilities and effects, dialogs and quests)
+//! answer [`RuntimeError::NotSupported`], naming the native. The items natives are
+//! [`items`] (inventory and item queries), [`money`] and `SpawnItem` ([`ground`]);
+//! `OpenTrading` arrives with the trade code.
 
 pub mod actor;
 pub mod files;
 pub mod globals;
 pub mod ground;
+pub mod items;
 pub mod look;
 pub mod money;
 pub mod scr;
@@ -98,10 +100,11 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     let Some(sig) = natives::sig(n) else {
         return Err(RuntimeError::Internal(format!("{n:?} has no signature")));
     };
-    // The items natives done so far (the table still marks the whole group `Items`).
+    // The items natives (the table still marks the whole group `Items`).
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
         _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
+        _ if items::handles(n) => return items::call(h, n, Args(args)),
         _ => {}
     }
     if sig.kind.later_area().is_some() {
