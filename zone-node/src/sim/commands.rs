@@ -4,6 +4,8 @@
 //! handles plain zone chat and the `Command` words the zone owns:
 //!
 //! * `ME text` → `252 "* Name text"` to the instance;
+//! * `TRADE [name]` → invite a player of the instance to trade, or accept
+//!   (`items::trade::command`);
 //! * `P text` → `251 "<PARTY> <Name> text"` to the party members **in this instance**;
 //! * DM only: `XP n` (`GiveXP`), `GOLD n` (`P_GoldChange "U"/"D"`), `WEATHER name`
 //!   (lasts `Rand(2500, 10000)` visits, see weather.rs), `SCRIPT name,func` (runs a script
@@ -57,6 +59,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
         return;
     }
     match word {
+        "TRADE" => super::items::trade::command(st, actor, params),
         "ME" => {
             let mut p = vec![CHAT_MAGENTA];
             p.extend_from_slice(format!("* {name} {params}").as_bytes());

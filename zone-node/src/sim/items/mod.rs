@@ -8,9 +8,11 @@
 //!   equipping, the Equip Change script, using and eating, the action bar;
 //! * [`ground`]: dropped items (drop, pick up, `SpawnItem`, expiry);
 //! * [`money`]: gold and `P_GoldChange`;
-//! * [`trade`]: player-to-player trade; [`shop`]: NPC shops.
+//! * [`trade`]: player-to-player trade; [`shop`]: NPC shops; [`exchange`]: what both
+//!   share (item strings, offer handles, the packets after a settlement).
 
 pub mod bag;
+pub mod exchange;
 pub mod ground;
 pub mod inventory;
 pub mod money;

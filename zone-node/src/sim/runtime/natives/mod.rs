@@ -11,6 +11,7 @@ pub mod files;
 pub mod globals;
 pub mod look;
 pub mod scr;
+pub mod trading;
 pub mod waits;
 pub mod world;
 
@@ -110,6 +111,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
             return scr::call(h, n, a, cx);
         }
         Native::ReadBytes | Native::WriteBytes => return files::bank_io(h, n, a, cx),
+        Native::OpenTrading => return trading::call(h, n, a),
         _ => {}
     }
     match sig.cat {
