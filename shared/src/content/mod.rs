@@ -80,6 +80,14 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
             "LevelUp",
             include_bytes!("../../worlds/demo/scripts/LevelUp.rsl"),
         ),
+        s(
+            "Merchant",
+            include_bytes!("../../worlds/demo/scripts/Merchant.rsl"),
+        ),
+        s(
+            "MerchantStock",
+            include_bytes!("../../worlds/demo/scripts/MerchantStock.rsl"),
+        ),
     ]
 }
 
