@@ -121,7 +121,7 @@ fn got<P: Packet>(h: &SimHarness, p: PlayerKey) -> Vec<P> {
 fn windows(h: &SimHarness, p: PlayerKey) -> Vec<TradeWindow> {
     got::<OpenTradingS2C>(h, p)
         .chunks(1)
-        .filter_map(|c| OpenTradingS2C::assemble(c))
+        .filter_map(OpenTradingS2C::assemble)
         .filter_map(|b| TradeWindow::from_payload(&b).ok())
         .collect()
 }

@@ -285,7 +285,8 @@ pub(crate) fn trade_with(st: &mut ZoneState, player: PlayerKey, id: ActorId, tar
     };
     let (dx, dz) = (a.x - b.x, a.z - b.z);
     let target_is_player = b.is_player();
-    if !(dx * dx + dz * dz < TRADE_REACH_SQ) {
+    let within = dx * dx + dz * dz < TRADE_REACH_SQ;
+    if !within {
         st.reject(Some(player), Rejection::Invalid);
         return;
     }
