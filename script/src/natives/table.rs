@@ -202,7 +202,7 @@ natives! {
     SetItemHealth: "SetItemHealth(item%, health%)", Inv, Items;
     ItemAttribute: "ItemAttribute%(item%, attribute$)", Inv, Items;
     SpawnItem: "SpawnItem(item$, amount%, zone$, x#, y#, z#, instance%=0)", Inv, Items;
-    OpenTrading: "OpenTrading(actor%, other%)", Inv, Items;
+    OpenTrading: "OpenTrading(actor%, other%)", Inv, Host;
 
     // ----- money (gold) -------------------------------------------------------------------
     Gold: "Gold%(actor%)", Gold, Items;

@@ -88,6 +88,14 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
             "Login",
             include_bytes!("../../worlds/demo/scripts/Login.rsl"),
         ),
+        s(
+            "Merchant",
+            include_bytes!("../../worlds/demo/scripts/Merchant.rsl"),
+        ),
+        s(
+            "MerchantStock",
+            include_bytes!("../../worlds/demo/scripts/MerchantStock.rsl"),
+        ),
     ]
 }
 

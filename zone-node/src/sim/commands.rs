@@ -4,6 +4,8 @@
 //! handles plain zone chat and the `Command` words the zone owns:
 //!
 //! * `ME text` → `252 "* Name text"` to the instance;
+//! * `TRADE [name]` → invite a player of the instance to trade, or accept
+//!   (`items::trade::command`);
 //! * `P text` → `251 "<PARTY> <Name> text"` to the party members **in this instance**;
 //! * DM only: `XP n` (`GiveXP`), `GOLD n` (through `items::money::change_gold`: floored
 //!   at 0 and capped, the client told the change applied), `GIVE itemName` (one of the
@@ -59,6 +61,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
         return;
     }
     match word {
+        "TRADE" => super::items::trade::command(st, actor, params),
         "ME" => {
             let mut p = vec![CHAT_MAGENTA];
             p.extend_from_slice(format!("* {name} {params}").as_bytes());

@@ -79,7 +79,8 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
     super::runtime::on_kill(st, vtemplate, killer);
     let hooks = st.hooks.clone();
     if is_player {
-        // 4. Player: dead until the Death hook restores it; NPCs drop it.
+        // 4. Player: dead until the Death hook restores it; NPCs drop it. A trade ends.
+        super::items::trade::cancel_for(st, victim);
         if let Some(a) = st.get_mut(victim) {
             a.dead = true;
             a.dest_x = a.x;

@@ -359,6 +359,8 @@ pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterS
     let id = st.by_player(player)?;
     // The party lives on at the gateway (which tells the others); forget it here.
     super::party::forget(st, id);
+    // A trade never outlives its trader here: the partner's window closes.
+    super::items::trade::cancel_for(st, id);
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
     let hooks = st.hooks.clone();
     hooks.on_logout(st, id);
@@ -526,6 +528,8 @@ pub(crate) fn transfer_out(
     }
     let (player, is_dm) = (a.player, a.is_dm);
     if player.is_some() {
+        // Leaving the instance ends a trade (the partner's window closes).
+        super::items::trade::cancel_for(st, id);
         // Rules: the old area's Exit script, before the state is taken.
         let hooks = st.hooks.clone();
         hooks.on_area_exit(st, id);

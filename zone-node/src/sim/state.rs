@@ -346,6 +346,110 @@ pub struct ActorCold {
     pub party: Option<u32>,
     /// The script handle (`Actor()` values name actors by it); 0 until inserted.
     pub handle: Handle,
+    /// Trade state (`IsTrading`, `TradingActor`, the offers); never persisted: a trade
+    /// does not survive a logout, a warp or a crash.
+    #[doc(alias = "IsTrading")]
+    pub trading: Trading,
+}
+
+/// Backpack stacks one side may offer in a trade (trade slot `i` is backpack slot
+/// `14 + i`).
+pub const TRADE_SLOTS: usize = 32;
+
+/// Realm Crafter's `IsTrading` with `TradingActor`, the confirmation (`TradeResult$`) and
+/// V1's server-side `TradeOfferedAmount[32]`, as one state per actor
+/// (`sim::items::trade`, `sim::items::shop`).
+#[doc(alias = "IsTrading")]
+#[doc(alias = "TradingActor")]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Trading {
+    /// 0: not trading.
+    #[default]
+    Idle,
+    /// 1: an NPC's shop window is open.
+    Shop(Box<ShopWindow>),
+    /// 3: invited to trade with `partner` (waiting for `/trade`).
+    Invited {
+        /// The other player.
+        partner: ActorId,
+    },
+    /// 4 (`confirmed` is `None`): the trade window is open (or this side invited and waits
+    /// for the partner's `/trade`); 5 (`Some`): this side pressed OK.
+    Open(Box<TradeSide>),
+}
+
+impl Trading {
+    /// Realm Crafter's `IsTrading` number: 0, 1, 3, 4 or 5.
+    pub fn number(&self) -> u8 {
+        match self {
+            Self::Idle => 0,
+            Self::Shop(_) => 1,
+            Self::Invited { .. } => 3,
+            Self::Open(s) if s.confirmed.is_some() => 5,
+            Self::Open(_) => 4,
+        }
+    }
+
+    /// The trade partner (states 3, 4 and 5).
+    pub fn partner(&self) -> Option<ActorId> {
+        match self {
+            Self::Invited { partner } => Some(*partner),
+            Self::Open(s) => Some(s.partner),
+            Self::Idle | Self::Shop(_) => None,
+        }
+    }
+}
+
+/// One side of a player trade (states 4 and 5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TradeSide {
+    /// The other player (`TradingActor`).
+    pub partner: ActorId,
+    /// What this side offers, per trade slot (`TradeOfferedAmount`): the stack as it was
+    /// when offered, with `amount` the offered part.
+    pub offers: [Option<InvSlot>; TRADE_SLOTS],
+    /// This side's OK (`TradeResult$`), once pressed.
+    pub confirmed: Option<TradeConfirmation>,
+}
+
+impl TradeSide {
+    /// A fresh side with no offers.
+    pub fn new(partner: ActorId) -> Self {
+        Self {
+            partner,
+            offers: std::array::from_fn(|_| None),
+            confirmed: None,
+        }
+    }
+}
+
+/// What a player's OK said: what it pays and what it expects of the partner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TradeConfirmation {
+    /// Gold this side pays (negative: receives).
+    pub cost: i32,
+    /// How many it expects from each of the partner's trade slots.
+    pub expect: [u32; TRADE_SLOTS],
+}
+
+/// An open shop window (state 1): the wares offered to this player, by offer handle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShopWindow {
+    /// The vendor.
+    pub vendor: ActorId,
+    /// The wares as shown.
+    pub wares: Vec<ShopOffer>,
+}
+
+/// One ware of an open shop window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShopOffer {
+    /// The offer handle the client names when buying.
+    pub handle: u32,
+    /// The vendor's inventory slot.
+    pub slot: u8,
+    /// The stack as shown (a purchase needs the slot to still hold it).
+    pub item: InvSlot,
 }
 
 impl std::ops::Deref for Actor {
@@ -454,6 +558,7 @@ impl Actor {
                 source_spawn: None,
                 party: None,
                 handle: 0,
+                trading: Trading::Idle,
             }),
         }
     }

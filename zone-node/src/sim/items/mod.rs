@@ -9,11 +9,13 @@
 //!   [`use_item`]: using and eating ([`eat_effect`]: what eating does);
 //! * [`ground`]: dropped items (drop, pick up, `SpawnItem`, expiry);
 //! * [`money`]: gold and `P_GoldChange`;
-//! * [`trade`]: player-to-player trade; [`shop`]: NPC shops.
+//! * [`trade`]: player-to-player trade; [`shop`]: NPC shops; [`exchange`]: what both
+//!   share (item strings, offer handles, the packets after a settlement).
 
 pub mod bag;
 pub mod eat_effect;
 pub mod equip;
+pub mod exchange;
 pub mod ground;
 pub mod inventory;
 pub mod money;

@@ -16,6 +16,7 @@ pub mod items;
 pub mod look;
 pub mod money;
 pub mod scr;
+pub mod trading;
 pub mod waits;
 pub mod world;
 
@@ -122,6 +123,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
             return scr::call(h, n, a, cx);
         }
         Native::ReadBytes | Native::WriteBytes => return files::bank_io(h, n, a, cx),
+        Native::OpenTrading => return trading::call(h, n, a),
         _ => {}
     }
     match sig.cat {
