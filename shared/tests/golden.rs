@@ -1553,10 +1553,7 @@ fn examine_trade_and_update_trading_vectors() {
     }
     check_client(
         &unhex("29 00 03 00"),
-        ClientPacket::UpdateTrading(UpdateTradingC2S {
-            slot: 0,
-            amount: 3,
-        }),
+        ClientPacket::UpdateTrading(UpdateTradingC2S { slot: 0, amount: 3 }),
     );
     assert!(ClientPacket::decode_packet(&unhex("29 00 03 00 00")).is_err());
     // S→C: the same 3 bytes, plus the item when offered.
@@ -1601,7 +1598,10 @@ fn open_trading_s2c_player_window() {
             chunk: HexBytes(b"P".to_vec()),
         }]
     );
-    assert_eq!(TradeWindow::from_payload(b"P").unwrap(), TradeWindow::Player);
+    assert_eq!(
+        TradeWindow::from_payload(b"P").unwrap(),
+        TradeWindow::Player
+    );
     for bad in [&b""[..], b"PX", b"S", b"N\x01"] {
         assert!(TradeWindow::from_payload(bad).is_err(), "{bad:?}");
     }
@@ -1769,7 +1769,10 @@ fn open_trading_c2s_vectors() {
         amount: 2,
     };
     let mut sell = vec![ShopSell::default(); 32];
-    sell[0] = ShopSell { slot: 15, amount: 1 };
+    sell[0] = ShopSell {
+        slot: 15,
+        amount: 1,
+    };
     check_client(
         &s,
         ClientPacket::OpenTrading(OpenTradingC2S::ShopAccept {

@@ -598,13 +598,19 @@ fn items_server_packet() -> impl Strategy<Value = ServerPacket> {
     use ServerPacket as S;
     prop_oneof![
         inventory_update_s2c().prop_map(S::InventoryUpdate),
-        (0u8..=9, 0u8..=9, hex_bytes()).prop_map(|(part, parts, chunk)| S::OpenTrading(
-            OpenTradingS2C { part, parts, chunk }
-        )),
+        (0u8..=9, 0u8..=9, hex_bytes())
+            .prop_map(|(part, parts, chunk)| S::OpenTrading(OpenTradingS2C { part, parts, chunk })),
         Just(S::CloseTrading(CloseTrading {})),
-        (any::<u8>(), any::<u16>(), proptest::option::of(item_string())).prop_map(
-            |(slot, amount, item)| S::UpdateTrading(UpdateTradingS2C { slot, amount, item })
-        ),
+        (
+            any::<u8>(),
+            any::<u16>(),
+            proptest::option::of(item_string())
+        )
+            .prop_map(|(slot, amount, item)| S::UpdateTrading(UpdateTradingS2C {
+                slot,
+                amount,
+                item
+            })),
         (any::<u8>(), any::<u16>())
             .prop_map(|(slot, health)| S::ItemHealth(ItemHealth { slot, health })),
     ]
@@ -639,9 +645,12 @@ fn inventory_update_c2s() -> impl Strategy<Value = InventoryUpdateC2S> {
 
 /// The three forms of `P_OpenTrading` C→S, with full 32-entry lists (what decoding yields).
 fn open_trading_c2s() -> impl Strategy<Value = OpenTradingC2S> {
-    let expect = (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| TradeExpect { slot, amount });
-    let buy = (any::<u32>(), any::<u16>())
-        .prop_map(|(item_handle, amount)| ShopBuy { item_handle, amount });
+    let expect =
+        (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| TradeExpect { slot, amount });
+    let buy = (any::<u32>(), any::<u16>()).prop_map(|(item_handle, amount)| ShopBuy {
+        item_handle,
+        amount,
+    });
     let sell = (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| ShopSell { slot, amount });
     prop_oneof![
         Just(OpenTradingC2S::Cancel),
@@ -650,7 +659,11 @@ fn open_trading_c2s() -> impl Strategy<Value = OpenTradingC2S> {
             vec(expect, TRADE_ENTRIES),
             vec(any::<u16>(), TRADE_ENTRIES)
         )
-            .prop_map(|(cost, expect, give)| OpenTradingC2S::PlayerAccept { cost, expect, give }),
+            .prop_map(|(cost, expect, give)| OpenTradingC2S::PlayerAccept {
+                cost,
+                expect,
+                give
+            }),
         (vec(buy, TRADE_ENTRIES), vec(sell, TRADE_ENTRIES))
             .prop_map(|(buy, sell)| OpenTradingC2S::ShopAccept { buy, sell }),
     ]
