@@ -14,8 +14,10 @@
 //! is the gateway's: it should intercept those words before they reach a zone. If one
 //! does reach the zone it falls through to the hook like any unknown word.
 
+use shared::proto::{ChatColour, ChatMessageS2C, GoldChange};
+
 use super::events::Rejection;
-use super::packets::{self, CHAT_GREEN, CHAT_MAGENTA, CHAT_RED, P_CHAT_MESSAGE};
+use super::packets::{self, CHAT_GREEN, CHAT_RED};
 use super::state::{ActorId, ZoneState};
 
 /// Longest chat text relayed (bytes).
@@ -38,12 +40,11 @@ pub(crate) fn chat(st: &mut ZoneState, actor: ActorId, text: &str) {
         return;
     };
     let text = clip(text);
-    let mut payload = Vec::with_capacity(name.len() + text.len() + 3);
-    payload.push(b'<');
-    payload.extend_from_slice(name.as_bytes());
-    payload.extend_from_slice(b"> ");
-    payload.extend_from_slice(text.as_bytes());
-    st.send_zone(P_CHAT_MESSAGE, &payload, None);
+    let line = ChatMessageS2C {
+        colour: ChatColour::Plain,
+        text: packets::text(&format!("<{name}> {text}")),
+    };
+    st.send_packet_zone(&line, None);
 }
 
 /// Any other command: the zone's words, else the `In-game Commands` hook.
@@ -58,9 +59,11 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
     }
     match word {
         "ME" => {
-            let mut p = vec![CHAT_MAGENTA];
-            p.extend_from_slice(format!("* {name} {params}").as_bytes());
-            st.send_zone(P_CHAT_MESSAGE, &p, None);
+            let line = ChatMessageS2C {
+                colour: ChatColour::Magenta,
+                text: packets::text(&format!("* {name} {params}")),
+            };
+            st.send_packet_zone(&line, None);
         }
         "P" => {
             let Some(pid) = st.get(actor).and_then(|a| a.party) else {
@@ -80,13 +83,13 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             Ok(n) => {
                 let Some(a) = st.get_mut(actor) else { return };
                 a.gold = a.gold.saturating_add(n);
-                let code = if n < 0 { b'D' } else { b'U' };
-                let v = n.unsigned_abs().to_le_bytes();
-                st.send_to(
-                    actor,
-                    packets::P_GOLD_CHANGE,
-                    &[code, v[0], v[1], v[2], v[3]],
-                );
+                let amount = n.unsigned_abs();
+                let change = if n < 0 {
+                    GoldChange::Down { amount }
+                } else {
+                    GoldChange::Up { amount }
+                };
+                st.send_packet(actor, &change);
             }
             Err(_) => st.reject(player, Rejection::Invalid),
         },
