@@ -183,6 +183,8 @@ pub struct Connection {
     pub(crate) creds: Option<Creds>,
     pub(crate) reply_timeout: Duration,
     stats: ConnectionStats,
+    /// The view of the player's items, gold, ground and trade window.
+    pub(crate) items: crate::items::Items,
 }
 
 impl Connection {
@@ -280,6 +282,7 @@ impl Connection {
             creds: None,
             reply_timeout: opts.reply_timeout,
             stats: ConnectionStats::default(),
+            items: crate::items::Items::new(),
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;

@@ -1,11 +1,13 @@
 //! Typed game events and actions on a [`Connection`] in the world: what a bot or a tool
 //! reacts to (an actor appeared, moved, is gone or died; a stat changed; chat; the area
-//! changed; kicked) instead of raw packets, and what it does (move, attack, chat and
-//! commands, right-click, dismount, jump).
+//! changed; kicked; items, gold and trade) instead of raw packets, and what it does (move,
+//! attack, chat and commands, right-click, dismount, jump; the item actions are in
+//! [`crate::items`]).
 
 use shared::proto::{
     AttackActorC2S, AttackActorS2C, ChatColour, ChatMessageC2S, ClientPacket, Dismount, GoldChange,
-    JumpC2S, RightClick, ServerPacket, StandardUpdateC2S, StatUpdate, XpUpdate,
+    InventoryUpdateS2C, ItemString, JumpC2S, OpenTradingS2C, RightClick, ServerPacket,
+    StandardUpdateC2S, StatUpdate, TradeWindow, XpUpdate,
 };
 
 use crate::conn::{Connection, Incoming};
@@ -64,7 +66,102 @@ pub enum Event {
     /// Experience (`P_XPUpdate`).
     Xp(XpUpdate),
     /// Gold (`P_GoldChange`).
+    #[doc(alias = "P_GoldChange")]
     Gold(GoldChange),
+    /// An item was given to the player (`P_InventoryUpdate "G"`): the server has already
+    /// placed it by the first-fit rule; answer with
+    /// [`Connection::answer_offer`](crate::Connection::answer_offer).
+    #[doc(alias = "P_InventoryUpdate")]
+    ItemOffered {
+        /// The offer's handle.
+        item_handle: u32,
+        /// The item.
+        item_id: u16,
+        /// How many.
+        amount: u16,
+        /// The slot the SDK's view placed it in (its first slot when it took several), or
+        /// `None` when the SDK does not know the item's template or it did not fit
+        /// (see [`crate::items`]). From a bare `Event::from` it is always `None`.
+        slot: Option<u8>,
+    },
+    /// Items were taken from a slot (`"T"`: a trade, a sale, a script).
+    ItemTaken {
+        /// Slot.
+        slot: u8,
+        /// How many.
+        amount: u16,
+    },
+    /// The player's pickup went into a slot (`"R"`).
+    PickedUp {
+        /// The dropped item's handle.
+        dropped: u32,
+        /// Slot.
+        slot: u8,
+    },
+    /// An item lies on the ground (`"D"`: dropped, spawned, or there on arrival).
+    GroundItemAppeared {
+        /// Its handle (for [`Connection::pick_up`](crate::Connection::pick_up)).
+        dropped: u32,
+        /// Stack size.
+        amount: u16,
+        /// Where.
+        position: (f32, f32, f32),
+        /// The item.
+        item: ItemString,
+    },
+    /// Someone else picked up a dropped item (`"P"`).
+    GroundItemGone {
+        /// Its handle.
+        dropped: u32,
+    },
+    /// An actor's visible equipment (`"O"`; item ids, 65535 = none).
+    EquipmentChanged {
+        /// Whose.
+        runtime_id: u16,
+        /// Weapon.
+        weapon: u16,
+        /// Shield.
+        shield: u16,
+        /// Chest.
+        chest: u16,
+        /// Hat.
+        hat: u16,
+        /// Gubbin flags.
+        gubbins: [u8; 6],
+    },
+    /// An item's health changed (`"H"`, or `P_ItemHealth` from combat wear; 0 = broken).
+    #[doc(alias = "P_ItemHealth")]
+    ItemHealth {
+        /// Slot.
+        slot: u8,
+        /// Health 0..100.
+        health: u16,
+    },
+    /// A chunk of a trade window that does not complete it (`P_OpenTrading`), or chunks
+    /// that joined into no valid window.
+    #[doc(alias = "P_OpenTrading")]
+    TradeWindowPart {
+        /// This chunk's number.
+        part: u8,
+        /// How many.
+        parts: u8,
+    },
+    /// A trade window opened: a player trade, or a shop with its wares.
+    TradeOpened(TradeWindow),
+    /// The trade window closed (`P_CloseTrading`: settled, refused or cancelled).
+    #[doc(alias = "P_CloseTrading")]
+    TradeClosed,
+    /// The trade partner offered (or withdrew, amount 0) items from a trade slot
+    /// (`P_UpdateTrading`).
+    #[doc(alias = "P_UpdateTrading")]
+    PartnerOffer {
+        /// The partner's trade slot (0..31).
+        slot: u8,
+        /// How many (0 = withdrawn).
+        amount: u16,
+        /// The item, when offered.
+        item: Option<ItemString>,
+    },
     /// A chat line (`P_ChatMessage`).
     #[doc(alias = "P_ChatMessage")]
     Chat {
@@ -136,8 +233,85 @@ impl From<ServerPacket> for Event {
                 instance_handle: a.instance_handle,
             },
             ServerPacket::KickedPlayer(_) => Self::Kicked,
+            ServerPacket::InventoryUpdate(u) => inventory_event(u),
+            ServerPacket::ItemHealth(h) => Self::ItemHealth {
+                slot: h.slot,
+                health: h.health,
+            },
+            ServerPacket::OpenTrading(c) => window_event(c),
+            ServerPacket::CloseTrading(_) => Self::TradeClosed,
+            ServerPacket::UpdateTrading(u) => Self::PartnerOffer {
+                slot: u.slot,
+                amount: u.amount,
+                item: u.item,
+            },
             other => Self::Other(other),
         }
+    }
+}
+
+fn inventory_event(u: InventoryUpdateS2C) -> Event {
+    use InventoryUpdateS2C as I;
+    match u {
+        I::Taken { slot, amount } => Event::ItemTaken { slot, amount },
+        I::Received { dropped, slot } => Event::PickedUp { dropped, slot },
+        I::Gone { dropped } => Event::GroundItemGone { dropped },
+        I::Dropped {
+            amount,
+            x,
+            y,
+            z,
+            dropped,
+            item,
+        } => Event::GroundItemAppeared {
+            dropped,
+            amount,
+            position: (x, y, z),
+            item,
+        },
+        I::Equipment {
+            runtime_id,
+            weapon,
+            shield,
+            chest,
+            hat,
+            gubbins,
+        } => Event::EquipmentChanged {
+            runtime_id,
+            weapon,
+            shield,
+            chest,
+            hat,
+            gubbins,
+        },
+        I::Offer {
+            item_handle,
+            item_id,
+            amount,
+        } => Event::ItemOffered {
+            item_handle,
+            item_id,
+            amount,
+            slot: None,
+        },
+        I::Health { slot, health } => Event::ItemHealth {
+            slot,
+            health: u16::from(health),
+        },
+    }
+}
+
+/// A lone chunk: a whole window when it is the only part.
+fn window_event(c: OpenTradingS2C) -> Event {
+    if c.parts == 1
+        && let Some(Ok(w)) = OpenTradingS2C::assemble(std::slice::from_ref(&c))
+            .map(|p| TradeWindow::from_payload(&p))
+    {
+        return Event::TradeOpened(w);
+    }
+    Event::TradeWindowPart {
+        part: c.part,
+        parts: c.parts,
     }
 }
 
@@ -149,8 +323,11 @@ impl From<Incoming> for Event {
 
 impl Connection {
     /// The next event (cancel-safe, like [`recv`](Self::recv)).
+    ///
+    /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]).
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
-        self.recv().await.map(Event::from)
+        let i = self.recv().await?;
+        Ok(self.items.event(i.packet))
     }
 
     /// Stand at a point (a `P_StandardUpdate` datagram with the destination at the same

@@ -15,10 +15,19 @@
 //!   [`Connection::fetch_character`], [`Connection::delete_character`],
 //!   [`Connection::start_game`].
 //! - [`event`]: typed [`Event`]s ([`Connection::next_event`]: actor appeared, moved, gone,
-//!   died; stats, XP, gold; chat; area changed; kicked) and typed actions
+//!   died; stats, XP, gold; chat; area changed; kicked; items, trade windows) and typed actions
 //!   ([`Connection::move_to`], [`Connection::attack`], [`Connection::chat`],
 //!   [`Connection::command`], [`Connection::right_click`], [`Connection::dismount`],
 //!   [`Connection::jump`]).
+//! - [`items`]: the view of the player's own items, gold, the ground and the trade window
+//!   ([`Items`], [`Connection::items`]; fed by the login blocks and [`Connection::next_event`]),
+//!   and the item actions: [`Connection::pick_up`], [`Connection::drop_item`],
+//!   [`Connection::answer_offer`], [`Connection::swap_items`], [`Connection::merge_items`],
+//!   [`Connection::use_item`], [`Connection::eat`], [`Connection::set_action_bar`], the
+//!   trade ([`Connection::trade_invite`], [`Connection::trade_accept_invite`],
+//!   [`Connection::update_trading`], [`Connection::accept_trade`],
+//!   [`Connection::cancel_trade`]), shops ([`Connection::trade_with`],
+//!   [`Connection::shop_accept`]) and [`Connection::examine`].
 //! - [`verify`]: the certificate check ([`Verify`]): development mode, a pinned SHA-256
 //!   fingerprint, or a root store.
 //! - [`error`]: [`ClientError`], [`CloseCode`], [`CloseReason`].
@@ -63,13 +72,16 @@
 //! ```
 //!
 //! # Non-goals
-//! No game state is kept (no actor table, no inventory): callers see packets and decide.
+//! No world state is kept (no actor table): callers see packets and decide. The one
+//! exception is the player's own items, gold and trade window ([`Items`]), which bots need
+//! to act on items at all.
 //! Reconnection is the caller's business: a [`Connection`] is one QUIC connection.
 #![warn(missing_docs)]
 
 pub mod conn;
 pub mod error;
 pub mod event;
+pub mod items;
 pub mod login;
 pub mod verify;
 
@@ -79,5 +91,6 @@ pub use conn::{
 };
 pub use error::{ClientError, CloseCode, CloseReason};
 pub use event::Event;
+pub use items::{GroundItem, Held, Items, TradeState, Wearer};
 pub use login::{Catalogue, CharacterSheet, Environment, GameStart, LoginError, NewCharacter};
 pub use verify::{ALPN, PinParseError, Verify, parse_pin, sha256_fingerprint};

@@ -383,6 +383,7 @@ impl Connection {
             self.assignment = Some(a);
         }
         self.set_actor_templates(&cat.actors);
+        self.items.set_item_templates(&cat.items);
         Ok(cat)
     }
 
@@ -471,7 +472,7 @@ impl Connection {
         }
         let (gold, reputation, level, xp, home_faction, attributes) =
             stats.ok_or(LoginError::Missing("the \"C1\" block"))?;
-        Ok(CharacterSheet {
+        let sheet = CharacterSheet {
             gold,
             reputation,
             level,
@@ -481,7 +482,9 @@ impl Connection {
             inventory,
             spells,
             quests,
-        })
+        };
+        self.items.load_sheet(&sheet);
+        Ok(sheet)
     }
 
     /// `P_DeleteCharacter`: deletes character `index` and returns the remaining list.
@@ -549,6 +552,10 @@ impl Connection {
                 _ => {}
             }
             packets.push(p);
+        }
+        // Ground items, offers and gold that came with the arrival update the view.
+        for p in &packets {
+            let _ = self.items.event(p.packet.clone());
         }
         Ok(GameStart {
             runtime_id: runtime_id.ok_or(LoginError::Missing(

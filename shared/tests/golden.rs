@@ -1157,10 +1157,11 @@ fn small_client_packets_vectors() {
 
 #[test]
 fn raw_for_unknown_ids() {
+    // 28 (`P_CreateEmitter`) is a Realm Crafter id no enum models.
     check_server(
-        &[15, 1, 2, 3],
+        &[28, 1, 2, 3],
         ServerPacket::Raw {
-            id: 15,
+            id: 28,
             bytes: HexBytes(vec![1, 2, 3]),
         },
     );
@@ -1171,8 +1172,8 @@ fn raw_for_unknown_ids() {
             bytes: HexBytes(vec![1, 0, 0, 0]),
         },
     );
-    let p = ServerPacket::decode(15, &[]).unwrap();
-    assert_eq!(p.name(), "P_InventoryUpdate");
+    let p = ServerPacket::decode(28, &[]).unwrap();
+    assert_eq!(p.name(), "P_CreateEmitter");
     assert_eq!(ServerPacket::decode(99, &[]).unwrap().name(), "Raw");
 }
 
@@ -1272,4 +1273,525 @@ fn encode_frame_and_from() {
     let mut out = Vec::new();
     c.encode_frame(&mut out).unwrap();
     assert_eq!(out, unhex("03 00 12 07 00"));
+}
+
+// ---------------------------------------------------------------- items, gold and trade
+// rc-content-reference §9.15, §9.24, §9.31, §9.35, §9.40-45, §9.61-62: the spec's vectors
+// first in each test, then our own for every sub-code and direction.
+
+fn item_string(item_id: u16, health: u8) -> ItemString {
+    ItemString {
+        item_id,
+        attributes: (0..40).map(|i| 5000 + i).collect(),
+        health,
+    }
+}
+
+/// The 83 bytes of [`item_string`].
+fn item_bytes(item_id: u16, health: u8) -> Vec<u8> {
+    let mut b = item_id.to_le_bytes().to_vec();
+    for i in 0..40u16 {
+        b.extend_from_slice(&(5000 + i).to_le_bytes());
+    }
+    b.push(health);
+    assert_eq!(b.len(), 83);
+    b
+}
+
+#[test]
+fn inventory_update_c2s_vectors() {
+    use InventoryUpdateC2S as I;
+    // The spec's: accept an offer into slot 14; drop 1 from slot 14.
+    check_client(
+        &unhex("0f 47 59 34 12 00 00 0e"),
+        ClientPacket::InventoryUpdate(I::OfferAccepted {
+            item_handle: 0x1234,
+            slot: 14,
+        }),
+    );
+    check_client(
+        &unhex("0f 44 0e 01 00"),
+        ClientPacket::InventoryUpdate(I::Drop {
+            slot: 14,
+            amount: 1,
+        }),
+    );
+    check_client(
+        &unhex("0f 50 78 56 34 12 0f"),
+        ClientPacket::InventoryUpdate(I::Pickup {
+            dropped: 0x1234_5678,
+            slot: 15,
+        }),
+    );
+    check_client(
+        &unhex("0f 47 4e 34 12 00 00"),
+        ClientPacket::InventoryUpdate(I::OfferRefused {
+            item_handle: 0x1234,
+        }),
+    );
+    check_client(
+        &unhex("0f 53 07 00 0e 00 00 00"),
+        ClientPacket::InventoryUpdate(I::Swap {
+            runtime_id: 7,
+            from: 14,
+            to: 0,
+            amount: 0,
+        }),
+    );
+    check_client(
+        &unhex("0f 41 07 00 0f 0e 03 00"),
+        ClientPacket::InventoryUpdate(I::Merge {
+            runtime_id: 7,
+            from: 15,
+            to: 14,
+            amount: 3,
+        }),
+    );
+    let json = ClientPacket::decode_packet(&unhex("0f 47 59 34 12 00 00 0e"))
+        .unwrap()
+        .to_json();
+    assert_eq!(
+        json,
+        serde_json::json!({"name":"P_InventoryUpdate","id":15,"sub":"GY","item_handle":0x1234,"slot":14})
+    );
+    // Unknown sub-codes, a "G" that is neither Y nor N, short and long payloads.
+    for (bytes, offset, kind) in [
+        ("0f 58", 1, DecodeErrorKind::BadSubCode(b'X')),
+        ("0f 47 51 34 12 00 00", 2, DecodeErrorKind::BadSubCode(b'Q')),
+    ] {
+        let e = ClientPacket::decode_packet(&unhex(bytes)).unwrap_err();
+        assert_eq!((e.offset, e.kind), (offset, kind), "{bytes}");
+    }
+    for bad in [
+        "0f",
+        "0f 44 0e 01",
+        "0f 44 0e 01 00 00",
+        "0f 47 59 34 12 00 00",
+        "0f 47 4e 34 12 00 00 0e",
+        "0f 50 34 12 00 00",
+        "0f 53 07 00 0e 0f 01",
+        "0f 41 07 00 0e 0f 01 00 00",
+    ] {
+        assert!(ClientPacket::decode_packet(&unhex(bad)).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn inventory_update_s2c_vectors() {
+    use InventoryUpdateS2C as I;
+    // The spec's offer: handle 0x1234, item 3, amount 1.
+    check_server(
+        &unhex("0f 47 34 12 00 00 03 00 01 00"),
+        ServerPacket::InventoryUpdate(I::Offer {
+            item_handle: 0x1234,
+            item_id: 3,
+            amount: 1,
+        }),
+    );
+    check_server(
+        &unhex("0f 54 0e 02 00"),
+        ServerPacket::InventoryUpdate(I::Taken {
+            slot: 14,
+            amount: 2,
+        }),
+    );
+    check_server(
+        &unhex("0f 52 34 12 00 00 0e"),
+        ServerPacket::InventoryUpdate(I::Received {
+            dropped: 0x1234,
+            slot: 14,
+        }),
+    );
+    check_server(
+        &unhex("0f 50 34 12 00 00"),
+        ServerPacket::InventoryUpdate(I::Gone { dropped: 0x1234 }),
+    );
+    // "D": 102 bytes after the type byte.
+    let mut d = unhex("0f 44 05 00 00 00 20 41 00 00 80 3f 00 00 b0 c0 34 12 00 00");
+    d.extend_from_slice(&item_bytes(9, 100));
+    assert_eq!(d.len(), 1 + 102);
+    check_server(
+        &d,
+        ServerPacket::InventoryUpdate(I::Dropped {
+            amount: 5,
+            x: 10.0,
+            y: 1.0,
+            z: -5.5,
+            dropped: 0x1234,
+            item: item_string(9, 100),
+        }),
+    );
+    // "O": weapon, shield, CHEST, HAT (not P_NewActor's hat, chest), then 6 gubbins.
+    check_server(
+        &unhex("0f 4f 07 00 01 00 02 00 ff ff 04 00 01 00 00 00 01 00"),
+        ServerPacket::InventoryUpdate(I::Equipment {
+            runtime_id: 7,
+            weapon: 1,
+            shield: 2,
+            chest: 65535,
+            hat: 4,
+            gubbins: [1, 0, 0, 0, 1, 0],
+        }),
+    );
+    check_server(
+        &unhex("0f 48 0e 32"),
+        ServerPacket::InventoryUpdate(I::Health {
+            slot: 14,
+            health: 50,
+        }),
+    );
+    let e = ServerPacket::decode_packet(&unhex("0f 59 00")).unwrap_err();
+    assert_eq!((e.offset, e.kind), (1, DecodeErrorKind::BadSubCode(b'Y')));
+    for bad in [
+        "0f",
+        "0f 54 0e 02",
+        "0f 47 34 12 00 00 03 00 01",
+        "0f 4f 07 00 01 00 02 00 ff ff 04 00 01 00 00 00 01",
+        "0f 48 0e 32 00",
+    ] {
+        assert!(ServerPacket::decode_packet(&unhex(bad)).is_err(), "{bad}");
+    }
+    // A "D" one byte short of its item string.
+    assert!(ServerPacket::decode_packet(&d[..d.len() - 1]).is_err());
+}
+
+#[test]
+fn gold_change_vectors() {
+    // The spec's: U 250.
+    check_server(
+        &unhex("18 55 fa 00 00 00"),
+        ServerPacket::GoldChange(GoldChange::Up { amount: 250 }),
+    );
+    check_server(
+        &unhex("18 44 ff ff ff 7f"),
+        ServerPacket::GoldChange(GoldChange::Down {
+            amount: i32::MAX as u32,
+        }),
+    );
+    assert!(ServerPacket::decode_packet(&unhex("18 55 fa 00 00")).is_err());
+    assert!(ServerPacket::decode_packet(&unhex("18 58 fa 00 00 00")).is_err());
+}
+
+#[test]
+fn action_bar_item_script_eat_and_health_vectors() {
+    check_client(
+        &unhex("1f 53 03 46 69 72 65 62 61 6c 6c"),
+        ClientPacket::ActionBarUpdate(ActionBarUpdate::Spell {
+            slot: 3,
+            spell: "Fireball".into(),
+        }),
+    );
+    check_client(
+        &unhex("1f 53 23"),
+        ClientPacket::ActionBarUpdate(ActionBarUpdate::Spell {
+            slot: 35,
+            spell: "".into(),
+        }),
+    );
+    check_client(
+        &unhex("1f 49 04 07 00"),
+        ClientPacket::ActionBarUpdate(ActionBarUpdate::Item {
+            slot: 4,
+            item_id: 7,
+        }),
+    );
+    check_client(
+        &unhex("1f 4e 05"),
+        ClientPacket::ActionBarUpdate(ActionBarUpdate::Clear { slot: 5 }),
+    );
+    for bad in ["1f", "1f 49 04 07", "1f 4e 05 00", "1f 58 00"] {
+        assert!(ClientPacket::decode_packet(&unhex(bad)).is_err(), "{bad}");
+    }
+    // P_ItemScript: 1 or 3 bytes.
+    check_client(
+        &unhex("2b 0e"),
+        ClientPacket::ItemScript(ItemScript {
+            slot: 14,
+            target: None,
+        }),
+    );
+    check_client(
+        &unhex("2b 0e 07 00"),
+        ClientPacket::ItemScript(ItemScript {
+            slot: 14,
+            target: Some(7),
+        }),
+    );
+    for bad in ["2b", "2b 0e 07", "2b 0e 07 00 00"] {
+        assert!(ClientPacket::decode_packet(&unhex(bad)).is_err(), "{bad}");
+    }
+    // The spec's P_EatItem: 1 from slot 14.
+    check_client(
+        &unhex("2c 0e 01 00"),
+        ClientPacket::EatItem(EatItem {
+            slot: 14,
+            amount: 1,
+        }),
+    );
+    assert!(ClientPacket::decode_packet(&unhex("2c 0e 01")).is_err());
+    // P_ItemHealth carries a u16 health, P_InventoryUpdate "H" a u8.
+    check_server(
+        &unhex("2d 00 19 00"),
+        ServerPacket::ItemHealth(ItemHealth {
+            slot: 0,
+            health: 25,
+        }),
+    );
+    assert!(ServerPacket::decode_packet(&unhex("2d 00 19")).is_err());
+}
+
+#[test]
+fn examine_trade_and_update_trading_vectors() {
+    // The spec's: examine RID 7; offer 3 from trade slot 0.
+    check_client(
+        &unhex("3d 07 00"),
+        ClientPacket::Examine(Examine { target: 7 }),
+    );
+    check_client(&unhex("3e 07 00"), ClientPacket::Trade(Trade { target: 7 }));
+    for bad in ["3d 07", "3e 07 00 00"] {
+        assert!(ClientPacket::decode_packet(&unhex(bad)).is_err(), "{bad}");
+    }
+    check_client(
+        &unhex("29 00 03 00"),
+        ClientPacket::UpdateTrading(UpdateTradingC2S { slot: 0, amount: 3 }),
+    );
+    assert!(ClientPacket::decode_packet(&unhex("29 00 03 00 00")).is_err());
+    // S→C: the same 3 bytes, plus the item when offered.
+    let mut offered = unhex("29 1f 03 00");
+    offered.extend_from_slice(&item_bytes(12, 80));
+    check_server(
+        &offered,
+        ServerPacket::UpdateTrading(UpdateTradingS2C {
+            slot: 31,
+            amount: 3,
+            item: Some(item_string(12, 80)),
+        }),
+    );
+    check_server(
+        &unhex("29 1f 00 00"),
+        ServerPacket::UpdateTrading(UpdateTradingS2C {
+            slot: 31,
+            amount: 0,
+            item: None,
+        }),
+    );
+    assert!(ServerPacket::decode_packet(&offered[..offered.len() - 1]).is_err());
+    check_server(&[40], ServerPacket::CloseTrading(CloseTrading {}));
+    assert!(ServerPacket::decode_packet(&[40, 0]).is_err());
+}
+
+#[test]
+fn open_trading_s2c_player_window() {
+    check_server(
+        b"\x2311P",
+        ServerPacket::OpenTrading(OpenTradingS2C {
+            part: 1,
+            parts: 1,
+            chunk: HexBytes(b"P".to_vec()),
+        }),
+    );
+    assert_eq!(
+        TradeWindow::Player.to_packets(),
+        vec![OpenTradingS2C {
+            part: 1,
+            parts: 1,
+            chunk: HexBytes(b"P".to_vec()),
+        }]
+    );
+    assert_eq!(
+        TradeWindow::from_payload(b"P").unwrap(),
+        TradeWindow::Player
+    );
+    for bad in [&b""[..], b"PX", b"S", b"N\x01"] {
+        assert!(TradeWindow::from_payload(bad).is_err(), "{bad:?}");
+    }
+    // Part and count are ASCII digits.
+    let e = ServerPacket::decode_packet(b"\x23\x01\x01P").unwrap_err();
+    assert_eq!((e.offset, e.kind), (1, DecodeErrorKind::BadSubCode(1)));
+    assert!(ServerPacket::decode_packet(b"\x231").is_err());
+}
+
+fn wares(n: u16) -> Vec<ShopWare> {
+    (0..n)
+        .map(|i| ShopWare {
+            item: item_string(100 + i, 100),
+            amount: i + 1,
+            item_handle: 0x1000 + u32::from(i),
+        })
+        .collect()
+}
+
+#[test]
+fn open_trading_s2c_shop_windows_in_one_two_and_three_chunks() {
+    // 11 wares: 1 + 11 × 89 = 980 bytes, one chunk.
+    let w = TradeWindow::Shop { wares: wares(11) };
+    let p = w.to_payload();
+    assert_eq!(p.len(), 980);
+    assert_eq!(p[0], b'N');
+    // The first record: item (83), amount u16, handle u32.
+    assert_eq!(p[1..84], item_bytes(100, 100)[..]);
+    assert_eq!(p[84..90], [1, 0, 0x00, 0x10, 0, 0]);
+    let one = w.to_packets();
+    assert_eq!(one.len(), 1);
+    let bytes = ServerPacket::OpenTrading(one[0].clone()).to_bytes();
+    assert_eq!(bytes[..3], *b"\x2311");
+    assert_eq!(bytes[3..], p[..]);
+    check_server_value(ServerPacket::OpenTrading(one[0].clone()));
+
+    // 12 wares: 1069 bytes, "12" with 999 bytes then "22" with the rest.
+    let w = TradeWindow::Shop { wares: wares(12) };
+    let two = w.to_packets();
+    assert_eq!(
+        two.iter()
+            .map(|c| (c.part, c.parts, c.chunk.0.len()))
+            .collect::<Vec<_>>(),
+        [(1, 2, 999), (2, 2, 70)]
+    );
+
+    // The full 32 wares: 2849 bytes, "13" 999, "23" 1000, "33" 850.
+    let w = TradeWindow::Shop { wares: wares(32) };
+    let p = w.to_payload();
+    assert_eq!(p.len(), 1 + 32 * 89);
+    let three = w.to_packets();
+    let framed: Vec<Vec<u8>> = three
+        .iter()
+        .map(|c| ServerPacket::OpenTrading(c.clone()).to_bytes())
+        .collect();
+    assert_eq!(
+        framed
+            .iter()
+            .map(|b| (&b[..3], b.len() - 3))
+            .collect::<Vec<_>>(),
+        [
+            (&b"\x2313"[..], 999),
+            (&b"\x2323"[..], 1000),
+            (&b"\x2333"[..], 850)
+        ]
+    );
+    assert_eq!(framed[0][3..], p[..999]);
+    assert_eq!(framed[1][3..], p[999..1999]);
+    assert_eq!(framed[2][3..], p[1999..]);
+    let mut decoded = Vec::new();
+    for b in &framed {
+        check_server(b, ServerPacket::decode_packet(b).unwrap());
+        match ServerPacket::decode_packet(b).unwrap() {
+            ServerPacket::OpenTrading(c) => decoded.push(c),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Chunks join in any order; a missing, doubled or foreign chunk joins to nothing.
+    decoded.reverse();
+    let joined = OpenTradingS2C::assemble(&decoded).unwrap();
+    assert_eq!(joined, p);
+    assert_eq!(TradeWindow::from_payload(&joined).unwrap(), w);
+    assert_eq!(OpenTradingS2C::assemble(&decoded[..2]), None);
+    let mut doubled = decoded.clone();
+    doubled[0] = doubled[1].clone();
+    assert_eq!(OpenTradingS2C::assemble(&doubled), None);
+    let mut foreign = decoded.clone();
+    foreign[0].parts = 2;
+    assert_eq!(OpenTradingS2C::assemble(&foreign), None);
+    assert_eq!(OpenTradingS2C::assemble(&[]), None);
+
+    // An empty shop is a lone "N"; a record cut short is an error.
+    let empty = TradeWindow::Shop { wares: vec![] };
+    assert_eq!(empty.to_payload(), b"N");
+    assert_eq!(TradeWindow::from_payload(b"N").unwrap(), empty);
+    assert!(TradeWindow::from_payload(&p[..p.len() - 1]).is_err());
+}
+
+#[test]
+fn shop_window_holds_at_most_32_wares() {
+    // The encoder sends the first 32; the decoder refuses a 33rd, so whatever it accepts
+    // re-encodes to the same bytes.
+    let w = TradeWindow::Shop { wares: wares(33) };
+    let p = w.to_payload();
+    assert_eq!(p.len(), 1 + 32 * 89);
+    let mut long = p.clone();
+    long.extend_from_slice(&p[1..90]);
+    let e = TradeWindow::from_payload(&long).unwrap_err();
+    assert_eq!(e.offset, p.len());
+}
+
+#[test]
+fn open_trading_c2s_vectors() {
+    check_client(&[35], ClientPacket::OpenTrading(OpenTradingC2S::Cancel));
+    // Player accept, 164 bytes: I pay 25; I expect 2 from the partner's trade slot 1;
+    // I give 3 from backpack slot 14 + 2.
+    let mut b = vec![35];
+    b.extend_from_slice(&25i32.to_le_bytes());
+    b.extend_from_slice(&[1, 2, 0]);
+    b.extend_from_slice(&[0; 31 * 3]);
+    b.extend_from_slice(&[0, 0, 0, 0, 3, 0]);
+    b.extend_from_slice(&[0; 29 * 2]);
+    assert_eq!(b.len(), 1 + 164);
+    let mut expect = vec![TradeExpect::default(); 32];
+    expect[0] = TradeExpect { slot: 1, amount: 2 };
+    let mut give = vec![0u16; 32];
+    give[2] = 3;
+    check_client(
+        &b,
+        ClientPacket::OpenTrading(OpenTradingC2S::PlayerAccept {
+            cost: 25,
+            expect: expect.clone(),
+            give: give.clone(),
+        }),
+    );
+    // A negative cost (I receive) and short lists, padded with unused entries.
+    let short = ClientPacket::OpenTrading(OpenTradingC2S::PlayerAccept {
+        cost: -7,
+        expect: vec![TradeExpect { slot: 1, amount: 2 }],
+        give: vec![0, 0, 3],
+    });
+    let sb = short.to_bytes();
+    assert_eq!(sb.len(), 1 + 164);
+    assert_eq!(sb[1..5], [0xf9, 0xff, 0xff, 0xff]);
+    assert_eq!(sb[5..], b[5..]);
+
+    // Shop accept, 288 bytes: buy 2 of ware 0x1001; sell 1 from slot 15.
+    let mut s = vec![35];
+    s.extend_from_slice(&[0x01, 0x10, 0, 0, 2, 0]);
+    for _ in 1..32 {
+        s.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0, 0]);
+    }
+    s.extend_from_slice(&[15, 1, 0]);
+    s.extend_from_slice(&[0; 31 * 3]);
+    assert_eq!(s.len(), 1 + 288);
+    let mut buy = vec![
+        ShopBuy {
+            item_handle: u32::MAX,
+            amount: 0,
+        };
+        32
+    ];
+    buy[0] = ShopBuy {
+        item_handle: 0x1001,
+        amount: 2,
+    };
+    let mut sell = vec![ShopSell::default(); 32];
+    sell[0] = ShopSell {
+        slot: 15,
+        amount: 1,
+    };
+    check_client(
+        &s,
+        ClientPacket::OpenTrading(OpenTradingC2S::ShopAccept {
+            buy: buy.clone(),
+            sell: sell.clone(),
+        }),
+    );
+    let padded = ClientPacket::OpenTrading(OpenTradingC2S::ShopAccept {
+        buy: buy[..1].to_vec(),
+        sell: sell[..1].to_vec(),
+    });
+    assert_eq!(padded.to_bytes(), s);
+
+    // Any other length is refused.
+    for len in [1usize, 163, 165, 287, 289] {
+        let e = ClientPacket::decode(35, &vec![0; len]).unwrap_err();
+        assert!(
+            matches!(e.kind, DecodeErrorKind::LengthMismatch { actual, .. } if actual == len),
+            "{len}: {e:?}"
+        );
+    }
 }

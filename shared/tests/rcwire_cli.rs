@@ -167,3 +167,43 @@ fn frames_splits_a_stream_and_a_datagram() {
         "stream",
     );
 }
+
+#[test]
+fn items_gold_and_trade_golden() {
+    // rc-content-reference §9.15, §9.24, §9.35, §9.41, §9.44, §9.61.
+    let v = round_trip("s2c", "0f473412000003000100", "P_InventoryUpdate");
+    assert_eq!(
+        (v["sub"].clone(), v["item_handle"].clone()),
+        ("G".into(), 0x1234.into())
+    );
+    let v = round_trip("c2s", "0f4759341200000e", "P_InventoryUpdate");
+    assert_eq!(
+        (v["sub"].clone(), v["slot"].clone()),
+        ("GY".into(), 14.into())
+    );
+    round_trip("c2s", "0f440e0100", "P_InventoryUpdate");
+    round_trip(
+        "s2c",
+        "0f4f070001000200ffff0400010000000100",
+        "P_InventoryUpdate",
+    );
+    let v = round_trip("s2c", "1855fa000000", "P_GoldChange");
+    assert_eq!(
+        (v["sub"].clone(), v["amount"].clone()),
+        ("U".into(), 250.into())
+    );
+    round_trip("c2s", "2c0e0100", "P_EatItem");
+    round_trip("c2s", "29000300", "P_UpdateTrading");
+    round_trip("c2s", "3d0700", "P_Examine");
+    round_trip("c2s", "3e0700", "P_Trade");
+    round_trip("c2s", "2b0e0700", "P_ItemScript");
+    round_trip("c2s", "1f4e05", "P_ActionBarUpdate");
+    round_trip("c2s", "23", "P_OpenTrading");
+    let v = round_trip("s2c", "23313150", "P_OpenTrading");
+    assert_eq!(
+        (v["part"].clone(), v["parts"].clone(), v["chunk"].clone()),
+        (1.into(), 1.into(), "50".into())
+    );
+    round_trip("s2c", "28", "P_CloseTrading");
+    round_trip("s2c", "2d0e3200", "P_ItemHealth");
+}

@@ -530,10 +530,167 @@ fn appearance_update() -> impl Strategy<Value = AppearanceUpdate> {
 }
 
 const SERVER_IDS: &[u8] = &[
-    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 16, 17, 18, 19, 22, 24, 25, 30, 32, 37, 38, 39, 46, 48,
-    49, 60,
+    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 24, 25, 30, 32, 35, 37, 38, 39,
+    40, 41, 45, 46, 48, 49, 60,
 ];
-const CLIENT_IDS: &[u8] = &[0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 16, 18, 20, 46, 47, 49];
+const CLIENT_IDS: &[u8] = &[
+    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 31, 35, 41, 43, 44, 46, 47, 49, 61, 62,
+];
+
+fn inventory_update_s2c() -> impl Strategy<Value = InventoryUpdateS2C> {
+    use InventoryUpdateS2C as I;
+    prop_oneof![
+        (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| I::Taken { slot, amount }),
+        (any::<u32>(), any::<u8>()).prop_map(|(dropped, slot)| I::Received { dropped, slot }),
+        any::<u32>().prop_map(|dropped| I::Gone { dropped }),
+        (
+            any::<u16>(),
+            (f32_any(), f32_any(), f32_any()),
+            any::<u32>(),
+            item_string()
+        )
+            .prop_map(|(amount, (x, y, z), dropped, item)| I::Dropped {
+                amount,
+                x,
+                y,
+                z,
+                dropped,
+                item,
+            }),
+        (any::<[u16; 5]>(), any::<[u8; 6]>()).prop_map(
+            |([runtime_id, weapon, shield, chest, hat], gubbins)| I::Equipment {
+                runtime_id,
+                weapon,
+                shield,
+                chest,
+                hat,
+                gubbins,
+            }
+        ),
+        (any::<u32>(), any::<u16>(), any::<u16>()).prop_map(|(item_handle, item_id, amount)| {
+            I::Offer {
+                item_handle,
+                item_id,
+                amount,
+            }
+        }),
+        (any::<u8>(), any::<u8>()).prop_map(|(slot, health)| I::Health { slot, health }),
+    ]
+}
+
+fn shop_ware() -> impl Strategy<Value = ShopWare> {
+    (item_string(), any::<u16>(), any::<u32>()).prop_map(|(item, amount, item_handle)| ShopWare {
+        item,
+        amount,
+        item_handle,
+    })
+}
+
+fn trade_window() -> impl Strategy<Value = TradeWindow> {
+    prop_oneof![
+        Just(TradeWindow::Player),
+        vec(shop_ware(), 0..=TRADE_ENTRIES).prop_map(|wares| TradeWindow::Shop { wares }),
+    ]
+}
+
+/// Items, gold and trade (S→C).
+fn items_server_packet() -> impl Strategy<Value = ServerPacket> {
+    use ServerPacket as S;
+    prop_oneof![
+        inventory_update_s2c().prop_map(S::InventoryUpdate),
+        (0u8..=9, 0u8..=9, hex_bytes())
+            .prop_map(|(part, parts, chunk)| S::OpenTrading(OpenTradingS2C { part, parts, chunk })),
+        Just(S::CloseTrading(CloseTrading {})),
+        (
+            any::<u8>(),
+            any::<u16>(),
+            proptest::option::of(item_string())
+        )
+            .prop_map(|(slot, amount, item)| S::UpdateTrading(UpdateTradingS2C {
+                slot,
+                amount,
+                item
+            })),
+        (any::<u8>(), any::<u16>())
+            .prop_map(|(slot, health)| S::ItemHealth(ItemHealth { slot, health })),
+    ]
+}
+
+fn inventory_update_c2s() -> impl Strategy<Value = InventoryUpdateC2S> {
+    use InventoryUpdateC2S as I;
+    prop_oneof![
+        (any::<u32>(), any::<u8>()).prop_map(|(dropped, slot)| I::Pickup { dropped, slot }),
+        (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| I::Drop { slot, amount }),
+        (any::<u32>(), any::<u8>())
+            .prop_map(|(item_handle, slot)| I::OfferAccepted { item_handle, slot }),
+        any::<u32>().prop_map(|item_handle| I::OfferRefused { item_handle }),
+        (any::<u16>(), any::<u8>(), any::<u8>(), any::<u16>()).prop_map(
+            |(runtime_id, from, to, amount)| I::Swap {
+                runtime_id,
+                from,
+                to,
+                amount,
+            }
+        ),
+        (any::<u16>(), any::<u8>(), any::<u8>(), any::<u16>()).prop_map(
+            |(runtime_id, from, to, amount)| I::Merge {
+                runtime_id,
+                from,
+                to,
+                amount,
+            }
+        ),
+    ]
+}
+
+/// The three forms of `P_OpenTrading` C→S, with full 32-entry lists (what decoding yields).
+fn open_trading_c2s() -> impl Strategy<Value = OpenTradingC2S> {
+    let expect =
+        (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| TradeExpect { slot, amount });
+    let buy = (any::<u32>(), any::<u16>()).prop_map(|(item_handle, amount)| ShopBuy {
+        item_handle,
+        amount,
+    });
+    let sell = (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| ShopSell { slot, amount });
+    prop_oneof![
+        Just(OpenTradingC2S::Cancel),
+        (
+            any::<i32>(),
+            vec(expect, TRADE_ENTRIES),
+            vec(any::<u16>(), TRADE_ENTRIES)
+        )
+            .prop_map(|(cost, expect, give)| OpenTradingC2S::PlayerAccept {
+                cost,
+                expect,
+                give
+            }),
+        (vec(buy, TRADE_ENTRIES), vec(sell, TRADE_ENTRIES))
+            .prop_map(|(buy, sell)| OpenTradingC2S::ShopAccept { buy, sell }),
+    ]
+}
+
+/// Items, gold and trade (C→S).
+fn items_client_packet() -> impl Strategy<Value = ClientPacket> {
+    use ClientPacket as C;
+    prop_oneof![
+        inventory_update_c2s().prop_map(C::InventoryUpdate),
+        prop_oneof![
+            (any::<u8>(), rest()).prop_map(|(slot, spell)| ActionBarUpdate::Spell { slot, spell }),
+            (any::<u8>(), any::<u16>())
+                .prop_map(|(slot, item_id)| ActionBarUpdate::Item { slot, item_id }),
+            any::<u8>().prop_map(|slot| ActionBarUpdate::Clear { slot }),
+        ]
+        .prop_map(C::ActionBarUpdate),
+        open_trading_c2s().prop_map(C::OpenTrading),
+        (any::<u8>(), any::<u16>())
+            .prop_map(|(slot, amount)| C::UpdateTrading(UpdateTradingC2S { slot, amount })),
+        (any::<u8>(), any::<Option<u16>>())
+            .prop_map(|(slot, target)| C::ItemScript(ItemScript { slot, target })),
+        (any::<u8>(), any::<u16>()).prop_map(|(slot, amount)| C::EatItem(EatItem { slot, amount })),
+        any::<u16>().prop_map(|target| C::Examine(Examine { target })),
+        any::<u16>().prop_map(|target| C::Trade(Trade { target })),
+    ]
+}
 
 fn server_packet() -> impl Strategy<Value = ServerPacket> {
     use ServerPacket as S;
@@ -706,6 +863,7 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
         ),
         reposition().prop_map(S::RepositionActor),
         Just(S::KickedPlayer(KickedPlayer {})),
+        items_server_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !SERVER_IDS.contains(id)),
             hex_bytes()
@@ -763,6 +921,7 @@ fn client_packet() -> impl Strategy<Value = ClientPacket> {
         Just(C::Jump(JumpC2S {})),
         Just(C::Dismount(Dismount {})),
         hex_bytes().prop_map(|bytes| C::RepositionActor(RepositionAck { bytes })),
+        items_client_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !CLIENT_IDS.contains(id)),
             hex_bytes()
@@ -777,7 +936,7 @@ proptest! {
     #![proptest_config(cfg())]
 
     #[test]
-    fn server_packets_round_trip(p in server_packet()) {
+    fn server_packets_round_trip(p in prop_oneof![server_packet().boxed(), items_server_packet().boxed()]) {
         let bytes = p.to_bytes();
         let back = ServerPacket::decode_packet(&bytes).unwrap();
         prop_assert_eq!(back.to_bytes(), bytes.clone());
@@ -792,7 +951,7 @@ proptest! {
     }
 
     #[test]
-    fn client_packets_round_trip(p in client_packet()) {
+    fn client_packets_round_trip(p in prop_oneof![client_packet().boxed(), items_client_packet().boxed()]) {
         let bytes = p.to_bytes();
         let back = ClientPacket::decode_packet(&bytes).unwrap();
         prop_assert_eq!(back.to_bytes(), bytes.clone());
@@ -803,6 +962,99 @@ proptest! {
         let json = p.to_json();
         let from_json = ClientPacket::from_json(&json).unwrap();
         prop_assert_eq!(from_json.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn trade_windows_round_trip_through_their_chunks(w in trade_window()) {
+        let payload = w.to_payload();
+        prop_assert_eq!(TradeWindow::from_payload(&payload).unwrap(), w.clone());
+        let mut chunks = Vec::new();
+        for c in w.to_packets() {
+            // Each chunk goes over the wire and back.
+            let bytes = ServerPacket::OpenTrading(c).to_bytes();
+            match ServerPacket::decode_packet(&bytes).unwrap() {
+                ServerPacket::OpenTrading(c) => chunks.push(c),
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+        chunks.reverse();
+        prop_assert_eq!(OpenTradingS2C::assemble(&chunks), Some(payload));
+    }
+
+    #[test]
+    fn split_and_assemble_any_payload(payload in vec(any::<u8>(), 0..3200), rot in 0usize..3) {
+        let mut chunks = OpenTradingS2C::split(&payload);
+        let n = chunks.len();
+        let want = if payload.len() < 1000 { 1 } else if payload.len() < 2000 { 2 } else { 3 };
+        prop_assert_eq!(n, want);
+        for (i, c) in chunks.iter().enumerate() {
+            prop_assert_eq!((usize::from(c.part), usize::from(c.parts)), (i + 1, n));
+            prop_assert!(c.chunk.0.len() <= 999 + i.min(1) || i == 2);
+        }
+        chunks.rotate_left(rot % n);
+        prop_assert_eq!(OpenTradingS2C::assemble(&chunks), Some(payload));
+        chunks.pop();
+        if n > 1 {
+            prop_assert_eq!(OpenTradingS2C::assemble(&chunks), None);
+        }
+    }
+
+    #[test]
+    fn trade_window_decoder_accepts_only_canonical_payloads(
+        head in proptest::sample::select(b"PNSx".to_vec()),
+        body in vec(any::<u8>(), 0..400),
+        records in 0usize..40,
+        ware in shop_ware(),
+    ) {
+        let mut payload = vec![head];
+        payload.extend_from_slice(&body);
+        let mut shop = vec![b'N'];
+        for _ in 0..records {
+            shop.extend_from_slice(&TradeWindow::Shop { wares: vec![ware.clone()] }.to_payload()[1..]);
+        }
+        for p in [payload, shop] {
+            if let Ok(w) = TradeWindow::from_payload(&p) {
+                prop_assert_eq!(w.to_payload(), p);
+            }
+        }
+    }
+
+    #[test]
+    fn open_trading_c2s_short_lists_pad_to_the_fixed_layout(
+        cost in any::<i32>(),
+        n in 0usize..40,
+        amount in any::<u16>(),
+    ) {
+        // Fewer entries are padded as unused, more are dropped: the length still tells the
+        // form apart and decoding yields the full lists.
+        let p = OpenTradingC2S::PlayerAccept {
+            cost,
+            expect: vec![TradeExpect { slot: 1, amount }; n],
+            give: vec![amount; n],
+        };
+        let bytes = ClientPacket::OpenTrading(p).to_bytes();
+        prop_assert_eq!(bytes.len(), 165);
+        match ClientPacket::decode_packet(&bytes).unwrap() {
+            ClientPacket::OpenTrading(OpenTradingC2S::PlayerAccept { cost: c, expect, give }) => {
+                prop_assert_eq!(c, cost);
+                prop_assert_eq!(expect.len(), TRADE_ENTRIES);
+                prop_assert_eq!(give.iter().filter(|&&g| g == amount).count() >= n.min(32), true);
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+        let s = OpenTradingC2S::ShopAccept {
+            buy: vec![ShopBuy { item_handle: 1, amount }; n],
+            sell: vec![ShopSell { slot: 14, amount }; n],
+        };
+        let bytes = ClientPacket::OpenTrading(s).to_bytes();
+        prop_assert_eq!(bytes.len(), 289);
+        match ClientPacket::decode_packet(&bytes).unwrap() {
+            ClientPacket::OpenTrading(OpenTradingC2S::ShopAccept { buy, sell }) => {
+                prop_assert_eq!(buy.iter().filter(|b| b.item_handle == u32::MAX).count(), 32 - n.min(32));
+                prop_assert_eq!(sell.iter().filter(|s| s.slot == 14).count(), n.min(32));
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
     }
 
     #[test]

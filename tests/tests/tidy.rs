@@ -6,7 +6,9 @@
 //! - the pure cores (codecs, the simulation, the session logic, the script language) never
 //!   read the wall clock or a global RNG, and never touch files or sockets;
 //! - the simulation's data layers (`state`, `grid`, `instances`, `events`) do not reach up
-//!   into the rules built on them.
+//!   into the rules built on them;
+//! - the simulation never hand-writes packet bytes: each packet's one encoder is its type in
+//!   `shared::proto`, queued with `send_packet` / `send_packet_zone`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
@@ -135,6 +137,41 @@ fn sim_data_layers_do_not_import_the_rules() {
     assert!(
         offences.is_empty(),
         "data layers must not depend on the rules above them:\n{}",
+        offences.join("\n")
+    );
+}
+
+/// One encoder per packet: the simulation queues typed `shared::proto` packets
+/// (`ZoneState::send_packet` / `send_packet_zone`) and never frames bytes of its own.
+#[test]
+fn sim_sends_only_typed_packets() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("zone-node/src/sim"), &mut files);
+    let banned = [
+        ".send_to(",
+        ".send_zone(",
+        "push_frame(",
+        "write_update_frame(",
+        "write_frame(&mut pd.outbox",
+    ];
+    let mut offences = Vec::new();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for b in &banned {
+                if code.contains(b) {
+                    let at = f.strip_prefix(&root).unwrap_or(f).display().to_string();
+                    offences.push(format!("{at}:{}: {b}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "the simulation sends typed packets only (`st.send_packet(id, &pkt)` / \
+         `st.send_packet_zone(&pkt, except)` with a `shared::proto` type):\n{}",
         offences.join("\n")
     );
 }

@@ -26,14 +26,19 @@ pub enum ActionSlot {
 }
 
 impl ActionSlot {
-    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let s = r.str16()?;
-        Ok(match s {
+    /// A slot from its saved string (`"S"` + name, `"I"` + 2 bytes, `""`), which is also
+    /// what the wire carries after the length.
+    pub fn from_saved(s: &[u8]) -> Self {
+        match s {
             [] => Self::Empty,
             [b'S', name @ ..] => Self::Spell(RcString::from(name)),
             [b'I', lo, hi] => Self::Item(u16::from_le_bytes([*lo, *hi])),
             other => Self::Other(HexBytes::from(other)),
-        })
+        }
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self::from_saved(r.str16()?))
     }
 
     fn write(&self, out: &mut Vec<u8>) {

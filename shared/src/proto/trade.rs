@@ -141,7 +141,7 @@ impl TradeWindow {
         out
     }
 
-    /// Parses an assembled payload.
+    /// Parses an assembled payload (`"P"`, or `"N"` and at most 32 whole records).
     pub fn from_payload(payload: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(payload);
         match r.u8()? {
@@ -150,14 +150,17 @@ impl TradeWindow {
                 Ok(Self::Player)
             }
             b'N' => {
+                // At most 32 records, as `to_payload` writes: a 33rd is trailing bytes,
+                // so whatever decodes re-encodes to the same payload.
                 let mut wares = Vec::new();
-                while !r.is_empty() {
+                while !r.is_empty() && wares.len() < TRADE_ENTRIES {
                     wares.push(ShopWare {
                         item: ItemString::read(&mut r)?,
                         amount: r.u16()?,
                         item_handle: r.u32()?,
                     });
                 }
+                r.finish()?;
                 Ok(Self::Shop { wares })
             }
             c => Err(bad_sub(0, c)),

@@ -26,10 +26,11 @@
 //!
 //! Cost: O(actors) to encode plus O(cells in range + bytes copied) per recipient.
 
+use shared::proto::{StandardUpdateS2C, UpdateTail};
+
 use super::area::Environment;
 use super::events::{DatagramBatch, DatagramRef, PlayerKey};
-use super::packets::write_update_frame;
-use super::state::{AiMode, ChainKind, NIL, ZoneState};
+use super::state::{Actor, AiMode, ChainKind, NIL, ZoneState};
 
 /// Buffers reused from one broadcast to the next.
 #[derive(Debug, Default)]
@@ -174,28 +175,13 @@ pub(crate) fn run(st: &mut ZoneState, sc: &mut Scratch, out: &mut DatagramBatch,
             (close2, st.cfg.update_distance)
         };
         let own = sc.frame_of.get(pidx as usize).copied().unwrap_or(NIL);
-        let energy_tail = energy
+        let tail = energy
             .and_then(|e| p.attr.get(usize::from(e)))
-            .map(|v| (*v as u16).to_le_bytes());
+            .map_or(UpdateTail::None, |v| UpdateTail::Energy(*v as u16));
         let mount_rid = p.mount.and_then(|m| st.get(m)).map_or(0, |m| m.rid);
         // The recipient's own frame, with its Energy tail, after the shared frames.
         let own_at = u32::try_from(out.frames.len()).unwrap_or(u32::MAX);
-        let tail: &[u8] = match &energy_tail {
-            Some(t) => t,
-            None => &[],
-        };
-        write_update_frame(
-            &mut out.frames,
-            p.rid,
-            p.x,
-            p.z,
-            p.is_running,
-            p.walking_backward,
-            p.dest_x,
-            p.dest_z,
-            mount_rid,
-            tail,
-        );
+        update_of(p, mount_rid, tail).write_frame(&mut out.frames);
         let own_end = u32::try_from(out.frames.len()).unwrap_or(u32::MAX);
         let first = out.segments.len();
         let mut w = Writer {
@@ -297,6 +283,22 @@ pub(crate) fn run(st: &mut ZoneState, sc: &mut Scratch, out: &mut DatagramBatch,
     st.counters.datagram_bytes += bytes;
 }
 
+/// An actor's `P_StandardUpdate` (framed by `shared::proto`'s fixed-offset writer).
+#[inline]
+fn update_of(a: &Actor, mount: u16, tail: UpdateTail) -> StandardUpdateS2C {
+    StandardUpdateS2C {
+        runtime_id: a.rid,
+        x: a.x,
+        z: a.z,
+        is_running: u8::from(a.is_running),
+        walking_backward: u8::from(a.walking_backward),
+        dest_x: a.dest_x,
+        dest_z: a.dest_z,
+        mount,
+        tail,
+    }
+}
+
 /// Encode every actor in the grid once, cell by cell.
 fn encode(st: &ZoneState, sc: &mut Scratch, buf: &mut Vec<u8>) {
     buf.clear();
@@ -331,31 +333,9 @@ fn encode(st: &ZoneState, sc: &mut Scratch, buf: &mut Vec<u8>) {
                     }
                 }
                 let y = super::ingest::clamp_world_coord(y);
-                write_update_frame(
-                    buf,
-                    a.rid,
-                    a.x,
-                    a.z,
-                    a.is_running,
-                    a.walking_backward,
-                    a.dest_x,
-                    a.dest_z,
-                    mount,
-                    &y.to_le_bytes(),
-                );
+                update_of(a, mount, UpdateTail::FlyY(y)).write_frame(buf);
             } else {
-                write_update_frame(
-                    buf,
-                    a.rid,
-                    a.x,
-                    a.z,
-                    a.is_running,
-                    a.walking_backward,
-                    a.dest_x,
-                    a.dest_z,
-                    mount,
-                    &[],
-                );
+                update_of(a, mount, UpdateTail::None).write_frame(buf);
             }
             sc.fx.push(a.x);
             sc.fz.push(a.z);

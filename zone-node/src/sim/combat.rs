@@ -18,7 +18,9 @@
 //!   faction").
 
 use super::events::{Rejection, RuntimeId};
-use super::packets::{self, CHAT_RED, CHAT_RGB};
+use shared::proto::{AttackActorS2C, ChatColour, ChatMessageS2C, ItemHealth};
+
+use super::packets::{self, CHAT_RED};
 use super::state::{ActorId, AiMode, ZoneState};
 use super::{ai, stats};
 
@@ -81,11 +83,10 @@ pub fn armour(st: &ZoneState, id: ActorId) -> i32 {
         .sum()
 }
 
-fn hyo(code: u8, a: RuntimeId, dmg: i32, dtype: u8) -> [u8; 6] {
-    let r = a.to_le_bytes();
-    // The wire carries damage + 1 (a miss, -1, is 0).
-    let v = (dmg.saturating_add(1).clamp(0, 65535) as u16).to_le_bytes();
-    [code, r[0], r[1], v[0], v[1], dtype]
+/// The damage as the wire can carry it: the wire holds damage + 1 in a u16 (a miss, -1,
+/// is 0), so it is kept in `-1..=65534`.
+fn wire_damage(dmg: i32) -> i32 {
+    dmg.saturating_add(1).clamp(0, 65535) - 1
 }
 
 /// Send `"H"` to the attacker, `"Y"` to the victim and (when `observers`) `"O"` to the
@@ -94,8 +95,19 @@ fn send_hit(st: &mut ZoneState, a1: ActorId, a2: ActorId, dmg: i32, dtype: u8, o
     let (Some(r1), Some(r2)) = (st.get(a1).map(|a| a.rid), st.get(a2).map(|a| a.rid)) else {
         return;
     };
-    st.send_to(a1, packets::P_ATTACK_ACTOR, &hyo(b'H', r2, dmg, dtype));
-    st.send_to(a2, packets::P_ATTACK_ACTOR, &hyo(b'Y', r1, dmg, dtype));
+    let damage = wire_damage(dmg);
+    let hit = AttackActorS2C::Hit {
+        victim: r2,
+        damage,
+        damage_type: dtype,
+    };
+    st.send_packet(a1, &hit);
+    let hit_you = AttackActorS2C::HitYou {
+        attacker: r1,
+        damage,
+        damage_type: dtype,
+    };
+    st.send_packet(a2, &hit_you);
     if observers {
         send_observed(st, a1, a2);
     }
@@ -106,22 +118,24 @@ fn send_observed(st: &mut ZoneState, a1: ActorId, a2: ActorId) {
     let (Some(r1), Some(r2)) = (st.get(a1).map(|a| a.rid), st.get(a2).map(|a| a.rid)) else {
         return;
     };
-    let (x, y) = (r1.to_le_bytes(), r2.to_le_bytes());
-    let p = [b'O', x[0], x[1], y[0], y[1]];
+    let p = AttackActorS2C::Observed {
+        attacker: r1,
+        victim: r2,
+    };
     let members = st.chain_members(st.online, super::state::ChainKind::Online);
     for idx in members {
         let Some(id) = st.at(idx).map(|a| a.id) else {
             continue;
         };
         if id != a1 && id != a2 {
-            st.send_to(id, packets::P_ATTACK_ACTOR, &p);
+            st.send_packet(id, &p);
         }
     }
 }
 
 /// `P_ItemHealth`: `slot u8, health u16` to the owner.
 fn send_item_health(st: &mut ZoneState, id: ActorId, slot: usize, health: u8) {
-    let p = shared::proto::ItemHealth {
+    let p = ItemHealth {
         slot: u8::try_from(slot).unwrap_or(u8::MAX),
         health: u16::from(health),
     };
@@ -341,9 +355,11 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
     if hit {
         if st.rng.one_in(10) {
             dmg = dmg.saturating_mul(2);
-            let mut p = vec![CHAT_RGB, 255, 225, 100];
-            p.extend_from_slice(b"Critical damage!");
-            st.send_to(a1, packets::P_CHAT_MESSAGE, &p);
+            let line = ChatMessageS2C {
+                colour: ChatColour::Rgb(255, 225, 100),
+                text: packets::text("Critical damage!"),
+            };
+            st.send_packet(a1, &line);
         }
         let ap = armour_points(st, a2, dtype, formula);
         dmg = dmg.saturating_sub(ap).max(1);
@@ -396,23 +412,22 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
 
 /// `P_Projectile`: `src u16, tgt u16, mesh u16, tex1 u16, tex2 u16, homing u8, speed u8,
 /// u8 len emitter1, emitter2 (rest)`.
-pub fn projectile_payload(
+fn projectile_packet(
     src: RuntimeId,
     tgt: RuntimeId,
     p: &shared::content::Projectile,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(14 + p.emitter1.len() + p.emitter2.len());
-    for v in [src, tgt, p.mesh, p.texture1, p.texture2] {
-        out.extend_from_slice(&v.to_le_bytes());
+) -> shared::proto::Projectile {
+    shared::proto::Projectile {
+        source: src,
+        target: tgt,
+        mesh: p.mesh,
+        texture1: p.texture1,
+        texture2: p.texture2,
+        homing: u8::from(p.homing),
+        speed: p.speed,
+        emitter1: packets::text(&p.emitter1),
+        emitter2: packets::text(&p.emitter2),
     }
-    out.push(u8::from(p.homing));
-    out.push(p.speed);
-    let e1 = p.emitter1.as_bytes();
-    let n = e1.len().min(255);
-    out.push(n as u8);
-    out.extend_from_slice(e1.get(..n).unwrap_or(e1));
-    out.extend_from_slice(p.emitter2.as_bytes());
-    out
 }
 
 /// `FireProjectile(P, A1, A2)`: broadcast the projectile, roll the hit, apply the damage
@@ -429,7 +444,7 @@ pub fn fire_projectile(st: &mut ZoneState, projectile: u16, a1: ActorId, a2: Act
     let (Some(r1), Some(r2)) = (st.get(a1).map(|a| a.rid), st.get(a2).map(|a| a.rid)) else {
         return;
     };
-    st.send_zone(packets::P_PROJECTILE, &projectile_payload(r1, r2, &p), None);
+    st.send_packet_zone(&projectile_packet(r1, r2, &p), None);
     if st.rng.rand_range(1, 100) > i32::from(p.hit_chance) {
         // Projectile misses send nothing.
         return;

@@ -18,8 +18,10 @@
 //! is the gateway's: it should intercept those words before they reach a zone. If one
 //! does reach the zone it falls through to the hook like any unknown word.
 
+use shared::proto::{ChatColour, ChatMessageS2C};
+
 use super::events::Rejection;
-use super::packets::{self, CHAT_GREEN, CHAT_MAGENTA, CHAT_RED, P_CHAT_MESSAGE};
+use super::packets::{self, CHAT_GREEN, CHAT_RED};
 use super::state::{ActorId, ZoneState};
 
 /// Longest chat text relayed (bytes).
@@ -42,12 +44,11 @@ pub(crate) fn chat(st: &mut ZoneState, actor: ActorId, text: &str) {
         return;
     };
     let text = clip(text);
-    let mut payload = Vec::with_capacity(name.len() + text.len() + 3);
-    payload.push(b'<');
-    payload.extend_from_slice(name.as_bytes());
-    payload.extend_from_slice(b"> ");
-    payload.extend_from_slice(text.as_bytes());
-    st.send_zone(P_CHAT_MESSAGE, &payload, None);
+    let line = ChatMessageS2C {
+        colour: ChatColour::Plain,
+        text: packets::text(&format!("<{name}> {text}")),
+    };
+    st.send_packet_zone(&line, None);
 }
 
 /// Any other command: the zone's words, else the `In-game Commands` hook.
@@ -63,9 +64,11 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
     match word {
         "TRADE" => super::items::trade::command(st, actor, params),
         "ME" => {
-            let mut p = vec![CHAT_MAGENTA];
-            p.extend_from_slice(format!("* {name} {params}").as_bytes());
-            st.send_zone(P_CHAT_MESSAGE, &p, None);
+            let line = ChatMessageS2C {
+                colour: ChatColour::Magenta,
+                text: packets::text(&format!("* {name} {params}")),
+            };
+            st.send_packet_zone(&line, None);
         }
         "P" => {
             let Some(pid) = st.get(actor).and_then(|a| a.party) else {

@@ -17,7 +17,7 @@
 
 use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneInput};
 use super::state::{ActorId, ZoneState};
-use super::{checkpoint, combat, commands, items, mount, packets, party, pets, setarea, stats};
+use super::{checkpoint, combat, commands, items, mount, party, pets, setarea, stats};
 
 /// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
 #[inline]
@@ -212,7 +212,7 @@ pub(crate) fn jump(st: &mut ZoneState, id: ActorId) {
         return;
     }
     let rid = a.rid;
-    st.send_zone(packets::P_JUMP, &rid.to_le_bytes(), Some(id));
+    st.send_packet_zone(&shared::proto::JumpS2C { runtime_id: rid }, Some(id));
 }
 
 /// The speed ratio `Speed.Value / Speed.Max` (1.0 when there is no Speed stat or Max is 0).

@@ -12,7 +12,8 @@
 //! * A dead player keeps its actor (`dead = true`, no movement, no water, not a target)
 //!   until the Death hook restores it; NPCs chasing it drop it at once.
 
-use super::packets;
+use shared::proto::{ActorDead, XpUpdate};
+
 use super::state::{ActorId, AiMode, ZoneState};
 
 /// Upper bound on kill rounds per tick (a hook that kills again queues a new round).
@@ -51,11 +52,11 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
     let killer = killer.filter(|k| *k != victim && st.get(*k).is_some());
     // 1. NPC victim: P_ActorDead to the zone.
     if !is_player {
-        let mut p = vrid.to_le_bytes().to_vec();
-        if let Some(krid) = killer.and_then(|k| st.get(k)).map(|k| k.rid) {
-            p.extend_from_slice(&krid.to_le_bytes());
-        }
-        st.send_zone(packets::P_ACTOR_DEAD, &p, None);
+        let dead = ActorDead {
+            runtime_id: vrid,
+            killer: killer.and_then(|k| st.get(k)).map(|k| k.rid),
+        };
+        st.send_packet_zone(&dead, None);
     }
     // 2. Rating and XP for the killer.
     if let Some(k) = killer {
@@ -161,7 +162,6 @@ fn give_xp_depth(st: &mut ZoneState, actor: ActorId, xp: u32, ignore_party: bool
     if a.is_player() {
         let hooks = st.hooks.clone();
         hooks.on_xp(st, actor);
-        let b = own.to_le_bytes();
-        st.send_to(actor, packets::P_XP_UPDATE, &[b'M', b[0], b[1], b[2], b[3]]);
+        st.send_packet(actor, &XpUpdate::Gained { amount: own });
     }
 }

@@ -39,8 +39,9 @@
 //! [`state::ActorId`] where it is per actor). Call it from the matching call site in
 //! [`ZoneSim::tick`] below (or from [`ingest::dispatch`] for a player action). Use
 //! `st.rng` for randomness, `st.now_ms` for time, [`stats`] to change Health/Speed/Energy
-//! (right audiences), `st.send_to` / `st.send_zone` with the encoders in [`packets`] to
-//! talk, `st.pending_kills.push` to kill from inside the actor loop, and `st.reject` for bad
+//! (right audiences), `st.send_packet` / `st.send_packet_zone` with a typed
+//! `shared::proto` packet (builders from state in [`packets`]) to talk,
+//! `st.pending_kills.push` to kill from inside the actor loop, and `st.reject` for bad
 //! input. Never panic on input: count and return.
 
 pub mod area;

@@ -16,6 +16,8 @@
 //! `P_PartyUpdate` (the *other* members' names) to the members in the instance. The
 //! gateway intercepts these words, so in the cluster they never reach a zone.
 
+use shared::proto::PartyUpdate;
+
 use super::events::Rejection;
 use super::packets::{self, CHAT_GREEN, CHAT_RED};
 use super::state::{ActorId, ChainKind, Party, ZoneState};
@@ -51,14 +53,12 @@ fn send_updates(st: &mut ZoneState, pid: u32) {
     };
     for m in local_members(st, pid) {
         let me = st.get(m).map(|a| a.name.clone()).unwrap_or_default();
-        let mut p = Vec::new();
-        for n in names.iter().filter(|n| !n.eq_ignore_ascii_case(&me)) {
-            let b = n.as_bytes();
-            let len = b.len().min(255);
-            p.push(len as u8);
-            p.extend_from_slice(b.get(..len).unwrap_or(b));
-        }
-        st.send_to(m, packets::P_PARTY_UPDATE, &p);
+        let members = names
+            .iter()
+            .filter(|n| !n.eq_ignore_ascii_case(&me))
+            .map(|n| packets::text(n))
+            .collect();
+        st.send_packet(m, &PartyUpdate { members });
     }
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn leave(st: &mut ZoneState, actor: ActorId) {
     let Some(a) = st.get_mut(actor) else { return };
     let Some(pid) = a.party.take() else { return };
     let name = a.name.clone();
-    st.send_to(actor, packets::P_PARTY_UPDATE, &[]);
+    st.send_packet(actor, &PartyUpdate::default());
     let hooks = st.hooks.clone();
     hooks.on_party_leave(st, actor, pid);
     let Some(p) = st.parties.get_mut(pid as usize) else {
@@ -223,7 +223,7 @@ pub(crate) fn leave(st: &mut ZoneState, actor: ActorId) {
                 && a.party == Some(pid)
             {
                 a.party = None;
-                st.send_to(id, packets::P_PARTY_UPDATE, &[]);
+                st.send_packet(id, &PartyUpdate::default());
             }
         }
         return;

@@ -6,6 +6,8 @@
 //! matches case-insensitively; `None` or `ALL` means every pet. No matching pet → a red
 //! chat line.
 
+use shared::proto::NameChange;
+
 use super::events::{PetCommand, Rejection};
 use super::packets::{self, CHAT_RED};
 use super::state::{ActorId, AiMode, ZoneState};
@@ -78,12 +80,12 @@ fn command_pet(st: &mut ZoneState, pet: ActorId, cmd: &PetCommand, target: Optio
         }
         PetCommand::Name(n) => {
             a.name = n.trim().to_owned();
-            let mut p = a.rid.to_le_bytes().to_vec();
-            let b = a.name.as_bytes();
-            p.push(u8::try_from(b.len()).unwrap_or(u8::MAX));
-            p.extend_from_slice(b);
-            p.extend_from_slice(a.tag.as_bytes());
-            st.send_zone(packets::P_NAME_CHANGE, &p, None);
+            let change = NameChange {
+                runtime_id: a.rid,
+                actor_name: packets::text(&a.name),
+                tag: packets::text(&a.tag),
+            };
+            st.send_packet_zone(&change, None);
         }
     }
 }

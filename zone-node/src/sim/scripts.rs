@@ -310,8 +310,8 @@ pub fn default_level_up(st: &mut ZoneState, actor: ActorId) {
         return;
     }
     a.level += 1;
-    let l = a.level.to_le_bytes();
-    st.send_to(actor, super::packets::P_XP_UPDATE, &[b'U', l[0], l[1]]);
+    let level = a.level;
+    st.send_packet(actor, &shared::proto::XpUpdate::Level { level });
 }
 
 /// Health to 50, clear the dead flag, warp to the portal "Begin" of this area (portal 0

@@ -20,6 +20,8 @@
 //! player's RuntimeID travels with it; pets and mounts get fresh NPC RIDs at the
 //! destination. Incoming duplicate transfer ids are refused.
 
+use shared::proto::{ActionSlot, StartGameReply, XpUpdate};
+
 use super::area::TemplateProps;
 use super::events::{
     ActorState, Arrival, CharacterSnapshot, PlayerKey, Rejection, RuntimeId, SnapshotReason,
@@ -167,7 +169,7 @@ fn announce_companion(st: &mut ZoneState, id: ActorId, root: ActorId) {
     }
     let Some(a) = st.get(id) else { return };
     let na = packets::new_actor(st, a);
-    st.send_zone(packets::P_NEW_ACTOR, &na, Some(root));
+    st.send_packet_zone(&na, Some(root));
 }
 
 fn insert_npc_from_state(
@@ -202,29 +204,20 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
     let is_player = a.is_player();
     if is_player {
         let ca = packets::change_area(st, a);
-        st.send_to(id, packets::P_CHANGE_AREA, &ca);
+        st.send_packet(id, &ca);
         // The instance's items on the ground, as `SetArea` shows them.
         super::items::ground::show_all(st, id);
         let members = st.chain_members(st.zone, ChainKind::Zone);
-        let mut frames = Vec::new();
-        for idx in members {
-            if idx == id.idx {
-                continue;
-            }
-            if let Some(o) = st.at(idx) {
-                packets::push_frame(
-                    &mut frames,
-                    packets::P_NEW_ACTOR,
-                    &packets::new_actor(st, o),
-                );
-            }
-        }
-        if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
-            pd.outbox.extend_from_slice(&frames);
-            pd.outbox_urgent = true;
+        let others: Vec<_> = members
+            .into_iter()
+            .filter(|&idx| idx != id.idx)
+            .filter_map(|idx| st.at(idx).map(|o| packets::new_actor(st, o)))
+            .collect();
+        for o in &others {
+            st.send_packet(id, o);
         }
     }
-    st.send_zone(packets::P_NEW_ACTOR, &na, Some(id));
+    st.send_packet_zone(&na, Some(id));
     // The gubbins `P_NewActor` cannot carry, both ways.
     super::items::equip::on_arrival(st, id);
 }
@@ -236,26 +229,34 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
 #[doc(alias = "P_StartGame")]
 fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &ActorState) {
     for part in 0..12u8 {
-        let mut p = vec![part * 3];
-        for k in 0..3 {
-            // Saved as Latin-1 text (an item slot is `"I"` + two raw bytes).
-            let bytes = state
-                .action_bar
-                .get(usize::from(part * 3 + k))
-                .map(|s| {
-                    shared::wire::RcString::from_latin1(s)
-                        .map_or_else(|| s.as_bytes().to_vec(), |r| r.0)
-                })
-                .unwrap_or_default();
-            let slot = &bytes[..];
-            let n = slot.len().min(1024);
-            p.extend_from_slice(&u16::try_from(n).unwrap_or(0).to_le_bytes());
-            p.extend_from_slice(slot.get(..n).unwrap_or(&[]));
-        }
-        st.send_to(id, packets::P_START_GAME, &p);
+        let slots = (0..3)
+            .map(|k| {
+                // Saved as Latin-1 text (an item slot is `"I"` + two raw bytes).
+                let bytes = state
+                    .action_bar
+                    .get(usize::from(part * 3 + k))
+                    .map(|s| {
+                        shared::wire::RcString::from_latin1(s)
+                            .map_or_else(|| s.as_bytes().to_vec(), |r| r.0)
+                    })
+                    .unwrap_or_default();
+                // As saved, at most 1024 bytes.
+                ActionSlot::from_saved(bytes.get(..bytes.len().min(1024)).unwrap_or(&[]))
+            })
+            .collect();
+        let bar = StartGameReply::ActionBar {
+            first_slot: part * 3,
+            slots,
+        };
+        st.send_packet(id, &bar);
     }
-    st.send_to(id, packets::P_START_GAME, &rid.to_le_bytes());
-    st.send_to(id, packets::P_XP_UPDATE, &[b'B', state.xp_bar]);
+    st.send_packet(id, &StartGameReply::RuntimeId { runtime_id: rid });
+    st.send_packet(
+        id,
+        &XpUpdate::BarLevel {
+            bar_level: state.xp_bar,
+        },
+    );
 }
 
 /// A player joins the game in this instance (`P_StartGame` → `SetArea`).
@@ -311,7 +312,7 @@ fn announce_gone(st: &mut ZoneState, id: ActorId) {
     let Some(rid) = st.get(id).map(|a| a.rid) else {
         return;
     };
-    st.send_zone(packets::P_ACTOR_GONE, &packets::actor_gone(rid), Some(id));
+    st.send_packet_zone(&packets::actor_gone(rid), Some(id));
 }
 
 /// Remove an actor with its mount and pets, announcing each to the zone.
@@ -434,17 +435,13 @@ pub fn set_area(st: &mut ZoneState, id: ActorId, area: &str, instance: u16, arri
         }
         let rid = a.rid;
         st.grid_update(c.idx);
-        st.send_zone(
-            packets::P_REPOSITION_ACTOR,
-            &packets::reposition(rid, x, y, z),
-            Some(c),
-        );
+        st.send_packet_zone(&packets::reposition(rid, x, y, z), Some(c));
     }
     if let Some(a) = st.get(id)
         && a.is_player()
     {
         let ca = packets::change_area(st, a);
-        st.send_to(id, packets::P_CHANGE_AREA, &ca);
+        st.send_packet(id, &ca);
         // The client reloads the area: show it the items on the ground again.
         super::items::ground::show_all(st, id);
     }
@@ -597,7 +594,7 @@ pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
             super::runtime::actor_freed(st, h);
         }
         if let Some(rid) = st.get(c).map(|a| a.rid) {
-            st.send_zone(packets::P_ACTOR_GONE, &packets::actor_gone(rid), Some(c));
+            st.send_packet_zone(&packets::actor_gone(rid), Some(c));
         }
         // Rules: a spawned NPC leaving frees its spawn slot.
         super::spawns::release(st, c);

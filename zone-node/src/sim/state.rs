@@ -142,9 +142,9 @@ pub struct PlayerData {
     pub action_bar: Vec<String>,
     /// Reliable frames queued for this player, in order.
     pub outbox: Vec<u8>,
-    /// Whether `outbox` holds a frame sent to this player alone ([`ZoneState::send_to`]):
+    /// Whether `outbox` holds a frame sent to this player alone ([`ZoneState::send_packet`]):
     /// it goes out at the end of this tick. Frames sent to the whole zone
-    /// ([`ZoneState::send_zone`]) alone wait for the player's next broadcast.
+    /// ([`ZoneState::send_packet_zone`]) alone wait for the player's next broadcast.
     pub outbox_urgent: bool,
     /// The account's user name (`PlayerAccountName`).
     pub account: String,
@@ -1590,42 +1590,41 @@ impl ZoneState {
         self.outputs.push(ZoneOutput::Rejected { player, reason });
     }
 
-    /// Queue a reliable packet (type + payload) for one actor's player (no-op for NPCs); it
-    /// goes out at the end of this tick, with whatever is queued before it.
-    pub fn send_to(&mut self, to: ActorId, ptype: u8, payload: &[u8]) {
+    /// Queue a typed packet (`shared::proto`, the one encoder of each packet) for one
+    /// actor's player (no-op for NPCs); it goes out at the end of this tick, with
+    /// whatever is queued before it.
+    pub fn send_packet<P: shared::proto::Packet>(&mut self, to: ActorId, packet: &P) {
         if let Some(pd) = self.get_mut(to).and_then(|a| a.player_data.as_mut()) {
-            super::packets::push_frame(&mut pd.outbox, ptype, payload);
+            // A payload over 65534 bytes is dropped (never produced by the sim).
+            let _ = shared::frame::write_packet_frame(&mut pd.outbox, |o| {
+                o.push(P::ID);
+                packet.encode_payload(o);
+            });
             pd.outbox_urgent = true;
         }
     }
 
-    /// Queue a typed packet (`shared::proto`, the one encoder of each packet) for one
-    /// actor's player; see [`ZoneState::send_to`].
-    pub fn send_packet<P: shared::proto::Packet>(&mut self, to: ActorId, packet: &P) {
-        let mut payload = Vec::new();
-        packet.encode_payload(&mut payload);
-        self.send_to(to, P::ID, &payload);
-    }
-
-    /// Queue a typed packet for every online player of the instance, except `except`;
-    /// see [`ZoneState::send_zone`].
-    pub fn send_packet_zone<P: shared::proto::Packet>(
-        &mut self,
-        packet: &P,
-        except: Option<ActorId>,
-    ) {
-        let mut payload = Vec::new();
-        packet.encode_payload(&mut payload);
-        self.send_zone(P::ID, &payload, except);
-    }
-
-    /// Queue a reliable packet for every online player of the instance, except `except`.
+    /// Queue a typed packet for every online player of the instance, except `except`.
     ///
     /// It goes out with the player's next broadcast (or sooner, with a packet sent to the
     /// player alone), so that a crowd's zone chat and announcements reach each player as
     /// one batch per broadcast interval instead of one QUIC packet each
     /// (docs/simulation.md, "Reliable output").
-    pub fn send_zone(&mut self, ptype: u8, payload: &[u8], except: Option<ActorId>) {
+    pub fn send_packet_zone<P: shared::proto::Packet>(
+        &mut self,
+        packet: &P,
+        except: Option<ActorId>,
+    ) {
+        // Encoded once, copied to each recipient.
+        let mut frame = Vec::new();
+        if shared::frame::write_packet_frame(&mut frame, |o| {
+            o.push(P::ID);
+            packet.encode_payload(o);
+        })
+        .is_err()
+        {
+            return;
+        }
         let mut cur = self.online.first;
         let mut guard = 0u32;
         while cur != NIL && guard <= self.online.len {
@@ -1635,7 +1634,7 @@ impl ZoneState {
             if Some(a.id) != except
                 && let Some(pd) = a.player_data.as_mut()
             {
-                super::packets::push_frame(&mut pd.outbox, ptype, payload);
+                pd.outbox.extend_from_slice(&frame);
             }
             cur = next;
         }

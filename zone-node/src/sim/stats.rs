@@ -9,6 +9,8 @@
 //! * Bounds: values are kept in `-32768..=65535` (the wire carries 16 bits); maxima in
 //!   `0..=65535`.
 
+use shared::proto::StatUpdate;
+
 use super::events::{ATTRIBUTE_COUNT, Rejection};
 use super::packets;
 use super::state::{ActorId, ZoneState};
@@ -18,11 +20,11 @@ pub const VALUE_MIN: i32 = -32768;
 /// Highest attribute value or maximum kept.
 pub const VALUE_MAX: i32 = 65535;
 
-fn send_attr(st: &mut ZoneState, id: ActorId, attr: u8, payload: &[u8]) {
+fn send_attr(st: &mut ZoneState, id: ActorId, attr: u8, packet: &StatUpdate) {
     if st.content.fixed.is_important(attr) {
-        st.send_zone(packets::P_STAT_UPDATE, payload, None);
+        st.send_packet_zone(packet, None);
     } else {
-        st.send_to(id, packets::P_STAT_UPDATE, payload);
+        st.send_packet(id, packet);
     }
 }
 
@@ -43,7 +45,7 @@ pub fn update_attribute(st: &mut ZoneState, id: ActorId, attr: u8, value: i32) {
         *slot = v;
     }
     let rid = a.rid;
-    send_attr(st, id, attr, &packets::stat_value(rid, attr, v));
+    send_attr(st, id, attr, &packets::stat_update_value(rid, attr, v));
 }
 
 /// `UpdateAttributeMax(A, attr, value)`: write the maximum (a value above it is lowered
@@ -60,7 +62,7 @@ pub fn update_attribute_max(st: &mut ZoneState, id: ActorId, attr: u8, value: i3
     }
     let rid = a.rid;
     let cur = a.attr.get(usize::from(attr)).copied().unwrap_or(0);
-    send_attr(st, id, attr, &packets::stat_max(rid, attr, m));
+    send_attr(st, id, attr, &packets::stat_update_max(rid, attr, m));
     if cur > m {
         update_attribute(st, id, attr, m);
     }
@@ -75,11 +77,7 @@ pub fn update_reputation(st: &mut ZoneState, id: ActorId, value: i32) {
     }
     a.reputation = value.clamp(-32768, 32767);
     let (rid, v) = (a.rid, a.reputation);
-    st.send_zone(
-        packets::P_STAT_UPDATE,
-        &packets::stat_reputation(rid, v),
-        None,
-    );
+    st.send_packet_zone(&packets::stat_update_reputation(rid, v), None);
 }
 
 /// `/setattribute` and `/setattributemax`: find the attribute (bail before any write when
@@ -102,11 +100,7 @@ pub fn set_attribute_by_name(st: &mut ZoneState, id: ActorId, name: &str, value:
                 *s = v;
             }
             let rid = a.rid;
-            st.send_to(
-                id,
-                packets::P_STAT_UPDATE,
-                &packets::stat_value(rid, attr, v),
-            );
+            st.send_packet(id, &packets::stat_update_value(rid, attr, v));
         }
         (true, false) => {
             let Some(a) = st.get_mut(id) else { return };
@@ -115,7 +109,7 @@ pub fn set_attribute_by_name(st: &mut ZoneState, id: ActorId, name: &str, value:
                 *s = v;
             }
             let rid = a.rid;
-            st.send_to(id, packets::P_STAT_UPDATE, &packets::stat_max(rid, attr, v));
+            st.send_packet(id, &packets::stat_update_max(rid, attr, v));
         }
     }
     let health = st.content.fixed.health;

@@ -97,9 +97,5 @@ fn set_breath(st: &mut ZoneState, idx: u32, b: u8, value: i32) {
     };
     *slot = value;
     let (id, rid) = (a.id, a.rid);
-    st.send_to(
-        id,
-        packets::P_STAT_UPDATE,
-        &packets::stat_value(rid, b, value),
-    );
+    st.send_packet(id, &packets::stat_update_value(rid, b, value));
 }

@@ -13,7 +13,8 @@
 //! [`ScriptHooks::linked_weather`](super::scripts::ScriptHooks::linked_weather) (the shell
 //! or the game supplies it); when it answers `None` the zone rolls its own.
 
-use super::packets;
+use shared::proto::WeatherChange;
+
 use super::state::ZoneState;
 
 /// Milliseconds per Realm Crafter weather "visit".
@@ -71,7 +72,9 @@ pub fn set_weather(st: &mut ZoneState, weather: u8, duration_ms: u64) {
     st.weather = weather.min(5);
     let until = st.now_ms.saturating_add(duration_ms.max(MS_PER_VISIT)) / MS_PER_VISIT + 1;
     st.weather_time = i32::try_from(until).unwrap_or(i32::MAX);
-    let mut p = st.cfg.instance_handle.to_le_bytes().to_vec();
-    p.push(st.weather);
-    st.send_zone(packets::P_WEATHER_CHANGE, &p, None);
+    let change = WeatherChange {
+        instance_handle: st.cfg.instance_handle,
+        weather: st.weather,
+    };
+    st.send_packet_zone(&change, None);
 }

@@ -20,16 +20,12 @@ use crate::sim::{ingest, kill, stats};
 
 /// Queue a typed packet for one actor's player.
 pub fn send<P: Packet>(st: &mut ZoneState, to: ActorId, p: &P) {
-    let mut b = Vec::new();
-    p.encode_payload(&mut b);
-    st.send_to(to, P::ID, &b);
+    st.send_packet(to, p);
 }
 
 /// Queue a typed packet for every player of the instance (but `except`).
 pub fn send_zone<P: Packet>(st: &mut ZoneState, p: &P, except: Option<ActorId>) {
-    let mut b = Vec::new();
-    p.encode_payload(&mut b);
-    st.send_zone(P::ID, &b, except);
+    st.send_packet_zone(p, except);
 }
 
 fn name_str(s: &str) -> RStr {
