@@ -29,7 +29,7 @@ use shared::proto::{ChatMessageS2C, Packet as _};
 use crate::script_store::MemoryStore;
 use crate::sim::events::{Arrival, PlayerKey, ScriptErrorKind, TransferId, ZoneInput, ZoneOutput};
 use crate::sim::instances::{Handle, InstanceId, StartRequest, Wait};
-use crate::sim::scripts::{DefaultHooks, ScriptHooks};
+use crate::sim::scripts::ScriptHooks;
 use crate::sim::state::{ActorId, ZoneState};
 use crate::sim::{ZoneConfig, ZoneContent, ZoneSim, runtime};
 
@@ -353,91 +353,18 @@ impl RunOptions {
     }
 }
 
-/// The engine's entry points as on a server, except those a login runs (`Login.Main` and
-/// the area's Entry script): `rcscript run`'s test player logs in, but the output must be
-/// the script's own. Everything else (a death running `Death.Main`, XP running
-/// `LevelUp.Main`, ...) is delegated to the inner hooks.
+/// The engine's entry points as on a server ([`ScriptHooks`]' defaults, the world's
+/// scripts), except those a login runs (`Login.Main` and the area's Entry script):
+/// `rcscript run`'s test player logs in, but the output must be the script's own.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RunHooks<H = DefaultHooks>(pub H);
+pub struct RunHooks;
 
-impl<H: ScriptHooks> ScriptHooks for RunHooks<H> {
-    fn on_player_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        self.0.on_player_death(st, victim, killer);
-    }
-
-    fn on_death_timer(&self, st: &mut ZoneState, victim: ActorId) {
-        self.0.on_death_timer(st, victim);
-    }
-
-    fn on_xp(&self, st: &mut ZoneState, actor: ActorId) {
-        self.0.on_xp(st, actor);
-    }
-
-    fn on_attack(&self, st: &mut ZoneState, attacker: ActorId, victim: ActorId) {
-        self.0.on_attack(st, attacker, victim);
-    }
-
-    fn on_spawn(&self, st: &mut ZoneState, npc: ActorId, spawn_point: u16) {
-        self.0.on_spawn(st, npc, spawn_point);
-    }
-
-    fn on_npc_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        self.0.on_npc_death(st, victim, killer);
-    }
-
+impl ScriptHooks for RunHooks {
     /// Not run: the test player's login is not the script's business.
     fn on_login(&self, _st: &mut ZoneState, _actor: ActorId) {}
 
-    fn on_logout(&self, st: &mut ZoneState, actor: ActorId) {
-        self.0.on_logout(st, actor);
-    }
-
     /// Not run: the test player's arrival is not the script's business.
     fn on_area_entry(&self, _st: &mut ZoneState, _actor: ActorId) {}
-
-    fn on_area_exit(&self, st: &mut ZoneState, actor: ActorId) {
-        self.0.on_area_exit(st, actor);
-    }
-
-    fn on_party_join(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
-        self.0.on_party_join(st, actor, party);
-    }
-
-    fn on_party_leave(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
-        self.0.on_party_leave(st, actor, party);
-    }
-
-    fn on_mount(&self, st: &mut ZoneState, rider: ActorId, mount: ActorId) {
-        self.0.on_mount(st, rider, mount);
-    }
-
-    fn on_dismount(&self, st: &mut ZoneState, rider: ActorId, mount: Option<ActorId>) {
-        self.0.on_dismount(st, rider, mount);
-    }
-
-    fn on_equip_change(&self, st: &mut ZoneState, actor: ActorId) {
-        self.0.on_equip_change(st, actor);
-    }
-
-    fn on_scheduled(&self, st: &mut ZoneState, actor: ActorId, tag: &str) {
-        self.0.on_scheduled(st, actor, tag);
-    }
-
-    fn linked_weather(&self, st: &ZoneState, area: &str) -> Option<u8> {
-        self.0.linked_weather(st, area)
-    }
-
-    fn on_command(&self, st: &mut ZoneState, actor: ActorId, word: &str, params: &str) -> bool {
-        self.0.on_command(st, actor, word, params)
-    }
-
-    fn on_right_click(&self, st: &mut ZoneState, clicker: ActorId, target: ActorId) -> bool {
-        self.0.on_right_click(st, clicker, target)
-    }
-
-    fn on_trigger(&self, st: &mut ZoneState, actor: ActorId, trigger: u16) {
-        self.0.on_trigger(st, actor, trigger);
-    }
 }
 
 /// `rcscript run`: run `opts.function` of `opts.file` with a test player as `Actor()` in a
@@ -608,7 +535,7 @@ impl Zone {
             ..ZoneConfig::default()
         };
         let first_rid = cfg.rids.player_lo.max(1);
-        let sim = ZoneSim::with_hooks(cfg, Arc::new(content), Arc::new(RunHooks(DefaultHooks)));
+        let sim = ZoneSim::with_hooks(cfg, Arc::new(content), Arc::new(RunHooks));
         // A fresh character of the template at its start portal.
         let props = sim
             .state()
