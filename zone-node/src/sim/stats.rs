@@ -52,20 +52,28 @@ pub fn update_attribute(st: &mut ZoneState, id: ActorId, attr: u8, value: i32) {
 /// through [`update_attribute`]).
 #[doc(alias = "UpdateAttributeMax")]
 pub fn update_attribute_max(st: &mut ZoneState, id: ActorId, attr: u8, value: i32) {
-    if usize::from(attr) >= ATTRIBUTE_COUNT {
+    let Some(m) = write_attribute_max(st, id, attr, value) else {
         return;
-    }
-    let Some(a) = st.get_mut(id) else { return };
-    let m = value.clamp(0, VALUE_MAX);
-    if let Some(slot) = a.attr_max.get_mut(usize::from(attr)) {
-        *slot = m;
-    }
-    let rid = a.rid;
-    let cur = a.attr.get(usize::from(attr)).copied().unwrap_or(0);
-    send_attr(st, id, attr, &packets::stat_update_max(rid, attr, m));
+    };
+    let cur = st.get(id).and_then(|a| a.attr_value(Some(attr))).unwrap_or(0);
     if cur > m {
         update_attribute(st, id, attr, m);
     }
+}
+
+/// Write an attribute's maximum (clamped to `0..=VALUE_MAX`) and tell the right audience,
+/// leaving the current value as it is (the script commands `SetMaxAttribute` /
+/// `ChangeMaxAttribute`, as in Realm Crafter). Returns the maximum written.
+pub fn write_attribute_max(st: &mut ZoneState, id: ActorId, attr: u8, value: i32) -> Option<i32> {
+    if usize::from(attr) >= ATTRIBUTE_COUNT {
+        return None;
+    }
+    let a = st.get_mut(id)?;
+    let m = value.clamp(0, VALUE_MAX);
+    *a.attr_max.get_mut(usize::from(attr))? = m;
+    let rid = a.rid;
+    send_attr(st, id, attr, &packets::stat_update_max(rid, attr, m));
+    Some(m)
 }
 
 /// `UpdateReputation(A, value)`: players only, broadcast to the instance.

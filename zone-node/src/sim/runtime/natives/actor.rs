@@ -450,46 +450,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 set_attribute(h, id, i, v);
                 return none();
             }
-            let v = v.clamp(0, stats::VALUE_MAX);
             // The current value is not clamped to the new maximum (Realm Crafter).
-            if let Some(x) = h.st.get_mut(id)
-                && let Some(m) = x.attr_max.get_mut(usize::from(i))
-            {
-                *m = v;
-            }
-            let rid = h.st.get(id).map_or(0, |x| x.rid);
-            let p = shared::proto::StatUpdate::Max {
-                runtime_id: rid,
-                attribute: i,
-                value: v as u16 as i16,
-            };
-            if h.st.content.fixed.is_important(i) {
-                send_zone(h.st, &p, None);
-            } else {
-                send(h.st, id, &p);
-            }
+            stats::write_attribute_max(h.st, id, i, v);
             none()
         }
         Native::Resistance => {
-            let name = a.rstr(1);
-            let i =
-                h.st.content
-                    .world
-                    .damage_types
-                    .iter()
-                    .position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
+            let i = damage_type(h, &a.rstr(1));
             int(i
                 .and_then(|i| get(h).and_then(|x| x.resist.get(i).copied()))
                 .unwrap_or(0))
         }
         Native::SetResistance => {
-            let name = a.rstr(1);
-            let i =
-                h.st.content
-                    .world
-                    .damage_types
-                    .iter()
-                    .position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes());
+            let i = damage_type(h, &a.rstr(1));
             if let (Some(i), Some(x)) = (i, me.and_then(|id| h.st.get_mut(id)))
                 && let Some(r) = x.resist.get_mut(i)
             {
@@ -723,4 +695,13 @@ fn set_leader(h: &mut ZoneHost<'_>, npc: Option<ActorId>, leader: Option<ActorId
             }
         }
     }
+}
+
+/// The index of a damage type by its exact name (`Resistance`, `SetResistance`).
+fn damage_type(h: &ZoneHost<'_>, name: &RStr) -> Option<usize> {
+    h.st.content
+        .world
+        .damage_types
+        .iter()
+        .position(|d| !d.is_empty() && d.as_bytes() == name.as_bytes())
 }
