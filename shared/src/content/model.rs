@@ -152,6 +152,17 @@ impl World {
         self.areas.iter().find(|a| eq_ci(&a.name, name))
     }
 
+    /// The item template with this name, compared case-insensitively with surrounding
+    /// blanks ignored (Realm Crafter's `FindItem`, used by `GiveItem`, `HasItem`,
+    /// `SpawnItem` and `/give`).
+    #[doc(alias = "FindItem")]
+    pub fn item_by_name(&self, name: &str) -> Option<&Item> {
+        let name = name.trim();
+        self.items
+            .iter()
+            .find(|i| !i.name.is_empty() && eq_ci(&i.name, name))
+    }
+
     /// The position of the area with this name in [`World::areas`] (case-insensitive).
     pub fn area_index(&self, name: &str) -> Option<usize> {
         self.areas.iter().position(|a| eq_ci(&a.name, name))

@@ -129,7 +129,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
 fn give(st: &mut ZoneState, actor: ActorId, params: &str) {
     let player = st.get(actor).and_then(|a| a.player);
     let world = st.content.world.clone();
-    let Some(template) = super::items::ground::find_item(&world, params) else {
+    let Some(template) = world.item_by_name(params) else {
         st.reject(player, Rejection::BadItemRequest);
         packets::send_chat(st, actor, CHAT_RED, &format!("No item named {params}"));
         return;

@@ -55,7 +55,10 @@ pub fn update_attribute_max(st: &mut ZoneState, id: ActorId, attr: u8, value: i3
     let Some(m) = write_attribute_max(st, id, attr, value) else {
         return;
     };
-    let cur = st.get(id).and_then(|a| a.attr_value(Some(attr))).unwrap_or(0);
+    let cur = st
+        .get(id)
+        .and_then(|a| a.attr_value(Some(attr)))
+        .unwrap_or(0);
     if cur > m {
         update_attribute(st, id, attr, m);
     }

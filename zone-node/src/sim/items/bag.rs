@@ -118,13 +118,6 @@ pub fn take_item(st: &mut ZoneState, id: ActorId, item: u16, amount: u32) -> u32
     taken.iter().map(|t| u32::from(t.amount)).sum()
 }
 
-/// A fresh offer handle (nonzero, never reused while the instance lives; shares the
-/// dropped-item counter so every handle a client can echo is unique).
-fn next_offer_handle(st: &mut ZoneState) -> u32 {
-    st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
-    st.ground_handle
-}
-
 /// Send a player one `"G"` offer for what the server placed in `slot`, and remember it
 /// until the client answers (at most [`OutstandingOffer::KEEP`]; the oldest is forgotten,
 /// and its late answer refused). No-op for an NPC.
@@ -132,7 +125,7 @@ fn offer(st: &mut ZoneState, id: ActorId, item: u16, slot: usize, amount: u16, r
     if st.get(id).is_none_or(|a| a.player_data.is_none()) {
         return;
     }
-    let handle = next_offer_handle(st);
+    let handle = super::exchange::next_handle(st);
     let Ok(slot) = u8::try_from(slot) else { return };
     if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
         if pd.offers.len() >= OutstandingOffer::KEEP {

@@ -25,10 +25,11 @@
 //! [`GroundConfig::lifetime_ms`]: crate::sim::state::GroundConfig::lifetime_ms
 //! [`GroundConfig::cap`]: crate::sim::state::GroundConfig::cap
 
-use shared::content::{Item, World};
-use shared::proto::{InventoryUpdateS2C, ItemString};
+use shared::content::Item;
+use shared::proto::InventoryUpdateS2C;
 
 use super::bag;
+use super::exchange::{self, item_string};
 use super::inventory::{self, STACK_MAX, Wearer};
 use crate::sim::events::{InvSlot, PlayerKey, Rejection};
 use crate::sim::state::{ActorId, GroundItem, ZoneState};
@@ -36,40 +37,6 @@ use crate::sim::state::{ActorId, GroundItem, ZoneState};
 /// How often the housekeeping phase looks for expired items (ms): an item lives its
 /// lifetime plus at most this.
 pub const SWEEP_MS: u64 = 1000;
-
-/// Attribute offset of the wire's item string (`attr + 5000`).
-const ATTRIBUTE_BIAS: i32 = 5000;
-
-/// `FindItem`: the first item template with this name, case-insensitive.
-#[doc(alias = "FindItem")]
-pub fn find_item<'w>(world: &'w World, name: &str) -> Option<&'w Item> {
-    let name = name.trim();
-    world
-        .items
-        .iter()
-        .find(|i| i.name.eq_ignore_ascii_case(name))
-}
-
-/// The 83-byte item string of an instance (`ItemInstanceToString`): template id, 40
-/// attributes biased by 5000 (clamped to the u16 the wire holds), health.
-#[doc(alias = "ItemInstanceToString")]
-pub fn item_string(item: &InvSlot) -> ItemString {
-    ItemString {
-        item_id: item.item,
-        attributes: (0..40)
-            .map(|i| {
-                let v = item
-                    .attributes
-                    .get(i)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_add(ATTRIBUTE_BIAS);
-                u16::try_from(v.clamp(0, i32::from(u16::MAX))).unwrap_or(0)
-            })
-            .collect(),
-        health: item.health,
-    }
-}
 
 /// The `"D"` packet that shows a ground item.
 fn dropped_packet(handle: u32, g: &GroundItem) -> InventoryUpdateS2C {
@@ -87,9 +54,9 @@ fn dropped_packet(handle: u32, g: &GroundItem) -> InventoryUpdateS2C {
 /// offers, so a client never holds two live handles that are equal).
 fn next_handle(st: &mut ZoneState) -> u32 {
     loop {
-        st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
-        if !st.ground.contains_key(&st.ground_handle) {
-            return st.ground_handle;
+        let h = exchange::next_handle(st);
+        if !st.ground.contains_key(&h) {
+            return h;
         }
     }
 }
@@ -336,7 +303,9 @@ pub fn spawn_item(
     instance: i32,
 ) -> Result<u32, SpawnError> {
     let world = st.content.world.clone();
-    let template = find_item(&world, name).ok_or_else(|| SpawnError::UnknownItem(name.into()))?;
+    let template = world
+        .item_by_name(name)
+        .ok_or_else(|| SpawnError::UnknownItem(name.into()))?;
     let n = u16::try_from(amount)
         .ok()
         .filter(|n| (1..=STACK_MAX).contains(n))
@@ -358,21 +327,3 @@ pub fn spawn_item(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn item_strings_bias_and_clamp_attributes_and_pad_to_forty() {
-        let s = item_string(&InvSlot {
-            item: 7,
-            attributes: vec![0, -5001, 70_000, 12],
-            health: 55,
-            amount: 3,
-        });
-        assert_eq!(s.item_id, 7);
-        assert_eq!(s.attributes.len(), 40);
-        assert_eq!(&s.attributes[..5], &[5000, 0, 65535, 5012, 5000]);
-        assert_eq!(s.health, 55);
-    }
-}

@@ -15,7 +15,7 @@
 //! `SpawnItem` (ground items) and `OpenTrading` (trade and shops) are not here.
 
 use script::natives::Native;
-use shared::content::{Item, ItemKind, WeaponType, World};
+use shared::content::{Item, ItemKind, WeaponType};
 use shared::proto::InventoryUpdateS2C;
 
 use super::{Args, NResult, float, int, none, text};
@@ -63,17 +63,6 @@ pub fn handles(n: Native) -> bool {
             | Native::SetItemHealth
             | Native::ItemAttribute
     )
-}
-
-/// The template named `name` (case-insensitive, surrounding blanks ignored): Realm
-/// Crafter's `FindItem`.
-#[doc(alias = "FindItem")]
-pub fn find_item<'w>(world: &'w World, name: &str) -> Option<&'w Item> {
-    let name = name.trim();
-    world
-        .items
-        .iter()
-        .find(|i| !i.name.is_empty() && shared::content::eq_ci(&i.name, name))
 }
 
 /// The inventory slot an `Actor<Slot>` native names (`n` is the 1-based ring, amulet or
@@ -155,7 +144,7 @@ impl ZoneHost<'_> {
 /// could be done; a give that does not fit is written to the script log (Realm Crafter
 /// lost the items that did not fit).
 fn give_item(h: &mut ZoneHost<'_>, id: ActorId, name: &str, n: i32) -> i32 {
-    let Some(t) = find_item(&h.st.content.world, name).cloned() else {
+    let Some(t) = h.st.content.world.item_by_name(name).cloned() else {
         let msg = format!("GiveItem: there is no item called \"{}\"", name.trim());
         runtime::log(h.st, &h.cx.script, msg);
         return 0;
@@ -256,7 +245,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             let name = a.text(1);
             let held = h
                 .actor(a.int(0))
-                .zip(find_item(&h.st.content.world, &name))
+                .zip(h.st.content.world.item_by_name(&name))
                 .and_then(|(id, t)| Some(inventory::count(&h.st.get(id)?.inventory, t.id)))
                 .map_or(0, i64::from);
             int(i32::from(held > 0 && held >= want))
