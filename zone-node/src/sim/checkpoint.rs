@@ -86,6 +86,15 @@ pub fn checkpoint_entangled(st: &mut ZoneState) {
     }
     let players = take_entangled(st, None);
     let ground = take_ground(st);
+    push_group(st, players, ground);
+}
+
+/// Emit one group, unless it would be empty.
+fn push_group(
+    st: &mut ZoneState,
+    players: Vec<CharacterSnapshot>,
+    ground: Option<Vec<GroundItemDto>>,
+) {
     if players.is_empty() && ground.is_none() {
         return;
     }
@@ -120,13 +129,7 @@ pub(crate) fn checkpoint_all(st: &mut ZoneState) {
     // in the list already.
     st.entangled.clear();
     let ground = take_ground(st);
-    if players.is_empty() && ground.is_none() {
-        return;
-    }
-    st.outputs.push(ZoneOutput::Checkpoint(Box::new(Checkpoint {
-        players,
-        ground,
-    })));
+    push_group(st, players, ground);
 }
 
 /// The instance stops (`StopInstance`, a drain): every player leaves, and their final

@@ -225,13 +225,23 @@ fn apply(
     Ok(())
 }
 
-/// `"S"`: move, swap or split a stack (`InventorySwap`, [`inventory::swap`]) in the
-/// sender's inventory or one of its pets'. A refused move is counted and changes nothing;
-/// Realm Crafter sends no reply either way, so a client that already moved the item
-/// locally stays out of step until its character is loaded again (`docs/items.md`).
-#[doc(alias = "InventorySwap")]
+/// The move rules' signature ([`inventory::swap`], [`inventory::merge`]).
+type MoveRule = fn(
+    &mut [Option<InvSlot>],
+    &shared::content::World,
+    &Wearer<'_>,
+    usize,
+    usize,
+    u16,
+) -> Result<(), InventoryError>;
+
+/// One stack move by a client in its own inventory or one of its pets': refused and
+/// counted (changing nothing) unless `rule` allows it; the Equip Change script and `"O"`
+/// when an equipment slot took part. Realm Crafter sends no reply either way, so a client
+/// that already moved the item locally stays out of step until its character is loaded
+/// again (`docs/items.md`).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn swap(
+fn client_move(
     st: &mut ZoneState,
     player: PlayerKey,
     id: ActorId,
@@ -239,6 +249,7 @@ pub(crate) fn swap(
     from: u8,
     to: u8,
     amount: u16,
+    rule: MoveRule,
 ) {
     let (from, to) = (usize::from(from), usize::from(to));
     let Some(owner) = own_or_pet(st, id, runtime_id) else {
@@ -246,7 +257,7 @@ pub(crate) fn swap(
         return;
     };
     let moved = apply(st, owner, |inv, world, w| {
-        inventory::swap(inv, world, w, from, to, amount)
+        rule(inv, world, w, from, to, amount)
     });
     if moved.is_err() {
         st.reject(Some(player), Rejection::BadItemRequest);
@@ -257,10 +268,32 @@ pub(crate) fn swap(
     }
 }
 
+/// `"S"`: move, swap or split a stack (`InventorySwap`, [`inventory::swap`]).
+#[doc(alias = "InventorySwap")]
+pub(crate) fn swap(
+    st: &mut ZoneState,
+    player: PlayerKey,
+    id: ActorId,
+    runtime_id: u16,
+    from: u8,
+    to: u8,
+    amount: u16,
+) {
+    client_move(
+        st,
+        player,
+        id,
+        runtime_id,
+        from,
+        to,
+        amount,
+        inventory::swap,
+    );
+}
+
 /// `"A"`: add part of a stack onto an identical stackable backpack stack
 /// (`InventoryAdd`, [`inventory::merge`]).
 #[doc(alias = "InventoryAdd")]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn merge(
     st: &mut ZoneState,
     player: PlayerKey,
@@ -270,21 +303,16 @@ pub(crate) fn merge(
     to: u8,
     amount: u16,
 ) {
-    let (from, to) = (usize::from(from), usize::from(to));
-    let Some(owner) = own_or_pet(st, id, runtime_id) else {
-        st.reject(Some(player), Rejection::BadItemRequest);
-        return;
-    };
-    let moved = apply(st, owner, |inv, world, w| {
-        inventory::merge(inv, world, w, from, to, amount)
-    });
-    if moved.is_err() {
-        st.reject(Some(player), Rejection::BadItemRequest);
-        return;
-    }
-    if inventory::is_equipment(from) {
-        equipment_changed(st, owner);
-    }
+    client_move(
+        st,
+        player,
+        id,
+        runtime_id,
+        from,
+        to,
+        amount,
+        inventory::merge,
+    );
 }
 
 /// `P_ActionBarUpdate`: store a bar slot as Realm Crafter saves it (Latin-1 text):

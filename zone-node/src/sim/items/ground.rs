@@ -326,4 +326,3 @@ pub fn spawn_item(
         here_instance: st.cfg.instance,
     })
 }
-
