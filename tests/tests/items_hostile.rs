@@ -507,15 +507,28 @@ async fn hostile_item_requests_change_nothing_and_are_counted() {
         .accept_trade(10, vec![TradeExpect { slot: 0, amount: 1 }], vec![])
         .await
         .unwrap();
+    let mut offers = Vec::new();
     for p in [&mut hero, &mut rival] {
-        assert!(
-            until(p, WAIT, |e| matches!(e, Event::TradeClosed))
-                .await
-                .is_some()
-        );
-        // The items and gold packets come before the close; let the view catch up.
+        let closed = until(p, WAIT, |e| {
+            if let Event::ItemOffered {
+                item_handle,
+                slot: Some(slot),
+                ..
+            } = e
+            {
+                offers.push((*item_handle, *slot));
+            }
+            matches!(e, Event::TradeClosed)
+        })
+        .await;
+        assert!(closed.is_some());
+        // Gold may follow the close; let the view catch up.
         drain(p, Duration::from_millis(300)).await;
     }
+    // The rival's client answers the trade's offer with the slot it placed it in, as Realm
+    // Crafter's does: the server's own slot, accepted (nothing counted).
+    assert_eq!(offers, [(offers[0].0, 14)], "one offer, into the potions");
+    rival.answer_offer(offers[0].0, Some(14)).await.unwrap();
     send(&mut hero, accept(-10, vec![])).await;
     send(
         &mut rival,

@@ -62,9 +62,7 @@ pub fn give(
         }
         (placed, item_id)
     };
-    for p in &placed {
-        offer(st, id, item_id, p.slot, p.amount, false);
-    }
+    send_offers(st, id, item_id, &placed);
     if placed.iter().any(|p| inventory::is_equipment(p.slot)) {
         equipment_changed(st, id);
     }
@@ -118,11 +116,13 @@ pub fn take_item(st: &mut ZoneState, id: ActorId, item: u16, amount: u32) -> u32
     taken.iter().map(|t| u32::from(t.amount)).sum()
 }
 
-/// A fresh offer handle (nonzero, never reused while the instance lives; shares the
-/// dropped-item counter so every handle a client can echo is unique).
-fn next_offer_handle(st: &mut ZoneState) -> u32 {
-    st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
-    st.ground_handle
+/// One `"G"` offer per placement of items the server has already placed (a gift, a
+/// purchase, a trade's settlement), each remembered until the client answers. No-op for an
+/// NPC.
+pub(crate) fn send_offers(st: &mut ZoneState, id: ActorId, item_id: u16, placed: &[Placement]) {
+    for p in placed {
+        offer(st, id, item_id, p.slot, p.amount, false);
+    }
 }
 
 /// Send a player one `"G"` offer for what the server placed in `slot`, and remember it
@@ -132,7 +132,7 @@ fn offer(st: &mut ZoneState, id: ActorId, item: u16, slot: usize, amount: u16, r
     if st.get(id).is_none_or(|a| a.player_data.is_none()) {
         return;
     }
-    let handle = next_offer_handle(st);
+    let handle = super::exchange::next_handle(st);
     let Ok(slot) = u8::try_from(slot) else { return };
     if let Some(pd) = st.get_mut(id).and_then(|a| a.player_data.as_mut()) {
         if pd.offers.len() >= OutstandingOffer::KEEP {

@@ -83,17 +83,6 @@ fn dropped_packet(handle: u32, g: &GroundItem) -> InventoryUpdateS2C {
     }
 }
 
-/// A fresh handle: nonzero, not on the ground now (the counter is shared with the `"G"`
-/// offers, so a client never holds two live handles that are equal).
-fn next_handle(st: &mut ZoneState) -> u32 {
-    loop {
-        st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
-        if !st.ground.contains_key(&st.ground_handle) {
-            return st.ground_handle;
-        }
-    }
-}
-
 /// Remove an item for good (expired, evicted) and tell the zone (`"P"`).
 fn destroy(st: &mut ZoneState, handle: u32) {
     if st.ground.remove(&handle).is_some() {
@@ -121,7 +110,7 @@ pub fn place(st: &mut ZoneState, item: InvSlot, x: f32, y: f32, z: f32) -> u32 {
         let Some(h) = oldest(st) else { break };
         destroy(st, h);
     }
-    let handle = next_handle(st);
+    let handle = super::exchange::next_handle(st);
     let lifetime = st.cfg.ground.lifetime_ms;
     let expires_ms = if lifetime == 0 {
         u64::MAX
