@@ -4,7 +4,7 @@
 //!
 //! A settlement first computes every inventory it changes on copies, then commits them all
 //! and only then sends the packets below, so no packet ever describes a change that did not
-//! happen (`docs/items.md`, "Atomic settlement").
+//! happen (`docs/items.md`, "Player trade: the atomic settlement").
 
 use shared::proto::{InventoryUpdateS2C, ItemString};
 
