@@ -8,7 +8,12 @@
 //! - the simulation's data layers (`state`, `grid`, `instances`, `events`) do not reach up
 //!   into the rules built on them;
 //! - the simulation never hand-writes packet bytes: each packet's one encoder is its type in
-//!   `shared::proto`, queued with `send_packet` / `send_packet_zone`.
+//!   `shared::proto`, queued with `send_packet` / `send_packet_zone`;
+//! - the state the atomic checkpoint groups protect has one owner each: the ground items
+//!   change only in `sim/items/ground.rs` (which marks them dirty) and `sim/checkpoint.rs`,
+//!   the handle counter advances only in `sim/items/exchange.rs` and `sim/checkpoint.rs`,
+//!   and the entangled set is emptied only where it is saved (`sim/checkpoint.rs`,
+//!   `sim/setarea.rs` after persisting).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
@@ -172,6 +177,79 @@ fn sim_sends_only_typed_packets() {
         offences.is_empty(),
         "the simulation sends typed packets only (`st.send_packet(id, &pkt)` / \
          `st.send_packet_zone(&pkt, except)` with a `shared::proto` type):\n{}",
+        offences.join("\n")
+    );
+}
+
+/// The atomic groups (`docs/items.md`, "Nothing duplicated, nothing lost") rely on one
+/// owner per piece of state: the ground items are changed only where the change marks them
+/// dirty (or where they are saved and restored), the handle counter only in its one
+/// function (and the restore), and the entangled set is emptied only where it is saved.
+#[test]
+fn item_persistence_state_has_one_owner() {
+    let root = workspace_root();
+    let sim = root.join("zone-node/src/sim");
+    let rules: [(&[&str], &[&str]); 3] = [
+        (
+            &[
+                ".ground.insert(",
+                ".ground.remove(",
+                ".ground.retain(",
+                ".ground.clear(",
+                ".ground.entry(",
+                ".ground.get_mut(",
+                ".ground.values_mut(",
+                ".ground.iter_mut(",
+                ".ground.append(",
+                ".ground.extend(",
+            ],
+            &["items/ground.rs", "checkpoint.rs"],
+        ),
+        (
+            &["ground_handle =", "ground_handle +=", "ground_handle -="],
+            &["items/exchange.rs", "checkpoint.rs"],
+        ),
+        (
+            &[
+                "entangled.clear(",
+                "entangled.remove(",
+                "entangled.retain(",
+                "&mut st.entangled",
+                "&mut self.entangled",
+                "entangled = ",
+            ],
+            &["checkpoint.rs", "setarea.rs"],
+        ),
+    ];
+    let mut files = Vec::new();
+    rust_files(&sim, &mut files);
+    let mut offences = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&sim)
+            .unwrap_or(f)
+            .display()
+            .to_string()
+            .replace('\\', "/");
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (banned, owners) in &rules {
+                if owners.contains(&rel.as_str()) {
+                    continue;
+                }
+                for b in *banned {
+                    if code.contains(b) {
+                        offences.push(format!("zone-node/src/sim/{rel}:{}: {b}", n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "item state changed outside its owner (see docs/items.md, \"Nothing duplicated, \
+         nothing lost\"):\n{}",
         offences.join("\n")
     );
 }

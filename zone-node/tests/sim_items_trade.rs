@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use shared::content::{Item, ItemKind, WeaponType};
 use shared::proto::{
-    CloseTrading, GoldChange, InventoryUpdateS2C, OpenTradingC2S, OpenTradingS2C, Packet, ShopBuy,
-    ShopSell, TradeExpect, TradeWindow, UpdateTradingS2C,
+    CloseTrading, GoldChange, InventoryUpdateC2S, InventoryUpdateS2C, OpenTradingC2S,
+    OpenTradingS2C, Packet, ShopBuy, ShopSell, TradeExpect, TradeWindow, UpdateTradingS2C,
 };
 use zone_node::sim::ZoneConfig;
 use zone_node::sim::events::{
@@ -266,6 +266,34 @@ fn a_full_trade_moves_items_both_ways_and_gold_and_conserves_totals() {
     );
     assert!(h.sim.state().entangled.is_empty());
     assert!(h.rejections().is_empty(), "{:?}", h.rejections());
+    // Each receiver's client answers its offers ("GY") with the slot it placed them in by
+    // the same first-fit rule: the server's slot, so nothing is refused or corrected.
+    for (p, id, inv) in [(ann.0, ann.1, &inv_a), (bob.0, bob.1, &inv_b)] {
+        for m in inv {
+            if let InventoryUpdateS2C::Offer {
+                item_handle,
+                item_id,
+                ..
+            } = *m
+            {
+                let slot = (14..46)
+                    .find(|&s| h.actor(id).inventory[s].as_ref().map(|i| i.item) == Some(item_id))
+                    .unwrap();
+                h.act(
+                    p,
+                    PlayerAction::Inventory(InventoryUpdateC2S::OfferAccepted {
+                        item_handle,
+                        slot: u8::try_from(slot).unwrap(),
+                    }),
+                );
+            }
+        }
+    }
+    h.clear();
+    h.tick();
+    assert!(h.rejections().is_empty(), "{:?}", h.rejections());
+    assert!(got::<InventoryUpdateS2C>(&h, ann.0).is_empty());
+    assert!(got::<InventoryUpdateS2C>(&h, bob.0).is_empty());
 }
 
 /// Realm Crafter sent the negative cost with the letters swapped, so both clients moved

@@ -62,9 +62,7 @@ pub fn give(
         }
         (placed, item_id)
     };
-    for p in &placed {
-        offer(st, id, item_id, p.slot, p.amount, false);
-    }
+    send_offers(st, id, item_id, &placed);
     if placed.iter().any(|p| inventory::is_equipment(p.slot)) {
         equipment_changed(st, id);
     }
@@ -116,6 +114,15 @@ pub fn take_item(st: &mut ZoneState, id: ActorId, item: u16, amount: u32) -> u32
         equipment_changed(st, id);
     }
     taken.iter().map(|t| u32::from(t.amount)).sum()
+}
+
+/// One `"G"` offer per placement of items the server has already placed (a gift, a
+/// purchase, a trade's settlement), each remembered until the client answers. No-op for an
+/// NPC.
+pub(crate) fn send_offers(st: &mut ZoneState, id: ActorId, item_id: u16, placed: &[Placement]) {
+    for p in placed {
+        offer(st, id, item_id, p.slot, p.amount, false);
+    }
 }
 
 /// Send a player one `"G"` offer for what the server placed in `slot`, and remember it

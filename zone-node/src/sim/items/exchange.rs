@@ -4,7 +4,7 @@
 //!
 //! A settlement first computes every inventory it changes on copies, then commits them all
 //! and only then sends the packets below, so no packet ever describes a change that did not
-//! happen (`docs/items.md`, "Atomic settlement").
+//! happen (`docs/items.md`, "Player trade: the atomic settlement").
 
 use shared::proto::{InventoryUpdateS2C, ItemString};
 
@@ -28,11 +28,17 @@ pub fn item_string(s: &InvSlot) -> ItemString {
     }
 }
 
-/// A fresh offer handle: nonzero and never reused while the instance lives (it shares the
-/// dropped-item counter, so every handle a client can echo is unique).
+/// A fresh handle for anything a client can echo back: a `"G"` offer, a shop's ware, a
+/// dropped item. The zone's one counter ([`ZoneState::ground_handle`]): nonzero, and never
+/// a handle that lies on the ground now, so a handle is not reused while the instance lives
+/// and an echoed handle never names another item.
 pub fn next_handle(st: &mut ZoneState) -> u32 {
-    st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
-    st.ground_handle
+    loop {
+        st.ground_handle = st.ground_handle.wrapping_add(1).max(1);
+        if !st.ground.contains_key(&st.ground_handle) {
+            return st.ground_handle;
+        }
+    }
 }
 
 /// Tell `from` that `amount` left its `slot` (`"T"`).
@@ -46,20 +52,11 @@ pub fn send_taken(st: &mut ZoneState, from: ActorId, slot: usize, amount: u16) {
     );
 }
 
-/// Tell `to` that items of template `item_id` arrived, one `"G"` offer per placement (its
-/// client places each in the same slot by the same first-fit rule).
+/// Tell `to` that items of template `item_id` arrived: one `"G"` offer per placement (its
+/// client places each in the same slot by the same first-fit rule), remembered like every
+/// offer so the client's answer is checked ([`super::bag::offer_answered`]).
 pub fn send_received(st: &mut ZoneState, to: ActorId, item_id: u16, placed: &[Placement]) {
-    for p in placed {
-        let item_handle = next_handle(st);
-        st.send_packet(
-            to,
-            &InventoryUpdateS2C::Offer {
-                item_handle,
-                item_id,
-                amount: p.amount,
-            },
-        );
-    }
+    super::bag::send_offers(st, to, item_id, placed);
 }
 
 /// Whether any placement filled an equipment slot (the receiver's Equip Change follows).

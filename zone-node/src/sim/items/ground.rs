@@ -29,7 +29,7 @@ use shared::content::Item;
 use shared::proto::InventoryUpdateS2C;
 
 use super::bag;
-use super::exchange::{self, item_string};
+use super::exchange::item_string;
 use super::inventory::{self, STACK_MAX, Wearer};
 use crate::sim::events::{InvSlot, PlayerKey, Rejection};
 use crate::sim::state::{ActorId, GroundItem, ZoneState};
@@ -47,17 +47,6 @@ fn dropped_packet(handle: u32, g: &GroundItem) -> InventoryUpdateS2C {
         z: g.z,
         dropped: handle,
         item: item_string(&g.item),
-    }
-}
-
-/// A fresh handle: nonzero, not on the ground now (the counter is shared with the `"G"`
-/// offers, so a client never holds two live handles that are equal).
-fn next_handle(st: &mut ZoneState) -> u32 {
-    loop {
-        let h = exchange::next_handle(st);
-        if !st.ground.contains_key(&h) {
-            return h;
-        }
     }
 }
 
@@ -88,7 +77,7 @@ pub fn place(st: &mut ZoneState, item: InvSlot, x: f32, y: f32, z: f32) -> u32 {
         let Some(h) = oldest(st) else { break };
         destroy(st, h);
     }
-    let handle = next_handle(st);
+    let handle = super::exchange::next_handle(st);
     let lifetime = st.cfg.ground.lifetime_ms;
     let expires_ms = if lifetime == 0 {
         u64::MAX
