@@ -1,6 +1,7 @@
 //! The swarm bots' item play (`--item-chance`, rc-content-reference §2-§4): an idle bot
 //! picks up an item it sees on the ground (walking to it first), drops one from its
-//! backpack, equips a backpack weapon or armour (`"S"`), eats a potion, trades one
+//! backpack, equips a backpack weapon or armour (`"S"`) or takes a worn one off, eats a
+//! potion, trades one
 //! backpack stack with another bot it sees (`/trade Name`, the other accepts with
 //! `/trade`, both offer and both confirm with matching costs), or buys and sells at a
 //! shop NPC (a right-click opens its window, `shop_accept` settles). Everything goes
@@ -69,6 +70,7 @@ pub struct ItemStats {
     bought: AtomicU64,
     sold: AtomicU64,
     equipped: AtomicU64,
+    unequipped: AtomicU64,
     eaten: AtomicU64,
     offers_received: AtomicU64,
     shop_windows: AtomicU64,
@@ -98,6 +100,7 @@ impl ItemStats {
             "bought": g(&self.bought),
             "sold": g(&self.sold),
             "equipped": g(&self.equipped),
+            "unequipped": g(&self.unequipped),
             "eaten": g(&self.eaten),
             "offers_received": g(&self.offers_received),
             "shop_windows": g(&self.shop_windows),
@@ -272,6 +275,9 @@ enum Action {
     PickUp,
     Drop,
     Equip,
+    /// Take a worn item off into the backpack (so there is something to equip, trade or
+    /// sell later: the shop's equipment sells out early).
+    Unequip,
     Eat,
     Trade,
     Shop,
@@ -596,6 +602,10 @@ impl ItemBot {
                 Some((slot, to))
             })
             .collect();
+        let worn: Vec<u8> = (0..FIRST_BACKPACK)
+            .filter(|&s| items.slot(s).is_some())
+            .collect();
+        let free = items.free_backpack_slot();
         let edible: Vec<u8> = stacks
             .iter()
             .filter(|(_, id, _)| {
@@ -628,6 +638,9 @@ impl ItemBot {
         }
         if !wearable.is_empty() {
             options.push((Action::Equip, 3));
+        }
+        if !worn.is_empty() && free.is_some() {
+            options.push((Action::Unequip, 1));
         }
         if !edible.is_empty() {
             options.push((Action::Eat, 1));
@@ -675,6 +688,14 @@ impl ItemBot {
                     let rid = self.own_rid;
                     c.swap_items(rid, rid, from, to, 0).await?;
                     add(&stats.equipped, 1);
+                    self.not_before = now + COOLDOWN;
+                }
+            }
+            Action::Unequip => {
+                if let (Some(from), Some(to)) = (pick(rng, &worn), free) {
+                    let rid = self.own_rid;
+                    c.swap_items(rid, rid, from, to, 0).await?;
+                    add(&stats.unequipped, 1);
                     self.not_before = now + COOLDOWN;
                 }
             }
