@@ -366,7 +366,8 @@ impl Items {
     }
 
     /// Applies one server packet to the view and returns its [`Event`]: an offer with the
-    /// slot the item was placed in, and a trade window once all its chunks are in.
+    /// slot the item was placed in, and a trade window once all its chunks are in. A
+    /// `P_ChangeArea` forgets the ground items of the area left.
     pub fn event(&mut self, packet: ServerPacket) -> Event {
         if let ServerPacket::OpenTrading(c) = &packet {
             return self.window_chunk(c.clone());
@@ -407,6 +408,9 @@ impl Items {
             Event::GroundItemGone { dropped } => {
                 self.ground.remove(dropped);
             }
+            // The new area's items come as `"D"`s right after it (the zone sends every
+            // item of the instance on arrival); the old area's are out of reach.
+            Event::AreaChanged { .. } => self.ground.clear(),
             Event::ItemHealth { slot, health } => {
                 if let Some(h) = self
                     .slots
@@ -857,6 +861,14 @@ mod tests {
         );
         assert!(i.ground().is_empty());
         assert_eq!(i.slot(20).unwrap().amount, 3);
+        // A ground item of an area left is forgotten on P_ChangeArea.
+        feed(&mut i, &format!("{frame}{d}"));
+        assert_eq!(i.ground().len(), 1);
+        i.event(ServerPacket::ChangeArea(shared::proto::ChangeArea {
+            area: "Darkwood".into(),
+            ..Default::default()
+        }));
+        assert!(i.ground().is_empty());
         assert_eq!(i.slot(0).unwrap().item.health, 40);
         // P_ItemHealth (u16): the sword is broken.
         feed(&mut i, "0400 2d 00 0000");

@@ -11,6 +11,11 @@
 //! long a bot's position stopped coming back before it was put back into the world (a
 //! `P_ChangeArea` it did not ask for).
 //!
+//! With `--item-chance` a bot also plays with items when idle ([`items`]): picks up,
+//! drops, equips, eats, trades with another bot and buys and sells at a shop NPC; the
+//! summary's `items` object counts what happened and the bots' items and gold at the start
+//! and the end.
+//!
 //! Density: by default every bot wanders within `--wander-radius` (25) of where it
 //! arrived, so everyone in an area sees everyone (the densest case). `--spread R` sends
 //! each bot first to its own random place within R of its arrival point, as players spread
@@ -26,10 +31,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod items;
+
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use client::{
-    ClientError, CloseCode, ConnectOptions, Connection, LoginError, NewCharacter, Verify,
+    ClientError, CloseCode, ConnectOptions, Connection, LoginError, NewCharacter, Verify, Wearer,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
@@ -112,6 +119,13 @@ struct Args {
     /// attacks for a few seconds.
     #[arg(long, default_value_t = 0.3)]
     fight_chance: f64,
+    /// Chance per idle second that a bot does something with items: picks up an item it
+    /// sees on the ground (walking to it), drops one, equips a backpack weapon or armour,
+    /// eats a potion, trades a stack with another bot nearby, or buys and sells at a shop
+    /// NPC nearby (the demo world's Meadow merchant). 0: none (no catalogue or character
+    /// fetch either).
+    #[arg(long, default_value_t = 0.0)]
+    item_chance: f64,
     /// Seconds between a bot's chat lines (0: none).
     #[arg(long, default_value_t = 20.0)]
     chat_every: f64,
@@ -165,6 +179,8 @@ struct Stats {
     own_update_gap_ms: Mutex<Vec<f64>>,
     /// Bots that played to the end without ever seeing their own position.
     never_own_update: AtomicU64,
+    /// What `--item-chance` bots did with items.
+    items: items::ItemStats,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -274,6 +290,8 @@ struct BotCtx {
     portals: Arc<PortalMap>,
     endpoint: quinn::Endpoint,
     user: String,
+    /// The run's name prefix (every bot's name starts with it).
+    prefix: String,
     /// When measuring starts (after the ramp and `--settle`).
     measure_from: Instant,
     end: Instant,
@@ -296,7 +314,12 @@ fn area_name(a: &shared::proto::ChangeArea) -> String {
     String::from_utf8_lossy(a.area.as_bytes()).into_owned()
 }
 
-async fn enter(ctx: &BotCtx) -> Result<(Connection, client::GameStart), BotError> {
+/// Logs in (creating the account and character unless `--existing`) and enters the game.
+/// With `--item-chance`, also fetches the catalogue and the character sheet, so the SDK's
+/// view of the items is whole, and returns what the bot needs of the catalogue.
+async fn enter(
+    ctx: &BotCtx,
+) -> Result<(Connection, client::GameStart, Option<items::ItemWorld>), BotError> {
     let verify = match &ctx.args.pin {
         Some(p) => Verify::pin_from_hex(p).map_err(|e| BotError::Other(e.to_string()))?,
         None => Verify::Insecure,
@@ -311,23 +334,37 @@ async fn enter(ctx: &BotCtx) -> Result<(Connection, client::GameStart), BotError
         c.create_account(&ctx.user, password, "bot@example.invalid")
             .await?;
     }
-    let chars = c.login(&ctx.user, password).await?;
+    let mut chars = c.login(&ctx.user, password).await?;
+    let mut catalogue = None;
     if chars.is_empty() {
         let cat = c.fetch_catalogue().await?;
         let Some(t) = cat.playable().next().map(|t| t.id) else {
             return Err(BotError::Other("no playable actor template".into()));
         };
         c.create_character(&NewCharacter::new(&ctx.user, t)).await?;
-        c.login(&ctx.user, password).await?;
+        chars = c.login(&ctx.user, password).await?;
+        catalogue = Some(cat);
+    }
+    let mut world = None;
+    if ctx.args.item_chance > 0.0 {
+        let cat = match catalogue {
+            Some(cat) => cat,
+            None => c.fetch_catalogue().await?,
+        };
+        if let Some(t) = chars.first().and_then(|ch| cat.template(ch.actor_id)) {
+            c.items_mut().set_wearer(Wearer::of(t));
+        }
+        c.fetch_character(0).await?;
+        world = Some(items::ItemWorld::of(&cat));
     }
     let g = c.start_game(0).await?;
-    Ok((c, g))
+    Ok((c, g, world))
 }
 
 /// One bot, from connecting to its final close.
 async fn bot(ctx: BotCtx) {
     ctx.stats.started.fetch_add(1, Ordering::Relaxed);
-    let (mut c, g) = match enter(&ctx).await {
+    let (mut c, g, world) = match enter(&ctx).await {
         Ok(x) => x,
         Err(e) => {
             ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
@@ -338,7 +375,7 @@ async fn bot(ctx: BotCtx) {
     ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
     // UDP bytes (up, down) when measuring started.
     let mut base = None;
-    if let Err(e) = play(&ctx, &mut c, &g, &mut base).await {
+    if let Err(e) = play(&ctx, &mut c, &g, world, &mut base).await {
         ctx.stats.error(&e);
     }
     if let Some(base) = base {
@@ -373,19 +410,18 @@ struct Walk {
 }
 
 impl Walk {
-    fn pick_target(&mut self, rng: &mut SmallRng, portals: &PortalMap, portal_chance: f64) {
+    /// Whether a portal takes the bot now: not the one it arrived through while its
+    /// re-entry lock lasts.
+    fn usable(&self, p: &Portal) -> bool {
         let locked = self.arrived.elapsed() < PORTAL_LOCK;
-        let (ax, az) = (self.arrival_point.0, self.arrival_point.2);
+        let (dx, dz) = (p.x - self.arrival_point.0, p.z - self.arrival_point.2);
+        !(locked && dx * dx + dz * dz < (p.size + 2.0).powi(2))
+    }
+
+    fn pick_target(&mut self, rng: &mut SmallRng, portals: &PortalMap, portal_chance: f64) {
         let candidates: Vec<&Portal> = portals
             .get(&self.area.to_lowercase())
-            .map(|v| {
-                v.iter()
-                    .filter(|p| {
-                        let (dx, dz) = (p.x - ax, p.z - az);
-                        !(locked && dx * dx + dz * dz < (p.size + 2.0).powi(2))
-                    })
-                    .collect()
-            })
+            .map(|v| v.iter().filter(|p| self.usable(p)).collect())
             .unwrap_or_default();
         if !candidates.is_empty() && rng.gen_bool(portal_chance.clamp(0.0, 1.0)) {
             let p = candidates[rng.gen_range(0..candidates.len())];
@@ -426,9 +462,11 @@ impl Walk {
         }
     }
 
+    /// Whether the bot stands in a portal that takes it (one it is locked out of does
+    /// not start a handoff: an item walk may cross it).
     fn in_portal(&self, portals: &PortalMap) -> bool {
         portals.get(&self.area.to_lowercase()).is_some_and(|v| {
-            v.iter().any(|p| {
+            v.iter().filter(|p| self.usable(p)).any(|p| {
                 let (dx, dy, dz) = (p.x - self.pos.0, p.y - self.pos.1, p.z - self.pos.2);
                 dx * dx + dy * dy + dz * dz < p.size * p.size
             })
@@ -464,6 +502,7 @@ async fn play(
     ctx: &BotCtx,
     c: &mut Connection,
     g: &client::GameStart,
+    world: Option<items::ItemWorld>,
     base: &mut Option<UdpCounts>,
 ) -> Result<(), BotError> {
     let mut rng = SmallRng::seed_from_u64(ctx.seed);
@@ -518,6 +557,16 @@ async fn play(
         .collect();
     let mut hunt: Option<(u16, Instant)> = None;
     let mut last_attack = Instant::now();
+    // Item play (`--item-chance`), with the actors it already sees.
+    let mut items = world.map(|w| {
+        let mut b = items::ItemBot::new(Arc::new(w), ctx.args.item_chance, &ctx.prefix, rid);
+        for i in &g.packets {
+            if let ServerPacket::NewActor(a) = &i.packet {
+                b.actor_appeared(a);
+            }
+        }
+        b
+    });
     // Made once: a bot loops once per packet received, hundreds of times a second, and a
     // timer made and dropped per loop cost the swarm a sixth of its CPU.
     let measure_from = tokio::time::sleep_until(ctx.measure_from);
@@ -537,6 +586,9 @@ async fn play(
                 lock(&ctx.stats.own_update_gap_ms).push(max_gap.as_secs_f64() * 1000.0);
                 if !seen_own {
                     ctx.stats.never_own_update.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(b) = &items {
+                    b.finish(c, &ctx.stats.items);
                 }
                 return Ok(());
             }
@@ -560,6 +612,7 @@ async fn play(
                 } else if warp.is_none()
                     && !w.travelling
                     && !npcs.is_empty()
+                    && items.as_ref().is_none_or(items::ItemBot::is_idle)
                     && rng.gen_bool(ctx.args.fight_chance.clamp(0.0, 1.0) / 25.0)
                 {
                     // About once every 5 s at the fight chance: pick the nearest NPC.
@@ -572,6 +625,14 @@ async fn play(
                     if let Some((prey, _)) = near {
                         hunt = Some((prey, Instant::now() + Duration::from_secs(8)));
                     }
+                }
+                if let Some(b) = &mut items
+                    && hunt.is_none()
+                    && warp.is_none()
+                    && !w.travelling
+                    && let Some(to) = b.tick(c, w.pos, ctx.args.input_hz, &mut rng, &ctx.stats.items).await?
+                {
+                    w.target = to;
                 }
                 let (dx, dy, dz) = (w.target.0 - w.pos.0, w.target.1 - w.pos.1, w.target.2 - w.pos.2);
                 let d = (dx * dx + dz * dz).sqrt();
@@ -615,16 +676,27 @@ async fn play(
             r = c.recv() => {
                 let inc = r?;
                 match inc.packet {
-                    ServerPacket::NewActor(a) if a.human == 0 => {
-                        npcs.insert(a.runtime_id, (a.x, a.z));
+                    ServerPacket::NewActor(a) => {
+                        if a.human == 0 {
+                            npcs.insert(a.runtime_id, (a.x, a.z));
+                        }
+                        if let Some(b) = &mut items {
+                            b.actor_appeared(&a);
+                        }
                     }
                     ServerPacket::ActorGone(a) => {
                         if let Ok(r) = u16::try_from(a.runtime_id) {
                             npcs.remove(&r);
+                            if let Some(b) = &mut items {
+                                b.actor_gone(r);
+                            }
                         }
                     }
                     ServerPacket::ActorDead(d) => {
                         npcs.remove(&d.runtime_id);
+                        if let Some(b) = &mut items {
+                            b.actor_gone(d.runtime_id);
+                        }
                         if hunt.is_some_and(|(prey, _)| prey == d.runtime_id) {
                             ctx.stats.kills.fetch_add(1, Ordering::Relaxed);
                             hunt = None;
@@ -640,6 +712,9 @@ async fn play(
                         }
                         if let Some(p) = npcs.get_mut(&u.runtime_id) {
                             *p = (u.x, u.z);
+                        }
+                        if let Some(b) = &mut items {
+                            b.actor_moved(u.runtime_id, u.x, u.z);
                         }
                         if u.runtime_id == rid {
                             last_echo = Instant::now();
@@ -682,12 +757,33 @@ async fn play(
                         }
                         npcs.clear();
                         hunt = None;
+                        if let Some(b) = &mut items {
+                            // The SDK forgets the old area's ground items.
+                            let _ = c.items_mut().event(ServerPacket::ChangeArea(a.clone()));
+                            b.area_changed(&ctx.stats.items);
+                        }
                         gap_from = Instant::now();
                         w.area = area_name(&a);
                         w.arrive((a.x, a.y, a.z), &mut rng, &ctx.portals, &ctx.args);
                     }
                     ServerPacket::KickedPlayer(_) => {
                         return Err(BotError::Other("kicked".into()));
+                    }
+                    ServerPacket::ChatMessage(m) => {
+                        if let Some(b) = &mut items {
+                            b.chat(c, m.colour, m.text.as_bytes(), &ctx.stats.items).await?;
+                        }
+                    }
+                    p @ (ServerPacket::InventoryUpdate(_)
+                    | ServerPacket::GoldChange(_)
+                    | ServerPacket::OpenTrading(_)
+                    | ServerPacket::CloseTrading(_)
+                    | ServerPacket::UpdateTrading(_)
+                    | ServerPacket::ItemHealth(_)) => {
+                        if let Some(b) = &mut items {
+                            let e = c.items_mut().event(p);
+                            b.event(c, e, &mut rng, &ctx.stats.items).await?;
+                        }
                     }
                     _ => {}
                 }
@@ -724,11 +820,16 @@ fn latency_json(v: &Mutex<Vec<f64>>) -> serde_json::Value {
     })
 }
 
-fn progress(stats: &Stats, bots: u32) -> String {
+fn progress(stats: &Stats, args: &Args) -> String {
+    let items = if args.item_chance > 0.0 {
+        format!(" | {}", stats.items.progress())
+    } else {
+        String::new()
+    };
     format!(
-        "bots {}/{} in game, {} failed | moves {} | updates {} | handoffs {}",
+        "bots {}/{} in game, {} failed | moves {} | updates {} | handoffs {}{items}",
         stats.in_game.load(Ordering::Relaxed),
-        bots,
+        args.bots,
         stats.failed.load(Ordering::Relaxed),
         stats.moves.load(Ordering::Relaxed),
         stats.updates.load(Ordering::Relaxed),
@@ -751,6 +852,9 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     if !(args.spread.is_finite() && (0.0..=100_000.0).contains(&args.spread)) {
         bail!("--spread must be between 0 and 100000 units");
+    }
+    if !(args.item_chance.is_finite() && (0.0..=1.0).contains(&args.item_chance)) {
+        bail!("--item-chance must be between 0 and 1");
     }
     if !(args.settle.is_finite() && args.settle >= 0.0 && args.settle < args.duration) {
         bail!("--settle must be zero or more seconds, and less than --duration");
@@ -796,6 +900,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
                 .cloned()
                 .context("endpoint")?,
             user: format!("{prefix}{i}"),
+            prefix: prefix.clone(),
             measure_from,
             end,
             seed: args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(i)),
@@ -811,7 +916,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         tokio::select! {
             r = tasks.join_next() => if r.is_none() { break },
             _ = tick.tick() => if tty {
-                eprint!("\r{}   ", progress(&stats, args.bots));
+                eprint!("\r{}   ", progress(&stats, &args));
             },
         }
     }
@@ -854,6 +959,8 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "never_own_update": stats.never_own_update.load(Ordering::Relaxed),
         "handoff_to_change_area": latency_json(&stats.handoff_latency_ms),
         "recovered_after_node_loss": latency_json(&stats.recovery_gap_ms),
+        "item_chance": args.item_chance,
+        "items": stats.items.json(),
     }))
 }
 
