@@ -402,10 +402,7 @@ mod tests {
 
     #[test]
     fn night_follows_the_season() {
-        let e = Environment {
-            hour: 18,
-            ..env()
-        };
+        let e = Environment { hour: 18, ..env() };
         let c = GameClock::new(&e, 0);
         assert!(c.is_night(&c.at(0)));
         let e = Environment { hour: 5, ..env() };
