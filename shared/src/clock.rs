@@ -270,10 +270,10 @@ impl GameClock {
         format!("Season: {}", self.season_name(t.season))
     }
 
-    /// The stored start value as Realm Crafter's `Environment` fields would hold them at
-    /// real time `unix_ms` (for the login block "E"): a copy of `env` with year, day, hour
-    /// and minute set to the clock's reading.
-    pub fn environment_at(&self, env: &Environment, unix_ms: u64) -> Environment {
+    /// Realm Crafter's `Environment` fields as they read at real time `unix_ms` (for the
+    /// login block "E"): year, day, hour and minute from the clock, the effective
+    /// TimeFactor, months and seasons (with the defaults filled in).
+    pub fn environment_at(&self, unix_ms: u64) -> Environment {
         let t = self.at(unix_ms);
         Environment {
             year: i32::try_from(t.year).unwrap_or(i32::MAX),
@@ -283,7 +283,6 @@ impl GameClock {
             time_factor: i32::try_from(60_000 / self.step_ms.max(1)).unwrap_or(10),
             months: self.months.clone(),
             seasons: self.seasons.clone(),
-            ..env.clone()
         }
     }
 }
@@ -416,7 +415,7 @@ mod tests {
     #[test]
     fn environment_at_carries_the_reading() {
         let c = GameClock::new(&env(), 0);
-        let e = c.environment_at(&env(), 6000 * 90);
+        let e = c.environment_at(6000 * 90);
         assert_eq!((e.year, e.day, e.hour, e.minute), (1, 1, 13, 30));
         assert_eq!(e.time_factor, 10);
         assert_eq!(e.months.first().map(|m| m.start_day), Some(336));

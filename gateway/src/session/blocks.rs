@@ -197,7 +197,7 @@ pub fn catalogue_blocks(world: &World) -> Vec<FetchActorsReply> {
 /// here and never resyncs; neither do we (there is no clock packet the client parses).
 pub fn catalogue_blocks_at(world: &World, epoch_ms: u64, now_ms: u64) -> Vec<FetchActorsReply> {
     let clock = shared::clock::GameClock::new(&world.environment, epoch_ms);
-    catalogue_blocks_env(world, &clock.environment_at(&world.environment, now_ms))
+    catalogue_blocks_env(world, &clock.environment_at(now_ms))
 }
 
 fn catalogue_blocks_env(
