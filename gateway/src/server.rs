@@ -148,6 +148,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         super_globals = scripts.globals().len(),
         "script store loaded"
     );
+    let clock_epoch = store.clock_epoch(wall_ms())?;
     let (ground, warnings) = store.load_ground()?;
     for w in &warnings {
         tracing::warn!(warning = %w, "stored ground items skipped");
@@ -230,6 +231,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         wall_ms() << 16,
     );
     *shared.ground() = ground;
+    shared.clock_epoch_ms.store(clock_epoch, Ordering::Relaxed);
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(net::client::serve(

@@ -51,6 +51,7 @@ impl Env {
             throttle: &mut self.throttle,
             hasher: &self.hasher,
             rng: &mut self.rng,
+            clock: None,
         };
         s.handle_packet(now, &mut ctx, &p);
         drain(s)
@@ -69,6 +70,7 @@ impl Env {
             throttle: &mut self.throttle,
             hasher: &self.hasher,
             rng: &mut self.rng,
+            clock: None,
         };
         s.handle_frame(now, &mut ctx, ty, payload);
         drain(s)

@@ -107,6 +107,18 @@ fn migrations_from_empty_and_wal() {
     assert_eq!(s.schema_version().unwrap(), 3);
 }
 
+/// The game clock's epoch is stored once and survives a restart.
+#[test]
+fn clock_epoch_is_stored_once() {
+    let d = tmp("clock-epoch");
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.clock_epoch(1_000).unwrap(), 1_000);
+    assert_eq!(s.clock_epoch(5_000).unwrap(), 1_000);
+    drop(s);
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.clock_epoch(9_000).unwrap(), 1_000);
+}
+
 #[test]
 fn full_character_round_trip() {
     let d = tmp("roundtrip");
@@ -326,6 +338,7 @@ fn import_then_login_with_legacy_passwords() {
             throttle: &mut throttle,
             hasher: &hasher,
             rng: &mut rng,
+            clock: None,
         };
         let p = ClientPacket::VerifyAccount(VerifyAccount {
             creds: Creds::from_password(user, pw),

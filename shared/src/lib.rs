@@ -17,6 +17,7 @@
 //!   binaries.
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod content;
 pub mod frame;
 pub mod internal;

@@ -810,10 +810,13 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             key,
             generation,
             ground,
-        } => reg
-            .assign_with_ground(key, generation, ground)
-            .err()
-            .map(err),
+            clock_epoch_ms,
+        } => {
+            reg.set_clock_epoch(clock_epoch_ms);
+            reg.assign_with_ground(key, generation, ground)
+                .err()
+                .map(err)
+        }
         Msg::StopInstance { key, generation } => reg.stop(&key, generation).err().map(err),
         Msg::AttachPlayer {
             session,

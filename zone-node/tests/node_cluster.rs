@@ -264,6 +264,7 @@ async fn assign(gw: &mut GwConn, area: &str, generation: u64) {
         key: key(area),
         generation,
         ground: Vec::new(),
+        clock_epoch_ms: 0,
     })
     .await;
     gw.until(|m| match m {
@@ -484,6 +485,7 @@ async fn an_instance_is_assigned_with_its_saved_ground_and_saves_it_again_when_s
         key: key("Meadow"),
         generation: 5,
         ground: vec![item(0, 120_000), item(9_999, 120_000)],
+        clock_epoch_ms: 1_700_000_000_000,
     })
     .await;
     gw.until(|m| matches!(m, Msg::InstanceReady { .. }).then_some(()))

@@ -357,6 +357,9 @@ pub struct Shared {
     pub view: Mutex<ClusterView>,
     /// Set once shutdown began: new connections are refused.
     pub shutting_down: AtomicBool,
+    /// The game clock's epoch (Unix ms, from the store; 0 = not set): sent to the nodes
+    /// with `AssignInstance`, and the login clock block is read from it.
+    pub clock_epoch_ms: AtomicU64,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -399,6 +402,7 @@ impl Shared {
             hub,
             view: Mutex::new(ClusterView::default()),
             shutting_down: AtomicBool::new(false),
+            clock_epoch_ms: AtomicU64::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
             next_serial: AtomicU64::new(1),
         });
@@ -1442,6 +1446,7 @@ impl Hub {
                             key,
                             generation,
                             ground,
+                            clock_epoch_ms: self.shared.clock_epoch_ms.load(Ordering::Relaxed),
                         },
                     );
                 }

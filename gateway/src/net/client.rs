@@ -312,6 +312,14 @@ impl Conn {
                 throttle: &mut acc.throttle,
                 hasher: &hasher,
                 rng: &mut self.rng,
+                clock: Some(crate::session::ClockNow {
+                    epoch_ms: shared
+                        .clock_epoch_ms
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                    now_ms: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)),
+                }),
             };
             match &packet {
                 Some(p) => self.session.handle_packet(now, &mut ctx, p),

@@ -188,6 +188,22 @@ fn actor_def(a: &shared::content::model::ActorTemplate) -> ActorTemplateDef {
 /// The `P_FetchActors` blocks in order: `"A"`, `"D"`, `"E"`, `"IN"`…, `"IY"`, `"F"`…,
 /// `"N"`…, `"Y"`.
 pub fn catalogue_blocks(world: &World) -> Vec<FetchActorsReply> {
+    catalogue_blocks_env(world, &world.environment)
+}
+
+/// [`catalogue_blocks`] with the clock block `"E"` carrying the game time at real time
+/// `now_ms` of the clock that read `Environment.dat`'s stored time at `epoch_ms` (both Unix
+/// ms; `shared::clock`), with its defaults filled in. Realm Crafter sends the clock only
+/// here and never resyncs; neither do we (there is no clock packet the client parses).
+pub fn catalogue_blocks_at(world: &World, epoch_ms: u64, now_ms: u64) -> Vec<FetchActorsReply> {
+    let clock = shared::clock::GameClock::new(&world.environment, epoch_ms);
+    catalogue_blocks_env(world, &clock.environment_at(now_ms))
+}
+
+fn catalogue_blocks_env(
+    world: &World,
+    env: &shared::content::model::Environment,
+) -> Vec<FetchActorsReply> {
     let mut out = Vec::new();
     out.push(FetchActorsReply::Attributes {
         assignment: world.attributes.assignment_points,
@@ -206,7 +222,6 @@ pub fn catalogue_blocks(world: &World) -> Vec<FetchActorsReply> {
             .map(|n: &String| s(n))
             .collect(),
     });
-    let env = &world.environment;
     out.push(FetchActorsReply::Environment {
         year: u32::try_from(env.year.max(0)).unwrap_or(0),
         day: u16c(env.day),
@@ -356,4 +371,32 @@ pub fn character_blocks(world: &World, c: &ActorStateDto) -> Vec<FetchCharacterR
         spells: n_spells,
     });
     out
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    /// The login clock block carries the game time now, not the stored start.
+    #[test]
+    fn clock_block_carries_the_current_time() {
+        let world = World::default();
+        // 90 game minutes (6 s each at the default factor 10) after 12:00 of day 1.
+        let blocks = catalogue_blocks_at(&world, 1_000, 1_000 + 90 * 6_000);
+        let env = blocks
+            .iter()
+            .find_map(|b| match b {
+                FetchActorsReply::Environment {
+                    year,
+                    day,
+                    hour,
+                    minute,
+                    time_factor,
+                    ..
+                } => Some((*year, *day, *hour, *minute, *time_factor)),
+                _ => None,
+            })
+            .expect("a clock block");
+        assert_eq!(env, (1, 1, 13, 30, 10));
+    }
 }

@@ -38,7 +38,7 @@ pub use accounts::{
     Account, AccountBook, AccountId, AccountRow, HANDLE_LIMIT, PersistOp, latin1, latin1_bytes,
     name_key,
 };
-pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, character_blocks};
+pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
 pub use throttle::{LoginThrottle, MAX_FAILURES, PeerKey, WINDOW_MS};
 
@@ -106,6 +106,18 @@ pub struct Ctx<'a> {
     pub hasher: &'a dyn PasswordHasher,
     /// Source of salts.
     pub rng: &'a mut dyn RngCore,
+    /// The game clock's epoch and the real time now (both Unix ms), for the clock block
+    /// `"E"` of `P_FetchActors`; `None` sends `Environment.dat`'s stored time.
+    pub clock: Option<ClockNow>,
+}
+
+/// The game clock's epoch and the real time (Unix ms) of the packet being handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockNow {
+    /// The cluster's clock epoch.
+    pub epoch_ms: u64,
+    /// Now.
+    pub now_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,7 +329,11 @@ impl Session {
             }
             ClientPacket::FetchActors(_) => {
                 self.catalogue_requests = self.catalogue_requests.saturating_add(1);
-                for b in catalogue_blocks(ctx.world) {
+                let blocks = match ctx.clock {
+                    Some(c) => catalogue_blocks_at(ctx.world, c.epoch_ms, c.now_ms),
+                    None => catalogue_blocks(ctx.world),
+                };
+                for b in blocks {
                     self.send(ServerPacket::FetchActors(b));
                 }
             }

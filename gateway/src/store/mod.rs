@@ -104,6 +104,8 @@ const MIGRATIONS: &[&str] = &[
 
 /// The `meta` key of the character handle floor.
 const META_NEXT_HANDLE: &str = "next_handle";
+/// The `meta` key of the game clock's epoch (Unix ms; `shared::clock`).
+const META_CLOCK_EPOCH: &str = "clock_epoch_ms";
 
 /// Every AreaInstance's stored ground items ([`Store::load_ground`]).
 pub type StoredGround = HashMap<InstanceKey, Vec<GroundItemDto>>;
@@ -311,6 +313,25 @@ impl Store {
             )
             .optional()?;
         Ok(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(1).max(1))
+    }
+
+    /// The cluster's game clock epoch (Unix ms): the real time at which the clock read
+    /// `Environment.dat`'s stored time. Stored once, the first time the cluster starts
+    /// (`now_unix_ms` then), so the game time survives restarts.
+    pub fn clock_epoch(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+            params![
+                META_CLOCK_EPOCH,
+                i64::try_from(now_unix_ms).unwrap_or(i64::MAX)
+            ],
+        )?;
+        let v: i64 = self.conn.query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [META_CLOCK_EPOCH],
+            |r| r.get(0),
+        )?;
+        Ok(u64::try_from(v).unwrap_or(0))
     }
 
     /// Every account and character, with the handle floor: the gateway's account book.

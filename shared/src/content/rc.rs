@@ -735,11 +735,12 @@ pub fn parse_misc(data: &[u8]) -> Result<Misc, ContentError> {
     Ok(m)
 }
 
-/// Parses `Environment.dat`; an empty file (as in the sample data) gives
-/// [`Environment::default`].
+/// Parses `Environment.dat`; an empty file (as in the sample data) or one shorter than the
+/// clock record (Year, Day, Hour, Minute, TimeFactor: 20 bytes) gives
+/// [`Environment::default`] (reference §8 **Fix**: a short file is a missing one).
 #[doc(alias = "LoadEnvironment")]
 pub fn parse_environment(data: &[u8]) -> Result<Environment, ContentError> {
-    if data.is_empty() {
+    if data.len() < 20 {
         return Ok(Environment::default());
     }
     let mut r = Reader::new(ENVIRONMENT_FILE, data);

@@ -215,6 +215,7 @@ mod tests {
                     z: -3.5,
                     remaining_ms: 60_000,
                 }],
+                clock_epoch_ms: 1_700_000_000_000,
             },
             Msg::SnapshotGroup(Box::new(super::super::SnapshotGroup {
                 snapshot_id: 77,

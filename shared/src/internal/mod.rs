@@ -51,7 +51,8 @@ pub use dto::{
 /// `RunScript`, `AccountAction`) and 20 MiB frames (a 16 MiB script file fits one).
 /// 5: atomic zone checkpoints (`SnapshotGroup`) and ground items carried by
 /// `AssignInstance`.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// 6: the game clock's epoch in `AssignInstance`.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -308,6 +309,10 @@ pub enum Msg {
         /// The ground items its last checkpoint saved (empty: none); a node that already
         /// runs the instance ignores them.
         ground: Vec<GroundItemDto>,
+        /// The cluster's game clock epoch (Unix ms; `crate::clock`); 0 = unknown (the
+        /// zone's own start).
+        #[serde(default)]
+        clock_epoch_ms: u64,
     },
     /// Node → gateway: the instance runs.
     InstanceReady {

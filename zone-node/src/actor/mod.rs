@@ -319,6 +319,8 @@ pub struct Registry {
     /// last said. Held while an instance is created, so a new zone gets every value
     /// before its first tick and misses no change.
     superglobals: Mutex<BTreeMap<u8, Vec<u8>>>,
+    /// The cluster's game clock epoch (Unix ms) as the gateway last said; 0 = unknown.
+    clock_epoch_ms: AtomicU64,
     /// Counters.
     pub metrics: Metrics,
     stats: DashMap<InstanceKey, InstanceStats>,
@@ -350,6 +352,7 @@ impl Registry {
             draining: AtomicBool::new(false),
             store_waits: DashMap::new(),
             superglobals: Mutex::new(BTreeMap::new()),
+            clock_epoch_ms: AtomicU64::new(0),
             metrics: Metrics::default(),
             stats: DashMap::new(),
         })
@@ -545,6 +548,14 @@ impl Registry {
         self.assign_with_ground(key, generation, Vec::new())
     }
 
+    /// The cluster's game clock epoch (Unix ms), from the gateway's `AssignInstance`; the
+    /// zones created after it read the clock from it (0 is ignored).
+    pub fn set_clock_epoch(&self, epoch_ms: u64) {
+        if epoch_ms != 0 {
+            self.clock_epoch_ms.store(epoch_ms, Ordering::Relaxed);
+        }
+    }
+
     /// [`Registry::assign`] with the ground items the instance's last checkpoint saved: a
     /// new instance starts with them (an item this world does not know is skipped with a
     /// warning); a running one keeps its own.
@@ -584,6 +595,7 @@ impl Registry {
             npc_handle_base,
             npc_handle_span,
             epoch_ms,
+            clock_epoch_ms: self.clock_epoch_ms.load(Ordering::Relaxed),
             instance: key.instance,
             instance_handle: instance_handle(&key),
             seed: seed_for(&key, generation),

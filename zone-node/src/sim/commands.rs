@@ -12,6 +12,7 @@
 //!   item, placed by `items::bag::give`; a red line when no item has that name or there is
 //!   no room), `WEATHER name` (lasts `Rand(2500, 10000)` visits, see weather.rs),
 //!   `SCRIPT name,func` (runs a script with the DM as `Actor()`);
+//! * `TIME`, `DATE`, `SEASON` → the game clock's replies (clock.rs);
 //! * anything else → the `In-game Commands` hook, else a red "Unknown command".
 //!
 //! Cross-zone chat (`YELL`, `PM`, `G`, `GM`, `ALLPLAYERS`, and the cross-zone half of `P`)
@@ -113,6 +114,9 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
                 }
                 None => st.reject(player, Rejection::Invalid),
             }
+        }
+        "TIME" | "DATE" | "SEASON" => {
+            super::clock::command(st, actor, word);
         }
         _ => {
             let hooks = st.hooks.clone();

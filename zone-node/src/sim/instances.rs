@@ -278,6 +278,8 @@ pub struct Scripts {
     pub sleepers: BinaryHeap<Reverse<(u64, InstanceId)>>,
     /// Instances waiting in `WaitItem` (checked once a second).
     pub item_waiters: BTreeSet<InstanceId>,
+    /// Instances waiting in `WaitTime` (checked at every scripts phase; see `sim::clock`).
+    pub time_waiters: BTreeSet<InstanceId>,
     /// Instances by the handles they name (`Actor()` and `ContextActor()`).
     pub by_handle: HashMap<Handle, BTreeSet<InstanceId>>,
     /// Store requests in flight: request id → instance.

@@ -63,6 +63,7 @@ pub mod water;
 
 pub mod ai;
 pub mod chat;
+pub mod clock;
 pub mod combat;
 pub mod commands;
 pub mod items;

@@ -837,6 +837,10 @@ pub struct ZoneConfig {
     /// Unix time (ms) at zone time 0, for `RealDate`/`RealTime` (the shell sets it; the
     /// sim never reads the clock).
     pub epoch_ms: u64,
+    /// Unix time (ms) at which the game clock read the world's stored `Environment.dat`
+    /// time: the cluster's clock epoch, the same on every node (see `shared::clock`).
+    /// 0 = this zone's own [`Self::epoch_ms`] (tests, a zone without a gateway).
+    pub clock_epoch_ms: u64,
     /// First script handle of this zone's NPCs (`Actor()` numbers). Players' handles come
     /// from the gateway (below 2^30); each AreaInstance numbers its NPCs from its own base
     /// so a handle a script carries to another zone never names someone else there.
@@ -925,6 +929,7 @@ impl Default for ZoneConfig {
             script_tick_budget: 400_000,
             script_max_overruns: 150,
             epoch_ms: 0,
+            clock_epoch_ms: 0,
             npc_handle_base: NPC_HANDLE_BASE,
             npc_handle_span: 1 << 20,
             ground: GroundConfig::default(),
@@ -951,6 +956,9 @@ pub struct ZoneState {
     pub rng: SimRng,
     /// `now` of the current tick (ms).
     pub now_ms: u64,
+    /// The game clock (the world's calendar and the cluster's clock epoch; read it through
+    /// `sim::clock`).
+    pub clock: shared::clock::GameClock,
     slots: Vec<Slot>,
     /// Chain links per slab slot, by [`ChainKind`] (parallel to `slots`, kept dense so a
     /// chain walk is a pointer chase over 36-byte records instead of whole actors).
@@ -1071,12 +1079,19 @@ impl ZoneState {
         let n_spawns = content.area.spawns.len();
         let rng = SimRng::new(cfg.seed);
         let npc_cursor = cfg.rids.npc_lo;
+        let clock_epoch = if cfg.clock_epoch_ms != 0 {
+            cfg.clock_epoch_ms
+        } else {
+            cfg.epoch_ms
+        };
+        let clock = shared::clock::GameClock::new(&content.world.environment, clock_epoch);
         Self {
             cfg,
             content,
             hooks,
             rng,
             now_ms: 0,
+            clock,
             slots: Vec::new(),
             links: Vec::new(),
             free: Vec::new(),

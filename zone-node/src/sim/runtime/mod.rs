@@ -199,6 +199,7 @@ fn remove(st: &mut ZoneState, id: InstanceId) -> Option<Instance> {
     }
     st.scripts.runnable.remove(&id);
     st.scripts.item_waiters.remove(&id);
+    st.scripts.time_waiters.remove(&id);
     st.scripts.requests.retain(|_, i| *i != id);
     Some(inst)
 }
@@ -211,6 +212,9 @@ fn index_wait(st: &mut ZoneState, id: InstanceId, wait: &Wait) {
         Wait::Sleep { until_ms } => st.scripts.sleepers.push(Reverse((*until_ms, id))),
         Wait::Item { .. } => {
             st.scripts.item_waiters.insert(id);
+        }
+        Wait::GameTime { .. } => {
+            st.scripts.time_waiters.insert(id);
         }
         Wait::Store { req } => {
             st.scripts.requests.insert(*req, id);
@@ -236,6 +240,7 @@ pub(crate) fn wake(st: &mut ZoneState, id: InstanceId, value: Value) {
     inst.cx.waiting = 0;
     inst.wait = Wait::Ready;
     st.scripts.item_waiters.remove(&id);
+    st.scripts.time_waiters.remove(&id);
     st.scripts.runnable.insert(id);
 }
 
@@ -354,6 +359,9 @@ pub(crate) fn phase(st: &mut ZoneState) {
     {
         st.scripts.last_item_check_ms = now;
         natives::waits::check_items(st);
+    }
+    if !st.scripts.time_waiters.is_empty() {
+        crate::sim::clock::check_waiters(st);
     }
     // 3. Run.
     if st.scripts.runnable.is_empty() {

@@ -104,6 +104,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     // The items natives (the table still marks the whole group `Items`).
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
+        _ if crate::sim::clock::handles(n) => return crate::sim::clock::call(h, n, args),
         _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
         _ if items::handles(n) => return items::call(h, n, Args(args)),
         _ => {}

@@ -42,7 +42,7 @@ fn here(st: &ZoneState, area: &str, instance: i32) -> bool {
 
 /// The zone's wall clock (Unix ms): the configured epoch plus the zone's time.
 pub fn unix_ms(st: &ZoneState) -> u64 {
-    st.cfg.epoch_ms.saturating_add(st.now_ms)
+    crate::sim::clock::unix_ms(st)
 }
 
 /// `(year, month 1..=12, day 1..=31)` of a day count since 1970-01-01 (proleptic
