@@ -42,7 +42,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 pub use dto::{
-    ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto, ScriptStoreOp,
+    ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto, ScriptStoreOp,
     ScriptStoreResult, SnapshotReasonDto, TransferDto,
 };
 

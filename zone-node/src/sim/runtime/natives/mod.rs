@@ -6,9 +6,10 @@
 //! Natives of later parts of the port (abilities and effects, dialogs and quests)
 //! answer [`RuntimeError::NotSupported`], naming the native. The items natives are
 //! [`items`] (inventory and item queries), [`money`] and `SpawnItem` ([`ground`]);
-//! `OpenTrading` arrives with the trade code.
+//! `OpenTrading` arrives with the trade code. The actor effect natives are [`effects`].
 
 pub mod actor;
+pub mod effects;
 pub mod files;
 pub mod globals;
 pub mod ground;
@@ -104,6 +105,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     // The items natives (the table still marks the whole group `Items`).
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
+        _ if effects::handles(n) => return effects::call(h, n, Args(args)),
         _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
         _ if items::handles(n) => return items::call(h, n, Args(args)),
         _ => {}
