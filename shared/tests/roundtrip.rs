@@ -833,15 +833,16 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
         ]
         .prop_map(S::XpUpdate),
         prop_oneof![
-            (any::<u32>(), any::<u16>(), rest())
-                .prop_map(|(handle, icon, effect_name)| ActorEffect::Added {
+            (any::<u32>(), any::<u16>(), rest()).prop_map(|(handle, icon, effect_name)| {
+                ActorEffect::Added {
                     handle,
                     icon,
                     effect_name,
-                }),
+                }
+            }),
             (any::<u8>(), any::<i32>())
                 .prop_map(|(attr, delta)| ActorEffect::Delta { attr, delta }),
-            (any::<u32>(), proptest::collection::vec(any::<i32>(), 40))
+            (any::<u32>(), vec(any::<i32>(), 40))
                 .prop_map(|(handle, deltas)| ActorEffect::Removed { handle, deltas }),
         ]
         .prop_map(S::ActorEffect),

@@ -49,7 +49,9 @@ fn an_effect_applies_and_expires_on_the_zone_clock() {
     h.tick();
     assert_eq!(strength(&h, pid), 15);
     let pk = effect_packets(&h, p);
-    assert!(matches!(&pk[0], ActorEffect::Added { handle: 1, icon: 9, effect_name } if effect_name.as_bytes() == b"Might"));
+    assert!(
+        matches!(&pk[0], ActorEffect::Added { handle: 1, icon: 9, effect_name } if effect_name.as_bytes() == b"Might")
+    );
     assert_eq!(
         pk[1],
         ActorEffect::Delta {
@@ -163,11 +165,24 @@ fn effects_survive_a_logout_with_their_remaining_time() {
     h2.tick();
     assert_eq!(strength(&h2, id2), 15);
     let pk = effect_packets(&h2, p2);
-    assert!(matches!(&pk[..], [ActorEffect::Added { handle: 1, icon: 4, .. }]), "{pk:?}");
+    assert!(
+        matches!(
+            &pk[..],
+            [ActorEffect::Added {
+                handle: 1,
+                icon: 4,
+                ..
+            }]
+        ),
+        "{pk:?}"
+    );
     h2.clear();
     h2.run_ticks(70);
     assert_eq!(strength(&h2, id2), 10);
-    assert!(matches!(&effect_packets(&h2, p2)[..], [ActorEffect::Removed { .. }]));
+    assert!(matches!(
+        &effect_packets(&h2, p2)[..],
+        [ActorEffect::Removed { .. }]
+    ));
 }
 
 /// An effect already due at logout is expired then (Realm Crafter's fix 3): not saved,
@@ -262,7 +277,9 @@ fn eating_a_potion_gives_a_timed_effect() {
     h.tick();
     assert_eq!(strength(&h, pid), 14);
     let pk = effect_packets(&h, p);
-    assert!(matches!(&pk[0], ActorEffect::Added { icon: 77, effect_name, .. } if effect_name.as_bytes() == b"Giant Potion"));
+    assert!(
+        matches!(&pk[0], ActorEffect::Added { icon: 77, effect_name, .. } if effect_name.as_bytes() == b"Giant Potion")
+    );
     assert_eq!(h.actor(pid).effects[0].icon, 77);
     h.run_ticks(40);
     assert_eq!(strength(&h, pid), 10);

@@ -54,7 +54,9 @@ pub enum EffectError {
 }
 
 fn find(effects: &[ActiveEffect], name: &str) -> Option<usize> {
-    effects.iter().position(|e| e.name.eq_ignore_ascii_case(name))
+    effects
+        .iter()
+        .position(|e| e.name.eq_ignore_ascii_case(name))
 }
 
 /// Whether `id` has an effect called `name` (case-insensitive).
@@ -240,9 +242,13 @@ pub fn restore(st: &mut ZoneState, id: ActorId, saved: &[shared::internal::Actor
 
 /// Note `id`'s effects in the zone's earliest end time (after it arrives with effects).
 fn note_arrival(st: &mut ZoneState, id: ActorId) {
-    let earliest = st
-        .get(id)
-        .and_then(|a| a.effects.iter().map(|e| e.expires_ms).filter(|&t| t != 0).min());
+    let earliest = st.get(id).and_then(|a| {
+        a.effects
+            .iter()
+            .map(|e| e.expires_ms)
+            .filter(|&t| t != 0)
+            .min()
+    });
     if let Some(t) = earliest {
         st.next_effect_ms = st.next_effect_ms.min(t);
     }
@@ -264,21 +270,20 @@ pub(crate) fn expire(st: &mut ZoneState) {
             continue;
         }
         let id = a.id;
-        loop {
-            let Some(a) = st.get(id) else { break };
-            let due = a
-                .effects
+        while let Some(i) = st.get(id).and_then(|a| {
+            a.effects
                 .iter()
-                .position(|e| e.expires_ms != 0 && e.expires_ms <= now);
-            match due {
-                Some(i) => remove_at(st, id, i),
-                None => break,
-            }
+                .position(|e| e.expires_ms != 0 && e.expires_ms <= now)
+        }) {
+            remove_at(st, id, i);
         }
-        if let Some(t) = st
-            .get(id)
-            .and_then(|a| a.effects.iter().map(|e| e.expires_ms).filter(|&t| t != 0).min())
-        {
+        if let Some(t) = st.get(id).and_then(|a| {
+            a.effects
+                .iter()
+                .map(|e| e.expires_ms)
+                .filter(|&t| t != 0)
+                .min()
+        }) {
             next = next.min(t);
         }
     }
