@@ -205,6 +205,8 @@ fn legacy() -> Vec<LegacyAccount> {
     c.account = String::new();
     c.email = String::new();
     c.scripts = Vec::new();
+    // Realm Crafter never saved actor effects.
+    c.effects = Vec::new();
     c.pets = vec![ActorStateDto {
         template: 9,
         name: "Rex".into(),
