@@ -65,6 +65,10 @@ pub enum Event {
     StatChanged(StatUpdate),
     /// Experience (`P_XPUpdate`).
     Xp(XpUpdate),
+    /// An actor effect (buff or debuff) of the player was added, changed an attribute or
+    /// ended (`P_ActorEffect`).
+    #[doc(alias = "P_ActorEffect")]
+    Effect(shared::proto::ActorEffect),
     /// Gold (`P_GoldChange`).
     #[doc(alias = "P_GoldChange")]
     Gold(GoldChange),
@@ -221,6 +225,7 @@ impl From<ServerPacket> for Event {
             ServerPacket::AttackActor(a) => Self::Attack(a),
             ServerPacket::StatUpdate(s) => Self::StatChanged(s),
             ServerPacket::XpUpdate(x) => Self::Xp(x),
+            ServerPacket::ActorEffect(e) => Self::Effect(e),
             ServerPacket::GoldChange(g) => Self::Gold(g),
             ServerPacket::ChatMessage(m) => Self::Chat {
                 colour: m.colour,

@@ -79,6 +79,13 @@ fn full_character(name: &str) -> ActorStateDto {
         scripts: vec![0x92, 1, 0x90],
         pets: vec![pet.clone()],
         mount: Some(Box::new(pet)),
+        effects: vec![shared::internal::ActorEffectDto {
+            handle: 1,
+            name: "Potion".into(),
+            deltas: vec![20; 40],
+            remaining_ms: 4_000,
+            icon: 7,
+        }],
     }
 }
 
@@ -210,6 +217,8 @@ fn legacy() -> Vec<LegacyAccount> {
     c.account = String::new();
     c.email = String::new();
     c.scripts = Vec::new();
+    // Realm Crafter never saved actor effects.
+    c.effects = Vec::new();
     c.pets = vec![ActorStateDto {
         template: 9,
         name: "Rex".into(),

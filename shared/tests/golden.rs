@@ -924,6 +924,31 @@ fn small_server_packets_vectors() {
         }),
     );
     check_server(
+        &unhex("24 45 02 e2 ff ff ff"),
+        ServerPacket::ActorEffect(ActorEffect::Delta {
+            attr: 2,
+            delta: -30,
+        }),
+    );
+    check_server(
+        &unhex("24 41 05 00 00 00 0c 00 50 6f 74"),
+        ServerPacket::ActorEffect(ActorEffect::Added {
+            handle: 5,
+            icon: 12,
+            effect_name: "Pot".into(),
+        }),
+    );
+    {
+        let mut deltas = vec![0i32; 40];
+        deltas[0] = 20;
+        let mut bytes = unhex("24 52 05 00 00 00 14 00 00 00");
+        bytes.extend(std::iter::repeat_n(0u8, 39 * 4));
+        check_server(
+            &bytes,
+            ServerPacket::ActorEffect(ActorEffect::Removed { handle: 5, deltas }),
+        );
+    }
+    check_server(
         &unhex("20 4d 64 00 00 00"),
         ServerPacket::XpUpdate(XpUpdate::Gained { amount: 100 }),
     );

@@ -832,6 +832,20 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
                 .prop_map(|(runtime_id, rest)| XpUpdate::LevelUp { runtime_id, rest }),
         ]
         .prop_map(S::XpUpdate),
+        prop_oneof![
+            (any::<u32>(), any::<u16>(), rest()).prop_map(|(handle, icon, effect_name)| {
+                ActorEffect::Added {
+                    handle,
+                    icon,
+                    effect_name,
+                }
+            }),
+            (any::<u8>(), any::<i32>())
+                .prop_map(|(attr, delta)| ActorEffect::Delta { attr, delta }),
+            (any::<u32>(), vec(any::<i32>(), 40))
+                .prop_map(|(handle, deltas)| ActorEffect::Removed { handle, deltas }),
+        ]
+        .prop_map(S::ActorEffect),
         (any::<[u16; 5]>(), any::<[u8; 2]>(), s8(), rest()).prop_map(
             |([source, target, mesh, texture1, texture2], [homing, speed], emitter1, emitter2)| {
                 S::Projectile(Projectile {

@@ -417,8 +417,10 @@ fn using_an_item_runs_its_script() {
     assert_eq!(slot(&h, pid, 14), Some((HORN, 1)));
 }
 
-/// Eating potions: the deltas times the amount (capped at the maximum), then the stack
-/// shrinks with no "T"; bad amounts and things that are not food are refused.
+/// Eating potions: one actor effect named after the item (its deltas once, whatever the
+/// amount; a permanent one here, `secs: 0`), then the stack shrinks with no "T"; bad
+/// amounts and things that are not food are refused. Eating another refreshes the same
+/// effect: it does not stack.
 #[test]
 fn eating_potions_heals_and_uses_them_up() {
     let mut h = harness(&[]);
@@ -435,7 +437,7 @@ fn eating_potions_heals_and_uses_them_up() {
         },
     );
     h.tick();
-    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 70);
+    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 50);
     assert_eq!(slot(&h, pid, 14), Some((POTION, 1)));
     assert!(inv_packets(&h, p).is_empty(), "no \"T\"");
     for (slot, amount) in [(14, 0), (14, 2), (15, 1), (16, 1), (99, 1)] {
@@ -451,7 +453,8 @@ fn eating_potions_heals_and_uses_them_up() {
         },
     );
     h.tick();
-    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 90);
+    assert_eq!(h.actor(pid).attr[usize::from(attrs::HEALTH)], 50);
+    assert_eq!(h.actor(pid).effects.len(), 1);
     assert_eq!(slot(&h, pid, 14), None);
 }
 

@@ -124,6 +124,28 @@ pub struct ActorStateDto {
     /// none). Opaque to the gateway: it stores and carries them.
     #[serde(default, with = "serde_bytes")]
     pub scripts: Vec<u8>,
+    /// Active actor effects (buffs and debuffs) with their **remaining** time, frozen
+    /// while the actor is not in a zone (reference §6). The attributes above already
+    /// include their deltas.
+    #[doc(alias = "ActorEffect")]
+    #[serde(default)]
+    pub effects: Vec<ActorEffectDto>,
+}
+
+/// One saved actor effect (Realm Crafter's `ActorEffect`, reference §6).
+#[doc(alias = "ActorEffect")]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ActorEffectDto {
+    /// Its handle, unique per owner (the client's `P_ActorEffect` key).
+    pub handle: u32,
+    /// Name, unique per owner (case-insensitive).
+    pub name: String,
+    /// Per-attribute deltas currently applied (40).
+    pub deltas: Vec<i32>,
+    /// Remaining milliseconds; 0 = permanent.
+    pub remaining_ms: u64,
+    /// Icon texture id.
+    pub icon: u16,
 }
 
 /// Where an arriving actor is placed.

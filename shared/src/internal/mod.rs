@@ -42,8 +42,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 pub use dto::{
-    ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto, ScriptStoreOp,
-    ScriptStoreResult, SnapshotReasonDto, TransferDto,
+    ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
+    ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto, TransferDto,
 };
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].

@@ -37,6 +37,7 @@ pub mod catalogue;
 pub mod character;
 pub mod chat;
 pub mod combat;
+pub mod effect;
 pub mod items;
 pub mod start;
 pub mod trade;
@@ -50,6 +51,7 @@ pub use catalogue::*;
 pub use character::*;
 pub use chat::*;
 pub use combat::*;
+pub use effect::*;
 pub use items::*;
 pub use start::*;
 pub use trade::*;
@@ -154,6 +156,8 @@ pub mod ids {
     pub const P_XP_UPDATE: u8 = 32;
     /// `P_Projectile`.
     pub const P_PROJECTILE: u8 = 37;
+    /// `P_ActorEffect`.
+    pub const P_ACTOR_EFFECT: u8 = 36;
     /// `P_PartyUpdate`.
     pub const P_PARTY_UPDATE: u8 = 38;
     /// `P_AppearanceUpdate`.
@@ -534,6 +538,8 @@ packet_enum! {
         XpUpdate(XpUpdate) = "P_XPUpdate",
         /// `P_OpenTrading` (35): one chunk of a trade or shop window.
         OpenTrading(OpenTradingS2C) = "P_OpenTrading",
+        /// `P_ActorEffect` (36).
+        ActorEffect(ActorEffect) = "P_ActorEffect",
         /// `P_Projectile` (37).
         Projectile(Projectile) = "P_Projectile",
         /// `P_PartyUpdate` (38).

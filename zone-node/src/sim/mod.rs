@@ -12,7 +12,9 @@
 //! 2. **Housekeeping**: transfer timeouts ([`setarea::check_timeouts`]), periodic
 //!    snapshots ([`setarea::periodic_snapshots`]), scheduled actions
 //!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait), expired items on the
-//!    ground ([`items::ground`], looked for once a second).
+//!    ground ([`items::ground`], looked for once a second), ended actor effects
+//!    ([`effects`], looked at only once the zone's earliest end time has passed; a Health
+//!    that reaches 0 queues a kill for phase 4).
 //! 3. **Actor loop** over `FirstInZone`, per actor, in this order:
 //!    a. spell recharge ([`recharge::actor`], when the 100 ms step is due);
 //!    b. movement ([`movement::actor`]);
@@ -54,6 +56,7 @@ pub mod state;
 
 pub mod broadcast;
 pub mod checkpoint;
+pub mod effects;
 pub mod ingest;
 pub mod movement;
 pub mod recharge;
@@ -237,6 +240,7 @@ impl ZoneSim {
         setarea::periodic_snapshots(st);
         scripts::run_scheduled(st);
         items::ground::expire(st);
+        effects::expire(st);
         lap(Phase::Housekeeping, &mut t);
 
         // 3. Actor loop.

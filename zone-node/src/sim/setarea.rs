@@ -123,6 +123,7 @@ fn insert_player(
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;
+    super::effects::restore(st, id, &state.effects);
     insert_companions(st, id, id, state);
     announce_arrival(st, id);
     // Its scripts come with it and carry on here.
@@ -189,7 +190,9 @@ fn insert_npc_from_state(
     a.old_x = x;
     a.old_z = z;
     let rid = st.alloc_npc_rid()?;
-    st.insert_actor(a, rid)
+    let id = st.insert_actor(a, rid)?;
+    super::effects::restore(st, id, &s.effects);
+    Some(id)
 }
 
 /// Tell the zone about a newly placed actor: `P_ChangeArea`, the items on the ground and
@@ -225,7 +228,8 @@ fn announce_arrival(st: &mut ZoneState, id: ActorId) {
 /// The rest of Realm Crafter's start sequence after `P_ChangeArea` and the `P_NewActor`s
 /// (reference §5 step 6): twelve `P_StartGame` action-bar parts (`firstSlot u8` + 3 ×
 /// `u16`-length slot strings, as saved), the `P_StartGame` carrying the RuntimeID, then
-/// `P_XPUpdate "B"` with the XP bar.
+/// `P_XPUpdate "B"` with the XP bar, then `P_ActorEffect "A"` for every effect the
+/// character owns (reference §9.12).
 #[doc(alias = "P_StartGame")]
 fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &ActorState) {
     for part in 0..12u8 {
@@ -257,6 +261,7 @@ fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &Actor
             bar_level: state.xp_bar,
         },
     );
+    super::effects::announce(st, id);
 }
 
 /// A player joins the game in this instance (`P_StartGame` → `SetArea`).
@@ -797,6 +802,7 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
             let mut a = Actor::from_state(&t, &p.state);
             place(st, &mut a, &p.arrival);
             if let Some(id) = st.alloc_npc_rid().and_then(|rid| st.insert_actor(a, rid)) {
+                super::effects::restore(st, id, &p.state.effects);
                 insert_companions(st, id, id, &p.state);
                 announce_arrival(st, id);
             } else {

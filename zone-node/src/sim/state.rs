@@ -350,6 +350,63 @@ pub struct ActorCold {
     /// does not survive a logout, a warp or a crash.
     #[doc(alias = "IsTrading")]
     pub trading: Trading,
+    /// Active actor effects (buffs and debuffs), managed by `sim::effects`.
+    #[doc(alias = "ActorEffect")]
+    pub effects: Vec<ActiveEffect>,
+}
+
+/// One active actor effect (Realm Crafter's `ActorEffect`, reference §6): its deltas are
+/// already included in the owner's attributes.
+#[doc(alias = "ActorEffect")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveEffect {
+    /// Handle, unique per owner (what `P_ActorEffect` names it by).
+    pub handle: u32,
+    /// Name (unique per owner, compared case-insensitively).
+    pub name: String,
+    /// Delta per attribute.
+    pub deltas: [i32; ATTRIBUTE_COUNT],
+    /// Zone-clock time it ends at; 0 = permanent.
+    pub expires_ms: u64,
+    /// Icon texture id.
+    pub icon: u16,
+}
+
+impl ActiveEffect {
+    /// The saved form, with the time remaining at `now_ms` (at least 1 ms for a timed
+    /// effect, so it never turns permanent).
+    pub fn to_dto(&self, now_ms: u64) -> shared::internal::ActorEffectDto {
+        shared::internal::ActorEffectDto {
+            handle: self.handle,
+            name: self.name.clone(),
+            deltas: self.deltas.to_vec(),
+            remaining_ms: if self.expires_ms == 0 {
+                0
+            } else {
+                self.expires_ms.saturating_sub(now_ms).max(1)
+            },
+            icon: self.icon,
+        }
+    }
+
+    /// From the saved form; the remaining time restarts at `now_ms`.
+    pub fn from_dto(d: &shared::internal::ActorEffectDto, now_ms: u64) -> Self {
+        let mut deltas = [0; ATTRIBUTE_COUNT];
+        for (t, v) in deltas.iter_mut().zip(&d.deltas) {
+            *t = *v;
+        }
+        Self {
+            handle: d.handle,
+            name: d.name.clone(),
+            deltas,
+            expires_ms: if d.remaining_ms == 0 {
+                0
+            } else {
+                now_ms.saturating_add(d.remaining_ms)
+            },
+            icon: d.icon,
+        }
+    }
 }
 
 /// Backpack stacks one side may offer in a trade (trade slot `i` is backpack slot
@@ -559,6 +616,7 @@ impl Actor {
                 party: None,
                 handle: 0,
                 trading: Trading::Idle,
+                effects: Vec::new(),
             }),
         }
     }
@@ -666,6 +724,7 @@ impl Actor {
             ai_mode: self.ai_mode as u8,
             pets: Vec::new(),
             mount: None,
+            effects: Vec::new(),
             handle: if self.is_player() {
                 u32::try_from(self.handle).unwrap_or(0)
             } else {
@@ -1011,6 +1070,9 @@ pub struct ZoneState {
     pub broadcast_group: u32,
     /// Next recharge step.
     pub next_recharge_ms: u64,
+    /// The earliest time an actor effect ends (`u64::MAX`: none pending); the
+    /// housekeeping phase looks at effects only once it has passed.
+    pub next_effect_ms: u64,
     /// Next periodic snapshot time.
     pub next_persist_ms: u64,
     /// Whether this tick recharges spells.
@@ -1118,6 +1180,7 @@ impl ZoneState {
             broadcast_group: u32::MAX,
             broadcasts: 0,
             next_recharge_ms: 0,
+            next_effect_ms: u64::MAX,
             recharge_now: false,
             next_persist_ms: 0,
             counters: Counters::default(),
@@ -1685,6 +1748,18 @@ impl ZoneState {
     fn actor_state_depth(&self, id: ActorId, depth: u8) -> Option<ActorState> {
         let a = self.get(id)?;
         let mut s = a.to_state(&self.content.area.name, self.cfg.instance);
+        // Effects keep their remaining time; one already due is expired here (its deltas
+        // taken out of the saved attributes) rather than frozen at <= 0 (reference §6
+        // fix 3).
+        for e in &a.effects {
+            if e.expires_ms != 0 && e.expires_ms <= self.now_ms {
+                for (v, d) in s.attributes.iter_mut().zip(&e.deltas) {
+                    *v = v.saturating_sub(*d).max(0);
+                }
+            } else {
+                s.effects.push(e.to_dto(self.now_ms));
+            }
+        }
         if depth < 4 {
             if let Some(m) = a.mount {
                 s.mount = self.actor_state_depth(m, depth + 1).map(Box::new);

@@ -1,25 +1,24 @@
 //! What eating a potion or an ingredient does to the eater (`P_EatItem` step 1,
-//! reference §6): the seam where actor effects will go.
+//! reference §6): an actor effect named after the item.
 //!
-//! Realm Crafter creates (or refreshes) an actor effect named after the item, whose deltas
-//! are the eaten **instance's** nonzero attributes, lasting the template's
-//! `EatEffectsLength` seconds (0 = permanent), with the `P_ActorEffect` `"A"`/`"E"`/`"R"`
-//! packets. Actor effects do not exist in this server yet (issue 20); until they do, the
-//! deltas are applied **permanently**, through [`stats::update_attribute`] (clamped to the
-//! maximum, the right audience), so a healing potion heals.
+//! As in Realm Crafter, eating creates (or refreshes) an actor effect named after the
+//! item, whose deltas are the eaten **instance's** nonzero attributes, lasting the
+//! template's `EatEffectsLength` seconds (0 = permanent), with the `P_ActorEffect`
+//! `"A"`/`"E"`/`"R"` packets ([`effects::add_effect`]). Unlike Realm Crafter, the item's
+//! thumbnail is stored as the effect's icon, so it survives a relog.
 
-use shared::content::Item;
+use shared::content::{Item, ItemKind};
 
+use crate::sim::effects;
 use crate::sim::events::InvSlot;
 use crate::sim::state::{ActorId, ZoneState};
-use crate::sim::stats;
 
 /// Apply the effect of eating `amount` of `instance` (of template `item`) to `id`.
 ///
-/// Today: for each nonzero attribute of the instance, value += delta × amount, clamped to
-/// `0..=Max` (Realm Crafter applied one effect for any amount and did not clamp; a potion
-/// that takes Health to 0 kills, where Realm Crafter's could not). With issue 20 this
-/// becomes an effect named `item.name` lasting the item's `secs` (0 = permanent).
+/// The effect is applied **once**, whatever `amount` is (as in Realm Crafter): an effect
+/// does not stack with itself, eating another refreshes its timer and sets the same
+/// deltas again, so eating three at once is eating one three times in a row. The items
+/// are all consumed by the caller.
 #[doc(alias = "AddActorEffect")]
 pub fn apply_eat_effect(
     st: &mut ZoneState,
@@ -28,23 +27,23 @@ pub fn apply_eat_effect(
     instance: &InvSlot,
     amount: u16,
 ) {
-    // The effect's name and length (`item.name`, `secs`) are for issue 20's effects.
-    let _ = item;
-    let health = st.content.fixed.health;
-    for (i, delta) in instance.attributes.iter().enumerate() {
-        if *delta == 0 {
-            continue;
-        }
-        let Ok(attr) = u8::try_from(i) else { continue };
-        let Some(cur) = st.get(id).and_then(|a| a.attr_value(Some(attr))) else {
-            continue;
-        };
-        let new = cur
-            .saturating_add(delta.saturating_mul(i32::from(amount)))
-            .max(0);
-        stats::update_attribute(st, id, attr, new);
-        if Some(attr) == health && new <= 0 {
-            stats::defer_kill(st, id, None);
-        }
+    let _ = amount;
+    let secs = match item.kind {
+        ItemKind::Potion { secs } | ItemKind::Ingredient { secs } => i64::from(secs),
+        _ => 0,
+    };
+    let deltas: Vec<(u8, i32)> = instance
+        .attributes
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d != 0)
+        .filter_map(|(i, d)| u8::try_from(i).ok().map(|a| (a, *d)))
+        .collect();
+    if deltas.is_empty() {
+        return;
+    }
+    let player = st.get(id).and_then(|a| a.player);
+    if effects::add_effect(st, id, &item.name, &deltas, secs, item.thumbnail).is_err() {
+        st.reject(player, crate::sim::events::Rejection::BadItemRequest);
     }
 }

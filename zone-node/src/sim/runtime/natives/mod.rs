@@ -6,9 +6,10 @@
 //! Natives of later parts of the port (abilities and effects, dialogs and quests)
 //! answer [`RuntimeError::NotSupported`], naming the native. The items natives are
 //! [`items`] (inventory and item queries), [`money`] and `SpawnItem` ([`ground`]);
-//! `OpenTrading` arrives with the trade code.
+//! `OpenTrading` arrives with the trade code. The actor effect natives are [`effects`].
 
 pub mod actor;
+pub mod effects;
 pub mod files;
 pub mod globals;
 pub mod ground;
@@ -105,6 +106,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
         _ if crate::sim::clock::handles(n) => return crate::sim::clock::call(h, n, args),
+        _ if effects::handles(n) => return effects::call(h, n, Args(args)),
         _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
         _ if items::handles(n) => return items::call(h, n, Args(args)),
         _ => {}
