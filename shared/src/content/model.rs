@@ -1323,6 +1323,47 @@ pub struct Misc {
     pub server_port: u16,
     /// Spells must be memorised before use.
     pub require_memorise: bool,
+    /// Opt-in Health/Energy regeneration (not in Realm Crafter; off by default and never
+    /// set by `Misc.dat`).
+    #[serde(skip_serializing_if = "Regen::is_default")]
+    pub regen: Regen,
+}
+
+/// Opt-in regeneration of attributes out of combat. Realm Crafter regenerates only
+/// Breath (its `RegenTime` 16000 is declared but never used); this is the engine's own
+/// rule, off unless a world turns it on (`[misc.regen]` in `world.toml`).
+#[doc(alias = "RegenTime")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[serde(deny_unknown_fields)]
+pub struct Regen {
+    /// Regeneration runs at all.
+    pub enabled: bool,
+    /// Milliseconds between two regeneration steps (Realm Crafter's `RegenTime`).
+    pub interval_ms: u32,
+    /// Percent of the attribute's maximum gained per step (at least 1 point).
+    pub percent: u8,
+    /// The attributes that regenerate, by name (as in `[attributes] names`, any case) or
+    /// by index written as a number.
+    pub attributes: Vec<String>,
+}
+
+impl Default for Regen {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            interval_ms: 16000,
+            percent: 5,
+            attributes: vec!["Health".into(), "Energy".into()],
+        }
+    }
+}
+
+impl Regen {
+    /// Whether this is the default (off) configuration.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 impl Default for Misc {
@@ -1340,6 +1381,7 @@ impl Default for Misc {
             max_account_chars: 4,
             server_port: DEFAULT_SERVER_PORT,
             require_memorise: true,
+            regen: Regen::default(),
         }
     }
 }

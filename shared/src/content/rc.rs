@@ -728,6 +728,7 @@ pub fn parse_misc(data: &[u8]) -> Result<Misc, ContentError> {
                     }
                 },
                 require_memorise: r.bool("RequireMemorise")?,
+                regen: Default::default(),
             })
         },
     )?;

@@ -301,6 +301,51 @@ pub struct GameRules {
     pub combat_rating_adjust: u8,
     /// Spells must be memorised.
     pub require_memorise: bool,
+    /// Opt-in regeneration ([`super::regen`]); `None` = off (Realm Crafter).
+    pub regen: Option<RegenRule>,
+}
+
+/// Regeneration resolved against the world's attributes (`[misc.regen]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegenRule {
+    /// Milliseconds between two steps (at least 1).
+    pub interval_ms: u64,
+    /// Percent of Max gained per step (at least 1 point).
+    pub percent: u32,
+    /// Attribute indices that regenerate.
+    pub attributes: Vec<u8>,
+}
+
+impl RegenRule {
+    /// Resolve a world's regeneration settings: names match `names` (any case), numbers
+    /// are indices; unknown names and indices out of range are left out. `None` when the
+    /// rule is off or names no attribute.
+    pub fn resolve(r: &shared::content::Regen, names: &[String]) -> Option<Self> {
+        if !r.enabled {
+            return None;
+        }
+        let mut attributes = Vec::new();
+        for n in &r.attributes {
+            let n = n.trim();
+            let idx = match n.parse::<u8>() {
+                Ok(i) => Some(i),
+                Err(_) => names
+                    .iter()
+                    .position(|x| !x.is_empty() && x.eq_ignore_ascii_case(n))
+                    .and_then(|i| u8::try_from(i).ok()),
+            };
+            if let Some(i) = idx.filter(|&i| usize::from(i) < super::events::ATTRIBUTE_COUNT) {
+                if !attributes.contains(&i) {
+                    attributes.push(i);
+                }
+            }
+        }
+        (!attributes.is_empty()).then(|| Self {
+            interval_ms: u64::from(r.interval_ms).max(1),
+            percent: u32::from(r.percent),
+            attributes,
+        })
+    }
 }
 
 impl Default for GameRules {
@@ -312,6 +357,7 @@ impl Default for GameRules {
             armour_damage: true,
             combat_rating_adjust: 0,
             require_memorise: true,
+            regen: None,
         }
     }
 }
@@ -533,6 +579,15 @@ impl ZoneContent {
                 armour_damage: m.armour_damage,
                 combat_rating_adjust: m.combat_rating_adjust,
                 require_memorise: m.require_memorise,
+                regen: RegenRule::resolve(
+                    &m.regen,
+                    &world
+                        .attributes
+                        .defs
+                        .iter()
+                        .map(|d| d.name.clone())
+                        .collect::<Vec<_>>(),
+                ),
             },
             attribute_names: world
                 .attributes

@@ -14,7 +14,9 @@
 //!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait), expired items on the
 //!    ground ([`items::ground`], looked for once a second), ended actor effects
 //!    ([`effects`], looked at only once the zone's earliest end time has passed; a Health
-//!    that reaches 0 queues a kill for phase 4).
+//!    that reaches 0 queues a kill for phase 4), and the opt-in regeneration step
+//!    ([`regen::step`], one pass over the zone every `interval_ms` when the world turns
+//!    it on).
 //! 3. **Actor loop** over `FirstInZone`, per actor, in this order:
 //!    a. spell recharge ([`recharge::actor`], when the 100 ms step is due);
 //!    b. movement ([`movement::actor`]);
@@ -60,6 +62,7 @@ pub mod effects;
 pub mod ingest;
 pub mod movement;
 pub mod recharge;
+pub mod regen;
 pub mod setarea;
 pub mod stats;
 pub mod water;
@@ -241,6 +244,7 @@ impl ZoneSim {
         scripts::run_scheduled(st);
         items::ground::expire(st);
         effects::expire(st);
+        regen::step(st);
         lap(Phase::Housekeeping, &mut t);
 
         // 3. Actor loop.

@@ -1073,6 +1073,8 @@ pub struct ZoneState {
     /// The earliest time an actor effect ends (`u64::MAX`: none pending); the
     /// housekeeping phase looks at effects only once it has passed.
     pub next_effect_ms: u64,
+    /// Next regeneration step ([`super::regen`]); 0 = not started.
+    pub next_regen_ms: u64,
     /// Next periodic snapshot time.
     pub next_persist_ms: u64,
     /// Whether this tick recharges spells.
@@ -1181,6 +1183,7 @@ impl ZoneState {
             broadcasts: 0,
             next_recharge_ms: 0,
             next_effect_ms: u64::MAX,
+            next_regen_ms: 0,
             recharge_now: false,
             next_persist_ms: 0,
             counters: Counters::default(),
