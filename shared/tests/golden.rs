@@ -964,7 +964,7 @@ fn small_server_packets_vectors() {
         &unhex("20 4c 07 00 05 00"),
         ServerPacket::XpUpdate(XpUpdate::LevelUp {
             runtime_id: 7,
-            rest: HexBytes(vec![5, 0]),
+            level: 5,
         }),
     );
     check_server(

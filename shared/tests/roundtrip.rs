@@ -828,8 +828,8 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
             any::<u32>().prop_map(|amount| XpUpdate::Gained { amount }),
             any::<u8>().prop_map(|bar_level| XpUpdate::BarLevel { bar_level }),
             any::<u16>().prop_map(|level| XpUpdate::Level { level }),
-            (any::<u16>(), hex_bytes())
-                .prop_map(|(runtime_id, rest)| XpUpdate::LevelUp { runtime_id, rest }),
+            (any::<u16>(), any::<u16>())
+                .prop_map(|(runtime_id, level)| XpUpdate::LevelUp { runtime_id, level }),
         ]
         .prop_map(S::XpUpdate),
         prop_oneof![

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{DecodeCtx, Packet, bad_sub, ids};
-use crate::wire::{DecodeError, HexBytes, RcString, Reader, WireWrite};
+use crate::wire::{DecodeError, RcString, Reader, WireWrite};
 
 /// `P_AttackActor` (18) C→S: `targetRID u16`, exactly 2 bytes.
 #[doc(alias = "P_AttackActor")]
@@ -327,13 +327,14 @@ pub enum XpUpdate {
         /// Level.
         level: u16,
     },
-    /// `"L"`: another actor levelled up.
+    /// `"L"`: another actor's level changed (`SetActorLevel`, to the zone except the
+    /// subject).
     #[serde(rename = "L")]
     LevelUp {
         /// The actor.
         runtime_id: u16,
-        /// Whatever follows, uninterpreted.
-        rest: HexBytes,
+        /// Its new level.
+        level: u16,
     },
 }
 
@@ -348,7 +349,7 @@ impl Packet for XpUpdate {
             b'U' => Self::Level { level: r.u16()? },
             b'L' => Self::LevelUp {
                 runtime_id: r.u16()?,
-                rest: HexBytes::from(r.rest()),
+                level: r.u16()?,
             },
             c => return Err(bad_sub(0, c)),
         };
@@ -369,10 +370,10 @@ impl Packet for XpUpdate {
                 out.push(b'U');
                 out.put_u16(*level);
             }
-            Self::LevelUp { runtime_id, rest } => {
+            Self::LevelUp { runtime_id, level } => {
                 out.push(b'L');
                 out.put_u16(*runtime_id);
-                out.put_bytes(&rest.0);
+                out.put_u16(*level);
             }
         }
     }

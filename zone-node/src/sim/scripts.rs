@@ -29,6 +29,7 @@
 
 use super::runtime;
 use super::state::{ActorId, Scheduled, ZoneState};
+use super::stats;
 
 /// Script entry points. Every method has the default project's behaviour.
 pub trait ScriptHooks: Send + Sync {
@@ -302,16 +303,15 @@ pub struct DefaultHooks;
 
 impl ScriptHooks for DefaultHooks {}
 
-/// The default `LevelUp.Main`: when `XP > Level × 1000`, Level + 1 and `P_XPUpdate "U"`
-/// with the new level to the player.
+/// The default `LevelUp.Main`: when `XP > Level × 1000`, Level + 1 through
+/// [`stats::set_level`] (`P_XPUpdate "U"` to the player, "L" to the rest of the zone).
 pub fn default_level_up(st: &mut ZoneState, actor: ActorId) {
-    let Some(a) = st.get_mut(actor) else { return };
+    let Some(a) = st.get(actor) else { return };
     if u64::from(a.xp) <= u64::from(a.level) * 1000 || a.level == u16::MAX {
         return;
     }
-    a.level += 1;
-    let level = a.level;
-    st.send_packet(actor, &shared::proto::XpUpdate::Level { level });
+    let level = a.level + 1;
+    stats::set_level(st, actor, level);
 }
 
 /// Health to 50, clear the dead flag, warp to the portal "Begin" of this area (portal 0
@@ -323,7 +323,7 @@ pub fn default_respawn(st: &mut ZoneState, victim: ActorId) {
     if st.get(victim).is_none() {
         return;
     }
-    super::stats::update_attribute(st, victim, health, 50);
+    stats::update_attribute(st, victim, health, 50);
     if let Some(a) = st.get_mut(victim) {
         a.dead = false;
     }

@@ -8,8 +8,10 @@
 //! * An unknown attribute name bails before any write (counted rejection).
 //! * Bounds: values are kept in `-32768..=65535` (the wire carries 16 bits); maxima in
 //!   `0..=65535`.
+//! * A level change ([`set_level`]): `P_XPUpdate "U"` to the owner (players), `"L"` to
+//!   the rest of the zone.
 
-use shared::proto::StatUpdate;
+use shared::proto::{StatUpdate, XpUpdate};
 
 use super::events::{ATTRIBUTE_COUNT, Rejection};
 use super::packets;
@@ -89,6 +91,26 @@ pub fn update_reputation(st: &mut ZoneState, id: ActorId, value: i32) {
     a.reputation = value.clamp(-32768, 32767);
     let (rid, v) = (a.rid, a.reputation);
     st.send_packet_zone(&packets::stat_update_reputation(rid, v), None);
+}
+
+/// Set an actor's level and tell the zone, as `SetActorLevel` does (reference §9.32):
+/// `P_XPUpdate "U"` (level) to the actor when it is a player, `"L"` (runtime id, level) to
+/// every other player of the zone. XP is left as it is (the native clears it itself).
+#[doc(alias = "SetActorLevel")]
+pub fn set_level(st: &mut ZoneState, id: ActorId, level: u16) {
+    let Some(a) = st.get_mut(id) else { return };
+    a.level = level;
+    let (rid, player) = (a.rid, a.is_player());
+    if player {
+        st.send_packet(id, &XpUpdate::Level { level });
+    }
+    st.send_packet_zone(
+        &XpUpdate::LevelUp {
+            runtime_id: rid,
+            level,
+        },
+        Some(id),
+    );
 }
 
 /// `/setattribute` and `/setattributemax`: find the attribute (bail before any write when

@@ -281,21 +281,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 return none();
             };
             x.xp = 0;
-            x.level = lvl;
-            let (rid, player) = (x.rid, x.is_player());
-            if player {
-                send(h.st, id, &XpUpdate::Level { level: lvl });
-            }
-            let mut rest = shared::wire::HexBytes::default();
-            rest.0.extend_from_slice(&lvl.to_le_bytes());
-            send_zone(
-                h.st,
-                &XpUpdate::LevelUp {
-                    runtime_id: rid,
-                    rest,
-                },
-                Some(id),
-            );
+            stats::set_level(h.st, id, lvl);
             none()
         }
         Native::GiveXp => {
