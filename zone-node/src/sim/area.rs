@@ -334,10 +334,10 @@ impl RegenRule {
                     .position(|x| !x.is_empty() && x.eq_ignore_ascii_case(n))
                     .and_then(|i| u8::try_from(i).ok()),
             };
-            if let Some(i) = idx.filter(|&i| usize::from(i) < super::events::ATTRIBUTE_COUNT) {
-                if !attributes.contains(&i) {
-                    attributes.push(i);
-                }
+            if let Some(i) = idx.filter(|&i| {
+                usize::from(i) < super::events::ATTRIBUTE_COUNT && !attributes.contains(&i)
+            }) {
+                attributes.push(i);
             }
         }
         (!attributes.is_empty()).then(|| Self {
