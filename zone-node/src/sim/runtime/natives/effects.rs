@@ -1,5 +1,7 @@
 //! Actor effect natives (`eff`): `AddActorEffect`, `DeleteActorEffect`, `ActorHasEffect`
-//! over [`crate::sim::effects`].
+//! over [`crate::sim::effects`], and `CreateFloatingNumber` (`P_FloatingNumber` to every
+//! player of the zone, the subject included; colour components outside `0..=255` are
+//! clamped where Realm Crafter kept the low byte).
 //!
 //! Differences from Realm Crafter: an empty name, seconds outside
 //! `0..=`[`effects::MAX_EFFECT_SECS`], an icon outside `0..=65535`, a non-empty unknown
@@ -9,6 +11,7 @@
 
 use script::RuntimeError;
 use script::natives::{self, Native};
+use shared::proto::FloatingNumber;
 
 use super::{Args, NResult, int, none};
 use crate::sim::effects::{self, EffectError};
@@ -19,7 +22,10 @@ use crate::sim::runtime::host::ZoneHost;
 pub fn handles(n: Native) -> bool {
     matches!(
         n,
-        Native::AddActorEffect | Native::DeleteActorEffect | Native::ActorHasEffect
+        Native::AddActorEffect
+            | Native::DeleteActorEffect
+            | Native::ActorHasEffect
+            | Native::CreateFloatingNumber
     )
 }
 
@@ -36,6 +42,21 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
     let Some(id) = h.actor(a.int(0)) else {
         return none();
     };
+    if n == Native::CreateFloatingNumber {
+        let Some(runtime_id) = h.st.get(id).map(|x| x.rid) else {
+            return none();
+        };
+        let c = |i: usize| u8::try_from(a.int(i).clamp(0, 255)).unwrap_or(u8::MAX);
+        let p = FloatingNumber {
+            runtime_id,
+            amount: a.int(1),
+            r: c(2),
+            g: c(3),
+            b: c(4),
+        };
+        h.st.send_packet_zone(&p, None);
+        return none();
+    }
     let name = a.text(1);
     match n {
         Native::AddActorEffect => {
