@@ -898,6 +898,76 @@ fn chat_vectors() {
     assert!(ServerPacket::decode(16, &[250, 1]).is_err());
 }
 
+/// Abilities (reference §9.26-9.28), with the spec's vectors.
+#[test]
+fn spell_vectors() {
+    check_server(
+        &unhex("1a 4c 02 00 00 00 46 69 72 65 62 61 6c 6c"),
+        ServerPacket::KnownSpellUpdate(KnownSpellUpdate::Level {
+            level: 2,
+            spell_name: "Fireball".into(),
+        }),
+    );
+    check_server(
+        &unhex("1a 44 46 69 72 65 62 61 6c 6c"),
+        ServerPacket::KnownSpellUpdate(KnownSpellUpdate::Deleted {
+            spell_name: "Fireball".into(),
+        }),
+    );
+    check_server(
+        &unhex("1a 41 01 00 00 00 0f 00 40 1f 02 00 46 62 01 00 44 00"),
+        ServerPacket::KnownSpellUpdate(KnownSpellUpdate::Added {
+            spell: KnownSpell {
+                level: 1,
+                id: 0,
+                thumb: 15,
+                recharge: 8000,
+                name: "Fb".into(),
+                description: "D".into(),
+                memorised: 0,
+            },
+        }),
+    );
+    check_client(
+        &unhex("1b 46 00 00 07 00"),
+        ClientPacket::SpellUpdate(SpellUpdate::Fire {
+            spell_id: 0,
+            target: Some(7),
+        }),
+    );
+    check_client(
+        &unhex("1b 46 03 00"),
+        ClientPacket::SpellUpdate(SpellUpdate::Fire {
+            spell_id: 3,
+            target: None,
+        }),
+    );
+    check_client(
+        &unhex("1b 4d 02 00"),
+        ClientPacket::SpellUpdate(SpellUpdate::Memorise { index: 2 }),
+    );
+    check_client(
+        &unhex("1b 55 02 00"),
+        ClientPacket::SpellUpdate(SpellUpdate::Unmemorise { index: 2 }),
+    );
+    // A cast with half a target, and an unknown sub-code, are refused.
+    assert!(ClientPacket::decode(27, &unhex("46 00 00 07")).is_err());
+    assert!(ClientPacket::decode(27, &unhex("58 00 00")).is_err());
+    assert!(ClientPacket::decode(27, &unhex("4d 02")).is_err());
+    check_server(
+        &unhex("1c 0a 00 d0 07 00 00 07 00 00 00 00 00 00 00 80 3f 00 00 00 00 46 69 72 65"),
+        ServerPacket::CreateEmitter(CreateEmitter {
+            texture: 10,
+            lifetime_ms: 2000,
+            runtime_id: 7,
+            offset_x: 0.0,
+            offset_y: 1.0,
+            offset_z: 0.0,
+            emitter: "Fire".into(),
+        }),
+    );
+}
+
 #[test]
 fn small_server_packets_vectors() {
     check_server(
@@ -1182,11 +1252,11 @@ fn small_client_packets_vectors() {
 
 #[test]
 fn raw_for_unknown_ids() {
-    // 28 (`P_CreateEmitter`) is a Realm Crafter id no enum models.
+    // 29 (`P_Sound`) is a Realm Crafter id no enum models yet.
     check_server(
-        &[28, 1, 2, 3],
+        &[29, 1, 2, 3],
         ServerPacket::Raw {
-            id: 28,
+            id: 29,
             bytes: HexBytes(vec![1, 2, 3]),
         },
     );
@@ -1197,8 +1267,8 @@ fn raw_for_unknown_ids() {
             bytes: HexBytes(vec![1, 0, 0, 0]),
         },
     );
-    let p = ServerPacket::decode(28, &[]).unwrap();
-    assert_eq!(p.name(), "P_CreateEmitter");
+    let p = ServerPacket::decode(29, &[]).unwrap();
+    assert_eq!(p.name(), "P_Sound");
     assert_eq!(ServerPacket::decode(99, &[]).unwrap().name(), "Raw");
 }
 

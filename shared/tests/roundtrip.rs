@@ -530,12 +530,69 @@ fn appearance_update() -> impl Strategy<Value = AppearanceUpdate> {
 }
 
 const SERVER_IDS: &[u8] = &[
-    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 24, 25, 30, 32, 35, 37, 38, 39,
-    40, 41, 45, 46, 48, 49, 60,
+    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 24, 25, 26, 28, 30, 32, 35, 36,
+    37, 38, 39, 40, 41, 45, 46, 48, 49, 60,
 ];
 const CLIENT_IDS: &[u8] = &[
-    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 31, 35, 41, 43, 44, 46, 47, 49, 61, 62,
+    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 27, 31, 35, 41, 43, 44, 46, 47, 49, 61, 62,
 ];
+
+fn known_spell() -> impl Strategy<Value = KnownSpell> {
+    (any::<[u16; 4]>(), s16(), s16(), any::<u8>()).prop_map(
+        |([level, id, thumb, recharge], name, description, memorised)| KnownSpell {
+            level,
+            id,
+            thumb,
+            recharge,
+            name,
+            description,
+            memorised,
+        },
+    )
+}
+
+/// Abilities: `P_KnownSpellUpdate` and `P_CreateEmitter` (S→C).
+fn spell_server_packet() -> impl Strategy<Value = ServerPacket> {
+    use ServerPacket as S;
+    prop_oneof![
+        known_spell().prop_map(|spell| S::KnownSpellUpdate(KnownSpellUpdate::Added { spell })),
+        rest().prop_map(|spell_name| S::KnownSpellUpdate(KnownSpellUpdate::Deleted { spell_name })),
+        (any::<u32>(), rest()).prop_map(|(level, spell_name)| {
+            S::KnownSpellUpdate(KnownSpellUpdate::Level { level, spell_name })
+        }),
+        (
+            any::<u16>(),
+            any::<u32>(),
+            any::<u16>(),
+            [f32_any(), f32_any(), f32_any()],
+            rest()
+        )
+            .prop_map(
+                |(texture, lifetime_ms, runtime_id, [offset_x, offset_y, offset_z], emitter)| {
+                    S::CreateEmitter(CreateEmitter {
+                        texture,
+                        lifetime_ms,
+                        runtime_id,
+                        offset_x,
+                        offset_y,
+                        offset_z,
+                        emitter,
+                    })
+                }
+            ),
+    ]
+}
+
+/// Abilities: `P_SpellUpdate` (C→S).
+fn spell_client_packet() -> impl Strategy<Value = ClientPacket> {
+    prop_oneof![
+        any::<u16>().prop_map(|index| SpellUpdate::Memorise { index }),
+        any::<u16>().prop_map(|index| SpellUpdate::Unmemorise { index }),
+        (any::<u16>(), any::<Option<u16>>())
+            .prop_map(|(spell_id, target)| SpellUpdate::Fire { spell_id, target }),
+    ]
+    .prop_map(ClientPacket::SpellUpdate)
+}
 
 fn inventory_update_s2c() -> impl Strategy<Value = InventoryUpdateS2C> {
     use InventoryUpdateS2C as I;
@@ -878,6 +935,7 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
         reposition().prop_map(S::RepositionActor),
         Just(S::KickedPlayer(KickedPlayer {})),
         items_server_packet(),
+        spell_server_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !SERVER_IDS.contains(id)),
             hex_bytes()
@@ -936,6 +994,7 @@ fn client_packet() -> impl Strategy<Value = ClientPacket> {
         Just(C::Dismount(Dismount {})),
         hex_bytes().prop_map(|bytes| C::RepositionActor(RepositionAck { bytes })),
         items_client_packet(),
+        spell_client_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !CLIENT_IDS.contains(id)),
             hex_bytes()

@@ -39,6 +39,7 @@ pub mod chat;
 pub mod combat;
 pub mod effect;
 pub mod items;
+pub mod spell;
 pub mod start;
 pub mod trade;
 pub mod update;
@@ -53,6 +54,7 @@ pub use chat::*;
 pub use combat::*;
 pub use effect::*;
 pub use items::*;
+pub use spell::*;
 pub use start::*;
 pub use trade::*;
 pub use update::*;
@@ -150,6 +152,12 @@ pub mod ids {
     pub const P_GOLD_CHANGE: u8 = 24;
     /// `P_NameChange`.
     pub const P_NAME_CHANGE: u8 = 25;
+    /// `P_KnownSpellUpdate`.
+    pub const P_KNOWN_SPELL_UPDATE: u8 = 26;
+    /// `P_SpellUpdate`.
+    pub const P_SPELL_UPDATE: u8 = 27;
+    /// `P_CreateEmitter`.
+    pub const P_CREATE_EMITTER: u8 = 28;
     /// `P_AnimateActor`.
     pub const P_ANIMATE_ACTOR: u8 = 30;
     /// `P_XPUpdate`.
@@ -465,6 +473,8 @@ packet_enum! {
         AttackActor(AttackActorC2S) = "P_AttackActor",
         /// `P_RightClick` (20).
         RightClick(RightClick) = "P_RightClick",
+        /// `P_SpellUpdate` (27): memorise, un-memorise or cast an ability.
+        SpellUpdate(SpellUpdate) = "P_SpellUpdate",
         /// `P_ActionBarUpdate` (31).
         ActionBarUpdate(ActionBarUpdate) = "P_ActionBarUpdate",
         /// `P_OpenTrading` (35): cancel or confirm a trade or a purchase.
@@ -532,6 +542,10 @@ packet_enum! {
         GoldChange(GoldChange) = "P_GoldChange",
         /// `P_NameChange` (25).
         NameChange(NameChange) = "P_NameChange",
+        /// `P_KnownSpellUpdate` (26).
+        KnownSpellUpdate(KnownSpellUpdate) = "P_KnownSpellUpdate",
+        /// `P_CreateEmitter` (28).
+        CreateEmitter(CreateEmitter) = "P_CreateEmitter",
         /// `P_AnimateActor` (30).
         AnimateActor(AnimateActor) = "P_AnimateActor",
         /// `P_XPUpdate` (32).
