@@ -86,6 +86,11 @@ fn full_character(name: &str) -> ActorStateDto {
             remaining_ms: 4_000,
             icon: 7,
         }],
+        spell_view: vec![0, u16::MAX, 3],
+        memorising: vec![shared::internal::MemorisingDto {
+            spell: 3,
+            remaining_ms: 2_500,
+        }],
     }
 }
 
@@ -217,8 +222,10 @@ fn legacy() -> Vec<LegacyAccount> {
     c.account = String::new();
     c.email = String::new();
     c.scripts = Vec::new();
-    // Realm Crafter never saved actor effects.
+    // Realm Crafter never saved actor effects, nor the session's ability state.
     c.effects = Vec::new();
+    c.spell_view = Vec::new();
+    c.memorising = Vec::new();
     c.pets = vec![ActorStateDto {
         template: 9,
         name: "Rex".into(),

@@ -720,6 +720,10 @@ impl Hub {
         // The scripts' `PlayerAccountName` and `PlayerAccountEmail`.
         state.account = user;
         state.email = email;
+        // A new client numbers its known spells afresh from the login "S" block and has
+        // no memorisation in progress (the zone rebuilds the numbering).
+        state.spell_view.clear();
+        state.memorising.clear();
         self.players.insert(
             session,
             Player {

@@ -163,6 +163,16 @@ impl World {
             .find(|i| !i.name.is_empty() && eq_ci(&i.name, name))
     }
 
+    /// The spell (ability) with this name, case-insensitive, surrounding blanks ignored
+    /// (Realm Crafter's `FindSpell`, used by `AddAbility` and the other ability natives).
+    #[doc(alias = "FindSpell")]
+    pub fn spell_by_name(&self, name: &str) -> Option<&Spell> {
+        let name = name.trim();
+        self.spells
+            .iter()
+            .find(|s| !s.name.is_empty() && eq_ci(&s.name, name))
+    }
+
     /// The position of the area with this name in [`World::areas`] (case-insensitive).
     pub fn area_index(&self, name: &str) -> Option<usize> {
         self.areas.iter().position(|a| eq_ci(&a.name, name))
@@ -1323,10 +1333,24 @@ pub struct Misc {
     pub server_port: u16,
     /// Spells must be memorised before use.
     pub require_memorise: bool,
+    /// How far (XZ distance, world units) a spell may be cast at a target; 0 = no limit,
+    /// as in Realm Crafter. Not in `Misc.dat` (`[misc] cast_range` in `world.toml`);
+    /// default [`DEFAULT_CAST_RANGE`].
+    #[serde(skip_serializing_if = "is_default_cast_range")]
+    pub cast_range: u32,
     /// Opt-in Health/Energy regeneration (not in Realm Crafter; off by default and never
     /// set by `Misc.dat`).
     #[serde(skip_serializing_if = "Regen::is_default")]
     pub regen: Regen,
+}
+
+/// The default [`Misc::cast_range`]: about the distance at which the client still draws
+/// an actor's name.
+pub const DEFAULT_CAST_RANGE: u32 = 300;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_default_cast_range(v: &u32) -> bool {
+    *v == DEFAULT_CAST_RANGE
 }
 
 /// Opt-in regeneration of attributes out of combat. Realm Crafter regenerates only
@@ -1381,6 +1405,7 @@ impl Default for Misc {
             max_account_chars: 4,
             server_port: DEFAULT_SERVER_PORT,
             require_memorise: true,
+            cast_range: DEFAULT_CAST_RANGE,
             regen: Regen::default(),
         }
     }

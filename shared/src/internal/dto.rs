@@ -130,6 +130,29 @@ pub struct ActorStateDto {
     #[doc(alias = "ActorEffect")]
     #[serde(default)]
     pub effects: Vec<ActorEffectDto>,
+    /// The client's own numbering of the known spells (it appends every spell it is told
+    /// of and leaves a hole where one is forgotten; `P_SpellUpdate "M"/"U"` name spells by
+    /// that index): spell ids by client index, [`SPELL_VIEW_HOLE`] for a hole. Session
+    /// state carried across SetArea; rebuilt from `known_spells` at every login.
+    #[serde(default)]
+    pub spell_view: Vec<u16>,
+    /// Memorisations in progress (`MemorisingSpell`), with their remaining time.
+    #[doc(alias = "MemorisingSpell")]
+    #[serde(default)]
+    pub memorising: Vec<MemorisingDto>,
+}
+
+/// A hole in [`ActorStateDto::spell_view`] (a spell the client was told to forget).
+pub const SPELL_VIEW_HOLE: u16 = u16::MAX;
+
+/// One memorisation in progress (Realm Crafter's `MemorisingSpell`).
+#[doc(alias = "MemorisingSpell")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MemorisingDto {
+    /// The spell id.
+    pub spell: u16,
+    /// Milliseconds until it is memorised.
+    pub remaining_ms: u64,
 }
 
 /// One saved actor effect (Realm Crafter's `ActorEffect`, reference §6).

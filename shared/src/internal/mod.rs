@@ -43,7 +43,8 @@ use serde::{Deserialize, Serialize};
 
 pub use dto::{
     ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
-    ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto, TransferDto,
+    MemorisingDto, SPELL_VIEW_HOLE, ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto,
+    TransferDto,
 };
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].

@@ -48,6 +48,7 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
         ClientPacket::Jump(_) => Some(PlayerAction::Jump),
         ClientPacket::InventoryUpdate(i) => Some(PlayerAction::Inventory(i)),
         ClientPacket::ActionBarUpdate(a) => Some(PlayerAction::ActionBar(a)),
+        ClientPacket::SpellUpdate(s) => Some(PlayerAction::Spell(s)),
         ClientPacket::ItemScript(i) => Some(PlayerAction::UseItem {
             slot: i.slot,
             target: i.target,

@@ -301,6 +301,8 @@ pub struct GameRules {
     pub combat_rating_adjust: u8,
     /// Spells must be memorised.
     pub require_memorise: bool,
+    /// Farthest XZ distance of a cast's target; `None` = no limit (Realm Crafter).
+    pub cast_range: Option<f32>,
     /// Opt-in regeneration ([`super::regen`]); `None` = off (Realm Crafter).
     pub regen: Option<RegenRule>,
 }
@@ -357,6 +359,7 @@ impl Default for GameRules {
             armour_damage: true,
             combat_rating_adjust: 0,
             require_memorise: true,
+            cast_range: None,
             regen: None,
         }
     }
@@ -579,6 +582,8 @@ impl ZoneContent {
                 armour_damage: m.armour_damage,
                 combat_rating_adjust: m.combat_rating_adjust,
                 require_memorise: m.require_memorise,
+                cast_range: (m.cast_range > 0)
+                    .then(|| u16::try_from(m.cast_range).map_or(f32::MAX, f32::from)),
                 regen: RegenRule::resolve(
                     &m.regen,
                     &world

@@ -11,7 +11,9 @@
 //!   at 0 and capped, the client told the change applied), `GIVE itemName` (one of the
 //!   item, placed by `items::bag::give`; a red line when no item has that name or there is
 //!   no room), `WEATHER name` (lasts `Rand(2500, 10000)` visits, see weather.rs),
-//!   `SCRIPT name,func` (runs a script with the DM as `Actor()`);
+//!   `SCRIPT name,func` (runs a script with the DM as `Actor()`), `ABILITY name[,level]`
+//!   (learns the ability, or sets its level when already known; Realm Crafter learned
+//!   it a second time);
 //! * `TIME`, `DATE`, `SEASON` → the game clock's replies (clock.rs);
 //! * anything else → the `In-game Commands` hook, else a red "Unknown command".
 //!
@@ -57,7 +59,10 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
     let Some(a) = st.get(actor) else { return };
     let (player, is_dm, name) = (a.player, a.is_dm, a.name.clone());
     let params = clip(params.trim());
-    let dm_only = matches!(word, "XP" | "GOLD" | "GIVE" | "WEATHER" | "SCRIPT");
+    let dm_only = matches!(
+        word,
+        "XP" | "GOLD" | "GIVE" | "WEATHER" | "SCRIPT" | "ABILITY"
+    );
     if dm_only && !is_dm {
         st.reject(player, Rejection::NotPermitted);
         return;
@@ -92,6 +97,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             Err(_) => st.reject(player, Rejection::Invalid),
         },
         "GIVE" => give(st, actor, params),
+        "ABILITY" => ability(st, actor, params),
         "SCRIPT" => {
             // `/script name,func`: a DM runs a script with itself as `Actor()`.
             let mut parts = params.splitn(2, ',');
@@ -143,5 +149,27 @@ fn give(st: &mut ZoneState, actor: ActorId, params: &str) {
         st.reject(player, Rejection::BadItemRequest);
         let text = format!("No room for {}", template.name);
         packets::send_chat(st, actor, CHAT_RED, &text);
+    }
+}
+
+/// `ABILITY name[,level]` (DM): learn an ability (level 1 by default), or set its level
+/// when it is already known. A red line for an unknown name or a bad level.
+fn ability(st: &mut ZoneState, actor: ActorId, params: &str) {
+    let player = st.get(actor).and_then(|a| a.player);
+    let (name, level) = match params.rsplit_once(',') {
+        Some((n, l)) => (n.trim(), l.trim().parse::<i64>().ok()),
+        None => (params.trim(), Some(1)),
+    };
+    let result = super::spells::spell_id(st, name).and_then(|spell| {
+        let level = level.ok_or(super::spells::SpellError::BadLevel(0))?;
+        if super::spells::known(st, actor, spell).is_some() {
+            super::spells::set_level(st, actor, spell, level)
+        } else {
+            super::spells::learn(st, actor, spell, level)
+        }
+    });
+    if let Err(e) = result {
+        st.reject(player, Rejection::Invalid);
+        packets::send_chat(st, actor, CHAT_RED, &e.to_string());
     }
 }

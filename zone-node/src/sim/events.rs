@@ -99,6 +99,9 @@ pub enum PlayerAction {
     /// `P_ActionBarUpdate` (31).
     #[doc(alias = "P_ActionBarUpdate")]
     ActionBar(shared::proto::ActionBarUpdate),
+    /// `P_SpellUpdate` (27): memorise, un-memorise or cast an ability.
+    #[doc(alias = "P_SpellUpdate")]
+    Spell(shared::proto::SpellUpdate),
     /// `P_ItemScript` (43): use the item in a slot, on a target.
     #[doc(alias = "P_ItemScript")]
     UseItem {
@@ -414,11 +417,16 @@ pub enum Rejection {
     /// A trade or shop request out of turn: no trade open, a replayed or mismatched
     /// confirmation, a partner who left, not enough money.
     TradeRefused,
+    /// An ability request the rules refuse (`P_SpellUpdate`): an unknown, unlearned,
+    /// unmemorised or recharging spell, a race or class it excludes, a target out of range
+    /// or elsewhere, a known-spell index the client was never given, casts too close
+    /// together, or no free memorised slot.
+    SpellRefused,
 }
 
 impl Rejection {
     /// How many kinds there are (the length of [`Counters::rejections`]).
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
 
     /// Every kind, in `as usize` order.
     pub const ALL: [Rejection; Self::COUNT] = [
@@ -437,6 +445,7 @@ impl Rejection {
         Self::Invalid,
         Self::BadItemRequest,
         Self::TradeRefused,
+        Self::SpellRefused,
     ];
 
     /// The snake_case name (the `reason` label of `rc_zone_rejections_total`).
@@ -457,6 +466,7 @@ impl Rejection {
             Self::Invalid => "invalid",
             Self::BadItemRequest => "bad_item_request",
             Self::TradeRefused => "trade_refused",
+            Self::SpellRefused => "spell_refused",
         }
     }
 }

@@ -15,9 +15,11 @@
 //!
 //! [`setarea`]: super::setarea
 
+use shared::proto::SpellUpdate;
+
 use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneInput};
 use super::state::{ActorId, ZoneState};
-use super::{checkpoint, combat, commands, items, mount, party, pets, setarea, stats};
+use super::{checkpoint, combat, commands, items, mount, party, pets, setarea, spells, stats};
 
 /// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
 #[inline]
@@ -162,6 +164,15 @@ pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, actio
         PlayerAction::Dismount => mount::dismount(st, id),
         PlayerAction::Inventory(i) => items::on_inventory_update(st, player, id, i),
         PlayerAction::ActionBar(a) => items::bag::action_bar(st, player, id, a),
+        PlayerAction::Spell(s) => match s {
+            SpellUpdate::Memorise { index } => spells::memorise::request(st, player, id, index),
+            SpellUpdate::Unmemorise { index } => {
+                spells::memorise::forget_slot(st, player, id, index);
+            }
+            SpellUpdate::Fire { spell_id, target } => {
+                spells::cast::cast(st, player, id, spell_id, target);
+            }
+        },
         PlayerAction::UseItem { slot, target } => {
             items::bag::use_item(st, player, id, slot, target)
         }

@@ -14,7 +14,9 @@
 //!    ([`scripts::run_scheduled`], e.g. the death script's 5 s wait), expired items on the
 //!    ground ([`items::ground`], looked for once a second), ended actor effects
 //!    ([`effects`], looked at only once the zone's earliest end time has passed; a Health
-//!    that reaches 0 queues a kill for phase 4), and the opt-in regeneration step
+//!    that reaches 0 queues a kill for phase 4), completed memorisations
+//!    ([`spells::memorise::complete_due`], likewise only past the earliest due time), and
+//!    the opt-in regeneration step
 //!    ([`regen::step`], one pass over the zone every `interval_ms` when the world turns
 //!    it on).
 //! 3. **Actor loop** over `FirstInZone`, per actor, in this order:
@@ -64,6 +66,7 @@ pub mod movement;
 pub mod recharge;
 pub mod regen;
 pub mod setarea;
+pub mod spells;
 pub mod stats;
 pub mod water;
 
@@ -244,17 +247,22 @@ impl ZoneSim {
         scripts::run_scheduled(st);
         items::ground::expire(st);
         effects::expire(st);
+        spells::memorise::complete_due(st);
         regen::step(st);
         lap(Phase::Housekeeping, &mut t);
 
         // 3. Actor loop.
-        st.recharge_now = now_ms >= st.next_recharge_ms;
-        if st.recharge_now {
-            st.next_recharge_ms += st.cfg.recharge_ms.max(1);
-            if st.next_recharge_ms <= now_ms {
-                st.next_recharge_ms = now_ms + st.cfg.recharge_ms.max(1);
-            }
+        // Every 100 ms step that came due since the last one is counted, so a slow tick
+        // loses no recharge time (Realm Crafter's one step per pass ran cooldowns up to
+        // ~35 % long).
+        st.recharge_steps = 0;
+        if now_ms >= st.next_recharge_ms {
+            let step = st.cfg.recharge_ms.max(1);
+            let steps = (now_ms - st.next_recharge_ms) / step + 1;
+            st.recharge_steps = u32::try_from(steps).unwrap_or(u32::MAX);
+            st.next_recharge_ms += steps.saturating_mul(step);
         }
+        st.recharge_now = st.recharge_steps > 0;
         // `FirstInZone` order (a snapshot, so the loop may link and unlink safely).
         let mut order = std::mem::take(&mut st.scratch);
         st.chain_collect(st.zone, ChainKind::Zone, &mut order);

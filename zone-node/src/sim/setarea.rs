@@ -120,10 +120,14 @@ fn insert_player(
         email: state.email.clone(),
         banned: false,
         offers: Vec::new(),
+        spell_view: Vec::new(),
+        memorising: Vec::new(),
+        last_cast_ms: None,
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;
     super::effects::restore(st, id, &state.effects);
+    super::spells::restore(st, id, state);
     insert_companions(st, id, id, state);
     announce_arrival(st, id);
     // Its scripts come with it and carry on here.
@@ -275,6 +279,7 @@ pub(crate) fn join(
 ) {
     match insert_player(st, player, rid, is_dm, &state, arrival) {
         Some(id) => {
+            super::spells::on_login(st, id);
             start_sequence(st, id, rid, &state);
             // Rules: `Login.Main`, then the area's Entry script.
             let hooks = st.hooks.clone();

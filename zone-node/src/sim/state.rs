@@ -155,6 +155,14 @@ pub struct PlayerData {
     /// Item offers (`P_InventoryUpdate "G"`) sent to this player and not answered yet,
     /// oldest first, at most [`OutstandingOffer::KEEP`] (`sim::items::bag`).
     pub offers: Vec<OutstandingOffer>,
+    /// The client's numbering of its known spells (`sim::spells`): spell ids by the
+    /// index the client uses in `P_SpellUpdate "M"/"U"`, `SPELL_VIEW_HOLE` for a hole.
+    pub spell_view: Vec<u16>,
+    /// Memorisations in progress: `(spell id, zone time it completes)`.
+    #[doc(alias = "MemorisingSpell")]
+    pub memorising: Vec<(u16, u64)>,
+    /// Zone time of the last accepted cast (casts must be 100 ms apart, as V1).
+    pub last_cast_ms: Option<u64>,
 }
 
 /// An item offer sent to a player and not answered yet. The server placed the item in
@@ -725,6 +733,8 @@ impl Actor {
             pets: Vec::new(),
             mount: None,
             effects: Vec::new(),
+            spell_view: Vec::new(),
+            memorising: Vec::new(),
             handle: if self.is_player() {
                 u32::try_from(self.handle).unwrap_or(0)
             } else {
@@ -1073,12 +1083,16 @@ pub struct ZoneState {
     /// The earliest time an actor effect ends (`u64::MAX`: none pending); the
     /// housekeeping phase looks at effects only once it has passed.
     pub next_effect_ms: u64,
+    /// Earliest completion of a memorisation in progress (`u64::MAX`: none).
+    pub next_memorise_ms: u64,
     /// Next regeneration step ([`super::regen`]); 0 = not started.
     pub next_regen_ms: u64,
     /// Next periodic snapshot time.
     pub next_persist_ms: u64,
     /// Whether this tick recharges spells.
     pub recharge_now: bool,
+    /// How many recharge steps came due at this tick (usually 1 when `recharge_now`).
+    pub recharge_steps: u32,
     /// Counters of the current tick.
     pub counters: Counters,
     /// Non-datagram outputs of the current tick.
@@ -1183,8 +1197,10 @@ impl ZoneState {
             broadcasts: 0,
             next_recharge_ms: 0,
             next_effect_ms: u64::MAX,
+            next_memorise_ms: u64::MAX,
             next_regen_ms: 0,
             recharge_now: false,
+            recharge_steps: 0,
             next_persist_ms: 0,
             counters: Counters::default(),
             outputs: Vec::new(),
@@ -1762,6 +1778,9 @@ impl ZoneState {
             } else {
                 s.effects.push(e.to_dto(self.now_ms));
             }
+        }
+        if let Some(p) = a.player_data.as_deref() {
+            super::spells::save(p, self.now_ms, &mut s);
         }
         if depth < 4 {
             if let Some(m) = a.mount {

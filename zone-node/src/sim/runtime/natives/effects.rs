@@ -1,7 +1,7 @@
 //! Actor effect natives (`eff`): `AddActorEffect`, `DeleteActorEffect`, `ActorHasEffect`
-//! over [`crate::sim::effects`], and `CreateFloatingNumber` (`P_FloatingNumber` to every
+//! over [`crate::sim::effects`], `CreateFloatingNumber` (`P_FloatingNumber` to every
 //! player of the zone, the subject included; colour components outside `0..=255` are
-//! clamped where Realm Crafter kept the low byte).
+//! clamped where Realm Crafter kept the low byte) and `CreateEmitter` (`P_CreateEmitter`).
 //!
 //! Differences from Realm Crafter: an empty name, seconds outside
 //! `0..=`[`effects::MAX_EFFECT_SECS`], an icon outside `0..=65535`, a non-empty unknown
@@ -11,7 +11,8 @@
 
 use script::RuntimeError;
 use script::natives::{self, Native};
-use shared::proto::FloatingNumber;
+use shared::proto::{CreateEmitter, FloatingNumber};
+use shared::wire::RcString;
 
 use super::{Args, NResult, int, none};
 use crate::sim::effects::{self, EffectError};
@@ -26,7 +27,38 @@ pub fn handles(n: Native) -> bool {
             | Native::DeleteActorEffect
             | Native::ActorHasEffect
             | Native::CreateFloatingNumber
+            | Native::CreateEmitter
     )
+}
+
+/// `CreateEmitter(actor, emitter$, texID, ms, offX, offY, offZ, showTo)`: `P_CreateEmitter`
+/// to every player of this AreaInstance, or only to `showTo` when that names a player
+/// here. An invalid actor places the emitter at the offset (RuntimeID 0), as Realm Crafter
+/// did; a texture outside `0..=65535` or a negative lifetime is clamped, and a non-finite
+/// offset is 0.
+fn create_emitter(h: &mut ZoneHost<'_>, a: Args<'_>) -> NResult {
+    let runtime_id = h
+        .actor(a.int(0))
+        .and_then(|id| h.st.get(id))
+        .map_or(0, |x| x.rid);
+    let f = |i: usize| {
+        let v = a.float(i);
+        if v.is_finite() { v } else { 0.0 }
+    };
+    let p = CreateEmitter {
+        texture: u16::try_from(a.int(2).clamp(0, i32::from(u16::MAX))).unwrap_or(0),
+        lifetime_ms: u32::try_from(a.int(3).max(0)).unwrap_or(0),
+        runtime_id,
+        offset_x: f(4),
+        offset_y: f(5),
+        offset_z: f(6),
+        emitter: RcString(a.rstr(1).as_bytes().to_vec()),
+    };
+    match h.actor(a.int(7)) {
+        Some(to) if h.st.get(to).is_some_and(|x| x.is_player()) => h.st.send_packet(to, &p),
+        _ => h.st.send_packet_zone(&p, None),
+    }
+    none()
 }
 
 fn refuse(h: &mut ZoneHost<'_>, n: Native, e: &EffectError) -> NResult {
@@ -39,6 +71,9 @@ fn refuse(h: &mut ZoneHost<'_>, n: Native, e: &EffectError) -> NResult {
 
 /// Run one of the effect natives (invalid actor handles do nothing and return 0).
 pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
+    if n == Native::CreateEmitter {
+        return create_emitter(h, a);
+    }
     let Some(id) = h.actor(a.int(0)) else {
         return none();
     };

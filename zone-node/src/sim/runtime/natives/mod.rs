@@ -3,8 +3,8 @@
 //! own natives with Realm Crafter's semantics (invalid handles do nothing and return 0,
 //! `""` or 0.0).
 //!
-//! Natives of later parts of the port (abilities and effects, dialogs and quests)
-//! answer [`RuntimeError::NotSupported`], naming the native. The items natives are
+//! Natives of later parts of the port (dialogs and quests) answer
+//! [`RuntimeError::NotSupported`], naming the native. The ability natives are [`spells`]. The items natives are
 //! [`items`] (inventory and item queries), [`money`] and `SpawnItem` ([`ground`]);
 //! `OpenTrading` arrives with the trade code. The actor effect natives are [`effects`].
 
@@ -17,6 +17,7 @@ pub mod items;
 pub mod look;
 pub mod money;
 pub mod scr;
+pub mod spells;
 pub mod trading;
 pub mod waits;
 pub mod world;
@@ -107,6 +108,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
         Native::SpawnItem => return ground::call(h, n, Args(args)),
         _ if crate::sim::clock::handles(n) => return crate::sim::clock::call(h, n, args),
         _ if effects::handles(n) => return effects::call(h, n, Args(args)),
+        _ if spells::handles(n) => return spells::call(h, n, Args(args)),
         _ if sig.cat == Cat::Gold => return money::call(h, n, Args(args)),
         _ if items::handles(n) => return items::call(h, n, Args(args)),
         _ => {}
