@@ -185,6 +185,8 @@ pub struct Connection {
     stats: ConnectionStats,
     /// The view of the player's items, gold, ground and trade window.
     pub(crate) items: crate::items::Items,
+    /// The view of the player's abilities.
+    pub(crate) spells: crate::spells::Spellbook,
 }
 
 impl Connection {
@@ -283,6 +285,7 @@ impl Connection {
             reply_timeout: opts.reply_timeout,
             stats: ConnectionStats::default(),
             items: crate::items::Items::new(),
+            spells: crate::spells::Spellbook::default(),
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;

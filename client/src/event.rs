@@ -69,6 +69,9 @@ pub enum Event {
     /// ended (`P_ActorEffect`).
     #[doc(alias = "P_ActorEffect")]
     Effect(shared::proto::ActorEffect),
+    /// The player learned, forgot or levelled an ability (`P_KnownSpellUpdate`).
+    #[doc(alias = "P_KnownSpellUpdate")]
+    Spell(shared::proto::KnownSpellUpdate),
     /// Gold (`P_GoldChange`).
     #[doc(alias = "P_GoldChange")]
     Gold(GoldChange),
@@ -226,6 +229,7 @@ impl From<ServerPacket> for Event {
             ServerPacket::StatUpdate(s) => Self::StatChanged(s),
             ServerPacket::XpUpdate(x) => Self::Xp(x),
             ServerPacket::ActorEffect(e) => Self::Effect(e),
+            ServerPacket::KnownSpellUpdate(u) => Self::Spell(u),
             ServerPacket::GoldChange(g) => Self::Gold(g),
             ServerPacket::ChatMessage(m) => Self::Chat {
                 colour: m.colour,
@@ -329,9 +333,13 @@ impl From<Incoming> for Event {
 impl Connection {
     /// The next event (cancel-safe, like [`recv`](Self::recv)).
     ///
-    /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]).
+    /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]),
+    /// and `P_KnownSpellUpdate` the ability book ([`Connection::spells`]).
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
         let i = self.recv().await?;
+        if let ServerPacket::KnownSpellUpdate(u) = &i.packet {
+            self.spells.apply(u);
+        }
         Ok(self.items.event(i.packet))
     }
 

@@ -28,6 +28,9 @@
 //!   [`Connection::update_trading`], [`Connection::accept_trade`],
 //!   [`Connection::cancel_trade`]), shops ([`Connection::trade_with`],
 //!   [`Connection::shop_accept`]) and [`Connection::examine`].
+//! - [`spells`]: the ability book ([`Spellbook`], [`Connection::spells`]; fed by the login
+//!   blocks and [`Connection::next_event`]) and the ability actions: [`Connection::cast`],
+//!   [`Connection::memorise`], [`Connection::unmemorise`].
 //! - [`verify`]: the certificate check ([`Verify`]): development mode, a pinned SHA-256
 //!   fingerprint, or a root store.
 //! - [`error`]: [`ClientError`], [`CloseCode`], [`CloseReason`].
@@ -83,6 +86,7 @@ pub mod error;
 pub mod event;
 pub mod items;
 pub mod login;
+pub mod spells;
 pub mod verify;
 
 pub use conn::{
@@ -93,4 +97,5 @@ pub use error::{ClientError, CloseCode, CloseReason};
 pub use event::Event;
 pub use items::{GroundItem, Held, Items, TradeState, Wearer};
 pub use login::{Catalogue, CharacterSheet, Environment, GameStart, LoginError, NewCharacter};
+pub use spells::{BookSpell, Spellbook};
 pub use verify::{ALPN, PinParseError, Verify, parse_pin, sha256_fingerprint};

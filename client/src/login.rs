@@ -484,6 +484,7 @@ impl Connection {
             quests,
         };
         self.items.load_sheet(&sheet);
+        self.spells.load(&sheet.spells);
         Ok(sheet)
     }
 
