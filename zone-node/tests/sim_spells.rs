@@ -471,3 +471,50 @@ fn ability_natives() {
     );
     assert_eq!(spells::known(h.sim.state(), pid, 1).unwrap().level, 4);
 }
+
+/// The demo world: a new character learns Fireball and Mend at login; Mend heals and adds
+/// its effect; Fireball needs a target and costs Energy when it has one.
+#[test]
+fn the_demo_worlds_abilities() {
+    let world = Arc::new(shared::content::demo_world());
+    let mut content = ZoneContent::from_world(world.clone(), "Meadow").unwrap();
+    let (set, diags) = zone_node::world_scripts::compile_world(&world);
+    assert!(diags.is_empty(), "{diags:?}");
+    content.scripts = Arc::new(set);
+    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    let playable = world.first_playable().unwrap();
+    let t = h.sim.state().content.template(playable.id).unwrap().clone();
+    let mut state = zone_node::sim::state::Actor::from_template(&t).to_state("Meadow", 0);
+    state.name = "Newbie".into();
+    let (p, pid) = h.join(state.clone(), false);
+    state.name = "Other".into();
+    let (_, other) = h.join(state, false);
+    h.run_ticks(3);
+    let ids: Vec<u16> = h.actor(pid).spells.iter().map(|k| k.id).collect();
+    assert_eq!(ids, vec![0, 1]);
+    h.clear();
+    fire(&mut h, p, 1, None);
+    h.run_ticks(2);
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+    assert_eq!(refusals(&h), 0);
+
+    assert!(zone_node::sim::effects::has_effect(
+        h.sim.state(),
+        pid,
+        "Mend"
+    ));
+    assert!(h.chat(p).iter().any(|l| l.contains("You feel mended")));
+    h.run_ticks(3); // casts are 100 ms apart
+    h.clear();
+    fire(&mut h, p, 0, None);
+    h.run_ticks(2);
+    assert!(h.chat(p).iter().any(|l| l.contains("needs a target")));
+    let energy = usize::from(world.fixed_attributes.energy.unwrap());
+    let before = h.actor(pid).attr[energy];
+    let orid = h.actor(other).rid;
+    h.run_ticks(300); // the recharge
+    fire(&mut h, p, 0, Some(orid));
+    h.run_ticks(2);
+    assert_eq!(h.actor(pid).attr[energy], before - 10);
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+}

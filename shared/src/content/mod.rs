@@ -96,6 +96,14 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
             "MerchantStock",
             include_bytes!("../../worlds/demo/scripts/MerchantStock.rsl"),
         ),
+        s(
+            "Spell_Fireball",
+            include_bytes!("../../worlds/demo/scripts/Spell_Fireball.rsl"),
+        ),
+        s(
+            "Spell_Mend",
+            include_bytes!("../../worlds/demo/scripts/Spell_Mend.rsl"),
+        ),
     ]
 }
 
@@ -145,5 +153,22 @@ pub fn minimal_world() -> World {
             ..Area::default()
         }],
         ..World::default()
+    }
+}
+
+#[cfg(test)]
+mod demo_tests {
+    /// Every script file of the demo world is embedded (a new one must be added to
+    /// [`super::demo_scripts`], or `--standalone` would run without it).
+    #[test]
+    fn every_demo_script_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("worlds/demo/scripts");
+        let embedded: Vec<String> = super::demo_scripts().into_iter().map(|s| s.name).collect();
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".rsl") {
+                assert!(embedded.iter().any(|n| n == stem), "{name} is not embedded");
+            }
+        }
     }
 }

@@ -1,0 +1,141 @@
+//! Abilities on a cluster of two zone-node processes, with the demo world (issue 20): a new
+//! character learns Fireball and Mend from `Login.rsl`, casts Mend (its script heals and
+//! adds the "Mend" actor effect), is refused while it recharges, warps to an area on the
+//! other node and is still refused there (the recharge travels with the character), casts
+//! Fireball there (its script runs on the new node), and finds its abilities after a
+//! re-login.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use client::{CloseCode, Connection, Event};
+use cluster_tests::{Cluster, WAIT, chat_containing, login_again, new_player};
+use shared::proto::{ActorEffect, KnownSpellUpdate};
+use tokio::time::Instant;
+
+const FIREBALL: u16 = 0;
+const MEND: u16 = 1;
+
+/// Wait for an event matching `f`, bounded.
+async fn event(c: &mut Connection, what: &str, mut f: impl FnMut(&Event) -> bool) -> Event {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, c.next_event()).await {
+            Ok(Ok(e)) if f(&e) => return e,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => panic!("waiting for {what}: {e}"),
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abilities_are_learned_cast_and_carried_across_nodes() {
+    let c = Cluster::start_with_capacity("spells", &[("n1", 1), ("n2", 64)]).await;
+    let (mut ann, g) = new_player(c.gw.client_addr, "ann").await;
+    let home = String::from_utf8_lossy(g.area.area.as_bytes()).into_owned();
+    let home_node = c.owner(&home, 0).expect("home placed").0;
+
+    // Login.rsl teaches both abilities ("A" to the client, in the book).
+    let mut learned = Vec::new();
+    while learned.len() < 2 {
+        if let Event::Spell(KnownSpellUpdate::Added { spell }) =
+            event(&mut ann, "P_KnownSpellUpdate \"A\"", |e| {
+                matches!(e, Event::Spell(_))
+            })
+            .await
+        {
+            learned.push(spell.id);
+        }
+    }
+    learned.sort_unstable();
+    assert_eq!(learned, vec![FIREBALL, MEND]);
+    assert!(ann.spells().find("mend").is_some());
+
+    // Mend at no one: the caster, with its actor effect.
+    ann.cast(MEND, None).await.unwrap();
+    let e = event(&mut ann, "the Mend effect", |e| {
+        matches!(e, Event::Effect(ActorEffect::Added { .. }))
+    })
+    .await;
+    let Event::Effect(ActorEffect::Added { effect_name, .. }) = e else {
+        unreachable!()
+    };
+    assert_eq!(effect_name.as_bytes(), b"Mend");
+    assert!(
+        chat_containing(&mut ann, "You feel mended", WAIT)
+            .await
+            .is_some()
+    );
+    // Again (past V1's 100 ms between casts): recharging (12 s).
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    ann.cast(MEND, None).await.unwrap();
+    assert!(
+        chat_containing(&mut ann, "Ability not yet recharged!", WAIT)
+            .await
+            .is_some()
+    );
+
+    // To an area on the other node, by DM warp (the account is made a DM and logs in
+    // again; the recharge was saved with the character).
+    ann.close(CloseCode::Normal).await;
+    c.make_dm("ann");
+    let (mut ann, _) = login_again(c.gw.client_addr, "ann").await;
+    let world = c.gw.shared().world.clone();
+    let away = world
+        .areas
+        .iter()
+        .map(|a| a.name.clone())
+        .find(|a| c.owner(a, 0).is_some_and(|(n, _)| n != home_node))
+        .expect("an area on the other node");
+    ann.send_frame(16, format!("/warp {away},0").as_bytes())
+        .await
+        .unwrap();
+    event(
+        &mut ann,
+        "the warp's P_ChangeArea",
+        |e| matches!(e, Event::AreaChanged { area, .. } if *area == away),
+    )
+    .await;
+    // Still recharging on the other node.
+    ann.cast(MEND, None).await.unwrap();
+    assert!(
+        chat_containing(&mut ann, "Ability not yet recharged!", WAIT)
+            .await
+            .is_some(),
+        "the recharge did not travel"
+    );
+    // Fireball's script runs here (no target: its own refusal line).
+    ann.cast(FIREBALL, None).await.unwrap();
+    assert!(
+        chat_containing(&mut ann, "Fireball needs a target", WAIT)
+            .await
+            .is_some()
+    );
+    // Unknown and unlearned spells are refused without a word.
+    ann.cast(77, None).await.unwrap();
+    ann.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ann.close(CloseCode::Normal).await;
+
+    // Saved with the character.
+    let deadline = Instant::now() + WAIT;
+    while c.online("ann") {
+        assert!(Instant::now() < deadline, "ann never logged out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let saved = c.saved("ann");
+    let mut ids: Vec<u16> = saved.known_spells.iter().map(|k| k.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![FIREBALL, MEND]);
+    assert!(
+        saved
+            .known_spells
+            .iter()
+            .any(|k| k.id == MEND && k.charge_ms > 0),
+        "{:?}",
+        saved.known_spells
+    );
+    assert!(saved.effects.iter().any(|e| e.name == "Mend"));
+}
