@@ -224,7 +224,9 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
 /// Commands.rsl` animates the player, `/itempack` gives the sample's four items, and a
 /// right-click on the trainer in Plains runs `Click_Trainer.rsl` (which stops at
 /// `OpenDialog`, the dialogs part of the server, not here yet: a clear error in the node's
-/// log, naming the command and the line).
+/// log, naming the command and the line), and the sample's Fireball, learned by a DM's
+/// `/ability`, memorised and cast at the trainer, runs `Spell_Fireball.rsl`: the
+/// projectile, the emitter two seconds later, then the recharge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sample_projects_scripts_run_on_a_cluster() {
     let dir =
@@ -334,5 +336,110 @@ async fn the_sample_projects_scripts_run_on_a_cluster() {
     );
     // Login.rsl ran without an error (its league files went through the script store).
     assert!(!c.log("n1").contains("script=Login"), "{}", c.log("n1"));
+
+    eprintln!("step: Fireball: learned (/ability), memorised, cast at the trainer");
+    // The sample's Spell_Fireball.rsl: Mana, the casting animation, the projectile, two
+    // seconds, an emitter on the target and 30-60 damage.
+    ann.close(CloseCode::Normal).await;
+    c.make_dm("ann");
+    let (mut ann, g) = login_again(c.gw.client_addr, "ann").await;
+    let me = g.runtime_id;
+    for cmd in [
+        "setattributemax Mana,50",
+        "setattribute Mana,50",
+        "ability Fireball",
+    ] {
+        ann.command(cmd).await.unwrap();
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "Fireball was not learned");
+        let e = tokio::time::timeout(WAIT, ann.next_event())
+            .await
+            .unwrap()
+            .unwrap();
+        if let Event::Spell(shared::proto::KnownSpellUpdate::Added { spell }) = e {
+            assert_eq!(spell.id, 0);
+            break;
+        }
+    }
+    // The sample requires memorising: by the client's index, six seconds.
+    assert!(ann.memorise(0).await.unwrap());
+    let mut trainer: Option<(u16, (f32, f32, f32))> =
+        g.packets
+            .iter()
+            .find_map(|i| match Event::from(i.packet.clone()) {
+                Event::ActorAppeared {
+                    runtime_id,
+                    template_id,
+                    position,
+                    human: false,
+                    ..
+                } if template_id == trainer_template => Some((runtime_id, position)),
+                _ => None,
+            });
+    let ready = Instant::now() + Duration::from_millis(6_500);
+    while Instant::now() < ready {
+        if let Ok(Ok(Event::ActorAppeared {
+            runtime_id,
+            template_id,
+            position,
+            human: false,
+            ..
+        })) = tokio::time::timeout_at(ready, ann.next_event()).await
+            && template_id == trainer_template
+        {
+            trainer = Some((runtime_id, position));
+        }
+    }
+    let (rid, (x, y, z)) = trainer.expect("the trainer is in view");
+    ann.move_to(x + 1.0, y, z, false).unwrap();
+    ann.cast(0, Some(rid)).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    let (mut projectile, mut emitter) = (false, false);
+    while !(projectile && emitter) {
+        assert!(
+            Instant::now() < deadline,
+            "projectile {projectile}, emitter {emitter}\n{}",
+            c.log("n1")
+        );
+        let e = tokio::time::timeout(WAIT, ann.next_event())
+            .await
+            .unwrap()
+            .unwrap();
+        match e {
+            Event::Other(shared::proto::ServerPacket::Projectile(p)) if p.source == me => {
+                assert_eq!(p.target, rid);
+                projectile = true;
+            }
+            Event::Other(shared::proto::ServerPacket::CreateEmitter(em))
+                if em.runtime_id == rid =>
+            {
+                assert_eq!(em.emitter.as_bytes(), b"Waterfall");
+                emitter = true;
+            }
+            _ => {}
+        }
+    }
+    // It recharges for 8 s.
+    ann.cast(0, Some(rid)).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "no recharge refusal");
+        let e = tokio::time::timeout(WAIT, ann.next_event())
+            .await
+            .unwrap()
+            .unwrap();
+        if let Event::Chat { text, .. } = e
+            && text == "Ability not yet recharged!"
+        {
+            break;
+        }
+    }
+    assert!(
+        !c.log("n1").contains("Spell_Fireball.rsl:"),
+        "{}",
+        c.log("n1")
+    );
     ann.close(CloseCode::Normal).await;
 }
