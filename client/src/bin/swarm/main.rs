@@ -16,6 +16,11 @@
 //! summary's `items` object counts what happened and the bots' items and gold at the start
 //! and the end.
 //!
+//! With `--cast-chance` a bot also casts its abilities (the demo world teaches Fireball
+//! and Mend at the first login): at the nearest NPC in sight, or at no one; the summary's
+//! `spells` object counts the casts, the recharge refusals and the actor effects it was
+//! given.
+//!
 //! Density: by default every bot wanders within `--wander-radius` (25) of where it
 //! arrived, so everyone in an area sees everyone (the densest case). `--spread R` sends
 //! each bot first to its own random place within R of its arrival point, as players spread
@@ -126,6 +131,11 @@ struct Args {
     /// fetch either).
     #[arg(long, default_value_t = 0.0)]
     item_chance: f64,
+    /// Chance per second that a bot casts one of its abilities that it predicts has
+    /// recharged (`P_SpellUpdate "F"`): half the time at the nearest NPC within 60 units,
+    /// else at no one (the demo's Mend then heals the caster). 0: none.
+    #[arg(long, default_value_t = 0.0)]
+    cast_chance: f64,
     /// Seconds between a bot's chat lines (0: none).
     #[arg(long, default_value_t = 20.0)]
     chat_every: f64,
@@ -181,6 +191,14 @@ struct Stats {
     never_own_update: AtomicU64,
     /// What `--item-chance` bots did with items.
     items: items::ItemStats,
+    /// `--cast-chance`: casts sent.
+    casts: AtomicU64,
+    /// Casts refused as still recharging ("Ability not yet recharged!").
+    casts_refused: AtomicU64,
+    /// Actor effects the bots were given (`P_ActorEffect "A"`).
+    effects_added: AtomicU64,
+    /// Abilities the bots learned in game (`P_KnownSpellUpdate "A"`).
+    spells_learned: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -356,6 +374,9 @@ async fn enter(
         }
         c.fetch_character(0).await?;
         world = Some(items::ItemWorld::of(&cat));
+    } else if ctx.args.cast_chance > 0.0 {
+        // The ability book (the login "S" blocks).
+        c.fetch_character(0).await?;
     }
     let g = c.start_game(0).await?;
     Ok((c, g, world))
@@ -626,6 +647,30 @@ async fn play(
                         hunt = Some((prey, Instant::now() + Duration::from_secs(8)));
                     }
                 }
+                if ctx.args.cast_chance > 0.0
+                    && warp.is_none()
+                    && rng.gen_bool((ctx.args.cast_chance / ctx.args.input_hz.max(1.0)).clamp(0.0, 1.0))
+                {
+                    let ready: Vec<u16> = c
+                        .spells()
+                        .known()
+                        .map(|(_, s)| s.id)
+                        .filter(|id| c.spells().is_ready(*id))
+                        .collect();
+                    if !ready.is_empty() {
+                        let id = ready[rng.gen_range(0..ready.len())];
+                        let (px, pz) = (w.pos.0, w.pos.2);
+                        let target = npcs
+                            .iter()
+                            .map(|(r, (x, z))| (*r, (x - px) * (x - px) + (z - pz) * (z - pz)))
+                            .filter(|(_, d)| *d < 60.0 * 60.0)
+                            .min_by(|a, b| a.1.total_cmp(&b.1))
+                            .map(|(r, _)| r)
+                            .filter(|_| rng.gen_bool(0.5));
+                        c.cast(id, target).await?;
+                        ctx.stats.casts.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
                 if let Some(b) = &mut items
                     && hunt.is_none()
                     && warp.is_none()
@@ -769,7 +814,19 @@ async fn play(
                     ServerPacket::KickedPlayer(_) => {
                         return Err(BotError::Other("kicked".into()));
                     }
+                    ServerPacket::KnownSpellUpdate(u) => {
+                        if matches!(u, shared::proto::KnownSpellUpdate::Added { .. }) {
+                            ctx.stats.spells_learned.fetch_add(1, Ordering::Relaxed);
+                        }
+                        c.spells_mut().apply(&u);
+                    }
+                    ServerPacket::ActorEffect(shared::proto::ActorEffect::Added { .. }) => {
+                        ctx.stats.effects_added.fetch_add(1, Ordering::Relaxed);
+                    }
                     ServerPacket::ChatMessage(m) => {
+                        if m.text.as_bytes() == b"Ability not yet recharged!" {
+                            ctx.stats.casts_refused.fetch_add(1, Ordering::Relaxed);
+                        }
                         if let Some(b) = &mut items {
                             b.chat(c, m.colour, m.text.as_bytes(), &ctx.stats.items).await?;
                         }
@@ -855,6 +912,9 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     if !(args.item_chance.is_finite() && (0.0..=1.0).contains(&args.item_chance)) {
         bail!("--item-chance must be between 0 and 1");
+    }
+    if !(args.cast_chance.is_finite() && (0.0..=1.0).contains(&args.cast_chance)) {
+        bail!("--cast-chance must be between 0 and 1");
     }
     if !(args.settle.is_finite() && args.settle >= 0.0 && args.settle < args.duration) {
         bail!("--settle must be zero or more seconds, and less than --duration");
@@ -948,6 +1008,13 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "updates_per_s_per_bot": per_bot(&stats.measured_updates),
         "chat_lines_sent": stats.chats.load(Ordering::Relaxed),
         "attacks_sent": stats.attacks.load(Ordering::Relaxed),
+        "spells": {
+            "cast_chance": args.cast_chance,
+            "learned": stats.spells_learned.load(Ordering::Relaxed),
+            "casts": stats.casts.load(Ordering::Relaxed),
+            "refused_recharging": stats.casts_refused.load(Ordering::Relaxed),
+            "effects_added": stats.effects_added.load(Ordering::Relaxed),
+        },
         "npcs_killed": stats.kills.load(Ordering::Relaxed),
         "xp_gains": stats.xp_gains.load(Ordering::Relaxed),
         "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
