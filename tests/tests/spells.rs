@@ -3,14 +3,16 @@
 //! adds the "Mend" actor effect), is refused while it recharges, warps to an area on the
 //! other node and is still refused there (the recharge travels with the character), casts
 //! Fireball there (its script runs on the new node), and finds its abilities after a
-//! re-login.
+//! re-login. Hostile ability requests are refused, counted on the node's `/metrics` and
+//! leave the player playing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
 use client::{CloseCode, Connection, Event};
-use cluster_tests::{Cluster, WAIT, chat_containing, login_again, new_player};
-use shared::proto::{ActorEffect, KnownSpellUpdate};
+use cluster_tests::multiprocess::http_get;
+use cluster_tests::{Cluster, WAIT, chat_containing, echo, login_again, new_player};
+use shared::proto::{ActorEffect, ClientPacket, KnownSpellUpdate, SpellUpdate};
 use tokio::time::Instant;
 
 const FIREBALL: u16 = 0;
@@ -138,4 +140,93 @@ async fn abilities_are_learned_cast_and_carried_across_nodes() {
         saved.known_spells
     );
     assert!(saved.effects.iter().any(|e| e.name == "Mend"));
+}
+
+fn spell_refusals(admin: std::net::SocketAddr) -> u64 {
+    let (status, m) = http_get(admin, "/metrics").expect("the node's /metrics answers");
+    assert_eq!(status, 200, "{m}");
+    m.lines()
+        .find_map(|l| {
+            l.strip_prefix("rc_zone_rejections_total{reason=\"spell_refused\"}")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no spell_refused in /metrics:\n{m}"))
+}
+
+/// Unknown and unlearned spells, memorising in a world that does not require it, an index
+/// the client was never given, a second cast within 100 ms and a malformed packet: each
+/// refused (the malformed one dropped by the decoder), counted, and the player plays on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_ability_requests_are_refused_and_counted() {
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let admin_s = admin.to_string();
+    let c = Cluster::start_with_env(
+        "spells-hostile",
+        &[("n1", 64)],
+        &[("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())],
+    )
+    .await;
+    let (mut ann, g) = new_player(c.gw.client_addr, "ann").await;
+    event(
+        &mut ann,
+        "the abilities",
+        |e| matches!(e, Event::Spell(KnownSpellUpdate::Added { spell }) if spell.id == MEND),
+    )
+    .await;
+    let base = tokio::task::spawn_blocking(move || spell_refusals(admin))
+        .await
+        .unwrap();
+    let bad = [
+        SpellUpdate::Fire {
+            spell_id: 77,
+            target: None,
+        },
+        SpellUpdate::Memorise { index: 0 },
+        SpellUpdate::Unmemorise { index: 900 },
+        // Accepted (Mend on the caster) ...
+        SpellUpdate::Fire {
+            spell_id: MEND,
+            target: None,
+        },
+        // ... and this one is within 100 ms of it.
+        SpellUpdate::Fire {
+            spell_id: FIREBALL,
+            target: Some(g.runtime_id),
+        },
+    ];
+    for s in bad {
+        ann.send(&ClientPacket::SpellUpdate(s)).await.unwrap();
+    }
+    // Malformed: half a target, an unknown sub-code.
+    ann.send_frame(27, &[b'F', 0, 0, 7]).await.unwrap();
+    ann.send_frame(27, b"Z").await.unwrap();
+    ann.flush().await.unwrap();
+    let want = 4;
+    let deadline = Instant::now() + WAIT;
+    let mut got = 0;
+    while Instant::now() < deadline {
+        got = tokio::task::spawn_blocking(move || spell_refusals(admin))
+            .await
+            .unwrap()
+            - base;
+        if got >= want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got_later = tokio::task::spawn_blocking(move || spell_refusals(admin))
+        .await
+        .unwrap()
+        - base;
+    assert_eq!((got, got_later), (want, want));
+    // Still in the game.
+    let at = (g.area.x + 1.0, g.area.y, g.area.z);
+    assert!(echo(&mut ann, g.runtime_id, at, WAIT).await);
+    ann.close(CloseCode::Normal).await;
 }
