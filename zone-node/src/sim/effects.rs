@@ -82,6 +82,28 @@ fn shift_attribute(st: &mut ZoneState, id: ActorId, attr: u8, diff: i32) {
     }
 }
 
+/// Whether [`add_effect`] would accept `name` for `secs` seconds on `id`, without changing
+/// anything: the name and the seconds are valid, the actor is here, and it either has an
+/// effect of that name already (a refresh) or fewer than [`MAX_EFFECTS`]. Eating asks this
+/// before it consumes anything or runs the item's script.
+pub fn check_add(st: &ZoneState, id: ActorId, name: &str, secs: i64) -> Result<(), EffectError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(EffectError::EmptyName);
+    }
+    if name.len() > MAX_EFFECT_NAME {
+        return Err(EffectError::NameTooLong);
+    }
+    if !(0..=MAX_EFFECT_SECS).contains(&secs) {
+        return Err(EffectError::BadSeconds(secs));
+    }
+    let a = st.get(id).ok_or(EffectError::NoActor)?;
+    if find(&a.effects, name).is_none() && a.effects.len() >= MAX_EFFECTS {
+        return Err(EffectError::TooMany);
+    }
+    Ok(())
+}
+
 /// `AddActorEffect` / eating: create `name` on `id` (sending `"A"` to a player owner) or
 /// refresh it, restart its timer at `secs` seconds (0 = permanent), and set each
 /// `(attribute, value)` of `deltas` as the effect's delta for it (`"E"` with the change,
@@ -95,16 +117,8 @@ pub fn add_effect(
     secs: i64,
     icon: u16,
 ) -> Result<(), EffectError> {
+    check_add(st, id, name, secs)?;
     let name = name.trim();
-    if name.is_empty() {
-        return Err(EffectError::EmptyName);
-    }
-    if name.len() > MAX_EFFECT_NAME {
-        return Err(EffectError::NameTooLong);
-    }
-    if !(0..=MAX_EFFECT_SECS).contains(&secs) {
-        return Err(EffectError::BadSeconds(secs));
-    }
     let now = st.now_ms;
     let expires_ms = match u64::try_from(secs) {
         Ok(0) | Err(_) => 0,
