@@ -353,6 +353,9 @@ pub struct ActorCold {
     /// Active actor effects (buffs and debuffs), managed by `sim::effects`.
     #[doc(alias = "ActorEffect")]
     pub effects: Vec<ActiveEffect>,
+    /// When it was last the target of an attack (melee, ranged or a projectile, hit or
+    /// miss); with `LastAttack`, what makes it "in combat" for `sim::regen`. Not saved.
+    pub last_attacked_ms: Option<u64>,
 }
 
 /// One active actor effect (Realm Crafter's `ActorEffect`, reference §6): its deltas are
@@ -617,6 +620,7 @@ impl Actor {
                 handle: 0,
                 trading: Trading::Idle,
                 effects: Vec::new(),
+                last_attacked_ms: None,
             }),
         }
     }
