@@ -185,6 +185,8 @@ pub struct Connection {
     stats: ConnectionStats,
     /// The view of the player's items, gold, ground and trade window.
     pub(crate) items: crate::items::Items,
+    /// The game clock, from the login block `"E"` and `/time` replies.
+    pub(crate) clock: Option<crate::clock::SdkClock>,
 }
 
 impl Connection {
@@ -283,6 +285,7 @@ impl Connection {
             reply_timeout: opts.reply_timeout,
             stats: ConnectionStats::default(),
             items: crate::items::Items::new(),
+            clock: None,
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;

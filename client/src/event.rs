@@ -329,10 +329,13 @@ impl From<Incoming> for Event {
 impl Connection {
     /// The next event (cancel-safe, like [`recv`](Self::recv)).
     ///
-    /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]).
+    /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]);
+    /// a `/time` reply resyncs its game clock ([`Connection::game_time`]).
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
         let i = self.recv().await?;
-        Ok(self.items.event(i.packet))
+        let e = self.items.event(i.packet);
+        self.clock_sees(&e);
+        Ok(e)
     }
 
     /// Stand at a point (a `P_StandardUpdate` datagram with the destination at the same
