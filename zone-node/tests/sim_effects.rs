@@ -429,3 +429,37 @@ End Function
     assert!(h.rejections().is_empty(), "{:?}", h.rejections());
     assert!(h.actor(pid).inventory[14].is_none());
 }
+
+/// Expiry visits only the owners whose end time has come: refreshing an effect leaves a
+/// stale end time behind, which finds nothing due; thousands of refreshes do not grow the
+/// heap without bound; the effect ends at its last end time, and an owner that left
+/// leaves only stale entries.
+#[test]
+fn refreshed_effects_end_at_their_last_time_and_the_heap_stays_bounded() {
+    let mut h = SimHarness::new();
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let (_, bob) = h.spawn_player("Bob", 5.0, 0.0);
+    h.actor_mut(pid).attr_max[usize::from(attrs::STRENGTH)] = 100;
+    h.actor_mut(pid).attr[usize::from(attrs::STRENGTH)] = 10;
+    let st = h.sim.state_mut();
+    effects::add_effect(st, pid, "Might", &[(attrs::STRENGTH, 5)], 1, 0).unwrap();
+    effects::add_effect(st, bob, "Haste", &[(attrs::SPEED, 1)], 1, 0).unwrap();
+    for _ in 0..5000 {
+        effects::add_effect(st, pid, "Might", &[(attrs::STRENGTH, 5)], 2, 0).unwrap();
+    }
+    let len = st.effect_ends.heap.len();
+    assert!(len <= 2 * st.effect_ends.floor + 1025, "{len} entries");
+    assert!(len < 5000, "{len} entries");
+    // Past the first end time: the stale entry finds nothing, Might lives on.
+    h.run_ticks(40);
+    assert_eq!(strength(&h, pid), 15);
+    assert!(h.actor(bob).effects.is_empty(), "Haste ended after 1 s");
+    h.clear();
+    h.run_ticks(30);
+    assert_eq!(strength(&h, pid), 10);
+    assert!(matches!(
+        effect_packets(&h, p)[..],
+        [ActorEffect::Removed { handle: 1, .. }]
+    ));
+    assert!(h.sim.state().effect_ends.heap.is_empty());
+}
