@@ -187,6 +187,8 @@ pub struct Connection {
     pub(crate) items: crate::items::Items,
     /// The view of the player's abilities.
     pub(crate) spells: crate::spells::Spellbook,
+    /// The game clock, from the login block `"E"` and `/time` replies.
+    pub(crate) clock: Option<crate::clock::SdkClock>,
 }
 
 impl Connection {
@@ -286,6 +288,7 @@ impl Connection {
             stats: ConnectionStats::default(),
             items: crate::items::Items::new(),
             spells: crate::spells::Spellbook::default(),
+            clock: None,
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;

@@ -334,13 +334,16 @@ impl Connection {
     /// The next event (cancel-safe, like [`recv`](Self::recv)).
     ///
     /// Item, gold and trade packets also update the SDK's view ([`Connection::items`]),
-    /// and `P_KnownSpellUpdate` the ability book ([`Connection::spells`]).
+    /// `P_KnownSpellUpdate` the ability book ([`Connection::spells`]), and a `/time` reply
+    /// resyncs its game clock ([`Connection::game_time`]).
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
         let i = self.recv().await?;
         if let ServerPacket::KnownSpellUpdate(u) = &i.packet {
             self.spells.apply(u);
         }
-        Ok(self.items.event(i.packet))
+        let e = self.items.event(i.packet);
+        self.clock_sees(&e);
+        Ok(e)
     }
 
     /// Stand at a point (a `P_StandardUpdate` datagram with the destination at the same

@@ -31,6 +31,8 @@
 //! - [`spells`]: the ability book ([`Spellbook`], [`Connection::spells`]; fed by the login
 //!   blocks and [`Connection::next_event`]) and the ability actions: [`Connection::cast`],
 //!   [`Connection::memorise`], [`Connection::unmemorise`].
+//! - [`clock`]: the game clock from the login block `"E"`, resynced by `/time` replies
+//!   ([`Connection::game_time`], [`SdkClock`]).
 //! - [`verify`]: the certificate check ([`Verify`]): development mode, a pinned SHA-256
 //!   fingerprint, or a root store.
 //! - [`error`]: [`ClientError`], [`CloseCode`], [`CloseReason`].
@@ -75,12 +77,13 @@
 //! ```
 //!
 //! # Non-goals
-//! No world state is kept (no actor table): callers see packets and decide. The one
-//! exception is the player's own items, gold and trade window ([`Items`]), which bots need
-//! to act on items at all.
+//! No world state is kept (no actor table): callers see packets and decide. The
+//! exceptions are the player's own items, gold and trade window ([`Items`]), which bots need
+//! to act on items at all, and the game clock ([`Connection::game_time`]).
 //! Reconnection is the caller's business: a [`Connection`] is one QUIC connection.
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod conn;
 pub mod error;
 pub mod event;
@@ -89,6 +92,7 @@ pub mod login;
 pub mod spells;
 pub mod verify;
 
+pub use clock::SdkClock;
 pub use conn::{
     Channel, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming, SOCKET_BUFFER,
     client_endpoint,

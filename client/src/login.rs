@@ -384,6 +384,9 @@ impl Connection {
         }
         self.set_actor_templates(&cat.actors);
         self.items.set_item_templates(&cat.items);
+        if let Some(e) = &cat.environment {
+            self.set_clock_from_block(e);
+        }
         Ok(cat)
     }
 

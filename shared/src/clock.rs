@@ -14,7 +14,14 @@
 //! * the season is computed after the year wraps (Realm Crafter computed it before);
 //! * an empty or short `Environment.dat`, a TimeFactor of 0 or below, or an unusable
 //!   calendar gets Realm Crafter's `CreateEnvironment` defaults instead of a division by
-//!   zero.
+//!   zero;
+//! * a TimeFactor above 255 is clamped to 255 ([`effective_time_factor`]): the client gets
+//!   it as one byte in `P_FetchActors` block `"E"`, and counts its minutes at exactly the
+//!   server's rate only if the server uses the value the client got;
+//! * the login block carries the time rounded to the **nearest** minute
+//!   ([`GameClock::login_environment_at`]), so the stock client, which starts its own
+//!   minute at the moment it reads the block, is never more than one minute off (the
+//!   property test `client_loop_stays_within_a_minute` runs Realm Crafter's client loop).
 
 use crate::content::model::{Environment, Month, Season};
 
@@ -32,6 +39,22 @@ pub const DEFAULT_SEASONS: i32 = 4;
 pub const DEFAULT_DUSK: i32 = 18;
 /// Default dawn hour.
 pub const DEFAULT_DAWN: i32 = 6;
+
+/// The largest TimeFactor a client can be told (`P_FetchActors` block `"E"` sends one byte).
+pub const MAX_TIME_FACTOR: u8 = 255;
+
+/// The TimeFactor the cluster runs at and tells clients, from the world's stored one:
+/// 0 or below is `CreateEnvironment`'s default 10 (Realm Crafter divided by zero), above
+/// 255 is 255 (Realm Crafter sent the low byte, so its client counted at another rate
+/// than its server).
+#[doc(alias = "TimeFactor")]
+pub fn effective_time_factor(stored: i32) -> u8 {
+    if stored <= 0 {
+        // DEFAULT_TIME_FACTOR is 10: fits.
+        return u8::try_from(DEFAULT_TIME_FACTOR).unwrap_or(MAX_TIME_FACTOR);
+    }
+    u8::try_from(stored).unwrap_or(MAX_TIME_FACTOR)
+}
 
 /// Month slots in the calendar (`MonthName$(0..19)`).
 const MONTH_SLOTS: usize = 20;
@@ -65,7 +88,9 @@ impl GameTime {
 /// The game clock: the world's calendar plus the cluster's epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GameClock {
-    /// Real ms per game minute (>= 1).
+    /// Game minutes per real minute, 1..=255 ([`effective_time_factor`]).
+    time_factor: u8,
+    /// Real ms per game minute: `60000 / time_factor` (>= 235).
     step_ms: u64,
     /// Days in a year (>= 1).
     year_len: i64,
@@ -134,17 +159,14 @@ impl GameClock {
         }
         seasons.resize(SEASON_SLOTS, Season::default());
         let year_len = i64::from(months.first().map_or(1, |m| m.start_day.max(1)));
-        let factor = if env.time_factor > 0 {
-            i64::from(env.time_factor)
-        } else {
-            DEFAULT_TIME_FACTOR
-        };
-        let step_ms = u64::try_from((60_000 / factor).max(1)).unwrap_or(1);
+        let time_factor = effective_time_factor(env.time_factor);
+        let step_ms = 60_000 / u64::from(time_factor.max(1));
         let day = i64::from(env.day).clamp(0, year_len - 1);
         let hour = i64::from(env.hour).clamp(0, 23);
         let minute = i64::from(env.minute).clamp(0, 59);
         let start = (i64::from(env.year) * year_len + day) * MINUTES_PER_DAY + hour * 60 + minute;
         Self {
+            time_factor,
             step_ms,
             year_len,
             start,
@@ -157,6 +179,12 @@ impl GameClock {
     /// Real ms per game minute.
     pub fn step_ms(&self) -> u64 {
         self.step_ms
+    }
+
+    /// Game minutes per real minute (1..=255), as the login block sends it.
+    #[doc(alias = "TimeFactor")]
+    pub fn time_factor(&self) -> u8 {
+        self.time_factor
     }
 
     /// Days in a year.
@@ -179,7 +207,11 @@ impl GameClock {
     /// The game time at real time `unix_ms`.
     #[doc(alias = "UpdateEnvironment")]
     pub fn at(&self, unix_ms: u64) -> GameTime {
-        let total = self.total_minutes(unix_ms);
+        self.time_of(self.total_minutes(unix_ms))
+    }
+
+    /// The game time `total` game minutes after year 0 day 0 00:00.
+    pub fn time_of(&self, total: i64) -> GameTime {
         let days = total.div_euclid(MINUTES_PER_DAY);
         let in_day = total.rem_euclid(MINUTES_PER_DAY);
         let year = days.div_euclid(self.year_len);
@@ -280,10 +312,26 @@ impl GameClock {
             day: t.day,
             hour: t.hour,
             minute: t.minute,
-            time_factor: i32::try_from(60_000 / self.step_ms.max(1)).unwrap_or(10),
+            time_factor: i32::from(self.time_factor),
             months: self.months.clone(),
             seasons: self.seasons.clone(),
         }
+    }
+
+    /// What the login block `"E"` of `P_FetchActors` carries at real time `unix_ms`:
+    /// [`environment_at`](Self::environment_at) half a minute later, i.e. the time
+    /// rounded to the nearest minute.
+    ///
+    /// The block has no seconds: a client starts its own minute when it reads the block.
+    /// Sending the minute in progress (rounding down) would leave it up to a whole minute
+    /// behind from the start, and with its frame time on top, two minutes behind just
+    /// before its next minute. Rounded, it starts at most half a minute off either way, so
+    /// while its frame time plus the block's delivery stay under half a step (3 s at the
+    /// default factor 10, 117 ms at 255) it is never more than one minute off
+    /// (`client_loop_stays_within_a_minute`).
+    #[doc(alias = "P_FetchActors")]
+    pub fn login_environment_at(&self, unix_ms: u64) -> Environment {
+        self.environment_at(unix_ms.saturating_add(self.step_ms / 2))
     }
 }
 
@@ -337,11 +385,47 @@ mod tests {
             ..env()
         };
         assert_eq!(GameClock::new(&e, 0).step_ms(), 6000);
-        let e = Environment {
-            time_factor: 1_000_000,
-            ..env()
-        };
-        assert_eq!(GameClock::new(&e, 0).step_ms(), 1);
+    }
+
+    /// A TimeFactor the login block's one byte cannot carry is clamped to 255, so the
+    /// server runs at the rate the client is told.
+    #[test]
+    fn time_factor_is_clamped_to_what_the_client_gets() {
+        for (stored, effective) in [
+            (1_000_000, 255),
+            (256, 255),
+            (255, 255),
+            (254, 254),
+            (1, 1),
+            (0, 10),
+            (-7, 10),
+            (i32::MIN, 10),
+            (i32::MAX, 255),
+        ] {
+            assert_eq!(effective_time_factor(stored), effective, "{stored}");
+            let c = GameClock::new(
+                &Environment {
+                    time_factor: stored,
+                    ..env()
+                },
+                0,
+            );
+            assert_eq!(c.time_factor(), effective);
+            assert_eq!(c.step_ms(), 60_000 / u64::from(effective));
+            assert_eq!(c.environment_at(0).time_factor, i32::from(effective));
+            assert_eq!(c.login_environment_at(0).time_factor, i32::from(effective));
+        }
+    }
+
+    /// The login block rounds to the nearest minute.
+    #[test]
+    fn the_login_block_rounds_to_the_nearest_minute() {
+        let c = GameClock::new(&env(), 0);
+        assert_eq!(c.login_environment_at(0).minute, 0);
+        assert_eq!(c.login_environment_at(2999).minute, 0);
+        assert_eq!(c.login_environment_at(3000).minute, 1);
+        assert_eq!(c.login_environment_at(5999).minute, 1);
+        assert_eq!(c.environment_at(5999).minute, 0);
     }
 
     #[test]
@@ -421,7 +505,67 @@ mod tests {
         assert_eq!(e.months.first().map(|m| m.start_day), Some(336));
     }
 
+    /// Realm Crafter's client clock: the fields of the login block, and one game minute
+    /// per frame at most once `now − TimeUpdate > step` (Client.bb:386, the same
+    /// `UpdateEnvironment` as the server's, reference §8).
+    struct RcClient {
+        year: u32,
+        day: i32,
+        hour: i32,
+        minute: i32,
+        /// `MonthStartDay(0)`.
+        year_len: i32,
+        /// `60000 / TimeFactor`, from the block's one byte.
+        step: u64,
+        time_update: u64,
+        /// Minutes counted since the block.
+        counted: i64,
+    }
+
+    impl RcClient {
+        /// The block as the client reads it (the gateway's field widths), at `now`.
+        fn from_block(e: &Environment, now: u64) -> Self {
+            let factor = u8::try_from(e.time_factor.clamp(0, 255)).unwrap_or(0);
+            Self {
+                year: u32::try_from(e.year.max(0)).unwrap_or(0),
+                day: e.day,
+                hour: e.hour,
+                minute: e.minute,
+                year_len: e.months.first().map_or(0, |m| m.start_day),
+                step: 60_000 / u64::from(factor.max(1)),
+                time_update: now,
+                counted: 0,
+            }
+        }
+
+        /// One main-loop pass; whether a minute went by.
+        fn frame(&mut self, now: u64) -> bool {
+            let elapsed = now - self.time_update;
+            if elapsed <= self.step {
+                return false;
+            }
+            self.time_update = now - (elapsed - self.step);
+            self.counted += 1;
+            self.minute += 1;
+            if self.minute == 60 {
+                self.minute = 0;
+                self.hour += 1;
+                if self.hour == 24 {
+                    self.hour = 0;
+                    self.day += 1;
+                }
+            }
+            if self.day > self.year_len {
+                self.day = 0;
+                self.year += 1;
+            }
+            true
+        }
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
         #[test]
         fn monotone_and_no_minute_skipped(start in 0u64..10_000_000_000, factor in 0i32..2000, day in -5i32..400) {
             let e = Environment { time_factor: factor, day, ..env() };
@@ -454,6 +598,63 @@ mod tests {
             prop_assert_eq!(c.at(year_ms - c.step_ms()).day, 335);
             let t = c.at(year_ms);
             prop_assert_eq!((t.year, t.day, t.hour, t.minute), (2, 0, 0, 0));
+        }
+
+        /// Realm Crafter's client (`UpdateEnvironment` in Client.bb, reference §8), started
+        /// from the login block at any moment and run at frame intervals of 16..=100 ms
+        /// for a game week, is never more than one game minute away from `GameClock`, at
+        /// any TimeFactor the world may store; and its date agrees until it reaches its
+        /// own extra day at the year's end (Realm Crafter's year has one day more, see
+        /// `docs/simulation.md`).
+        #[test]
+        fn client_loop_stays_within_a_minute(
+            stored_factor in prop_oneof![1i32..=255, Just(255i32), 256i32..1_000_000, -5i32..=0],
+            epoch in 0u64..1_000_000_000_000,
+            since in 0u64..100_000_000_000,
+            start_day in 0i32..336,
+            start_minute in 0i32..1440,
+            latency in 0u64..=10,
+            seed in any::<u64>(),
+        ) {
+            let e = Environment {
+                time_factor: stored_factor,
+                day: start_day,
+                hour: start_minute / 60,
+                minute: start_minute % 60,
+                ..env()
+            };
+            let c = GameClock::new(&e, epoch);
+            let login = epoch + since;
+            let block = c.login_environment_at(login);
+            let mut client = RcClient::from_block(&block, login + latency);
+            let start = (i64::from(block.year) * c.year_len() + i64::from(block.day))
+                * MINUTES_PER_DAY
+                + i64::from(block.hour * 60 + block.minute);
+            let end = login + 7 * 1440 * c.step_ms();
+            let mut rng = seed | 1;
+            let mut now = login + latency;
+            let mut past_year_end = false;
+            while now < end {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                now += 16 + rng % 85;
+                // Until this frame the client shows what it had: the server just before.
+                let gap = c.total_minutes(now - 1) - (start + client.counted);
+                prop_assert!(gap.abs() <= 1, "before a frame at {}: {} minutes", now - login, gap);
+                if client.frame(now) {
+                    let gap = c.total_minutes(now) - (start + client.counted);
+                    prop_assert!(gap.abs() <= 1, "after a frame at {}: {} minutes", now - login, gap);
+                    past_year_end |= i64::from(client.day) >= c.year_len();
+                    if !past_year_end {
+                        let t = c.time_of(start + client.counted);
+                        prop_assert_eq!(
+                            (t.year, t.day, t.hour, t.minute),
+                            (i64::from(client.year), client.day, client.hour, client.minute)
+                        );
+                    }
+                }
+            }
         }
 
         #[test]

@@ -7,8 +7,15 @@
 //! `P_StandardUpdate` every 200 ms (staggered) that passes the speed clamp. Set-up (the
 //! joins and spawns) is not announced and not timed; the timed ticks include the broadcast
 //! encoding and batching. Time here is the real clock: this module is outside `sim`.
+//!
+//! `--effects N` gives every actor N actor effects (`AddActorEffect`, reference §6), each
+//! with a delta on one attribute and a random length of 2 to 30 s: they end during the run
+//! (the housekeeping phase's expiry, `"R"` and a `P_StatUpdate` to player owners) and the
+//! bench adds each one again right after it ended (`"A"`, `"E"`, `P_StatUpdate`), inside
+//! the timed tick, as a script's `AddActorEffect` would be.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,10 +27,11 @@ use crate::sim::area::{
     AreaData, Environment, FixedAttributes, GameRules, SpawnPoint, TemplateProps, Waypoint,
     ZoneContent,
 };
+use crate::sim::effects;
 use crate::sim::events::{
     ActorState, Arrival, PHASE_NAMES, PlayerAction, PlayerKey, StandardUpdateIn, ZoneInput,
 };
-use crate::sim::state::{AiMode, RidRanges, ZoneConfig};
+use crate::sim::state::{ActorId, AiMode, RidRanges, ZoneConfig, ZoneState};
 use crate::sim::{PhaseClock, ZoneSim};
 
 /// Bench parameters.
@@ -43,6 +51,8 @@ pub struct BenchArgs {
     pub seed: u64,
     /// One tick in this many gets a `zone.tick` span, as in a zone actor (0: none).
     pub trace_tick_every: u32,
+    /// Actor effects per actor (NPCs and players), each ending and added again.
+    pub effects: u32,
 }
 
 impl Default for BenchArgs {
@@ -55,6 +65,7 @@ impl Default for BenchArgs {
             density: 625.0,
             seed: 1,
             trace_tick_every: crate::telemetry::DEFAULT_TICK_EVERY,
+            effects: 0,
         }
     }
 }
@@ -119,6 +130,81 @@ pub struct BenchReport {
     pub reliable_bytes_per_tick: f64,
     /// Timings of broadcast ticks only.
     pub broadcast_tick: Summary,
+    /// Actor effects per actor (`--effects`).
+    pub effects_per_actor: u32,
+    /// Effects that ended (and were added again) during the timed ticks.
+    pub effects_ended: u64,
+}
+
+/// The shortest and longest bench effect, in seconds.
+const EFFECT_SECS: std::ops::RangeInclusive<i64> = 2..=30;
+
+/// The bench's effects: when each ends, so it can be added again once it has.
+struct BenchEffects {
+    /// `Bench0`, `Bench1`, ...
+    names: Vec<String>,
+    /// (end time, actor, effect index), earliest first.
+    due: BinaryHeap<Reverse<(u64, ActorId, u32)>>,
+}
+
+impl BenchEffects {
+    /// Effect `j` on `id`: a delta of ±3 on one of the attributes no rule reads (10..40),
+    /// for 2..=30 s. With `stagger` (the set-up) it ends after a random number of
+    /// **milliseconds** in that range instead, so the first generation does not end in
+    /// lockstep on whole seconds.
+    fn add(
+        &mut self,
+        st: &mut ZoneState,
+        rng: &mut ChaCha8Rng,
+        id: ActorId,
+        j: u32,
+        stagger: bool,
+    ) -> bool {
+        let Some(name) = self.names.get(j as usize) else {
+            return false;
+        };
+        let attr = u8::try_from(10 + (j % 30)).unwrap_or(10);
+        let delta = if j.is_multiple_of(2) { 3 } else { -3 };
+        let secs = rng.gen_range(EFFECT_SECS);
+        if effects::add_effect(st, id, name, &[(attr, delta)], secs, 0).is_err() {
+            return false;
+        }
+        let mut ends = st.now_ms.saturating_add(secs.unsigned_abs() * 1000);
+        if stagger {
+            let lo = EFFECT_SECS.start().unsigned_abs() * 1000;
+            let hi = EFFECT_SECS.end().unsigned_abs() * 1000;
+            ends = st.now_ms.saturating_add(rng.gen_range(lo..=hi));
+            if let Some(e) = st
+                .get_mut(id)
+                .and_then(|a| a.effects.iter_mut().find(|e| e.name == *name))
+            {
+                e.expires_ms = ends;
+            }
+            // The entry for the whole-second end is stale now: expiry skips it.
+            st.effect_ends.heap.push(Reverse((ends, id)));
+        }
+        self.due.push(Reverse((ends, id, j)));
+        true
+    }
+
+    /// Add again every effect that ended by the last tick. Returns how many.
+    fn renew(&mut self, st: &mut ZoneState, rng: &mut ChaCha8Rng) -> u64 {
+        let now = st.now_ms;
+        let mut n = 0;
+        while let Some(&Reverse((ends, id, j))) = self.due.peek() {
+            if ends > now {
+                break;
+            }
+            self.due.pop();
+            if st.get(id).is_none() {
+                continue;
+            }
+            if self.add(st, rng, id, j, false) {
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 struct RealClock(Instant);
@@ -274,6 +360,24 @@ pub fn run(args: &BenchArgs) -> BenchReport {
     now += 33;
     sim.state_mut().announce = true;
 
+    // The effects (their "A"/"E" packets go out in the untimed warm-up).
+    let mut fx = BenchEffects {
+        names: (0..args.effects).map(|j| format!("Bench{j}")).collect(),
+        due: BinaryHeap::new(),
+    };
+    if args.effects > 0 {
+        let st = sim.state_mut();
+        let mut ids = Vec::new();
+        st.chain_collect(st.zone, crate::sim::state::ChainKind::Zone, &mut ids);
+        let ids: Vec<ActorId> = ids.iter().filter_map(|&i| st.at(i).map(|a| a.id)).collect();
+        for id in ids {
+            for j in 0..args.effects {
+                fx.add(st, &mut rng, id, j, true);
+            }
+        }
+    }
+    let mut effects_ended = 0u64;
+
     let clock = RealClock(Instant::now());
     let mut tick_ns = Vec::with_capacity(args.ticks as usize);
     let mut bcast_ns = Vec::new();
@@ -314,6 +418,9 @@ pub fn run(args: &BenchArgs) -> BenchReport {
         }
         // The zone actor's tick path: a `zone.tick` span on the sampled ticks (timed too).
         let start = clock.now_ns();
+        // Effects that ended in the last tick are added again (timed: it is the work a
+        // script's AddActorEffect does in a tick).
+        let renewed = fx.renew(sim.state_mut(), &mut rng);
         let traced = sampler.start(u64::from(t), "bench", "Bench", 0);
         let entered = traced.as_ref().map(|t| t.span().clone().entered());
         let out = sim.tick_timed(now, inputs.drain(..), &clock);
@@ -326,6 +433,7 @@ pub fn run(args: &BenchArgs) -> BenchReport {
         if t < args.warmup {
             continue;
         }
+        effects_ended += renewed;
         tick_ns.push(took);
         for (v, p) in phase_ns.iter_mut().zip(out.stats.phase_ns) {
             v.push(p);
@@ -365,5 +473,7 @@ pub fn run(args: &BenchArgs) -> BenchReport {
         datagrams_per_broadcast_tick: per(dgrams),
         reliable_bytes_per_tick: reliable as f64 / f64::from(args.ticks.max(1)),
         broadcast_tick: Summary::of(&mut bcast_ns),
+        effects_per_actor: args.effects,
+        effects_ended,
     }
 }

@@ -43,6 +43,10 @@ enum Command {
         /// One tick in this many gets a `zone.tick` trace span, as on a node (0: none).
         #[arg(long, env = "ZONE_NODE_TRACE_TICK_EVERY", default_value_t = zone_node::telemetry::DEFAULT_TICK_EVERY)]
         trace_tick_every: u32,
+        /// Actor effects per actor (NPCs and players), 2..=30 s each, added again when
+        /// they end.
+        #[arg(long, default_value_t = 0)]
+        effects: u32,
     },
 }
 
@@ -67,6 +71,7 @@ fn run_cli(cli: Cli) -> Result<()> {
             density,
             seed,
             trace_tick_every,
+            effects,
         }) => {
             // Traces as on a node (OTEL_EXPORTER_OTLP_ENDPOINT): the bench measures their cost.
             let traces = zone_node::logging::init_traced("zone-node-bench", None)?;
@@ -78,6 +83,7 @@ fn run_cli(cli: Cli) -> Result<()> {
                 density,
                 seed,
                 trace_tick_every,
+                effects,
             };
             let report = zone_node::bench::run(&args);
             println!("{}", serde_json::to_string(&report)?);

@@ -345,3 +345,121 @@ End Function
     }
     assert!(h.actor(pid).effects.is_empty());
 }
+
+/// An eater that already carries [`MAX_EFFECTS`] effects cannot take the potion's: the
+/// eat is refused (`bad_item_request`) before anything happens: the potions stay, the
+/// item's script does not run, no `P_ActorEffect` is sent and the stats do not move.
+/// Refreshing an effect the eater already has is still a fine eat.
+#[test]
+fn an_eat_whose_effect_is_refused_consumes_nothing() {
+    let script: &[u8] = br#"
+Function Main()
+    Output(Actor(), "drank")
+End Function
+"#;
+    let mut c = potion_content(&[("Quaff", script)]);
+    let mut w = (*c.world).clone();
+    w.items[0].script = "Quaff".into();
+    c.world = Arc::new(w);
+    let mut h = SimHarness::with(ZoneConfig::default(), c);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    h.actor_mut(pid).attr_max[usize::from(attrs::STRENGTH)] = 100;
+    h.actor_mut(pid).attr[usize::from(attrs::STRENGTH)] = 10;
+    let t = h.sim.state().content.world.item(0).unwrap().clone();
+    h.actor_mut(pid).inventory[14] = Some(inventory::instance(&t, 3));
+    let st = h.sim.state_mut();
+    for i in 0..MAX_EFFECTS {
+        effects::add_effect(st, pid, &format!("E{i}"), &[(200, 1)], 0, 0).unwrap();
+    }
+    h.tick();
+    h.clear();
+    h.act(
+        p,
+        PlayerAction::EatItem {
+            slot: 14,
+            amount: 2,
+        },
+    );
+    h.tick();
+    h.tick();
+    assert_eq!(h.rejections(), [Rejection::BadItemRequest]);
+    assert_eq!(
+        h.actor(pid).inventory[14].as_ref().map(|s| s.amount),
+        Some(3)
+    );
+    assert!(h.chat(p).is_empty(), "the script ran: {:?}", h.chat(p));
+    assert!(effect_packets(&h, p).is_empty());
+    assert!(stat_packets(&h, p).is_empty());
+    assert_eq!(strength(&h, pid), 10);
+    assert_eq!(h.actor(pid).effects.len(), MAX_EFFECTS);
+
+    // With one slot free the same eat goes through: one effect, two potions, the script.
+    let st = h.sim.state_mut();
+    assert!(effects::delete_effect(st, pid, "E0"));
+    h.tick();
+    h.clear();
+    h.act(
+        p,
+        PlayerAction::EatItem {
+            slot: 14,
+            amount: 2,
+        },
+    );
+    h.tick();
+    h.tick();
+    assert!(h.rejections().is_empty(), "{:?}", h.rejections());
+    assert_eq!(
+        h.actor(pid).inventory[14].as_ref().map(|s| s.amount),
+        Some(1)
+    );
+    assert_eq!(h.chat(p), ["drank"]);
+    assert_eq!(strength(&h, pid), 14);
+    // Full again, but the potion's own effect is a refresh: allowed.
+    assert_eq!(h.actor(pid).effects.len(), MAX_EFFECTS);
+    h.clear();
+    h.act(
+        p,
+        PlayerAction::EatItem {
+            slot: 14,
+            amount: 1,
+        },
+    );
+    h.tick();
+    h.tick();
+    assert!(h.rejections().is_empty(), "{:?}", h.rejections());
+    assert!(h.actor(pid).inventory[14].is_none());
+}
+
+/// Expiry visits only the owners whose end time has come: refreshing an effect leaves a
+/// stale end time behind, which finds nothing due; thousands of refreshes do not grow the
+/// heap without bound; the effect ends at its last end time, and an owner that left
+/// leaves only stale entries.
+#[test]
+fn refreshed_effects_end_at_their_last_time_and_the_heap_stays_bounded() {
+    let mut h = SimHarness::new();
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let (_, bob) = h.spawn_player("Bob", 5.0, 0.0);
+    h.actor_mut(pid).attr_max[usize::from(attrs::STRENGTH)] = 100;
+    h.actor_mut(pid).attr[usize::from(attrs::STRENGTH)] = 10;
+    let st = h.sim.state_mut();
+    effects::add_effect(st, pid, "Might", &[(attrs::STRENGTH, 5)], 1, 0).unwrap();
+    effects::add_effect(st, bob, "Haste", &[(attrs::SPEED, 1)], 1, 0).unwrap();
+    for _ in 0..5000 {
+        effects::add_effect(st, pid, "Might", &[(attrs::STRENGTH, 5)], 2, 0).unwrap();
+    }
+    let len = st.effect_ends.heap.len();
+    assert!(len <= 2 * st.effect_ends.floor + 1025, "{len} entries");
+    assert!(len < 5000, "{len} entries");
+    // Past the first end time: the stale entry finds nothing, Might lives on.
+    h.run_ticks(40);
+    assert_eq!(strength(&h, pid), 15);
+    assert!(h.actor(bob).effects.is_empty(), "Haste ended after 1 s");
+    h.clear();
+    h.run_ticks(30);
+    assert_eq!(strength(&h, pid), 10);
+    assert!(matches!(
+        effect_packets(&h, p)[..],
+        [ActorEffect::Removed { handle: 1, .. }]
+    ));
+    assert!(h.sim.state().effect_ends.heap.is_empty());
+}

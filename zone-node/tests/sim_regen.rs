@@ -9,9 +9,10 @@ use std::sync::Arc;
 use shared::proto::{Packet, StatUpdate};
 use zone_node::sim::ZoneConfig;
 use zone_node::sim::area::{RegenRule, ZoneContent};
+use zone_node::sim::combat;
 use zone_node::sim::events::PlayerKey;
 use zone_node::sim::state::ActorId;
-use zone_node::sim::testing::{SimHarness, attrs, test_content};
+use zone_node::sim::testing::{SimHarness, attrs, templates, test_content};
 
 const P_STAT_UPDATE: u8 = 22;
 
@@ -103,6 +104,45 @@ fn none_in_combat_or_dead() {
     assert!(attr(&h, ann, attrs::ENERGY) > 10);
     assert!(attr(&h, bob, attrs::ENERGY) > 10);
     assert_eq!(attr(&h, cid, attrs::ENERGY), 10);
+}
+
+/// A player who is hit and never hits back is in combat too: by an NPC that is not
+/// hunting it (no AI target anywhere in the zone) and by another player. It does not
+/// regenerate until 5 s after the last attack on it; a bystander does meanwhile.
+#[test]
+fn a_victim_that_does_not_hit_back_is_in_combat() {
+    let mut h = regen_harness();
+    let (_, ann) = h.spawn_player("Ann", 0.0, 0.0);
+    let (_, bob) = h.spawn_player("Bob", 20.0, 0.0);
+    let (_, cid) = h.spawn_player("Cid", 21.0, 0.0);
+    let (_, dan) = h.spawn_player("Dan", 40.0, 40.0);
+    let wolf = h.spawn_npc(templates::WOLF, 1.0, 0.0);
+    // A passive wolf: it never picks a target of its own.
+    h.actor_mut(wolf).aggressiveness = 0;
+    for id in [ann, bob, dan] {
+        drain(&mut h, id, attrs::ENERGY, 100, 10);
+        // Enough Health to take 20 s of blows.
+        drain(&mut h, id, attrs::HEALTH, 100_000, 100_000);
+    }
+    // 20 s: a blow a second from the wolf on Ann and from Cid on Bob.
+    for i in 0..80 {
+        if i % 4 == 0 {
+            let st = h.sim.state_mut();
+            assert!(combat::actor_attack(st, wolf, ann));
+            assert!(combat::actor_attack(st, cid, bob));
+        }
+        for id in [ann, bob, cid, wolf] {
+            assert_eq!(h.actor(id).ai_target, None, "nobody hunts anybody");
+        }
+        h.tick();
+    }
+    assert_eq!(attr(&h, ann, attrs::ENERGY), 10, "hit by an NPC");
+    assert_eq!(attr(&h, bob, attrs::ENERGY), 10, "hit by a player");
+    assert!(attr(&h, dan, attrs::ENERGY) > 10, "the interval passed");
+    // The blows over, both come back within two intervals.
+    h.run_ticks(64 * 2);
+    assert!(attr(&h, ann, attrs::ENERGY) > 10);
+    assert!(attr(&h, bob, attrs::ENERGY) > 10);
 }
 
 /// Off by default: the harness's default rules regenerate nothing.

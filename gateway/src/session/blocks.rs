@@ -193,11 +193,14 @@ pub fn catalogue_blocks(world: &World) -> Vec<FetchActorsReply> {
 
 /// [`catalogue_blocks`] with the clock block `"E"` carrying the game time at real time
 /// `now_ms` of the clock that read `Environment.dat`'s stored time at `epoch_ms` (both Unix
-/// ms; `shared::clock`), with its defaults filled in. Realm Crafter sends the clock only
-/// here and never resyncs; neither do we (there is no clock packet the client parses).
+/// ms; `shared::clock`), rounded to the nearest minute, with the TimeFactor the cluster
+/// runs at (1..=255) and the calendar's defaults filled in
+/// ([`GameClock::login_environment_at`](shared::clock::GameClock::login_environment_at)).
+/// Realm Crafter sends the clock only here and never resyncs; neither do we (no stock
+/// client parses a clock packet): this block is what keeps the client within a minute.
 pub fn catalogue_blocks_at(world: &World, epoch_ms: u64, now_ms: u64) -> Vec<FetchActorsReply> {
     let clock = shared::clock::GameClock::new(&world.environment, epoch_ms);
-    catalogue_blocks_env(world, &clock.environment_at(now_ms))
+    catalogue_blocks_env(world, &clock.login_environment_at(now_ms))
 }
 
 fn catalogue_blocks_env(
@@ -227,7 +230,8 @@ fn catalogue_blocks_env(
         day: u16c(env.day),
         hour: u8c(env.hour),
         minute: u8c(env.minute),
-        time_factor: u8c(env.time_factor),
+        // 1..=255: never a 0 the client divides by, never a low byte of a larger factor.
+        time_factor: shared::clock::effective_time_factor(env.time_factor),
         seasons: fixed::<_, 12>(&env.seasons)
             .iter()
             .map(|x: &shared::content::model::Season| SeasonDef {
@@ -398,5 +402,36 @@ mod clock_tests {
             })
             .expect("a clock block");
         assert_eq!(env, (1, 1, 13, 30, 10));
+        // Half a minute (3 s) into 13:30 it already says 13:31: the nearest minute.
+        let blocks = catalogue_blocks_at(&world, 1_000, 1_000 + 90 * 6_000 + 3_000);
+        assert_eq!(clock_block(&blocks), (1, 1, 13, 31, 10));
+    }
+
+    fn clock_block(blocks: &[FetchActorsReply]) -> (u32, u16, u8, u8, u8) {
+        blocks
+            .iter()
+            .find_map(|b| match b {
+                FetchActorsReply::Environment {
+                    year,
+                    day,
+                    hour,
+                    minute,
+                    time_factor,
+                    ..
+                } => Some((*year, *day, *hour, *minute, *time_factor)),
+                _ => None,
+            })
+            .expect("a clock block")
+    }
+
+    /// A stored TimeFactor above 255 (or below 1) is sent as what the cluster runs at.
+    #[test]
+    fn clock_block_time_factor_is_what_the_cluster_runs_at() {
+        for (stored, sent) in [(1000, 255), (256, 255), (255, 255), (0, 10), (-3, 10)] {
+            let mut world = World::default();
+            world.environment.time_factor = stored;
+            assert_eq!(clock_block(&catalogue_blocks_at(&world, 0, 0)).4, sent);
+            assert_eq!(clock_block(&catalogue_blocks(&world)).4, sent);
+        }
     }
 }

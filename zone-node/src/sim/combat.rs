@@ -283,6 +283,14 @@ fn armour_points(st: &ZoneState, victim: ActorId, dtype: u8, formula: u8) -> i32
     }
 }
 
+/// Note that `victim` was attacked at `now` (hit or not): it is in combat for
+/// [`super::regen::COMBAT_MS`] even if it never hits back and nobody hunts it.
+pub fn note_attacked(st: &mut ZoneState, victim: ActorId, now: u64) {
+    if let Some(v) = st.get_mut(victim) {
+        v.last_attacked_ms = Some(now);
+    }
+}
+
 /// `ActorAttack(A1, A2)`: one attack. Returns whether an attack happened (a miss counts).
 #[doc(alias = "ActorAttack")]
 pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
@@ -316,6 +324,7 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
             if let Some(a) = st.get_mut(a1) {
                 a.last_attack_ms = Some(now);
             }
+            note_attacked(st, a2, now);
             let hooks = st.hooks.clone();
             hooks.on_attack(st, a1, a2);
             return true;
@@ -328,6 +337,7 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
         if let Some(a) = st.get_mut(a1) {
             a.last_attack_ms = Some(now);
         }
+        note_attacked(st, a2, now);
         fire_projectile(st, projectile, a1, a2);
         return true;
     }
@@ -342,6 +352,7 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
     if let Some(a) = st.get_mut(a1) {
         a.last_attack_ms = Some(now);
     }
+    note_attacked(st, a2, now);
     provoke(st, a2, a1);
     if formula == 4 || formula == 0 || formula > 4 {
         // Formula 4: the Attack script decides everything (no engine damage or packets).
@@ -445,6 +456,8 @@ pub fn fire_projectile(st: &mut ZoneState, projectile: u16, a1: ActorId, a2: Act
         return;
     };
     st.send_packet_zone(&projectile_packet(r1, r2, &p), None);
+    let now = st.now_ms;
+    note_attacked(st, a2, now);
     if st.rng.rand_range(1, 100) > i32::from(p.hit_chance) {
         // Projectile misses send nothing.
         return;

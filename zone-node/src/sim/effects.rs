@@ -10,14 +10,17 @@
 //!   `[0, Max]`), after the owner's `P_ActorEffect` `"E"`/`"R"`, so the absolute
 //!   `P_StatUpdate` that follows corrects the client's own `+= delta`.
 //! * Health reaching 0 through an effect kills, through the normal deferred kill.
-//! * Expiry runs in the housekeeping phase, only once [`ZoneState::next_effect_ms`] has
-//!   passed (the earliest end time of any effect in the zone).
+//! * Expiry runs in the housekeeping phase and visits only the owners whose effects' end
+//!   time has come ([`ZoneState::effect_ends`], a heap of `(end time, owner)`), never the
+//!   whole zone: with many timed effects one ends in almost every tick.
 
 use shared::proto::ActorEffect;
 use thiserror::Error;
 
 use super::events::ATTRIBUTE_COUNT;
-use super::state::{ActiveEffect, ActorId, ZoneState};
+use std::cmp::Reverse;
+
+use super::state::{ActiveEffect, ActorId, ChainKind, ZoneState};
 use super::stats;
 
 /// The most effects one actor may carry.
@@ -82,6 +85,28 @@ fn shift_attribute(st: &mut ZoneState, id: ActorId, attr: u8, diff: i32) {
     }
 }
 
+/// Whether [`add_effect`] would accept `name` for `secs` seconds on `id`, without changing
+/// anything: the name and the seconds are valid, the actor is here, and it either has an
+/// effect of that name already (a refresh) or fewer than [`MAX_EFFECTS`]. Eating asks this
+/// before it consumes anything or runs the item's script.
+pub fn check_add(st: &ZoneState, id: ActorId, name: &str, secs: i64) -> Result<(), EffectError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(EffectError::EmptyName);
+    }
+    if name.len() > MAX_EFFECT_NAME {
+        return Err(EffectError::NameTooLong);
+    }
+    if !(0..=MAX_EFFECT_SECS).contains(&secs) {
+        return Err(EffectError::BadSeconds(secs));
+    }
+    let a = st.get(id).ok_or(EffectError::NoActor)?;
+    if find(&a.effects, name).is_none() && a.effects.len() >= MAX_EFFECTS {
+        return Err(EffectError::TooMany);
+    }
+    Ok(())
+}
+
 /// `AddActorEffect` / eating: create `name` on `id` (sending `"A"` to a player owner) or
 /// refresh it, restart its timer at `secs` seconds (0 = permanent), and set each
 /// `(attribute, value)` of `deltas` as the effect's delta for it (`"E"` with the change,
@@ -95,16 +120,8 @@ pub fn add_effect(
     secs: i64,
     icon: u16,
 ) -> Result<(), EffectError> {
+    check_add(st, id, name, secs)?;
     let name = name.trim();
-    if name.is_empty() {
-        return Err(EffectError::EmptyName);
-    }
-    if name.len() > MAX_EFFECT_NAME {
-        return Err(EffectError::NameTooLong);
-    }
-    if !(0..=MAX_EFFECT_SECS).contains(&secs) {
-        return Err(EffectError::BadSeconds(secs));
-    }
     let now = st.now_ms;
     let expires_ms = match u64::try_from(secs) {
         Ok(0) | Err(_) => 0,
@@ -151,9 +168,7 @@ pub fn add_effect(
         *slot = value;
         diffs.push((attr, diff));
     }
-    if expires_ms != 0 {
-        st.next_effect_ms = st.next_effect_ms.min(expires_ms);
-    }
+    schedule(st, id, expires_ms);
     if created && is_player {
         let pkt = ActorEffect::Added {
             handle,
@@ -240,36 +255,57 @@ pub fn restore(st: &mut ZoneState, id: ActorId, saved: &[shared::internal::Actor
     note_arrival(st, id);
 }
 
-/// Note `id`'s effects in the zone's earliest end time (after it arrives with effects).
+/// Note the end times of `id`'s timed effects (after it arrives with effects).
 fn note_arrival(st: &mut ZoneState, id: ActorId) {
-    let earliest = st.get(id).and_then(|a| {
-        a.effects
-            .iter()
-            .map(|e| e.expires_ms)
-            .filter(|&t| t != 0)
-            .min()
+    let ends: Vec<u64> = st.get(id).map_or_else(Vec::new, |a| {
+        a.effects.iter().map(|e| e.expires_ms).collect()
     });
-    if let Some(t) = earliest {
-        st.next_effect_ms = st.next_effect_ms.min(t);
+    for t in ends {
+        schedule(st, id, t);
     }
 }
 
-/// The housekeeping phase: end every effect whose time has come (RC `UpdateActorEffects`,
-/// GS:538-568), then recompute the zone's earliest end time.
-pub(crate) fn expire(st: &mut ZoneState) {
-    let now = st.now_ms;
-    if now < st.next_effect_ms {
+/// Remember that an effect of `id` ends at `expires_ms` (0: permanent, nothing to do).
+/// When stale entries (refreshed effects) have piled up to more than twice the entries
+/// of the last rebuild, rebuild the heap from the actors: amortised O(1) per call.
+fn schedule(st: &mut ZoneState, id: ActorId, expires_ms: u64) {
+    if expires_ms == 0 {
         return;
     }
+    let ends = &mut st.effect_ends;
+    ends.heap.push(Reverse((expires_ms, id)));
+    if ends.heap.len() > ends.floor.saturating_mul(2).saturating_add(1024) {
+        rebuild(st);
+    }
+}
+
+/// The heap again, one entry per timed effect of the zone's actors.
+fn rebuild(st: &mut ZoneState) {
     let mut order = Vec::new();
-    st.chain_collect(st.zone, super::state::ChainKind::Zone, &mut order);
-    let mut next = u64::MAX;
+    st.chain_collect(st.zone, ChainKind::Zone, &mut order);
+    let mut heap = Vec::new();
     for idx in order {
         let Some(a) = st.at(idx) else { continue };
-        if a.effects.is_empty() {
-            continue;
+        for e in &a.effects {
+            if e.expires_ms != 0 {
+                heap.push(Reverse((e.expires_ms, a.id)));
+            }
         }
-        let id = a.id;
+    }
+    st.effect_ends.floor = heap.len();
+    st.effect_ends.heap = heap.into();
+}
+
+/// The housekeeping phase: end every effect whose time has come (RC `UpdateActorEffects`,
+/// GS:538-568), visiting only the owners the end-time heap names. An entry whose effect
+/// was refreshed, deleted or whose owner left finds nothing due and is dropped.
+pub(crate) fn expire(st: &mut ZoneState) {
+    let now = st.now_ms;
+    while let Some(&Reverse((t, id))) = st.effect_ends.heap.peek() {
+        if t > now {
+            break;
+        }
+        st.effect_ends.heap.pop();
         while let Some(i) = st.get(id).and_then(|a| {
             a.effects
                 .iter()
@@ -277,15 +313,5 @@ pub(crate) fn expire(st: &mut ZoneState) {
         }) {
             remove_at(st, id, i);
         }
-        if let Some(t) = st.get(id).and_then(|a| {
-            a.effects
-                .iter()
-                .map(|e| e.expires_ms)
-                .filter(|&t| t != 0)
-                .min()
-        }) {
-            next = next.min(t);
-        }
     }
-    st.next_effect_ms = next;
 }

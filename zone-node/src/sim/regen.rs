@@ -8,8 +8,11 @@
 //! per interval, nothing in between.
 //!
 //! "In combat" is read from the sim's state: an actor is in combat when it attacked within
-//! the last [`COMBAT_MS`] (`LastAttack`), when it has an AI target (an NPC hunting), or
-//! when an NPC of the zone has it as its AI target (it is being hunted).
+//! the last [`COMBAT_MS`] (`LastAttack`), when it was attacked within the last
+//! [`COMBAT_MS`] (`last_attacked_ms`, stamped on the victim by every melee, ranged and
+//! projectile attack, hit or miss: a player an NPC or another player hits and who does not
+//! hit back is in combat too), when it has an AI target (an NPC hunting), or when an actor
+//! of the zone has it as its AI target (it is being hunted).
 
 use super::combat;
 use super::state::{ActorId, ChainKind, ZoneState};
@@ -46,9 +49,10 @@ pub fn step(st: &mut ZoneState) {
     for &idx in &order {
         let Some(a) = st.at(idx) else { continue };
         let id = a.id;
+        let recent = |t: Option<u64>| t.is_some_and(|t| now.saturating_sub(t) < COMBAT_MS);
         let fighting = a.ai_target.is_some()
-            || a.last_attack_ms
-                .is_some_and(|t| now.saturating_sub(t) < COMBAT_MS)
+            || recent(a.last_attack_ms)
+            || recent(a.last_attacked_ms)
             || hunted.contains(&id);
         if fighting || !combat::alive(st, id) {
             continue;

@@ -361,6 +361,21 @@ pub struct ActorCold {
     /// Active actor effects (buffs and debuffs), managed by `sim::effects`.
     #[doc(alias = "ActorEffect")]
     pub effects: Vec<ActiveEffect>,
+    /// When it was last the target of an attack (melee, ranged or a projectile, hit or
+    /// miss); with `LastAttack`, what makes it "in combat" for `sim::regen`. Not saved.
+    pub last_attacked_ms: Option<u64>,
+}
+
+/// The end times of the zone's timed actor effects: `(end time, owner)`, earliest first.
+/// An entry goes stale when its effect is refreshed or deleted or its owner leaves; stale
+/// entries are skipped when they come up, and the heap is rebuilt from the actors when
+/// refreshes have piled up more than `floor` (its size after the last rebuild) again.
+#[derive(Clone, Debug, Default)]
+pub struct EffectEnds {
+    /// `(end time, owner)`, earliest on top.
+    pub heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, ActorId)>>,
+    /// Entries after the last rebuild.
+    pub floor: usize,
 }
 
 /// One active actor effect (Realm Crafter's `ActorEffect`, reference §6): its deltas are
@@ -625,6 +640,7 @@ impl Actor {
                 handle: 0,
                 trading: Trading::Idle,
                 effects: Vec::new(),
+                last_attacked_ms: None,
             }),
         }
     }
@@ -1080,9 +1096,9 @@ pub struct ZoneState {
     pub broadcast_group: u32,
     /// Next recharge step.
     pub next_recharge_ms: u64,
-    /// The earliest time an actor effect ends (`u64::MAX`: none pending); the
-    /// housekeeping phase looks at effects only once it has passed.
-    pub next_effect_ms: u64,
+    /// When actor effects end, earliest first (managed by `sim::effects`): the
+    /// housekeeping phase looks only at the actors whose time has come.
+    pub effect_ends: EffectEnds,
     /// Earliest completion of a memorisation in progress (`u64::MAX`: none).
     pub next_memorise_ms: u64,
     /// Next regeneration step ([`super::regen`]); 0 = not started.
@@ -1196,7 +1212,7 @@ impl ZoneState {
             broadcast_group: u32::MAX,
             broadcasts: 0,
             next_recharge_ms: 0,
-            next_effect_ms: u64::MAX,
+            effect_ends: EffectEnds::default(),
             next_memorise_ms: u64::MAX,
             next_regen_ms: 0,
             recharge_now: false,

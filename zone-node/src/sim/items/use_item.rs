@@ -4,7 +4,7 @@
 use shared::content::{Item, ItemKind};
 
 use super::bag::{take_slot, wearer_of};
-use super::eat_effect::apply_eat_effect;
+use super::eat_effect::{apply_eat_effect, check_eat_effect};
 use super::inventory::{self, SLOTS};
 use crate::sim::events::{InvSlot, PlayerKey, Rejection, RuntimeId};
 use crate::sim::scripts;
@@ -72,7 +72,9 @@ pub(crate) fn use_item(
 }
 
 /// `P_EatItem`: eat `amount` of the potion or ingredient in a slot. Checks: the slot holds
-/// one (slot ≤ 45), `1 <= amount <= stack`, the race and class may use it. Then, in Realm
+/// one (slot ≤ 45), `1 <= amount <= stack`, the race and class may use it, and the eater
+/// can take the item's effect (not a 65th one: [`check_eat_effect`]; Realm Crafter had no
+/// limit, so it never refused here). Then, in Realm
 /// Crafter's order: the effect ([`apply_eat_effect`]), the item's script if it has one
 /// (with the eater as actor and no target), and the items are used up (no `"T"`: the
 /// client removed them already). Anything else is refused and counted.
@@ -90,11 +92,16 @@ pub(crate) fn eat(st: &mut ZoneState, player: PlayerKey, id: ActorId, slot: u8, 
         || amount > instance.amount
         || !edible
         || !inventory::may_use(&wearer_of(st, id), &item)
+        || check_eat_effect(st, id, &item, &instance).is_err()
     {
         st.reject(Some(player), Rejection::BadItemRequest);
         return;
     }
-    apply_eat_effect(st, id, &item, &instance, amount);
+    if apply_eat_effect(st, id, &item, &instance, amount).is_err() {
+        // Cannot happen after the check above; if it did, nothing was changed yet.
+        st.reject(Some(player), Rejection::BadItemRequest);
+        return;
+    }
     if !item.script.is_empty() {
         scripts::item_script(st, &item.script, &item.method, id, None);
     }
