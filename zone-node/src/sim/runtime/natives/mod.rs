@@ -165,7 +165,7 @@ mod tests {
         // The host's own commands, and those of the abilities, effects and clock part.
         let done = |s: &&natives::NativeSig| {
             matches!(s.kind, Kind::Host | Kind::Spells)
-                || s.native == script::natives::Native::CreateEmitter
+                || s.native == natives::Native::CreateEmitter
         };
         for sig in natives::all().iter().filter(done) {
             for first in [0, handle] {
