@@ -368,17 +368,7 @@ fn fetch_character_reply() -> impl Strategy<Value = FetchCharacterReply> {
         3 => (any::<u8>().prop_filter("not 99", |s| *s != 99), item_string(), any::<u16>())
             .prop_map(|(slot, item, amount)| Some(InventorySlot { slot, item, amount })),
     ];
-    let spell = (any::<[u16; 4]>(), s16(), s16(), any::<u8>()).prop_map(
-        |([level, id, thumb, recharge], name, description, memorised)| KnownSpell {
-            level,
-            id,
-            thumb,
-            recharge,
-            name,
-            description,
-            memorised,
-        },
-    );
+    let spell = known_spell();
     prop_oneof![
         (
             any::<u32>(),

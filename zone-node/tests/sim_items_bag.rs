@@ -13,7 +13,9 @@ use zone_node::sim::area::ZoneContent;
 use zone_node::sim::events::{PlayerAction, PlayerKey, Rejection, ZoneOutput};
 use zone_node::sim::items::{bag, inventory};
 use zone_node::sim::state::ActorId;
-use zone_node::sim::testing::{SimHarness, attrs, content_with_scripts, templates, test_content};
+use zone_node::sim::testing::{
+    SimHarness, attrs, content_with_scripts, demo_content, templates, test_content,
+};
 
 const SWORD: u16 = 0;
 const AXE: u16 = 1;
@@ -694,17 +696,11 @@ fn the_sample_itempack_gives_four_items() {
 /// is worn, and takes it back when it is taken off, however often it runs.
 #[test]
 fn the_demo_world_gives_a_kit_and_equip_change_adds_bonuses() {
-    let world = Arc::new(shared::content::demo_world());
-    let mut content = ZoneContent::from_world(world.clone(), "Meadow").unwrap();
-    let (set, diags) = zone_node::world_scripts::compile_world(&world);
-    assert!(diags.is_empty(), "{diags:?}");
-    content.scripts = Arc::new(set);
-    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    let mut h = SimHarness::with(ZoneConfig::default(), demo_content("Meadow"));
+    let world = h.sim.state().content.world.clone();
     let playable = world.first_playable().unwrap();
     let t = h.sim.state().content.template(playable.id).unwrap().clone();
-    let mut state = zone_node::sim::state::Actor::from_template(&t).to_state("Meadow", 0);
-    state.name = "Newbie".into();
-    let (p, pid) = h.join(state, false);
+    let (p, pid) = h.join(h.new_character("Newbie"), false);
     h.run_ticks(3);
     let item = |n: &str| world.items.iter().find(|i| i.name == n).unwrap().id;
     let inv = h.actor(pid).inventory.clone();

@@ -14,7 +14,7 @@ use zone_node::sim::events::{
 };
 use zone_node::sim::spells::{self, cast, memorise};
 use zone_node::sim::state::ActorId;
-use zone_node::sim::testing::{SimHarness, content_with_scripts, test_content};
+use zone_node::sim::testing::{SimHarness, content_with_scripts, demo_content, test_content};
 use zone_node::sim::{ActorState, ZoneConfig};
 
 const P_KNOWN_SPELL_UPDATE: u8 = 26;
@@ -476,19 +476,10 @@ fn ability_natives() {
 /// its effect; Fireball needs a target and costs Energy when it has one.
 #[test]
 fn the_demo_worlds_abilities() {
-    let world = Arc::new(shared::content::demo_world());
-    let mut content = ZoneContent::from_world(world.clone(), "Meadow").unwrap();
-    let (set, diags) = zone_node::world_scripts::compile_world(&world);
-    assert!(diags.is_empty(), "{diags:?}");
-    content.scripts = Arc::new(set);
-    let mut h = SimHarness::with(ZoneConfig::default(), content);
-    let playable = world.first_playable().unwrap();
-    let t = h.sim.state().content.template(playable.id).unwrap().clone();
-    let mut state = zone_node::sim::state::Actor::from_template(&t).to_state("Meadow", 0);
-    state.name = "Newbie".into();
-    let (p, pid) = h.join(state.clone(), false);
-    state.name = "Other".into();
-    let (_, other) = h.join(state, false);
+    let mut h = SimHarness::with(ZoneConfig::default(), demo_content("Meadow"));
+    let world = h.sim.state().content.world.clone();
+    let (p, pid) = h.join(h.new_character("Newbie"), false);
+    let (_, other) = h.join(h.new_character("Other"), false);
     h.run_ticks(3);
     let ids: Vec<u16> = h.actor(pid).spells.iter().map(|k| k.id).collect();
     assert_eq!(ids, vec![0, 1]);

@@ -387,21 +387,7 @@ mod clock_tests {
         let world = World::default();
         // 90 game minutes (6 s each at the default factor 10) after 12:00 of day 1.
         let blocks = catalogue_blocks_at(&world, 1_000, 1_000 + 90 * 6_000);
-        let env = blocks
-            .iter()
-            .find_map(|b| match b {
-                FetchActorsReply::Environment {
-                    year,
-                    day,
-                    hour,
-                    minute,
-                    time_factor,
-                    ..
-                } => Some((*year, *day, *hour, *minute, *time_factor)),
-                _ => None,
-            })
-            .expect("a clock block");
-        assert_eq!(env, (1, 1, 13, 30, 10));
+        assert_eq!(clock_block(&blocks), (1, 1, 13, 30, 10));
         // Half a minute (3 s) into 13:30 it already says 13:31: the nearest minute.
         let blocks = catalogue_blocks_at(&world, 1_000, 1_000 + 90 * 6_000 + 3_000);
         assert_eq!(clock_block(&blocks), (1, 1, 13, 31, 10));

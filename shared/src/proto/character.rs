@@ -78,6 +78,32 @@ pub struct KnownSpell {
     pub memorised: u8,
 }
 
+impl KnownSpell {
+    /// Reads one record (the `"S"` block's and `P_KnownSpellUpdate "A"`'s layout).
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            level: r.u16()?,
+            id: r.u16()?,
+            thumb: r.u16()?,
+            recharge: r.u16()?,
+            name: r.string16()?,
+            description: r.string16()?,
+            memorised: r.u8()?,
+        })
+    }
+
+    /// Writes one record.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        out.put_u16(self.level);
+        out.put_u16(self.id);
+        out.put_u16(self.thumb);
+        out.put_u16(self.recharge);
+        out.put_str16(&self.name.0);
+        out.put_str16(&self.description.0);
+        out.put_u8(self.memorised);
+    }
+}
+
 /// One quest in a `"Q"` block: `u8 len name, u16 len status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuestEntry {
@@ -185,17 +211,7 @@ impl Packet for FetchCharacterReply {
                 }
             }
             b'S' => Self::Spells {
-                spells: r.until_end(|r| {
-                    Ok(KnownSpell {
-                        level: r.u16()?,
-                        id: r.u16()?,
-                        thumb: r.u16()?,
-                        recharge: r.u16()?,
-                        name: r.string16()?,
-                        description: r.string16()?,
-                        memorised: r.u8()?,
-                    })
-                })?,
+                spells: r.until_end(KnownSpell::read)?,
             },
             b'Q' => Self::Quests {
                 quests: r.until_end(|r| {
@@ -252,13 +268,7 @@ impl Packet for FetchCharacterReply {
             Self::Spells { spells } => {
                 out.push(b'S');
                 for s in spells {
-                    out.put_u16(s.level);
-                    out.put_u16(s.id);
-                    out.put_u16(s.thumb);
-                    out.put_u16(s.recharge);
-                    out.put_str16(&s.name.0);
-                    out.put_str16(&s.description.0);
-                    out.put_u8(s.memorised);
+                    s.write(out);
                 }
             }
             Self::Quests { quests } => {

@@ -46,15 +46,7 @@ impl Packet for KnownSpellUpdate {
         let mut r = Reader::new(payload);
         let v = match r.u8()? {
             b'A' => Self::Added {
-                spell: KnownSpell {
-                    level: r.u16()?,
-                    id: r.u16()?,
-                    thumb: r.u16()?,
-                    recharge: r.u16()?,
-                    name: r.string16()?,
-                    description: r.string16()?,
-                    memorised: r.u8()?,
-                },
+                spell: KnownSpell::read(&mut r)?,
             },
             b'D' => Self::Deleted {
                 spell_name: RcString::from(r.rest()),
@@ -70,15 +62,9 @@ impl Packet for KnownSpellUpdate {
     }
     fn encode_payload(&self, out: &mut Vec<u8>) {
         match self {
-            Self::Added { spell: s } => {
+            Self::Added { spell } => {
                 out.push(b'A');
-                out.put_u16(s.level);
-                out.put_u16(s.id);
-                out.put_u16(s.thumb);
-                out.put_u16(s.recharge);
-                out.put_str16(&s.name.0);
-                out.put_str16(&s.description.0);
-                out.put_u8(s.memorised);
+                spell.write(out);
             }
             Self::Deleted { spell_name } => {
                 out.push(b'D');

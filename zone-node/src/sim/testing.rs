@@ -246,6 +246,17 @@ pub fn test_world() -> shared::content::World {
     }
 }
 
+/// The embedded demo world's `area`, with the world's scripts compiled in (panics if the
+/// area is missing or a script does not compile).
+pub fn demo_content(area: &str) -> ZoneContent {
+    let world = Arc::new(shared::content::demo_world());
+    let mut content = ZoneContent::from_world(world.clone(), area).expect("a demo area");
+    let (set, diags) = crate::world_scripts::compile_world(&world);
+    assert!(diags.is_empty(), "{diags:?}");
+    content.scripts = Arc::new(set);
+    content
+}
+
 /// A scenario driver around one [`ZoneSim`].
 pub struct SimHarness {
     /// The zone.
@@ -302,6 +313,21 @@ impl SimHarness {
             ZoneConfig::default(),
             content_with_scripts(test_content(), files),
         )
+    }
+
+    /// A new character of the world's first playable template, in this zone's area.
+    pub fn new_character(&self, name: &str) -> ActorState {
+        let st = self.sim.state();
+        let t = st
+            .content
+            .world
+            .first_playable()
+            .and_then(|p| st.content.template(p.id))
+            .cloned()
+            .unwrap_or_default();
+        let mut s = Actor::from_template(&t).to_state(&st.content.area.name, st.cfg.instance);
+        s.name = name.into();
+        s
     }
 
     /// A fresh player character of the harness race at a position.

@@ -49,6 +49,15 @@ pub fn spell_id(st: &ZoneState, name: &str) -> Result<u16, SpellError> {
         .ok_or_else(|| SpellError::UnknownSpell(name.trim().to_owned()))
 }
 
+/// A spell's name ("" for an id the world does not have).
+fn spell_name(st: &ZoneState, spell: u16) -> String {
+    st.content
+        .world
+        .spell(spell)
+        .map(|s| s.name.clone())
+        .unwrap_or_default()
+}
+
 /// The actor's known entry for a spell id.
 pub fn known(st: &ZoneState, id: ActorId, spell: u16) -> Option<KnownSpell> {
     st.get(id)?.spells.iter().find(|k| k.id == spell).cloned()
@@ -124,12 +133,7 @@ pub fn learn(st: &mut ZoneState, id: ActorId, spell: u16, level: i64) -> Result<
 #[doc(alias = "DeleteAbility")]
 #[doc(alias = "DeleteSpell")]
 pub fn forget(st: &mut ZoneState, id: ActorId, spell: u16) -> bool {
-    let name = st
-        .content
-        .world
-        .spell(spell)
-        .map(|s| s.name.clone())
-        .unwrap_or_default();
+    let name = spell_name(st, spell);
     let Some(a) = st.get_mut(id) else {
         return false;
     };
@@ -186,12 +190,7 @@ pub fn set_level(
     };
     k.level = lv;
     if a.is_player() {
-        let name = st
-            .content
-            .world
-            .spell(spell)
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
+        let name = spell_name(st, spell);
         st.send_packet(
             id,
             &KnownSpellUpdate::Level {
