@@ -898,6 +898,62 @@ fn chat_vectors() {
     assert!(ServerPacket::decode(16, &[250, 1]).is_err());
 }
 
+/// Script dialogs (reference §9.21), with the spec's vectors.
+#[test]
+fn dialog_vectors() {
+    check_server(
+        &unhex("15 4e 10 00 00 00 07 00 ff ff 54 72 61 69 6e 65 72"),
+        ServerPacket::Dialog(DialogS2C::Open {
+            script: 16,
+            context: 7,
+            background: 65535,
+            title: "Trainer".into(),
+        }),
+    );
+    check_client(
+        &unhex("15 4f 10 00 00 00 02"),
+        ClientPacket::Dialog(DialogC2S::Chosen {
+            script: 16,
+            option: 2,
+        }),
+    );
+    check_client(
+        &unhex("15 4e 10 00 00 00 03 00 00 00"),
+        ClientPacket::Dialog(DialogC2S::Opened {
+            script: 16,
+            dialog: 3,
+        }),
+    );
+    check_client(
+        &unhex("15 54 10 00 00 00"),
+        ClientPacket::Dialog(DialogC2S::TextShown { script: 16 }),
+    );
+    check_server(
+        &unhex("15 54 ff 80 00 03 00 00 00 48 69"),
+        ServerPacket::Dialog(DialogS2C::Text {
+            r: 255,
+            g: 128,
+            b: 0,
+            dialog: 3,
+            text: "Hi".into(),
+        }),
+    );
+    check_server(
+        &unhex("15 4f 03 00 00 00 03 59 65 73 02 4e 6f"),
+        ServerPacket::Dialog(DialogS2C::Options {
+            dialog: 3,
+            options: vec!["Yes".into(), "No".into()],
+        }),
+    );
+    check_server(
+        &unhex("15 43 03 00 00 00"),
+        ServerPacket::Dialog(DialogS2C::Close { dialog: 3 }),
+    );
+    // An option cut short, and an unknown sub-code, are refused.
+    assert!(ServerPacket::decode(21, &unhex("4f 03 00 00 00 05 59")).is_err());
+    assert!(ClientPacket::decode(21, &unhex("58 10 00 00 00")).is_err());
+}
+
 /// Abilities (reference §9.26-9.28), with the spec's vectors.
 #[test]
 fn spell_vectors() {

@@ -520,11 +520,12 @@ fn appearance_update() -> impl Strategy<Value = AppearanceUpdate> {
 }
 
 const SERVER_IDS: &[u8] = &[
-    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 24, 25, 26, 28, 30, 32, 35, 36,
-    37, 38, 39, 40, 41, 45, 46, 48, 49, 60,
+    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 24, 25, 26, 28, 30, 32, 35,
+    36, 37, 38, 39, 40, 41, 45, 46, 48, 49, 60,
 ];
 const CLIENT_IDS: &[u8] = &[
-    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 27, 31, 35, 41, 43, 44, 46, 47, 49, 61, 62,
+    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 21, 27, 31, 35, 41, 43, 44, 46, 47, 49, 61,
+    62,
 ];
 
 fn known_spell() -> impl Strategy<Value = KnownSpell> {
@@ -571,6 +572,45 @@ fn spell_server_packet() -> impl Strategy<Value = ServerPacket> {
                 }
             ),
     ]
+}
+
+/// Script dialogs: `P_Dialog` (S→C).
+fn dialog_server_packet() -> impl Strategy<Value = ServerPacket> {
+    prop_oneof![
+        (any::<u32>(), any::<u16>(), any::<u16>(), rest()).prop_map(
+            |(script, context, background, title)| DialogS2C::Open {
+                script,
+                context,
+                background,
+                title,
+            }
+        ),
+        (any::<[u8; 3]>(), any::<u32>(), rest()).prop_map(|([r, g, b], dialog, text)| {
+            DialogS2C::Text {
+                r,
+                g,
+                b,
+                dialog,
+                text,
+            }
+        }),
+        (any::<u32>(), vec(s8(), 0..=9))
+            .prop_map(|(dialog, options)| DialogS2C::Options { dialog, options }),
+        any::<u32>().prop_map(|dialog| DialogS2C::Close { dialog }),
+    ]
+    .prop_map(ServerPacket::Dialog)
+}
+
+/// Script dialogs: `P_Dialog` (C→S).
+fn dialog_client_packet() -> impl Strategy<Value = ClientPacket> {
+    prop_oneof![
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(script, dialog)| DialogC2S::Opened { script, dialog }),
+        any::<u32>().prop_map(|script| DialogC2S::TextShown { script }),
+        (any::<u32>(), any::<u8>())
+            .prop_map(|(script, option)| DialogC2S::Chosen { script, option }),
+    ]
+    .prop_map(ClientPacket::Dialog)
 }
 
 /// Abilities: `P_SpellUpdate` (C→S).
@@ -926,6 +966,7 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
         Just(S::KickedPlayer(KickedPlayer {})),
         items_server_packet(),
         spell_server_packet(),
+        dialog_server_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !SERVER_IDS.contains(id)),
             hex_bytes()
@@ -985,6 +1026,7 @@ fn client_packet() -> impl Strategy<Value = ClientPacket> {
         hex_bytes().prop_map(|bytes| C::RepositionActor(RepositionAck { bytes })),
         items_client_packet(),
         spell_client_packet(),
+        dialog_client_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !CLIENT_IDS.contains(id)),
             hex_bytes()

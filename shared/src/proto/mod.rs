@@ -37,6 +37,7 @@ pub mod catalogue;
 pub mod character;
 pub mod chat;
 pub mod combat;
+pub mod dialog;
 pub mod effect;
 pub mod items;
 pub mod spell;
@@ -52,6 +53,7 @@ pub use catalogue::*;
 pub use character::*;
 pub use chat::*;
 pub use combat::*;
+pub use dialog::*;
 pub use effect::*;
 pub use items::*;
 pub use spell::*;
@@ -146,6 +148,8 @@ pub mod ids {
     pub const P_ACTOR_DEAD: u8 = 19;
     /// `P_RightClick`.
     pub const P_RIGHT_CLICK: u8 = 20;
+    /// `P_Dialog`.
+    pub const P_DIALOG: u8 = 21;
     /// `P_StatUpdate`.
     pub const P_STAT_UPDATE: u8 = 22;
     /// `P_GoldChange`.
@@ -473,6 +477,8 @@ packet_enum! {
         AttackActor(AttackActorC2S) = "P_AttackActor",
         /// `P_RightClick` (20).
         RightClick(RightClick) = "P_RightClick",
+        /// `P_Dialog` (21): the client's answers to a script dialog.
+        Dialog(DialogC2S) = "P_Dialog",
         /// `P_SpellUpdate` (27): memorise, un-memorise or cast an ability.
         SpellUpdate(SpellUpdate) = "P_SpellUpdate",
         /// `P_ActionBarUpdate` (31).
@@ -536,6 +542,8 @@ packet_enum! {
         AttackActor(AttackActorS2C) = "P_AttackActor",
         /// `P_ActorDead` (19).
         ActorDead(ActorDead) = "P_ActorDead",
+        /// `P_Dialog` (21): a script dialog.
+        Dialog(DialogS2C) = "P_Dialog",
         /// `P_StatUpdate` (22).
         StatUpdate(StatUpdate) = "P_StatUpdate",
         /// `P_GoldChange` (24).
