@@ -1505,24 +1505,29 @@ impl Hub {
     /// Periodic work: node expiry, timeouts, the published view, the shutdown's progress.
     pub fn tick(&mut self) {
         let now = self.now_ms();
+        // The nodes the directory drops are named from the directory itself: a node whose
+        // link closed first (a killed process) is no longer in `self.nodes`, but it is
+        // only now, at its heartbeat timeout, that its instances are re-placed and its
+        // players recovered, and the trace must say which node that was.
+        let known: Vec<NodeId> = self.dir.nodes().map(|n| n.id.clone()).collect();
         let actions = self.dir.expire(now, self.shared.cfg.node_timeout_ms);
         if !actions.is_empty() {
-            let gone: Vec<NodeId> = self
-                .nodes
-                .keys()
+            let gone: Vec<NodeId> = known
+                .into_iter()
                 .filter(|n| self.dir.node(n).is_none())
-                .cloned()
                 .collect();
             // Detection, re-placement and recovery of the silent nodes: one trace.
             let span = tracing::info_span!(parent: None, "node.lost",
                 node = %gone.join(","), reason = "missed its heartbeats", deregistered = false);
             let _span = span.enter();
             for n in gone {
+                // A link still open is closed; one already closed had its transfers
+                // settled by `node_down`.
                 if let Some(l) = self.nodes.remove(&n) {
                     tracing::warn!(node = %n, "node missed its heartbeats: removed");
                     l.conn.close(2u32.into(), b"missed its heartbeats");
+                    self.transfers_node_lost(&n);
                 }
-                self.transfers_node_lost(&n);
             }
             self.apply(actions);
         }
