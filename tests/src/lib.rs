@@ -346,11 +346,24 @@ pub async fn new_player(addr: SocketAddr, user: &str) -> (Connection, GameStart)
 
 /// Log in again (waiting out a previous session's logout) and enter the world.
 pub async fn login_again(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
+    login_again_with(addr, user, false).await
+}
+
+/// As [`login_again`], fetching the catalogue first when `catalogue` (as Realm Crafter's
+/// client does; the SDK's game clock starts from its block `"E"`).
+pub async fn login_again_with(
+    addr: SocketAddr,
+    user: &str,
+    catalogue: bool,
+) -> (Connection, GameStart) {
     let deadline = Instant::now() + WAIT;
     loop {
         let mut c = connect(addr).await;
         match c.login(user, "secret").await {
             Ok(_) => {
+                if catalogue {
+                    c.fetch_catalogue().await.unwrap();
+                }
                 if let Ok(g) = c.start_game(0).await {
                     return (c, g);
                 }

@@ -14,9 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use client::{CloseCode, Connection, Event, GameStart};
-use cluster_tests::{
-    Cluster, WAIT, area_of, chat_containing, connect, new_player, next_change_area,
-};
+use cluster_tests::{Cluster, WAIT, area_of, chat_containing, new_player, next_change_area};
 use shared::proto::{ActorEffect, ServerPacket};
 use tokio::time::Instant;
 
@@ -34,22 +32,7 @@ const CHECKPOINT_MS: u64 = 500;
 /// Log in (waiting out a previous session's logout), fetch the catalogue (which starts the
 /// SDK's game clock from block `"E"`) and enter the world.
 async fn enter(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let mut c = connect(addr).await;
-        match c.login(user, "secret").await {
-            Ok(_) => {
-                c.fetch_catalogue().await.unwrap();
-                if let Ok(g) = c.start_game(0).await {
-                    return (c, g);
-                }
-            }
-            Err(client::LoginError::AlreadyLoggedIn) => {}
-            Err(e) => panic!("login of {user}: {e}"),
-        }
-        assert!(Instant::now() < deadline, "could not log {user} in again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    cluster_tests::login_again_with(addr, user, true).await
 }
 
 async fn wait_offline(c: &Cluster, user: &str) {

@@ -213,25 +213,8 @@ fn effects_travel_in_a_handoff() {
     effects::add_effect(st, id, "Might", &[(attrs::STRENGTH, 5)], 10, 3).unwrap();
     effects::add_effect(st, id, "Curse", &[(attrs::SPEED, -1)], 0, 0).unwrap();
     src.tick();
-    src.clear();
-    let st = src.sim.state_mut();
-    zone_node::sim::setarea::set_area(
-        st,
-        id,
-        "Elsewhere",
-        0,
-        &zone_node::sim::events::Arrival::PortalNamed("Begin".into()),
-    );
-    src.tick();
-    let t = src
-        .outputs
-        .iter()
-        .find_map(|o| match o {
-            ZoneOutput::TransferOut(t) => Some((**t).clone()),
-            _ => None,
-        })
-        .unwrap();
-    let e = &t.state.effects;
+    let state = src.set_area_out(id, "Elsewhere");
+    let e = &state.effects;
     assert_eq!(e.len(), 2);
     assert_eq!(e[0].name, "Might");
     assert!(e[0].remaining_ms > 9000 && e[0].remaining_ms <= 10_000);

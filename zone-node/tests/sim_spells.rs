@@ -8,14 +8,12 @@ use std::sync::Arc;
 
 use shared::content::Spell;
 use shared::proto::{KnownSpellUpdate, Packet, SpellUpdate};
+use zone_node::sim::ZoneConfig;
 use zone_node::sim::area::ZoneContent;
-use zone_node::sim::events::{
-    MEMORISED_EMPTY, PlayerAction, PlayerKey, Rejection, ZoneInput, ZoneOutput,
-};
+use zone_node::sim::events::{MEMORISED_EMPTY, PlayerAction, PlayerKey, Rejection, ZoneInput};
 use zone_node::sim::spells::{self, cast, memorise};
 use zone_node::sim::state::ActorId;
 use zone_node::sim::testing::{SimHarness, content_with_scripts, demo_content, test_content};
-use zone_node::sim::{ActorState, ZoneConfig};
 
 const P_KNOWN_SPELL_UPDATE: u8 = 26;
 
@@ -325,16 +323,6 @@ fn without_require_memorise_known_spells_cast_directly() {
     assert_eq!(memorise::MEMORISE_MS, 6000);
 }
 
-fn transfer_state(h: &SimHarness) -> ActorState {
-    h.outputs
-        .iter()
-        .find_map(|o| match o {
-            ZoneOutput::TransferOut(t) => Some(t.state.clone()),
-            _ => None,
-        })
-        .expect("a transfer")
-}
-
 /// A handoff carries the known spells with their levels and charge, the memorised
 /// slots, the client's numbering and a memorisation in progress; a logout saves the
 /// first three and a new login renumbers from the known list.
@@ -352,17 +340,7 @@ fn abilities_travel_in_a_handoff_and_a_logout() {
     src.actor_mut(id).spells[0].charge_ms = 5000;
     spell(&mut src, p, SpellUpdate::Memorise { index: 2 });
     src.run_ticks(30); // 1 s of the 6
-    src.clear();
-    let st = src.sim.state_mut();
-    zone_node::sim::setarea::set_area(
-        st,
-        id,
-        "Elsewhere",
-        0,
-        &zone_node::sim::events::Arrival::PortalNamed("Begin".into()),
-    );
-    src.tick();
-    let s = transfer_state(&src);
+    let s = src.set_area_out(id, "Elsewhere");
     assert_eq!(s.known_spells.len(), 2);
     assert_eq!((s.known_spells[0].id, s.known_spells[0].level), (1, 1));
     assert!(s.known_spells[0].charge_ms > 3000);

@@ -330,6 +330,27 @@ impl SimHarness {
         s
     }
 
+    /// Send `id` through SetArea to portal "Begin" of `area` (instance 0) and tick; the
+    /// state its `TransferOut` carries (panics if none was started).
+    pub fn set_area_out(&mut self, id: ActorId, area: &str) -> ActorState {
+        self.clear();
+        super::setarea::set_area(
+            self.sim.state_mut(),
+            id,
+            area,
+            0,
+            &Arrival::PortalNamed("Begin".into()),
+        );
+        self.tick();
+        self.outputs
+            .iter()
+            .find_map(|o| match o {
+                ZoneOutput::TransferOut(t) => Some(t.state.clone()),
+                _ => None,
+            })
+            .expect("a transfer out")
+    }
+
     /// A fresh player character of the harness race at a position.
     pub fn player_state(&self, name: &str, x: f32, z: f32) -> ActorState {
         let st = self.sim.state();
