@@ -1308,11 +1308,11 @@ fn small_client_packets_vectors() {
 
 #[test]
 fn raw_for_unknown_ids() {
-    // 29 (`P_Sound`) is a Realm Crafter id no enum models yet.
+    // 54 is no Realm Crafter id.
     check_server(
-        &[29, 1, 2, 3],
+        &[54, 1, 2, 3],
         ServerPacket::Raw {
-            id: 29,
+            id: 54,
             bytes: HexBytes(vec![1, 2, 3]),
         },
     );
@@ -1323,8 +1323,9 @@ fn raw_for_unknown_ids() {
             bytes: HexBytes(vec![1, 0, 0, 0]),
         },
     );
-    let p = ServerPacket::decode(29, &[]).unwrap();
-    assert_eq!(p.name(), "P_Sound");
+    // 200 (`PlayerTimedOut`, a local ENet event) has a Realm Crafter name but no codec.
+    let p = ServerPacket::decode(200, &[]).unwrap();
+    assert_eq!(p.name(), "PlayerTimedOut");
     assert_eq!(ServerPacket::decode(99, &[]).unwrap().name(), "Raw");
 }
 
@@ -1944,5 +1945,335 @@ fn open_trading_c2s_vectors() {
             matches!(e.kind, DecodeErrorKind::LengthMismatch { actual, .. } if actual == len),
             "{len}: {e:?}"
         );
+    }
+}
+
+/// The quest log (reference §9.23), with the spec's vector and one per sub-code.
+#[test]
+fn quest_log_vectors() {
+    check_server(
+        &unhex("17 4e 04 52 61 74 73 09 00 ff ff ff 4b 69 6c 6c 20 35"),
+        ServerPacket::QuestLog(QuestLog::New {
+            name: "Rats".into(),
+            status: RcString(b"\xff\xff\xffKill 5".to_vec()),
+        }),
+    );
+    check_server(
+        &unhex("17 55 04 52 41 54 53 04 00 ff e1 64 fe"),
+        ServerPacket::QuestLog(QuestLog::Update {
+            name: "RATS".into(),
+            status: RcString(QUEST_COMPLETED.to_vec()),
+        }),
+    );
+    check_server(
+        &unhex("17 44 52 41 54 53"),
+        ServerPacket::QuestLog(QuestLog::Delete {
+            name: "RATS".into(),
+        }),
+    );
+    // `"name"` is the packet's in JSON, so the quest's is `"quest_name"`.
+    let json = ServerPacket::QuestLog(QuestLog::Delete {
+        name: "Rats".into(),
+    })
+    .to_json();
+    assert_eq!(
+        json,
+        serde_json::json!({"name":"P_QuestLog","id":23,"sub":"D","quest_name":"Rats"})
+    );
+    // A status cut short, trailing bytes after it, and an unknown sub-code are refused.
+    assert!(ServerPacket::decode(23, &unhex("4e 01 41 05 00 ff ff")).is_err());
+    assert!(ServerPacket::decode(23, &unhex("55 01 41 00 00 00")).is_err());
+    assert!(ServerPacket::decode(23, &unhex("58 01 41")).is_err());
+}
+
+/// The cosmetic script packets (reference §9.x).
+#[test]
+fn cosmetic_script_packet_vectors() {
+    check_server(
+        &unhex("1d 05 00 07 00"),
+        ServerPacket::Sound(Sound { sound: 5, actor: 7 }),
+    );
+    check_server(
+        &unhex("21 ff 00 00 80 f4 01 00 00 ff ff"),
+        ServerPacket::ScreenFlash(ScreenFlash {
+            r: 255,
+            g: 0,
+            b: 0,
+            alpha: 128,
+            ms: 500,
+            texture: 65535,
+        }),
+    );
+    check_server(&unhex("22 02 00"), ServerPacket::Music(Music { music: 2 }));
+    check_server(
+        &unhex("32 00 00 07 00"),
+        ServerPacket::Speech(Speech { index: 0, actor: 7 }),
+    );
+    check_server(
+        &unhex("34 07 00 ff ff ff 48 69"),
+        ServerPacket::BubbleMessage(BubbleMessage {
+            actor: 7,
+            r: 255,
+            g: 255,
+            b: 255,
+            text: "Hi".into(),
+        }),
+    );
+    // Fixed layouts are exact.
+    assert!(ServerPacket::decode(29, &unhex("05 00 07")).is_err());
+    assert!(ServerPacket::decode(33, &unhex("ff 00 00 80 f4 01 00 00 ff ff 00")).is_err());
+    assert!(ServerPacket::decode(34, &unhex("02")).is_err());
+    assert!(ServerPacket::decode(50, &unhex("00 00 07 00 00")).is_err());
+    assert!(ServerPacket::decode(52, &unhex("07 00 ff ff")).is_err());
+}
+
+/// Script progress bars (reference §9.51), one vector per sub-code.
+#[test]
+fn progress_bar_vectors() {
+    check_server(
+        &unhex(
+            "33 43 00 ff 00 00 00 00 3f 00 00 00 3f cd cc 4c 3e cd cc cc 3c \
+             10 00 00 00 64 00 0a 00 48 50",
+        ),
+        ServerPacket::ProgressBar(ProgressBarS2C::Create {
+            r: 0,
+            g: 255,
+            b: 0,
+            x: 0.5,
+            y: 0.5,
+            w: 0.2,
+            h: 0.025,
+            script: 16,
+            max: 100,
+            value: 10,
+            label: "HP".into(),
+        }),
+    );
+    check_server(
+        &unhex("33 55 05 00 00 00 0a 00"),
+        ServerPacket::ProgressBar(ProgressBarS2C::Update { bar: 5, value: 10 }),
+    );
+    check_server(
+        &unhex("33 44 05 00 00 00"),
+        ServerPacket::ProgressBar(ProgressBarS2C::Delete { bar: 5 }),
+    );
+    check_client(
+        &unhex("33 43 10 00 00 00 05 00 00 00"),
+        ClientPacket::ProgressBar(ProgressBarC2S::Created { script: 16, bar: 5 }),
+    );
+    assert!(ServerPacket::decode(51, &unhex("55 05 00 00 00 0a")).is_err());
+    assert!(ServerPacket::decode(51, &unhex("44 05 00 00 00 00")).is_err());
+    assert!(ClientPacket::decode(51, &unhex("55 10 00 00 00 05 00 00 00")).is_err());
+    assert!(ClientPacket::decode(51, &unhex("43 10 00 00 00 05 00 00")).is_err());
+}
+
+/// Script text input (reference §9.53), with the spec's vector.
+#[test]
+fn script_input_vectors() {
+    let mut bytes = unhex("35 10 00 00 00 02 05 00 54 6f 74 61 6c");
+    bytes.extend_from_slice(b"How many?");
+    check_server(
+        &bytes,
+        ServerPacket::ScriptInput(ScriptInputS2C {
+            script: 16,
+            kind: 2,
+            title: "Total".into(),
+            prompt: "How many?".into(),
+        }),
+    );
+    check_client(
+        &unhex("35 10 00 00 00 31 32"),
+        ClientPacket::ScriptInput(ScriptInputC2S {
+            script: 16,
+            text: "12".into(),
+        }),
+    );
+    // Enter on an empty field sends no text at all.
+    check_client(
+        &unhex("35 10 00 00 00"),
+        ClientPacket::ScriptInput(ScriptInputC2S {
+            script: 16,
+            text: "".into(),
+        }),
+    );
+    assert!(ServerPacket::decode(53, &unhex("10 00 00 00 02 05 00 54")).is_err());
+    assert!(ClientPacket::decode(53, &unhex("10 00 00")).is_err());
+}
+
+fn update_entry(crc: u32, name: &str) -> UpdateFileEntry {
+    UpdateFileEntry {
+        crc,
+        name: name.into(),
+    }
+}
+
+/// The update file list (reference §9.10): the spec's empty list, a chunk with its total,
+/// a chunk without, and the server's split.
+#[test]
+fn update_files_vectors() {
+    check_client(&[10], ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}));
+    assert!(ClientPacket::decode(10, &[0]).is_err());
+    check_server(
+        &unhex("0a 00 00"),
+        ServerPacket::FetchUpdateFiles(UpdateFiles {
+            entries: vec![],
+            total: Some(0),
+        }),
+    );
+    assert_eq!(
+        update_file_chunks(&[]),
+        vec![UpdateFiles {
+            entries: vec![],
+            total: Some(0),
+        }]
+    );
+    check_server(
+        &unhex("0a 78 56 34 12 05 61 5c 62 2e 62 01 00"),
+        ServerPacket::FetchUpdateFiles(UpdateFiles {
+            entries: vec![update_entry(0x1234_5678, "a\\b.b")],
+            total: Some(1),
+        }),
+    );
+    check_server(
+        &unhex("0a 01 00 00 00 01 61 02 00 00 00 01 62"),
+        ServerPacket::FetchUpdateFiles(UpdateFiles {
+            entries: vec![update_entry(1, "a"), update_entry(2, "b")],
+            total: None,
+        }),
+    );
+    // An empty chunk (never sent by the server) has no entries and no total.
+    check_server(
+        &[10],
+        ServerPacket::FetchUpdateFiles(UpdateFiles::default()),
+    );
+    // One stray byte, a name cut short, or three bytes after an entry are refused.
+    assert!(ServerPacket::decode(10, &[0]).is_err());
+    assert!(ServerPacket::decode(10, &unhex("01 00 00 00 05 61")).is_err());
+    assert!(ServerPacket::decode(10, &unhex("01 00 00 00 01 61 01 00 00")).is_err());
+
+    // The split: 100 entries of 5 + 20 bytes; a chunk holds 37 (925 bytes), since a 38th
+    // would make 950.
+    let files: Vec<_> = (0..100u32)
+        .map(|i| update_entry(i, &format!("Data\\Files{i:06}.b3d")))
+        .collect();
+    assert!(files.iter().all(|f| f.name.len() == 20));
+    let chunks = update_file_chunks(&files);
+    assert_eq!(
+        chunks.iter().map(|c| c.entries.len()).collect::<Vec<_>>(),
+        [37, 37, 26]
+    );
+    assert_eq!(
+        chunks.iter().map(|c| c.total).collect::<Vec<_>>(),
+        [None, None, Some(100)]
+    );
+    let joined: Vec<_> = chunks.iter().flat_map(|c| c.entries.clone()).collect();
+    assert_eq!(joined, files);
+    for c in &chunks {
+        let bytes = ServerPacket::FetchUpdateFiles(c.clone()).to_bytes();
+        assert!(bytes.len() - 1 < 950 + 2);
+        check_server(&bytes, ServerPacket::FetchUpdateFiles(c.clone()));
+    }
+}
+
+/// The two ids Realm Crafter never used: typed, so a stock client's bytes decode.
+#[test]
+fn unused_ids_vectors() {
+    check_client(&[8], ClientPacket::FetchItems(FetchItems {}));
+    check_client(
+        &unhex("2a 03 00 10 00 00 00"),
+        ClientPacket::SelectScenery(SelectScenery {
+            scenery: 3,
+            handle: 16,
+        }),
+    );
+    assert!(ClientPacket::decode(42, &unhex("03 00 10 00 00")).is_err());
+}
+
+/// Every Realm Crafter packet id (1..=53, 60, 61, 62) has a typed codec: a valid payload
+/// decodes to a typed variant (not `Raw`) in at least one direction, under its own name.
+#[test]
+fn every_realm_crafter_id_has_a_typed_codec() {
+    let creds = "01 61 02 62 63";
+    let mut new_actor = Vec::new();
+    ServerPacket::NewActor(sample_new_actor(None)).encode_payload(&mut new_actor);
+    let table: Vec<(u8, Vec<u8>)> = vec![
+        (1, unhex(&format!("{creds} 01 65"))),
+        (2, unhex(creds)),
+        (3, unhex(&format!("{creds} 00"))),
+        (
+            4,
+            unhex(&format!(
+                "{creds} 01 00 00 01 01 00 00 {} 41",
+                "00 ".repeat(40)
+            )),
+        ),
+        (5, unhex(&format!("{creds} 00"))),
+        (6, unhex(&format!("{creds} 01 64"))),
+        (7, vec![]),
+        (8, vec![]),
+        (9, vec![]),
+        (10, vec![]),
+        (11, new_actor),
+        (12, unhex(&format!("{creds} 00"))),
+        (13, unhex("07 00")),
+        (14, vec![0; 22]),
+        (15, unhex("44 0e 01 00")),
+        (16, b"hi".to_vec()),
+        (17, unhex("34 12 00 00 02")),
+        (18, unhex("07 00")),
+        (19, unhex("07 00")),
+        (20, unhex("07 00")),
+        (21, unhex("4f 10 00 00 00 02")),
+        (22, unhex("41 07 00 00 55 00")),
+        (23, unhex("44 41")),
+        (24, unhex("55 fa 00 00 00")),
+        (25, unhex("07 00 01 41")),
+        (26, unhex("44 46 62")),
+        (27, unhex("46 00 00 07 00")),
+        (28, vec![0; 20]),
+        (29, unhex("05 00 07 00")),
+        (30, unhex("07 00 00 00 00 80 3f 57 61 76 65")),
+        (31, unhex("4e 01")),
+        (32, unhex("4d 0a 00 00 00")),
+        (33, vec![0; 10]),
+        (34, unhex("02 00")),
+        (35, vec![]),
+        (36, unhex("45 02 e2 ff ff ff")),
+        (37, unhex("07 00 08 00 01 00 02 00 03 00 01 05 00")),
+        (38, vec![]),
+        (39, unhex("43 07 00 02 00")),
+        (40, vec![]),
+        (41, unhex("00 03 00")),
+        (42, unhex("03 00 10 00 00 00")),
+        (43, unhex("0e")),
+        (44, unhex("0e 01 00")),
+        (45, unhex("0e 64 00")),
+        (46, vec![]),
+        (47, vec![]),
+        (48, unhex("07 00 05 00 00 00 ff ff ff")),
+        (49, unhex("52 07 00 00 00 00 00")),
+        (50, unhex("00 00 07 00")),
+        (51, unhex("44 05 00 00 00")),
+        (52, unhex("07 00 ff ff ff 48 69")),
+        (53, unhex("10 00 00 00 31 32")),
+        (60, vec![]),
+        (61, unhex("07 00")),
+        (62, unhex("07 00")),
+    ];
+    let want: Vec<u8> = (1..=53).chain([60, 61, 62]).collect();
+    assert_eq!(table.iter().map(|(id, _)| *id).collect::<Vec<_>>(), want);
+    for (id, payload) in &table {
+        let name = packet_name(*id).unwrap();
+        let c = ClientPacket::decode(*id, payload);
+        let s = ServerPacket::decode(*id, payload);
+        let typed_c = matches!(&c, Ok(p) if !matches!(p, ClientPacket::Raw { .. }));
+        let typed_s = matches!(&s, Ok(p) if !matches!(p, ServerPacket::Raw { .. }));
+        assert!(typed_c || typed_s, "id {id} ({name}): {c:?} / {s:?}");
+        if let Ok(p) = &c {
+            assert_eq!(p.name(), name);
+        }
+        if let Ok(p) = &s {
+            assert_eq!(p.name(), name);
+        }
     }
 }

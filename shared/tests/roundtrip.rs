@@ -520,12 +520,12 @@ fn appearance_update() -> impl Strategy<Value = AppearanceUpdate> {
 }
 
 const SERVER_IDS: &[u8] = &[
-    1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 24, 25, 26, 28, 30, 32, 35,
-    36, 37, 38, 39, 40, 41, 45, 46, 48, 49, 60,
+    1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 24, 25, 26, 28, 29,
+    30, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 45, 46, 48, 49, 50, 51, 52, 53, 60,
 ];
 const CLIENT_IDS: &[u8] = &[
-    0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 14, 15, 16, 18, 20, 21, 27, 31, 35, 41, 43, 44, 46, 47, 49, 61,
-    62,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15, 16, 18, 20, 21, 27, 31, 35, 41, 42, 43, 44, 46,
+    47, 49, 51, 53, 61, 62,
 ];
 
 fn known_spell() -> impl Strategy<Value = KnownSpell> {
@@ -599,6 +599,102 @@ fn dialog_server_packet() -> impl Strategy<Value = ServerPacket> {
         any::<u32>().prop_map(|dialog| DialogS2C::Close { dialog }),
     ]
     .prop_map(ServerPacket::Dialog)
+}
+
+/// The quest log: `P_QuestLog` (S→C).
+fn quest_server_packet() -> impl Strategy<Value = ServerPacket> {
+    prop_oneof![
+        (s8_long(), s16()).prop_map(|(name, status)| QuestLog::New { name, status }),
+        (s8_long(), s16()).prop_map(|(name, status)| QuestLog::Update { name, status }),
+        rest().prop_map(|name| QuestLog::Delete { name }),
+    ]
+    .prop_map(ServerPacket::QuestLog)
+}
+
+fn update_file_entry() -> impl Strategy<Value = UpdateFileEntry> {
+    (any::<u32>(), s8_long()).prop_map(|(crc, name)| UpdateFileEntry { crc, name })
+}
+
+/// Script UI and cosmetic packets, and the update file list (S→C).
+fn ui_server_packet() -> impl Strategy<Value = ServerPacket> {
+    use ServerPacket as S;
+    prop_oneof![
+        (vec(update_file_entry(), 0..12), any::<Option<u16>>())
+            .prop_map(|(entries, total)| S::FetchUpdateFiles(UpdateFiles { entries, total })),
+        any::<[u16; 2]>().prop_map(|[sound, actor]| S::Sound(Sound { sound, actor })),
+        (any::<[u8; 4]>(), any::<u32>(), any::<u16>()).prop_map(
+            |([r, g, b, alpha], ms, texture)| S::ScreenFlash(ScreenFlash {
+                r,
+                g,
+                b,
+                alpha,
+                ms,
+                texture
+            })
+        ),
+        any::<u16>().prop_map(|music| S::Music(Music { music })),
+        any::<[u16; 2]>().prop_map(|[index, actor]| S::Speech(Speech { index, actor })),
+        (any::<u16>(), any::<[u8; 3]>(), rest()).prop_map(|(actor, [r, g, b], text)| {
+            S::BubbleMessage(BubbleMessage {
+                actor,
+                r,
+                g,
+                b,
+                text,
+            })
+        }),
+        prop_oneof![
+            (
+                any::<[u8; 3]>(),
+                [f32_any(), f32_any(), f32_any(), f32_any()],
+                any::<u32>(),
+                any::<[u16; 2]>(),
+                rest()
+            )
+                .prop_map(|([r, g, b], [x, y, w, h], script, [max, value], label)| {
+                    ProgressBarS2C::Create {
+                        r,
+                        g,
+                        b,
+                        x,
+                        y,
+                        w,
+                        h,
+                        script,
+                        max,
+                        value,
+                        label,
+                    }
+                }),
+            (any::<u32>(), any::<u16>())
+                .prop_map(|(bar, value)| ProgressBarS2C::Update { bar, value }),
+            any::<u32>().prop_map(|bar| ProgressBarS2C::Delete { bar }),
+        ]
+        .prop_map(S::ProgressBar),
+        (any::<u32>(), any::<u8>(), s16(), rest()).prop_map(|(script, kind, title, prompt)| {
+            S::ScriptInput(ScriptInputS2C {
+                script,
+                kind,
+                title,
+                prompt,
+            })
+        }),
+    ]
+}
+
+/// Script UI answers, the update request and the unused ids (C→S).
+fn ui_client_packet() -> impl Strategy<Value = ClientPacket> {
+    use ClientPacket as C;
+    prop_oneof![
+        Just(C::FetchItems(FetchItems {})),
+        Just(C::FetchUpdateFiles(FetchUpdateFiles {})),
+        (any::<u16>(), any::<u32>())
+            .prop_map(|(scenery, handle)| C::SelectScenery(SelectScenery { scenery, handle })),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(script, bar)| C::ProgressBar(ProgressBarC2S::Created { script, bar })),
+        (any::<u32>(), rest())
+            .prop_map(|(script, text)| C::ScriptInput(ScriptInputC2S { script, text })),
+    ]
 }
 
 /// Script dialogs: `P_Dialog` (C→S).
@@ -967,6 +1063,8 @@ fn server_packet() -> impl Strategy<Value = ServerPacket> {
         items_server_packet(),
         spell_server_packet(),
         dialog_server_packet(),
+        quest_server_packet(),
+        ui_server_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !SERVER_IDS.contains(id)),
             hex_bytes()
@@ -1027,6 +1125,7 @@ fn client_packet() -> impl Strategy<Value = ClientPacket> {
         items_client_packet(),
         spell_client_packet(),
         dialog_client_packet(),
+        ui_client_packet(),
         (
             any::<u8>().prop_filter("unknown id", |id| !CLIENT_IDS.contains(id)),
             hex_bytes()
@@ -1220,6 +1319,81 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn script_ui_and_update_files_survive_garbage(
+        sub in prop_oneof![
+            6 => proptest::sample::select(b"NUDC".to_vec()),
+            1 => any::<u8>(),
+        ],
+        tail in vec(any::<u8>(), 0..40),
+        entries in vec(update_file_entry(), 0..4),
+    ) {
+        // Biased towards real sub-codes and, for the update list, real entries, with every
+        // prefix tried: the decoders must refuse or re-encode exactly.
+        let mut payload = vec![sub];
+        payload.extend_from_slice(&tail);
+        let mut files = Vec::new();
+        ServerPacket::FetchUpdateFiles(UpdateFiles { entries, total: None }).encode_payload(&mut files);
+        files.extend_from_slice(&tail[..tail.len().min(3)]);
+        for (id, bytes) in [
+            (ids::P_QUEST_LOG, &payload),
+            (ids::P_PROGRESS_BAR, &payload),
+            (ids::P_SCRIPT_INPUT, &payload),
+            (ids::P_BUBBLE_MESSAGE, &payload),
+            (ids::P_SOUND, &payload),
+            (ids::P_SCREEN_FLASH, &payload),
+            (ids::P_MUSIC, &payload),
+            (ids::P_SPEECH, &payload),
+            (ids::P_SELECT_SCENERY, &payload),
+            (ids::P_FETCH_ITEMS, &payload),
+            (ids::P_FETCH_UPDATE_FILES, &files),
+        ] {
+            for len in 0..=bytes.len() {
+                let bytes = &bytes[..len];
+                if let Ok(p) = ServerPacket::decode(id, bytes) {
+                    let mut out = Vec::new();
+                    p.encode_payload(&mut out);
+                    prop_assert_eq!(&out, bytes, "{:?}", p);
+                    let back = ServerPacket::from_json(&p.to_json()).unwrap();
+                    prop_assert_eq!(back.to_bytes(), p.to_bytes());
+                }
+                if let Ok(p) = ClientPacket::decode(id, bytes) {
+                    let mut out = Vec::new();
+                    p.encode_payload(&mut out);
+                    prop_assert_eq!(&out, bytes, "{:?}", p);
+                    let back = ClientPacket::from_json(&p.to_json()).unwrap();
+                    prop_assert_eq!(back.to_bytes(), p.to_bytes());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn update_file_chunks_split_like_the_server(files in vec(update_file_entry(), 0..60)) {
+        let chunks = update_file_chunks(&files);
+        prop_assert!(!chunks.is_empty());
+        let size = |e: &UpdateFileEntry| 5 + e.name.len();
+        let mut joined = Vec::new();
+        for (i, c) in chunks.iter().enumerate() {
+            let last = i + 1 == chunks.len();
+            prop_assert_eq!(c.total, last.then_some(files.len() as u16));
+            let body: usize = c.entries.iter().map(size).sum();
+            prop_assert!(body < 950);
+            if let Some(next) = chunks.get(i + 1).and_then(|n| n.entries.first()) {
+                // A chunk is sent only when the next entry would bring it to 950 or more.
+                prop_assert!(body + size(next) >= 950);
+            }
+            // Every chunk crosses the wire and back.
+            let bytes = ServerPacket::FetchUpdateFiles(c.clone()).to_bytes();
+            prop_assert_eq!(
+                ServerPacket::decode_packet(&bytes).unwrap(),
+                ServerPacket::FetchUpdateFiles(c.clone())
+            );
+            joined.extend(c.entries.iter().cloned());
+        }
+        prop_assert_eq!(joined, files);
     }
 
     #[test]

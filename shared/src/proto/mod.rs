@@ -30,6 +30,32 @@
 //! [`StandardUpdateC2S::decode_fast`] and [`StandardUpdateS2C::body`] /
 //! [`StandardUpdateS2C::write_frame`].
 
+/// Declares an empty-payload packet type (defined before the modules so any of them can
+/// use it).
+macro_rules! empty_packet {
+    ($(#[$meta:meta])* $ty:ident, $id:expr, $name:literal) => {
+        $(#[$meta])*
+        #[doc = ""]
+        #[doc = "Payload: empty."]
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize,
+        )]
+        pub struct $ty {}
+
+        impl $crate::proto::Packet for $ty {
+            const ID: u8 = $id;
+            const NAME: &'static str = $name;
+            fn decode_payload(
+                payload: &[u8],
+                _ctx: &$crate::proto::DecodeCtx<'_>,
+            ) -> Result<Self, $crate::wire::DecodeError> {
+                $crate::proto::decode_empty(payload).map(|()| Self {})
+            }
+            fn encode_payload(&self, _out: &mut Vec<u8>) {}
+        }
+    };
+}
+
 #[macro_use]
 pub mod account;
 pub mod actor;
@@ -40,9 +66,11 @@ pub mod combat;
 pub mod dialog;
 pub mod effect;
 pub mod items;
+pub mod quest;
 pub mod spell;
 pub mod start;
 pub mod trade;
+pub mod ui;
 pub mod update;
 
 use serde::{Deserialize, Serialize};
@@ -56,9 +84,11 @@ pub use combat::*;
 pub use dialog::*;
 pub use effect::*;
 pub use items::*;
+pub use quest::*;
 pub use spell::*;
 pub use start::*;
 pub use trade::*;
+pub use ui::*;
 pub use update::*;
 
 use crate::wire::{DecodeError, DecodeErrorKind, HexBytes, Reader};
@@ -128,8 +158,12 @@ pub mod ids {
     pub const P_CHANGE_PASSWORD: u8 = 6;
     /// `P_FetchActors`.
     pub const P_FETCH_ACTORS: u8 = 7;
+    /// `P_FetchItems` (unused in Realm Crafter).
+    pub const P_FETCH_ITEMS: u8 = 8;
     /// `P_ChangeArea`.
     pub const P_CHANGE_AREA: u8 = 9;
+    /// `P_FetchUpdateFiles`.
+    pub const P_FETCH_UPDATE_FILES: u8 = 10;
     /// `P_NewActor`.
     pub const P_NEW_ACTOR: u8 = 11;
     /// `P_StartGame`.
@@ -152,6 +186,8 @@ pub mod ids {
     pub const P_DIALOG: u8 = 21;
     /// `P_StatUpdate`.
     pub const P_STAT_UPDATE: u8 = 22;
+    /// `P_QuestLog`.
+    pub const P_QUEST_LOG: u8 = 23;
     /// `P_GoldChange`.
     pub const P_GOLD_CHANGE: u8 = 24;
     /// `P_NameChange`.
@@ -162,10 +198,16 @@ pub mod ids {
     pub const P_SPELL_UPDATE: u8 = 27;
     /// `P_CreateEmitter`.
     pub const P_CREATE_EMITTER: u8 = 28;
+    /// `P_Sound`.
+    pub const P_SOUND: u8 = 29;
     /// `P_AnimateActor`.
     pub const P_ANIMATE_ACTOR: u8 = 30;
     /// `P_XPUpdate`.
     pub const P_XP_UPDATE: u8 = 32;
+    /// `P_ScreenFlash`.
+    pub const P_SCREEN_FLASH: u8 = 33;
+    /// `P_Music`.
+    pub const P_MUSIC: u8 = 34;
     /// `P_Projectile`.
     pub const P_PROJECTILE: u8 = 37;
     /// `P_ActorEffect`.
@@ -182,6 +224,14 @@ pub mod ids {
     pub const P_FLOATING_NUMBER: u8 = 48;
     /// `P_RepositionActor`.
     pub const P_REPOSITION_ACTOR: u8 = 49;
+    /// `P_Speech`.
+    pub const P_SPEECH: u8 = 50;
+    /// `P_ProgressBar`.
+    pub const P_PROGRESS_BAR: u8 = 51;
+    /// `P_BubbleMessage`.
+    pub const P_BUBBLE_MESSAGE: u8 = 52;
+    /// `P_ScriptInput`.
+    pub const P_SCRIPT_INPUT: u8 = 53;
     /// `P_KickedPlayer`.
     pub const P_KICKED_PLAYER: u8 = 60;
     /// `P_InventoryUpdate`.
@@ -194,6 +244,8 @@ pub mod ids {
     pub const P_CLOSE_TRADING: u8 = 40;
     /// `P_UpdateTrading`.
     pub const P_UPDATE_TRADING: u8 = 41;
+    /// `P_SelectScenery` (disabled in Realm Crafter).
+    pub const P_SELECT_SCENERY: u8 = 42;
     /// `P_ItemScript`.
     pub const P_ITEM_SCRIPT: u8 = 43;
     /// `P_EatItem`.
@@ -463,8 +515,12 @@ packet_enum! {
         ChangePassword(ChangePassword) = "P_ChangePassword",
         /// `P_FetchActors` (7, empty).
         FetchActors(FetchActors) = "P_FetchActors",
+        /// `P_FetchItems` (8, empty): unused in Realm Crafter; the server ignores it.
+        FetchItems(FetchItems) = "P_FetchItems",
         /// `P_ChangeArea` acknowledgement (9).
         ChangeArea(ChangeAreaAck) = "P_ChangeArea",
+        /// `P_FetchUpdateFiles` (10, empty): asks for the update file list.
+        FetchUpdateFiles(FetchUpdateFiles) = "P_FetchUpdateFiles",
         /// `P_StartGame` (12).
         StartGame(StartGame) = "P_StartGame",
         /// `P_StandardUpdate` (14).
@@ -487,6 +543,8 @@ packet_enum! {
         OpenTrading(OpenTradingC2S) = "P_OpenTrading",
         /// `P_UpdateTrading` (41).
         UpdateTrading(UpdateTradingC2S) = "P_UpdateTrading",
+        /// `P_SelectScenery` (42): disabled in Realm Crafter; the server ignores it.
+        SelectScenery(SelectScenery) = "P_SelectScenery",
         /// `P_ItemScript` (43).
         ItemScript(ItemScript) = "P_ItemScript",
         /// `P_EatItem` (44).
@@ -497,6 +555,10 @@ packet_enum! {
         Dismount(Dismount) = "P_Dismount",
         /// `P_RepositionActor` acknowledgement (49).
         RepositionActor(RepositionAck) = "P_RepositionActor",
+        /// `P_ProgressBar` (51): the client created a script's progress bar.
+        ProgressBar(ProgressBarC2S) = "P_ProgressBar",
+        /// `P_ScriptInput` (53): the player's answer to a script's text input.
+        ScriptInput(ScriptInputC2S) = "P_ScriptInput",
         /// `P_Examine` (61).
         Examine(Examine) = "P_Examine",
         /// `P_Trade` (62).
@@ -524,6 +586,8 @@ packet_enum! {
         FetchActors(FetchActorsReply) = "P_FetchActors",
         /// `P_ChangeArea` (9).
         ChangeArea(ChangeArea) = "P_ChangeArea",
+        /// `P_FetchUpdateFiles` reply (10): one chunk of the update file list.
+        FetchUpdateFiles(UpdateFiles) = "P_FetchUpdateFiles",
         /// `P_NewActor` (11).
         NewActor(NewActor) = "P_NewActor",
         /// `P_StartGame` reply part (12).
@@ -546,6 +610,8 @@ packet_enum! {
         Dialog(DialogS2C) = "P_Dialog",
         /// `P_StatUpdate` (22).
         StatUpdate(StatUpdate) = "P_StatUpdate",
+        /// `P_QuestLog` (23): the owner's quest log.
+        QuestLog(QuestLog) = "P_QuestLog",
         /// `P_GoldChange` (24).
         GoldChange(GoldChange) = "P_GoldChange",
         /// `P_NameChange` (25).
@@ -554,10 +620,16 @@ packet_enum! {
         KnownSpellUpdate(KnownSpellUpdate) = "P_KnownSpellUpdate",
         /// `P_CreateEmitter` (28).
         CreateEmitter(CreateEmitter) = "P_CreateEmitter",
+        /// `P_Sound` (29).
+        Sound(Sound) = "P_Sound",
         /// `P_AnimateActor` (30).
         AnimateActor(AnimateActor) = "P_AnimateActor",
         /// `P_XPUpdate` (32).
         XpUpdate(XpUpdate) = "P_XPUpdate",
+        /// `P_ScreenFlash` (33).
+        ScreenFlash(ScreenFlash) = "P_ScreenFlash",
+        /// `P_Music` (34).
+        Music(Music) = "P_Music",
         /// `P_OpenTrading` (35): one chunk of a trade or shop window.
         OpenTrading(OpenTradingS2C) = "P_OpenTrading",
         /// `P_ActorEffect` (36).
@@ -580,6 +652,14 @@ packet_enum! {
         FloatingNumber(FloatingNumber) = "P_FloatingNumber",
         /// `P_RepositionActor` (49).
         RepositionActor(RepositionActor) = "P_RepositionActor",
+        /// `P_Speech` (50).
+        Speech(Speech) = "P_Speech",
+        /// `P_ProgressBar` (51): create, update or delete a script's progress bar.
+        ProgressBar(ProgressBarS2C) = "P_ProgressBar",
+        /// `P_BubbleMessage` (52).
+        BubbleMessage(BubbleMessage) = "P_BubbleMessage",
+        /// `P_ScriptInput` (53): a script asks the player for text.
+        ScriptInput(ScriptInputS2C) = "P_ScriptInput",
         /// `P_KickedPlayer` (60, empty).
         KickedPlayer(KickedPlayer) = "P_KickedPlayer",
     }
@@ -593,29 +673,6 @@ pub(crate) fn decode_empty(payload: &[u8]) -> Result<(), DecodeError> {
 /// The error for an unknown sub-code read at `offset`.
 pub(crate) fn bad_sub(offset: usize, code: u8) -> DecodeError {
     DecodeError::new(offset, DecodeErrorKind::BadSubCode(code))
-}
-
-/// Declares an empty-payload packet type.
-macro_rules! empty_packet {
-    ($(#[$meta:meta])* $ty:ident, $id:expr, $name:literal) => {
-        $(#[$meta])*
-        #[doc = ""]
-        #[doc = "Payload: empty."]
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-        pub struct $ty {}
-
-        impl Packet for $ty {
-            const ID: u8 = $id;
-            const NAME: &'static str = $name;
-            fn decode_payload(
-                payload: &[u8],
-                _ctx: &DecodeCtx<'_>,
-            ) -> Result<Self, DecodeError> {
-                decode_empty(payload).map(|()| Self {})
-            }
-            fn encode_payload(&self, _out: &mut Vec<u8>) {}
-        }
-    };
 }
 
 empty_packet!(
