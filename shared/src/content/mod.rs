@@ -97,6 +97,18 @@ pub fn demo_scripts() -> Vec<ScriptSource> {
             include_bytes!("../../worlds/demo/scripts/MerchantStock.rsl"),
         ),
         s(
+            "Quest_GoblinTrouble",
+            include_bytes!("../../worlds/demo/scripts/Quest_GoblinTrouble.rsl"),
+        ),
+        s(
+            "Trainer",
+            include_bytes!("../../worlds/demo/scripts/Trainer.rsl"),
+        ),
+        s(
+            "Spell_Swiftness",
+            include_bytes!("../../worlds/demo/scripts/Spell_Swiftness.rsl"),
+        ),
+        s(
             "Spell_Fireball",
             include_bytes!("../../worlds/demo/scripts/Spell_Fireball.rsl"),
         ),
