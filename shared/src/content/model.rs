@@ -1342,6 +1342,11 @@ pub struct Misc {
     /// set by `Misc.dat`).
     #[serde(skip_serializing_if = "Regen::is_default")]
     pub regen: Regen,
+    /// The system line every player gets on entering the game (Realm Crafter's
+    /// `LoginMessage$`, typed into its server window and never saved; `[misc]
+    /// login_message` here). Empty: no line.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub login_message: String,
 }
 
 /// The default [`Misc::cast_range`]: about the distance at which the client still draws
@@ -1407,6 +1412,7 @@ impl Default for Misc {
             require_memorise: true,
             cast_range: DEFAULT_CAST_RANGE,
             regen: Regen::default(),
+            login_message: String::new(),
         }
     }
 }

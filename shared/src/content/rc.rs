@@ -730,6 +730,7 @@ pub fn parse_misc(data: &[u8]) -> Result<Misc, ContentError> {
                 require_memorise: r.bool("RequireMemorise")?,
                 cast_range: DEFAULT_CAST_RANGE,
                 regen: Default::default(),
+                login_message: String::new(),
             })
         },
     )?;

@@ -305,6 +305,8 @@ pub struct GameRules {
     pub cast_range: Option<f32>,
     /// Opt-in regeneration ([`super::regen`]); `None` = off (Realm Crafter).
     pub regen: Option<RegenRule>,
+    /// `LoginMessage$`: the system line sent at `P_StartGame` (empty: none).
+    pub login_message: String,
 }
 
 /// Regeneration resolved against the world's attributes (`[misc.regen]`).
@@ -361,6 +363,7 @@ impl Default for GameRules {
             require_memorise: true,
             cast_range: None,
             regen: None,
+            login_message: String::new(),
         }
     }
 }
@@ -593,6 +596,7 @@ impl ZoneContent {
                         .map(|d| d.name.clone())
                         .collect::<Vec<_>>(),
                 ),
+                login_message: m.login_message.clone(),
             },
             attribute_names: world
                 .attributes
