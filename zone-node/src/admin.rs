@@ -154,6 +154,12 @@ pub fn render(reg: &Registry) -> String {
             &labels,
             s.script_stats.budget_pauses,
         );
+        t.counter_with(
+            "rc_zone_instance_script_reply_timeouts_total",
+            "Script questions to a client (dialogs, input, progress bars) given up unanswered.",
+            &labels,
+            s.script_stats.reply_timeouts,
+        );
         t.gauge_with(
             "rc_zone_instance_tick_p99_seconds",
             "p99 of the last 256 tick durations.",

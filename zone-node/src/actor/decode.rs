@@ -4,9 +4,9 @@
 //! decode is counted by the caller and dropped; it never reaches the simulation.
 
 use shared::frame::{DatagramError, FrameDecoder, split_datagram};
-use shared::proto::{ClientPacket, StandardUpdateC2S, ids};
+use shared::proto::{ClientPacket, DialogC2S, ProgressBarC2S, StandardUpdateC2S, ids};
 
-use crate::sim::events::{PlayerAction, StandardUpdateIn};
+use crate::sim::events::{PlayerAction, ScriptReply, StandardUpdateIn};
 
 /// A `P_StandardUpdate` payload as a sim action.
 pub fn standard_update(payload: &[u8]) -> Option<PlayerAction> {
@@ -63,6 +63,22 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
             amount: u.amount,
         }),
         ClientPacket::Trade(t) => Some(PlayerAction::TradeWith { target: t.target }),
+        ClientPacket::Examine(e) => Some(PlayerAction::Examine { target: e.target }),
+        ClientPacket::Dialog(d) => Some(PlayerAction::ScriptReply(match d {
+            DialogC2S::Opened { script, dialog } => ScriptReply::DialogOpened { script, dialog },
+            DialogC2S::TextShown { script } => ScriptReply::TextShown { script },
+            DialogC2S::Chosen { script, option } => ScriptReply::Chosen { script, option },
+        })),
+        ClientPacket::ProgressBar(ProgressBarC2S::Created { script, bar }) => {
+            Some(PlayerAction::ScriptReply(ScriptReply::BarCreated {
+                script,
+                bar,
+            }))
+        }
+        ClientPacket::ScriptInput(i) => Some(PlayerAction::ScriptReply(ScriptReply::Input {
+            script: i.script,
+            text: i.text.0,
+        })),
         ClientPacket::Dismount(_) => Some(PlayerAction::Dismount),
         ClientPacket::ChangeArea(_) | ClientPacket::RepositionActor(_) => {
             Some(PlayerAction::AreaAck)

@@ -74,6 +74,49 @@ pub enum PetCommand {
     Name(String),
 }
 
+/// A client's answer to a script window, each naming the waiting script instance (`hSI`)
+/// the server gave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptReply {
+    /// `P_Dialog "N"`: the dialog window is open; `dialog` is the client's handle.
+    #[doc(alias = "OpenDialog")]
+    DialogOpened {
+        /// Instance.
+        script: u32,
+        /// The client's dialog handle.
+        dialog: u32,
+    },
+    /// `P_Dialog "T"`: a line of text was shown.
+    TextShown {
+        /// Instance.
+        script: u32,
+    },
+    /// `P_Dialog "O"`: an option was chosen (1-based).
+    #[doc(alias = "DialogInput")]
+    Chosen {
+        /// Instance.
+        script: u32,
+        /// The option, 1-based.
+        option: u8,
+    },
+    /// `P_ProgressBar "C"`: the bar exists; `bar` is the client's handle.
+    #[doc(alias = "CreateProgressBar")]
+    BarCreated {
+        /// Instance.
+        script: u32,
+        /// The client's bar handle.
+        bar: u32,
+    },
+    /// `P_ScriptInput`: the text typed into an input prompt.
+    #[doc(alias = "P_ScriptInput")]
+    Input {
+        /// Instance.
+        script: u32,
+        /// The text.
+        text: Vec<u8>,
+    },
+}
+
 /// One thing a player in the zone did, decoded by the shell.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PlayerAction {
@@ -135,6 +178,14 @@ pub enum PlayerAction {
         /// Target.
         target: RuntimeId,
     },
+    /// `P_Examine` (61): run the target's `Examine` method (or `Default.Examine`).
+    #[doc(alias = "P_Examine")]
+    Examine {
+        /// Target.
+        target: RuntimeId,
+    },
+    /// A client's answer to a script window (`P_Dialog`, `P_ProgressBar`, `P_ScriptInput`).
+    ScriptReply(ScriptReply),
     /// `P_Dismount` (47).
     Dismount,
     /// `P_Jump` (46).
@@ -422,11 +473,16 @@ pub enum Rejection {
     /// or elsewhere, a known-spell index the client was never given, casts too close
     /// together, or no free memorised slot.
     SpellRefused,
+    /// A client's answer to a script window (`P_Dialog`, `P_ProgressBar`, `P_ScriptInput`)
+    /// that nothing waits for: the window is not open, belongs to another player's script,
+    /// was already answered or timed out, or the option number is out of range. The
+    /// waiting script is unaffected.
+    ScriptReply,
 }
 
 impl Rejection {
     /// How many kinds there are (the length of [`Counters::rejections`]).
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
 
     /// Every kind, in `as usize` order.
     pub const ALL: [Rejection; Self::COUNT] = [
@@ -446,6 +502,7 @@ impl Rejection {
         Self::BadItemRequest,
         Self::TradeRefused,
         Self::SpellRefused,
+        Self::ScriptReply,
     ];
 
     /// The snake_case name (the `reason` label of `rc_zone_rejections_total`).
@@ -467,6 +524,7 @@ impl Rejection {
             Self::BadItemRequest => "bad_item_request",
             Self::TradeRefused => "trade_refused",
             Self::SpellRefused => "spell_refused",
+            Self::ScriptReply => "script_reply",
         }
     }
 }

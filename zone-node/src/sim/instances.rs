@@ -174,6 +174,34 @@ pub struct InstanceCx {
     /// The last item-instance handle issued (never reused by this instance).
     #[serde(default)]
     pub last_item_ref: i32,
+    /// The client reply this instance asked for and may still receive (a dialog native or
+    /// an `RCE_Send*` sender), tied to the player it was sent to.
+    #[serde(default)]
+    pub reply: Option<PendingReply>,
+    /// The client's dialog windows this instance opened and has not closed.
+    #[serde(default)]
+    pub dialogs: BTreeSet<u32>,
+    /// The client's progress bars this instance created and has not deleted.
+    #[serde(default)]
+    pub bars: BTreeSet<u32>,
+}
+
+/// A client reply an instance asked for (`OpenDialog`, `DialogOutput`, `DialogInput`,
+/// `Input`, `CreateProgressBar`, or their raw `RCE_Send*` senders). Only the player it was
+/// sent to may answer it, only in the form asked for, and only until `until_ms`
+/// (`sim::dialogs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingReply {
+    /// What answer is expected.
+    pub kind: ReplyKind,
+    /// The player's script handle.
+    pub player: Handle,
+    /// The dialog the request is in (text, options); 0 otherwise.
+    pub dialog: u32,
+    /// How many options were offered (`DialogInput`).
+    pub options: u8,
+    /// Zone time after which the request is given up.
+    pub until_ms: u64,
 }
 
 /// What an item-instance handle names: the item of template `item` in slot `slot` of the
@@ -262,6 +290,8 @@ pub struct ScriptStats {
     pub missing: u64,
     /// Native calls.
     pub native_calls: u64,
+    /// Questions to a client (dialogs, input, progress bars) given up unanswered.
+    pub reply_timeouts: u64,
 }
 
 /// The zone's script instances, in creation order, with the indexes that let a tick skip

@@ -280,7 +280,8 @@ pub fn spell_script(
 }
 
 /// `P_Examine`: the target's own `Examine` method if it has a script, else
-/// `Default.Examine` (the dialogs code calls this).
+/// `Default.Examine`, else (a world without a `Default` script) the default project's
+/// answer, `"This is a <name>"` in cyan.
 pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
     let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
     if runtime::has_entry(st, &script, "Examine") {
@@ -289,7 +290,41 @@ pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
         }
         return true;
     }
-    start(st, "Default", "Examine", Some(player), Some(target), "")
+    if runtime::has_entry(st, "Default", "Examine") {
+        return start(st, "Default", "Examine", Some(player), Some(target), "");
+    }
+    let name = st.get(target).map(|t| t.name.clone()).unwrap_or_default();
+    let p = shared::proto::ChatMessageS2C {
+        colour: shared::proto::ChatColour::Rgb(0, 255, 255),
+        text: shared::wire::RcString::from_latin1(&format!("This is a {name}")).unwrap_or_default(),
+    };
+    st.send_packet(player, &p);
+    true
+}
+
+/// `P_Examine` from a player: the target must be in this AreaInstance (not the player,
+/// not mid-warp) within the interaction distance; otherwise it is refused and counted.
+#[doc(alias = "P_Examine")]
+pub(crate) fn examine_request(
+    st: &mut ZoneState,
+    player: super::events::PlayerKey,
+    id: ActorId,
+    target: super::events::RuntimeId,
+) {
+    use super::events::Rejection;
+    let Some(t) = st.by_rid(target).filter(|t| *t != id) else {
+        st.reject(Some(player), Rejection::UnknownTarget);
+        return;
+    };
+    let (Some(a), Some(b)) = (st.get(id), st.get(t)) else {
+        return;
+    };
+    let (dx, dz) = (a.x - b.x, a.z - b.z);
+    if b.frozen() || dx * dx + dz * dz >= super::mount::INTERACT_D2 {
+        st.reject(Some(player), Rejection::Invalid);
+        return;
+    }
+    examine(st, id, t);
 }
 
 /// `P_Trade`: `Default.Trade` (the items code calls this).

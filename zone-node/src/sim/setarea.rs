@@ -259,6 +259,11 @@ fn start_sequence(st: &mut ZoneState, id: ActorId, rid: RuntimeId, state: &Actor
         st.send_packet(id, &bar);
     }
     st.send_packet(id, &StartGameReply::RuntimeId { runtime_id: rid });
+    // Realm Crafter's `LoginMessage$` (it sent a lone system byte when empty: not copied).
+    if !st.content.rules.login_message.is_empty() {
+        let text = st.content.rules.login_message.clone();
+        packets::send_chat(st, id, packets::CHAT_SYSTEM, &text);
+    }
     st.send_packet(
         id,
         &XpUpdate::BarLevel {
@@ -540,6 +545,10 @@ pub(crate) fn transfer_out(
         // Rules: the old area's Exit script, before the state is taken.
         let hooks = st.hooks.clone();
         hooks.on_area_exit(st, id);
+        // Script windows do not travel: close them and answer their questions as lost.
+        super::dialogs::close_for_departure(st, id);
+        // What it was sent here goes out now, before anything of its destination.
+        st.flush_player(id);
     }
     let Some(state) = player_state(st, id) else {
         return;

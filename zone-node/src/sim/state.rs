@@ -919,6 +919,10 @@ pub struct ZoneConfig {
     /// Scripts phases in a row an instance may end at its budget before it is ended as a
     /// runaway.
     pub script_max_overruns: u32,
+    /// How long a script waits for a client's answer to a dialog, an input prompt or a
+    /// progress bar (ms), 600000: then the window closes and the script carries on as if
+    /// the answer were 0 (or `""`). Realm Crafter waited forever.
+    pub script_reply_timeout_ms: u64,
     /// Unix time (ms) at zone time 0, for `RealDate`/`RealTime` (the shell sets it; the
     /// sim never reads the clock).
     pub epoch_ms: u64,
@@ -1013,6 +1017,7 @@ impl Default for ZoneConfig {
             script_budget: 20_000,
             script_tick_budget: 400_000,
             script_max_overruns: 150,
+            script_reply_timeout_ms: 600_000,
             epoch_ms: 0,
             clock_epoch_ms: 0,
             npc_handle_base: NPC_HANDLE_BASE,

@@ -341,6 +341,12 @@ pub(crate) fn phase(st: &mut ZoneState) {
         }
         st.scripts.sleepers.pop();
         let current = st.scripts.instances.get(&id).map(|i| &i.wait);
+        if matches!(current, Some(Wait::Reply { .. } | Wait::Mailbox))
+            && crate::sim::dialogs::times_out_at(st, id, due)
+        {
+            crate::sim::dialogs::time_out(st, id);
+            continue;
+        }
         let fires = match current {
             Some(Wait::Sleep { until_ms }) => *until_ms == due,
             Some(Wait::Mailbox) => st
@@ -769,6 +775,9 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         let mut cx = s.cx;
         // The handle is the character's; keep the instance attached to it.
         cx.actor = h;
+        // This client session never saw the windows it had open.
+        let asked = cx.reply.is_some();
+        crate::sim::dialogs::forget_windows(&mut cx);
         let vm = match Vm::restore(&s.vm, &set) {
             Ok(vm) => vm,
             Err(e) => {
@@ -805,7 +814,17 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         if resume {
             // The warp happened, the player is back, or the answer it waited for was lost
             // with the old node: carry on (a lost answer reads as 0 / "").
-            inst.vm.resume(Value::Int(0));
+            let lost = match &wait {
+                Wait::Reply { kind } => crate::sim::dialogs::lost_answer(*kind),
+                _ => Value::Int(0),
+            };
+            inst.vm.resume(lost);
+            inst.wait = Wait::Ready;
+        } else if asked && wait == Wait::Mailbox {
+            // A raw `RCE_Send*` question parked with `SetWaiting(1)`: its answer is lost.
+            inst.vm.resume_parked();
+            inst.cx.mailbox = RStr::new(b"0");
+            inst.cx.waiting = 0;
             inst.wait = Wait::Ready;
         }
         insert(st, inst);
