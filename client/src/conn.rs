@@ -189,6 +189,8 @@ pub struct Connection {
     pub(crate) spells: crate::spells::Spellbook,
     /// The game clock, from the login block `"E"` and `/time` replies.
     pub(crate) clock: Option<crate::clock::SdkClock>,
+    /// The script windows and the quest log.
+    pub(crate) ui: crate::ui::Ui,
 }
 
 impl Connection {
@@ -289,6 +291,7 @@ impl Connection {
             items: crate::items::Items::new(),
             spells: crate::spells::Spellbook::default(),
             clock: None,
+            ui: crate::ui::Ui::default(),
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;
@@ -311,6 +314,14 @@ impl Connection {
         }
         packet.encode_frame(&mut self.out)?;
         self.flush().await
+    }
+
+    /// Queues a packet on the reliable stream without waiting: it goes out with the next
+    /// send or while the connection waits for packets (the automatic answers to script
+    /// windows).
+    pub(crate) fn queue(&mut self, packet: &ClientPacket) -> Result<(), ClientError> {
+        packet.encode_frame(&mut self.out)?;
+        Ok(())
     }
 
     /// Sends one frame `[len][ty][payload]` on the reliable stream, whatever `ty` and

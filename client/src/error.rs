@@ -220,6 +220,15 @@ pub enum ClientError {
     /// Nothing (or not the expected packet) arrived in time.
     #[error("nothing arrived within {0:?}")]
     Timeout(Duration),
+    /// A dialog answer the open windows do not allow: no such dialog or option, or no
+    /// input prompt is open (nothing was sent).
+    #[error("dialog {dialog} offers no option {option} (or no prompt is open)")]
+    NoSuchChoice {
+        /// The dialog handle (0 for an input prompt).
+        dialog: u32,
+        /// The option.
+        option: u8,
+    },
 }
 
 impl ClientError {

@@ -193,6 +193,92 @@ pub enum Event {
     /// The player was kicked (`P_KickedPlayer`); the connection closes with code 1.
     #[doc(alias = "P_KickedPlayer")]
     Kicked,
+    /// A script opened a dialog window (`P_Dialog "N"`); the SDK has answered with its own
+    /// handle, `dialog`.
+    #[doc(alias = "OpenDialog")]
+    DialogOpened {
+        /// This client's handle for the window.
+        dialog: u32,
+        /// Its title.
+        title: String,
+        /// The actor the player talks to, if any.
+        context: Option<u16>,
+    },
+    /// A line of text in a dialog (`"T"`, acknowledged by the SDK).
+    #[doc(alias = "DialogOutput")]
+    DialogText {
+        /// The window.
+        dialog: u32,
+        /// The line.
+        text: String,
+        /// Its colour.
+        colour: (u8, u8, u8),
+    },
+    /// The script waits for a choice (`"O"`): answer with
+    /// [`Connection::choose`](crate::Connection::choose).
+    #[doc(alias = "DialogInput")]
+    DialogOptions {
+        /// The window.
+        dialog: u32,
+        /// The options, in order (choose 1-based).
+        options: Vec<String>,
+    },
+    /// A dialog window closed (`"C"`).
+    #[doc(alias = "CloseDialog")]
+    DialogClosed {
+        /// The window.
+        dialog: u32,
+    },
+    /// A quest was added or its status changed (`P_QuestLog "N"`/`"U"`).
+    #[doc(alias = "P_QuestLog")]
+    QuestUpdated {
+        /// The quest's name.
+        name: String,
+        /// Its status text (`"Completed!"` when complete).
+        status: String,
+        /// Whether it is completed.
+        complete: bool,
+    },
+    /// A quest left the log (`"D"`).
+    QuestRemoved {
+        /// The quest's name.
+        name: String,
+    },
+    /// A script asks for text (`P_ScriptInput`): answer with
+    /// [`Connection::answer_input`](crate::Connection::answer_input).
+    #[doc(alias = "Input")]
+    InputRequested {
+        /// Window title.
+        title: String,
+        /// The question.
+        prompt: String,
+        /// 0 any text, 1 no digits, 2 an integer, 3 a decimal.
+        kind: u8,
+    },
+    /// A progress bar was created or updated (`value` set), or removed (`None`)
+    /// (`P_ProgressBar`).
+    #[doc(alias = "P_ProgressBar")]
+    ProgressBar {
+        /// This client's handle.
+        bar: u32,
+        /// Its label.
+        label: String,
+        /// Its maximum.
+        max: u16,
+        /// Its value, `None` once removed.
+        value: Option<u16>,
+    },
+    /// A speech bubble over an actor (`P_BubbleMessage`).
+    #[doc(alias = "BubbleOutput")]
+    Bubble {
+        /// The actor.
+        runtime_id: u16,
+        /// The text.
+        text: String,
+    },
+    /// A sound, music, a speech sample or a screen flash (`P_Sound`, `P_Music`,
+    /// `P_Speech`, `P_ScreenFlash`).
+    Cosmetic(ServerPacket),
     /// Any other packet.
     Other(ServerPacket),
 }
@@ -242,6 +328,25 @@ impl From<ServerPacket> for Event {
                 instance_handle: a.instance_handle,
             },
             ServerPacket::KickedPlayer(_) => Self::Kicked,
+            ServerPacket::BubbleMessage(b) => Self::Bubble {
+                runtime_id: b.actor,
+                text: text(b.text.as_bytes()),
+            },
+            p @ (ServerPacket::Sound(_)
+            | ServerPacket::Music(_)
+            | ServerPacket::Speech(_)
+            | ServerPacket::ScreenFlash(_)) => Self::Cosmetic(p),
+            ServerPacket::Dialog(_)
+            | ServerPacket::ProgressBar(_)
+            | ServerPacket::ScriptInput(_)
+            | ServerPacket::QuestLog(_) => {
+                // Script windows need the connection's state: see `crate::ui::Ui::apply`.
+                let mut ui = crate::ui::Ui::default();
+                match ui.apply(&p) {
+                    Some((e, _)) => e,
+                    None => Self::Other(p),
+                }
+            }
             ServerPacket::InventoryUpdate(u) => inventory_event(u),
             ServerPacket::ItemHealth(h) => Self::ItemHealth {
                 slot: h.slot,
@@ -340,6 +445,12 @@ impl Connection {
         let i = self.recv().await?;
         if let ServerPacket::KnownSpellUpdate(u) = &i.packet {
             self.spells.apply(u);
+        }
+        if let Some((e, replies)) = self.ui.apply(&i.packet) {
+            for r in &replies {
+                self.queue(r)?;
+            }
+            return Ok(e);
         }
         let e = self.items.event(i.packet);
         self.clock_sees(&e);

@@ -31,6 +31,10 @@
 //! - [`spells`]: the ability book ([`Spellbook`], [`Connection::spells`]; fed by the login
 //!   blocks and [`Connection::next_event`]) and the ability actions: [`Connection::cast`],
 //!   [`Connection::memorise`], [`Connection::unmemorise`].
+//! - [`ui`]: script windows and the quest log ([`Ui`], [`Connection::ui`],
+//!   [`Connection::quests`]): dialogs are opened and their text acknowledged as Realm
+//!   Crafter's client does; the player answers with [`Connection::choose`] and
+//!   [`Connection::answer_input`].
 //! - [`clock`]: the game clock from the login block `"E"`, resynced by `/time` replies
 //!   ([`Connection::game_time`], [`SdkClock`]).
 //! - [`verify`]: the certificate check ([`Verify`]): development mode, a pinned SHA-256
@@ -90,6 +94,7 @@ pub mod event;
 pub mod items;
 pub mod login;
 pub mod spells;
+pub mod ui;
 pub mod verify;
 
 pub use clock::SdkClock;
@@ -102,4 +107,5 @@ pub use event::Event;
 pub use items::{GroundItem, Held, Items, TradeState, Wearer};
 pub use login::{Catalogue, CharacterSheet, Environment, GameStart, LoginError, NewCharacter};
 pub use spells::{BookSpell, Spellbook};
+pub use ui::{Bar, Dialog, InputPrompt, Quest, Ui};
 pub use verify::{ALPN, PinParseError, Verify, parse_pin, sha256_fingerprint};

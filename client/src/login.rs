@@ -488,6 +488,7 @@ impl Connection {
         };
         self.items.load_sheet(&sheet);
         self.spells.load(&sheet.spells);
+        self.ui.load_quests(&sheet.quests);
         Ok(sheet)
     }
 
