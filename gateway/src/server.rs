@@ -448,6 +448,12 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
+            "rc_gateway_client_packets_ignored_total",
+            "Packets Realm Crafter never handled (P_FetchItems, P_SelectScenery) ignored before login.",
+            &m.client_packets_ignored,
+        );
+        c(
+            &mut t,
             "rc_gateway_rate_limited_total",
             "Connections closed by the login throttle (code 4).",
             &m.rate_limited,

@@ -569,6 +569,79 @@ fn in_game_packet_before_login_closes_with_code_2() {
     assert_eq!(closes_with(&ev), Some(close::PROTOCOL));
 }
 
+/// A stock client asks for the update file list first, on a fresh connection: it gets the
+/// empty list (`0a 00 00`) and the connection stays up, before login or without one, and
+/// whatever the payload.
+#[test]
+fn fetch_update_files_answers_the_empty_list_and_keeps_the_connection() {
+    let mut env = Env::new();
+    let empty = ServerPacket::FetchUpdateFiles(UpdateFiles {
+        entries: vec![],
+        total: Some(0),
+    });
+    assert_eq!(empty.to_bytes(), [0x0a, 0x00, 0x00]);
+    let mut s = Session::new(PEER);
+    let (out, ev) = env.send(
+        &mut s,
+        0,
+        ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}),
+    );
+    assert_eq!((out, ev), (vec![empty.clone()], vec![]));
+    // As often as asked, as raw frames too, and with bytes Realm Crafter would not read.
+    for payload in [&[][..], &[1, 2, 3][..]] {
+        let (out, ev) = env.send_raw(&mut s, 0, ids::P_FETCH_UPDATE_FILES, payload);
+        assert_eq!((out, ev), (vec![empty.clone()], vec![]));
+    }
+    assert!(!s.is_closed());
+    // The login still works on the same connection, and the list is still answered after
+    // a verified login (before P_StartGame).
+    let _ = env.account("una", "pw");
+    let (out, ev) = env.send(&mut s, 0, verify("una", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
+    assert!(closes_with(&ev).is_none());
+    let (out, _) = env.send(
+        &mut s,
+        0,
+        ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}),
+    );
+    assert_eq!(out, vec![empty]);
+    assert!(!s.is_closed());
+}
+
+/// `P_FetchItems` (8) and `P_SelectScenery` (42), which Realm Crafter never handled, are
+/// ignored and counted (an `Ignored` event), whatever their payload: not a disconnect.
+#[test]
+fn unused_packets_are_ignored_not_a_disconnect() {
+    let mut env = Env::new();
+    let mut s = Session::new(PEER);
+    let (out, ev) = env.send(&mut s, 0, ClientPacket::FetchItems(FetchItems {}));
+    assert!(out.is_empty());
+    assert_eq!(ev, vec![SessionEvent::Ignored { id: 8 }]);
+    let scenery = ClientPacket::SelectScenery(SelectScenery {
+        scenery: 3,
+        handle: 16,
+    });
+    let (out, ev) = env.send(&mut s, 0, scenery);
+    assert!(out.is_empty());
+    assert_eq!(ev, vec![SessionEvent::Ignored { id: 42 }]);
+    for (ty, payload) in [(8u8, &[1u8][..]), (42, &[1, 2][..]), (42, &[][..])] {
+        let (out, ev) = env.send_raw(&mut s, 0, ty, payload);
+        assert!(out.is_empty());
+        assert_eq!(ev, vec![SessionEvent::Ignored { id: ty }]);
+    }
+    assert!(!s.is_closed());
+    // The next packet is served as usual.
+    let (out, _) = env.send(
+        &mut s,
+        0,
+        ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}),
+    );
+    assert_eq!(out.len(), 1);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]

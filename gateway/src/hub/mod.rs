@@ -224,6 +224,9 @@ pub struct Metrics {
     pub handshake_timeouts: AtomicU64,
     /// Connections closed for a protocol violation (code 2).
     pub protocol_violations: AtomicU64,
+    /// Packets Realm Crafter never handled (`P_FetchItems`, `P_SelectScenery`) ignored
+    /// before login.
+    pub client_packets_ignored: AtomicU64,
     /// Connections closed by the login throttle (code 4).
     pub rate_limited: AtomicU64,
     /// Successful `P_StartGame`s.

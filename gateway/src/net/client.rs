@@ -379,6 +379,10 @@ impl Conn {
                     });
                 }
                 SessionEvent::ToZone(_) => {}
+                SessionEvent::Ignored { id } => {
+                    Metrics::inc(&shared.metrics.client_packets_ignored);
+                    tracing::debug!(id, "ignored a packet Realm Crafter never used");
+                }
             }
         }
         if let Err(e) = shared.writer.submit(ops) {

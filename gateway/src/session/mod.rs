@@ -16,7 +16,13 @@
 //! * at most 5 failed credential checks per 60 s per peer address, after which any further
 //!   credential-bearing packet closes the connection with code 4;
 //! * any packet that is not a menu packet before `P_StartGame` succeeded, any packet that does
-//!   not decode, and any menu packet after it, closes the connection with code 2.
+//!   not decode, and any menu packet after it, closes the connection with code 2, except:
+//! * `P_FetchUpdateFiles` (10), whatever its payload, is answered before login with what a
+//!   server without an update service sends, the empty file list (`0a 00 00`), and the
+//!   connection stays up (a stock client asks for it first);
+//! * `P_FetchItems` (8) and `P_SelectScenery` (42), which Realm Crafter never handled, are
+//!   ignored before login, whatever their payload, and reported as
+//!   [`SessionEvent::Ignored`] for the shell to count.
 
 mod accounts;
 mod blocks;
@@ -31,7 +37,7 @@ use shared::internal::ActorStateDto;
 use shared::proto::{
     ChangePasswordReply, CharacterSummary, ClientPacket, CreateAccountReply, CreateCharacterReply,
     Creds, DecodeCtx, DeleteCharacterReply, FetchCharacterReply, ServerPacket, StartGameReply,
-    VerifyAccountReply, ids,
+    VerifyAccountReply, ids, update_file_chunks,
 };
 
 pub use accounts::{
@@ -92,6 +98,12 @@ pub enum SessionEvent {
     Persist(PersistOp),
     /// An in-game packet for the zone that owns this player.
     ToZone(ClientPacket),
+    /// A packet Realm Crafter never handled (`P_FetchItems`, `P_SelectScenery`) was
+    /// ignored before login; the shell counts it. The connection stays up.
+    Ignored {
+        /// The packet's type byte.
+        id: u8,
+    },
 }
 
 /// Shared state a session works on.
@@ -288,7 +300,31 @@ impl Session {
         };
         match ClientPacket::decode_with(ty, payload, &dctx) {
             Ok(p) => self.handle_packet(now_ms, ctx, &p),
+            // Realm Crafter reads nothing of these, so neither does the menu: an odd
+            // payload is answered or ignored like a well-formed one.
+            Err(_) if self.phase == Phase::Menu && self.menu_any_payload(ty) => {}
             Err(e) => self.close(close::PROTOCOL, format!("undecodable packet {ty}: {e}")),
+        }
+    }
+
+    /// Answers `P_FetchUpdateFiles` or ignores the unused ids, by type byte alone; `false`
+    /// for any other id.
+    fn menu_any_payload(&mut self, ty: u8) -> bool {
+        match ty {
+            ids::P_FETCH_UPDATE_FILES => self.update_files(),
+            ids::P_FETCH_ITEMS | ids::P_SELECT_SCENERY => {
+                self.events.push_back(SessionEvent::Ignored { id: ty });
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The update file list of a server without an update service: empty, so a stock
+    /// client's updater finishes at once and goes on to the login screen.
+    fn update_files(&mut self) {
+        for chunk in update_file_chunks(&[]) {
+            self.send(ServerPacket::FetchUpdateFiles(chunk));
         }
     }
 
@@ -320,6 +356,10 @@ impl Session {
         }
         match p {
             ClientPacket::NewClient(_) => {}
+            ClientPacket::FetchUpdateFiles(_) => self.update_files(),
+            ClientPacket::FetchItems(_) | ClientPacket::SelectScenery(_) => {
+                self.events.push_back(SessionEvent::Ignored { id: p.id() });
+            }
             ClientPacket::CreateAccount(m) => {
                 self.create_account(now_ms, ctx, &m.creds, &m.email.0)
             }
