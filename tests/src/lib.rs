@@ -5,6 +5,7 @@
 //! of processes (the gateway too), seen from outside.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod adventurer;
 pub mod multiprocess;
 
 use std::collections::BTreeMap;
@@ -347,6 +348,29 @@ pub async fn new_player(addr: SocketAddr, user: &str) -> (Connection, GameStart)
 /// Log in again (waiting out a previous session's logout) and enter the world.
 pub async fn login_again(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
     login_again_with(addr, user, false).await
+}
+
+/// Log in again as Realm Crafter's client does: the catalogue, the character screen
+/// (`P_FetchCharacter`: the SDK's items, spells and quest log come from its blocks), then
+/// the game.
+pub async fn login_like_client(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut c = connect(addr).await;
+        match c.login(user, "secret").await {
+            Ok(_) => {
+                c.fetch_catalogue().await.unwrap();
+                c.fetch_character(0).await.unwrap();
+                if let Ok(g) = c.start_game(0).await {
+                    return (c, g);
+                }
+            }
+            Err(client::LoginError::AlreadyLoggedIn) => {}
+            Err(e) => panic!("login of {user}: {e}"),
+        }
+        assert!(Instant::now() < deadline, "could not log {user} in again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// As [`login_again`], fetching the catalogue first when `catalogue` (as Realm Crafter's
