@@ -9,7 +9,7 @@ use shared::proto::{
     ChatMessageS2C, DialogS2C, Packet, ProgressBarS2C, QUEST_COMPLETED, QuestLog, ScriptInputS2C,
 };
 use zone_node::sim::ZoneConfig;
-use zone_node::sim::events::{PlayerAction, PlayerKey, Rejection, ScriptReply};
+use zone_node::sim::events::{PlayerAction, PlayerKey, Rejection, ScriptReply, ZoneOutput};
 use zone_node::sim::kill;
 use zone_node::sim::state::ActorId;
 use zone_node::sim::testing::{
@@ -520,4 +520,44 @@ fn the_demo_quest_giver_and_trainer_play_through() {
     assert!(h.actor(ann_id).xp > xp || h.actor(ann_id).level > 1);
     assert_eq!(h.actor(ann_id).gold, 60);
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+}
+
+#[test]
+fn after_a_node_loss_the_checkpointed_window_is_closed_and_the_script_carries_on() {
+    let cfg = ZoneConfig {
+        persist_every_ms: 100,
+        ..ZoneConfig::default()
+    };
+    let mut h = harness(cfg);
+    let (ann, _) = h.spawn_player("Ann", 0.0, 0.0);
+    let npc = npc_with(&mut h, "Talk");
+    let script = open(&mut h, ann, npc);
+    reply(&mut h, ann, ScriptReply::DialogOpened { script, dialog: 4 });
+    reply(&mut h, ann, ScriptReply::TextShown { script });
+    // A periodic checkpoint while the options wait for Ann.
+    h.clear();
+    h.run_ticks(6);
+    let state = h
+        .outputs
+        .iter()
+        .find_map(|o| match o {
+            ZoneOutput::Persist(s) if s.player == ann => Some(s.state.clone()),
+            ZoneOutput::Checkpoint(c) => c
+                .players
+                .iter()
+                .find(|s| s.player == ann)
+                .map(|s| s.state.clone()),
+            _ => None,
+        })
+        .expect("a checkpoint");
+    // The node dies; Ann is put back from the checkpoint on another one.
+    let mut there = harness(ZoneConfig::default());
+    let (ann2, _) = there.join(state, false);
+    there.run_ticks(2);
+    assert!(dialogs(&there, ann2).contains(&DialogS2C::Close { dialog: 4 }));
+    assert!(
+        there.chat(ann2).iter().any(|l| l == "chose 0"),
+        "{:?}",
+        there.chat(ann2)
+    );
 }

@@ -15,7 +15,8 @@
 //! | the answer | the dialog or bar handle, 0 for a text acknowledgement, the 1-based option, the typed text (`""` too) | stays |
 //! | no answer within `script_reply_timeout_ms` | 0 (`""` for `Input`) | closed (dialog) or deleted (bar) |
 //! | its player warps to another AreaInstance (any node) | 0 (`""`), at once | every window the player's scripts opened is closed first |
-//! | its player logs out (`Persistent(1)` scripts) or its node is lost | 0 (`""`) when the script resumes | gone with the session, or left to the player to close |
+//! | its player logs out (`Persistent(1)` scripts) | 0 (`""`) when the script resumes at the next login | gone with the session |
+//! | its node is lost | 0 (`""`) when the script resumes from the last checkpoint | the dialogs open at that checkpoint are closed |
 //!
 //! A dialog or bar handle the instance did not open (or already closed) is ignored by the
 //! natives: text, options and updates to it are not sent and never wait.
@@ -228,10 +229,21 @@ pub(crate) fn close_for_departure(st: &mut ZoneState, player: ActorId) {
     }
 }
 
-/// The windows of a restored instance (a login, an arrival, a recovery on another node)
-/// are not known to this client session: forget them, and its question.
-pub(crate) fn forget_windows(cx: &mut super::instances::InstanceCx) {
-    cx.dialogs.clear();
+/// The windows of a restored instance (a login, an arrival, a recovery on another node
+/// from the player's last checkpoint) are not this zone's to use: forget them and its
+/// question, and return the dialogs to close on the client (after a node loss the client
+/// still shows them; a client that no longer has one ignores the close, as Realm
+/// Crafter's `FreeDialog` does). Progress bars are only forgotten: the original client
+/// does not check a bar handle before freeing it.
+pub(crate) fn forget_windows(cx: &mut super::instances::InstanceCx) -> Vec<u32> {
     cx.bars.clear();
     cx.reply = None;
+    std::mem::take(&mut cx.dialogs).into_iter().collect()
+}
+
+/// Close dialogs on a player's client.
+pub(crate) fn close_dialogs(st: &mut ZoneState, player: ActorId, dialogs: &[u32]) {
+    for &dialog in dialogs {
+        st.send_packet(player, &DialogS2C::Close { dialog });
+    }
 }

@@ -777,7 +777,8 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         cx.actor = h;
         // This client session never saw the windows it had open.
         let asked = cx.reply.is_some();
-        crate::sim::dialogs::forget_windows(&mut cx);
+        let windows = crate::sim::dialogs::forget_windows(&mut cx);
+        crate::sim::dialogs::close_dialogs(st, player, &windows);
         let vm = match Vm::restore(&s.vm, &set) {
             Ok(vm) => vm,
             Err(e) => {
