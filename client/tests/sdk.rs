@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client::{
-    Channel, ClientError, CloseCode, CloseReason, ConnectOptions, Connection, LoginError,
+    Channel, ClientError, CloseCode, CloseReason, ConnectOptions, Connection, Event, LoginError,
     NewCharacter, Verify,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -17,11 +17,11 @@ use shared::frame::{FrameDecoder, FrameError, OwnedFrame};
 use shared::proto::{
     ActionSlot, ActorTemplateDef, AttributeDef, AttributePair, ChangeArea, CharacterSummary,
     ChatMessageS2C, ClientPacket, CreateAccountReply, CreateCharacterReply, DecodeCtx,
-    DeleteCharacterReply, FactionDef, FetchActorsReply, FetchCharacterReply, InventorySlot,
-    ItemString, KnownSpell, NewActor, QuestEntry, ServerPacket, StandardUpdateC2S,
-    StandardUpdateS2C, StartGameReply, UpdateTail, VerifyAccountReply,
+    DeleteCharacterReply, DialogC2S, DialogS2C, FactionDef, FetchActorsReply, FetchCharacterReply,
+    InventorySlot, ItemString, KnownSpell, NewActor, QuestEntry, QuestLog, ServerPacket,
+    StandardUpdateC2S, StandardUpdateS2C, StartGameReply, UpdateTail, VerifyAccountReply,
 };
-use shared::wire::{md5_hex, obfuscate_email};
+use shared::wire::{RcString, md5_hex, obfuscate_email};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -990,6 +990,95 @@ async fn recv_is_cancel_safe_and_times_out() {
             .await
             .unwrap();
         assert!(four.is_reliable());
+        conn.close(CloseCode::Normal).await;
+    })
+    .await;
+}
+
+/// A caller of `recv` (the swarm) feeds script windows to `ui_event`: the dialog is
+/// opened and its line acknowledged as Realm Crafter's client does, the quest log follows,
+/// and `choose` answers the script. Other packets are not script UI and queue nothing.
+#[tokio::test]
+async fn ui_event_answers_script_windows_for_recv_callers() {
+    let mut server = TestServer::start();
+    let mut conn = connect(server.addr()).await;
+    let script = tokio::spawn(async move {
+        let mut p = server.accept().await;
+        p.send(ChatMessageS2C::system("before")).await;
+        p.send(ServerPacket::Dialog(DialogS2C::Open {
+            script: 77,
+            context: 12,
+            background: u16::MAX,
+            title: "Elder".into(),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Text {
+            r: 255,
+            g: 255,
+            b: 255,
+            dialog: 1,
+            text: "Will you help?".into(),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Options {
+            dialog: 1,
+            options: vec!["Accept".into(), "Refuse".into()],
+        }))
+        .await;
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::Opened {
+                script: 77,
+                dialog: 1
+            })
+        );
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::TextShown { script: 77 })
+        );
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::Chosen {
+                script: 77,
+                option: 1
+            })
+        );
+        p.send(ServerPacket::QuestLog(QuestLog::New {
+            name: "Goblin Trouble".into(),
+            status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
+            .await;
+        p.hold_until_closed().await;
+    });
+    run(script, async {
+        let mut events = Vec::new();
+        while events.len() < 3 {
+            let i = conn.recv_timeout(WAIT).await.unwrap();
+            match conn.ui_event(&i.packet).unwrap() {
+                Some(e) => events.push(e),
+                None => assert!(matches!(i.packet, ServerPacket::ChatMessage(_))),
+            }
+        }
+        assert_eq!(
+            events.last(),
+            Some(&Event::DialogOptions {
+                dialog: 1,
+                options: vec!["Accept".into(), "Refuse".into()]
+            })
+        );
+        assert!(conn.choose(1, 3).await.is_err());
+        conn.choose(1, 1).await.unwrap();
+        loop {
+            let i = conn.recv_timeout(WAIT).await.unwrap();
+            if conn.ui_event(&i.packet).unwrap() == Some(Event::DialogClosed { dialog: 1 }) {
+                break;
+            }
+        }
+        let q = conn.ui().quest("goblin trouble").unwrap();
+        assert_eq!(q.status_text(), "Kill 2 Goblin Raiders");
+        assert!(conn.ui().dialog(1).is_none());
         conn.close(CloseCode::Normal).await;
     })
     .await;
