@@ -5,7 +5,7 @@
 //! answers its options (from `--choose` or stdin), then prints the quest log.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -518,7 +518,9 @@ async fn talk(
                 break Err(anyhow!(if talked {
                     "timed out with the dialog still open"
                 } else {
-                    "timed out before any dialog opened"
+                    "timed out before any dialog opened (the NPC has no script, is out of \
+                     reach, or its script is still running for this player, e.g. a quest \
+                     waiting for kills)"
                 }));
             }
             _ = tokio::signal::ctrl_c() => break Err(anyhow!("interrupted")),
@@ -526,6 +528,10 @@ async fn talk(
                 let Some(line) = line else {
                     break Err(anyhow!("stdin closed before an option was chosen"));
                 };
+                if !std::io::stdin().is_terminal() {
+                    // Piped answers: show them, as a terminal would.
+                    println!("{}", line.trim());
+                }
                 let Some((dialog, n)) = asked else { continue };
                 match parse_choice(&line, n) {
                     Ok(option) => {
