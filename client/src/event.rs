@@ -446,10 +446,7 @@ impl Connection {
         if let ServerPacket::KnownSpellUpdate(u) = &i.packet {
             self.spells.apply(u);
         }
-        if let Some((e, replies)) = self.ui.apply(&i.packet) {
-            for r in &replies {
-                self.queue(r)?;
-            }
+        if let Some(e) = self.ui_event(&i.packet)? {
             return Ok(e);
         }
         let e = self.items.event(i.packet);

@@ -413,6 +413,23 @@ impl Connection {
         self.ui.quests()
     }
 
+    /// Feeds a packet received with [`recv`](Self::recv) (rather than
+    /// [`next_event`](Self::next_event)) to the script windows and the quest log: returns
+    /// its [`Event`] and queues the answers Realm Crafter's client sends at once (a dialog
+    /// opened, a line shown, a bar created), which go out with the next send or while the
+    /// connection waits for packets. `None` for a packet that is not script UI (nothing
+    /// queued). Without this, a caller of `recv` leaves every script window unanswered and
+    /// [`choose`](Self::choose) knows no dialog.
+    pub fn ui_event(&mut self, p: &ServerPacket) -> Result<Option<Event>, ClientError> {
+        let Some((e, replies)) = self.ui.apply(p) else {
+            return Ok(None);
+        };
+        for r in &replies {
+            self.queue(r)?;
+        }
+        Ok(Some(e))
+    }
+
     /// Choose option `option` (1-based) of dialog `dialog` (`P_Dialog "O"`): the answer to
     /// the script's `DialogInput`. An option the dialog does not offer sends nothing and is
     /// an error.

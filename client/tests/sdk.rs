@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client::{
-    Channel, ClientError, CloseCode, CloseReason, ConnectOptions, Connection, LoginError,
+    Channel, ClientError, CloseCode, CloseReason, ConnectOptions, Connection, Event, LoginError,
     NewCharacter, Verify,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -17,11 +17,12 @@ use shared::frame::{FrameDecoder, FrameError, OwnedFrame};
 use shared::proto::{
     ActionSlot, ActorTemplateDef, AttributeDef, AttributePair, ChangeArea, CharacterSummary,
     ChatMessageS2C, ClientPacket, CreateAccountReply, CreateCharacterReply, DecodeCtx,
-    DeleteCharacterReply, FactionDef, FetchActorsReply, FetchCharacterReply, InventorySlot,
-    ItemString, KnownSpell, NewActor, QuestEntry, ServerPacket, StandardUpdateC2S,
-    StandardUpdateS2C, StartGameReply, UpdateTail, VerifyAccountReply,
+    DeleteCharacterReply, DialogC2S, DialogS2C, FactionDef, FetchActorsReply, FetchCharacterReply,
+    InventorySlot, ItemString, KnownSpell, NewActor, QuestEntry, QuestLog, RightClick,
+    ServerPacket, StandardUpdateC2S, StandardUpdateS2C, StartGameReply, UpdateTail,
+    VerifyAccountReply,
 };
-use shared::wire::{md5_hex, obfuscate_email};
+use shared::wire::{RcString, md5_hex, obfuscate_email};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -995,6 +996,279 @@ async fn recv_is_cancel_safe_and_times_out() {
     .await;
 }
 
+/// A caller of `recv` (the swarm) feeds script windows to `ui_event`: the dialog is
+/// opened and its line acknowledged as Realm Crafter's client does, the quest log follows,
+/// and `choose` answers the script. Other packets are not script UI and queue nothing.
+#[tokio::test]
+async fn ui_event_answers_script_windows_for_recv_callers() {
+    let mut server = TestServer::start();
+    let mut conn = connect(server.addr()).await;
+    let script = tokio::spawn(async move {
+        let mut p = server.accept().await;
+        p.send(ChatMessageS2C::system("before")).await;
+        p.send(ServerPacket::Dialog(DialogS2C::Open {
+            script: 77,
+            context: 12,
+            background: u16::MAX,
+            title: "Elder".into(),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Text {
+            r: 255,
+            g: 255,
+            b: 255,
+            dialog: 1,
+            text: "Will you help?".into(),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Options {
+            dialog: 1,
+            options: vec!["Accept".into(), "Refuse".into()],
+        }))
+        .await;
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::Opened {
+                script: 77,
+                dialog: 1
+            })
+        );
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::TextShown { script: 77 })
+        );
+        assert_eq!(
+            p.packet().await,
+            ClientPacket::Dialog(DialogC2S::Chosen {
+                script: 77,
+                option: 1
+            })
+        );
+        p.send(ServerPacket::QuestLog(QuestLog::New {
+            name: "Goblin Trouble".into(),
+            status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
+        }))
+        .await;
+        p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
+            .await;
+        p.hold_until_closed().await;
+    });
+    run(script, async {
+        let mut events = Vec::new();
+        while events.len() < 3 {
+            let i = conn.recv_timeout(WAIT).await.unwrap();
+            match conn.ui_event(&i.packet).unwrap() {
+                Some(e) => events.push(e),
+                None => assert!(matches!(i.packet, ServerPacket::ChatMessage(_))),
+            }
+        }
+        assert_eq!(
+            events.last(),
+            Some(&Event::DialogOptions {
+                dialog: 1,
+                options: vec!["Accept".into(), "Refuse".into()]
+            })
+        );
+        assert!(conn.choose(1, 3).await.is_err());
+        conn.choose(1, 1).await.unwrap();
+        loop {
+            let i = conn.recv_timeout(WAIT).await.unwrap();
+            if conn.ui_event(&i.packet).unwrap() == Some(Event::DialogClosed { dialog: 1 }) {
+                break;
+            }
+        }
+        let q = conn.ui().quest("goblin trouble").unwrap();
+        assert_eq!(q.status_text(), "Kill 2 Goblin Raiders");
+        assert!(conn.ui().dialog(1).is_none());
+        conn.close(CloseCode::Normal).await;
+    })
+    .await;
+}
+
+/// Answers the client's `P_FetchCharacter` with a sheet holding these quests.
+async fn send_sheet(p: &mut Peer, quests: Vec<QuestEntry>) {
+    assert!(matches!(p.packet().await, ClientPacket::FetchCharacter(f) if f.index == 0));
+    p.send(FetchCharacterReply::Stats {
+        gold: 10,
+        reputation: 0,
+        level: 1,
+        xp: 0,
+        home_faction: 0,
+        attributes: vec![AttributePair { value: 1, max: 2 }; 40],
+    })
+    .await;
+    let n = u16::try_from(quests.len()).unwrap();
+    if !quests.is_empty() {
+        p.send(FetchCharacterReply::Quests { quests }).await;
+    }
+    p.send(FetchCharacterReply::Finished {
+        quests: n,
+        spells: 0,
+    })
+    .await;
+}
+
+/// Answers the catalogue request: one playable template (2) and the elder's (9).
+async fn send_catalogue(p: &mut Peer) {
+    assert!(matches!(p.packet().await, ClientPacket::FetchActors(_)));
+    p.send(FetchActorsReply::Attributes {
+        assignment: 0,
+        attributes: vec![AttributeDef::default(); 40],
+    })
+    .await;
+    p.send(FetchActorsReply::ItemsDone { total: 0 }).await;
+    p.send(FetchActorsReply::Actors {
+        actors: vec![
+            template(2, 1, 2, "Elf", "Ranger"),
+            template(9, 0, 3, "Human", "Elder"),
+        ],
+    })
+    .await;
+    p.send(FetchActorsReply::ActorsDone { total: 2 }).await;
+}
+
+/// The 13 `P_StartGame` parts after a `P_ChangeArea` at (x, 1, z).
+async fn send_start(p: &mut Peer, runtime_id: u16, x: f32, z: f32) {
+    assert!(matches!(p.packet().await, ClientPacket::StartGame(s) if s.index == 0));
+    p.send(ChangeArea {
+        x,
+        y: 1.0,
+        z,
+        area: "Meadow".into(),
+        ..ChangeArea::default()
+    })
+    .await;
+    for i in 0..12 {
+        p.send(StartGameReply::ActionBar {
+            first_slot: i * 3,
+            slots: vec![ActionSlot::Empty; 3],
+        })
+        .await;
+    }
+    p.send(StartGameReply::RuntimeId { runtime_id }).await;
+}
+
+/// `rcclient talk --template 9 --choose 1` against the scripted server: it walks to the
+/// elder 20 units away in steps the speed check accepts, right-clicks it once in reach,
+/// prints the dialog, answers the options with 1, and prints the quest log when the
+/// dialog closes.
+#[tokio::test]
+async fn rcclient_talks_to_an_npc_against_a_scripted_gateway() {
+    let mut server = TestServer::start();
+    let pin = hex::encode(server.fingerprint);
+    let addr = server.addr().to_string();
+    let bin = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rcclient"))
+            .args(["--addr", &addr, "--pin", &pin, "talk", "robo", "pw"])
+            .args(["--template", "9", "--choose", "1", "--timeout", "20"])
+            .env("RUST_LOG", "off")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    });
+    let mut p = server.accept().await;
+    assert!(matches!(p.packet().await, ClientPacket::VerifyAccount(_)));
+    p.send(VerifyAccountReply::Ok {
+        characters: vec![summary("Robo", 2)],
+    })
+    .await;
+    send_catalogue(&mut p).await;
+    send_sheet(
+        &mut p,
+        vec![QuestEntry {
+            name: "Old Errand".into(),
+            status: RcString(b"\xff\xff\xffDone soon".to_vec()),
+        }],
+    )
+    .await;
+    send_start(&mut p, 7, 0.0, 0.0).await;
+    let mut elder = new_actor(30, 9, None);
+    (elder.x, elder.z, elder.human) = (20.0, 0.0, 0);
+    elder.actor_name = "Maren".into();
+    p.send(elder).await;
+    // Steps of at most 1.8 towards the elder until within 6 of it.
+    let mut last = 0.0f32;
+    loop {
+        let d = p.next_datagram().await;
+        let u = StandardUpdateC2S::decode_fast(&d[3..]).unwrap();
+        assert!(u.x - last <= 1.8 + 1e-3 && u.z.abs() < 1e-3, "{u:?}");
+        last = u.x;
+        if 20.0 - u.x <= 6.0 {
+            break;
+        }
+    }
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::RightClick(RightClick { target: 30 })
+    );
+    p.send(ServerPacket::Dialog(DialogS2C::Open {
+        script: 5,
+        context: 30,
+        background: u16::MAX,
+        title: "Elder Maren".into(),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Text {
+        r: 255,
+        g: 255,
+        b: 255,
+        dialog: 1,
+        text: "Will you drive them off?".into(),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Options {
+        dialog: 1,
+        options: vec!["Accept".into(), "Refuse".into()],
+    }))
+    .await;
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::Opened {
+            script: 5,
+            dialog: 1
+        })
+    );
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::TextShown { script: 5 })
+    );
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::Chosen {
+            script: 5,
+            option: 1
+        })
+    );
+    p.send(ServerPacket::QuestLog(QuestLog::New {
+        name: "Goblin Trouble".into(),
+        status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
+        .await;
+    assert_eq!(p.client_close_code().await, Some(0));
+
+    let out = timeout(WAIT, bin).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "right-clicking Maren (RuntimeID 30, template 9)",
+        "[Elder Maren] opened (dialog 1 with RuntimeID 30)",
+        "[Elder Maren] Will you drive them off?",
+        "[Elder Maren]   1. Accept",
+        "[Elder Maren] > 1 (--choose)",
+        "quest: Goblin Trouble: Kill 2 Goblin Raiders",
+        "[Elder Maren] closed",
+        "quest log: 2 quests\n  Old Errand: Done soon\n  Goblin Trouble: Kill 2 Goblin Raiders",
+    ] {
+        assert!(stdout.contains(needle), "{needle:?} not in:\n{stdout}");
+    }
+}
+
 /// `rcclient play` against the scripted server: no character yet, so it creates one from
 /// the first playable template, logs in again, enters the world, walks in a circle with
 /// datagram updates and prints each packet by name.
@@ -1050,6 +1324,7 @@ async fn rcclient_plays_against_a_scripted_gateway() {
         characters: vec![summary("Robo", 2)],
     })
     .await;
+    send_sheet(&mut p, vec![]).await;
     assert!(matches!(p.packet().await, ClientPacket::StartGame(s) if s.index == 0));
     p.send(ChangeArea {
         x: 100.0,
@@ -1094,6 +1369,7 @@ async fn rcclient_plays_against_a_scripted_gateway() {
         "P_ChangeArea",
         "P_ChatMessage",
         "datagram  P_StandardUpdate",
+        "quest log: empty",
     ] {
         assert!(stdout.contains(needle), "{needle:?} not in:\n{stdout}");
     }

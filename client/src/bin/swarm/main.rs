@@ -21,6 +21,13 @@
 //! `spells` object counts the casts, the recharge refusals and the actor effects it was
 //! given.
 //!
+//! With `--quest-chance` a bot is a quest bot ([`quests`]): it walks to the quest giver
+//! (the demo's Elder Maren, template 9), right-clicks it, chooses option 1 on every list of
+//! options of that dialog, hunts the goblins (template 3) while the quest is in progress
+//! and goes back to the giver to complete it; the summary's `quests` object counts the
+//! dialogs, the quests accepted and completed. Every bot opens and acknowledges script
+//! dialogs through the SDK, as Realm Crafter's client does.
+//!
 //! Density: by default every bot wanders within `--wander-radius` (25) of where it
 //! arrived, so everyone in an area sees everyone (the densest case). `--spread R` sends
 //! each bot first to its own random place within R of its arrival point, as players spread
@@ -37,6 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod items;
+mod quests;
 
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
@@ -136,6 +144,13 @@ struct Args {
     /// else at no one (the demo's Mend then heals the caster). 0: none.
     #[arg(long, default_value_t = 0.0)]
     cast_chance: f64,
+    /// Chance that a bot is a quest bot: it walks to the nearest quest giver in view
+    /// (actor template 9, the demo's Elder Maren), right-clicks it and chooses option 1 on
+    /// every list of options of its dialog; while the quest is in progress it hunts the
+    /// goblins in view (template 3), and when the quest log says "Return to ..." it talks
+    /// to the giver again to complete it. 0: none.
+    #[arg(long, default_value_t = 0.0)]
+    quest_chance: f64,
     /// Seconds between a bot's chat lines (0: none).
     #[arg(long, default_value_t = 20.0)]
     chat_every: f64,
@@ -199,6 +214,8 @@ struct Stats {
     effects_added: AtomicU64,
     /// Abilities the bots learned in game (`P_KnownSpellUpdate "A"`).
     spells_learned: AtomicU64,
+    /// What `--quest-chance` bots did.
+    quests: quests::QuestStats,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -374,8 +391,8 @@ async fn enter(
         }
         c.fetch_character(0).await?;
         world = Some(items::ItemWorld::of(&cat));
-    } else if ctx.args.cast_chance > 0.0 {
-        // The ability book (the login "S" blocks).
+    } else if ctx.args.cast_chance > 0.0 || ctx.args.quest_chance > 0.0 {
+        // The ability book and the quest log (the login "S" and "Q" blocks).
         c.fetch_character(0).await?;
     }
     let g = c.start_game(0).await?;
@@ -588,6 +605,18 @@ async fn play(
         }
         b
     });
+    // Quest play (`--quest-chance`), with the actors it already sees.
+    let mut quest = (ctx.args.quest_chance > 0.0
+        && rng.gen_bool(ctx.args.quest_chance.clamp(0.0, 1.0)))
+    .then(|| {
+        let mut q = quests::QuestBot::new(rid, c.quests(), &ctx.stats.quests);
+        for i in &g.packets {
+            if let ServerPacket::NewActor(a) = &i.packet {
+                q.actor_appeared(a);
+            }
+        }
+        q
+    });
     // Made once: a bot loops once per packet received, hundreds of times a second, and a
     // timer made and dropped per loop cost the swarm a sixth of its CPU.
     let measure_from = tokio::time::sleep_until(ctx.measure_from);
@@ -634,6 +663,7 @@ async fn play(
                     && !w.travelling
                     && !npcs.is_empty()
                     && items.as_ref().is_none_or(items::ItemBot::is_idle)
+                    && quest.as_ref().is_none_or(|q| !q.is_busy())
                     && rng.gen_bool(ctx.args.fight_chance.clamp(0.0, 1.0) / 25.0)
                 {
                     // About once every 5 s at the fight chance: pick the nearest NPC.
@@ -671,10 +701,19 @@ async fn play(
                         ctx.stats.casts.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                if let Some(q) = &mut quest
+                    && hunt.is_none()
+                    && warp.is_none()
+                    && !w.travelling
+                    && let Some(to) = q.tick(c, w.pos, &ctx.stats.quests, &ctx.stats.attacks).await?
+                {
+                    w.target = to;
+                }
                 if let Some(b) = &mut items
                     && hunt.is_none()
                     && warp.is_none()
                     && !w.travelling
+                    && quest.as_ref().is_none_or(|q| !q.is_busy())
                     && let Some(to) = b.tick(c, w.pos, ctx.args.input_hz, &mut rng, &ctx.stats.items).await?
                 {
                     w.target = to;
@@ -720,10 +759,19 @@ async fn play(
             }
             r = c.recv() => {
                 let inc = r?;
+                // Script windows are opened and acknowledged as the original client does.
+                if let Some(e) = c.ui_event(&inc.packet)?
+                    && let Some(q) = &mut quest
+                {
+                    q.event(c, &e, &ctx.stats.quests).await?;
+                }
                 match inc.packet {
                     ServerPacket::NewActor(a) => {
                         if a.human == 0 {
                             npcs.insert(a.runtime_id, (a.x, a.z));
+                        }
+                        if let Some(q) = &mut quest {
+                            q.actor_appeared(&a);
                         }
                         if let Some(b) = &mut items {
                             b.actor_appeared(&a);
@@ -732,6 +780,9 @@ async fn play(
                     ServerPacket::ActorGone(a) => {
                         if let Ok(r) = u16::try_from(a.runtime_id) {
                             npcs.remove(&r);
+                            if let Some(q) = &mut quest {
+                                q.actor_gone(r);
+                            }
                             if let Some(b) = &mut items {
                                 b.actor_gone(r);
                             }
@@ -739,6 +790,9 @@ async fn play(
                     }
                     ServerPacket::ActorDead(d) => {
                         npcs.remove(&d.runtime_id);
+                        if let Some(q) = &mut quest {
+                            q.actor_died(d.runtime_id, d.killer, &ctx.stats.quests);
+                        }
                         if let Some(b) = &mut items {
                             b.actor_gone(d.runtime_id);
                         }
@@ -760,6 +814,9 @@ async fn play(
                         }
                         if let Some(b) = &mut items {
                             b.actor_moved(u.runtime_id, u.x, u.z);
+                        }
+                        if let Some(q) = &mut quest {
+                            q.actor_moved(u.runtime_id, u.x, u.z);
                         }
                         if u.runtime_id == rid {
                             last_echo = Instant::now();
@@ -802,6 +859,9 @@ async fn play(
                         }
                         npcs.clear();
                         hunt = None;
+                        if let Some(q) = &mut quest {
+                            q.area_changed();
+                        }
                         if let Some(b) = &mut items {
                             // The SDK forgets the old area's ground items.
                             let _ = c.items_mut().event(ServerPacket::ChangeArea(a.clone()));
@@ -878,11 +938,15 @@ fn latency_json(v: &Mutex<Vec<f64>>) -> serde_json::Value {
 }
 
 fn progress(stats: &Stats, args: &Args) -> String {
-    let items = if args.item_chance > 0.0 {
+    let mut items = if args.item_chance > 0.0 {
         format!(" | {}", stats.items.progress())
     } else {
         String::new()
     };
+    if args.quest_chance > 0.0 {
+        items.push_str(" | ");
+        items.push_str(&stats.quests.progress());
+    }
     format!(
         "bots {}/{} in game, {} failed | moves {} | updates {} | handoffs {}{items}",
         stats.in_game.load(Ordering::Relaxed),
@@ -915,6 +979,9 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     }
     if !(args.cast_chance.is_finite() && (0.0..=1.0).contains(&args.cast_chance)) {
         bail!("--cast-chance must be between 0 and 1");
+    }
+    if !(args.quest_chance.is_finite() && (0.0..=1.0).contains(&args.quest_chance)) {
+        bail!("--quest-chance must be between 0 and 1");
     }
     if !(args.settle.is_finite() && args.settle >= 0.0 && args.settle < args.duration) {
         bail!("--settle must be zero or more seconds, and less than --duration");
@@ -1015,6 +1082,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             "refused_recharging": stats.casts_refused.load(Ordering::Relaxed),
             "effects_added": stats.effects_added.load(Ordering::Relaxed),
         },
+        "quests": stats.quests.json(args.quest_chance),
         "npcs_killed": stats.kills.load(Ordering::Relaxed),
         "xp_gains": stats.xp_gains.load(Ordering::Relaxed),
         "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
