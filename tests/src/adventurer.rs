@@ -209,6 +209,50 @@ impl Adventurer {
         }
     }
 
+    /// Walk to the nearest NPC of `template` and right-click it until its dialog offers
+    /// options; returns the dialog, left waiting for the choice.
+    pub async fn until_options(
+        &mut self,
+        c: &mut Connection,
+        template: u16,
+        within: Duration,
+    ) -> u32 {
+        let deadline = Instant::now() + within;
+        let (rid, pos) = loop {
+            if let Some(n) = self.nearest(template) {
+                break n;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no NPC of template {template} seen"
+            );
+            self.pump(c, Duration::from_millis(200)).await;
+        };
+        self.walk_to(c, (pos.0 + 2.0, pos.1, pos.2)).await;
+        let mut open = None;
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no options offered; lines {:?}",
+                self.lines
+            );
+            if open.is_none() {
+                c.right_click(rid).await.unwrap();
+            }
+            let Ok(e) = tokio::time::timeout(Duration::from_millis(500), c.next_event()).await
+            else {
+                continue;
+            };
+            let e = e.unwrap();
+            self.observe(&e);
+            match e {
+                Event::DialogOpened { dialog, .. } => open = Some(dialog),
+                Event::DialogOptions { dialog, .. } if Some(dialog) == open => return dialog,
+                _ => {}
+            }
+        }
+    }
+
     /// Attack NPCs of `template` until one dies by this player's hand (bounded).
     pub async fn kill_one(&mut self, c: &mut Connection, template: u16, within: Duration) {
         let deadline = Instant::now() + within;

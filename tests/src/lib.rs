@@ -467,6 +467,18 @@ pub async fn next_change_area(
         .map(|i| (i, t.elapsed()))
 }
 
+/// A zone node's `rc_zone_rejections_total{reason=...}` from its admin `/metrics` (blocking:
+/// call it from `spawn_blocking`); panics if the node does not answer or has no such line.
+pub fn zone_rejections(admin: SocketAddr, reason: &str) -> u64 {
+    let (status, m) =
+        multiprocess::http_get(admin, "/metrics").expect("the node's /metrics answers");
+    assert_eq!(status, 200, "{m}");
+    let prefix = format!("rc_zone_rejections_total{{reason=\"{reason}\"}}");
+    m.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str())?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {reason} in /metrics:\n{m}"))
+}
+
 /// Wait (bounded) for a red or other chat line containing `needle`.
 pub async fn chat_containing(c: &mut Connection, needle: &str, within: Duration) -> Option<String> {
     let i = c

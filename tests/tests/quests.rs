@@ -53,32 +53,8 @@ async fn the_demo_quest_plays_through_on_two_nodes() {
     ann.command("setattribute Strength,1000").await.unwrap();
 
     eprintln!("step: a warp to {darkwood_node} in mid-dialog closes the window");
+    let offered = a.until_options(&mut ann, ELDER, LONG).await;
     let deadline = tokio::time::Instant::now() + LONG;
-    let (elder, pos) = loop {
-        if let Some(n) = a.nearest(ELDER) {
-            break n;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no elder seen");
-        a.pump(&mut ann, Duration::from_millis(200)).await;
-    };
-    a.walk_to(&mut ann, (pos.0 + 2.0, pos.1, pos.2)).await;
-    let mut open = None;
-    let offered = loop {
-        assert!(tokio::time::Instant::now() < deadline, "no options offered");
-        if open.is_none() {
-            ann.right_click(elder).await.unwrap();
-        }
-        let Ok(e) = tokio::time::timeout(Duration::from_millis(500), ann.next_event()).await else {
-            continue;
-        };
-        let e = e.unwrap();
-        a.observe(&e);
-        match e {
-            client::Event::DialogOpened { dialog, .. } => open = Some(dialog),
-            client::Event::DialogOptions { dialog, .. } if Some(dialog) == open => break dialog,
-            _ => {}
-        }
-    };
     ann.command("warp Darkwood").await.unwrap();
     let mut closed = false;
     while !(closed && a.area == "Darkwood") {
@@ -297,17 +273,7 @@ async fn the_sample_ratcatcher_quest_plays_through_on_two_nodes() {
 }
 
 fn script_reply_refusals(admin: std::net::SocketAddr) -> u64 {
-    let (status, m) = cluster_tests::multiprocess::http_get(admin, "/metrics")
-        .expect("the node's /metrics answers");
-    assert_eq!(status, 200, "{m}");
-    m.lines()
-        .find_map(|l| {
-            l.strip_prefix("rc_zone_rejections_total{reason=\"script_reply\"}")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no script_reply in /metrics:\n{m}"))
+    cluster_tests::zone_rejections(admin, "script_reply")
 }
 
 /// While the elder's script waits for Ann's choice, a flood of wrong answers (an option it
@@ -330,32 +296,7 @@ async fn wrong_answers_to_a_dialog_are_refused_counted_and_harmless() {
     .await;
     let (mut ann, g) = new_player(c.gw.client_addr, "ann").await;
     let mut a = Adventurer::new(&g);
-    let deadline = tokio::time::Instant::now() + LONG;
-    let (elder, pos) = loop {
-        if let Some(n) = a.nearest(ELDER) {
-            break n;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no elder seen");
-        a.pump(&mut ann, Duration::from_millis(200)).await;
-    };
-    a.walk_to(&mut ann, (pos.0 + 2.0, pos.1, pos.2)).await;
-    let mut open = None;
-    let dialog = loop {
-        assert!(tokio::time::Instant::now() < deadline, "no options offered");
-        if open.is_none() {
-            ann.right_click(elder).await.unwrap();
-        }
-        let Ok(e) = tokio::time::timeout(Duration::from_millis(500), ann.next_event()).await else {
-            continue;
-        };
-        let e = e.unwrap();
-        a.observe(&e);
-        match e {
-            client::Event::DialogOpened { dialog, .. } => open = Some(dialog),
-            client::Event::DialogOptions { dialog, .. } if Some(dialog) == open => break dialog,
-            _ => {}
-        }
-    };
+    let dialog = a.until_options(&mut ann, ELDER, LONG).await;
     let script = ann.ui().dialog(dialog).unwrap().script;
     let base = tokio::task::spawn_blocking(move || script_reply_refusals(admin))
         .await

@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use client::{CloseCode, Connection, Event};
-use cluster_tests::multiprocess::http_get;
 use cluster_tests::{Cluster, WAIT, chat_containing, echo, login_again, new_player};
 use shared::proto::{ActorEffect, ClientPacket, KnownSpellUpdate, SpellUpdate};
 use tokio::time::Instant;
@@ -143,16 +142,7 @@ async fn abilities_are_learned_cast_and_carried_across_nodes() {
 }
 
 fn spell_refusals(admin: std::net::SocketAddr) -> u64 {
-    let (status, m) = http_get(admin, "/metrics").expect("the node's /metrics answers");
-    assert_eq!(status, 200, "{m}");
-    m.lines()
-        .find_map(|l| {
-            l.strip_prefix("rc_zone_rejections_total{reason=\"spell_refused\"}")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no spell_refused in /metrics:\n{m}"))
+    cluster_tests::zone_rejections(admin, "spell_refused")
 }
 
 /// Unknown and unlearned spells, memorising in a world that does not require it, an index

@@ -105,6 +105,14 @@ fn open(h: &mut SimHarness, p: PlayerKey, npc: ActorId) -> u32 {
     }
 }
 
+/// Right-click a `Talk` NPC and answer up to its options (the client's window is 4).
+fn to_options(h: &mut SimHarness, p: PlayerKey, npc: ActorId) -> u32 {
+    let script = open(h, p, npc);
+    reply(h, p, ScriptReply::DialogOpened { script, dialog: 4 });
+    reply(h, p, ScriptReply::TextShown { script });
+    script
+}
+
 #[test]
 fn a_dialog_plays_through_and_only_the_right_answer_resumes_it() {
     let mut h = harness(ZoneConfig::default());
@@ -274,9 +282,7 @@ fn an_unanswered_question_times_out_and_closes_its_window() {
     let mut h = harness(cfg);
     let (ann, _) = h.spawn_player("Ann", 0.0, 0.0);
     let npc = npc_with(&mut h, "Talk");
-    let script = open(&mut h, ann, npc);
-    reply(&mut h, ann, ScriptReply::DialogOpened { script, dialog: 4 });
-    reply(&mut h, ann, ScriptReply::TextShown { script });
+    to_options(&mut h, ann, npc);
     h.clear();
     // Nobody chooses: after the timeout the window closes and the script carries on.
     h.run_ticks(40);
@@ -294,9 +300,7 @@ fn a_warp_closes_the_window_and_the_script_carries_on_at_the_destination() {
     let mut h = harness(ZoneConfig::default());
     let (ann, ann_id) = h.spawn_player("Ann", 0.0, 0.0);
     let npc = npc_with(&mut h, "Talk");
-    let script = open(&mut h, ann, npc);
-    reply(&mut h, ann, ScriptReply::DialogOpened { script, dialog: 4 });
-    reply(&mut h, ann, ScriptReply::TextShown { script });
+    to_options(&mut h, ann, npc);
     // Ann is offered the options and warps away instead.
     let state = h.set_area_out(ann_id, "Elsewhere");
     assert!(dialogs(&h, ann).contains(&DialogS2C::Close { dialog: 4 }));
@@ -531,9 +535,7 @@ fn after_a_node_loss_the_checkpointed_window_is_closed_and_the_script_carries_on
     let mut h = harness(cfg);
     let (ann, _) = h.spawn_player("Ann", 0.0, 0.0);
     let npc = npc_with(&mut h, "Talk");
-    let script = open(&mut h, ann, npc);
-    reply(&mut h, ann, ScriptReply::DialogOpened { script, dialog: 4 });
-    reply(&mut h, ann, ScriptReply::TextShown { script });
+    to_options(&mut h, ann, npc);
     // A periodic checkpoint while the options wait for Ann.
     h.clear();
     h.run_ticks(6);
