@@ -17,6 +17,8 @@ pub struct Adventurer {
     pub at: (f32, f32, f32),
     /// The area it is in.
     pub area: String,
+    /// `P_ChangeArea`s seen (arrivals, and being put back after a node loss).
+    pub arrivals: u32,
     /// Chat lines seen.
     pub chat: Vec<String>,
     /// Dialog lines seen.
@@ -66,9 +68,11 @@ impl Adventurer {
                 self.npcs.remove(runtime_id);
             }
             Event::AreaChanged { area, position, .. } => {
+                // A new area (or the same one rebuilt elsewhere): its actors come anew.
                 self.npcs.clear();
                 self.area.clone_from(area);
                 self.at = *position;
+                self.arrivals += 1;
             }
             Event::Chat { text, .. } => self.chat.push(text.clone()),
             Event::DialogText { text, .. } => self.lines.push(text.clone()),
@@ -293,6 +297,30 @@ impl Adventurer {
                     }
                 }
             }
+        }
+    }
+
+    /// Take events until a chat line containing `needle` (bounded); returns it, and forgets
+    /// every line containing it.
+    pub async fn chat_line(
+        &mut self,
+        c: &mut Connection,
+        needle: &str,
+        within: Duration,
+    ) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.chat.iter().find(|l| l.contains(needle)) {
+                let l = l.clone();
+                self.chat.retain(|x| !x.contains(needle));
+                return l;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no chat line with {needle:?}; saw {:?}",
+                self.chat
+            );
+            self.pump(c, Duration::from_millis(200)).await;
         }
     }
 

@@ -141,6 +141,34 @@ impl Cluster {
         c
     }
 
+    /// One node with its admin endpoint (`/metrics`) on a free loopback port; returns the
+    /// cluster and that address.
+    pub async fn start_with_admin(name: &str) -> (Self, SocketAddr) {
+        let admin = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let admin_s = admin.to_string();
+        let c = Self::start_with_env(
+            name,
+            &[("n1", 64)],
+            &[("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())],
+        )
+        .await;
+        (c, admin)
+    }
+
+    /// A new character `user`, made a DM and logged in again with Strength 1000 (it kills
+    /// NPCs in a blow or two).
+    pub async fn strong_dm(&self, user: &str) -> (Connection, GameStart) {
+        let (conn, _) = new_player(self.gw.client_addr, user).await;
+        conn.close(client::CloseCode::Normal).await;
+        self.make_dm(user);
+        let (mut c, g) = login_again(self.gw.client_addr, user).await;
+        c.command("setattributemax Strength,1000").await.unwrap();
+        c.command("setattribute Strength,1000").await.unwrap();
+        (c, g)
+    }
+
     /// Start a `zone-node run` process with this id (its stderr goes to `<dir>/<id>.log`).
     pub fn spawn_node(&mut self, id: &str) {
         self.spawn_node_with(id, 64);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use client::CloseCode;
 use cluster_tests::adventurer::Adventurer;
-use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir, walk_through};
+use cluster_tests::{Cluster, WAIT, new_player, temp_dir, walk_through};
 
 /// Demo templates: Elder Maren, Goblin Raider.
 const ELDER: u16 = 9;
@@ -44,13 +44,8 @@ async fn the_demo_quest_plays_through_on_two_nodes() {
         .unwrap()
         .clone();
 
-    let (conn, _) = new_player(c.gw.client_addr, "ann").await;
-    conn.close(CloseCode::Normal).await;
-    c.make_dm("ann");
-    let (mut ann, g) = login_again(c.gw.client_addr, "ann").await;
+    let (mut ann, g) = c.strong_dm("ann").await;
     let mut a = Adventurer::new(&g);
-    ann.command("setattributemax Strength,1000").await.unwrap();
-    ann.command("setattribute Strength,1000").await.unwrap();
 
     eprintln!("step: a warp to {darkwood_node} in mid-dialog closes the window");
     let offered = a.until_options(&mut ann, ELDER, LONG).await;
@@ -213,13 +208,8 @@ async fn the_sample_ratcatcher_quest_plays_through_on_two_nodes() {
     let (test_node, _) = c.owner("Test Zone", 0).unwrap();
     assert_ne!(plains_node, test_node);
 
-    let (conn, _) = new_player(c.gw.client_addr, "ann").await;
-    conn.close(CloseCode::Normal).await;
-    c.make_dm("ann");
-    let (mut ann, g) = login_again(c.gw.client_addr, "ann").await;
+    let (mut ann, g) = c.strong_dm("ann").await;
     let mut a = Adventurer::new(&g);
-    ann.command("setattributemax Strength,1000").await.unwrap();
-    ann.command("setattribute Strength,1000").await.unwrap();
 
     eprintln!("step: to Test Zone on {test_node}, talk to the rat catcher, accept");
     ann.command("warp Test Zone").await.unwrap();
@@ -283,17 +273,7 @@ fn script_reply_refusals(admin: std::net::SocketAddr) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_answers_to_a_dialog_are_refused_counted_and_harmless() {
     use shared::proto::{ClientPacket, DialogC2S, ProgressBarC2S, ScriptInputC2S};
-    let admin = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let admin_s = admin.to_string();
-    let c = Cluster::start_with_env(
-        "quests-hostile",
-        &[("n1", 64)],
-        &[("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())],
-    )
-    .await;
+    let (c, admin) = Cluster::start_with_admin("quests-hostile").await;
     let (mut ann, g) = new_player(c.gw.client_addr, "ann").await;
     let mut a = Adventurer::new(&g);
     let dialog = a.until_options(&mut ann, ELDER, LONG).await;

@@ -5,10 +5,9 @@
 //! world's own `Death.rsl` (a `DoEvents` wait, then Health and a warp) runs on a node.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use client::{CloseCode, Connection, Event};
+use client::{CloseCode, Event};
 use cluster_tests::adventurer::Adventurer;
 use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir, walk_through};
 use tokio::time::Instant;
@@ -28,106 +27,6 @@ Function Quest()\r
 \tOutput(Actor(), \"quest: done on \" + ActorZone(Actor()))\r
 End Function\r
 ";
-
-/// The stags a player has seen, kept from its events.
-#[derive(Default)]
-struct Hunter {
-    stags: HashMap<u16, (f32, f32, f32)>,
-    area: String,
-    at: (f32, f32, f32),
-    arrivals: u32,
-    chat: Vec<String>,
-}
-
-impl Hunter {
-    fn observe(&mut self, e: &Event) {
-        match e {
-            Event::ActorAppeared {
-                runtime_id,
-                template_id,
-                position,
-                ..
-            } if *template_id == STAG => {
-                self.stags.insert(*runtime_id, *position);
-            }
-            Event::ActorMoved {
-                runtime_id, x, z, ..
-            } => {
-                if let Some(p) = self.stags.get_mut(runtime_id) {
-                    (p.0, p.2) = (*x, *z);
-                }
-            }
-            Event::ActorGone { runtime_id } | Event::ActorDied { runtime_id, .. } => {
-                self.stags.remove(runtime_id);
-            }
-            Event::AreaChanged { area, position, .. } => {
-                // A new area (or the same one rebuilt elsewhere): its actors come anew.
-                self.stags.clear();
-                self.area.clone_from(area);
-                self.at = *position;
-                self.arrivals += 1;
-            }
-            Event::Chat { text, .. } => self.chat.push(text.clone()),
-            _ => {}
-        }
-    }
-
-    /// Pump events until a chat line containing `needle` (bounded).
-    async fn chat_line(&mut self, c: &mut Connection, needle: &str, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(l) = self.chat.iter().find(|l| l.contains(needle)) {
-                let l = l.clone();
-                self.chat.retain(|x| !x.contains(needle));
-                return l;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "no chat line with {needle:?}; saw {:?}",
-                self.chat
-            );
-            if let Ok(e) = tokio::time::timeout(left, c.next_event()).await {
-                self.observe(&e.expect("the connection is up"));
-            }
-        }
-    }
-
-    /// Attack stags until one dies by this player's hand (bounded).
-    async fn kill_a_stag(&mut self, c: &mut Connection) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut attack = tokio::time::interval(Duration::from_millis(300));
-        let mut target: Option<u16> = None;
-        loop {
-            assert!(
-                Instant::now() < deadline,
-                "no stag killed; seen {:?}",
-                self.stags
-            );
-            tokio::select! {
-                _ = attack.tick() => {
-                    if let Some((&rid, &(x, y, z))) = target
-                        .and_then(|t| self.stags.get_key_value(&t))
-                        .or_else(|| self.stags.iter().next())
-                    {
-                        target = Some(rid);
-                        c.move_to(x + 1.0, y, z, true).unwrap();
-                        self.at = (x + 1.0, y, z);
-                        c.attack(rid).await.unwrap();
-                    }
-                }
-                e = c.next_event() => {
-                    let e = e.unwrap();
-                    let died = matches!(&e, Event::ActorDied { runtime_id, .. } if Some(*runtime_id) == target);
-                    self.observe(&e);
-                    if died {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// The demo world with the quest in its `In-game Commands`, written to a folder.
 fn quest_world(name: &str) -> std::path::PathBuf {
@@ -156,14 +55,7 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
     conn.close(CloseCode::Normal).await;
     c.make_dm("ann");
     let (mut ann, ga) = login_again(c.gw.client_addr, "ann").await;
-    let mut h = Hunter {
-        area: "Meadow".into(),
-        at: (ga.area.x, ga.area.y, ga.area.z),
-        ..Hunter::default()
-    };
-    for i in &ga.packets {
-        h.observe(&Event::from(i.packet.clone()));
-    }
+    let mut h = Adventurer::new(&ga);
     ann.command("setattributemax Strength,1000").await.unwrap();
     ann.command("setattribute Strength,1000").await.unwrap();
 
@@ -172,7 +64,7 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
     h.chat_line(&mut ann, "quest: kill three stags", WAIT).await;
 
     eprintln!("step: the first stag, on {meadow_node}");
-    h.kill_a_stag(&mut ann).await;
+    h.kill_one(&mut ann, STAG, Duration::from_secs(60)).await;
     h.chat_line(&mut ann, "quest: one down", WAIT).await;
 
     eprintln!(
@@ -188,7 +80,7 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
     h.at = walk_through(&mut ann, arrived, to, "Meadow", |e| h.observe(e)).await;
 
     eprintln!("step: the second stag, after the handoffs");
-    h.kill_a_stag(&mut ann).await;
+    h.kill_one(&mut ann, STAG, Duration::from_secs(60)).await;
     h.chat_line(&mut ann, "quest: two down", WAIT).await;
 
     eprintln!("step: a checkpoint, then {meadow_node} dies");
@@ -214,7 +106,7 @@ async fn a_wait_kill_quest_survives_handoffs_and_a_node_loss() {
     assert!(c.owner("Meadow", 0).is_some_and(|(n, _)| n != meadow_node));
 
     eprintln!("step: the third stag, on the survivor");
-    h.kill_a_stag(&mut ann).await;
+    h.kill_one(&mut ann, STAG, Duration::from_secs(60)).await;
     let done = h.chat_line(&mut ann, "quest: done", WAIT).await;
     assert_eq!(done, "quest: done on Meadow");
     ann.close(CloseCode::Normal).await;

@@ -150,17 +150,7 @@ fn spell_refusals(admin: std::net::SocketAddr) -> u64 {
 /// refused (the malformed one dropped by the decoder), counted, and the player plays on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_ability_requests_are_refused_and_counted() {
-    let admin = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let admin_s = admin.to_string();
-    let c = Cluster::start_with_env(
-        "spells-hostile",
-        &[("n1", 64)],
-        &[("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())],
-    )
-    .await;
+    let (c, admin) = Cluster::start_with_admin("spells-hostile").await;
     let (mut ann, g) = new_player(c.gw.client_addr, "ann").await;
     event(
         &mut ann,
