@@ -382,23 +382,7 @@ pub async fn login_again(addr: SocketAddr, user: &str) -> (Connection, GameStart
 /// (`P_FetchCharacter`: the SDK's items, spells and quest log come from its blocks), then
 /// the game.
 pub async fn login_like_client(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let mut c = connect(addr).await;
-        match c.login(user, "secret").await {
-            Ok(_) => {
-                c.fetch_catalogue().await.unwrap();
-                c.fetch_character(0).await.unwrap();
-                if let Ok(g) = c.start_game(0).await {
-                    return (c, g);
-                }
-            }
-            Err(client::LoginError::AlreadyLoggedIn) => {}
-            Err(e) => panic!("login of {user}: {e}"),
-        }
-        assert!(Instant::now() < deadline, "could not log {user} in again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    relogin(addr, user, true, true).await
 }
 
 /// As [`login_again`], fetching the catalogue first when `catalogue` (as Realm Crafter's
@@ -408,6 +392,17 @@ pub async fn login_again_with(
     user: &str,
     catalogue: bool,
 ) -> (Connection, GameStart) {
+    relogin(addr, user, catalogue, false).await
+}
+
+/// Log in until the session is free (a logout may still be in flight), then optionally the
+/// catalogue and the character screen, then the game.
+async fn relogin(
+    addr: SocketAddr,
+    user: &str,
+    catalogue: bool,
+    character: bool,
+) -> (Connection, GameStart) {
     let deadline = Instant::now() + WAIT;
     loop {
         let mut c = connect(addr).await;
@@ -415,6 +410,9 @@ pub async fn login_again_with(
             Ok(_) => {
                 if catalogue {
                     c.fetch_catalogue().await.unwrap();
+                }
+                if character {
+                    c.fetch_character(0).await.unwrap();
                 }
                 if let Ok(g) = c.start_game(0).await {
                     return (c, g);

@@ -16,12 +16,6 @@ use zone_node::sim::testing::{
     SimHarness, content_with_scripts, demo_content, templates, test_content,
 };
 
-const P_DIALOG: u8 = 21;
-const P_QUEST_LOG: u8 = 23;
-const P_PROGRESS_BAR: u8 = 51;
-const P_SCRIPT_INPUT: u8 = 53;
-const P_CHAT: u8 = 16;
-
 const TALK: &[u8] = b"Function Main()\n\
     P = Actor()\n\
     D = OpenDialog(P, ContextActor(), \"Trainer\")\n\
@@ -71,11 +65,24 @@ fn npc_with(h: &mut SimHarness, script: &str) -> ActorId {
     n
 }
 
-fn dialogs(h: &SimHarness, p: PlayerKey) -> Vec<DialogS2C> {
-    h.reliable_of(p, P_DIALOG)
+/// Every packet of one kind sent to `p`, decoded.
+fn sent<P: Packet>(h: &SimHarness, p: PlayerKey) -> Vec<P> {
+    h.reliable_of(p, P::ID)
         .iter()
-        .map(|b| DialogS2C::decode_payload(b, &Default::default()).unwrap())
+        .map(|b| P::decode_payload(b, &Default::default()).unwrap())
         .collect()
+}
+
+fn dialogs(h: &SimHarness, p: PlayerKey) -> Vec<DialogS2C> {
+    sent(h, p)
+}
+
+/// `p` right-clicks `npc` (output cleared first), and its script runs.
+fn click(h: &mut SimHarness, p: PlayerKey, npc: ActorId) {
+    h.clear();
+    let rid = h.actor(npc).rid;
+    h.act(p, PlayerAction::RightClick { target: rid });
+    h.run_ticks(2);
 }
 
 fn reply(h: &mut SimHarness, p: PlayerKey, r: ScriptReply) {
@@ -205,15 +212,8 @@ fn text_input_and_progress_bars() {
     let mut h = harness(ZoneConfig::default());
     let (ann, _) = h.spawn_player("Ann", 0.0, 0.0);
     let npc = npc_with(&mut h, "Ask");
-    h.clear();
-    let rid = h.actor(npc).rid;
-    h.act(ann, PlayerAction::RightClick { target: rid });
-    h.run_ticks(2);
-    let input: Vec<ScriptInputS2C> = h
-        .reliable_of(ann, P_SCRIPT_INPUT)
-        .iter()
-        .map(|b| ScriptInputS2C::decode_payload(b, &Default::default()).unwrap())
-        .collect();
+    click(&mut h, ann, npc);
+    let input: Vec<ScriptInputS2C> = sent(&h, ann);
     let script = match input.as_slice() {
         [i] => {
             assert_eq!((i.kind, i.title.as_bytes()), (1, &b"Name"[..]));
@@ -238,11 +238,7 @@ fn text_input_and_progress_bars() {
         "{:?}",
         h.chat(ann)
     );
-    let bars: Vec<ProgressBarS2C> = h
-        .reliable_of(ann, P_PROGRESS_BAR)
-        .iter()
-        .map(|b| ProgressBarS2C::decode_payload(b, &Default::default()).unwrap())
-        .collect();
+    let bars: Vec<ProgressBarS2C> = sent(&h, ann);
     let script = match bars.as_slice() {
         [
             ProgressBarS2C::Create {
@@ -258,11 +254,7 @@ fn text_input_and_progress_bars() {
     h.clear();
     reply(&mut h, ann, ScriptReply::BarCreated { script, bar: 5 });
     h.tick();
-    let bars: Vec<ProgressBarS2C> = h
-        .reliable_of(ann, P_PROGRESS_BAR)
-        .iter()
-        .map(|b| ProgressBarS2C::decode_payload(b, &Default::default()).unwrap())
-        .collect();
+    let bars: Vec<ProgressBarS2C> = sent(&h, ann);
     assert_eq!(
         bars,
         vec![
@@ -324,15 +316,8 @@ fn the_quest_log_is_kept_sent_and_carried() {
     let mut h = harness(ZoneConfig::default());
     let (ann, ann_id) = h.spawn_player("Ann", 0.0, 0.0);
     let npc = npc_with(&mut h, "Quests");
-    h.clear();
-    let rid = h.actor(npc).rid;
-    h.act(ann, PlayerAction::RightClick { target: rid });
-    h.run_ticks(2);
-    let log: Vec<QuestLog> = h
-        .reliable_of(ann, P_QUEST_LOG)
-        .iter()
-        .map(|b| QuestLog::decode_payload(b, &Default::default()).unwrap())
-        .collect();
+    click(&mut h, ann, npc);
+    let log: Vec<QuestLog> = sent(&h, ann);
     let s = |b: &[u8]| shared::wire::RcString(b.to_vec());
     assert_eq!(
         log,
@@ -364,7 +349,6 @@ fn the_quest_log_is_kept_sent_and_carried() {
     let state = h.set_area_out(ann_id, "Elsewhere");
     assert_eq!(state.quests.len(), 1);
     assert_eq!(state.quests[0].0, "Bears");
-    let _ = P_CHAT;
 }
 
 #[test]
@@ -379,11 +363,7 @@ fn examine_answers_with_the_default_line_and_refuses_far_targets() {
     h.act(ann, PlayerAction::Examine { target: far_rid });
     h.act(ann, PlayerAction::Examine { target: 60_000 });
     h.tick();
-    let lines: Vec<ChatMessageS2C> = h
-        .reliable_of(ann, P_CHAT)
-        .iter()
-        .map(|b| ChatMessageS2C::decode_payload(b, &Default::default()).unwrap())
-        .collect();
+    let lines: Vec<ChatMessageS2C> = sent(&h, ann);
     assert_eq!(lines.len(), 1);
     assert!(lines[0].text.as_bytes().starts_with(b"This is a "));
     assert_eq!(
