@@ -182,7 +182,7 @@ pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, actio
             items::trade::update_trading(st, player, id, slot, amount);
         }
         PlayerAction::TradeWith { target } => items::shop::trade_with(st, player, id, target),
-        PlayerAction::Examine { target } => super::scripts::examine_request(st, player, id, target),
+        PlayerAction::Examine { target } => super::scripts::examine_request(st, id, target),
         PlayerAction::ScriptReply(r) => super::dialogs::on_reply(st, id, r),
         PlayerAction::Jump => jump(st, id),
         PlayerAction::Chat { text } => commands::chat(st, id, &text),

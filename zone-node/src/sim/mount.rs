@@ -14,24 +14,41 @@ use super::state::{ActorId, AiMode, ZoneState};
 /// `InteractDist`: XZ dist² for right-click.
 pub const INTERACT_D2: f32 = 400.0;
 
-/// `P_RightClick` on a target RID.
-pub(crate) fn right_click(st: &mut ZoneState, clicker: ActorId, target: RuntimeId) {
-    let Some(c) = st.get(clicker) else { return };
+/// The actor `target` names, if a player may interact with it (`P_RightClick`,
+/// `P_Examine`, `P_Trade`): another actor of this AreaInstance, not mid-warp, within XZ
+/// dist² `reach_sq`. Otherwise the request is refused and counted (`UnknownTarget`, or
+/// `Invalid` when out of reach).
+pub(crate) fn interact_target(
+    st: &mut ZoneState,
+    who: ActorId,
+    target: RuntimeId,
+    reach_sq: f32,
+) -> Option<ActorId> {
+    let c = st.get(who)?;
     let player = c.player;
     let (cx, cz) = (c.x, c.z);
-    let Some(t) = st.by_rid(target).filter(|t| *t != clicker) else {
+    let Some((t, ta)) = st
+        .by_rid(target)
+        .filter(|t| *t != who)
+        .and_then(|t| st.get(t).map(|a| (t, a)))
+        .filter(|(_, a)| !a.frozen())
+    else {
         st.reject(player, Rejection::UnknownTarget);
-        return;
-    };
-    let Some(ta) = st.get(t).filter(|a| !a.frozen()) else {
-        st.reject(player, Rejection::UnknownTarget);
-        return;
+        return None;
     };
     let (dx, dz) = (ta.x - cx, ta.z - cz);
-    if dx * dx + dz * dz >= INTERACT_D2 {
+    if dx * dx + dz * dz >= reach_sq {
         st.reject(player, Rejection::Invalid);
-        return;
+        return None;
     }
+    Some(t)
+}
+
+/// `P_RightClick` on a target RID.
+pub(crate) fn right_click(st: &mut ZoneState, clicker: ActorId, target: RuntimeId) {
+    let Some(t) = interact_target(st, clicker, target, INTERACT_D2) else {
+        return;
+    };
     // `WaitSpeak`s this click satisfies.
     super::runtime::on_right_click(st, clicker, t);
     let hooks = st.hooks.clone();

@@ -305,26 +305,10 @@ pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
 /// `P_Examine` from a player: the target must be in this AreaInstance (not the player,
 /// not mid-warp) within the interaction distance; otherwise it is refused and counted.
 #[doc(alias = "P_Examine")]
-pub(crate) fn examine_request(
-    st: &mut ZoneState,
-    player: super::events::PlayerKey,
-    id: ActorId,
-    target: super::events::RuntimeId,
-) {
-    use super::events::Rejection;
-    let Some(t) = st.by_rid(target).filter(|t| *t != id) else {
-        st.reject(Some(player), Rejection::UnknownTarget);
-        return;
-    };
-    let (Some(a), Some(b)) = (st.get(id), st.get(t)) else {
-        return;
-    };
-    let (dx, dz) = (a.x - b.x, a.z - b.z);
-    if b.frozen() || dx * dx + dz * dz >= super::mount::INTERACT_D2 {
-        st.reject(Some(player), Rejection::Invalid);
-        return;
+pub(crate) fn examine_request(st: &mut ZoneState, id: ActorId, target: super::events::RuntimeId) {
+    if let Some(t) = super::mount::interact_target(st, id, target, super::mount::INTERACT_D2) {
+        examine(st, id, t);
     }
-    examine(st, id, t);
 }
 
 /// `P_Trade`: `Default.Trade` (the items code calls this).

@@ -277,20 +277,10 @@ fn buy_line(
 /// (counted), nothing said, as V1.
 #[doc(alias = "P_Trade")]
 pub(crate) fn trade_with(st: &mut ZoneState, player: PlayerKey, id: ActorId, target: RuntimeId) {
-    let Some(t) = st.by_rid(target).filter(|t| *t != id) else {
-        st.reject(Some(player), Rejection::UnknownTarget);
+    let Some(t) = crate::sim::mount::interact_target(st, id, target, TRADE_REACH_SQ) else {
         return;
     };
-    let (Some(a), Some(b)) = (st.get(id), st.get(t)) else {
-        return;
-    };
-    let (dx, dz) = (a.x - b.x, a.z - b.z);
-    let target_is_player = b.is_player();
-    let within = dx * dx + dz * dz < TRADE_REACH_SQ;
-    if !within {
-        st.reject(Some(player), Rejection::Invalid);
-        return;
-    }
+    let target_is_player = st.get(t).is_some_and(|b| b.is_player());
     if crate::sim::scripts::trade(st, id, t) {
         return;
     }
