@@ -336,7 +336,11 @@ fn putuint(out: &mut Vec<u8>, n: i32) {
     } else if n < (1 << 14) {
         out.extend_from_slice(&[b(0x80 | (n & 0x7F)), b(n >> 7)]);
     } else {
-        out.extend_from_slice(&[b(0x80 | (n & 0x7F)), b(0x80 | ((n >> 7) & 0x7F)), b(n >> 14)]);
+        out.extend_from_slice(&[
+            b(0x80 | (n & 0x7F)),
+            b(0x80 | ((n >> 7) & 0x7F)),
+            b(n >> 14),
+        ]);
     }
 }
 

@@ -19,7 +19,10 @@ fn close(a: [f32; 3], b: [f32; 3], tol: f32) -> bool {
 fn seed_example_decodes() {
     let d = npos::decode(&SEED).unwrap();
     assert_eq!(d.cn, 1);
-    assert_eq!((d.physstate, d.lifesequence, d.move_, d.strafe), (1, 0, 1, 0));
+    assert_eq!(
+        (d.physstate, d.lifesequence, d.move_, d.strafe),
+        (1, 0, 1, 0)
+    );
     assert!(!d.gameclip);
     assert_eq!(d.feet, [624.6875, 566.375, 444.9375]);
     // 28806 = 6 + 80 * 360: yaw 6, pitch 80 - 90 (the seed's "-9.984" is a misreading).
@@ -35,7 +38,10 @@ fn seed_example_decodes() {
     assert_eq!(d.falling, [0.0, 0.0, -35.0]);
     let w = NposWire::decode(&SEED).unwrap();
     assert_eq!(w.flags(), 16);
-    assert_eq!((w.dir, w.roll, w.vel, w.veldir, w.fall, w.falldir), (28806, 90, 132, 32407, 35, None));
+    assert_eq!(
+        (w.dir, w.roll, w.vel, w.veldir, w.fall, w.falldir),
+        (28806, 90, 132, 32407, 35, None)
+    );
 }
 
 #[test]
@@ -101,13 +107,20 @@ fn own_vector_everything_optional() {
     assert_eq!(bytes, expect);
     let d = npos::decode(&bytes).unwrap();
     assert_eq!(d.cn, 200);
-    assert_eq!((d.physstate, d.lifesequence, d.move_, d.strafe), (2, 1, -1, 1));
+    assert_eq!(
+        (d.physstate, d.lifesequence, d.move_, d.strafe),
+        (2, 1, -1, 1)
+    );
     assert!(d.gameclip);
     assert_eq!(d.feet, [5000.0, -1.0, 16.0]);
     assert_eq!((d.yaw, d.pitch, d.roll), (90.0, 45.0, -31.0));
     assert!(close(d.vel, [0.0, 300.0, 0.0], 1e-3), "{:?}", d.vel);
     let a = 324.0f32.to_radians();
-    assert!(close(d.falling, [-a.sin() * 5.0, a.cos() * 5.0, 0.0], 1e-4), "{:?}", d.falling);
+    assert!(
+        close(d.falling, [-a.sin() * 5.0, a.cos() * 5.0, 0.0], 1e-4),
+        "{:?}",
+        d.falling
+    );
     assert_eq!(NposWire::decode(&bytes).unwrap().encode(), bytes);
 }
 
@@ -123,7 +136,10 @@ fn fall_straight_up_has_direction_and_two_bytes() {
     // flags: fall | fall.2 | falldir = 0x70; feet z = -14 * 16 = -224 → 3 bytes.
     assert_eq!(
         bytes,
-        [4, 0, 0, 0x74, 0, 0, 0, 0, 0x20, 0xFF, 0xFF, 0x90, 0x7E, 90, 0, 0x90, 0x7E, 0x2C, 0x01, 0x20, 0xFD]
+        [
+            4, 0, 0, 0x74, 0, 0, 0, 0, 0x20, 0xFF, 0xFF, 0x90, 0x7E, 90, 0, 0x90, 0x7E, 0x2C, 0x01,
+            0x20, 0xFD
+        ]
     );
     let d = npos::decode(&bytes).unwrap();
     assert_eq!(d.feet, [0.0, 0.0, -14.0]);
@@ -169,7 +185,11 @@ fn quirk_truncation_and_clamps() {
     assert_eq!(w.fall, 0, "a fall slower than 1 is not sent");
     let bytes = p.encode();
     let d = npos::decode(&bytes).unwrap();
-    assert_eq!((d.move_, d.strafe), (-1, -1), "2 & 3 and -2 & 3 are both 0b10");
+    assert_eq!(
+        (d.move_, d.strafe),
+        (-1, -1),
+        "2 & 3 and -2 & 3 are both 0b10"
+    );
     assert_eq!(d.feet, [0.0, -1.0625, 0.0]);
     assert_eq!((d.pitch, d.roll), (90.0, -90.0));
     assert_eq!(d.falling, [0.0; 3]);
@@ -193,7 +213,15 @@ fn quirk_coordinates_wrap_at_24_bits() {
 
 #[test]
 fn cn_is_putuint() {
-    for (cn, len) in [(0, 1), (127, 1), (128, 2), (16383, 2), (16384, 3), (1 << 21, 4), (-1, 4)] {
+    for (cn, len) in [
+        (0, 1),
+        (127, 1),
+        (128, 2),
+        (16383, 2),
+        (16384, 3),
+        (1 << 21, 4),
+        (-1, 4),
+    ] {
         let p = NposPlayer {
             cn,
             ..NposPlayer::default()
@@ -209,9 +237,18 @@ fn cn_is_putuint() {
 fn errors_name_the_offset() {
     assert_eq!(
         npos::decode(&[]),
-        Err(NposError::Truncated { offset: 0, field: "the type byte" })
+        Err(NposError::Truncated {
+            offset: 0,
+            field: "the type byte"
+        })
     );
-    assert_eq!(npos::decode(&[5]), Err(NposError::NotNpos { offset: 0, found: 5 }));
+    assert_eq!(
+        npos::decode(&[5]),
+        Err(NposError::NotNpos {
+            offset: 0,
+            found: 5
+        })
+    );
     for cut in 1..SEED.len() {
         let e = npos::decode(&SEED[..cut]).unwrap_err();
         assert!(matches!(e, NposError::Truncated { .. }));
@@ -219,7 +256,13 @@ fn errors_name_the_offset() {
     }
     let mut long = SEED.to_vec();
     long.extend([4, 0]);
-    assert_eq!(npos::decode(&long), Err(NposError::Trailing { offset: 17, count: 2 }));
+    assert_eq!(
+        npos::decode(&long),
+        Err(NposError::Trailing {
+            offset: 17,
+            count: 2
+        })
+    );
     assert_eq!(NposWire::decode_prefix(&long).unwrap().1, 17);
 }
 
@@ -266,8 +309,8 @@ fn wire_strategy() -> impl Strategy<Value = NposWire> {
         (0..=MAX_DIR, 0u8..=180, any::<u16>(), 0..=MAX_DIR),
         (any::<u16>(), prop::option::of(0..=MAX_DIR)),
     )
-        .prop_map(|(cn, state, gameclip, o, (dir, roll, vel, veldir), (fall, falldir))| {
-            NposWire {
+        .prop_map(
+            |(cn, state, gameclip, o, (dir, roll, vel, veldir), (fall, falldir))| NposWire {
                 cn,
                 state,
                 gameclip,
@@ -278,21 +321,34 @@ fn wire_strategy() -> impl Strategy<Value = NposWire> {
                 veldir,
                 fall,
                 falldir: if fall == 0 { None } else { falldir },
-            }
-        })
+            },
+        )
 }
 
 fn player_strategy() -> impl Strategy<Value = NposPlayer> {
     let v3 = || prop::array::uniform3(-700.0f32..700.0);
     (
-        (any::<i32>(), 0u8..8, any::<i32>(), -1i32..=1, -1i32..=1, any::<bool>()),
+        (
+            any::<i32>(),
+            0u8..8,
+            any::<i32>(),
+            -1i32..=1,
+            -1i32..=1,
+            any::<bool>(),
+        ),
         prop::array::uniform3(-20000.0f32..20000.0),
         0.0f32..20.0,
         (0.0f32..360.0, -90.0f32..=90.0, -90.0f32..=90.0),
         (v3(), v3()),
     )
         .prop_map(
-            |((cn, physstate, lifesequence, move_, strafe, gameclip), o, eyeheight, (yaw, pitch, roll), (vel, falling))| {
+            |(
+                (cn, physstate, lifesequence, move_, strafe, gameclip),
+                o,
+                eyeheight,
+                (yaw, pitch, roll),
+                (vel, falling),
+            )| {
                 NposPlayer {
                     cn: cn >> 4, // putuint carries 28 bits
                     physstate,
@@ -319,7 +375,10 @@ fn len3(v: [f32; 3]) -> f32 {
 fn check_vector(sent: [f32; 3], got: [f32; 3]) -> Result<(), TestCaseError> {
     let m = len3(sent);
     let q = m.trunc();
-    prop_assert!((len3(got) - q).abs() <= 1e-3 + q * 1e-5, "{sent:?} → {got:?}");
+    prop_assert!(
+        (len3(got) - q).abs() <= 1e-3 + q * 1e-5,
+        "{sent:?} → {got:?}"
+    );
     // Whole-degree yaw and pitch (one more degree of pitch for the negative-yaw carry):
     // under 3 degrees of angle, plus the truncated fraction of the magnitude.
     let err = len3([got[0] - sent[0], got[1] - sent[1], got[2] - sent[2]]);
