@@ -451,3 +451,19 @@ proptest! {
         }
     }
 }
+
+/// Found by the fuzz invariant: a fall block with magnitude 0 (which no sender writes) and a
+/// direction; re-encoding drops the block, and both mean "not falling".
+#[test]
+fn zero_fall_block_is_not_canonical_but_means_the_same() {
+    let mut bytes = SEED.to_vec();
+    bytes[3] = 16 | 64; // fall block with direction
+    bytes[16] = 0; // magnitude 0
+    bytes.extend([0x6C, 0xB2]);
+    let w = NposWire::decode(&bytes).unwrap();
+    assert_eq!((w.fall, w.falldir), (0, Some(0xB26C)));
+    let again = w.encode();
+    assert_eq!(again.len(), 16);
+    assert_eq!(npos::decode(&again).unwrap(), w.to_decoded());
+    assert_eq!(w.to_decoded().falling, [0.0; 3]);
+}
