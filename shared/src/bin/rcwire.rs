@@ -76,7 +76,7 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum NposCommand {
     /// Read one JSON object on stdin (`cn`, `physstate`, `lifesequence`, `move`, `strafe`,
-    /// `o` = eye position [x,y,z], `eyeheight` (default 14), `yaw`, `pitch`, `roll`, `vel`,
+    /// `o` = eye position `[x, y, z]`, `eyeheight` (default 14), `yaw`, `pitch`, `roll`, `vel`,
     /// `falling`, `gameclip`; missing fields are 0/false) and print the message as hex, type
     /// byte 4 first.
     Encode,
