@@ -23,6 +23,7 @@ pub mod content;
 pub mod frame;
 pub mod internal;
 pub mod metrics_text;
+#[doc(alias = "N_POS")]
 pub mod npos;
 pub mod proto;
 pub mod settings;

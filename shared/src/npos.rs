@@ -72,7 +72,9 @@
 //!    -2 as 0 (`-2 & 3 = 2` → -1; only -1, 0 and 1 survive). Only the low bit of
 //!    `lifesequence` is sent.
 //! 10. **Out-of-range floats.** C++'s float→int of NaN, infinities or values beyond `i32` is
-//!     undefined; here it saturates (Rust `as`), NaN giving 0.
+//!     undefined; here it saturates (Rust `as`), NaN giving 0. All arithmetic is single
+//!     precision, as Sauerbraten's `float` overloads of `sqrt`, `atan2`, `asin`, `sin`, `cos`
+//!     compute it (a value within one f32 ulp of a whole degree can land on either side).
 //! 11. **Unused direction precision.** Only whole degrees travel; the decoded vectors are
 //!     rebuilt with `sinf`/`cosf` (`vecfromyawpitch`) and are not exactly the sent ones, so
 //!     re-encoding a [`Decoded`] can truncate one unit lower (e.g. `|v|` 131.99998 → 131).
