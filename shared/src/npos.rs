@@ -34,7 +34,7 @@
 //! - `vel`/`fall` are `min(int(|v| * DVELF), 0xFFFF)` with `DVELF = 1`; `veldir`/`falldir`
 //!   pack the vector's yaw and pitch (`vectoyawpitch`) like `dir`.
 //!
-//! # Quirks (all reproduced, none "fixed")
+//! # Quirks (all reproduced, none "fixed"; 11 depends on the compiler)
 //! 1. **`cn` and `flags` are `putuint`, not bytes.** A cn of 128 or more takes 2 bytes (3
 //!    from 16384, 4 from 2^21 or when negative). `flags` is written with `putuint` too, so the
 //!    game-clip bit (0x80) makes the flags field **two bytes** (`0x80 | low7, 0x01`).
@@ -608,7 +608,7 @@ pub struct Decoded {
 
 impl Decoded {
     /// A player with these values and Sauerbraten's default eyeheight 14 (the eye is the
-    /// feet + 14). Re-encoding it is not guaranteed to give the same bytes (quirk 11).
+    /// feet + 14). Re-encoding it is not guaranteed to give the same bytes (quirk 12).
     pub fn to_player(&self) -> NposPlayer {
         let eyeheight = 14.0;
         let [x, y, z] = self.feet;
