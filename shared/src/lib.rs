@@ -13,6 +13,7 @@
 //!   datagram header), pure types and a sans-IO codec.
 //! - [`content`]: the typed `World` (areas, templates, items, factions ...), its loaders
 //!   for Realm Crafter's binary `Server Data` and for the native TOML format.
+//! - [`npos`]: Sauerbraten's `N_POS` position message, bit-exact (encoder and decoder).
 //! - [`settings`]: layered configuration plumbing (file, environment, flags) for the
 //!   binaries.
 #![warn(missing_docs)]
@@ -22,6 +23,8 @@ pub mod content;
 pub mod frame;
 pub mod internal;
 pub mod metrics_text;
+#[doc(alias = "N_POS")]
+pub mod npos;
 pub mod proto;
 pub mod settings;
 pub mod wire;

@@ -207,3 +207,74 @@ fn items_gold_and_trade_golden() {
     round_trip("s2c", "28", "P_CloseTrading");
     round_trip("s2c", "2d0e3200", "P_ItemHealth");
 }
+
+/// The seed's N_POS example, decimal `4 1 17 16 11 39 102 35 207 27 134 112 90 132 151 126 35`.
+const NPOS_SEED: &str = "04 01 11 10 0b27 6623 cf1b 8670 5a 84 977e 23";
+
+#[test]
+fn npos_decode_seed_example() {
+    let v = json(&rcwire(&["npos", "decode", NPOS_SEED], None));
+    assert_eq!(v["cn"], 1);
+    assert_eq!(v["physstate"], 1);
+    assert_eq!(v["lifesequence"], 0);
+    assert_eq!(v["move"], 1);
+    assert_eq!(v["strafe"], 0);
+    assert_eq!(v["gameclip"], false);
+    assert_eq!(v["feet"], serde_json::json!([624.6875, 566.375, 444.9375]));
+    assert_eq!(v["yaw"], 6.0);
+    assert_eq!(v["pitch"], -10.0);
+    assert_eq!(v["roll"], 0.0);
+    assert_eq!(v["falling"], serde_json::json!([0.0, 0.0, -35.0]));
+    assert_eq!(v["vel"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn npos_encode_seed_example_and_defaults() {
+    let player = r#"{"cn": 1, "physstate": 1, "move": 1, "o": [624.6875, 566.375, 458.9375],
+        "yaw": 6.5, "pitch": -9.5, "vel": [-17.29, 131.37, 0], "falling": [0, 0, -35]}"#;
+    let out = rcwire(&["npos", "encode"], Some(player));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        NPOS_SEED.replace(' ', "")
+    );
+    // Missing fields are 0/false, eyeheight 14: the feet are at z = -14 (3 bytes).
+    let out = rcwire(&["npos", "encode"], Some("{}"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "040000040000000020ffff90 7e5a00907e".replace(' ', "")
+    );
+}
+
+#[test]
+fn npos_encode_then_decode_gameclip() {
+    let out = rcwire(
+        &["npos", "encode"],
+        Some(r#"{"cn": 300, "gameclip": true, "eyeheight": 0}"#),
+    );
+    let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // cn 300 and flags 0x80 are both two-byte putuints.
+    assert!(hex.starts_with("04ac02008001"), "{hex}");
+    let v = json(&rcwire(&["npos", "decode", &hex], None));
+    assert_eq!(v["cn"], 300);
+    assert_eq!(v["gameclip"], true);
+}
+
+#[test]
+fn npos_malformed_input_is_one_line() {
+    assert_fails_with_one_line(&rcwire(&["npos", "decode", "0401"], None), "byte offset 2");
+    assert_fails_with_one_line(&rcwire(&["npos", "decode", "05"], None), "not an N_POS");
+    assert_fails_with_one_line(
+        &rcwire(&["npos", "decode", NPOS_SEED, "00"], None),
+        "byte offset 17",
+    );
+    assert_fails_with_one_line(
+        &rcwire(&["npos", "encode"], Some(r#"{"cnn": 1}"#)),
+        "not a Sauerbraten player",
+    );
+    assert_fails_with_one_line(&rcwire(&["npos", "encode"], Some("{")), "not JSON");
+}

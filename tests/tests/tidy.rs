@@ -264,6 +264,7 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("shared/src/frame.rs"),
         root.join("shared/src/proto"),
         root.join("shared/src/proto.rs"),
+        root.join("shared/src/npos.rs"),
         root.join("zone-node/src/sim"),
         root.join("gateway/src/session"),
         root.join("gateway/src/directory.rs"),

@@ -5,6 +5,8 @@
 //! rcwire decode --dir c2s 0e 00 00 20 41 ...      one packet (type byte first) → one JSON object
 //! rcwire encode [--dir c2s] < packet.json         one JSON object → hex
 //! rcwire frames --dir s2c 1700 0e07 ...           [len][type][payload]... → one JSON object per frame
+//! rcwire npos encode < player.json                Sauerbraten player → N_POS message as hex
+//! rcwire npos decode 04 01 11 10 0b 27 ...         N_POS message → one JSON object
 //! ```
 //!
 //! Hex may be split over several arguments and may contain spaces, `:` or a `0x` prefix.
@@ -17,6 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 use shared::frame::{FrameDecoder, split_datagram};
+use shared::npos;
 use shared::proto::{ClientPacket, DecodeCtx, ServerPacket};
 
 /// Decode, encode and split Realm Crafter packets.
@@ -63,6 +66,27 @@ enum Command {
         #[arg(required = true)]
         hex: Vec<String>,
     },
+    /// Sauerbraten's `N_POS` position message (`shared::npos`), bit-exact.
+    Npos {
+        #[command(subcommand)]
+        command: NposCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum NposCommand {
+    /// Read one JSON object on stdin (`cn`, `physstate`, `lifesequence`, `move`, `strafe`,
+    /// `o` = eye position `[x, y, z]`, `eyeheight` (default 14), `yaw`, `pitch`, `roll`, `vel`,
+    /// `falling`, `gameclip`; missing fields are 0/false) and print the message as hex, type
+    /// byte 4 first.
+    Encode,
+    /// Decode one message (type byte 4 first) and print what Sauerbraten's
+    /// `parsepositions` reconstructs as one JSON object.
+    Decode {
+        /// The message as hex, in one or more pieces.
+        #[arg(required = true)]
+        hex: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,17 +129,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             println!("{value}");
         }
         Command::Encode { dir } => {
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
-                .map_err(|e| Failure(format!("cannot read stdin: {e}")))?;
-            let mut value: Value = serde_json::from_str(&input).map_err(|e| {
-                Failure(format!(
-                    "stdin is not JSON: {e} (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ))
-            })?;
+            let mut value = read_json_stdin()?;
             let dir = match (dir, value.get("dir").and_then(Value::as_str)) {
                 (Some(d), _) => d,
                 (None, Some("c2s")) => Dir::C2s,
@@ -150,6 +164,43 @@ fn run(cli: Cli) -> Result<(), Failure> {
             for line in split_frames(dir, datagram, &bytes)? {
                 println!("{line}");
             }
+        }
+        Command::Npos { command } => run_npos(command)?,
+    }
+    Ok(())
+}
+
+fn read_json_stdin() -> Result<Value, Failure> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| Failure(format!("cannot read stdin: {e}")))?;
+    serde_json::from_str(&input).map_err(|e| {
+        Failure(format!(
+            "stdin is not JSON: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+fn run_npos(command: NposCommand) -> Result<(), Failure> {
+    match command {
+        NposCommand::Encode => {
+            let value = read_json_stdin()?;
+            let player: npos::NposPlayer = serde_json::from_value(value)
+                .map_err(|e| Failure(format!("not a Sauerbraten player: {e}")))?;
+            println!("{}", hex::encode(player.encode()));
+        }
+        NposCommand::Decode { hex } => {
+            let bytes = parse_hex(&hex)?;
+            let decoded =
+                npos::decode(&bytes).map_err(|e| Failure(format!("cannot decode N_POS: {e}")))?;
+            // Straight from the struct: fields in the documented order, floats as the
+            // shortest f32 text.
+            let line = serde_json::to_string(&decoded)
+                .map_err(|e| Failure(format!("cannot print the decoded message: {e}")))?;
+            println!("{line}");
         }
     }
     Ok(())
