@@ -1006,51 +1006,7 @@ async fn ui_event_answers_script_windows_for_recv_callers() {
     let script = tokio::spawn(async move {
         let mut p = server.accept().await;
         p.send(ChatMessageS2C::system("before")).await;
-        p.send(ServerPacket::Dialog(DialogS2C::Open {
-            script: 77,
-            context: 12,
-            background: u16::MAX,
-            title: "Elder".into(),
-        }))
-        .await;
-        p.send(ServerPacket::Dialog(DialogS2C::Text {
-            r: 255,
-            g: 255,
-            b: 255,
-            dialog: 1,
-            text: "Will you help?".into(),
-        }))
-        .await;
-        p.send(ServerPacket::Dialog(DialogS2C::Options {
-            dialog: 1,
-            options: vec!["Accept".into(), "Refuse".into()],
-        }))
-        .await;
-        assert_eq!(
-            p.packet().await,
-            ClientPacket::Dialog(DialogC2S::Opened {
-                script: 77,
-                dialog: 1
-            })
-        );
-        assert_eq!(
-            p.packet().await,
-            ClientPacket::Dialog(DialogC2S::TextShown { script: 77 })
-        );
-        assert_eq!(
-            p.packet().await,
-            ClientPacket::Dialog(DialogC2S::Chosen {
-                script: 77,
-                option: 1
-            })
-        );
-        p.send(ServerPacket::QuestLog(QuestLog::New {
-            name: "Goblin Trouble".into(),
-            status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
-        }))
-        .await;
-        p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
-            .await;
+        quest_offer(&mut p, 77, 12, "Elder", "Will you help?").await;
         p.hold_until_closed().await;
     });
     run(script, async {
@@ -1083,6 +1039,51 @@ async fn ui_event_answers_script_windows_for_recv_callers() {
         conn.close(CloseCode::Normal).await;
     })
     .await;
+}
+
+/// The scripted server's quest offer: a dialog for `script` with one line and the options
+/// "Accept,Refuse"; checks that the client opens it (handle 1), acknowledges the line and
+/// chooses 1, then adds "Goblin Trouble" to its quest log and closes the dialog.
+async fn quest_offer(p: &mut Peer, script: u32, context: u16, title: &str, line: &str) {
+    p.send(ServerPacket::Dialog(DialogS2C::Open {
+        script,
+        context,
+        background: u16::MAX,
+        title: title.into(),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Text {
+        r: 255,
+        g: 255,
+        b: 255,
+        dialog: 1,
+        text: line.into(),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Options {
+        dialog: 1,
+        options: vec!["Accept".into(), "Refuse".into()],
+    }))
+    .await;
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::Opened { script, dialog: 1 })
+    );
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::TextShown { script })
+    );
+    assert_eq!(
+        p.packet().await,
+        ClientPacket::Dialog(DialogC2S::Chosen { script, option: 1 })
+    );
+    p.send(ServerPacket::QuestLog(QuestLog::New {
+        name: "Goblin Trouble".into(),
+        status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
+    }))
+    .await;
+    p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
+        .await;
 }
 
 /// Answers the client's `P_FetchCharacter` with a sheet holding these quests.
@@ -1201,51 +1202,7 @@ async fn rcclient_talks_to_an_npc_against_a_scripted_gateway() {
         p.packet().await,
         ClientPacket::RightClick(RightClick { target: 30 })
     );
-    p.send(ServerPacket::Dialog(DialogS2C::Open {
-        script: 5,
-        context: 30,
-        background: u16::MAX,
-        title: "Elder Maren".into(),
-    }))
-    .await;
-    p.send(ServerPacket::Dialog(DialogS2C::Text {
-        r: 255,
-        g: 255,
-        b: 255,
-        dialog: 1,
-        text: "Will you drive them off?".into(),
-    }))
-    .await;
-    p.send(ServerPacket::Dialog(DialogS2C::Options {
-        dialog: 1,
-        options: vec!["Accept".into(), "Refuse".into()],
-    }))
-    .await;
-    assert_eq!(
-        p.packet().await,
-        ClientPacket::Dialog(DialogC2S::Opened {
-            script: 5,
-            dialog: 1
-        })
-    );
-    assert_eq!(
-        p.packet().await,
-        ClientPacket::Dialog(DialogC2S::TextShown { script: 5 })
-    );
-    assert_eq!(
-        p.packet().await,
-        ClientPacket::Dialog(DialogC2S::Chosen {
-            script: 5,
-            option: 1
-        })
-    );
-    p.send(ServerPacket::QuestLog(QuestLog::New {
-        name: "Goblin Trouble".into(),
-        status: RcString(b"\xff\xff\xffKill 2 Goblin Raiders".to_vec()),
-    }))
-    .await;
-    p.send(ServerPacket::Dialog(DialogS2C::Close { dialog: 1 }))
-        .await;
+    quest_offer(&mut p, 5, 30, "Elder Maren", "Will you drive them off?").await;
     assert_eq!(p.client_close_code().await, Some(0));
 
     let out = timeout(WAIT, bin).await.unwrap().unwrap();

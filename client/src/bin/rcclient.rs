@@ -78,17 +78,8 @@ enum Cmd {
     /// Log in, create a character if the account has none, enter the world and walk,
     /// printing every packet, and the quest log at the start and the end.
     Play {
-        /// Account name.
-        user: String,
-        /// Password as typed (its MD5 goes on the wire).
-        password: String,
-        /// Name of the character to create when the account has none (default: the
-        /// account name).
-        #[arg(long, value_name = "NAME")]
-        create_character: Option<String>,
-        /// Which character to play.
-        #[arg(long, default_value_t = 0)]
-        character: u8,
+        #[command(flatten)]
+        player: Player,
         /// How long to walk.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
@@ -105,17 +96,8 @@ enum Cmd {
     /// --choose 1`
     #[command(group(clap::ArgGroup::new("npc").required(true).args(["template", "rid"])))]
     Talk {
-        /// Account name.
-        user: String,
-        /// Password as typed (its MD5 goes on the wire).
-        password: String,
-        /// Name of the character to create when the account has none (default: the
-        /// account name).
-        #[arg(long, value_name = "NAME")]
-        create_character: Option<String>,
-        /// Which character to play.
-        #[arg(long, default_value_t = 0)]
-        character: u8,
+        #[command(flatten)]
+        player: Player,
         /// Talk to the nearest NPC of this actor template in view (the template ids of
         /// `P_NewActor`).
         #[arg(long, value_name = "ID")]
@@ -131,6 +113,22 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         timeout: u64,
     },
+}
+
+/// The account and character `play` and `talk` enter the world with.
+#[derive(Debug, clap::Args)]
+struct Player {
+    /// Account name.
+    user: String,
+    /// Password as typed (its MD5 goes on the wire).
+    password: String,
+    /// Name of the character to create when the account has none (default: the account
+    /// name).
+    #[arg(long, value_name = "NAME")]
+    create_character: Option<String>,
+    /// Which character to play.
+    #[arg(long, default_value_t = 0)]
+    character: u8,
 }
 
 /// Whom `talk` talks to.
@@ -165,8 +163,14 @@ async fn main() -> Result<()> {
 
     let (user, password) = match &cli.cmd {
         Cmd::Login { user, password }
-        | Cmd::Play { user, password, .. }
-        | Cmd::Talk { user, password, .. } => (user, password),
+        | Cmd::Play {
+            player: Player { user, password, .. },
+            ..
+        }
+        | Cmd::Talk {
+            player: Player { user, password, .. },
+            ..
+        } => (user, password),
     };
     if cli.create_account {
         let reply = conn.create_account(user, password, &cli.email).await?;
@@ -181,23 +185,14 @@ async fn main() -> Result<()> {
     let outcome = match cli.cmd {
         Cmd::Login { .. } => Ok(()),
         Cmd::Play {
-            ref user,
-            ref password,
-            ref create_character,
-            character,
+            ref player,
             seconds,
-        } => {
-            let name = create_character.as_deref().unwrap_or(user);
-            match enter(&mut conn, user, password, &characters, name, character).await {
-                Ok(start) => play(&mut conn, &start, Duration::from_secs(seconds)).await,
-                Err(e) => Err(e),
-            }
-        }
+        } => match enter(&mut conn, player, &characters).await {
+            Ok(start) => play(&mut conn, &start, Duration::from_secs(seconds)).await,
+            Err(e) => Err(e),
+        },
         Cmd::Talk {
-            ref user,
-            ref password,
-            ref create_character,
-            character,
+            ref player,
             template,
             rid,
             ref choices,
@@ -208,8 +203,7 @@ async fn main() -> Result<()> {
                 (Some(t), None) => Npc::Template(t),
                 (None, None) => bail!("say whom to talk to: --template ID or --rid RID"),
             };
-            let name = create_character.as_deref().unwrap_or(user);
-            match enter(&mut conn, user, password, &characters, name, character).await {
+            match enter(&mut conn, player, &characters).await {
                 Ok(start) => {
                     let choices = choices.iter().copied().collect();
                     talk(
@@ -229,17 +223,23 @@ async fn main() -> Result<()> {
     outcome
 }
 
-/// Enters the world: fetches the catalogue, creates a character named `name` from the
+/// Enters the world: fetches the catalogue, creates a character (named by
+/// `--create-character`, else the account name) from the
 /// first playable template when the account has none (and logs in again), fetches the
 /// character sheet (the quest log, the items) and starts the game with `character`.
 async fn enter(
     conn: &mut Connection,
-    user: &str,
-    password: &str,
+    player: &Player,
     characters: &[CharacterSummary],
-    name: &str,
-    character: u8,
 ) -> Result<GameStart> {
+    let Player {
+        user,
+        password,
+        character,
+        ..
+    } = player;
+    let character = *character;
+    let name = player.create_character.as_deref().unwrap_or(user);
     let catalogue = conn
         .fetch_catalogue()
         .await
