@@ -13,12 +13,16 @@
 //!   datagram header), pure types and a sans-IO codec.
 //! - [`content`]: the typed `World` (areas, templates, items, factions ...), its loaders
 //!   for Realm Crafter's binary `Server Data` and for the native TOML format.
+//! - [`compact`]: the compact position profile (`rc-compact/1`): quantised, delta-coded
+//!   `P_StandardUpdate` datagrams, sans-IO encoder and decoder.
 //! - [`npos`]: Sauerbraten's `N_POS` position message, bit-exact (encoder and decoder).
 //! - [`settings`]: layered configuration plumbing (file, environment, flags) for the
 //!   binaries.
 #![warn(missing_docs)]
 
 pub mod clock;
+#[doc(alias = "rc-compact/1")]
+pub mod compact;
 pub mod content;
 pub mod frame;
 pub mod internal;
