@@ -164,7 +164,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     tracing::info!(sha256 = %fingerprint, created, "client certificate");
     let client_cfg = tls::server_config(
         &identity,
-        b"rc/1",
+        &[b"rc/1", shared::compact::ALPN],
         Limits {
             idle: cfg.idle_timeout(),
             bidi_streams: 1,
@@ -176,7 +176,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let internal_fp = internal_identity.fingerprint();
     let internal_cfg = tls::server_config(
         &internal_identity,
-        shared::internal::ALPN,
+        &[shared::internal::ALPN],
         Limits {
             idle: Duration::from_millis(cfg.node_timeout_ms.max(2_000)),
             bidi_streams: 1,
@@ -470,6 +470,38 @@ impl AdminSource for Admin {
             "Client datagrams dropped.",
             &m.bad_datagrams,
         );
+        c(
+            &mut t,
+            "rc_gateway_compact_sessions_total",
+            "Client connections that negotiated the compact profile (rc-compact/1).",
+            &m.compact_sessions,
+        );
+        c(
+            &mut t,
+            "rc_gateway_compact_bad_input_total",
+            "Compact client datagrams refused by the decoder (also in rc_gateway_bad_datagrams_total).",
+            &m.compact_bad_input,
+        );
+        c(
+            &mut t,
+            "rc_gateway_compact_unknown_acks_total",
+            "Compact acknowledgements of a tick never sent or already forgotten (ignored).",
+            &m.compact_unknown_acks,
+        );
+        c(
+            &mut t,
+            "rc_gateway_compact_entries_dropped_total",
+            "Snapshot entries left out of a compact tick (it needed more than 16 datagrams).",
+            &m.compact_entries_dropped,
+        );
+        for (base, x) in [("delta", &m.compact_ticks_delta), ("full", &m.compact_ticks_full)] {
+            t.counter_with(
+                "rc_gateway_compact_ticks_total",
+                "Broadcast ticks sent on the compact profile, by coding (against an acknowledged tick, or full).",
+                &[("coding", base)],
+                Metrics::get(x),
+            );
+        }
         c(
             &mut t,
             "rc_gateway_datagrams_up_total",

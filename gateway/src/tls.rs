@@ -199,10 +199,10 @@ impl PeerAcks {
     }
 }
 
-/// A quinn server configuration for `alpn` with `identity`.
+/// A quinn server configuration offering `alpns` (in order of preference) with `identity`.
 pub fn server_config(
     identity: &Identity,
-    alpn: &[u8],
+    alpns: &[&[u8]],
     limits: Limits,
 ) -> Result<quinn::ServerConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -212,7 +212,7 @@ pub fn server_config(
         .with_no_client_auth()
         .with_single_cert(identity.chain.clone(), identity.key.clone_key())
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    tls.alpn_protocols = vec![alpn.to_vec()];
+    tls.alpn_protocols = alpns.iter().map(|a| a.to_vec()).collect();
     tls.max_early_data_size = 0;
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| TlsError::Config(e.to_string()))?;

@@ -81,6 +81,9 @@ pub struct ClientHandle {
     pub tx: mpsc::Sender<ClientOut>,
     /// Its connection (datagrams are sent on it directly).
     pub conn: quinn::Connection,
+    /// The compact profile's encoder when the client negotiated `rc-compact/1` (its
+    /// position datagrams are transcoded here, at the edge; the zones speak rc/1 only).
+    pub compact: Option<Arc<Mutex<shared::compact::DownEncoder>>>,
 }
 
 impl ClientHandle {
@@ -235,6 +238,18 @@ pub struct Metrics {
     pub bad_datagrams: AtomicU64,
     /// Client datagrams forwarded to zone nodes.
     pub datagrams_up: AtomicU64,
+    /// Connections that negotiated the compact profile (`rc-compact/1`).
+    pub compact_sessions: AtomicU64,
+    /// Compact client datagrams refused by the decoder (garbage, truncated, out of range).
+    pub compact_bad_input: AtomicU64,
+    /// Compact acknowledgements of a tick never sent or forgotten (ignored).
+    pub compact_unknown_acks: AtomicU64,
+    /// Compact ticks coded against an acknowledged base.
+    pub compact_ticks_delta: AtomicU64,
+    /// Compact ticks coded as full entries (no acknowledged base).
+    pub compact_ticks_full: AtomicU64,
+    /// Snapshot entries left out of a compact tick (more than 16 datagrams).
+    pub compact_entries_dropped: AtomicU64,
     /// Zone datagrams forwarded to clients.
     pub datagrams_down: AtomicU64,
     /// Zone datagrams not sent or lost on a client connection (too large for its path,

@@ -76,6 +76,15 @@ struct Conn {
     /// The account name last recorded on `login` (recorded again only when it changes:
     /// each record adds the field once more to the log line).
     login_account: Vec<u8>,
+    /// The compact profile's encoder (shared with the broadcast fan-out), when negotiated.
+    compact: Option<Arc<std::sync::Mutex<shared::compact::DownEncoder>>>,
+}
+
+/// The ALPN the client negotiated.
+fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
+    conn.handshake_data()
+        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|d| d.protocol)
 }
 
 /// Fill `buf` from the operating system's CSPRNG.
@@ -125,11 +134,21 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         }
     };
     let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
+    let compact = negotiated(&conn).as_deref() == Some(shared::compact::ALPN);
+    if compact {
+        Metrics::inc(&shared.metrics.compact_sessions);
+    }
+    let compact = compact.then(|| {
+        Arc::new(std::sync::Mutex::new(
+            shared::compact::DownEncoder::default(),
+        ))
+    });
     shared.clients.insert(
         session_id,
         ClientHandle {
             tx,
             conn: conn.clone(),
+            compact: compact.clone(),
         },
     );
     tracing::debug!("client connected");
@@ -146,6 +165,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         rng: os_rng(),
         login: Some(login),
         login_account: Vec::new(),
+        compact,
     };
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
@@ -456,8 +476,10 @@ impl Conn {
         peer_key(self.conn.remote_address())
     }
 
-    /// A client datagram: only well-formed `P_StandardUpdate` frames, only in game; then
-    /// `[session][frames]` to the zone node without a per-datagram allocation.
+    /// A client datagram: only well-formed `P_StandardUpdate` frames (or, on a compact
+    /// connection, a well-formed compact input or ack, transcoded to the rc/1 frame), only
+    /// in game; then `[session][frames]` to the zone node without a per-datagram
+    /// allocation.
     fn datagram(&mut self, d: Bytes) {
         let m = &self.shared.metrics;
         Metrics::add(&m.bytes_up_datagram, d.len());
@@ -465,6 +487,13 @@ impl Conn {
             Metrics::inc(&m.bad_datagrams);
             return;
         }
+        let d = match &self.compact {
+            None => d,
+            Some(enc) => match self.compact_input(enc, &d) {
+                Some(frame) => frame,
+                None => return,
+            },
+        };
         let ok = split_datagram(&d, Some(ids::P_STANDARD_UPDATE)).is_ok();
         if !ok {
             Metrics::inc(&m.bad_datagrams);
@@ -487,6 +516,38 @@ impl Conn {
         } else {
             Metrics::inc(&m.bad_datagrams);
         }
+    }
+}
+
+impl Conn {
+    /// A compact client datagram: applies its acknowledgement and returns the rc/1
+    /// `P_StandardUpdate` frame of its input, if it has one.
+    fn compact_input(
+        &self,
+        enc: &std::sync::Mutex<shared::compact::DownEncoder>,
+        d: &[u8],
+    ) -> Option<Bytes> {
+        use shared::compact::{AckOutcome, Upstream, decode_upstream};
+        let m = &self.shared.metrics;
+        let (ack, input) = match decode_upstream(d) {
+            Ok(Upstream::Input { ack, input }) => (ack, Some(input)),
+            Ok(Upstream::Ack(a)) => (Some(a), None),
+            Err(e) => {
+                Metrics::inc(&m.bad_datagrams);
+                Metrics::inc(&m.compact_bad_input);
+                tracing::debug!(error = %e, "dropped a malformed compact datagram");
+                return None;
+            }
+        };
+        if let Some(a) = ack
+            && let Ok(mut enc) = enc.lock()
+            && enc.on_ack(a) == AckOutcome::Unknown
+        {
+            Metrics::inc(&m.compact_unknown_acks);
+        }
+        let mut frame = Vec::with_capacity(25);
+        input?.to_update().write_frame(&mut frame);
+        Some(Bytes::from(frame))
     }
 }
 

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use shared::frame::split_datagram;
+use shared::proto::{StandardUpdateS2C, ids};
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
 use shared::internal::fanout::Broadcast;
 use shared::internal::handshake::{GatewayHandshake, Step};
@@ -16,7 +18,8 @@ use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, R
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use crate::hub::{HubEvent, Metrics, NodeLink, Shared};
+use crate::hub::{ClientHandle, HubEvent, Metrics, NodeLink, Shared};
+use shared::internal::SessionId;
 use crate::net::client::fill_random;
 
 /// Time a node has to complete the handshake.
@@ -211,8 +214,13 @@ async fn refuse_datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
 /// only for sessions the sending node hosts (fencing: a node that lost its players cannot
 /// reach them). A datagram that does not fit the client's path, or for which quinn would
 /// have to drop an older queued one, is counted as dropped.
+///
+/// A client on the compact profile gets its tick transcoded instead: its datagrams' updates
+/// are gathered and coded by its [`DownEncoder`](shared::compact::DownEncoder) (see
+/// [`send_compact`]).
 #[doc(alias = "P_StandardUpdate")]
 fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
+    let mut tick: Option<(SessionId, ClientHandle, Vec<StandardUpdateS2C>)> = None;
     for d in &b.datagrams {
         if !shared.routed_to(d.session, conn_id) {
             Metrics::inc(&shared.metrics.fenced);
@@ -222,6 +230,23 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             Metrics::inc(&shared.metrics.datagrams_unroutable);
             continue;
         };
+        if c.compact.is_some() {
+            if tick.as_ref().is_some_and(|(s, _, _)| *s != d.session)
+                && let Some((_, h, ups)) = tick.take()
+            {
+                send_compact(shared, &h, &ups);
+            }
+            let (_, _, ups) =
+                tick.get_or_insert_with(|| (d.session, c.clone(), Vec::with_capacity(64)));
+            match b.gather(d, usize::MAX, buf) {
+                Ok(bytes) => collect_updates(&bytes, ups),
+                Err(e) => {
+                    Metrics::inc(&shared.metrics.datagrams_down_dropped);
+                    tracing::debug!(session = d.session, error = %e, "broadcast datagram not gathered");
+                }
+            }
+            continue;
+        }
         let max = c.conn.max_datagram_size().unwrap_or(0);
         let bytes = match b.gather(d, max, buf) {
             Ok(bytes) => bytes,
@@ -244,6 +269,56 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             Err(e) => {
                 Metrics::inc(&shared.metrics.datagrams_down_dropped);
                 tracing::debug!(session = d.session, error = %e, "datagram to the client dropped");
+            }
+        }
+    }
+    if let Some((_, h, ups)) = tick {
+        send_compact(shared, &h, &ups);
+    }
+}
+
+/// The `P_StandardUpdate`s of gathered rc/1 frames (the zone's own output; anything that
+/// does not parse is skipped).
+fn collect_updates(bytes: &[u8], out: &mut Vec<StandardUpdateS2C>) {
+    let Ok(frames) = split_datagram(bytes, Some(ids::P_STANDARD_UPDATE)) else {
+        return;
+    };
+    out.extend(frames.filter_map(|f| StandardUpdateS2C::decode_fast(f.payload).ok()));
+}
+
+/// One broadcast tick to a compact client: coded against its newest acknowledged tick and
+/// sent as one or more datagrams.
+#[doc(alias = "rc-compact/1")]
+fn send_compact(shared: &Shared, c: &ClientHandle, ups: &[StandardUpdateS2C]) {
+    let Some(enc) = &c.compact else { return };
+    let m = &shared.metrics;
+    let max = c.conn.max_datagram_size().unwrap_or(0);
+    let out = match enc.lock() {
+        Ok(mut e) => e.encode(ups, max),
+        Err(_) => return,
+    };
+    if out.datagrams.is_empty() {
+        return;
+    }
+    Metrics::inc(if out.base.is_some() {
+        &m.compact_ticks_delta
+    } else {
+        &m.compact_ticks_full
+    });
+    Metrics::add(&m.compact_entries_dropped, out.dropped);
+    for d in out.datagrams {
+        let len = d.len();
+        if c.conn.datagram_send_buffer_space() < len {
+            Metrics::inc(&m.datagrams_down_dropped);
+        }
+        match c.conn.send_datagram(Bytes::from(d)) {
+            Ok(()) => {
+                Metrics::inc(&m.datagrams_down);
+                Metrics::add(&m.bytes_down_datagram, len);
+            }
+            Err(e) => {
+                Metrics::inc(&m.datagrams_down_dropped);
+                tracing::debug!(error = %e, "compact datagram to the client dropped");
             }
         }
     }
