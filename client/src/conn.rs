@@ -93,6 +93,71 @@ impl Incoming {
     }
 }
 
+/// Which position encoding the connection speaks (transport.md; docs/protocol.md, "The
+/// compact profile"). Every other packet is Realm Crafter's in both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// ALPN `rc/1`: `P_StandardUpdate` frames byte for byte in datagrams.
+    #[default]
+    Rc,
+    /// ALPN `rc-compact/1`: quantised, delta-coded position datagrams. The connection
+    /// decodes them back into `P_StandardUpdate` packets (positions within 1/16 unit) and
+    /// acknowledges the ticks it receives, so callers see the same packets as on `rc/1`.
+    #[doc(alias = "rc-compact/1")]
+    Compact,
+}
+
+impl Profile {
+    /// The ALPN protocol id.
+    pub fn alpn(self) -> &'static [u8] {
+        match self {
+            Self::Rc => ALPN,
+            Self::Compact => shared::compact::ALPN,
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rc" | "rc/1" => Ok(Self::Rc),
+            "compact" | "rc-compact/1" => Ok(Self::Compact),
+            _ => Err(format!("unknown profile {s:?} (rc or compact)")),
+        }
+    }
+}
+
+/// An idle compact client acknowledges its newest whole tick at least this often (an
+/// ack-only datagram when no position update carried it).
+const COMPACT_ACK_EVERY: Duration = Duration::from_millis(250);
+
+/// The compact profile's client state.
+#[derive(Debug, Default)]
+struct CompactState {
+    dec: shared::compact::DownDecoder,
+    /// When a datagram carrying an acknowledgement last went out, and which tick (a lock
+    /// so that [`Connection::send_update`] can take `&self`).
+    last_ack: std::sync::Mutex<Option<(Instant, Option<u16>)>>,
+}
+
+impl CompactState {
+    fn sent_ack(&self, ack: Option<u16>) {
+        if let Ok(mut l) = self.last_ack.lock() {
+            *l = Some((Instant::now(), ack));
+        }
+    }
+
+    /// Whether an ack-only datagram is due for `ack`.
+    fn ack_due(&self, ack: Option<u16>) -> bool {
+        match self.last_ack.lock().map(|l| *l) {
+            Ok(None) => true,
+            Ok(Some((at, sent))) => sent != ack && at.elapsed() >= COMPACT_ACK_EVERY,
+            Err(_) => false,
+        }
+    }
+}
+
 /// Connection settings. Build with [`ConnectOptions::new`] and change the fields.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -116,6 +181,8 @@ pub struct ConnectOptions {
     /// Connect from this endpoint instead of binding a new UDP socket (share one socket
     /// between many connections, e.g. a bot swarm).
     pub endpoint: Option<quinn::Endpoint>,
+    /// The position profile. Default [`Profile::Rc`].
+    pub profile: Profile,
 }
 
 impl ConnectOptions {
@@ -130,6 +197,7 @@ impl ConnectOptions {
             send_new_client: true,
             max_frame_len: MAX_FRAME_LEN,
             endpoint: None,
+            profile: Profile::Rc,
         }
     }
 }
@@ -142,10 +210,25 @@ pub struct ConnectionStats {
     /// Datagrams received, dropped ones included.
     pub datagrams_received: u64,
     /// Datagrams dropped whole: frames not parsing exactly to the end, a type other than
-    /// 14, or a `P_StandardUpdate` that does not decode.
+    /// 14, or a `P_StandardUpdate` that does not decode; on the compact profile, a
+    /// datagram the decoder refused (see [`compact_refused`](Self::compact_refused)).
     pub datagrams_dropped: u64,
+    /// Compact datagrams refused, by why: stale (older than one already received),
+    /// against a base this client does not have, or malformed.
+    pub compact_refused: CompactRefused,
     /// Stream packets that did not decode (returned as [`ClientError::Decode`]).
     pub undecodable_packets: u64,
+}
+
+/// Compact datagrams refused by the client's decoder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactRefused {
+    /// Older than a tick already received (reordered).
+    pub stale: u64,
+    /// Coded against a tick this client did not receive whole.
+    pub unknown_base: u64,
+    /// Anything else (garbage, truncated, out of range).
+    pub malformed: u64,
 }
 
 /// One connection to the gateway.
@@ -191,6 +274,8 @@ pub struct Connection {
     pub(crate) clock: Option<crate::clock::SdkClock>,
     /// The script windows and the quest log.
     pub(crate) ui: crate::ui::Ui,
+    /// The compact profile's state, when negotiated.
+    compact: Option<CompactState>,
 }
 
 impl Connection {
@@ -216,7 +301,8 @@ impl Connection {
         if matches!(opts.verify, Verify::Insecure) {
             tracing::warn!(%addr, "server certificate verification is off (development mode)");
         }
-        let (tls, fingerprint) = tls_config(&opts.verify)?;
+        let (mut tls, fingerprint) = tls_config(&opts.verify)?;
+        tls.alpn_protocols = vec![opts.profile.alpn().to_vec()];
         let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| ClientError::Config(e.to_string()))?;
         let mut config = quinn::ClientConfig::new(Arc::new(quic));
@@ -263,7 +349,7 @@ impl Connection {
             .handshake_data()
             .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
             .and_then(|d| d.protocol);
-        if alpn.as_deref() != Some(ALPN) {
+        if alpn.as_deref() != Some(opts.profile.alpn()) {
             conn.close(CloseCode::ProtocolViolation.varint(), b"ALPN");
             return Err(ClientError::Alpn(
                 alpn.map(|p| String::from_utf8_lossy(&p).into_owned()),
@@ -292,6 +378,7 @@ impl Connection {
             spells: crate::spells::Spellbook::default(),
             clock: None,
             ui: crate::ui::Ui::default(),
+            compact: (opts.profile == Profile::Compact).then(CompactState::default),
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;
@@ -359,14 +446,35 @@ impl Connection {
             .map_err(|e| ClientError::Stream(e.to_string()))
     }
 
-    /// Sends `P_StandardUpdate` as a QUIC datagram holding exactly one frame (25 bytes).
-    /// Datagrams are unreliable: when the send buffer is full the oldest queued one is
-    /// dropped, which is what a position update wants.
+    /// Sends `P_StandardUpdate` as a QUIC datagram holding exactly one frame (25 bytes);
+    /// on the compact profile as a compact input datagram carrying the newest tick received
+    /// whole. Datagrams are unreliable: when the send buffer is full the oldest queued one
+    /// is dropped, which is what a position update wants.
     #[doc(alias = "P_StandardUpdate")]
     pub fn send_update(&self, update: &StandardUpdateC2S) -> Result<(), ClientError> {
         let mut buf = Vec::with_capacity(25);
-        update.write_frame(&mut buf);
+        match &self.compact {
+            None => update.write_frame(&mut buf),
+            Some(c) => {
+                let ack = c.dec.ack();
+                shared::compact::encode_input(
+                    &shared::compact::QInput::from_update(update),
+                    ack,
+                    &mut buf,
+                );
+                c.sent_ack(ack);
+            }
+        }
         self.send_raw_datagram(buf)
+    }
+
+    /// The position profile this connection speaks.
+    pub fn profile(&self) -> Profile {
+        if self.compact.is_some() {
+            Profile::Compact
+        } else {
+            Profile::Rc
+        }
     }
 
     /// Sends a datagram with these exact bytes (for tests: batches, other types, garbage).
@@ -534,6 +642,10 @@ impl Connection {
 
     fn on_datagram(&mut self, datagram: Bytes) {
         self.stats.datagrams_received += 1;
+        if self.compact.is_some() {
+            self.on_compact_datagram(&datagram);
+            return;
+        }
         let frames = match split_datagram(&datagram, Some(ids::P_STANDARD_UPDATE)) {
             Ok(f) => f,
             Err(e) => {
@@ -557,6 +669,40 @@ impl Connection {
             }
         }
         self.ready.extend(packets);
+    }
+
+    /// A compact snapshot part: its entries become `P_StandardUpdate` packets; a new whole
+    /// tick is acknowledged with an ack-only datagram when no position update carried an
+    /// acknowledgement for [`COMPACT_ACK_EVERY`].
+    fn on_compact_datagram(&mut self, datagram: &[u8]) {
+        use shared::compact::CompactError as E;
+        let Some(c) = &mut self.compact else { return };
+        match c.dec.on_datagram(datagram) {
+            Ok(entries) => {
+                self.ready.extend(entries.iter().map(|e| Incoming {
+                    packet: ServerPacket::StandardUpdate(e.to_update()),
+                    channel: Channel::Datagram,
+                }));
+            }
+            Err(e) => {
+                self.stats.datagrams_dropped += 1;
+                let r = &mut self.stats.compact_refused;
+                match e {
+                    E::Stale(_) | E::Part => r.stale += 1,
+                    E::UnknownBase(_) => r.unknown_base += 1,
+                    _ => r.malformed += 1,
+                }
+                tracing::debug!(error = %e, "dropped a compact datagram");
+                return;
+            }
+        }
+        let ack = c.dec.ack();
+        if let (true, Some(a)) = (c.ack_due(ack), ack) {
+            c.sent_ack(ack);
+            let mut buf = Vec::with_capacity(3);
+            shared::compact::encode_ack(a, &mut buf);
+            let _ = self.send_raw_datagram(buf);
+        }
     }
 
     // ---------------------------------------------------------------------------------

@@ -173,8 +173,8 @@ pub enum ClientError {
         /// The fingerprint of the certificate the server showed.
         got: [u8; 32],
     },
-    /// The server did not negotiate ALPN `rc/1`.
-    #[error("the server negotiated ALPN {0:?}, not \"rc/1\"")]
+    /// The server did not negotiate the ALPN asked for (`rc/1` or `rc-compact/1`).
+    #[error("the server negotiated ALPN {0:?}, not the profile asked for")]
     Alpn(Option<String>),
     /// The connection is closed; the reason says who closed it and with which code.
     #[error("connection {0}")]

@@ -99,8 +99,8 @@ pub mod verify;
 
 pub use clock::SdkClock;
 pub use conn::{
-    Channel, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming, SOCKET_BUFFER,
-    client_endpoint,
+    Channel, CompactRefused, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming,
+    Profile, SOCKET_BUFFER, client_endpoint,
 };
 pub use error::{ClientError, CloseCode, CloseReason};
 pub use event::Event;

@@ -164,6 +164,10 @@ struct Args {
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Position profile: `rc` (ALPN rc/1, Realm Crafter's `P_StandardUpdate` byte for byte)
+    /// or `compact` (ALPN rc-compact/1, quantised delta-coded positions).
+    #[arg(long, default_value = "rc")]
+    profile: client::Profile,
 }
 
 /// What every bot adds to.
@@ -185,6 +189,15 @@ struct Stats {
     server_moves: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
+    /// Datagrams the bots' connections dropped (malformed, or refused by the compact
+    /// decoder).
+    datagrams_dropped: AtomicU64,
+    /// Compact datagrams refused as stale.
+    compact_stale: AtomicU64,
+    /// Compact datagrams refused: coded against a tick the bot does not have.
+    compact_unknown_base: AtomicU64,
+    /// Compact datagrams refused as malformed.
+    compact_malformed: AtomicU64,
     packets_up: AtomicU64,
     packets_down: AtomicU64,
     /// QUIC ACK frames the bots sent (on their own packets or riding a move).
@@ -362,6 +375,7 @@ async fn enter(
     let mut opts = ConnectOptions::new(verify);
     opts.endpoint = Some(ctx.endpoint.clone());
     opts.reply_timeout = Duration::from_secs(30);
+    opts.profile = ctx.args.profile;
     let mut c = Connection::connect_with(ctx.args.gateway, "localhost", opts).await?;
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
     let password = "swarm";
@@ -427,6 +441,16 @@ async fn bot(ctx: BotCtx) {
         add(&ctx.stats.packets_down, now.packets_down, base.packets_down);
         add(&ctx.stats.acks_up, now.acks_up, base.acks_up);
     }
+    let s = c.stats();
+    let st = &ctx.stats;
+    st.datagrams_dropped
+        .fetch_add(s.datagrams_dropped, Ordering::Relaxed);
+    st.compact_stale
+        .fetch_add(s.compact_refused.stale, Ordering::Relaxed);
+    st.compact_unknown_base
+        .fetch_add(s.compact_refused.unknown_base, Ordering::Relaxed);
+    st.compact_malformed
+        .fetch_add(s.compact_refused.malformed, Ordering::Relaxed);
     c.close(CloseCode::Normal).await;
 }
 
@@ -1054,6 +1078,11 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let in_game = stats.in_game.load(Ordering::Relaxed).max(1) as f64;
     let per_bot =
         |b: &AtomicU64| (b.load(Ordering::Relaxed) as f64 / played / in_game * 10.0).round() / 10.0;
+    let down_ip = {
+        let b = stats.bytes_down.load(Ordering::Relaxed)
+            + 28 * stats.packets_down.load(Ordering::Relaxed);
+        (b as f64 / played / in_game * 10.0).round() / 10.0
+    };
     let protocol = lock(&stats.protocol_errors).clone();
     let other = lock(&stats.other_errors).clone();
     Ok(serde_json::json!({
@@ -1087,7 +1116,19 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "xp_gains": stats.xp_gains.load(Ordering::Relaxed),
         "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
         "handoffs": stats.handoffs.load(Ordering::Relaxed),
-        "bytes_per_s_per_bot": { "up": per_bot(&stats.bytes_up), "down": per_bot(&stats.bytes_down) },
+        "profile": format!("{:?}", args.profile).to_lowercase(),
+        "bytes_per_s_per_bot": {
+            "up": per_bot(&stats.bytes_up),
+            "down": per_bot(&stats.bytes_down),
+            // The same plus 28 bytes of IPv4 and UDP header per UDP datagram.
+            "down_with_ip_udp_headers": down_ip,
+        },
+        "datagrams_dropped": stats.datagrams_dropped.load(Ordering::Relaxed),
+        "compact_refused": {
+            "stale": stats.compact_stale.load(Ordering::Relaxed),
+            "unknown_base": stats.compact_unknown_base.load(Ordering::Relaxed),
+            "malformed": stats.compact_malformed.load(Ordering::Relaxed),
+        },
         "packets_per_s_per_bot": { "up": per_bot(&stats.packets_up), "down": per_bot(&stats.packets_down), "acks_up": per_bot(&stats.acks_up) },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
         "own_update_gap": latency_json(&stats.own_update_gap_ms),
