@@ -353,14 +353,30 @@ pub fn players_in(v: &ClusterView) -> u64 {
 
 /// Connect to the gateway (development mode: no certificate check).
 pub async fn connect(addr: SocketAddr) -> Connection {
-    Connection::connect(addr, "gateway", Verify::Insecure)
+    connect_with_profile(addr, client::Profile::Rc).await
+}
+
+/// Connect speaking `profile` (`rc/1` or `rc-compact/1`).
+pub async fn connect_with_profile(addr: SocketAddr, profile: client::Profile) -> Connection {
+    let mut opts = client::ConnectOptions::new(Verify::Insecure);
+    opts.profile = profile;
+    Connection::connect_with(addr, "gateway", opts)
         .await
         .expect("connected")
 }
 
 /// Create an account and a character (the first playable template), enter the world.
 pub async fn new_player(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
-    let mut c = connect(addr).await;
+    new_player_with(addr, user, client::Profile::Rc).await
+}
+
+/// [`new_player`] on a connection speaking `profile`.
+pub async fn new_player_with(
+    addr: SocketAddr,
+    user: &str,
+    profile: client::Profile,
+) -> (Connection, GameStart) {
+    let mut c = connect_with_profile(addr, profile).await;
     c.create_account(user, "secret", "a@b.c").await.unwrap();
     assert!(c.login(user, "secret").await.unwrap().is_empty());
     let cat = c.fetch_catalogue().await.unwrap();

@@ -157,3 +157,91 @@ async fn a_hostile_client_is_refused_while_bots_keep_playing() {
     fresh.close(CloseCode::Normal).await;
     bad.close(CloseCode::Normal).await;
 }
+
+/// The compact profile's decoder at the gateway (issue 22): garbage, truncated datagrams,
+/// reserved bits, malformed varints, out-of-range quantised positions, an rc/1 frame on a
+/// compact connection, and acknowledgements of ticks that were never sent are refused and
+/// counted; the hostile player stays and still plays, and a bot beside it sees no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_compact_client_is_refused_while_a_bot_keeps_playing() {
+    use shared::compact::{Q_MAX, encode_ack};
+    let c = Cluster::start("hostile-compact", &["n1"]).await;
+    let addr = c.gw.client_addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (conn, g) = new_player(addr, "bot").await;
+    let start = (g.area.x, g.area.y, g.area.z);
+    let bot = tokio::spawn(bot(conn, g.runtime_id, start, stop.clone()));
+
+    let (mut bad, g) = cluster_tests::new_player_with(addr, "eve", client::Profile::Compact).await;
+    // A zigzag LEB128 varint, as the profile writes them.
+    let varint = |v: i64| {
+        let mut u = ((v << 1) ^ (v >> 63)) as u64;
+        let mut out = Vec::new();
+        loop {
+            let b = (u & 0x7f) as u8;
+            u >>= 7;
+            if u == 0 {
+                out.push(b);
+                return out;
+            }
+            out.push(b | 0x80);
+        }
+    };
+    let mut out_of_range = vec![0x02, 0x00];
+    out_of_range.extend(varint(Q_MAX + 1));
+    out_of_range.extend([0, 0, 0, 0]);
+    let mut far_dest = vec![0x02, 0x00, 0, 0, 0];
+    far_dest.extend(varint(2 * Q_MAX));
+    far_dest.push(0);
+    let mut rc_frame = Vec::new();
+    cluster_tests::update(1.0, 1.0, 1.0).write_frame(&mut rc_frame);
+    let refused: Vec<Vec<u8>> = vec![
+        vec![0xff],
+        vec![0x02],
+        vec![0x02, 0x04, 0x01],
+        vec![0x02, 0x80, 0, 0, 0, 0, 0],
+        vec![0x02, 0x00, 0x80, 0x00, 0, 0, 0, 0],
+        vec![0x02, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0],
+        out_of_range,
+        far_dest,
+        vec![0x03, 0x01],
+        vec![0x03, 0x01, 0x02, 0x03],
+        vec![0x01, 0, 0, 0, 0, 0, 0xc9, 0x00],
+        rc_frame,
+    ];
+    let n = refused.len() as u64;
+    for d in refused {
+        bad.send_raw_datagram(d).unwrap();
+    }
+    // Acknowledgements of ticks never sent: ignored (the next ticks are still decodable).
+    for t in [60_000u16, 65_535, 12_345] {
+        let mut a = Vec::new();
+        encode_ack(t, &mut a);
+        bad.send_raw_datagram(a).unwrap();
+    }
+    let here = (g.area.x + 1.0, g.area.y, g.area.z + 1.0);
+    assert!(
+        echo(&mut bad, g.runtime_id, here, WAIT).await,
+        "the compact player's positions are still applied after the bad ones"
+    );
+    let m = &c.gw.shared().metrics;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while Metrics::get(&m.compact_bad_input) < n && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(Metrics::get(&m.compact_bad_input), n);
+    assert!(Metrics::get(&m.compact_unknown_acks) >= 3);
+    assert!(
+        bad.close_reason().is_none(),
+        "the hostile player stays connected"
+    );
+    assert_eq!(
+        bad.stats().datagrams_dropped,
+        0,
+        "the gateway's snapshots all decode"
+    );
+
+    stop.store(true, Ordering::Relaxed);
+    assert!(bot.await.expect("the bot did not fail") > 0);
+    bad.close(CloseCode::Normal).await;
+}

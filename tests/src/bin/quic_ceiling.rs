@@ -110,7 +110,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let identity = tls::ephemeral().context("a certificate")?;
     let cfg = tls::server_config(
         &identity,
-        client::ALPN,
+        &[client::ALPN],
         tls::Limits {
             idle: Duration::from_secs(30),
             bidi_streams: 1,
