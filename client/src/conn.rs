@@ -312,12 +312,19 @@ impl Connection {
             .map_err(|e| ClientError::Config(format!("idle timeout: {e}")))?;
         transport.max_idle_timeout(Some(idle));
         transport.datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER));
-        // The gateway may hold its acknowledgement of our 5 Hz moves for up to 50 ms, so it
-        // rides the next batch of updates instead of a packet of its own (QUIC ACK
-        // frequency extension; servers that do not support it ignore this).
+        // The gateway may hold its acknowledgement of our moves for a while, so it rides
+        // the next batch of updates instead of a packet of its own (QUIC ACK frequency
+        // extension; servers that do not support it ignore this): 50 ms on rc/1; on the
+        // compact profile, where those ACK-only packets would be an eighth of the
+        // downstream bytes, 250 ms (longer than a 5 Hz broadcast period; it only delays
+        // the retransmission of lost stream data, by at most that much).
+        let (threshold, delay) = match opts.profile {
+            Profile::Rc => (4, 50),
+            Profile::Compact => (10, 250),
+        };
         let mut acks = quinn::AckFrequencyConfig::default();
-        acks.ack_eliciting_threshold(quinn::VarInt::from_u32(4))
-            .max_ack_delay(Some(Duration::from_millis(50)));
+        acks.ack_eliciting_threshold(quinn::VarInt::from_u32(threshold))
+            .max_ack_delay(Some(Duration::from_millis(delay)));
         transport.ack_frequency_config(Some(acks));
         config.transport_config(Arc::new(transport));
 

@@ -494,7 +494,10 @@ impl AdminSource for Admin {
             "Snapshot entries left out of a compact tick (it needed more than 16 datagrams).",
             &m.compact_entries_dropped,
         );
-        for (base, x) in [("delta", &m.compact_ticks_delta), ("full", &m.compact_ticks_full)] {
+        for (base, x) in [
+            ("delta", &m.compact_ticks_delta),
+            ("full", &m.compact_ticks_full),
+        ] {
             t.counter_with(
                 "rc_gateway_compact_ticks_total",
                 "Broadcast ticks sent on the compact profile, by coding (against an acknowledged tick, or full).",

@@ -1,6 +1,6 @@
 //! Criterion benchmarks for the wire codec hot path: `P_StandardUpdate` in both
 //! directions, and a full per-recipient datagram batch (50 updates into 1200-byte
-//! datagrams).
+//! datagrams), and the compact profile's encoder and decoder for one tick of 60 movers.
 
 use std::hint::black_box;
 
@@ -121,5 +121,47 @@ fn batch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, standard_update, batch);
+/// 60 actors walking at their destinations: one tick for one compact client (the
+/// gateway's work per player and broadcast), and the client's decode of it.
+fn compact(c: &mut Criterion) {
+    use shared::compact::{DownDecoder, DownEncoder};
+    let tick = |t: u16| -> Vec<StandardUpdateS2C> {
+        (0..60u16)
+            .map(|i| {
+                let a = f32::from(i) * 0.37;
+                let d = 9.0 * f32::from(t % 200);
+                StandardUpdateS2C {
+                    runtime_id: 100 + i,
+                    x: a.cos() * d,
+                    z: a.sin() * d,
+                    dest_x: a.cos() * 5000.0,
+                    dest_z: a.sin() * 5000.0,
+                    ..s2c(i)
+                }
+            })
+            .collect()
+    };
+    let ticks: Vec<_> = (0..256).map(tick).collect();
+    let mut g = c.benchmark_group("compact");
+    g.throughput(Throughput::Elements(60));
+    let mut enc = DownEncoder::new();
+    let mut dec = DownDecoder::new();
+    let mut t = 0usize;
+    g.bench_function("encode 60 movers, acked", |b| {
+        b.iter(|| {
+            let out = enc.encode(black_box(&ticks[t % ticks.len()]), 1200);
+            t += 1;
+            for d in &out.datagrams {
+                let _ = dec.on_datagram(d);
+            }
+            if let Some(a) = dec.ack() {
+                enc.on_ack(a);
+            }
+            black_box(out)
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, standard_update, batch, compact);
 criterion_main!(benches);

@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use shared::frame::split_datagram;
-use shared::proto::{StandardUpdateS2C, ids};
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
 use shared::internal::fanout::Broadcast;
 use shared::internal::handshake::{GatewayHandshake, Step};
 use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, RefuseReason};
+use shared::proto::{StandardUpdateS2C, ids};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::hub::{ClientHandle, HubEvent, Metrics, NodeLink, Shared};
-use shared::internal::SessionId;
 use crate::net::client::fill_random;
+use shared::internal::SessionId;
 
 /// Time a node has to complete the handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -238,8 +238,8 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             }
             let (_, _, ups) =
                 tick.get_or_insert_with(|| (d.session, c.clone(), Vec::with_capacity(64)));
-            match b.gather(d, usize::MAX, buf) {
-                Ok(bytes) => collect_updates(&bytes, ups),
+            match b.segments_of(d) {
+                Ok(segments) => segments.for_each(|s| collect_updates(s, ups)),
                 Err(e) => {
                     Metrics::inc(&shared.metrics.datagrams_down_dropped);
                     tracing::debug!(session = d.session, error = %e, "broadcast datagram not gathered");

@@ -79,6 +79,35 @@ pub enum FanoutError {
 }
 
 impl Broadcast {
+    /// The byte ranges of one datagram, each checked, without copying (for a gateway that
+    /// re-encodes the updates instead of forwarding them: the compact profile). Each range
+    /// is a whole number of frames.
+    pub fn segments_of<'a>(
+        &'a self,
+        d: &FanoutDatagram,
+    ) -> Result<impl Iterator<Item = &'a [u8]> + 'a, FanoutError> {
+        let segs =
+            self.segments
+                .get(d.first as usize..d.end as usize)
+                .ok_or(FanoutError::Segments {
+                    first: d.first,
+                    end: d.end,
+                    len: self.segments.len(),
+                })?;
+        for &(start, end) in segs {
+            if start > end || end as usize > self.frames.len() {
+                return Err(FanoutError::Bytes {
+                    start,
+                    end,
+                    len: self.frames.len(),
+                });
+            }
+        }
+        Ok(segs
+            .iter()
+            .filter_map(|&(start, end)| self.frames.get(start as usize..end as usize)))
+    }
+
     /// Append one datagram's frames to `out` and return them as their own [`Bytes`] (split
     /// off `out`, so a whole tick's datagrams can share one allocation). `max` bounds the
     /// datagram's length. On error `out` is left as it was.
@@ -155,6 +184,19 @@ mod tests {
         let d1 = b.gather(&b.datagrams[1], 1200, &mut buf).unwrap();
         assert_eq!(&d0[..], b"aaaabbbbOWN1cccc");
         assert_eq!(&d1[..], b"aaaaOWN2");
+    }
+
+    #[test]
+    fn segments_of_yields_the_same_bytes_without_copying() {
+        let b = sample();
+        let segs: Vec<&[u8]> = b.segments_of(&b.datagrams[0]).unwrap().collect();
+        assert_eq!(segs, vec![&b"aaaabbbb"[..], b"OWN1", b"cccc"]);
+        let bad = FanoutDatagram {
+            session: 3,
+            first: 4,
+            end: 9,
+        };
+        assert!(b.segments_of(&bad).is_err());
     }
 
     #[test]

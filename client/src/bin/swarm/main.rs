@@ -202,6 +202,10 @@ struct Stats {
     packets_down: AtomicU64,
     /// QUIC ACK frames the bots sent (on their own packets or riding a move).
     acks_up: AtomicU64,
+    /// QUIC frames received: ACK, DATAGRAM and STREAM.
+    acks_down: AtomicU64,
+    datagram_frames_down: AtomicU64,
+    stream_frames_down: AtomicU64,
     /// Errors that are the server's fault (malformed packets, protocol closes).
     protocol_errors: Mutex<BTreeMap<String, u64>>,
     /// Everything else (timeouts, refusals, the bot's own load).
@@ -440,6 +444,17 @@ async fn bot(ctx: BotCtx) {
         add(&ctx.stats.packets_up, now.packets_up, base.packets_up);
         add(&ctx.stats.packets_down, now.packets_down, base.packets_down);
         add(&ctx.stats.acks_up, now.acks_up, base.acks_up);
+        add(&ctx.stats.acks_down, now.acks_down, base.acks_down);
+        add(
+            &ctx.stats.datagram_frames_down,
+            now.datagram_frames_down,
+            base.datagram_frames_down,
+        );
+        add(
+            &ctx.stats.stream_frames_down,
+            now.stream_frames_down,
+            base.stream_frames_down,
+        );
     }
     let s = c.stats();
     let st = &ctx.stats;
@@ -544,6 +559,9 @@ struct UdpCounts {
     packets_up: u64,
     packets_down: u64,
     acks_up: u64,
+    acks_down: u64,
+    datagram_frames_down: u64,
+    stream_frames_down: u64,
 }
 
 impl UdpCounts {
@@ -555,6 +573,9 @@ impl UdpCounts {
             packets_up: s.udp_tx.datagrams,
             packets_down: s.udp_rx.datagrams,
             acks_up: s.frame_tx.acks,
+            acks_down: s.frame_rx.acks,
+            datagram_frames_down: s.frame_rx.datagram,
+            stream_frames_down: s.frame_rx.stream,
         }
     }
 }
@@ -1130,6 +1151,11 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             "malformed": stats.compact_malformed.load(Ordering::Relaxed),
         },
         "packets_per_s_per_bot": { "up": per_bot(&stats.packets_up), "down": per_bot(&stats.packets_down), "acks_up": per_bot(&stats.acks_up) },
+        "frames_down_per_s_per_bot": {
+            "ack": per_bot(&stats.acks_down),
+            "datagram": per_bot(&stats.datagram_frames_down),
+            "stream": per_bot(&stats.stream_frames_down),
+        },
         "move_to_own_update": latency_json(&stats.move_latency_ms),
         "own_update_gap": latency_json(&stats.own_update_gap_ms),
         "never_own_update": stats.never_own_update.load(Ordering::Relaxed),
