@@ -145,20 +145,36 @@ fn compact(c: &mut Criterion) {
     let mut g = c.benchmark_group("compact");
     g.throughput(Throughput::Elements(60));
     let mut enc = DownEncoder::new();
-    let mut dec = DownDecoder::new();
     let mut t = 0usize;
-    g.bench_function("encode 60 movers, acked", |b| {
+    g.bench_function("encode a tick of 60 movers (gateway)", |b| {
         b.iter(|| {
             let out = enc.encode(black_box(&ticks[t % ticks.len()]), 1200);
             t += 1;
-            for d in &out.datagrams {
-                let _ = dec.on_datagram(d);
-            }
-            if let Some(a) = dec.ack() {
-                enc.on_ack(a);
-            }
+            // Delivered and acknowledged at once: the next tick is a delta against it.
+            enc.on_ack(out.tick);
             black_box(out)
         });
+    });
+    // The client's side: the same ticks, each acknowledged, decoded in turn.
+    let mut enc = DownEncoder::new();
+    let parts: Vec<Vec<u8>> = ticks
+        .iter()
+        .map(|u| {
+            let out = enc.encode(u, 1200);
+            enc.on_ack(out.tick);
+            out.datagrams.concat()
+        })
+        .collect();
+    g.bench_function("decode a tick of 60 movers (client)", |b| {
+        b.iter_batched(
+            || (DownDecoder::new(), 0usize),
+            |(mut dec, _)| {
+                for p in &parts {
+                    let _ = black_box(dec.on_datagram(p));
+                }
+            },
+            criterion::BatchSize::LargeInput,
+        );
     });
     g.finish();
 }

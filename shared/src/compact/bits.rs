@@ -77,6 +77,19 @@ impl BitWriter {
         let w = u + (1u64 << k);
         let n = 64 - w.leading_zeros();
         let zeros = n - k - 1;
+        if zeros + n <= 56 {
+            // One write: the zeros, then w's n bits most significant first (reversed,
+            // since bits go out least significant first).
+            let rev = w.reverse_bits() >> (64 - n);
+            self.acc |= (rev << zeros) << self.n;
+            self.n += zeros + n;
+            while self.n >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+            return;
+        }
         let mut z = zeros;
         while z > 0 {
             let c = z.min(32);

@@ -155,14 +155,24 @@ fn pos_cost(p: Pos, o: Orders) -> usize {
 /// instead of trying every order on every value.
 struct Hist {
     lens: [u32; 42],
-    vals: Vec<u64>,
+    /// The values, kept only for [`Self::best`]'s exact step.
+    vals: Option<Vec<u64>>,
 }
 
 impl Hist {
-    fn new() -> Self {
+    /// A histogram of bit lengths only (for [`Self::estimate`]).
+    fn lens() -> Self {
         Self {
             lens: [0; 42],
-            vals: Vec::new(),
+            vals: None,
+        }
+    }
+
+    /// A histogram that also keeps the values (for [`Self::best`]).
+    fn with_values(n: usize) -> Self {
+        Self {
+            lens: [0; 42],
+            vals: Some(Vec::with_capacity(n)),
         }
     }
 
@@ -171,30 +181,36 @@ impl Hist {
         if let Some(c) = self.lens.get_mut(b.min(41)) {
             *c += 1;
         }
-        self.vals.push(u);
+        if let Some(v) = &mut self.vals {
+            v.push(u);
+        }
     }
 
     /// The order with the fewest bits (any order decodes; this one is small).
     fn best(&self) -> u32 {
-        // Each value as `2·max(b, k+1) − k − 1` bits for its bit length b: exact but for
-        // a carry.
-        let estimate = (0..16u32)
+        let estimate = self.estimate();
+        let Some(vals) = &self.vals else {
+            return estimate;
+        };
+        (estimate.saturating_sub(1)..=(estimate + 1).min(15))
+            .min_by_key(|&k| vals.iter().map(|&u| u64::from(eg_len(u, k))).sum::<u64>())
+            .unwrap_or(estimate)
+    }
+
+    /// The order with the fewest bits counting each value as `2·max(b, k+1) − k − 1` bits
+    /// for its bit length `b` (exact but for a carry).
+    fn estimate(&self) -> u32 {
+        // Only the buckets in use, and no order beyond the longest value.
+        let top = self.lens.iter().rposition(|&n| n > 0).unwrap_or(0);
+        let used = self.lens.get(..=top).unwrap_or(&[]);
+        (0..=(top as u32).min(15))
             .min_by_key(|&k| {
-                self.lens
-                    .iter()
+                used.iter()
                     .enumerate()
                     .map(|(b, &n)| u64::from(n) * u64::from(2 * (b as u32).max(k + 1) - k - 1))
                     .sum::<u64>()
             })
-            .unwrap_or(0);
-        (estimate.saturating_sub(1)..=(estimate + 1).min(15))
-            .min_by_key(|&k| {
-                self.vals
-                    .iter()
-                    .map(|&u| u64::from(eg_len(u, k)))
-                    .sum::<u64>()
-            })
-            .unwrap_or(estimate)
+            .unwrap_or(0)
     }
 }
 
@@ -321,6 +337,8 @@ pub struct DownEncoder {
     /// Ticks sent, oldest first; the acknowledged one (if any) is the first.
     history: VecDeque<Snapshot>,
     acked: Option<u16>,
+    /// Entry lists of forgotten ticks, reused for new ones (no allocation per tick).
+    spare: Vec<Vec<Entry>>,
 }
 
 impl DownEncoder {
@@ -350,14 +368,20 @@ impl DownEncoder {
             return AckOutcome::Stale;
         }
         self.acked = Some(t);
-        self.history.drain(..pos);
+        for old in self.history.drain(..pos) {
+            if self.spare.len() < 4 {
+                self.spare.push(old.entries);
+            }
+        }
         AckOutcome::Accepted
     }
 
     /// Codes one broadcast tick (the zone's `P_StandardUpdate`s for this client) into
     /// datagrams of at most `max_datagram` bytes.
     pub fn encode(&mut self, updates: &[StandardUpdateS2C], max_datagram: usize) -> EncodedTick {
-        let mut entries: Vec<Entry> = updates.iter().map(Entry::from_update).collect();
+        let mut entries = self.spare.pop().unwrap_or_default();
+        entries.clear();
+        entries.extend(updates.iter().map(Entry::from_update));
         // Sorted by RuntimeID; of duplicates the last wins.
         entries.reverse();
         entries.sort_by_key(|e| e.runtime_id);
@@ -373,10 +397,22 @@ impl DownEncoder {
         let base_age = base.map_or(0, |s| tick.wrapping_sub(s.tick) as u8);
 
         // Position options per entry, then the orders, then the cheaper option.
+        let base_entries = base.map_or(&[][..], |s| &s.entries[..]);
+        let mut cursor = 0usize;
         let opts: Vec<(Option<&QState>, Pos, Option<Pos>)> = entries
             .iter()
             .map(|e| {
-                let b = base.and_then(|s| s.get(e.runtime_id));
+                // Both lists are sorted by RuntimeID: one merge pass finds the bases.
+                while base_entries
+                    .get(cursor)
+                    .is_some_and(|b| b.runtime_id < e.runtime_id)
+                {
+                    cursor += 1;
+                }
+                let b = base_entries
+                    .get(cursor)
+                    .filter(|b| b.runtime_id == e.runtime_id)
+                    .map(|b| &b.state);
                 match b {
                     Some(b) => {
                         let (plain, toward) = pos_options(b, &e.state);
@@ -386,7 +422,7 @@ impl DownEncoder {
                 }
             })
             .collect();
-        let (mut kd, mut ks) = (Hist::new(), Hist::new());
+        let (mut kd, mut ks) = (Hist::lens(), Hist::lens());
         for (e, (b, plain, toward)) in entries.iter().zip(&opts) {
             let s = &e.state;
             match b {
@@ -406,8 +442,8 @@ impl DownEncoder {
             }
         }
         let first = Orders {
-            kd: kd.best(),
-            ks: ks.best(),
+            kd: kd.estimate(),
+            ks: ks.estimate(),
         };
         let plans: Vec<Plan<'_>> = entries
             .iter()
@@ -425,7 +461,8 @@ impl DownEncoder {
             })
             .collect();
         // Final orders over what is actually written.
-        let (mut kd, mut ks) = (Hist::new(), Hist::new());
+        let n = plans.len();
+        let (mut kd, mut ks) = (Hist::with_values(2 * n), Hist::with_values(n));
         for p in &plans {
             let s = &p.entry.state;
             match (p.base, p.pos) {
@@ -453,6 +490,44 @@ impl DownEncoder {
             kd: kd.best(),
             ks: ks.best(),
         };
+
+        let header = |index: usize, count: usize| {
+            let [t0, t1] = tick.to_le_bytes();
+            vec![
+                kind::SNAPSHOT,
+                t0,
+                t1,
+                base_age,
+                ((index as u8) << 4) | (count.max(1) as u8 - 1),
+                (orders.kd as u8) | ((orders.ks as u8) << 4),
+            ]
+        };
+        // The usual case first: the whole tick in one datagram, written once.
+        if !plans.is_empty() {
+            let mut first = header(0, 1);
+            // About two bytes an entry; more only for full entries.
+            first.reserve(4 * n + 8);
+            let mut w = BitWriter::with_prefix(first);
+            w.eg(n as u64, K_COUNT);
+            let mut prev = None;
+            for p in &plans {
+                write_entry(&mut w, prev, p, orders);
+                prev = Some(p.entry.runtime_id);
+            }
+            if w.len_bytes() <= max_datagram {
+                let deltas = plans.iter().filter(|p| p.base.is_some()).count();
+                drop(plans);
+                drop(opts);
+                self.remember(tick, entries);
+                return EncodedTick {
+                    tick,
+                    base: base_tick,
+                    datagrams: vec![w.finish()],
+                    dropped: 0,
+                    deltas,
+                };
+            }
+        }
 
         // Split into parts: a part holds entries while header + count + entries fit.
         let budget_bits = max_datagram.saturating_sub(PART_HEADER) * 8;
@@ -495,15 +570,7 @@ impl DownEncoder {
         let mut sent = Vec::new();
         let mut deltas = 0;
         for (index, &(a, b)) in parts.iter().enumerate() {
-            let header = vec![
-                kind::SNAPSHOT,
-                tick.to_le_bytes()[0],
-                tick.to_le_bytes()[1],
-                base_age,
-                ((index as u8) << 4) | (count as u8 - 1),
-                (orders.kd as u8) | ((orders.ks as u8) << 4),
-            ];
-            let mut w = BitWriter::with_prefix(header);
+            let mut w = BitWriter::with_prefix(header(index, count));
             w.eg((b - a) as u64, K_COUNT);
             let mut prev = None;
             for p in plans.get(a..b).unwrap_or(&[]) {
@@ -515,15 +582,7 @@ impl DownEncoder {
             datagrams.push(w.finish());
         }
         if !datagrams.is_empty() {
-            self.history.push_back(Snapshot {
-                tick,
-                entries: sent,
-            });
-            while self.history.len() > usize::from(HISTORY) {
-                if self.history.pop_front().map(|s| s.tick) == self.acked {
-                    self.acked = None;
-                }
-            }
+            self.remember(tick, sent);
         }
         EncodedTick {
             tick,
@@ -531,6 +590,22 @@ impl DownEncoder {
             datagrams,
             dropped,
             deltas,
+        }
+    }
+
+    /// Keeps a sent tick, forgetting the oldest beyond [`HISTORY`].
+    fn remember(&mut self, tick: u16, entries: Vec<Entry>) {
+        self.history.push_back(Snapshot { tick, entries });
+        while self.history.len() > usize::from(HISTORY) {
+            let Some(old) = self.history.pop_front() else {
+                break;
+            };
+            if Some(old.tick) == self.acked {
+                self.acked = None;
+            }
+            if self.spare.len() < 4 {
+                self.spare.push(old.entries);
+            }
         }
     }
 }

@@ -166,9 +166,10 @@ pub struct Entry {
 #[doc(alias = "ClampWorldCoord")]
 #[inline]
 pub fn quantise(v: f32) -> i32 {
-    let q = (clamp_world_coord(v) * STEPS_PER_UNIT).round();
-    // |q| ≤ Q_MAX by the clamp; the cast cannot saturate.
-    q as i32
+    // Round half away from zero without a libm call: in f64, `t ± 0.5` is exact for every
+    // f32 `t` below 2^24 (|t| ≤ Q_MAX by the clamp), and the cast truncates toward zero.
+    let t = f64::from(clamp_world_coord(v) * STEPS_PER_UNIT);
+    (t + 0.5f64.copysign(t)) as i32
 }
 
 /// `q / 8` (exact: `q` fits the f32 mantissa and 8 is a power of two).
