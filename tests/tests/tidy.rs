@@ -181,6 +181,29 @@ fn sim_sends_only_typed_packets() {
     );
 }
 
+/// The compact position profile ends at the gateway (ARCHITECTURE.md): the zones speak
+/// rc/1 only, so neither zone-node nor the zone's sim ever names `shared::compact`.
+#[test]
+fn the_compact_profile_ends_at_the_gateway() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("zone-node/src"), &mut files);
+    let offences: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.split("//").next().unwrap_or("").contains("compact::"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offences.is_empty(),
+        "zone-node must not use the compact profile (the gateway transcodes): {offences:?}"
+    );
+}
+
 /// The atomic groups (`docs/items.md`, "Nothing duplicated, nothing lost") rely on one
 /// owner per piece of state: the ground items are changed only where the change marks them
 /// dirty (or where they are saved and restored), the handle counter only in its one
@@ -265,6 +288,7 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("shared/src/proto"),
         root.join("shared/src/proto.rs"),
         root.join("shared/src/npos.rs"),
+        root.join("shared/src/compact"),
         root.join("zone-node/src/sim"),
         root.join("gateway/src/session"),
         root.join("gateway/src/directory.rs"),
