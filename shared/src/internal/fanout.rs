@@ -79,13 +79,8 @@ pub enum FanoutError {
 }
 
 impl Broadcast {
-    /// The byte ranges of one datagram, each checked, without copying (for a gateway that
-    /// re-encodes the updates instead of forwarding them: the compact profile). Each range
-    /// is a whole number of frames.
-    pub fn segments_of<'a>(
-        &'a self,
-        d: &FanoutDatagram,
-    ) -> Result<impl Iterator<Item = &'a [u8]> + 'a, FanoutError> {
+    /// The byte ranges of one datagram, every one checked against `segments` and `frames`.
+    fn checked(&self, d: &FanoutDatagram) -> Result<&[(u32, u32)], FanoutError> {
         let segs =
             self.segments
                 .get(d.first as usize..d.end as usize)
@@ -103,7 +98,18 @@ impl Broadcast {
                 });
             }
         }
-        Ok(segs
+        Ok(segs)
+    }
+
+    /// The byte ranges of one datagram, each checked, without copying (for a gateway that
+    /// re-encodes the updates instead of forwarding them: the compact profile). Each range
+    /// is a whole number of frames.
+    pub fn segments_of<'a>(
+        &'a self,
+        d: &FanoutDatagram,
+    ) -> Result<impl Iterator<Item = &'a [u8]> + 'a, FanoutError> {
+        Ok(self
+            .checked(d)?
             .iter()
             .filter_map(|&(start, end)| self.frames.get(start as usize..end as usize)))
     }
@@ -117,25 +123,11 @@ impl Broadcast {
         max: usize,
         out: &mut BytesMut,
     ) -> Result<Bytes, FanoutError> {
-        let segs =
-            self.segments
-                .get(d.first as usize..d.end as usize)
-                .ok_or(FanoutError::Segments {
-                    first: d.first,
-                    end: d.end,
-                    len: self.segments.len(),
-                })?;
-        let mut len = 0usize;
-        for &(start, end) in segs {
-            if start > end || end as usize > self.frames.len() {
-                return Err(FanoutError::Bytes {
-                    start,
-                    end,
-                    len: self.frames.len(),
-                });
-            }
-            len += (end - start) as usize;
-        }
+        let segs = self.checked(d)?;
+        let len: usize = segs
+            .iter()
+            .map(|&(start, end)| (end - start) as usize)
+            .sum();
         if len == 0 {
             return Err(FanoutError::Empty);
         }
