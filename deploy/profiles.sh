@@ -7,7 +7,8 @@
 # and UDP header per datagram. "in view" is updates received per bot per broadcast;
 # "refused" is datagrams the bots dropped (malformed, or refused by the compact decoder).
 # Build first: cargo build --release -p gateway -p zone-node -p client
-# usage: [HZ="5 10 20"] [INPUT_HZ=10] [SWARM_EXTRA="..."] [STANDALONE=1] deploy/profiles.sh BOTS [RAMP] [DURATION]
+# PROFILES="compact rc" runs them in the other order (to check that the order does not bias CPU).
+# usage: [HZ="5 10 20"] [INPUT_HZ=10] [PROFILES="rc compact"] [SWARM_EXTRA="..."] [STANDALONE=1] deploy/profiles.sh BOTS [RAMP] [DURATION]
 set -u
 N=${1:?usage: deploy/profiles.sh BOTS [RAMP] [DURATION]}; RAMP=${2:-10}; DUR=${3:-45}
 HZS=${HZ:-5 10 20}; IN=${INPUT_HZ:-10}
@@ -17,7 +18,7 @@ echo "| broadcast | profile | bots in game | in view | down B/s per bot | with I
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for hz in $HZS; do
   bc=$((1000 / hz))
-  for p in rc compact; do
+  for p in ${PROFILES:-rc compact}; do
     line=$(SWARM_ARGS="--profile $p --input-hz $IN --portal-chance 0 ${SWARM_EXTRA:-}" bash "$ROOT/deploy/load.sh" "$N" "$RAMP" "$DUR" "$bc" | tail -1)
     echo "$line" >> "$OUT"
     python3 - "$hz" "$p" "$line" <<'PY'
