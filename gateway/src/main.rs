@@ -291,7 +291,7 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
-            "gateway ready: clients on udp {} (ALPN rc/1, certificate sha256 {}), zone nodes on udp {}, admin on http://{}",
+            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {}, admin on http://{}",
             gw.client_addr, gw.fingerprint, gw.internal_addr, gw.admin_addr
         );
         zone_node::link::shutdown_signal().await;
