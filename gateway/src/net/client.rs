@@ -487,14 +487,18 @@ impl Conn {
             Metrics::inc(&m.bad_datagrams);
             return;
         }
-        let d = match &self.compact {
-            None => d,
+        let frame;
+        let d: &[u8] = match &self.compact {
+            None => &d,
             Some(enc) => match self.compact_input(enc, &d) {
-                Some(frame) => frame,
+                Some(f) => {
+                    frame = f;
+                    &frame
+                }
                 None => return,
             },
         };
-        let ok = split_datagram(&d, Some(ids::P_STANDARD_UPDATE)).is_ok();
+        let ok = split_datagram(d, Some(ids::P_STANDARD_UPDATE)).is_ok();
         if !ok {
             Metrics::inc(&m.bad_datagrams);
             return;
@@ -509,7 +513,7 @@ impl Conn {
             self.pool.reserve(need.max(64 * 1024));
         }
         self.pool.put_u64_le(self.session_id);
-        self.pool.extend_from_slice(&d);
+        self.pool.extend_from_slice(d);
         let out = self.pool.split().freeze();
         if node.send_datagram(out).is_ok() {
             Metrics::inc(&m.datagrams_up);
@@ -521,12 +525,13 @@ impl Conn {
 
 impl Conn {
     /// A compact client datagram: applies its acknowledgement and returns the rc/1
-    /// `P_StandardUpdate` frame of its input, if it has one.
+    /// `P_StandardUpdate` frame of its input (`[len u16][14][22 bytes]`, on the stack), if
+    /// it has one.
     fn compact_input(
         &self,
         enc: &std::sync::Mutex<shared::compact::DownEncoder>,
         d: &[u8],
-    ) -> Option<Bytes> {
+    ) -> Option<[u8; 25]> {
         use shared::compact::{AckOutcome, Upstream, decode_upstream};
         let m = &self.shared.metrics;
         let (ack, input) = match decode_upstream(d) {
@@ -545,9 +550,38 @@ impl Conn {
         {
             Metrics::inc(&m.compact_unknown_acks);
         }
-        let mut frame = Vec::with_capacity(25);
-        input?.to_update().write_frame(&mut frame);
-        Some(Bytes::from(frame))
+        let payload = input?.to_update().to_payload();
+        let mut frame = [
+            23,
+            0,
+            ids::P_STANDARD_UPDATE,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        if let Some(rest) = frame.get_mut(3..) {
+            rest.copy_from_slice(&payload);
+        }
+        Some(frame)
     }
 }
 
