@@ -124,7 +124,7 @@ fn batch(c: &mut Criterion) {
 /// 60 actors walking at their destinations: one tick for one compact client (the
 /// gateway's work per player and broadcast), and the client's decode of it.
 fn compact(c: &mut Criterion) {
-    use shared::compact::{DownDecoder, DownEncoder};
+    use shared::compact::{DownDecoder, DownEncoder, Entry, TickIndex};
     let tick = |t: u16| -> Vec<StandardUpdateS2C> {
         (0..60u16)
             .map(|i| {
@@ -142,13 +142,43 @@ fn compact(c: &mut Criterion) {
             .collect()
     };
     let ticks: Vec<_> = (0..256).map(tick).collect();
+    // What the gateway hands the encoder: each tick quantised once (`TickIndex`), in the
+    // zone's order (cell by cell, not by RuntimeID).
+    let scrambled: Vec<Vec<Entry>> = ticks
+        .iter()
+        .map(|u| {
+            let mut e: Vec<Entry> = u.iter().map(Entry::from_update).collect();
+            for i in 0..e.len() {
+                e.swap(i, (i * 37 + 11) % 60);
+            }
+            e
+        })
+        .collect();
     let mut g = c.benchmark_group("compact");
     g.throughput(Throughput::Elements(60));
+    let mut frames = Vec::new();
+    for u in &ticks[0] {
+        u.write_frame(&mut frames);
+    }
+    let end = u32::try_from(frames.len()).unwrap_or(u32::MAX);
+    let mut index = TickIndex::new();
+    let mut out = Vec::new();
+    g.bench_function(
+        "index a broadcast of 60 frames (gateway, once a tick)",
+        |b| {
+            b.iter(|| {
+                index.rebuild(black_box(&frames));
+                out.clear();
+                index.extend_range(0, end, &mut out);
+                black_box(out.len())
+            });
+        },
+    );
     let mut enc = DownEncoder::new();
     let mut t = 0usize;
     g.bench_function("encode a tick of 60 movers (gateway)", |b| {
         b.iter(|| {
-            let out = enc.encode(black_box(&ticks[t % ticks.len()]), 1200);
+            let out = enc.encode_entries(black_box(&scrambled[t % scrambled.len()]), 1200);
             t += 1;
             // Delivered and acknowledged at once: the next tick is a delta against it.
             enc.on_ack(out.tick);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use shared::compact::{Entry, TickIndex};
 use shared::frame::split_datagram;
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
 use shared::internal::fanout::Broadcast;
@@ -219,8 +220,10 @@ async fn refuse_datagrams(conn: quinn::Connection, shared: Arc<Shared>) {
 /// are gathered and coded by its [`DownEncoder`](shared::compact::DownEncoder) (see
 /// [`send_compact`]).
 #[doc(alias = "P_StandardUpdate")]
-fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
-    let mut tick: Option<(SessionId, ClientHandle, Vec<StandardUpdateS2C>)> = None;
+fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, fs: &mut FanScratch) {
+    let mut tick: Option<(SessionId, ClientHandle)> = None;
+    let mut indexed = false;
+    fs.entries.clear();
     for d in &b.datagrams {
         if !shared.routed_to(d.session, conn_id) {
             Metrics::inc(&shared.metrics.fenced);
@@ -231,15 +234,30 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             continue;
         };
         if c.compact.is_some() {
-            if tick.as_ref().is_some_and(|(s, _, _)| *s != d.session)
-                && let Some((_, h, ups)) = tick.take()
+            if tick.as_ref().is_some_and(|(s, _)| *s != d.session)
+                && let Some((_, h)) = tick.take()
             {
-                send_compact(shared, &h, &ups);
+                send_compact(shared, &h, &fs.entries);
+                fs.entries.clear();
             }
-            let (_, _, ups) =
-                tick.get_or_insert_with(|| (d.session, c.clone(), Vec::with_capacity(64)));
-            match b.segments_of(d) {
-                Ok(segments) => segments.for_each(|s| collect_updates(s, ups)),
+            if tick.is_none() {
+                tick = Some((d.session, c.clone()));
+            }
+            // The tick's frames are parsed and quantised once, for all compact recipients.
+            if !indexed {
+                fs.index.rebuild(&b.frames);
+                indexed = true;
+            }
+            match b.ranges_of(d) {
+                Ok(ranges) => {
+                    for &(start, end) in ranges {
+                        if !fs.index.extend_range(start, end, &mut fs.entries)
+                            && let Some(bytes) = b.frames.get(start as usize..end as usize)
+                        {
+                            collect_updates(bytes, &mut fs.entries);
+                        }
+                    }
+                }
                 Err(e) => {
                     Metrics::inc(&shared.metrics.datagrams_down_dropped);
                     tracing::debug!(session = d.session, error = %e, "broadcast datagram not gathered");
@@ -248,7 +266,7 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             continue;
         }
         let max = c.conn.max_datagram_size().unwrap_or(0);
-        let bytes = match b.gather(d, max, buf) {
+        let bytes = match b.gather(d, max, &mut fs.buf) {
             Ok(bytes) => bytes,
             Err(e) => {
                 Metrics::inc(&shared.metrics.datagrams_down_dropped);
@@ -272,29 +290,44 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, buf: &mut BytesMut) {
             }
         }
     }
-    if let Some((_, h, ups)) = tick {
-        send_compact(shared, &h, &ups);
+    if let Some((_, h)) = tick {
+        send_compact(shared, &h, &fs.entries);
     }
 }
 
-/// The `P_StandardUpdate`s of gathered rc/1 frames (the zone's own output; anything that
-/// does not parse is skipped).
-fn collect_updates(bytes: &[u8], out: &mut Vec<StandardUpdateS2C>) {
+/// Buffers one node link's fan-out keeps from tick to tick.
+#[derive(Debug, Default)]
+struct FanScratch {
+    /// The rc/1 datagrams of a tick, gathered.
+    buf: BytesMut,
+    /// The tick's updates, parsed once for the compact recipients.
+    index: TickIndex,
+    /// One compact recipient's entries.
+    entries: Vec<Entry>,
+}
+
+/// The `P_StandardUpdate`s of gathered rc/1 frames that are not on the index's frame
+/// boundaries (never from a well-formed node; anything that does not parse is skipped).
+fn collect_updates(bytes: &[u8], out: &mut Vec<Entry>) {
     let Ok(frames) = split_datagram(bytes, Some(ids::P_STANDARD_UPDATE)) else {
         return;
     };
-    out.extend(frames.filter_map(|f| StandardUpdateS2C::decode_fast(f.payload).ok()));
+    out.extend(
+        frames
+            .filter_map(|f| StandardUpdateS2C::decode_fast(f.payload).ok())
+            .map(|u| Entry::from_update(&u)),
+    );
 }
 
 /// One broadcast tick to a compact client: coded against its newest acknowledged tick and
 /// sent as one or more datagrams.
 #[doc(alias = "rc-compact/1")]
-fn send_compact(shared: &Shared, c: &ClientHandle, ups: &[StandardUpdateS2C]) {
+fn send_compact(shared: &Shared, c: &ClientHandle, entries: &[Entry]) {
     let Some(enc) = &c.compact else { return };
     let m = &shared.metrics;
     let max = c.conn.max_datagram_size().unwrap_or(0);
     let out = match enc.lock() {
-        Ok(mut e) => e.encode(ups, max),
+        Ok(mut e) => e.encode_entries(entries, max),
         Err(_) => return,
     };
     if out.datagrams.is_empty() {
@@ -335,7 +368,7 @@ async fn reader(
     mut dec: FrameDecoder,
 ) -> String {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut fan = BytesMut::new();
+    let mut fan = FanScratch::default();
     loop {
         loop {
             match dec.next_envelope() {

@@ -31,7 +31,8 @@ pub fn eg_len(u: u64, k: u32) -> u32 {
     2 * n - k - 1
 }
 
-/// An LSB-first bit writer appending to a byte vector.
+/// An LSB-first bit writer appending to a byte vector. Bits collect in a 64-bit
+/// accumulator that is flushed 32 bits at a time (fewer than 32 are pending between calls).
 #[derive(Debug, Default)]
 pub struct BitWriter {
     out: Vec<u8>,
@@ -49,6 +50,15 @@ impl BitWriter {
         }
     }
 
+    #[inline]
+    fn flush32(&mut self) {
+        if self.n >= 32 {
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.n -= 32;
+        }
+    }
+
     /// Appends the low `bits` bits of `v` (bits ≤ 32).
     #[inline]
     pub fn put(&mut self, v: u64, bits: u32) {
@@ -56,14 +66,10 @@ impl BitWriter {
         if bits == 0 {
             return;
         }
-        let mask = (1u64 << bits) - 1;
+        let mask = (1u64 << bits.min(32)) - 1;
         self.acc |= (v & mask) << self.n;
-        self.n += bits;
-        while self.n >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.n -= 8;
-        }
+        self.n += bits.min(32);
+        self.flush32();
     }
 
     /// Appends one bit.
@@ -73,21 +79,18 @@ impl BitWriter {
     }
 
     /// Appends `EG_k(u)` (`u < 2^40`, `k ≤ 15`).
+    #[inline]
     pub fn eg(&mut self, u: u64, k: u32) {
         let w = u + (1u64 << k);
         let n = 64 - w.leading_zeros();
         let zeros = n - k - 1;
-        if zeros + n <= 56 {
+        if zeros + n <= 32 {
             // One write: the zeros, then w's n bits most significant first (reversed,
-            // since bits go out least significant first).
-            let rev = w.reverse_bits() >> (64 - n);
+            // since bits go out least significant first). w < 2^32 here, n ≥ 1.
+            let rev = u64::from((w as u32).reverse_bits() >> (32 - n));
             self.acc |= (rev << zeros) << self.n;
             self.n += zeros + n;
-            while self.n >= 8 {
-                self.out.push(self.acc as u8);
-                self.acc >>= 8;
-                self.n -= 8;
-            }
+            self.flush32();
             return;
         }
         let mut z = zeros;
@@ -110,7 +113,7 @@ impl BitWriter {
 
     /// Bytes written so far, counting a partial last byte.
     pub fn len_bytes(&self) -> usize {
-        self.out.len() + usize::from(self.n > 0)
+        self.out.len() + self.n.div_ceil(8) as usize
     }
 
     /// Bits written so far.
@@ -120,9 +123,9 @@ impl BitWriter {
 
     /// The bytes, the last one padded with zero bits.
     pub fn finish(mut self) -> Vec<u8> {
-        if self.n > 0 {
-            self.out.push(self.acc as u8);
-        }
+        let tail = self.acc.to_le_bytes();
+        self.out
+            .extend_from_slice(tail.get(..self.n.div_ceil(8) as usize).unwrap_or(&[]));
         self.out
     }
 }
@@ -235,6 +238,36 @@ mod tests {
                 prop_assert_eq!(r.eg(k).unwrap(), u);
             }
             prop_assert!(r.finish().is_ok());
+        }
+
+        /// The accumulator writes exactly the bits a one-bit-at-a-time writer would.
+        #[test]
+        fn the_writer_matches_a_bit_at_a_time_reference(
+            ops in prop::collection::vec((any::<bool>(), 0u64..(1u64 << 40), 0u32..33), 0..60),
+        ) {
+            let mut w = BitWriter::default();
+            let mut want: Vec<bool> = Vec::new();
+            for &(is_eg, u, k) in &ops {
+                if is_eg {
+                    let k = k.min(15);
+                    w.eg(u, k);
+                    let v = u + (1u64 << k);
+                    let n = 64 - v.leading_zeros();
+                    want.extend(std::iter::repeat_n(false, (n - k - 1) as usize));
+                    want.extend((0..n).rev().map(|i| v >> i & 1 == 1));
+                } else {
+                    w.put(u, k);
+                    want.extend((0..k).map(|i| u >> i & 1 == 1));
+                }
+            }
+            prop_assert_eq!(w.len_bits(), want.len());
+            prop_assert_eq!(w.len_bytes(), want.len().div_ceil(8));
+            let bytes = w.finish();
+            let mut packed = vec![0u8; want.len().div_ceil(8)];
+            for (i, b) in want.iter().enumerate() {
+                packed[i / 8] |= u8::from(*b) << (i % 8);
+            }
+            prop_assert_eq!(bytes, packed);
         }
 
         #[test]

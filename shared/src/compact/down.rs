@@ -150,29 +150,21 @@ fn pos_cost(p: Pos, o: Orders) -> usize {
     }) as usize
 }
 
-/// The values an order will code and their bit lengths: the order is chosen by an
-/// estimate over the bit lengths (O(16 × 42)), then exactly among its neighbours (O(3n))
-/// instead of trying every order on every value.
-struct Hist {
+/// The values an order will code, by bit length: the order is chosen by an estimate over
+/// the bit lengths (O(16 × 42)), then exactly among its neighbours (O(3n)) instead of
+/// trying every order on every value.
+struct Hist<'a> {
     lens: [u32; 42],
-    /// The values, kept only for [`Self::best`]'s exact step.
-    vals: Option<Vec<u64>>,
+    /// The values, for [`Self::best`]'s exact step (a buffer the encoder keeps).
+    vals: &'a mut Vec<u64>,
 }
 
-impl Hist {
-    /// A histogram of bit lengths only (for [`Self::estimate`]).
-    fn lens() -> Self {
+impl<'a> Hist<'a> {
+    fn new(vals: &'a mut Vec<u64>) -> Self {
+        vals.clear();
         Self {
             lens: [0; 42],
-            vals: None,
-        }
-    }
-
-    /// A histogram that also keeps the values (for [`Self::best`]).
-    fn with_values(n: usize) -> Self {
-        Self {
-            lens: [0; 42],
-            vals: Some(Vec::with_capacity(n)),
+            vals,
         }
     }
 
@@ -181,19 +173,19 @@ impl Hist {
         if let Some(c) = self.lens.get_mut(b.min(41)) {
             *c += 1;
         }
-        if let Some(v) = &mut self.vals {
-            v.push(u);
-        }
+        self.vals.push(u);
     }
 
     /// The order with the fewest bits (any order decodes; this one is small).
     fn best(&self) -> u32 {
         let estimate = self.estimate();
-        let Some(vals) = &self.vals else {
-            return estimate;
-        };
         (estimate.saturating_sub(1)..=(estimate + 1).min(15))
-            .min_by_key(|&k| vals.iter().map(|&u| u64::from(eg_len(u, k))).sum::<u64>())
+            .min_by_key(|&k| {
+                self.vals
+                    .iter()
+                    .map(|&u| u64::from(eg_len(u, k)))
+                    .sum::<u64>()
+            })
             .unwrap_or(estimate)
     }
 
@@ -214,12 +206,12 @@ impl Hist {
     }
 }
 
-/// One entry to write: its state, the base state when delta-coded, and the chosen
-/// position coding.
-struct Plan<'a> {
-    entry: &'a Entry,
-    base: Option<&'a QState>,
+/// How one entry is written: its position coding and, when delta-coded, the index of its
+/// base entry in the base tick.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
     pos: Pos,
+    base: Option<u32>,
 }
 
 fn write_tail<S: Sink>(w: &mut S, t: QTail) {
@@ -236,15 +228,22 @@ fn write_tail<S: Sink>(w: &mut S, t: QTail) {
     }
 }
 
-fn write_entry<S: Sink>(w: &mut S, prev: Option<u16>, p: &Plan<'_>, o: Orders) {
-    let rid = p.entry.runtime_id;
+fn write_entry<S: Sink>(
+    w: &mut S,
+    prev: Option<u16>,
+    e: &Entry,
+    base: Option<&QState>,
+    pos: Pos,
+    o: Orders,
+) {
+    let rid = e.runtime_id;
     let gap = match prev {
         None => u64::from(rid),
-        Some(q) => u64::from(rid - q - 1),
+        Some(q) => u64::from(rid.wrapping_sub(q).wrapping_sub(1)),
     };
     w.eg(gap, 0);
-    let s = &p.entry.state;
-    let Some(b) = p.base else {
+    let s = &e.state;
+    let Some(b) = base else {
         w.bit(true);
         w.eg(zz(s.x.into()), K_ABS);
         w.eg(zz(s.z.into()), K_ABS);
@@ -259,16 +258,16 @@ fn write_entry<S: Sink>(w: &mut S, prev: Option<u16>, p: &Plan<'_>, o: Orders) {
         write_tail(w, s.tail);
         return;
     };
-    w.bit(false);
-    match p.pos {
-        Pos::Same => w.put(0, 2),
+    // The full bit (0) and the position mode, first bit lowest.
+    match pos {
+        Pos::Same => w.put(0, 3),
         Pos::Plain(dx, dz) => {
-            w.put(1, 2);
+            w.put(1 << 1, 3);
             w.eg(zz(dx), o.kd);
             w.eg(zz(dz), o.kd);
         }
         Pos::Toward { s, rx, rz } => {
-            w.put(2, 2);
+            w.put(2 << 1, 3);
             w.eg(s, o.ks);
             w.eg(zz(rx), 0);
             w.eg(zz(rz), 0);
@@ -278,14 +277,14 @@ fn write_entry<S: Sink>(w: &mut S, prev: Option<u16>, p: &Plan<'_>, o: Orders) {
     let motion = (s.running, s.backward) != (b.running, b.backward);
     let mount = s.mount != b.mount;
     let tail = s.tail != b.tail;
-    let more = dest || motion || mount || tail;
-    w.bit(more);
-    if !more {
+    if !(dest || motion || mount || tail) {
+        w.put(0, 1);
         return;
     }
-    for f in [dest, motion, mount, tail] {
-        w.bit(f);
-    }
+    // `more`, then the four flags.
+    let flags =
+        u64::from(dest) | u64::from(motion) << 1 | u64::from(mount) << 2 | u64::from(tail) << 3;
+    w.put(1 | flags << 1, 5);
     if dest {
         w.eg(zz(i64::from(s.dest_x) - i64::from(b.dest_x)), o.kd);
         w.eg(zz(i64::from(s.dest_z) - i64::from(b.dest_z)), o.kd);
@@ -329,6 +328,17 @@ pub enum AckOutcome {
     Unknown,
 }
 
+/// Buffers an encoder reuses from tick to tick (nothing is allocated per tick but the
+/// datagrams themselves).
+#[derive(Debug, Default)]
+struct Scratch {
+    /// Sort keys: `RuntimeID << 16 | (0xFFFF - index)`.
+    keys: Vec<u32>,
+    plans: Vec<Plan>,
+    vals_d: Vec<u64>,
+    vals_s: Vec<u64>,
+}
+
 /// The server's side of one compact connection: numbers the ticks, remembers the ticks
 /// sent since the newest acknowledged one, and codes each tick against that one.
 #[derive(Debug, Default)]
@@ -339,6 +349,49 @@ pub struct DownEncoder {
     acked: Option<u16>,
     /// Entry lists of forgotten ticks, reused for new ones (no allocation per tick).
     spare: Vec<Vec<Entry>>,
+    /// The last tick's orders: they choose between a delta's position codings (the orders
+    /// of a tick are much like the last one's, and this saves a pass).
+    orders: Orders,
+    scratch: Scratch,
+}
+
+/// `src` sorted by RuntimeID into `out`, of duplicates the last one (the zone's newest).
+fn sort_entries(src: &[Entry], keys: &mut Vec<u32>, out: &mut Vec<Entry>) {
+    out.clear();
+    if src
+        .windows(2)
+        .all(|w| matches!(w, [a, b] if a.runtime_id < b.runtime_id))
+    {
+        out.extend_from_slice(src);
+        return;
+    }
+    if src.len() > 0x1_0000 {
+        // Beyond the key's index bits (never in practice): a stable sort.
+        out.extend(src.iter().rev().copied());
+        out.sort_by_key(|e| e.runtime_id);
+        out.dedup_by_key(|e| e.runtime_id);
+        return;
+    }
+    // Sorting 4-byte keys is much cheaper than sorting the entries; for one RuntimeID the
+    // latest index sorts first and is the one kept.
+    keys.clear();
+    keys.extend(
+        src.iter()
+            .enumerate()
+            .map(|(i, e)| (u32::from(e.runtime_id) << 16) | (0xFFFF - i as u32)),
+    );
+    keys.sort_unstable();
+    let mut last = None;
+    for &k in keys.iter() {
+        let rid = (k >> 16) as u16;
+        if last == Some(rid) {
+            continue;
+        }
+        last = Some(rid);
+        if let Some(e) = src.get((0xFFFF - (k & 0xFFFF)) as usize) {
+            out.push(*e);
+        }
+    }
 }
 
 impl DownEncoder {
@@ -379,145 +432,125 @@ impl DownEncoder {
     /// Codes one broadcast tick (the zone's `P_StandardUpdate`s for this client) into
     /// datagrams of at most `max_datagram` bytes.
     pub fn encode(&mut self, updates: &[StandardUpdateS2C], max_datagram: usize) -> EncodedTick {
+        let entries: Vec<Entry> = updates.iter().map(Entry::from_update).collect();
+        self.encode_entries(&entries, max_datagram)
+    }
+
+    /// [`Self::encode`] for updates already quantised (a server that quantises each
+    /// actor's update once per broadcast for all its compact recipients, see
+    /// [`TickIndex`](super::TickIndex)), in any order.
+    pub fn encode_entries(&mut self, src: &[Entry], max_datagram: usize) -> EncodedTick {
         let mut entries = self.spare.pop().unwrap_or_default();
-        entries.clear();
-        entries.extend(updates.iter().map(Entry::from_update));
-        // Sorted by RuntimeID; of duplicates the last wins.
-        entries.reverse();
-        entries.sort_by_key(|e| e.runtime_id);
-        entries.dedup_by_key(|e| e.runtime_id);
+        sort_entries(src, &mut self.scratch.keys, &mut entries);
 
         let tick = self.next_tick;
         self.next_tick = self.next_tick.wrapping_add(1);
-        let base = self
-            .acked
-            .and_then(|a| self.history.iter().find(|s| s.tick == a))
+        let Self {
+            history,
+            acked,
+            orders: last_orders,
+            scratch,
+            ..
+        } = self;
+        let base = acked
+            .and_then(|a| history.iter().find(|s| s.tick == a))
             .filter(|s| (1..=HISTORY).contains(&tick.wrapping_sub(s.tick)));
         let base_tick = base.map(|s| s.tick);
         let base_age = base.map_or(0, |s| tick.wrapping_sub(s.tick) as u8);
-
-        // Position options per entry, then the orders, then the cheaper option.
         let base_entries = base.map_or(&[][..], |s| &s.entries[..]);
+
+        // One pass: each entry's base (a merge, both lists being sorted by RuntimeID), its
+        // cheaper position coding under the last tick's orders, and the values the orders
+        // of this tick are chosen from.
+        let Scratch {
+            plans,
+            vals_d,
+            vals_s,
+            ..
+        } = scratch;
+        plans.clear();
+        let (mut kd, mut ks) = (Hist::new(vals_d), Hist::new(vals_s));
         let mut cursor = 0usize;
-        let opts: Vec<(Option<&QState>, Pos, Option<Pos>)> = entries
-            .iter()
-            .map(|e| {
-                // Both lists are sorted by RuntimeID: one merge pass finds the bases.
-                while base_entries
-                    .get(cursor)
-                    .is_some_and(|b| b.runtime_id < e.runtime_id)
-                {
-                    cursor += 1;
-                }
-                let b = base_entries
-                    .get(cursor)
-                    .filter(|b| b.runtime_id == e.runtime_id)
-                    .map(|b| &b.state);
-                match b {
-                    Some(b) => {
-                        let (plain, toward) = pos_options(b, &e.state);
-                        (Some(b), plain, toward)
-                    }
-                    None => (None, Pos::Same, None),
-                }
-            })
-            .collect();
-        let (mut kd, mut ks) = (Hist::lens(), Hist::lens());
-        for (e, (b, plain, toward)) in entries.iter().zip(&opts) {
+        for e in &entries {
+            while base_entries
+                .get(cursor)
+                .is_some_and(|b| b.runtime_id < e.runtime_id)
+            {
+                cursor += 1;
+            }
             let s = &e.state;
-            match b {
-                None => {
-                    kd.add(zz(i64::from(s.dest_x) - i64::from(s.x)));
-                    kd.add(zz(i64::from(s.dest_z) - i64::from(s.z)));
+            let b = base_entries
+                .get(cursor)
+                .filter(|b| b.runtime_id == e.runtime_id)
+                .map(|b| &b.state);
+            let Some(b) = b else {
+                kd.add(zz(i64::from(s.dest_x) - i64::from(s.x)));
+                kd.add(zz(i64::from(s.dest_z) - i64::from(s.z)));
+                plans.push(Plan {
+                    pos: Pos::Same,
+                    base: None,
+                });
+                continue;
+            };
+            let (plain, toward) = pos_options(b, s);
+            let pos = match toward {
+                Some(t) if pos_cost(t, *last_orders) < pos_cost(plain, *last_orders) => t,
+                _ => plain,
+            };
+            match pos {
+                Pos::Plain(dx, dz) => {
+                    kd.add(zz(dx));
+                    kd.add(zz(dz));
                 }
-                Some(_) => {
-                    if let Pos::Plain(dx, dz) = plain {
-                        kd.add(zz(*dx));
-                        kd.add(zz(*dz));
-                    }
-                    if let Some(Pos::Toward { s, .. }) = toward {
-                        ks.add(*s);
-                    }
-                }
+                Pos::Toward { s, .. } => ks.add(s),
+                Pos::Same => {}
             }
-        }
-        let first = Orders {
-            kd: kd.estimate(),
-            ks: ks.estimate(),
-        };
-        let plans: Vec<Plan<'_>> = entries
-            .iter()
-            .zip(&opts)
-            .map(|(entry, (b, plain, toward))| {
-                let pos = match toward {
-                    Some(t) if pos_cost(*t, first) < pos_cost(*plain, first) => *t,
-                    _ => *plain,
-                };
-                Plan {
-                    entry,
-                    base: *b,
-                    pos,
-                }
-            })
-            .collect();
-        // Final orders over what is actually written.
-        let n = plans.len();
-        let (mut kd, mut ks) = (Hist::with_values(2 * n), Hist::with_values(n));
-        for p in &plans {
-            let s = &p.entry.state;
-            match (p.base, p.pos) {
-                (None, _) => {
-                    kd.add(zz(i64::from(s.dest_x) - i64::from(s.x)));
-                    kd.add(zz(i64::from(s.dest_z) - i64::from(s.z)));
-                }
-                (Some(b), pos) => {
-                    match pos {
-                        Pos::Plain(dx, dz) => {
-                            kd.add(zz(dx));
-                            kd.add(zz(dz));
-                        }
-                        Pos::Toward { s, .. } => ks.add(s),
-                        Pos::Same => {}
-                    }
-                    if (s.dest_x, s.dest_z) != (b.dest_x, b.dest_z) {
-                        kd.add(zz(i64::from(s.dest_x) - i64::from(b.dest_x)));
-                        kd.add(zz(i64::from(s.dest_z) - i64::from(b.dest_z)));
-                    }
-                }
+            if (s.dest_x, s.dest_z) != (b.dest_x, b.dest_z) {
+                kd.add(zz(i64::from(s.dest_x) - i64::from(b.dest_x)));
+                kd.add(zz(i64::from(s.dest_z) - i64::from(b.dest_z)));
             }
+            plans.push(Plan {
+                pos,
+                base: u32::try_from(cursor).ok(),
+            });
         }
         let orders = Orders {
             kd: kd.best(),
             ks: ks.best(),
         };
+        *last_orders = orders;
+        let n = entries.len();
+        let base_of = |p: &Plan| {
+            p.base
+                .and_then(|i| base_entries.get(i as usize))
+                .map(|b| &b.state)
+        };
 
-        let header = |index: usize, count: usize| {
+        let header = |index: usize, count: usize, out: &mut Vec<u8>| {
             let [t0, t1] = tick.to_le_bytes();
-            vec![
+            out.extend_from_slice(&[
                 kind::SNAPSHOT,
                 t0,
                 t1,
                 base_age,
                 ((index as u8) << 4) | (count.max(1) as u8 - 1),
                 (orders.kd as u8) | ((orders.ks as u8) << 4),
-            ]
+            ]);
         };
         // The usual case first: the whole tick in one datagram, written once.
-        if !plans.is_empty() {
-            let mut first = header(0, 1);
+        if n > 0 {
             // About two bytes an entry; more only for full entries.
-            first.reserve(4 * n + 8);
+            let mut first = Vec::with_capacity(PART_HEADER + 4 * n + 8);
+            header(0, 1, &mut first);
             let mut w = BitWriter::with_prefix(first);
             w.eg(n as u64, K_COUNT);
             let mut prev = None;
-            for p in &plans {
-                write_entry(&mut w, prev, p, orders);
-                prev = Some(p.entry.runtime_id);
+            for (e, p) in entries.iter().zip(plans.iter()) {
+                write_entry(&mut w, prev, e, base_of(p), p.pos, orders);
+                prev = Some(e.runtime_id);
             }
             if w.len_bytes() <= max_datagram {
                 let deltas = plans.iter().filter(|p| p.base.is_some()).count();
-                drop(plans);
-                drop(opts);
                 self.remember(tick, entries);
                 return EncodedTick {
                     tick,
@@ -537,13 +570,13 @@ impl DownEncoder {
         let mut prev: Option<u16> = None;
         let mut dropped = 0usize;
         let mut i = 0usize;
-        while let Some(p) = plans.get(i) {
+        while let (Some(e), Some(p)) = (entries.get(i), plans.get(i)) {
             let mut c = Counter::default();
-            write_entry(&mut c, prev, p, orders);
+            write_entry(&mut c, prev, e, base_of(p), p.pos, orders);
             let count_bits = eg_len((i - start + 1) as u64, K_COUNT) as usize;
             if count_bits + bits + c.0 <= budget_bits {
                 bits += c.0;
-                prev = Some(p.entry.runtime_id);
+                prev = Some(e.runtime_id);
                 i += 1;
                 continue;
             }
@@ -570,16 +603,23 @@ impl DownEncoder {
         let mut sent = Vec::new();
         let mut deltas = 0;
         for (index, &(a, b)) in parts.iter().enumerate() {
-            let mut w = BitWriter::with_prefix(header(index, count));
+            let mut head = Vec::with_capacity(max_datagram);
+            header(index, count, &mut head);
+            let mut w = BitWriter::with_prefix(head);
             w.eg((b - a) as u64, K_COUNT);
             let mut prev = None;
-            for p in plans.get(a..b).unwrap_or(&[]) {
-                write_entry(&mut w, prev, p, orders);
-                prev = Some(p.entry.runtime_id);
+            let es = entries.get(a..b).unwrap_or(&[]);
+            let ps = plans.get(a..b).unwrap_or(&[]);
+            for (e, p) in es.iter().zip(ps) {
+                write_entry(&mut w, prev, e, base_of(p), p.pos, orders);
+                prev = Some(e.runtime_id);
                 deltas += usize::from(p.base.is_some());
-                sent.push(*p.entry);
+                sent.push(*e);
             }
             datagrams.push(w.finish());
+        }
+        if self.spare.len() < 4 {
+            self.spare.push(entries);
         }
         if !datagrams.is_empty() {
             self.remember(tick, sent);

@@ -20,9 +20,11 @@
 
 pub mod bits;
 mod down;
+mod index;
 mod up;
 
 pub use down::{AckOutcome, DownDecoder, DownEncoder, EncodedTick};
+pub use index::TickIndex;
 pub use up::{QInput, Upstream, decode_upstream, encode_ack, encode_input};
 
 use serde::{Deserialize, Serialize};

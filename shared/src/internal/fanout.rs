@@ -101,9 +101,15 @@ impl Broadcast {
         Ok(segs)
     }
 
-    /// The byte ranges of one datagram, each checked, without copying (for a gateway that
-    /// re-encodes the updates instead of forwarding them: the compact profile). Each range
-    /// is a whole number of frames.
+    /// The byte ranges `[start, end)` of `frames` that make up one datagram, each checked
+    /// (for a gateway that re-encodes the updates instead of forwarding them: the compact
+    /// profile). Each range is a whole number of frames.
+    pub fn ranges_of(&self, d: &FanoutDatagram) -> Result<&[(u32, u32)], FanoutError> {
+        self.checked(d)
+    }
+
+    /// The bytes of one datagram's ranges, each checked, without copying. Each range is a
+    /// whole number of frames.
     pub fn segments_of<'a>(
         &'a self,
         d: &FanoutDatagram,

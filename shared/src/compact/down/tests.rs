@@ -249,6 +249,18 @@ fn step(ws: &mut [Walker], rng: &mut u64) -> Vec<StandardUpdateS2C> {
             });
         }
     }
+    // The zone lists actors cell by cell, not by RuntimeID, and may repeat one (the last
+    // wins): shuffle, and now and then repeat an actor somewhere with another position.
+    for i in (1..out.len()).rev() {
+        out.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    if !out.is_empty() && next() % 5 == 0 {
+        let i = (next() % out.len() as u64) as usize;
+        let mut again = out[i];
+        again.x += 0.75;
+        let at = (next() % (out.len() as u64 + 1)) as usize;
+        out.insert(at, again);
+    }
     out
 }
 
