@@ -68,6 +68,8 @@ RC_TRACES_PORT=$(free_port SOCK_STREAM)
 RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
 export RC_CLUSTER_SECRET
 export RC_PASSWORD_HASH=fast
+# The swarm's 56 bots all come from this host's one address.
+export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000
 export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://traces:4317
 export COMPOSE_PROFILES=observe
@@ -142,8 +144,8 @@ fi
 # 2. Accounts: 50 for the main swarm, 6 for the one that fills the third node.
 # shellcheck disable=SC2016 # expanded by the container's shell
 if dc run -T --rm --no-deps --entrypoint sh gateway -c \
-    'for i in $(seq 0 49); do gateway account create smk$i swarm --dm --data /data || exit 1; done;
-     for i in $(seq 0 5); do gateway account create smx$i swarm --dm --data /data || exit 1; done' \
+    'for i in $(seq 0 49); do echo swarm | gateway account create smk$i --password-stdin --dm --data-dir /data || exit 1; done;
+     for i in $(seq 0 5); do echo swarm | gateway account create smx$i --password-stdin --dm --data-dir /data || exit 1; done' \
     >"$WORK/accounts.log" 2>&1; then
     pass "accounts" "56 DM accounts in the gateway volume"
 else

@@ -62,6 +62,28 @@ pub struct GatewayConfig {
     pub password_hash: String,
     /// Run an embedded zone node in this process (`--standalone`).
     pub standalone: bool,
+    /// Password verifications per client network (IPv4 address, IPv6 /64) per minute, and
+    /// at once; a verification beyond it is refused unrun (code 4).
+    pub login_attempts_per_minute: u32,
+    /// Accounts created per client network per hour, and at once.
+    pub account_creations_per_hour: u32,
+    /// Most password hashes (argon2, 19 MiB each) computed at once; logins beyond it wait.
+    pub max_concurrent_hashes: u32,
+    /// A connection must log in (a verified account) within this time (ms).
+    pub login_deadline_ms: u64,
+    /// Most simultaneous connections from one client network.
+    pub max_connections_per_ip: u32,
+    /// Above this many connections not yet in the world, new ones must prove their address
+    /// first (a QUIC Retry round trip).
+    pub retry_above: u32,
+    /// Chat messages (zone chat and every `/` command) a player may send per second...
+    pub chat_per_second: u32,
+    /// ...and at once. Beyond it a message is dropped and the player told.
+    pub chat_burst: u32,
+    /// Whether clients on the gateway's own machine (127.0.0.0/8, `::1`) are held to the
+    /// per-network limits (login attempts, account creations, connections per IP). Off by
+    /// default: they are the operator's own tools (a local swarm, `rcclient`).
+    pub limit_loopback: bool,
 }
 
 impl Default for GatewayConfig {
@@ -87,6 +109,15 @@ impl Default for GatewayConfig {
             shutdown_timeout_ms: 10_000,
             password_hash: "production".into(),
             standalone: false,
+            login_attempts_per_minute: 10,
+            account_creations_per_hour: 5,
+            max_concurrent_hashes: 4,
+            login_deadline_ms: 60_000,
+            max_connections_per_ip: 32,
+            retry_above: 256,
+            chat_per_second: 2,
+            chat_burst: 8,
+            limit_loopback: false,
         }
     }
 }
@@ -117,6 +148,15 @@ impl Settings for GatewayConfig {
             "shutdown_timeout_ms" => self.shutdown_timeout_ms = num(value)?,
             "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
             "standalone" => self.standalone = boolean(value)?,
+            "login_attempts_per_minute" => self.login_attempts_per_minute = num(value)?,
+            "account_creations_per_hour" => self.account_creations_per_hour = num(value)?,
+            "max_concurrent_hashes" => self.max_concurrent_hashes = num(value)?,
+            "login_deadline_ms" => self.login_deadline_ms = num(value)?,
+            "max_connections_per_ip" => self.max_connections_per_ip = num(value)?,
+            "retry_above" => self.retry_above = num(value)?,
+            "chat_per_second" => self.chat_per_second = num(value)?,
+            "chat_burst" => self.chat_burst = num(value)?,
+            "limit_loopback" => self.limit_loopback = boolean(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -137,12 +177,13 @@ impl GatewayConfig {
             return bad("gateway_id", "must be 1..=128 characters");
         }
         // The standalone mode generates a secret for its embedded node when none is set.
-        if !self.standalone && self.cluster_secret.len() < shared::internal::auth::MIN_SECRET_LEN {
+        if !self.standalone
+            && let Some(why) = shared::internal::auth::weak_secret(self.cluster_secret.as_bytes())
+        {
             return bad(
                 "cluster_secret",
                 format!(
-                    "required, at least {} bytes (set GATEWAY_CLUSTER_SECRET, or use --standalone)",
-                    shared::internal::auth::MIN_SECRET_LEN
+                    "required: {why} (set GATEWAY_CLUSTER_SECRET or GATEWAY_CLUSTER_SECRET_FILE, or use --standalone)"
                 ),
             );
         }
@@ -183,6 +224,34 @@ impl GatewayConfig {
         if !matches!(self.password_hash.as_str(), "production" | "fast") {
             return bad("password_hash", "expected `production` or `fast`");
         }
+        for (field, v, max) in [
+            (
+                "login_attempts_per_minute",
+                self.login_attempts_per_minute,
+                100_000,
+            ),
+            (
+                "account_creations_per_hour",
+                self.account_creations_per_hour,
+                100_000,
+            ),
+            ("max_concurrent_hashes", self.max_concurrent_hashes, 1_024),
+            (
+                "max_connections_per_ip",
+                self.max_connections_per_ip,
+                1_000_000,
+            ),
+            ("retry_above", self.retry_above, 1_000_000),
+            ("chat_per_second", self.chat_per_second, 1_000),
+            ("chat_burst", self.chat_burst, 10_000),
+        ] {
+            if !(1..=max).contains(&v) {
+                return bad(field, format!("must be 1..={max}"));
+            }
+        }
+        if !(1_000..=3_600_000).contains(&self.login_deadline_ms) {
+            return bad("login_deadline_ms", "must be 1000..=3600000");
+        }
         Ok(())
     }
 
@@ -202,7 +271,7 @@ mod tests {
     use super::*;
 
     fn secret() -> String {
-        "0123456789abcdef0123".into()
+        "0123456789abcdef0123456789abcdef".into()
     }
 
     #[test]
@@ -236,6 +305,48 @@ mod tests {
         c.broadcast_ms = 5;
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("broadcast_ms"), "{e}");
+    }
+
+    #[test]
+    fn orchestrator_variables_are_tolerated_and_secrets_come_from_files() {
+        let mut c = GatewayConfig::default();
+        // What Kubernetes injects for a Service named `gateway`.
+        c.apply_env([
+            ("GATEWAY_PORT".to_owned(), "udp://10.0.0.7:25000".to_owned()),
+            (
+                "GATEWAY_PORT_25000_UDP".to_owned(),
+                "udp://10.0.0.7:25000".to_owned(),
+            ),
+            ("GATEWAY_PORT_25000_UDP_PROTO".to_owned(), "udp".to_owned()),
+            ("GATEWAY_SERVICE_HOST".to_owned(), "10.0.0.7".to_owned()),
+            ("GATEWAY_SERVICE_PORT".to_owned(), "25000".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(c, GatewayConfig::default());
+        // Anything else unknown is still an error.
+        assert!(
+            c.apply_env([("GATEWAY_LISTENN".to_owned(), "x".to_owned())])
+                .is_err()
+        );
+        let dir = std::env::temp_dir().join(format!("gw-cfg-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("secret");
+        std::fs::write(&f, format!("{}\n", secret())).unwrap();
+        c.apply_env([(
+            "GATEWAY_CLUSTER_SECRET_FILE".to_owned(),
+            f.display().to_string(),
+        )])
+        .unwrap();
+        assert_eq!(c.cluster_secret, secret());
+        let e = c
+            .apply_env([(
+                "GATEWAY_CLUSTER_SECRET_FILE".to_owned(),
+                dir.join("missing").display().to_string(),
+            )])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

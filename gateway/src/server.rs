@@ -460,6 +460,36 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
+            "rc_gateway_connections_refused_per_ip_total",
+            "Connections refused because their network had max_connections_per_ip open.",
+            &m.refused_per_ip,
+        );
+        c(
+            &mut t,
+            "rc_gateway_retries_total",
+            "Connections asked to prove their address (QUIC Retry) above retry_above.",
+            &m.retries,
+        );
+        c(
+            &mut t,
+            "rc_gateway_login_deadlines_total",
+            "Connections closed for not logging in within login_deadline_ms.",
+            &m.login_deadlines,
+        );
+        c(
+            &mut t,
+            "rc_gateway_hash_waits_total",
+            "Logins that waited for a password-hash slot (max_concurrent_hashes).",
+            &m.hash_waits,
+        );
+        c(
+            &mut t,
+            "rc_gateway_chat_limited_total",
+            "Chat messages dropped by the per-player chat limit.",
+            &m.chat_limited,
+        );
+        c(
+            &mut t,
             "rc_gateway_logins_total",
             "Sessions that entered the world.",
             &m.logins,

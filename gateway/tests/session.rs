@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gateway::session::{
-    AccountBook, Argon2Hasher, Ctx, LoginThrottle, PeerKey, PersistOp, Session, SessionEvent, close,
+    AccountBook, Argon2Hasher, Ctx, LoginThrottle, PeerKey, PersistOp, Session, SessionEvent,
+    ThrottleLimits, close,
 };
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -33,7 +34,13 @@ impl Env {
         Self {
             world,
             book: AccountBook::new(),
-            throttle: LoginThrottle::new(),
+            // Five verifications a minute per network; creations are limited in their own
+            // test.
+            throttle: LoginThrottle::with_limits(ThrottleLimits {
+                attempts_per_minute: 5,
+                creations_per_hour: 1_000,
+                limit_loopback: true,
+            }),
             hasher: Argon2Hasher::fast_for_tests(),
             rng: ChaCha8Rng::seed_from_u64(1),
         }
@@ -263,7 +270,7 @@ fn every_pre_auth_failure_is_p_and_banned_only_after_password() {
 }
 
 #[test]
-fn throttle_after_five_failures_and_recovery_after_sixty_seconds() {
+fn throttle_after_five_attempts_one_more_every_twelve_seconds() {
     let mut env = Env::new();
     let _ = env.account("erin", "pw");
     let mut s = Session::new(PEER);
@@ -275,30 +282,72 @@ fn throttle_after_five_failures_and_recovery_after_sixty_seconds() {
         );
         assert_eq!(closes_with(&ev), None);
     }
-    // Sixth attempt within the window: even the right password closes with code 4.
+    // Sixth attempt at once: even the right password closes with code 4, unverified.
     let (out, ev) = env.send(&mut s, 2000, verify("erin", "pw"));
     assert!(out.is_empty());
     assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
     assert!(s.is_closed());
-    // A new connection from the same address is still throttled...
+    // A new connection from the same network is still throttled, whatever its clock...
     let mut s2 = Session::new(PEER);
-    let (_, ev) = env.send(&mut s2, 59_000, verify("erin", "pw"));
+    let (_, ev) = env.send(&mut s2, 0, verify("erin", "pw"));
     assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
-    // ...another address is not...
+    let mut s2 = Session::new(PEER);
+    let (_, ev) = env.send(&mut s2, 12_000, verify("erin", "pw"));
+    assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
+    // ...another network is not...
     let mut s3 = Session::new(PeerKey([9; 16]));
-    let (out, _) = env.send(&mut s3, 59_000, verify("erin", "pw"));
+    let (out, _) = env.send(&mut s3, 12_000, verify("erin", "pw"));
     assert!(matches!(
         out.as_slice(),
         [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
     ));
-    // ...and 60 s after the failures the first address recovers.
+    // ...and one attempt comes back every 12 s (5 a minute): here, 12 s after the
+    // refused ones.
     let mut s4 = Session::new(PEER);
-    let (out, ev) = env.send(&mut s4, 61_005, verify("erin", "pw"));
+    let (out, ev) = env.send(&mut s4, 24_100, verify("erin", "pw"));
     assert_eq!(closes_with(&ev), None);
     assert!(matches!(
         out.as_slice(),
         [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
     ));
+    // The same credentials again on that connection cost nothing.
+    let (out, ev) = env.send(&mut s4, 24_100, verify("erin", "pw"));
+    assert_eq!(closes_with(&ev), None);
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn account_creation_has_its_own_limit_per_network() {
+    let mut env = Env::new();
+    env.throttle = LoginThrottle::with_limits(ThrottleLimits {
+        attempts_per_minute: 5,
+        creations_per_hour: 2,
+        limit_loopback: true,
+    });
+    let mut s = Session::new(PEER);
+    for (i, name) in ["one", "two"].into_iter().enumerate() {
+        let (out, _) = env.send(&mut s, i as u64, create_account(name, "pw"));
+        assert_eq!(
+            out,
+            vec![ServerPacket::CreateAccount(CreateAccountReply::Created)]
+        );
+    }
+    let (out, ev) = env.send(&mut s, 5, create_account("three", "pw"));
+    assert!(out.is_empty());
+    assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
+    // Another network may; the first may again half an hour later.
+    let mut s2 = Session::new(PeerKey([9; 16]));
+    let (out, _) = env.send(&mut s2, 10, create_account("three", "pw"));
+    assert_eq!(
+        out,
+        vec![ServerPacket::CreateAccount(CreateAccountReply::Created)]
+    );
+    let mut s3 = Session::new(PEER);
+    let (out, _) = env.send(&mut s3, 30 * 60_000 + 10, create_account("four", "pw"));
+    assert_eq!(
+        out,
+        vec![ServerPacket::CreateAccount(CreateAccountReply::Created)]
+    );
 }
 
 #[test]

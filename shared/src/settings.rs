@@ -106,7 +106,27 @@ pub trait Settings: Sized + serde::de::DeserializeOwned {
             let Some(key) = var.strip_prefix(Self::ENV_PREFIX) else {
                 continue;
             };
-            let key = key.to_ascii_lowercase();
+            let mut key = key.to_ascii_lowercase();
+            let mut value = value;
+            // `PREFIX_<SETTING>_FILE=path`: the setting's value is the file's content (one
+            // trailing newline dropped), as docker and Kubernetes secrets are mounted.
+            if let Some(base) = key.strip_suffix("_file")
+                && Self::SECRET_KEYS.contains(&base)
+            {
+                let text = std::fs::read_to_string(&value).map_err(|e| ConfigError::Env {
+                    var: var.clone(),
+                    value: value.clone(),
+                    message: format!("cannot read the file: {e}"),
+                })?;
+                let text = text.strip_suffix('\n').unwrap_or(&text);
+                value = text.strip_suffix('\r').unwrap_or(text).to_owned();
+                key = base.to_owned();
+            }
+            if orchestrator_variable(&key) && self.set(&key, &value).is_err() {
+                // Kubernetes' service links (`GATEWAY_PORT=tcp://…`, `GATEWAY_SERVICE_HOST`
+                // for a Service named `gateway`) share our prefix: not ours, not an error.
+                continue;
+            }
             self.set(&key, &value).map_err(|message| ConfigError::Env {
                 var: var.clone(),
                 value: if Self::SECRET_KEYS.contains(&key.as_str()) {
@@ -131,6 +151,14 @@ pub trait Settings: Sized + serde::de::DeserializeOwned {
         }
         Ok(())
     }
+}
+
+/// Whether `key` (after the prefix, lower case) has the shape of a variable an
+/// orchestrator injects: Kubernetes service links `PORT`, `PORT_*`, `SERVICE_*`. Such a
+/// variable that is not one of our settings is ignored; any other unknown `PREFIX_*`
+/// variable is an error (a misspelt setting must not be silently dropped).
+pub fn orchestrator_variable(key: &str) -> bool {
+    key == "port" || key.starts_with("port_") || key.starts_with("service_")
 }
 
 #[cfg(test)]

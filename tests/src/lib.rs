@@ -22,7 +22,7 @@ use shared::proto::{ServerPacket, StandardUpdateC2S};
 use tokio::time::Instant;
 
 /// Cluster secret of the test clusters.
-pub const SECRET: &str = "cluster-tests-secret-0123456789";
+pub const SECRET: &str = "cluster-tests-secret-0123456789abcdef";
 /// Default bound on every wait.
 pub const WAIT: Duration = Duration::from_secs(20);
 /// Heartbeat period the test gateway asks of its nodes (ms).
@@ -73,7 +73,18 @@ impl Cluster {
     /// As [`start_with_capacity`](Self::start_with_capacity), with extra environment
     /// variables for every node process (the traces test points them at its collector).
     pub async fn start_with_env(name: &str, nodes: &[(&str, u32)], env: &[(&str, &str)]) -> Self {
-        Self::start_full(name, nodes, env, None).await
+        Self::start_full(name, nodes, env, None, |_| {}).await
+    }
+
+    /// As [`start_with_capacity`](Self::start_with_capacity), with the gateway's
+    /// configuration changed by `tweak` (the limits, for the flood tests: by default the
+    /// tests' clients, all on loopback, are exempt and chat is not limited).
+    pub async fn start_with_config(
+        name: &str,
+        nodes: &[(&str, u32)],
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Self {
+        Self::start_full(name, nodes, &[], None, tweak).await
     }
 
     /// As [`start_with_capacity`](Self::start_with_capacity), serving the world in `world`
@@ -83,7 +94,7 @@ impl Cluster {
         nodes: &[(&str, u32)],
         world: &std::path::Path,
     ) -> Self {
-        Self::start_full(name, nodes, &[], Some(world)).await
+        Self::start_full(name, nodes, &[], Some(world), |_| {}).await
     }
 
     async fn start_full(
@@ -91,6 +102,7 @@ impl Cluster {
         nodes: &[(&str, u32)],
         env: &[(&str, &str)],
         world: Option<&std::path::Path>,
+        tweak: impl FnOnce(&mut GatewayConfig),
     ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
@@ -112,8 +124,13 @@ impl Cluster {
             node_timeout_ms: NODE_TIMEOUT_MS,
             shutdown_timeout_ms: 5_000,
             world: world.map(std::path::Path::to_path_buf),
+            // Scenario tests send commands faster than a player types.
+            chat_per_second: 1_000,
+            chat_burst: 1_000,
             ..GatewayConfig::default()
         };
+        let mut cfg = cfg;
+        tweak(&mut cfg);
         let mut node_env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

@@ -1,7 +1,9 @@
 //! A hostile client against a cluster of a gateway and two `zone-node` processes while
 //! bots play (issue 7): garbage and oversize frames, datagrams that do not parse, NaN and
 //! infinite floats, packets before login, a login flood and half-open handshakes are
-//! refused the right way, and the bots see no error and keep getting their updates.
+//! refused the right way, and the bots see no error and keep getting their updates. And
+//! floods (issue 23): password guessing over many connections, connections that never log
+//! in, a handshake flood and a `/yell` flood cost the flooder and no honest bot.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -51,7 +53,12 @@ async fn bot(mut c: Connection, rid: u16, start: (f32, f32, f32), stop: Arc<Atom
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_client_is_refused_while_bots_keep_playing() {
-    let c = Cluster::start_with_capacity("hostile", &[("n1", 2), ("n2", 64)]).await;
+    let c = Cluster::start_with_config("hostile", &[("n1", 2), ("n2", 64)], |cfg| {
+        // Its login flood comes from loopback, like its bots.
+        cfg.limit_loopback = true;
+        cfg.account_creations_per_hour = 100;
+    })
+    .await;
     let addr = c.gw.client_addr;
     let stop = Arc::new(AtomicBool::new(false));
     let mut bots = tokio::task::JoinSet::new();
@@ -127,10 +134,10 @@ async fn a_hostile_client_is_refused_while_bots_keep_playing() {
 
     // The gateway still takes new players, and every bot played on with no error.
     let (fresh, _) = new_player(addr, "latecomer").await;
-    // Last (the throttle is per address for 60 s): a login flood, closed with code 4.
+    // Last (the throttle is per network): a login flood, closed with code 4.
     let mut h = connect(addr).await;
     let mut closed = None;
-    for _ in 0..8 {
+    for _ in 0..16 {
         if let Err(e) = h.login("bot0", "wrong").await
             && e.server_close_code().is_some()
         {
@@ -244,4 +251,137 @@ async fn a_hostile_compact_client_is_refused_while_a_bot_keeps_playing() {
     stop.store(true, Ordering::Relaxed);
     assert!(bot.await.expect("the bot did not fail") > 0);
     bad.close(CloseCode::Normal).await;
+}
+
+/// Floods while bots play (issue 23): a password-guessing attacker spread over many
+/// connections gets at most `login_attempts_per_minute` answers; connections that never
+/// log in are closed at the login deadline; a burst of connections beyond
+/// `max_connections_per_ip` is refused, and above `retry_above` must prove its address; a
+/// `/yell` flood is dropped at the flooder's own connection. Every honest bot stays
+/// connected, error-free, and keeps getting its own updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floods_cost_the_flooder_and_no_honest_bot() {
+    let c = Cluster::start_with_config("flood", &[("n1", 64)], |cfg| {
+        cfg.limit_loopback = true; // everyone here, attacker and bots, is on loopback
+        cfg.account_creations_per_hour = 100;
+        cfg.login_attempts_per_minute = 10;
+        cfg.max_connections_per_ip = 24;
+        cfg.login_deadline_ms = 1_500;
+        cfg.retry_above = 6;
+        cfg.chat_per_second = 2;
+        cfg.chat_burst = 8;
+    })
+    .await;
+    let addr = c.gw.client_addr;
+    let t0 = std::time::Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut bots = tokio::task::JoinSet::new();
+    for i in 0..3 {
+        let (conn, g) = new_player(addr, &format!("honest{i}")).await;
+        let start = (g.area.x + i as f32, g.area.y, g.area.z);
+        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+    }
+    let (mut yeller, _) = new_player(addr, "yeller").await;
+    // Four of the network's ten verifications are spent (three bots and the yeller).
+
+    // 1. The /yell flood: 200 lines at once. At most the burst (8) and two a second get
+    //    through; the rest are dropped at the yeller's connection, and it is told.
+    for i in 0..200 {
+        yeller
+            .send_frame(16, format!("/yell spam {i}").as_bytes())
+            .await
+            .unwrap();
+    }
+    assert!(
+        cluster_tests::chat_containing(&mut yeller, "too fast", WAIT)
+            .await
+            .is_some(),
+        "the flooder is told"
+    );
+
+    // 2. Password guessing over 20 connections, two guesses each.
+    let mut answered = 0u32;
+    let mut refused = 0u32;
+    for _ in 0..20 {
+        let mut h = connect(addr).await;
+        for _ in 0..2 {
+            match h.login("honest0", "guess").await {
+                Err(client::LoginError::BadPassword) => answered += 1,
+                Err(e) if e.server_close_code() == Some(CloseCode::RateLimited) => {
+                    refused += 1;
+                    break;
+                }
+                Err(_) => {
+                    refused += 1;
+                    break;
+                }
+                Ok(_) => panic!("a guess logged in"),
+            }
+        }
+        h.close(CloseCode::Normal).await;
+    }
+    // Ten at once and one more every six seconds, four of them spent by the honest logins.
+    let refilled = u32::try_from(t0.elapsed().as_secs() / 6).unwrap_or(u32::MAX);
+    assert!(
+        answered + 4 <= 10 + refilled + 1,
+        "at most the network's verifications were answered: {answered} in {:?}",
+        t0.elapsed()
+    );
+    assert!(refused >= 14, "the rest were refused: {refused}");
+
+    // 3. Connections that never log in, more of them than one network may hold: those
+    //    beyond the cap are refused, those above `retry_above` prove their address first,
+    //    and the rest are closed at the login deadline.
+    let mut idle = tokio::task::JoinSet::new();
+    for _ in 0..30 {
+        idle.spawn(async move {
+            match tokio::time::timeout(WAIT, Connection::connect(addr, "gateway", Verify::Insecure))
+                .await
+            {
+                Ok(Ok(h)) => Some(tokio::time::timeout(WAIT, h.closed()).await.ok()),
+                _ => None,
+            }
+        });
+    }
+    let mut deadline_closed = 0u32;
+    while let Some(r) = idle.join_next().await {
+        if let Ok(Some(Some(CloseReason::Server { code, .. }))) = r
+            && code == CloseCode::RateLimited
+        {
+            deadline_closed += 1;
+        }
+    }
+    assert!(
+        deadline_closed >= 1,
+        "idle connections are closed at the deadline"
+    );
+
+    // The honest bots played through all of it.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    stop.store(true, Ordering::Relaxed);
+    while let Some(r) = bots.join_next().await {
+        let own = r.expect("an honest bot did not fail");
+        assert!(own > 0, "the bot kept getting its own updates");
+    }
+    let m = &c.gw.shared().metrics;
+    let chat_limited = Metrics::get(&m.chat_limited);
+    assert!(
+        chat_limited >= 150,
+        "the yells were dropped at the source: {chat_limited}"
+    );
+    assert!(Metrics::get(&m.rate_limited) >= 14);
+    assert!(Metrics::get(&m.login_deadlines) >= 1);
+    assert!(
+        Metrics::get(&m.refused_per_ip) >= 1,
+        "beyond the cap per network"
+    );
+    assert!(
+        Metrics::get(&m.retries) >= 1,
+        "a crowd must prove its address"
+    );
+    assert!(
+        yeller.close_reason().is_none(),
+        "the flooder itself only lost its lines"
+    );
+    yeller.close(CloseCode::Normal).await;
 }

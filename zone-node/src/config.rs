@@ -219,12 +219,11 @@ impl NodeConfig {
         if !(200..=1400).contains(&self.datagram_budget) {
             return bad("datagram_budget", "must be 200..=1400");
         }
-        if self.cluster_secret.len() < shared::internal::auth::MIN_SECRET_LEN {
+        if let Some(why) = shared::internal::auth::weak_secret(self.cluster_secret.as_bytes()) {
             return bad(
                 "cluster_secret",
                 format!(
-                    "required, at least {} bytes (set ZONE_NODE_CLUSTER_SECRET)",
-                    shared::internal::auth::MIN_SECRET_LEN
+                    "required: {why} (set ZONE_NODE_CLUSTER_SECRET or ZONE_NODE_CLUSTER_SECRET_FILE)"
                 ),
             );
         }
@@ -287,7 +286,7 @@ mod tests {
 
     fn ok() -> NodeConfig {
         NodeConfig {
-            cluster_secret: "0123456789abcdef".into(),
+            cluster_secret: "0123456789abcdef0123456789abcdef".into(),
             ..NodeConfig::default()
         }
     }
@@ -312,7 +311,7 @@ mod tests {
     fn the_deploy_example_parses_and_validates_with_a_secret() {
         let text = include_str!("../../deploy/config/zone-node.toml");
         let mut c = NodeConfig::from_toml(text).unwrap();
-        c.cluster_secret = "0123456789abcdef".into();
+        c.cluster_secret = "0123456789abcdef0123456789abcdef".into();
         c.validate().unwrap();
         assert_eq!(c.tick_ms, 33);
     }
@@ -320,7 +319,7 @@ mod tests {
     #[test]
     fn toml_env_and_flags_layer() {
         let mut c = NodeConfig::from_toml(
-            "gateway_addr = \"10.0.0.1:9000\"\ntick_ms = 20\ncluster_secret = \"aaaaaaaaaaaaaaaaaaaa\"\n",
+            "gateway_addr = \"10.0.0.1:9000\"\ntick_ms = 20\ncluster_secret = \"a1b2c3d4e5f6a7b8c9d0a1b2c3d4e5f6\"\n",
         )
         .unwrap();
         assert_eq!(c.tick_ms, 20);

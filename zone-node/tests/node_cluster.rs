@@ -20,7 +20,7 @@ use zone_node::config::NodeConfig;
 use zone_node::link::LinkExit;
 use zone_node::node::{self, NodeHandle};
 
-const SECRET: &str = "test-cluster-secret-0123456789";
+const SECRET: &str = "test-cluster-secret-0123456789abcdef";
 const WAIT: Duration = Duration::from_secs(10);
 
 struct Gateway {

@@ -232,6 +232,16 @@ pub struct Metrics {
     pub client_packets_ignored: AtomicU64,
     /// Connections closed by the login throttle (code 4).
     pub rate_limited: AtomicU64,
+    /// Connections refused because their network has `max_connections_per_ip` open.
+    pub refused_per_ip: AtomicU64,
+    /// Connections asked to prove their address (QUIC Retry) under load.
+    pub retries: AtomicU64,
+    /// Connections closed for not logging in within `login_deadline_ms`.
+    pub login_deadlines: AtomicU64,
+    /// Logins that waited for a password-hash slot (`max_concurrent_hashes`).
+    pub hash_waits: AtomicU64,
+    /// Chat messages dropped by the per-player chat limit.
+    pub chat_limited: AtomicU64,
     /// Successful `P_StartGame`s.
     pub logins: AtomicU64,
     /// Client datagrams dropped (malformed, wrong type, not in game, no route).
@@ -378,6 +388,16 @@ pub struct Shared {
     /// The game clock's epoch (Unix ms, from the store; 0 = not set): sent to the nodes
     /// with `AssignInstance`, and the login clock block is read from it.
     pub clock_epoch_ms: AtomicU64,
+    /// The gateway's clock for the login limiter (one clock for every connection).
+    pub started: Instant,
+    /// Slots for password hashing (`max_concurrent_hashes`).
+    pub hashes: tokio::sync::Semaphore,
+    /// Open client connections (handshaking included) per client network.
+    pub per_ip: DashMap<crate::session::PeerKey, u32>,
+    /// Open client connections, handshaking included (`max_connections`).
+    pub open: std::sync::atomic::AtomicUsize,
+    /// Open client connections not yet in the world (`retry_above`).
+    pub pregame: std::sync::atomic::AtomicUsize,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -403,13 +423,18 @@ impl Shared {
         session_base: u64,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<HubEvent>) {
         let (hub, rx) = mpsc::unbounded_channel();
+        let throttle = LoginThrottle::with_limits(crate::session::ThrottleLimits {
+            attempts_per_minute: cfg.login_attempts_per_minute,
+            creations_per_hour: cfg.account_creations_per_hour,
+            limit_loopback: cfg.limit_loopback,
+        });
+        let hash_slots = usize::try_from(cfg.max_concurrent_hashes)
+            .unwrap_or(1)
+            .max(1);
         let shared = Arc::new(Self {
             cfg,
             world,
-            accounts: Mutex::new(Accounts {
-                book,
-                throttle: LoginThrottle::new(),
-            }),
+            accounts: Mutex::new(Accounts { book, throttle }),
             scripts: Mutex::new(scripts),
             ground: Mutex::new(HashMap::new()),
             writer,
@@ -421,6 +446,11 @@ impl Shared {
             view: Mutex::new(ClusterView::default()),
             shutting_down: AtomicBool::new(false),
             clock_epoch_ms: AtomicU64::new(0),
+            started: Instant::now(),
+            hashes: tokio::sync::Semaphore::new(hash_slots),
+            per_ip: DashMap::new(),
+            open: std::sync::atomic::AtomicUsize::new(0),
+            pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
             next_serial: AtomicU64::new(1),
         });

@@ -5,7 +5,8 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::{BufMut as _, Bytes, BytesMut};
 use shared::frame::{FrameDecoder, split_datagram};
@@ -23,33 +24,103 @@ pub async fn serve(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
-        let full = shared.clients.len()
+        let full = shared.open.load(Ordering::Relaxed)
             >= usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
-        if full
-            || shared
-                .shutting_down
-                .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if full || shared.shutting_down.load(Ordering::Relaxed) {
             Metrics::inc(&shared.metrics.connections_refused);
             incoming.refuse();
             continue;
         }
+        // Under load (many connections not yet in the world), a new one first proves it
+        // can receive at its address: one round trip, and no state kept here until then.
+        let crowded = shared.pregame.load(Ordering::Relaxed)
+            >= usize::try_from(shared.cfg.retry_above).unwrap_or(usize::MAX);
+        if crowded && !incoming.remote_address_validated() && incoming.may_retry() {
+            Metrics::inc(&shared.metrics.retries);
+            if let Err(e) = incoming.retry() {
+                tracing::debug!(error = %e, "retry not sent");
+            }
+            continue;
+        }
+        let Some(slot) = ConnSlot::take(&shared, peer_key(incoming.remote_address())) else {
+            Metrics::inc(&shared.metrics.connections_refused);
+            Metrics::inc(&shared.metrics.refused_per_ip);
+            incoming.refuse();
+            continue;
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
             let session = shared.next_session();
             let span = tracing::info_span!("session", session, peer = %incoming.remote_address());
-            connection(incoming, shared, session).instrument(span).await;
+            connection(incoming, shared, session, slot)
+                .instrument(span)
+                .await;
         });
     }
 }
 
-/// The throttle key of a peer: its IP (as IPv6; IPv4 mapped).
+/// One open client connection as the limits count it: in `open`, in its network's
+/// `per_ip` count and, until it enters the world, in `pregame`. Dropping it gives all back.
+struct ConnSlot {
+    shared: Arc<Shared>,
+    peer: PeerKey,
+    pregame: bool,
+}
+
+impl ConnSlot {
+    /// A slot for a connection from `peer`, unless its network has `max_connections_per_ip`.
+    fn take(shared: &Arc<Shared>, peer: PeerKey) -> Option<Self> {
+        let cap = if peer.is_loopback() && !shared.cfg.limit_loopback {
+            u32::MAX
+        } else {
+            shared.cfg.max_connections_per_ip
+        };
+        {
+            let mut n = shared.per_ip.entry(peer).or_insert(0);
+            if *n >= cap {
+                return None;
+            }
+            *n += 1;
+        }
+        shared.open.fetch_add(1, Ordering::Relaxed);
+        shared.pregame.fetch_add(1, Ordering::Relaxed);
+        Some(Self {
+            shared: shared.clone(),
+            peer,
+            pregame: true,
+        })
+    }
+
+    /// The connection entered the world.
+    fn entered(&mut self) {
+        if std::mem::take(&mut self.pregame) {
+            self.shared.pregame.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.entered();
+        self.shared.open.fetch_sub(1, Ordering::Relaxed);
+        self.shared.per_ip.remove_if_mut(&self.peer, |_, n| {
+            *n = n.saturating_sub(1);
+            *n == 0
+        });
+    }
+}
+
+/// The limiter key of a peer: its network (IPv4 address, IPv6 /64).
 pub fn peer_key(addr: SocketAddr) -> PeerKey {
-    let ip = match addr.ip() {
-        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-        std::net::IpAddr::V6(v6) => v6,
-    };
-    PeerKey(ip.octets())
+    PeerKey::of_ip(addr.ip())
+}
+
+/// The per-player chat quota.
+fn chat_quota(cfg: &crate::config::GatewayConfig) -> governor::Quota {
+    let per_second =
+        std::num::NonZeroU32::new(cfg.chat_per_second).unwrap_or(std::num::NonZeroU32::MIN);
+    let burst = std::num::NonZeroU32::new(cfg.chat_burst).unwrap_or(std::num::NonZeroU32::MIN);
+    governor::Quota::per_second(per_second).allow_burst(burst)
 }
 
 /// Why the connection task ends: the close code and reason to send (`None`: the peer or
@@ -63,7 +134,10 @@ struct Conn {
     send: quinn::SendStream,
     session: Session,
     in_game: bool,
-    started: Instant,
+    /// This connection in the connection limits.
+    slot: ConnSlot,
+    /// Chat messages this player may send (`chat_per_second`, `chat_burst`).
+    chat: governor::DefaultDirectRateLimiter,
     /// Reused buffer for frames forwarded to the zone.
     batch: Vec<u8>,
     /// Pooled buffer the forwarded datagrams are cut from (no allocation per datagram).
@@ -102,7 +176,12 @@ pub fn os_rng() -> rand_chacha::ChaCha20Rng {
     rand::SeedableRng::from_seed(seed)
 }
 
-async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: u64) {
+async fn connection(
+    incoming: quinn::Incoming,
+    shared: Arc<Shared>,
+    session_id: u64,
+    slot: ConnSlot,
+) {
     let hs = Duration::from_millis(shared.cfg.handshake_timeout_ms);
     let conn = match tokio::time::timeout(hs, incoming).await {
         Ok(Ok(c)) => c,
@@ -159,7 +238,8 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
         send,
         session: Session::new(peer_key(peer)),
         in_game: false,
-        started: Instant::now(),
+        slot,
+        chat: governor::RateLimiter::direct(chat_quota(&shared.cfg)),
         batch: Vec::with_capacity(4096),
         pool: BytesMut::new(),
         rng: os_rng(),
@@ -169,8 +249,15 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
     };
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(shared.cfg.login_deadline_ms);
     let end: End = loop {
         tokio::select! {
+            () = tokio::time::sleep_until(deadline), if !c.session.is_logged_in() && !c.in_game => {
+                Metrics::inc(&shared.metrics.login_deadlines);
+                tracing::info!("no login within the deadline");
+                break Some((close::RATE_LIMITED, "no login in time".into()));
+            }
             r = recv.read(&mut buf) => match r {
                 Ok(Some(n)) => {
                     Metrics::add(&shared.metrics.bytes_up_stream, n);
@@ -222,8 +309,10 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, session_id: 
 }
 
 impl Conn {
+    /// The gateway's clock (one for every connection: the login limiter must not see a
+    /// clock per connection).
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(self.shared.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn violation(&self, why: &str) -> (u32, String) {
@@ -279,6 +368,21 @@ impl Conn {
         if shared::frame::write_frame(&mut frame, ty, payload).is_err() {
             return Some(Some(self.violation("oversized frame")));
         }
+        if ty == ids::P_CHAT_MESSAGE && self.chat.check().is_err() {
+            // Over the chat limit: the flood costs the flooder (dropped here, before any
+            // zone or other player sees it).
+            Metrics::inc(&self.shared.metrics.chat_limited);
+            let note = ServerPacket::ChatMessage(shared::proto::ChatMessageS2C::system(
+                "You are sending messages too fast.",
+            ));
+            let mut out = Vec::new();
+            if note.encode_frame(&mut out).is_ok() {
+                let _ = self.shared.clients.get(&self.session_id).map(|h| {
+                    h.frames(Bytes::from(out), &self.shared.metrics);
+                });
+            }
+            return None;
+        }
         if ty == ids::P_CHAT_MESSAGE && matches!(payload.first(), Some(b'/' | b'\\')) {
             self.flush_batch();
             self.shared.to_hub(HubEvent::Chat {
@@ -333,9 +437,7 @@ impl Conn {
                 hasher: &hasher,
                 rng: &mut self.rng,
                 clock: Some(crate::session::ClockNow {
-                    epoch_ms: shared
-                        .clock_epoch_ms
-                        .load(std::sync::atomic::Ordering::Relaxed),
+                    epoch_ms: shared.clock_epoch_ms.load(Ordering::Relaxed),
                     now_ms: std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)),
@@ -385,6 +487,7 @@ impl Conn {
                     state,
                 } => {
                     self.in_game = true;
+                    self.slot.entered();
                     tracing::info!(account, character = %state.name, "entering the world");
                     let login = self.login.take().unwrap_or_else(tracing::Span::none);
                     login.record("character", state.name.as_str());
@@ -439,6 +542,14 @@ impl Conn {
                 .map(|a| a.row.password_hash.clone())
         };
         let hasher = self.shared.hasher.clone();
+        // At most `max_concurrent_hashes` at once (each argon2 hash takes 19 MiB).
+        let _slot = match self.shared.hashes.try_acquire() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                Metrics::inc(&self.shared.metrics.hash_waits);
+                self.shared.hashes.acquire().await.ok()
+            }
+        };
         let job = move || {
             let mut pre = Pre::default();
             let mut salt = [0u8; 16];

@@ -5,7 +5,7 @@
 //! persistence ops, packets for the zone).
 //!
 //! Shared state lives outside the session and is passed in through [`Ctx`]: the world, the
-//! [`AccountBook`], the failed-login [`LoginThrottle`], the [`PasswordHasher`] and an RNG for
+//! [`AccountBook`], the login and account-creation limiter [`LoginThrottle`], the [`PasswordHasher`] and an RNG for
 //! salts. Nothing here reads a clock, a socket, a file or a global RNG.
 //!
 //! Rules enforced:
@@ -46,7 +46,7 @@ pub use accounts::{
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
-pub use throttle::{LoginThrottle, MAX_FAILURES, PeerKey, WINDOW_MS};
+pub use throttle::{LoginThrottle, PeerKey, ThrottleLimits};
 
 /// Close codes (transport.md).
 pub mod close {
@@ -239,6 +239,12 @@ impl Session {
         }
     }
 
+    /// Whether an account's credentials have been verified on this connection (the login
+    /// deadline stops counting).
+    pub fn is_logged_in(&self) -> bool {
+        self.verified.is_some()
+    }
+
     /// Whether these credentials were already verified on this connection (the shell then
     /// skips precomputing a password hash check for them).
     pub fn has_verified(&self, creds: &Creds) -> bool {
@@ -410,8 +416,9 @@ impl Session {
         {
             return Ok(id);
         }
-        if ctx.throttle.is_blocked(self.peer, now_ms) {
-            self.close(close::RATE_LIMITED, "too many failed logins");
+        // Every verification takes a cell, before its answer is known (see `throttle`).
+        if !ctx.throttle.try_attempt(self.peer, now_ms) {
+            self.close(close::RATE_LIMITED, "too many login attempts");
             return Err(AuthFail::Throttled);
         }
         let ok = found.and_then(|id| {
@@ -434,7 +441,6 @@ impl Session {
                     // Same cost as a real verification: no user enumeration by timing.
                     ctx.hasher.burn(&creds.password_md5.0);
                 }
-                ctx.throttle.record_failure(self.peer, now_ms);
                 Err(AuthFail::Bad)
             }
         }
@@ -448,9 +454,11 @@ impl Session {
 
     #[doc(alias = "P_CreateAccount")]
     fn create_account(&mut self, now_ms: u64, ctx: &mut Ctx<'_>, creds: &Creds, email: &[u8]) {
-        // Creation is rate limited like logins so it cannot be used to probe names cheaply.
-        if ctx.throttle.is_blocked(self.peer, now_ms) {
-            self.close(close::RATE_LIMITED, "too many failed logins");
+        // Creation has its own bucket per network (it hashes a password and takes a name),
+        // and a network out of login attempts cannot probe names with it either.
+        if ctx.throttle.is_blocked(self.peer, now_ms) || !ctx.throttle.try_create(self.peer, now_ms)
+        {
+            self.close(close::RATE_LIMITED, "too many accounts created");
             return;
         }
         let ok = ctx.world.misc.allow_account_creation

@@ -1,66 +1,337 @@
-//! Failed-login throttle: at most [`MAX_FAILURES`] failures per [`WINDOW_MS`] per client
-//! address; shared by every session (the shell owns one).
+//! Login and account-creation limits per client network (an IPv4 address, an IPv6 /64),
+//! on one clock for the whole gateway: [`LoginThrottle`], shared by every session (the
+//! shell owns one, behind the accounts lock).
+//!
+//! **What is counted.** Every password verification a network asks for — not only the
+//! failed ones — takes a cell of a GCRA bucket (`governor`): `attempts_per_minute` cells,
+//! refilled one every `60 s / attempts_per_minute`. A verification the bucket refuses is
+//! never run, whatever the password, so a network gets at most that many guesses at once
+//! and that many a minute after. Counting only failures would leak one guess per refill:
+//! a guess made while the last cell is left is answered "bad password" or "welcome", and
+//! that answer is the guess. A session that has verified its credentials once re-uses the
+//! result (character list, start game) without taking another cell.
+//!
+//! **One clock.** Sessions pass their `now_ms`; the throttle keeps the newest it has seen
+//! and never goes back, so no connection can reset another's count with a clock of its
+//! own (each connection's clock once started at zero: a connection kept open for a minute
+//! wiped everyone's failures). State for networks that have been quiet a full refill
+//! period is forgotten by [`LoginThrottle::prune`], which runs by itself once a minute.
+//!
+//! Sans-IO: `governor` runs on a [`FakeRelativeClock`] the throttle advances to the
+//! injected time, so the tests drive it exactly.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
 
-/// Failures allowed per window.
-pub const MAX_FAILURES: usize = 5;
-/// The sliding window, in milliseconds.
-pub const WINDOW_MS: u64 = 60_000;
+use governor::clock::{Clock as _, FakeRelativeClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 
-/// A client address as an opaque key (the shell maps an IP address to 16 bytes, IPv4 mapped).
+/// How often the throttle forgets quiet networks.
+const PRUNE_EVERY_MS: u64 = 60_000;
+
+/// A client network as an opaque key: an IPv4 address (IPv4-mapped), or the /64 of an
+/// IPv6 address (one subscriber's prefix; its low 64 bits are zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerKey(pub [u8; 16]);
 
-/// Sliding-window failure counts per peer.
-#[derive(Debug, Default)]
+impl PeerKey {
+    /// The network of `ip`.
+    pub fn of_ip(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(v4) => Self(v4.to_ipv6_mapped().octets()),
+            IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => Self(v6.octets()),
+            IpAddr::V6(v6) => {
+                let mut o = v6.octets();
+                if let Some(host) = o.get_mut(8..) {
+                    host.fill(0);
+                }
+                Self(o)
+            }
+        }
+    }
+}
+
+impl PeerKey {
+    /// Whether this is the gateway's own machine (127.0.0.0/8, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        let ip = std::net::Ipv6Addr::from(self.0);
+        ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+    }
+}
+
+/// The limits, from the gateway's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleLimits {
+    /// Password verifications per network per minute (and at once).
+    pub attempts_per_minute: u32,
+    /// Accounts created per network per hour (and at once).
+    pub creations_per_hour: u32,
+    /// Whether loopback peers are limited too (by default they are the operator's own
+    /// tools: a local swarm, the admin's client).
+    pub limit_loopback: bool,
+}
+
+impl Default for ThrottleLimits {
+    fn default() -> Self {
+        Self {
+            attempts_per_minute: 10,
+            creations_per_hour: 5,
+            limit_loopback: true,
+        }
+    }
+}
+
+type Keyed = RateLimiter<
+    PeerKey,
+    DefaultKeyedStateStore<PeerKey>,
+    FakeRelativeClock,
+    NoOpMiddleware<<FakeRelativeClock as governor::clock::Clock>::Instant>,
+>;
+
+fn quota(n: u32, per: Duration) -> Quota {
+    let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+    Quota::with_period(per / n.get())
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+        .allow_burst(n)
+}
+
+/// Verification and creation buckets per network.
 pub struct LoginThrottle {
-    failures: HashMap<PeerKey, VecDeque<u64>>,
+    limits: ThrottleLimits,
+    attempts: Keyed,
+    creations: Keyed,
+    clock: FakeRelativeClock,
+    now_ms: u64,
+    /// Networks whose last verification was refused, until their next cell (so the shell
+    /// can skip the password hash for them).
+    blocked: HashMap<PeerKey, u64>,
+    last_prune_ms: u64,
+}
+
+impl std::fmt::Debug for LoginThrottle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginThrottle")
+            .field("limits", &self.limits)
+            .field("now_ms", &self.now_ms)
+            .field("tracked", &self.tracked())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LoginThrottle {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LoginThrottle {
-    /// An empty throttle.
+    /// A throttle with the default limits.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limits(ThrottleLimits::default())
     }
 
-    fn prune_one(q: &mut VecDeque<u64>, now_ms: u64) {
-        while q
-            .front()
-            .is_some_and(|&t| now_ms.saturating_sub(t) >= WINDOW_MS)
-        {
-            q.pop_front();
+    /// A throttle with `limits`.
+    pub fn with_limits(limits: ThrottleLimits) -> Self {
+        let clock = FakeRelativeClock::default();
+        let keyed =
+            |q: Quota| RateLimiter::new(q, DefaultKeyedStateStore::default(), clock.clone());
+        Self {
+            limits,
+            attempts: keyed(quota(limits.attempts_per_minute, Duration::from_secs(60))),
+            creations: keyed(quota(limits.creations_per_hour, Duration::from_secs(3600))),
+            clock,
+            now_ms: 0,
+            blocked: HashMap::new(),
+            last_prune_ms: 0,
         }
     }
 
-    /// Whether `peer` has used up its failures in the current window.
+    /// The limits in force.
+    pub fn limits(&self) -> ThrottleLimits {
+        self.limits
+    }
+
+    /// Moves the clock to `now_ms` (never back), pruning once a minute.
+    fn advance(&mut self, now_ms: u64) {
+        if now_ms > self.now_ms {
+            self.clock
+                .advance(Duration::from_millis(now_ms - self.now_ms));
+            self.now_ms = now_ms;
+        }
+        if self.now_ms.saturating_sub(self.last_prune_ms) >= PRUNE_EVERY_MS {
+            self.prune(self.now_ms);
+        }
+    }
+
+    fn exempt(&self, peer: PeerKey) -> bool {
+        !self.limits.limit_loopback && peer.is_loopback()
+    }
+
+    /// Whether a verification by `peer` would be refused now (a hint for the shell, which
+    /// then skips the password hash; takes no cell).
     pub fn is_blocked(&mut self, peer: PeerKey, now_ms: u64) -> bool {
-        match self.failures.get_mut(&peer) {
-            Some(q) => {
-                Self::prune_one(q, now_ms);
-                q.len() >= MAX_FAILURES
+        self.advance(now_ms);
+        self.blocked
+            .get(&peer)
+            .is_some_and(|&until| until > self.now_ms)
+    }
+
+    /// Takes a cell for one password verification by `peer`; `false` when the network has
+    /// used its verifications (the verification must not run).
+    pub fn try_attempt(&mut self, peer: PeerKey, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        if self.exempt(peer) {
+            return true;
+        }
+        match self.attempts.check_key(&peer) {
+            Ok(()) => {
+                self.blocked.remove(&peer);
+                true
             }
-            None => false,
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(self.clock.now());
+                let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                self.blocked
+                    .insert(peer, self.now_ms.saturating_add(wait_ms.max(1)));
+                false
+            }
         }
     }
 
-    /// Records one failure.
-    pub fn record_failure(&mut self, peer: PeerKey, now_ms: u64) {
-        let q = self.failures.entry(peer).or_default();
-        Self::prune_one(q, now_ms);
-        q.push_back(now_ms);
+    /// Takes a cell for one account creation by `peer`; `false` when the network has
+    /// created its accounts for now.
+    pub fn try_create(&mut self, peer: PeerKey, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        if self.exempt(peer) {
+            return true;
+        }
+        self.creations.check_key(&peer).is_ok()
     }
 
-    /// Drops expired entries (call periodically to bound memory).
+    /// Forgets networks whose buckets are full again and blocks that have ended.
     pub fn prune(&mut self, now_ms: u64) {
-        self.failures.retain(|_, q| {
-            Self::prune_one(q, now_ms);
-            !q.is_empty()
-        });
+        if now_ms > self.now_ms {
+            self.clock
+                .advance(Duration::from_millis(now_ms - self.now_ms));
+            self.now_ms = now_ms;
+        }
+        let now = self.now_ms;
+        self.blocked.retain(|_, until| *until > now);
+        self.attempts.retain_recent();
+        self.creations.retain_recent();
+        self.attempts.shrink_to_fit();
+        self.creations.shrink_to_fit();
+        self.last_prune_ms = now;
     }
 
-    /// Number of peers tracked.
+    /// Networks tracked (buckets not yet full again, and blocks).
     pub fn tracked(&self) -> usize {
-        self.failures.len()
+        self.attempts.len() + self.creations.len() + self.blocked.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const A: PeerKey = PeerKey([1; 16]);
+    const B: PeerKey = PeerKey([2; 16]);
+
+    fn five() -> LoginThrottle {
+        LoginThrottle::with_limits(ThrottleLimits {
+            attempts_per_minute: 5,
+            creations_per_hour: 2,
+            limit_loopback: true,
+        })
+    }
+
+    #[test]
+    fn loopback_is_exempt_unless_asked() {
+        let lo = PeerKey::of_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let lo6 = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::LOCALHOST));
+        assert!(lo.is_loopback() && lo6.is_loopback() && !A.is_loopback());
+        let mut t = LoginThrottle::with_limits(ThrottleLimits {
+            limit_loopback: false,
+            ..five().limits()
+        });
+        for _ in 0..50 {
+            assert!(t.try_attempt(lo, 0) && t.try_create(lo6, 0));
+        }
+        let mut t = five();
+        for _ in 0..5 {
+            assert!(t.try_attempt(lo, 0));
+        }
+        assert!(!t.try_attempt(lo, 0));
+    }
+
+    #[test]
+    fn a_burst_then_one_every_twelve_seconds() {
+        let mut t = five();
+        for _ in 0..5 {
+            assert!(t.try_attempt(A, 1_000));
+        }
+        assert!(!t.try_attempt(A, 1_000));
+        assert!(t.is_blocked(A, 1_000));
+        assert!(!t.is_blocked(B, 1_000));
+        assert!(t.try_attempt(B, 1_000), "another network is not limited");
+        assert!(!t.try_attempt(A, 12_900));
+        assert!(t.try_attempt(A, 13_000));
+        assert!(!t.try_attempt(A, 13_000));
+        // A full minute quiet: the whole burst again.
+        for _ in 0..5 {
+            assert!(t.try_attempt(A, 80_000));
+        }
+        assert!(!t.try_attempt(A, 80_000));
+    }
+
+    #[test]
+    fn no_clock_can_reset_the_count() {
+        let mut t = five();
+        for _ in 0..5 {
+            assert!(t.try_attempt(A, 100_000));
+        }
+        // A connection whose clock reads earlier (or zero) changes nothing.
+        assert!(!t.try_attempt(A, 0));
+        assert!(!t.try_attempt(A, 5_000));
+        assert!(!t.try_attempt(A, 100_000));
+    }
+
+    #[test]
+    fn quiet_networks_are_forgotten() {
+        let mut t = five();
+        for i in 0..50u8 {
+            assert!(t.try_attempt(PeerKey([i; 16]), 1_000));
+        }
+        assert!(t.tracked() >= 50);
+        t.prune(200_000);
+        assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn creations_have_their_own_hourly_bucket() {
+        let mut t = five();
+        assert!(t.try_create(A, 0));
+        assert!(t.try_create(A, 0));
+        assert!(!t.try_create(A, 60_000));
+        assert!(t.try_attempt(A, 60_000), "logins are not creations");
+        assert!(t.try_create(A, 30 * 60_000 + 1));
+    }
+
+    #[test]
+    fn ipv6_counts_per_64_and_ipv4_per_address() {
+        let a = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 3, 4, 5, 6)));
+        let b = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 9, 9, 9, 9)));
+        let c = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 3, 3, 4, 5, 6)));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let v4 = |d| PeerKey::of_ip(IpAddr::V4(Ipv4Addr::new(10, 0, 0, d)));
+        assert_ne!(v4(1), v4(2));
+        let mapped = PeerKey::of_ip(IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped()));
+        assert_eq!(mapped, v4(1));
     }
 }

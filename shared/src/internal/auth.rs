@@ -15,8 +15,34 @@ type HmacSha256 = Hmac<Sha256>;
 const GATEWAY_LABEL: &[u8] = b"rc-internal/1 gateway proof";
 const NODE_LABEL: &[u8] = b"rc-internal/1 node proof";
 
-/// Smallest accepted cluster secret, in bytes.
-pub const MIN_SECRET_LEN: usize = 16;
+/// Smallest accepted cluster secret, in bytes (32 random bytes: 256 bits).
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// Secrets that were ever published (examples, old compose defaults): refused whatever
+/// their length.
+const KNOWN_SECRETS: &[&str] = &[
+    "dev-only-cluster-secret-change-me",
+    "change-me-to-16-bytes-or-more",
+    "change-me-to-32-random-bytes-or-more",
+];
+
+/// Why a cluster secret is refused, if it is: shorter than [`MIN_SECRET_LEN`], one
+/// published in an example, or one byte repeated.
+pub fn weak_secret(secret: &[u8]) -> Option<String> {
+    if secret.len() < MIN_SECRET_LEN {
+        return Some(format!(
+            "at least {MIN_SECRET_LEN} bytes (e.g. `openssl rand -hex 32`), got {}",
+            secret.len()
+        ));
+    }
+    if KNOWN_SECRETS.iter().any(|k| k.as_bytes() == secret) {
+        return Some("a published example; generate your own (`openssl rand -hex 32`)".into());
+    }
+    if secret.iter().all(|&b| Some(&b) == secret.first()) {
+        return Some("one byte repeated; generate a random one (`openssl rand -hex 32`)".into());
+    }
+    None
+}
 
 fn proof(
     secret: &[u8],
