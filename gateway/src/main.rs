@@ -14,7 +14,7 @@ use gateway::store::{Store, Writer};
 use rand::SeedableRng;
 
 #[derive(Parser)]
-#[command(name = "gateway", about = "Realm Crafter cluster gateway")]
+#[command(name = "gateway", version, about = "Realm Crafter cluster gateway")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -80,12 +80,22 @@ enum Command {
     /// gateway (a running gateway keeps the accounts in memory and would not see it).
     #[command(subcommand)]
     Account(AccountCmd),
+    /// A consistent copy of the database to PATH (a new file), also while the gateway runs
+    /// and players play (SQLite's online backup). Restore: stop the gateway, copy it back
+    /// as `gateway.sqlite3` in the data directory.
+    Backup {
+        /// Where to write the copy.
+        to: PathBuf,
+        /// Data directory holding the SQLite database.
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
+        data: PathBuf,
+    },
     /// Imports a Realm Crafter `Accounts.dat` into the gateway database.
     ImportAccounts {
         /// The `Accounts.dat` file.
         file: PathBuf,
-        /// Data directory holding the SQLite database.
-        #[arg(long, default_value = "data")]
+        /// Data directory holding the SQLite database (`--data` is the old spelling).
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
     },
 }
@@ -96,16 +106,22 @@ enum AccountCmd {
     Create {
         /// Account name.
         user: String,
-        /// Password.
-        password: String,
+        /// Read the password from this file (its first line). Passwords are never
+        /// arguments: they would show in `ps` and the shell's history.
+        #[arg(long, value_name = "PATH", conflicts_with = "password_stdin")]
+        password_file: Option<PathBuf>,
+        /// Read the password from the first line of standard input. Without either
+        /// option the command asks for it on the terminal.
+        #[arg(long)]
+        password_stdin: bool,
         /// Make it a DM (game master) account.
         #[arg(long)]
         dm: bool,
         /// E-mail address.
         #[arg(long, default_value = "")]
         email: String,
-        /// Data directory holding the SQLite database.
-        #[arg(long, default_value = "data")]
+        /// Data directory holding the SQLite database (`--data` is the old spelling).
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
     },
     /// Make an account a DM (or, with --off, not).
@@ -115,8 +131,8 @@ enum AccountCmd {
         /// Clear the flag instead.
         #[arg(long)]
         off: bool,
-        /// Data directory holding the SQLite database.
-        #[arg(long, default_value = "data")]
+        /// Data directory holding the SQLite database (`--data` is the old spelling).
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
     },
     /// Ban an account (or, with --off, lift the ban).
@@ -126,8 +142,8 @@ enum AccountCmd {
         /// Lift the ban instead.
         #[arg(long)]
         off: bool,
-        /// Data directory holding the SQLite database.
-        #[arg(long, default_value = "data")]
+        /// Data directory holding the SQLite database (`--data` is the old spelling).
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
     },
 }
@@ -141,13 +157,16 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
         | AccountCmd::Ban { data, .. } => data.clone(),
     };
     let hasher = hasher_from_env()?;
-    if let AccountCmd::Create {
-        user,
-        password,
-        email,
-        ..
-    } = &cmd
-    {
+    let password = match &cmd {
+        AccountCmd::Create {
+            password_file,
+            password_stdin,
+            ..
+        } => Some(read_password(password_file.as_deref(), *password_stdin)?),
+        _ => None,
+    };
+    if let AccountCmd::Create { user, email, .. } = &cmd {
+        let password = password.as_deref().unwrap_or_default();
         // The rules of an account created in the game (`P_CreateAccount`).
         let latin1: Option<Vec<u8>> = user.chars().map(|c| u8::try_from(c).ok()).collect();
         if !latin1.is_some_and(|u| gateway::session::valid_user_name(&u)) {
@@ -176,12 +195,9 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
     let writer = Writer::spawn(store)?;
     let what = match cmd {
         AccountCmd::Create {
-            user,
-            password,
-            dm,
-            email,
-            ..
+            user, dm, email, ..
         } => {
+            let password = password.unwrap_or_default();
             let mut salt = [0u8; 16];
             rand::RngCore::fill_bytes(&mut os_seeded_rng()?, &mut salt);
             // What the client sends: the lowercase MD5 hex of the password as typed.
@@ -223,6 +239,37 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
     writer.shutdown();
     println!("{what}");
     Ok(())
+}
+
+/// The password of `account create`: from a file, from standard input, or asked on the
+/// terminal (twice, without echo). Never from the command line.
+fn read_password(file: Option<&Path>, stdin: bool) -> anyhow::Result<String> {
+    use std::io::{BufRead as _, IsTerminal as _};
+    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("reading the password from {}", f.display()))?;
+        return Ok(first_line(&text));
+    }
+    if stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("reading the password from standard input")?;
+        return Ok(first_line(&line));
+    }
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "no password: give --password-file PATH or --password-stdin (or run on a terminal to be asked)"
+        );
+    }
+    let first = rpassword::prompt_password("Password: ").context("reading the password")?;
+    let again = rpassword::prompt_password("Again: ").context("reading the password")?;
+    if first != again {
+        anyhow::bail!("the two passwords differ");
+    }
+    Ok(first)
 }
 
 /// The argon2 cost the server would use: `GATEWAY_PASSWORD_HASH=fast` (tests only) or the
@@ -317,6 +364,9 @@ fn main() -> std::process::ExitCode {
     let done = match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
         Some(Command::Account(cmd)) => account(cmd),
+        Some(Command::Backup { to, data }) => gateway::store::backup(&data, &to)
+            .with_context(|| format!("backing up {} to {}", data.display(), to.display()))
+            .map(|()| println!("backed up {} to {}", data.display(), to.display())),
         Some(Command::Healthcheck(args)) => healthcheck::run(&args),
         None => serve(&cli.run),
     };

@@ -23,16 +23,40 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-/// `gateway account ARGS --data DATA`, with the tests' cheap argon2.
+/// `gateway account ARGS --data-dir DATA`, with the tests' cheap argon2.
 fn account(data: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gateway"))
         .arg("account")
         .args(args)
-        .arg("--data")
+        .arg("--data-dir")
         .arg(data)
         .env("GATEWAY_PASSWORD_HASH", "fast")
+        .stdin(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// `gateway account create USER --password-stdin ARGS`, the password on its standard input.
+fn create(data: &Path, user: &str, password: &str, args: &[&str]) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["account", "create", user, "--password-stdin"])
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env("GATEWAY_PASSWORD_HASH", "fast")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{password}\n").as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 fn assert_ok(out: &Output) {
@@ -152,18 +176,36 @@ async fn connect(addr: SocketAddr) -> Connection {
 async fn accounts_made_offline_log_in_with_their_flags() {
     let dir = temp_dir("e2e");
     let data = dir.join("data");
-    assert_ok(&account(&data, &["create", "admin", "s3cret", "--dm"]));
+    assert_ok(&create(&data, "admin", "s3cret", &["--dm"]));
+    // A password from a file (its first line).
+    std::fs::create_dir_all(&dir).unwrap();
+    let pw = dir.join("pw.txt");
+    std::fs::write(&pw, "pw\nnot this line\n").unwrap();
     assert_ok(&account(
         &data,
-        &["create", "mallory", "pw", "--email", "m@example.com"],
+        &[
+            "create",
+            "mallory",
+            "--password-file",
+            pw.to_str().unwrap(),
+            "--email",
+            "m@example.com",
+        ],
     ));
     assert_ok(&account(&data, &["ban", "mallory"]));
-    // Operator mistakes are one-line errors with a non-zero exit code.
-    assert!(error_line(&account(&data, &["create", "Admin", "x"])).contains("already exists"));
+    // Operator mistakes are one-line errors with a non-zero exit code; a password is never
+    // an argument.
+    assert!(error_line(&create(&data, "Admin", "x", &[])).contains("already exists"));
+    assert!(error_line(&account(&data, &["create", "eve"])).contains("no password"));
+    assert!(
+        !account(&data, &["create", "eve", "secret"])
+            .status
+            .success()
+    );
     assert!(error_line(&account(&data, &["set-dm", "nobody"])).contains("no account called"));
     let nowhere = dir.join("typo");
     assert!(error_line(&account(&nowhere, &["ban", "admin"])).contains("no database"));
-    let bad = account(&nowhere, &["create", "bad name", "x"]);
+    let bad = create(&nowhere, "bad name", "x", &[]);
     assert!(error_line(&bad).contains("invalid user name"));
     assert!(!nowhere.exists(), "a refused command creates nothing");
 
@@ -205,6 +247,35 @@ async fn accounts_made_offline_log_in_with_their_flags() {
     c.close(CloseCode::Normal).await;
 
     // The banned account is refused.
+    let mut m = connect(gw.client).await;
+    assert!(matches!(
+        m.login("mallory", "pw").await,
+        Err(LoginError::Banned)
+    ));
+    m.close(CloseCode::Normal).await;
+
+    // An online backup while the gateway runs; it refuses to overwrite a file.
+    let copy = dir.join("backup.sqlite3");
+    let backup = || {
+        Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .arg("backup")
+            .arg(&copy)
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap()
+    };
+    assert_ok(&backup());
+    assert!(error_line(&backup()).contains("exists"));
+    drop(gw);
+    // Restored into another data directory: the accounts, flags and character are there.
+    let restored = dir.join("restored");
+    std::fs::create_dir_all(&restored).unwrap();
+    std::fs::copy(&copy, restored.join("gateway.sqlite3")).unwrap();
+    let gw = start_standalone(&restored);
+    let mut c = connect(gw.client).await;
+    assert_eq!(c.login("admin", "s3cret").await.unwrap().len(), 1);
+    c.close(CloseCode::Normal).await;
     let mut m = connect(gw.client).await;
     assert!(matches!(
         m.login("mallory", "pw").await,

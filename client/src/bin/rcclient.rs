@@ -39,6 +39,7 @@ const CLICK_RETRY: Duration = Duration::from_secs(3);
 #[derive(Debug, Parser)]
 #[command(
     name = "rcclient",
+    version,
     about = "Talks to the gateway over QUIC (rc/1) like a Realm Crafter client."
 )]
 struct Cli {

@@ -145,6 +145,67 @@ pub enum StoreError {
     WriterGone,
 }
 
+/// A consistent copy of the database in `dir`, written to `to` (a new file), while a
+/// gateway may be running on it: SQLite's online backup API copies every page under one
+/// read transaction, so the copy is the database as of one moment, and the gateway's
+/// writer goes on meanwhile (WAL). The copy is checked with `PRAGMA integrity_check`.
+/// Restoring is copying it back as `DB_FILE` into a stopped gateway's data directory.
+pub fn backup(dir: &Path, to: &Path) -> Result<(), StoreError> {
+    let src_path = dir.join(DB_FILE);
+    if !src_path.is_file() {
+        return Err(StoreError::Dir {
+            path: src_path,
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no database here"),
+        });
+    }
+    if to.exists() {
+        return Err(StoreError::Dir {
+            path: to.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the backup file exists already",
+            ),
+        });
+    }
+    let src = Connection::open_with_flags(
+        &src_path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    src.busy_timeout(std::time::Duration::from_secs(10))?;
+    let mut dst = Connection::open(to)?;
+    {
+        use rusqlite::backup::StepResult;
+        let b = rusqlite::backup::Backup::new(&src, &mut dst)?;
+        // All pages in one step (-1): one read transaction, one moment. Busy or locked
+        // (the writer mid-checkpoint): try again, for at most ten seconds.
+        let mut tries = 0u32;
+        loop {
+            match b.step(-1)? {
+                StepResult::Done => break,
+                _ if tries >= 100 => {
+                    return Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                        Some("the database stayed busy for ten seconds".into()),
+                    )));
+                }
+                _ => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            }
+        }
+    }
+    let check: String = dst.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if check != "ok" {
+        return Err(StoreError::BadRow {
+            account: 0,
+            name: String::new(),
+            reason: format!("the copy failed its integrity check: {check}"),
+        });
+    }
+    Ok(())
+}
+
 /// An open database.
 pub struct Store {
     conn: Connection,

@@ -75,6 +75,7 @@ const PENDING_MOVES: usize = 64;
 #[derive(Debug, Parser)]
 #[command(
     name = "swarm",
+    version,
     about = "Runs N Realm Crafter bots against a gateway and prints what they measured."
 )]
 struct Args {
