@@ -264,3 +264,26 @@ async fn players_fight_die_travel_across_nodes_chat_and_come_back() {
     again.close(CloseCode::Normal).await;
     bob.close(CloseCode::Normal).await;
 }
+
+/// Names and chat are bytes end to end, one byte per character as Realm Crafter's (issue
+/// 23): a character named with a byte above 0x7F says a line with more of them, and the
+/// other player in the zone gets exactly those bytes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_chat_keep_their_latin1_bytes_through_the_zone() {
+    let c = Cluster::start_with_capacity("latin1", &[("n1", 64)]).await;
+    let addr = c.gw.client_addr;
+    // "Zoë" (0xEB) as the client's Latin-1.
+    let (mut zoe, _) = new_player(addr, "Zo\u{eb}").await;
+    let (mut bea, _) = new_player(addr, "Bea").await;
+    zoe.send_frame(16, b"caf\xE9 \xFCber \xA3").await.unwrap();
+    let want: &[u8] = b"<Zo\xEB> caf\xE9 \xFCber \xA3";
+    let got = bea
+        .recv_until(
+            |i| matches!(&i.packet, shared::proto::ServerPacket::ChatMessage(m) if m.text.as_bytes() == want),
+            WAIT,
+        )
+        .await;
+    assert!(got.is_ok(), "the line arrived byte for byte");
+    zoe.close(CloseCode::Normal).await;
+    bea.close(CloseCode::Normal).await;
+}

@@ -84,7 +84,8 @@ pub fn reliable_action(ty: u8, payload: &[u8]) -> Option<PlayerAction> {
             Some(PlayerAction::AreaAck)
         }
         ClientPacket::ChatMessage(c) => {
-            let text = String::from_utf8_lossy(c.text.as_bytes());
+            // One byte per character (Latin-1), as the client sends it.
+            let text = shared::content::rc::latin1(c.text.as_bytes());
             Some(crate::sim::chat::parse_chat(&text))
         }
         _ => None,

@@ -36,7 +36,9 @@ pub fn payload<P: Packet>(p: &P) -> Vec<u8> {
 
 /// The sim's text as wire bytes, byte for byte (names and chat are kept as sent).
 pub fn text(s: &str) -> RcString {
-    RcString::from(s.as_bytes())
+    // One byte per character, as Realm Crafter (names and text are Latin-1 in the zone,
+    // decoded so from the wire and the data files); anything beyond U+00FF becomes `?`.
+    RcString::from(s)
 }
 
 /// A value on a 16-bit wire field: the low 16 bits, as `RCE_StrFromInt$(v, 2)` writes.
@@ -92,7 +94,7 @@ fn chat_message(colour: u8, text: &str) -> ChatMessageS2C {
         CHAT_GREEN => ChatColour::Green,
         other => {
             let mut t = vec![other];
-            t.extend_from_slice(text.as_bytes());
+            t.extend_from_slice(self::text(text).as_bytes());
             return ChatMessageS2C {
                 colour: ChatColour::Plain,
                 text: RcString(t),

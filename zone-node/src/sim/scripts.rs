@@ -180,7 +180,7 @@ pub trait ScriptHooks: Send + Sync {
             let text = format!("Command {word} is not known");
             let p = shared::proto::ChatMessageS2C {
                 colour: shared::proto::ChatColour::Rgb(255, 255, 255),
-                text: shared::wire::RcString(text.into_bytes()),
+                text: super::packets::text(&text),
             };
             runtime::natives::actor::send(st, actor, &p);
             return true;
