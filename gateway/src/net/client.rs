@@ -112,7 +112,11 @@ impl Drop for ConnSlot {
 
 /// The limiter key of a peer: its network (IPv4 address, IPv6 /64).
 pub fn peer_key(addr: SocketAddr) -> PeerKey {
-    PeerKey::of_ip(addr.ip())
+    let v6 = match addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        std::net::IpAddr::V6(v6) => v6,
+    };
+    PeerKey::network(v6.octets())
 }
 
 /// The per-player chat quota.

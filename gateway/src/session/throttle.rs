@@ -21,7 +21,6 @@
 //! injected time, so the tests drive it exactly.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -39,28 +38,32 @@ const PRUNE_EVERY_MS: u64 = 60_000;
 pub struct PeerKey(pub [u8; 16]);
 
 impl PeerKey {
-    /// The network of `ip`.
-    pub fn of_ip(ip: IpAddr) -> Self {
-        match ip {
-            IpAddr::V4(v4) => Self(v4.to_ipv6_mapped().octets()),
-            IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => Self(v6.octets()),
-            IpAddr::V6(v6) => {
-                let mut o = v6.octets();
-                if let Some(host) = o.get_mut(8..) {
-                    host.fill(0);
-                }
-                Self(o)
-            }
+    /// The network of an address given as IPv6 octets (IPv4 as IPv4-mapped): an IPv4
+    /// address whole (and `::1`), an IPv6 address's /64 (its low 64 bits zeroed).
+    pub fn network(octets: [u8; 16]) -> Self {
+        if is_v4_mapped(&octets) || Self(octets).is_loopback() {
+            return Self(octets);
         }
+        let mut o = octets;
+        if let Some(host) = o.get_mut(8..) {
+            host.fill(0);
+        }
+        Self(o)
+    }
+
+    /// Whether this is the gateway's own machine (127.0.0.0/8, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        let o = &self.0;
+        let v6_loopback =
+            o.get(..15).is_some_and(|z| z.iter().all(|&b| b == 0)) && o.get(15) == Some(&1);
+        v6_loopback || (is_v4_mapped(o) && o.get(12) == Some(&127))
     }
 }
 
-impl PeerKey {
-    /// Whether this is the gateway's own machine (127.0.0.0/8, `::1`).
-    pub fn is_loopback(&self) -> bool {
-        let ip = std::net::Ipv6Addr::from(self.0);
-        ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-    }
+/// `::ffff:a.b.c.d`.
+fn is_v4_mapped(o: &[u8; 16]) -> bool {
+    o.get(..10).is_some_and(|z| z.iter().all(|&b| b == 0))
+        && o.get(10..12) == Some(&[0xff, 0xff][..])
 }
 
 /// The limits, from the gateway's configuration.
@@ -237,7 +240,6 @@ impl LoginThrottle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
 
     const A: PeerKey = PeerKey([1; 16]);
     const B: PeerKey = PeerKey([2; 16]);
@@ -250,11 +252,19 @@ mod tests {
         })
     }
 
+    /// `::ffff:a.b.c.d`.
+    fn v4(a: u8, b: u8, c: u8, d: u8) -> PeerKey {
+        PeerKey::network([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d])
+    }
+
     #[test]
     fn loopback_is_exempt_unless_asked() {
-        let lo = PeerKey::of_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        let lo6 = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::LOCALHOST));
+        let lo = v4(127, 0, 0, 1);
+        let mut one = [0u8; 16];
+        one[15] = 1;
+        let lo6 = PeerKey::network(one);
         assert!(lo.is_loopback() && lo6.is_loopback() && !A.is_loopback());
+        assert!(!v4(10, 0, 0, 1).is_loopback());
         let mut t = LoginThrottle::with_limits(ThrottleLimits {
             limit_loopback: false,
             ..five().limits()
@@ -324,14 +334,13 @@ mod tests {
 
     #[test]
     fn ipv6_counts_per_64_and_ipv4_per_address() {
-        let a = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 3, 4, 5, 6)));
-        let b = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 2, 9, 9, 9, 9)));
-        let c = PeerKey::of_ip(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 3, 3, 4, 5, 6)));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        let v4 = |d| PeerKey::of_ip(IpAddr::V4(Ipv4Addr::new(10, 0, 0, d)));
-        assert_ne!(v4(1), v4(2));
-        let mapped = PeerKey::of_ip(IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped()));
-        assert_eq!(mapped, v4(1));
+        let v6 = |tail: [u8; 8], net: u8| {
+            let mut o = [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, net, 0, 0, 0, 0, 0, 0, 0, 0];
+            o[8..].copy_from_slice(&tail);
+            PeerKey::network(o)
+        };
+        assert_eq!(v6([1; 8], 2), v6([9; 8], 2));
+        assert_ne!(v6([1; 8], 2), v6([1; 8], 3));
+        assert_ne!(v4(10, 0, 0, 1), v4(10, 0, 0, 2));
     }
 }
