@@ -211,8 +211,9 @@ mod tests {
             b'<',
             0,
         ] {
+            // One byte per character (Latin-1): é is 0xE9, as the client shows it.
             let mut want = vec![c];
-            want.extend_from_slice("héllo".as_bytes());
+            want.extend_from_slice(b"h\xE9llo");
             assert_eq!(payload(&chat_message(c, "héllo")), want, "{c}");
         }
     }
