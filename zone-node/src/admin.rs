@@ -21,7 +21,7 @@ use crate::sim::events::{PHASE_NAMES, Rejection};
 pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     let m = &reg.metrics;
-    let counters: [(&str, &str, &AtomicU64); 18] = [
+    let counters: [(&str, &str, &AtomicU64); 19] = [
         ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
         (
             "rc_zone_late_ticks_total",
@@ -72,6 +72,11 @@ pub fn render(reg: &Registry) -> String {
             "rc_zone_outbound_dropped_total",
             "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
             &m.outbound_dropped,
+        ),
+        (
+            "rc_zone_snapshots_superseded_total",
+            "Unacknowledged periodic snapshots forgotten while the gateway was away, because a newer one saves the same characters.",
+            &m.snapshots_superseded,
         ),
         (
             "rc_zone_script_errors_total",

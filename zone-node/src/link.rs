@@ -303,9 +303,73 @@ pub async fn run(
 
 struct LinkState {
     /// Snapshots sent (or queued) but not acknowledged, by id, kept as encoded frames.
-    unacked: BTreeMap<u64, Vec<u8>>,
+    unacked: BTreeMap<u64, Unacked>,
     /// Set once draining started.
     drain_deadline: Option<Instant>,
+}
+
+/// What a snapshot saves: a character, or an instance's ground items.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Saves {
+    Character(shared::internal::SessionId),
+    Ground(shared::internal::InstanceKey),
+}
+
+/// One unacknowledged snapshot: its frame, what it saves, and whether it is only periodic
+/// (a checkpoint a newer one of the same characters makes useless).
+#[derive(Debug)]
+struct Unacked {
+    frame: Vec<u8>,
+    saves: Vec<Saves>,
+    periodic: bool,
+}
+
+impl Unacked {
+    fn of(msg: &Msg, frame: Vec<u8>) -> Self {
+        use shared::internal::SnapshotReasonDto::Periodic;
+        let (mut saves, periodic) = match msg {
+            Msg::Snapshot {
+                session, reason, ..
+            } => (vec![Saves::Character(*session)], *reason == Periodic),
+            Msg::SnapshotGroup(g) => {
+                let mut v: Vec<Saves> = g
+                    .entries
+                    .iter()
+                    .map(|e| Saves::Character(e.session))
+                    .collect();
+                if g.ground.is_some() {
+                    v.push(Saves::Ground(g.key.clone()));
+                }
+                (v, g.entries.iter().all(|e| e.reason == Periodic))
+            }
+            _ => (Vec::new(), false),
+        };
+        saves.sort();
+        saves.dedup();
+        Self {
+            frame,
+            saves,
+            periodic,
+        }
+    }
+}
+
+impl LinkState {
+    /// Keeps snapshot `id` until it is acknowledged, forgetting the older periodic ones it
+    /// makes useless (all they save, it saves newer): while the gateway is away, the queue
+    /// holds at most one periodic checkpoint per character (and group of characters) plus
+    /// the logouts, transfers and shutdown saves, instead of one per checkpoint interval.
+    fn keep(&mut self, id: u64, u: Unacked, metrics: &Metrics) {
+        let before = self.unacked.len();
+        self.unacked.retain(|&old, e| {
+            !(old < id && e.periodic && e.saves.iter().all(|s| u.saves.binary_search(s).is_ok()))
+        });
+        metrics.snapshots_superseded.fetch_add(
+            before.saturating_sub(self.unacked.len()) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        self.unacked.insert(id, u);
+    }
 }
 
 fn start_drain(reg: &Registry, cfg: &NodeConfig, state: &mut LinkState) {
@@ -321,8 +385,9 @@ fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
                 return;
             };
             let mut v = Vec::new();
-            if encode_frame(&Envelope::new(msg), &mut v).is_ok() {
-                state.unacked.insert(snapshot_id, v);
+            let env = Envelope::new(msg);
+            if encode_frame(&env, &mut v).is_ok() {
+                state.keep(snapshot_id, Unacked::of(&env.msg, v), &reg.metrics);
             }
         }
         Outbound::Msg(Msg::Transfer(t))
@@ -563,8 +628,8 @@ async fn session(
         Err(_) => return Err(SessionEnd::Timeout),
     };
     // Re-send what the previous gateway never acknowledged.
-    for frame in state.unacked.values() {
-        send.write_all(frame)
+    for u in state.unacked.values() {
+        send.write_all(&u.frame)
             .await
             .map_err(|e| SessionEnd::Lost(e.to_string()))?;
     }
@@ -778,12 +843,13 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
         Outbound::Msg(msg) => {
             let snapshot_id = snapshot_id(&msg);
             let start = wbuf.len();
-            if encode_frame(&Envelope::new(msg), wbuf).is_err() {
+            let env = Envelope::new(msg);
+            if encode_frame(&env, wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);
                 return;
             }
             if let (Some(id), Some(frame)) = (snapshot_id, wbuf.get(start..)) {
-                state.unacked.insert(id, frame.to_vec());
+                state.keep(id, Unacked::of(&env.msg, frame.to_vec()), &reg.metrics);
             }
         }
     }
@@ -985,6 +1051,69 @@ mod tests {
                 "{got:?}"
             );
         });
+    }
+
+    #[test]
+    fn while_the_gateway_is_away_one_periodic_snapshot_per_character_is_kept() {
+        use shared::internal::SnapshotReasonDto::{Logout, Periodic};
+        let m = Metrics::default();
+        let mut state = LinkState {
+            unacked: BTreeMap::new(),
+            drain_deadline: None,
+        };
+        let snap = |id: u64, session: u64, reason| {
+            let msg = Msg::Snapshot {
+                snapshot_id: id,
+                session,
+                reason,
+                state: Box::default(),
+            };
+            Unacked::of(&msg, vec![1])
+        };
+        for id in 1..=50 {
+            state.keep(id, snap(id, 7, Periodic), &m);
+            state.keep(1000 + id, snap(1000 + id, 8, Periodic), &m);
+        }
+        assert_eq!(
+            state.unacked.keys().copied().collect::<Vec<_>>(),
+            [50, 1050]
+        );
+        // A logout supersedes the periodic save before it, and is never superseded itself.
+        state.keep(2000, snap(2000, 7, Logout), &m);
+        state.keep(2001, snap(2001, 7, Periodic), &m);
+        assert_eq!(
+            state.unacked.keys().copied().collect::<Vec<_>>(),
+            [1050, 2000, 2001]
+        );
+        assert_eq!(m.snapshots_superseded.load(Ordering::Relaxed), 49 + 49 + 1);
+        // A group saving 8 with another character supersedes 8's single save; a single
+        // save does not supersede the group (it would lose the other character).
+        let group = |id: u64, sessions: &[u64]| {
+            let msg = Msg::SnapshotGroup(Box::new(shared::internal::SnapshotGroup {
+                snapshot_id: id,
+                key: shared::internal::InstanceKey {
+                    area: "Meadow".into(),
+                    instance: 0,
+                },
+                generation: 1,
+                entries: sessions
+                    .iter()
+                    .map(|&session| shared::internal::SnapshotEntry {
+                        session,
+                        reason: Periodic,
+                        state: Default::default(),
+                    })
+                    .collect(),
+                ground: None,
+            }));
+            Unacked::of(&msg, vec![2])
+        };
+        state.keep(3000, group(3000, &[8, 9]), &m);
+        state.keep(3001, snap(3001, 8, Periodic), &m);
+        assert_eq!(
+            state.unacked.keys().copied().collect::<Vec<_>>(),
+            [2000, 2001, 3000, 3001]
+        );
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct Metrics {
     pub stale: AtomicU64,
     /// Outbound messages dropped because the link was closed.
     pub outbound_dropped: AtomicU64,
+    /// Unacknowledged periodic snapshots forgotten because a newer one saves the same
+    /// characters (the gateway was away).
+    pub snapshots_superseded: AtomicU64,
     /// Requests the zones sent to the cluster's script store (files, super globals,
     /// instances).
     pub script_store_requests: AtomicU64,
