@@ -20,6 +20,8 @@ pub enum CloseCode {
     ShuttingDown,
     /// 4: too many failed logins, rate limited.
     RateLimited,
+    /// 5: the account's saved data could not be read (the operator must repair it).
+    Unavailable,
     /// Any other code.
     Other(u64),
 }
@@ -33,6 +35,7 @@ impl CloseCode {
             2 => Self::ProtocolViolation,
             3 => Self::ShuttingDown,
             4 => Self::RateLimited,
+            5 => Self::Unavailable,
             other => Self::Other(other),
         }
     }
@@ -45,6 +48,7 @@ impl CloseCode {
             Self::ProtocolViolation => 2,
             Self::ShuttingDown => 3,
             Self::RateLimited => 4,
+            Self::Unavailable => 5,
             Self::Other(c) => c,
         }
     }
@@ -74,6 +78,7 @@ impl fmt::Display for CloseCode {
             Self::ProtocolViolation => "protocol violation",
             Self::ShuttingDown => "server shutting down",
             Self::RateLimited => "rate limited",
+            Self::Unavailable => "account data unreadable",
             Self::Other(_) => "unknown code",
         };
         write!(f, "{} ({what})", self.as_u64())

@@ -189,6 +189,7 @@ fn account(cmd: AccountCmd) -> anyhow::Result<()> {
             gateway::store::DB_FILE
         );
     }
+    let _lock = gateway::store::lock_dir(&data)?;
     let store = Store::open_dir(&data)
         .with_context(|| format!("opening the database in {}", data.display()))?;
     let mut book = store.load_book()?;
@@ -296,6 +297,7 @@ fn os_seeded_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
 fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let legacy = gateway::accounts_dat::parse(&bytes)?;
+    let _lock = gateway::store::lock_dir(data)?;
     let store = Store::open_dir(data)?;
     let mut book = store.load_book()?;
     let writer = Writer::spawn(store)?;

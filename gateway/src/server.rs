@@ -62,6 +62,8 @@ pub struct Gateway {
     internal_ep: quinn::Endpoint,
     hub: tokio::task::JoinHandle<()>,
     embedded: Option<Embedded>,
+    /// The data directory's lock, held until the gateway is dropped.
+    _lock: crate::store::DirLock,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -135,8 +137,14 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         net::client::fill_random(&mut s);
         cfg.cluster_secret = hex::encode(s);
     }
+    // One gateway per data directory; the offline commands refuse it while this runs.
+    let lock = crate::store::lock_dir(&cfg.data_dir)?;
     let store = Store::open_dir(&cfg.data_dir)?;
-    let mut book = store.load_book()?;
+    let (mut book, quarantined) = store.load_book_quarantining()?;
+    for q in &quarantined {
+        tracing::error!(account = q.account, character = %q.name, reason = %q.reason,
+            "unreadable stored row: its account is quarantined (cannot log in) until repaired");
+    }
     let accounts = book.len();
     let (scripts, warnings) = store.load_scripts()?;
     for w in &warnings {
@@ -287,6 +295,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         internal_ep,
         hub: hub_task,
         embedded,
+        _lock: lock,
     })
 }
 
@@ -757,6 +766,11 @@ impl AdminSource for Admin {
             "rc_gateway_sessions_in_game",
             "Sessions in the world.",
             v.sessions.in_game as f64,
+        );
+        t.gauge(
+            "rc_gateway_quarantined_accounts",
+            "Accounts with a stored row that could not be read (they cannot log in until repaired; see the log).",
+            s.accounts().book.quarantined_count() as f64,
         );
         t.gauge(
             "rc_gateway_nodes",

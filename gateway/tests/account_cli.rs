@@ -267,6 +267,8 @@ async fn accounts_made_offline_log_in_with_their_flags() {
     };
     assert_ok(&backup());
     assert!(error_line(&backup()).contains("exists"));
+    // The offline commands refuse a database a running gateway holds.
+    assert!(error_line(&account(&data, &["set-dm", "mallory"])).contains("running gateway"));
     drop(gw);
     // Restored into another data directory: the accounts, flags and character are there.
     let restored = dir.join("restored");

@@ -823,3 +823,36 @@ proptest! {
         }
     }
 }
+
+/// A quarantined account (a stored row could not be read) is told so after its password,
+/// with its own close code, and nothing of it changes; another account logs in.
+#[test]
+fn a_quarantined_account_cannot_log_in_and_is_told_why() {
+    let mut env = Env::new();
+    let _ = env.account("hurt", "pw");
+    let _ = env.account("well", "pw");
+    let id = env.book.find_user("hurt").unwrap();
+    env.book.quarantine(id);
+    let _ = env.book.take_persist();
+    let mut s = Session::new(PeerKey([4; 16]));
+    // A wrong password learns nothing more than usual.
+    let (out, ev) = env.send(&mut s, 10, verify("hurt", "bad"));
+    assert_eq!(
+        out,
+        vec![ServerPacket::VerifyAccount(VerifyAccountReply::BadPassword)]
+    );
+    assert_eq!(closes_with(&ev), None);
+    let (out, ev) = env.send(&mut s, 20, verify("hurt", "pw"));
+    assert!(out.is_empty());
+    assert_eq!(closes_with(&ev), Some(close::UNAVAILABLE));
+    assert!(
+        env.book.take_persist().is_empty(),
+        "nothing of it is written"
+    );
+    let mut s2 = Session::new(PeerKey([5; 16]));
+    let (out, _) = env.send(&mut s2, 30, verify("well", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
+}

@@ -633,19 +633,38 @@ fn account_commands_create_and_flag_accounts() {
             .args(args)
             .arg("--data")
             .arg(&data)
+            .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
     };
-    let out = gw(&["create", "admin", "s3cret", "--dm"]);
+    // `create` reads the password from its standard input (never an argument).
+    let create = |user: &str, password: &str, more: &[&str]| {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["account", "create", user, "--password-stdin"])
+            .args(more)
+            .arg("--data")
+            .arg(&data)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(password.as_bytes()).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let out = create("admin", "s3cret", &["--dm"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = gw(&["create", "joe", "pw"]);
+    let out = create("joe", "pw", &[]);
     assert!(out.status.success());
     // A duplicate is a one-line error, not a panic.
-    let out = gw(&["create", "ADMIN", "x"]);
+    let out = create("ADMIN", "x", &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
     assert!(gw(&["ban", "joe"]).status.success());
@@ -827,4 +846,43 @@ fn script_store_limits_and_bad_names_are_errors_and_change_nothing() {
     assert!(s.set_global(100, b"x".to_vec()).is_err());
     assert_eq!((s.entries(), s.total_bytes()), (0, 0));
     assert!(s.globals().is_empty());
+}
+
+/// An unreadable character row does not stop the load (issue 23): its account is
+/// quarantined, can no longer log in (a clear close code), and everyone else loads and
+/// logs in as before; the strict loader still names the row.
+#[test]
+fn an_unreadable_row_quarantines_its_account_and_no_other() {
+    let d = tmp("quarantine");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "good")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![full_character("Goody")],
+        },
+        PersistOp::UpsertAccount(row(2, "broken")),
+        PersistOp::ReplaceCharacters {
+            account: 2,
+            characters: vec![full_character("Wrecked"), full_character("Fine")],
+        },
+    ])
+    .unwrap();
+    drop(s);
+    let conn = rusqlite::Connection::open(d.join(gateway::store::DB_FILE)).unwrap();
+    conn.execute(
+        "UPDATE characters SET state = x'c1c1c1' WHERE name = 'Wrecked'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let s = Store::open_dir(&d).unwrap();
+    let e = s.load_all().unwrap_err().to_string();
+    assert!(e.contains("Wrecked"), "{e}");
+    let (book, bad) = s.load_book_quarantining().unwrap();
+    assert_eq!(bad.len(), 1);
+    assert_eq!((bad[0].account, bad[0].name.as_str()), (2, "Wrecked"));
+    assert_eq!(book.len(), 2);
+    assert!(book.is_quarantined(2) && !book.is_quarantined(1));
+    assert_eq!(book.quarantined_count(), 1);
 }

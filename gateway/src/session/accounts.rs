@@ -133,6 +133,8 @@ pub struct AccountBook {
     /// The next handle to give (1 + the highest ever given).
     next_handle: u32,
     pending: Vec<PersistOp>,
+    /// Accounts with a stored row that could not be read: they cannot log in.
+    quarantined: std::collections::BTreeSet<AccountId>,
 }
 
 impl AccountBook {
@@ -226,6 +228,21 @@ impl AccountBook {
                 logged_on: false,
             },
         );
+    }
+
+    /// Marks an account whose stored data could not be read: it cannot log in.
+    pub fn quarantine(&mut self, id: AccountId) {
+        self.quarantined.insert(id);
+    }
+
+    /// Whether the account is quarantined (see [`Self::quarantine`]).
+    pub fn is_quarantined(&self, id: AccountId) -> bool {
+        self.quarantined.contains(&id)
+    }
+
+    /// How many accounts are quarantined.
+    pub fn quarantined_count(&self) -> usize {
+        self.quarantined.len()
     }
 
     /// Number of accounts.

@@ -60,6 +60,9 @@ pub mod close {
     pub const SHUTDOWN: u32 = 3;
     /// Too many failed logins.
     pub const RATE_LIMITED: u32 = 4;
+    /// The account's stored data could not be read (it is quarantined until an operator
+    /// repairs it).
+    pub const UNAVAILABLE: u32 = 5;
 }
 
 /// Longest user name (bytes).
@@ -428,6 +431,14 @@ impl Session {
                 .then(|| (id, ctx.hasher.needs_rehash(&a.row.password_hash)))
         });
         match ok {
+            Some((_, _)) if found.is_some_and(|id| ctx.book.is_quarantined(id)) => {
+                // Only the owner learns it (after the password); nothing of it is touched.
+                self.close(
+                    close::UNAVAILABLE,
+                    "this account's saved data could not be read; the operator has been told",
+                );
+                Err(AuthFail::Throttled)
+            }
             Some((id, rehash)) => {
                 if rehash && let Some(h) = Self::new_hash(ctx, &creds.password_md5.0) {
                     // Legacy record (imported V1 or V0): upgrade to argon2id now.

@@ -143,6 +143,42 @@ pub enum StoreError {
     /// The writer thread is gone.
     #[error("the store writer has stopped")]
     WriterGone,
+    /// Another gateway holds the data directory.
+    #[error(
+        "the data directory {0} is in use by a running gateway (stop it first; `gateway backup` works while it runs)"
+    )]
+    Locked(PathBuf),
+}
+
+/// The lock file a running gateway holds in its data directory.
+pub const LOCK_FILE: &str = "gateway.lock";
+
+/// An exclusive advisory lock on a data directory (`LOCK_FILE`), held by a running gateway
+/// and by the offline commands while they write, so neither changes a database the other
+/// holds in memory. Released when dropped or when the process ends (even by SIGKILL).
+#[derive(Debug)]
+pub struct DirLock {
+    _file: std::fs::File,
+}
+
+/// Takes the data directory's lock, or says who holds it.
+pub fn lock_dir(dir: &Path) -> Result<DirLock, StoreError> {
+    let io = |source| StoreError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(DirLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
 }
 
 /// A consistent copy of the database in `dir`, written to `to` (a new file), while a
@@ -204,6 +240,22 @@ pub fn backup(dir: &Path, to: &Path) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// One stored account and its characters.
+pub type Record = (AccountRow, Vec<ActorStateDto>);
+
+/// A stored row that could not be read, and why: its account is quarantined (it cannot
+/// log in, and nothing of it is written) until an operator repairs or removes the row;
+/// everyone else plays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantined {
+    /// The account.
+    pub account: AccountId,
+    /// The character's name, empty for the account row itself.
+    pub name: String,
+    /// What is wrong.
+    pub reason: String,
 }
 
 /// An open database.
@@ -288,6 +340,22 @@ impl Store {
 
     /// Every account with its characters in slot order (for [`crate::session::AccountBook`]).
     pub fn load_all(&self) -> Result<Vec<(AccountRow, Vec<ActorStateDto>)>, StoreError> {
+        let (rows, bad) = self.load_all_quarantining()?;
+        match bad.into_iter().next() {
+            Some(q) => Err(StoreError::BadRow {
+                account: q.account,
+                name: q.name,
+                reason: q.reason,
+            }),
+            None => Ok(rows),
+        }
+    }
+
+    /// Every account and its readable characters, and what could not be read: an account
+    /// with an unreadable row (its ignore list, a character's state) is listed in the
+    /// second vector and must be quarantined (see [`Store::load_book`]); everything else
+    /// loads as usual.
+    pub fn load_all_quarantining(&self) -> Result<(Vec<Record>, Vec<Quarantined>), StoreError> {
         let mut st = self.conn.prepare(
             "SELECT id, user, password_hash, email, is_dm, banned, ignore_list
              FROM accounts ORDER BY id",
@@ -304,16 +372,19 @@ impl Store {
             ))
         })?;
         let mut out = Vec::new();
+        let mut bad = Vec::new();
         for row in rows {
             let (id, user, password_hash, email, is_dm, banned, ignore) = row?;
             let id = u64::try_from(id).unwrap_or(0);
-            let ignore: Vec<String> =
-                rmp_serde::from_slice(&ignore).map_err(|e| StoreError::BadRow {
+            let ignore: Vec<String> = rmp_serde::from_slice(&ignore).unwrap_or_else(|e| {
+                bad.push(Quarantined {
                     account: id,
                     name: String::new(),
                     reason: format!("ignore list: {e}"),
-                })?;
-            let characters = self.load_characters(id)?;
+                });
+                Vec::new()
+            });
+            let characters = self.load_characters(id, &mut bad)?;
             out.push((
                 AccountRow {
                     id,
@@ -327,10 +398,14 @@ impl Store {
                 characters,
             ));
         }
-        Ok(out)
+        Ok((out, bad))
     }
 
-    fn load_characters(&self, account: AccountId) -> Result<Vec<ActorStateDto>, StoreError> {
+    fn load_characters(
+        &self,
+        account: AccountId,
+        bad: &mut Vec<Quarantined>,
+    ) -> Result<Vec<ActorStateDto>, StoreError> {
         let mut st = self.conn.prepare_cached(
             "SELECT name, state_version, state FROM characters
              WHERE account_id = ?1 ORDER BY slot",
@@ -346,19 +421,21 @@ impl Store {
         for row in rows {
             let (name, version, blob) = row?;
             if version != STATE_VERSION {
-                return Err(StoreError::BadRow {
+                bad.push(Quarantined {
                     account,
                     name,
                     reason: format!("unknown state version {version}"),
                 });
+                continue;
             }
-            let state: ActorStateDto =
-                rmp_serde::from_slice(&blob).map_err(|e| StoreError::BadRow {
+            match rmp_serde::from_slice::<ActorStateDto>(&blob) {
+                Ok(state) => out.push(state),
+                Err(e) => bad.push(Quarantined {
                     account,
-                    name: name.clone(),
+                    name,
                     reason: e.to_string(),
-                })?;
-            out.push(state);
+                }),
+            }
         }
         Ok(out)
     }
@@ -399,10 +476,18 @@ impl Store {
     /// Characters of an older database get their handles here; those saves are queued in
     /// the book (submit [`AccountBook::take_persist`] to the writer).
     pub fn load_book(&self) -> Result<AccountBook, StoreError> {
-        Ok(AccountBook::from_records_with_handle_floor(
-            self.load_all()?,
-            self.handle_floor()?,
-        ))
+        Ok(self.load_book_quarantining()?.0)
+    }
+
+    /// [`Self::load_book`], with the accounts of unreadable rows quarantined in the book
+    /// (and listed, for the log and the metrics) instead of failing the whole load.
+    pub fn load_book_quarantining(&self) -> Result<(AccountBook, Vec<Quarantined>), StoreError> {
+        let (rows, bad) = self.load_all_quarantining()?;
+        let mut book = AccountBook::from_records_with_handle_floor(rows, self.handle_floor()?);
+        for q in &bad {
+            book.quarantine(q.account);
+        }
+        Ok((book, bad))
     }
 
     /// The script files and super globals, with warnings for rows that were skipped.
