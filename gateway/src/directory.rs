@@ -108,6 +108,10 @@ pub struct Directory {
     placements: BTreeMap<InstanceKey, Placement>,
     wanted: BTreeSet<InstanceKey>,
     next_generation: Generation,
+    /// While set nothing new is placed: after a gateway restart the nodes get a heartbeat
+    /// timeout to report what they still run, so the directory is rebuilt as it was instead
+    /// of racing the first node to register (see [`Directory::hold`]).
+    holding: bool,
 }
 
 impl Directory {
@@ -209,8 +213,30 @@ impl Directory {
         })
     }
 
+    /// Place nothing new until [`Self::release`]: instances the nodes report on
+    /// registration are taken as they are, nothing else is assigned. The gateway holds for
+    /// `node_timeout` after it starts (a restarted gateway must not move instances that a
+    /// node which has not re-registered yet still runs).
+    pub fn hold(&mut self) {
+        self.holding = true;
+    }
+
+    /// Whether placement is held.
+    pub fn is_holding(&self) -> bool {
+        self.holding
+    }
+
+    /// End the hold: place every wanted instance nobody reported.
+    pub fn release(&mut self) -> Vec<Action> {
+        self.holding = false;
+        self.place_wanted()
+    }
+
     /// Place every wanted instance that has no placement.
     pub fn place_wanted(&mut self) -> Vec<Action> {
+        if self.holding {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         for key in self.unplaced() {
             match self.assign(key) {
@@ -224,7 +250,7 @@ impl Directory {
     /// Make sure `key` is placed (on-demand instances, `/warp area,inst`); returns the
     /// assignment to send when it was not. `None` with no placement means no node can take it.
     pub fn ensure(&mut self, key: &InstanceKey) -> Option<Action> {
-        if self.placements.contains_key(key) {
+        if self.placements.contains_key(key) || self.holding {
             return None;
         }
         self.assign(key.clone())

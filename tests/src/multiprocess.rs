@@ -247,16 +247,48 @@ impl ProcessCluster {
         format!("n{}", self.spawned)
     }
 
+    /// Stop the gateway with SIGTERM (it saves every character and closes its clients),
+    /// wait for it to exit, and start it again on the same data directory and addresses:
+    /// the zone nodes reconnect to it and register what they run.
+    pub fn restart_gateway(&mut self) {
+        if let Some(mut g) = self.gateway.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &g.id().to_string()])
+                .status();
+            let deadline = std::time::Instant::now() + WAIT;
+            loop {
+                if let Ok(Some(_)) = g.try_wait() {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = g.kill();
+                    let _ = g.wait();
+                    self.fail("the gateway did not exit after SIGTERM");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let (client, internal) = (self.client_addr, self.internal_addr);
+        self.spawn_gateway_at(client, internal);
+    }
+
     /// Start the gateway and read its addresses from its ready line (bounded by [`WAIT`]).
     fn spawn_gateway(&mut self) {
-        let log = std::fs::File::create(self.dir.join("gateway.log")).expect("a log file");
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        self.spawn_gateway_at(any, any);
+    }
+
+    /// [`spawn_gateway`](Self::spawn_gateway) on the given client and internal addresses.
+    fn spawn_gateway_at(&mut self, client: SocketAddr, internal: SocketAddr) {
+        let log_name = if self.dir.join("gateway.log").exists() {
+            "gateway.restarted.log"
+        } else {
+            "gateway.log"
+        };
+        let log = std::fs::File::create(self.dir.join(log_name)).expect("a log file");
         let mut child = command(&bin("gateway"))
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--internal-listen",
-                "127.0.0.1:0",
-            ])
+            .args(["--listen", &client.to_string()])
+            .args(["--internal-listen", &internal.to_string()])
             .args(["--admin-listen", "127.0.0.1:0", "--data-dir"])
             .arg(self.dir.join("data"))
             .env("GATEWAY_CLUSTER_SECRET", SECRET)

@@ -173,3 +173,75 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// A gateway restart under separate zone-node processes (issue 23): SIGTERM saves every
+/// character and closes the players with code 3; the same binary on the same data
+/// directory and addresses comes back, the nodes reconnect and register what they still
+/// run, so the placement directory is rebuilt as it was; both players log in again and
+/// find their progress, each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_restart_rebuilds_the_directory_and_keeps_every_player_once() {
+    let mut c = ProcessCluster::start_with("gw-restart", &[2, 64]).await;
+    let world = shared::content::demo_world();
+    let before: Vec<(String, Option<String>)> = world
+        .areas
+        .iter()
+        .map(|a| (a.name.clone(), c.owner_of(&a.name, 0)))
+        .collect();
+    let (mut a, ga) = new_player(c.client_addr, "alpha").await;
+    let to = (ga.area.x + 4.0, ga.area.y, ga.area.z + 2.0);
+    assert!(
+        echo(&mut a, ga.runtime_id, to, WAIT).await,
+        "the move echoes"
+    );
+    let (b, _) = new_player(c.client_addr, "beta").await;
+
+    c.restart_gateway();
+    for p in [&a, &b] {
+        let r = tokio::time::timeout(WAIT, p.closed())
+            .await
+            .expect("closed by the shutdown");
+        assert!(
+            matches!(
+                r,
+                client::CloseReason::Server {
+                    code: CloseCode::ShuttingDown,
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
+    }
+    let v = c
+        .wait_for("both nodes back and every area placed", WAIT, |v| {
+            v.nodes.len() == 2 && v.unplaced.is_empty()
+        })
+        .await;
+    for (area, owner) in &before {
+        assert_eq!(
+            &placement_in(&v, area, 0).map(|(n, _)| n),
+            owner,
+            "{area} is where it was: {v:?}"
+        );
+    }
+
+    let (_a2, g) = login_again(c.client_addr, "alpha").await;
+    assert!(
+        (g.area.x - to.0).abs() < 0.5 && (g.area.z - to.2).abs() < 0.5,
+        "the progress was kept: {:?}, moved to {to:?}",
+        (g.area.x, g.area.z)
+    );
+    let (_b2, _) = login_again(c.client_addr, "beta").await;
+    let v = c
+        .wait_for("both players in the world", WAIT, |v| {
+            v.nodes.iter().map(|n| n.players).sum::<u64>() == 2
+        })
+        .await;
+    let players: u64 = v
+        .nodes
+        .iter()
+        .flat_map(|n| &n.instances)
+        .map(|i| i.players)
+        .sum();
+    assert_eq!(players, 2, "each player exactly once: {v:?}");
+}

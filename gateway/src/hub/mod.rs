@@ -567,6 +567,8 @@ pub struct Hub {
     removed: HashSet<InstanceKey>,
     /// `Startup.Main` has been sent (once per gateway start).
     startup_done: bool,
+    /// Until when (hub clock) placement is held after start (see `Directory::hold`).
+    hold_until_ms: Option<u64>,
 }
 
 fn fold(name: &str) -> String {
@@ -577,7 +579,7 @@ impl Hub {
     /// A hub over `shared`; `generation_base` should grow across restarts (wall clock ms).
     pub fn new(shared: Arc<Shared>, generation_base: Generation) -> Self {
         let areas: Vec<String> = shared.world.areas.iter().map(|a| a.name.clone()).collect();
-        Self {
+        let mut hub = Self {
             dir: Directory::new(areas.clone(), generation_base),
             started: Instant::now(),
             nodes: HashMap::new(),
@@ -596,8 +598,17 @@ impl Hub {
             removals: HashMap::new(),
             removed: HashSet::new(),
             startup_done: false,
+            hold_until_ms: None,
             shared,
+        };
+        // A gateway that (re)starts beside separate zone nodes gives them a heartbeat
+        // timeout to report what they still run before it places anything anew (the
+        // embedded node of `--standalone` starts empty: nothing to wait for).
+        if !hub.shared.cfg.standalone {
+            hub.dir.hold();
+            hub.hold_until_ms = Some(hub.shared.cfg.node_timeout_ms);
         }
+        hub
     }
 
     fn now_ms(&self) -> u64 {
@@ -1553,6 +1564,15 @@ impl Hub {
     /// Periodic work: node expiry, timeouts, the published view, the shutdown's progress.
     pub fn tick(&mut self) {
         let now = self.now_ms();
+        if self.hold_until_ms.is_some_and(|t| now >= t) {
+            self.hold_until_ms = None;
+            let mut actions = self.dir.release();
+            // Logins and warps that waited for an instance nobody reported.
+            let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
+            actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
+            tracing::info!(placed = actions.len(), "placement hold over");
+            self.apply(actions);
+        }
         // The nodes the directory drops are named from the directory itself: a node whose
         // link closed first (a killed process) is no longer in `self.nodes`, but it is
         // only now, at its heartbeat timeout, that its instances are re-placed and its
