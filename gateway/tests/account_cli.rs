@@ -247,12 +247,7 @@ async fn accounts_made_offline_log_in_with_their_flags() {
     c.close(CloseCode::Normal).await;
 
     // The banned account is refused.
-    let mut m = connect(gw.client).await;
-    assert!(matches!(
-        m.login("mallory", "pw").await,
-        Err(LoginError::Banned)
-    ));
-    m.close(CloseCode::Normal).await;
+    refused_as_banned(gw.client, "mallory", "pw").await;
 
     // An online backup while the gateway runs; it refuses to overwrite a file.
     let copy = dir.join("backup.sqlite3");
@@ -278,12 +273,17 @@ async fn accounts_made_offline_log_in_with_their_flags() {
     let mut c = connect(gw.client).await;
     assert_eq!(c.login("admin", "s3cret").await.unwrap().len(), 1);
     c.close(CloseCode::Normal).await;
-    let mut m = connect(gw.client).await;
+    refused_as_banned(gw.client, "mallory", "pw").await;
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A login of a banned account: its password is right, and the answer is "banned".
+async fn refused_as_banned(addr: SocketAddr, user: &str, password: &str) {
+    let mut m = connect(addr).await;
     assert!(matches!(
-        m.login("mallory", "pw").await,
+        m.login(user, password).await,
         Err(LoginError::Banned)
     ));
     m.close(CloseCode::Normal).await;
-    drop(gw);
-    let _ = std::fs::remove_dir_all(&dir);
 }
