@@ -340,8 +340,12 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
-            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {}, admin on http://{}",
-            gw.client_addr, gw.fingerprint, gw.internal_addr, gw.admin_addr
+            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {} (certificate sha256 {}), admin on http://{}",
+            gw.client_addr,
+            gw.fingerprint,
+            gw.internal_addr,
+            gw.internal_fingerprint,
+            gw.admin_addr
         );
         zone_node::link::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");

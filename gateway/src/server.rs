@@ -56,6 +56,8 @@ pub struct Gateway {
     pub admin_addr: SocketAddr,
     /// SHA-256 of the client certificate (hex).
     pub fingerprint: String,
+    /// SHA-256 of the internal endpoint's certificate (hex), for the nodes to pin.
+    pub internal_fingerprint: String,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     client_ep: quinn::Endpoint,
@@ -180,8 +182,11 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             peer_acks: Some(tls::PeerAcks::CLIENTS),
         },
     )?;
-    let internal_identity = tls::ephemeral()?;
+    // Kept in the data directory: nodes may pin its fingerprint, which must survive
+    // restarts (it was generated afresh at every start).
+    let (internal_identity, _) = tls::load_or_create_internal(&cfg.data_dir)?;
     let internal_fp = internal_identity.fingerprint();
+    tracing::info!(sha256 = %internal_fp, "internal certificate (pin it on the nodes: ZONE_NODE_GATEWAY_CERT_SHA256)");
     let internal_cfg = tls::server_config(
         &internal_identity,
         &[shared::internal::ALPN],
@@ -289,6 +294,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         internal_addr,
         admin_addr,
         fingerprint,
+        internal_fingerprint: internal_fp.clone(),
         shared,
         stop,
         client_ep,

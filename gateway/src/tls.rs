@@ -16,6 +16,11 @@ use sha2::{Digest, Sha256};
 pub const CERT_FILE: &str = "gateway-cert.pem";
 /// File name of the generated key inside the data directory.
 pub const KEY_FILE: &str = "gateway-key.pem";
+/// File name of the internal endpoint's certificate inside the data directory (zone nodes
+/// pin its SHA-256, `ZONE_NODE_GATEWAY_CERT_SHA256`, so it is kept across restarts).
+pub const INTERNAL_CERT_FILE: &str = "internal-cert.pem";
+/// File name of the internal endpoint's key inside the data directory.
+pub const INTERNAL_KEY_FILE: &str = "internal-key.pem";
 
 /// A certificate problem.
 #[derive(Debug, thiserror::Error)]
@@ -106,10 +111,24 @@ pub fn load_pem(cert: &Path, key: &Path) -> Result<Identity, TlsError> {
     })
 }
 
-/// The data directory's certificate, created on first use.
+/// The data directory's client certificate, created on first use.
 pub fn load_or_create(data_dir: &Path) -> Result<(Identity, bool), TlsError> {
-    let cert = data_dir.join(CERT_FILE);
-    let key = data_dir.join(KEY_FILE);
+    load_or_create_named(data_dir, CERT_FILE, KEY_FILE)
+}
+
+/// The data directory's internal-endpoint certificate, created on first use and kept, so
+/// the fingerprint nodes pin survives restarts.
+pub fn load_or_create_internal(data_dir: &Path) -> Result<(Identity, bool), TlsError> {
+    load_or_create_named(data_dir, INTERNAL_CERT_FILE, INTERNAL_KEY_FILE)
+}
+
+fn load_or_create_named(
+    data_dir: &Path,
+    cert_file: &str,
+    key_file: &str,
+) -> Result<(Identity, bool), TlsError> {
+    let cert = data_dir.join(cert_file);
+    let key = data_dir.join(key_file);
     if cert.exists() && key.exists() {
         return load_pem(&cert, &key).map(|i| (i, false));
     }
@@ -243,6 +262,12 @@ mod tests {
         let (b, created) = load_or_create(&dir).unwrap();
         assert!(!created);
         assert_eq!(a.fingerprint(), b.fingerprint());
+        // The internal endpoint's own certificate, kept the same way, is another one.
+        let (i, created) = load_or_create_internal(&dir).unwrap();
+        assert!(created);
+        let (j, _) = load_or_create_internal(&dir).unwrap();
+        assert_eq!(i.fingerprint(), j.fingerprint());
+        assert_ne!(i.fingerprint(), a.fingerprint());
         assert_eq!(a.fingerprint().len(), 64);
         #[cfg(unix)]
         {

@@ -200,6 +200,9 @@ pub struct ProcessCluster {
     pub internal_addr: SocketAddr,
     /// The gateway's admin HTTP endpoint.
     pub admin_addr: SocketAddr,
+    /// SHA-256 of the gateway's internal certificate (from its ready line); every node
+    /// pins it.
+    pub internal_fingerprint: String,
     gateway: Option<Child>,
     nodes: BTreeMap<String, Child>,
     spawned: usize,
@@ -222,6 +225,7 @@ impl ProcessCluster {
             client_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             internal_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            internal_fingerprint: String::new(),
             gateway: None,
             nodes: BTreeMap::new(),
             spawned: 0,
@@ -337,6 +341,15 @@ impl ProcessCluster {
         self.client_addr = client;
         self.internal_addr = internal;
         self.admin_addr = admin;
+        self.internal_fingerprint = line
+            .split("zone nodes on udp ")
+            .nth(1)
+            .and_then(|s| s.split("certificate sha256 ").nth(1))
+            .map(|s| s.chars().take_while(char::is_ascii_hexdigit).collect())
+            .unwrap_or_default();
+        if self.internal_fingerprint.len() != 64 {
+            self.fail(&format!("no internal certificate fingerprint in {line:?}"));
+        }
     }
 
     /// Start another zone node of [`DEFAULT_CAPACITY`]; returns its id (`n3`, ...). It is
@@ -358,6 +371,9 @@ impl ProcessCluster {
             .arg("--capacity")
             .arg(capacity.to_string())
             .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+            // Pinned, as in production: the internal certificate is kept across restarts.
+            .env("ZONE_NODE_GATEWAY_CERT_SHA256", &self.internal_fingerprint)
+            .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "false")
             .env("ZONE_NODE_PERSIST_EVERY_MS", PERSIST_EVERY_MS.to_string())
             .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
             .stdout(Stdio::null())

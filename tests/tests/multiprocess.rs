@@ -176,8 +176,8 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
 
 /// A gateway restart under separate zone-node processes (issue 23): SIGTERM saves every
 /// character and closes the players with code 3; the same binary on the same data
-/// directory and addresses comes back, the nodes reconnect and register what they still
-/// run, so the placement directory is rebuilt as it was; both players log in again and
+/// directory and addresses comes back with the same internal certificate, the nodes
+/// (which pin it) reconnect and register what they still run, so the placement directory is rebuilt as it was; both players log in again and
 /// find their progress, each exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_restart_rebuilds_the_directory_and_keeps_every_player_once() {
@@ -196,7 +196,12 @@ async fn a_gateway_restart_rebuilds_the_directory_and_keeps_every_player_once() 
     );
     let (b, _) = new_player(c.client_addr, "beta").await;
 
+    let pinned = c.internal_fingerprint.clone();
     c.restart_gateway();
+    assert_eq!(
+        c.internal_fingerprint, pinned,
+        "the internal certificate is kept: the nodes' pin still holds"
+    );
     for p in [&a, &b] {
         let r = tokio::time::timeout(WAIT, p.closed())
             .await
