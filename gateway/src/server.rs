@@ -434,6 +434,11 @@ impl AdminSource for Admin {
         let m = &s.metrics;
         let v = self.view();
         let mut t = MetricsText::new();
+        zone_node::admin::process_and_build(
+            &mut t,
+            "rc_gateway_build_info",
+            env!("CARGO_PKG_VERSION"),
+        );
         let c = |t: &mut MetricsText, name: &str, help: &str, x: &AtomicU64| {
             t.counter(name, help, Metrics::get(x));
         };

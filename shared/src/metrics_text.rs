@@ -82,6 +82,11 @@ impl MetricsText {
         self.sample(name, help, Kind::Counter, labels, &value.to_string())
     }
 
+    /// A counter whose value is not a whole number (`process_cpu_seconds_total`).
+    pub fn counter_float(&mut self, name: &str, help: &str, value: f64) -> &mut Self {
+        self.sample(name, help, Kind::Counter, &[], &float(value))
+    }
+
     /// A gauge sample with no labels.
     pub fn gauge(&mut self, name: &str, help: &str, value: f64) -> &mut Self {
         self.gauge_with(name, help, &[], value)

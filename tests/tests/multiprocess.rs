@@ -76,6 +76,9 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
     }
     assert!(value("rc_gateway_store_write_seconds_count") >= 1.0);
     assert!(m.contains("# TYPE rc_gateway_handoff_latency_seconds histogram"));
+    assert!(m.contains("rc_gateway_build_info{version=\""));
+    assert!(m.contains("# TYPE process_cpu_seconds_total counter"));
+    assert!(value("process_resident_memory_bytes") > 0.0);
     assert!(m.contains("rc_gateway_datagrams_dropped_total{reason=\"fenced\"}"));
 
     // SIGKILL n1 (n2 has room for its instances).

@@ -1022,6 +1022,16 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     let m = http_get(port, "/metrics").await;
     assert!(m.contains("# TYPE rc_zone_ticks_total counter"), "{m}");
+    // Prometheus' process metrics and the build's version.
+    assert!(m.contains("rc_zone_build_info{version=\""), "{m}");
+    for series in [
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+    ] {
+        assert!(m.contains(series), "{series} in {m}");
+    }
     assert!(
         m.contains("rc_zone_instance_players{area=\"Meadow\",instance=\"0\"} 1"),
         "{m}"
