@@ -474,12 +474,6 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
-            "rc_gateway_rate_limited_total",
-            "Connections closed by the login throttle (code 4).",
-            &m.rate_limited,
-        );
-        c(
-            &mut t,
             "rc_gateway_connections_refused_per_ip_total",
             "Connections refused because their network had max_connections_per_ip open.",
             &m.refused_per_ip,
@@ -749,7 +743,7 @@ impl AdminSource for Admin {
         by_reason(
             &mut t,
             "rc_gateway_login_failures_total",
-            "Logins refused, by reason.",
+            "Logins refused, by reason (throttled: closed by the login or account-creation limit, code 4).",
             &[
                 ("bad_password", &m.login_bad_password),
                 ("banned", &m.login_banned),
