@@ -1,6 +1,9 @@
 //! The gateway's admin HTTP endpoint: `GET /healthz`, `GET /metrics` (Prometheus text
 //! exposition format 0.0.4) and `GET /cluster` (a JSON [`ClusterView`]), served on a
-//! loopback address by default ([`DEFAULT_ADDR`]).
+//! loopback address by default ([`DEFAULT_ADDR`]); and, with an admin token configured,
+//! `POST /admin`: one [`AdminCommand`] as JSON with `Authorization: Bearer TOKEN`, for an
+//! operator who must not stop the server (accounts, DM and ban flags, kick, warp,
+//! broadcast, who is online; `gateway admin …` is its command line).
 //!
 //! The data comes from the rest of the gateway through [`AdminSource`]; this module only
 //! speaks HTTP. Other paths answer 404, other methods 405 (`HEAD` is answered like `GET`,
@@ -35,6 +38,63 @@ pub const JSON_CONTENT_TYPE: &str = "application/json";
 /// Longest unhealthy reason sent (bytes); longer ones are cut at a char boundary.
 pub const MAX_REASON: usize = 256;
 
+/// One operator command on a running gateway (`POST /admin`, JSON with a `command` tag,
+/// e.g. `{"command":"kick","name":"Bob"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdminCommand {
+    /// Create an account (its password as typed; stored as the login flow checks it).
+    CreateAccount {
+        /// Account name.
+        user: String,
+        /// Password as typed.
+        password: String,
+        /// A game master.
+        #[serde(default)]
+        dm: bool,
+    },
+    /// Set or clear an account's DM flag (an online player gets it at the next login).
+    SetDm {
+        /// Account name.
+        user: String,
+        /// Set (true) or clear.
+        on: bool,
+    },
+    /// Ban or unban an account; a banned player online is kicked.
+    SetBanned {
+        /// Account name.
+        user: String,
+        /// Ban (true) or lift the ban.
+        on: bool,
+    },
+    /// Kick an online character (`P_KickedPlayer`, close code 1).
+    Kick {
+        /// Character name.
+        name: String,
+    },
+    /// Warp an online character to an AreaInstance (its first named portal, as `/warp`).
+    Warp {
+        /// Character name.
+        name: String,
+        /// Area name.
+        area: String,
+        /// Instance number.
+        #[serde(default)]
+        instance: u16,
+    },
+    /// A yellow system line to every player online.
+    Broadcast {
+        /// The text.
+        text: String,
+    },
+    /// The characters online, one per line: name, area, instance.
+    Online,
+}
+
+/// A boxed future of an admin command's outcome: `Ok(text)` answers 200 with the text,
+/// `Err(text)` 400.
+pub type AdminFuture = std::pin::Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;
+
 /// What the admin endpoint shows, provided by the rest of the gateway. Called on the
 /// runtime's worker threads for every request, so each call should take a snapshot and
 /// return quickly (no blocking I/O).
@@ -45,6 +105,15 @@ pub trait AdminSource: Send + Sync + 'static {
     fn metrics(&self) -> String;
     /// The cluster as the gateway sees it.
     fn cluster(&self) -> ClusterView;
+    /// Whether `token` is the admin token; `None` when no token is configured (the admin
+    /// API is off).
+    fn admin_token_ok(&self, _token: &str) -> Option<bool> {
+        None
+    }
+    /// Runs one admin command.
+    fn admin(&self, _cmd: AdminCommand) -> AdminFuture {
+        Box::pin(async { Err("the admin API is not available here".to_owned()) })
+    }
 }
 
 /// The cluster as the gateway sees it (`GET /cluster`).
@@ -135,6 +204,7 @@ pub fn router(source: Arc<dyn AdminSource>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/cluster", get(cluster))
+        .route("/admin", axum::routing::post(admin))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(source)
@@ -196,6 +266,55 @@ async fn cluster(State(source): State<Source>) -> Response {
         )
             .into_response(),
         Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Largest admin request body (bytes).
+const MAX_ADMIN_BODY: usize = 16 * 1024;
+
+async fn admin(
+    State(source): State<Source>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    match source.admin_token_ok(token.trim()) {
+        None => {
+            return text(
+                StatusCode::NOT_FOUND,
+                "the admin API is off: set admin_token (GATEWAY_ADMIN_TOKEN_FILE)".to_owned(),
+            );
+        }
+        Some(false) => {
+            let mut r = text(
+                StatusCode::UNAUTHORIZED,
+                "bad or missing admin token".to_owned(),
+            );
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+            return r;
+        }
+        Some(true) => {}
+    }
+    if body.len() > MAX_ADMIN_BODY {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request too large".to_owned(),
+        );
+    }
+    let cmd: AdminCommand = match serde_json::from_slice(&body) {
+        Ok(c) => c,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("bad command: {e}")),
+    };
+    match source.admin(cmd).await {
+        Ok(msg) => text(StatusCode::OK, msg),
+        Err(msg) => text(StatusCode::BAD_REQUEST, msg),
     }
 }
 

@@ -84,6 +84,13 @@ pub struct GatewayConfig {
     /// per-network limits (login attempts, account creations, connections per IP). Off by
     /// default: they are the operator's own tools (a local swarm, `rcclient`).
     pub limit_loopback: bool,
+    /// After it starts, how long the gateway waits for separate zone nodes to report the
+    /// instances they still run before it places any anew (ms; 0: none). A restarted
+    /// gateway then rebuilds its directory as it was. Not used with `standalone`.
+    pub placement_hold_ms: u64,
+    /// Bearer token of the admin API (`POST /admin`, `gateway admin …`); empty: the API is
+    /// off. Give it as `GATEWAY_ADMIN_TOKEN_FILE` (a file) or `GATEWAY_ADMIN_TOKEN`.
+    pub admin_token: String,
 }
 
 impl Default for GatewayConfig {
@@ -118,12 +125,15 @@ impl Default for GatewayConfig {
             chat_per_second: 2,
             chat_burst: 8,
             limit_loopback: false,
+            admin_token: String::new(),
+            placement_hold_ms: 3_000,
         }
     }
 }
 
 impl Settings for GatewayConfig {
     const ENV_PREFIX: &'static str = ENV_PREFIX;
+    const SECRET_KEYS: &'static [&'static str] = &["cluster_secret", "admin_token"];
 
     /// Set one setting by its snake_case name from text.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -157,6 +167,8 @@ impl Settings for GatewayConfig {
             "chat_per_second" => self.chat_per_second = num(value)?,
             "chat_burst" => self.chat_burst = num(value)?,
             "limit_loopback" => self.limit_loopback = boolean(value)?,
+            "admin_token" => self.admin_token = value.trim().to_owned(),
+            "placement_hold_ms" => self.placement_hold_ms = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -248,6 +260,15 @@ impl GatewayConfig {
             if !(1..=max).contains(&v) {
                 return bad(field, format!("must be 1..={max}"));
             }
+        }
+        if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
+            return bad(
+                "admin_token",
+                "at least 24 bytes when set (e.g. `openssl rand -hex 24`)",
+            );
+        }
+        if self.placement_hold_ms > 600_000 {
+            return bad("placement_hold_ms", "must be at most 600000");
         }
         if !(1_000..=3_600_000).contains(&self.login_deadline_ms) {
             return bad("login_deadline_ms", "must be 1000..=3600000");

@@ -2,6 +2,7 @@
 //! `gateway import-accounts Accounts.dat`, `gateway account create|set-dm|ban` and
 //! `gateway healthcheck` (the container health check).
 
+mod admin_cli;
 mod healthcheck;
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,9 @@ enum Command {
     /// gateway (a running gateway keeps the accounts in memory and would not see it).
     #[command(subcommand)]
     Account(AccountCmd),
+    /// Operator commands on a running gateway, through its admin API (needs its
+    /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online.
+    Admin(admin_cli::AdminArgs),
     /// A consistent copy of the database to PATH (a new file), also while the gateway runs
     /// and players play (SQLite's online backup). Restore: stop the gateway, copy it back
     /// as `gateway.sqlite3` in the data directory.
@@ -370,6 +374,7 @@ fn main() -> std::process::ExitCode {
     let done = match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
         Some(Command::Account(cmd)) => account(cmd),
+        Some(Command::Admin(args)) => admin_cli::run(args),
         Some(Command::Backup { to, data }) => gateway::store::backup(&data, &to)
             .with_context(|| format!("backing up {} to {}", data.display(), to.display()))
             .map(|()| println!("backed up {} to {}", data.display(), to.display())),

@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use shared::content::World;
 use tokio::sync::{oneshot, watch};
 
-use crate::admin::{self, AdminSource, ClusterView, MetricsText};
+use crate::admin::{self, AdminCommand, AdminFuture, AdminSource, ClusterView, MetricsText};
 use crate::config::GatewayConfig;
-use crate::hub::{self, Hub, HubEvent, Metrics, Shared};
+use crate::hub::{self, Hub, HubAdmin, HubEvent, Metrics, Shared};
 use crate::net;
 use crate::session::{Argon2Hasher, PasswordHasher};
 use crate::store::{Store, StoreError, Writer};
@@ -832,6 +832,134 @@ impl AdminSource for Admin {
 
     fn cluster(&self) -> ClusterView {
         self.view()
+    }
+
+    fn admin_token_ok(&self, token: &str) -> Option<bool> {
+        let want = self.0.cfg.admin_token.as_bytes();
+        if want.is_empty() {
+            return None;
+        }
+        // Constant time over the configured token's length.
+        let got = token.as_bytes();
+        let diff = want
+            .iter()
+            .enumerate()
+            .fold(u8::from(got.len() != want.len()), |d, (i, &b)| {
+                d | (b ^ got.get(i).copied().unwrap_or(0))
+            });
+        Some(diff == 0)
+    }
+
+    fn admin(&self, cmd: AdminCommand) -> AdminFuture {
+        let shared = self.0.clone();
+        Box::pin(async move { run_admin(&shared, cmd).await })
+    }
+}
+
+/// One admin command: the accounts ones on the book (persisted at once), the others
+/// through the hub.
+async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, String> {
+    let hub = |cmd: HubAdmin| async move {
+        let (reply, rx) = oneshot::channel();
+        shared.to_hub(HubEvent::Admin { cmd, reply });
+        rx.await
+            .map_err(|_| "the gateway is shutting down".to_owned())?
+    };
+    let persist = |ops| {
+        shared
+            .writer
+            .submit(ops)
+            .map_err(|e| format!("the store did not take it: {e}"))
+    };
+    let account = |user: &str| {
+        let acc = shared.accounts();
+        acc.book
+            .find_user(user)
+            .ok_or_else(|| format!("there is no account called {user:?}"))
+    };
+    match cmd {
+        AdminCommand::CreateAccount { user, password, dm } => {
+            let bytes: Option<Vec<u8>> = user.chars().map(|c| u8::try_from(c).ok()).collect();
+            if !bytes.is_some_and(|b| crate::session::valid_user_name(&b)) {
+                return Err(format!(
+                    "invalid user name {user:?}: 1 to {} letters, digits or `_`",
+                    crate::session::MAX_USER_LEN
+                ));
+            }
+            if password.is_empty() {
+                return Err("the password must not be empty".into());
+            }
+            // What a client sends: the lowercase MD5 hex of the password as typed.
+            let md5 = shared::wire::md5_hex(password.as_bytes());
+            let hasher = shared.hasher.clone();
+            let _slot = shared.hashes.acquire().await.ok();
+            let hash = tokio::task::spawn_blocking(move || {
+                let mut salt = [0u8; 16];
+                net::client::fill_random(&mut salt);
+                hasher.hash(md5.as_bytes(), &salt)
+            })
+            .await
+            .map_err(|e| format!("hashing failed: {e}"))?
+            .map_err(|e| format!("hashing failed: {e}"))?;
+            let ops = {
+                let mut acc = shared.accounts();
+                let Some(id) = acc.book.create_account(user.clone(), hash, String::new()) else {
+                    return Err(format!("an account called {user:?} already exists"));
+                };
+                if dm {
+                    acc.book.set_dm(id, true);
+                }
+                acc.book.take_persist()
+            };
+            persist(ops)?;
+            Ok(format!(
+                "created account {user:?}{}",
+                if dm { " (DM)" } else { "" }
+            ))
+        }
+        AdminCommand::SetDm { user, on } => {
+            let id = account(&user)?;
+            let ops = {
+                let mut acc = shared.accounts();
+                acc.book.set_dm(id, on);
+                acc.book.take_persist()
+            };
+            persist(ops)?;
+            Ok(format!(
+                "{user:?} is {}a DM (from its next login)",
+                if on { "" } else { "not " }
+            ))
+        }
+        AdminCommand::SetBanned { user, on } => {
+            let id = account(&user)?;
+            let ops = {
+                let mut acc = shared.accounts();
+                acc.book.set_banned(id, on);
+                acc.book.take_persist()
+            };
+            persist(ops)?;
+            if on {
+                let kicked = hub(HubAdmin::KickAccount { account: id }).await?;
+                Ok(format!("{user:?} is banned ({kicked})"))
+            } else {
+                Ok(format!("{user:?} is no longer banned"))
+            }
+        }
+        AdminCommand::Kick { name } => hub(HubAdmin::Kick { name }).await,
+        AdminCommand::Warp {
+            name,
+            area,
+            instance,
+        } => {
+            hub(HubAdmin::Warp {
+                name,
+                area,
+                instance,
+            })
+            .await
+        }
+        AdminCommand::Broadcast { text } => hub(HubAdmin::Broadcast { text }).await,
+        AdminCommand::Online => hub(HubAdmin::Online).await,
     }
 }
 

@@ -124,6 +124,9 @@ impl Cluster {
             node_timeout_ms: NODE_TIMEOUT_MS,
             shutdown_timeout_ms: 5_000,
             world: world.map(std::path::Path::to_path_buf),
+            // Nodes start one at a time, each placed as it registers (deterministic
+            // placement: the first takes instance 0s up to its capacity).
+            placement_hold_ms: 0,
             // Scenario tests send commands faster than a player types.
             chat_per_second: 1_000,
             chat_burst: 1_000,

@@ -273,17 +273,20 @@ impl ProcessCluster {
             }
         }
         let (client, internal) = (self.client_addr, self.internal_addr);
-        self.spawn_gateway_at(client, internal);
+        // The nodes run their instances already: the gateway waits for them to say so.
+        self.spawn_gateway_at(client, internal, NODE_TIMEOUT_MS);
     }
 
     /// Start the gateway and read its addresses from its ready line (bounded by [`WAIT`]).
+    /// Nodes are started one at a time and each is placed as it registers (no hold).
     fn spawn_gateway(&mut self) {
         let any = SocketAddr::from(([127, 0, 0, 1], 0));
-        self.spawn_gateway_at(any, any);
+        self.spawn_gateway_at(any, any, 0);
     }
 
-    /// [`spawn_gateway`](Self::spawn_gateway) on the given client and internal addresses.
-    fn spawn_gateway_at(&mut self, client: SocketAddr, internal: SocketAddr) {
+    /// [`spawn_gateway`](Self::spawn_gateway) on the given client and internal addresses,
+    /// with `placement_hold_ms`.
+    fn spawn_gateway_at(&mut self, client: SocketAddr, internal: SocketAddr, hold_ms: u64) {
         let log_name = if self.dir.join("gateway.log").exists() {
             "gateway.restarted.log"
         } else {
@@ -296,6 +299,7 @@ impl ProcessCluster {
             .args(["--admin-listen", "127.0.0.1:0", "--data-dir"])
             .arg(self.dir.join("data"))
             .env("GATEWAY_CLUSTER_SECRET", SECRET)
+            .env("GATEWAY_PLACEMENT_HOLD_MS", hold_ms.to_string())
             .env("GATEWAY_PASSWORD_HASH", "fast")
             .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
             .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())

@@ -214,6 +214,45 @@ pub enum HubEvent {
         /// Answered when done (or at the deadline).
         done: oneshot::Sender<()>,
     },
+    /// An operator's command from the admin API (`POST /admin`).
+    Admin {
+        /// What to do.
+        cmd: HubAdmin,
+        /// The outcome, as the operator reads it.
+        reply: oneshot::Sender<Result<String, String>>,
+    },
+}
+
+/// The admin commands the hub carries out (the accounts ones are done on the book
+/// directly; a ban also kicks through [`HubAdmin::KickAccount`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HubAdmin {
+    /// Kick a character by name.
+    Kick {
+        /// Character name.
+        name: String,
+    },
+    /// Kick every character of an account (it was banned).
+    KickAccount {
+        /// The account.
+        account: AccountId,
+    },
+    /// Warp a character to an AreaInstance.
+    Warp {
+        /// Character name.
+        name: String,
+        /// Area.
+        area: String,
+        /// Instance.
+        instance: u16,
+    },
+    /// A system line to every player.
+    Broadcast {
+        /// Text.
+        text: String,
+    },
+    /// Who is online.
+    Online,
 }
 
 /// Gateway-wide counters (monotonic unless noted).
@@ -601,12 +640,12 @@ impl Hub {
             hold_until_ms: None,
             shared,
         };
-        // A gateway that (re)starts beside separate zone nodes gives them a heartbeat
-        // timeout to report what they still run before it places anything anew (the
-        // embedded node of `--standalone` starts empty: nothing to wait for).
-        if !hub.shared.cfg.standalone {
+        // A gateway that (re)starts beside separate zone nodes gives them
+        // `placement_hold_ms` to report what they still run before it places anything anew
+        // (the embedded node of `--standalone` starts empty: nothing to wait for).
+        if !hub.shared.cfg.standalone && hub.shared.cfg.placement_hold_ms > 0 {
             hub.dir.hold();
-            hub.hold_until_ms = Some(hub.shared.cfg.node_timeout_ms);
+            hub.hold_until_ms = Some(hub.shared.cfg.placement_hold_ms);
         }
         hub
     }
@@ -689,6 +728,93 @@ impl Hub {
                 reason,
             } => self.node_down(&node, serial, &reason),
             HubEvent::Shutdown { done } => self.begin_shutdown(done),
+            HubEvent::Admin { cmd, reply } => {
+                let _ = reply.send(self.admin(cmd));
+            }
+        }
+    }
+
+    /// An operator's command (see [`HubAdmin`]).
+    fn admin(&mut self, cmd: HubAdmin) -> Result<String, String> {
+        let session_of = |hub: &Self, name: &str| {
+            hub.by_name
+                .get(&fold(name))
+                .copied()
+                .ok_or_else(|| format!("no character called {name:?} is online"))
+        };
+        tracing::info!(command = ?cmd, "admin command");
+        match cmd {
+            HubAdmin::Kick { name } => {
+                let session = session_of(self, &name)?;
+                self.chat_effect(Effect::Kick {
+                    session,
+                    by: "admin".into(),
+                });
+                Ok(format!("kicked {name}"))
+            }
+            HubAdmin::KickAccount { account } => {
+                let sessions: Vec<SessionId> = self
+                    .players
+                    .iter()
+                    .filter(|(_, p)| p.account == account)
+                    .map(|(s, _)| *s)
+                    .collect();
+                for &session in &sessions {
+                    self.chat_effect(Effect::Kick {
+                        session,
+                        by: "admin".into(),
+                    });
+                }
+                Ok(format!("{} kicked", sessions.len()))
+            }
+            HubAdmin::Warp {
+                name,
+                area,
+                instance,
+            } => {
+                let session = session_of(self, &name)?;
+                let Some(area) = self
+                    .areas
+                    .iter()
+                    .find(|a| a.eq_ignore_ascii_case(&area))
+                    .cloned()
+                else {
+                    return Err(format!("there is no area called {area:?}"));
+                };
+                let key = InstanceKey {
+                    area: area.clone(),
+                    instance,
+                };
+                if let Some(a) = self.dir.ensure(&key) {
+                    self.apply(vec![a]);
+                }
+                self.chat_effect(Effect::WarpPlayer {
+                    session,
+                    area: area.clone(),
+                    instance,
+                });
+                Ok(format!("warping {name} to {area} #{instance}"))
+            }
+            HubAdmin::Broadcast { text } => {
+                let packet = ServerPacket::ChatMessage(ChatMessageS2C {
+                    colour: ChatColour::System,
+                    text: shared::wire::RcString::from(text.as_str()),
+                });
+                let sessions: Vec<SessionId> = self.players.keys().copied().collect();
+                for &s in &sessions {
+                    self.send_packet(s, &packet);
+                }
+                Ok(format!("sent to {} players", sessions.len()))
+            }
+            HubAdmin::Online => {
+                let mut lines: Vec<String> = self
+                    .players
+                    .values()
+                    .map(|p| format!("{}\t{}\t{}", p.online.name, p.key.area, p.key.instance))
+                    .collect();
+                lines.sort();
+                Ok(lines.join("\n"))
+            }
         }
     }
 
