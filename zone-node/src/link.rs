@@ -496,7 +496,7 @@ async fn handshake(
     }
 }
 
-/// Hello / Challenge / Auth / Register / RegisterAck on the control stream.
+/// Hello / Challenge / Auth / Proven / Register / RegisterAck on the control stream.
 async fn authenticate(
     cfg: &NodeConfig,
     reg: &Registry,
@@ -519,12 +519,27 @@ async fn authenticate(
     )
     .await?;
     let secret = cfg.cluster_secret.as_bytes();
-    let server_nonce = match read_envelope(recv, &mut dec).await?.msg {
+    let (server_nonce, commitment) = match read_envelope(recv, &mut dec).await?.msg {
         Msg::Challenge {
             server_nonce,
-            proof,
-        } => {
-            if !auth::verify_gateway(secret, &client_nonce, &server_nonce, &exporter, &proof) {
+            commitment,
+        } => (server_nonce, commitment),
+        Msg::Refused { reason } => return Err(SessionEnd::Refused(reason)),
+        other => {
+            return Err(SessionEnd::Protocol(format!(
+                "expected Challenge, got {}",
+                other.name()
+            )));
+        }
+    };
+    // The gateway has committed to its proof: ours now, then it opens its commitment.
+    let proof = auth::node_proof(secret, &client_nonce, &server_nonce, &exporter);
+    write_msg(send, Msg::Auth { proof }).await?;
+    match read_envelope(recv, &mut dec).await?.msg {
+        Msg::Proven { proof, blind } => {
+            let ok = auth::opens(&commitment, &proof, &blind)
+                && auth::verify_gateway(secret, &client_nonce, &server_nonce, &exporter, &proof);
+            if !ok {
                 Metrics::inc(&reg.metrics.refused_msgs);
                 let _ = write_msg(
                     send,
@@ -541,18 +556,15 @@ async fn authenticate(
                     "the gateway's proof does not verify (cluster secret mismatch?)".into(),
                 ));
             }
-            server_nonce
         }
         Msg::Refused { reason } => return Err(SessionEnd::Refused(reason)),
         other => {
             return Err(SessionEnd::Protocol(format!(
-                "expected Challenge, got {}",
+                "expected Proven, got {}",
                 other.name()
             )));
         }
-    };
-    let proof = auth::node_proof(secret, &client_nonce, &server_nonce, &exporter);
-    write_msg(send, Msg::Auth { proof }).await?;
+    }
     write_env(
         send,
         crate::telemetry::envelope_current(Msg::Register {

@@ -90,7 +90,14 @@ impl Gateway {
             register: Msg::Drain,
         };
         // The gateway side of the handshake, from `shared::internal::handshake`.
-        let mut hs = GatewayHandshake::new(&self.secret, [9u8; 32], &exporter, "test-gw", 100);
+        let mut hs = GatewayHandshake::new(
+            &self.secret,
+            [9u8; 32],
+            [8u8; 32],
+            &exporter,
+            "test-gw",
+            100,
+        );
         loop {
             let msg = c.next().await;
             match hs.on_envelope(Ok(Envelope::new(msg))) {
@@ -660,7 +667,27 @@ async fn a_gateway_without_the_secret_is_refused_and_the_node_reconnects() {
     encode_frame(
         &Envelope::new(Msg::Challenge {
             server_nonce: [1; 32],
+            commitment: auth::commitment(&proof, &[3; 32]),
+        }),
+        &mut v,
+    )
+    .unwrap();
+    send.write_all(&v).await.unwrap();
+    // The node proves itself to the committed gateway, which then opens a commitment to
+    // a proof made with the wrong secret.
+    let auth_msg = loop {
+        if let Some(e) = dec.next_envelope().unwrap() {
+            break e.msg;
+        }
+        let n = recv.read(&mut buf).await.unwrap().unwrap();
+        dec.push(&buf[..n]);
+    };
+    assert!(matches!(auth_msg, Msg::Auth { .. }), "{auth_msg:?}");
+    let mut v = Vec::new();
+    encode_frame(
+        &Envelope::new(Msg::Proven {
             proof,
+            blind: [3; 32],
         }),
         &mut v,
     )
@@ -723,7 +750,7 @@ async fn a_gateway_of_another_protocol_version_is_refused_with_a_clear_reason() 
     assert!(matches!(next(&mut dec, &mut recv).await, Msg::Hello { .. }));
     let mut env = Envelope::new(Msg::Challenge {
         server_nonce: [0; 32],
-        proof: [0; 32],
+        commitment: [0; 32],
     });
     env.version = PROTOCOL_VERSION + 1;
     let mut v = Vec::new();

@@ -73,11 +73,13 @@ async fn handshake(
     let mut exporter = [0u8; EXPORTER_LEN];
     conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
         .ok()?;
-    let mut nonce = [0u8; 32];
+    let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
     fill_random(&mut nonce);
+    fill_random(&mut blind);
     let mut hs = GatewayHandshake::new(
         shared.cfg.cluster_secret.as_bytes(),
         nonce,
+        blind,
         &exporter,
         &shared.cfg.gateway_id,
         shared.cfg.heartbeat_ms,

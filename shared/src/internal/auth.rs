@@ -2,7 +2,8 @@
 //! connection.
 //!
 //! Both proofs are `HMAC-SHA256(secret, label || client_nonce || server_nonce || exporter)`
-//! with a different label per direction, where `exporter` is the connection's TLS
+//! with a different label per direction (the gateway first sends only a blinded
+//! [`commitment`] to its proof, and opens it after the node's proof verified), where `exporter` is the connection's TLS
 //! exporter value for [`super::EXPORTER_LABEL`] (RFC 5705 / RFC 8446 §7.5). A proof taken
 //! from one connection is useless on another, and neither side learns the secret. Nonces
 //! come from the caller (no RNG here); verification is constant-time.
@@ -99,6 +100,31 @@ pub fn node_proof(
     exporter: &[u8],
 ) -> [u8; 32] {
     proof(secret, NODE_LABEL, client_nonce, server_nonce, exporter)
+}
+
+const COMMIT_LABEL: &[u8] = b"rc-internal/1 gateway commitment";
+
+/// The gateway's commitment to its proof: `SHA-256(label || proof || blind)` with 32 fresh
+/// random bytes `blind`, sent in `Challenge` instead of the proof itself. It reveals
+/// nothing a guess of the secret could be checked against (the blind is unknown) until
+/// the gateway opens it in `Proven`, which it does only after the node proved itself: a
+/// stranger who connects as a node never sees a value it could test guesses on offline.
+pub fn commitment(proof: &[u8; 32], blind: &[u8; 32]) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut h = Sha256::new();
+    h.update(COMMIT_LABEL);
+    h.update(proof);
+    h.update(blind);
+    h.finalize().into()
+}
+
+/// Whether `proof` and `blind` open `commitment` (constant time).
+pub fn opens(commitment_sent: &[u8; 32], proof: &[u8; 32], blind: &[u8; 32]) -> bool {
+    let c = commitment(proof, blind);
+    c.iter()
+        .zip(commitment_sent)
+        .fold(0u8, |d, (a, b)| d | (a ^ b))
+        == 0
 }
 
 /// Check a gateway proof (constant time).

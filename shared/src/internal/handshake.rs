@@ -46,6 +46,8 @@ enum State {
 pub struct GatewayHandshake {
     secret: Vec<u8>,
     server_nonce: [u8; 32],
+    /// The commitment's blind (fresh random bytes from the caller).
+    blind: [u8; 32],
     exporter: Vec<u8>,
     gateway_id: String,
     heartbeat_ms: u64,
@@ -57,6 +59,7 @@ impl GatewayHandshake {
     pub fn new(
         secret: &[u8],
         server_nonce: [u8; 32],
+        blind: [u8; 32],
         exporter: &[u8],
         gateway_id: &str,
         heartbeat_ms: u64,
@@ -64,6 +67,7 @@ impl GatewayHandshake {
         Self {
             secret: secret.to_vec(),
             server_nonce,
+            blind,
             exporter: exporter.to_vec(),
             gateway_id: gateway_id.to_owned(),
             heartbeat_ms,
@@ -94,9 +98,10 @@ impl GatewayHandshake {
                     &self.exporter,
                 );
                 self.state = State::AwaitAuth { client_nonce };
+                // Only the commitment now: the proof is opened once the node proved itself.
                 Step::Send(Msg::Challenge {
                     server_nonce: self.server_nonce,
-                    proof,
+                    commitment: auth::commitment(&proof, &self.blind),
                 })
             }
             (State::AwaitAuth { client_nonce }, Msg::Auth { proof }) => {
@@ -108,8 +113,16 @@ impl GatewayHandshake {
                     &proof,
                 ) {
                     self.state = State::AwaitRegister;
-                    // The node follows with Register.
-                    Step::Continue
+                    // Open the commitment; the node checks it, then registers.
+                    Step::Send(Msg::Proven {
+                        proof: auth::gateway_proof(
+                            &self.secret,
+                            &client_nonce,
+                            &self.server_nonce,
+                            &self.exporter,
+                        ),
+                        blind: self.blind,
+                    })
                 } else {
                     self.refuse(RefuseReason::BadAuth)
                 }
@@ -160,11 +173,11 @@ mod tests {
     #[test]
     fn a_node_with_the_secret_registers() {
         let x = [5u8; 32];
-        let mut gw = GatewayHandshake::new(SECRET, [2; 32], &x, "gw", 1000);
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 1000);
         let cn = [1u8; 32];
         let Step::Send(Msg::Challenge {
             server_nonce,
-            proof,
+            commitment,
         }) = gw.on_envelope(env(Msg::Hello {
             node_id: "n".into(),
             client_nonce: cn,
@@ -172,9 +185,19 @@ mod tests {
         else {
             panic!()
         };
-        assert!(auth::verify_gateway(SECRET, &cn, &server_nonce, &x, &proof));
+        // The Challenge carries no proof, only the commitment to one.
+        assert_ne!(
+            commitment,
+            auth::gateway_proof(SECRET, &cn, &server_nonce, &x)
+        );
         let p = auth::node_proof(SECRET, &cn, &server_nonce, &x);
-        assert_eq!(gw.on_envelope(env(Msg::Auth { proof: p })), Step::Continue);
+        let Step::Send(Msg::Proven { proof, blind }) = gw.on_envelope(env(Msg::Auth { proof: p }))
+        else {
+            panic!("the gateway opens its commitment once the node proved itself")
+        };
+        assert!(auth::opens(&commitment, &proof, &blind));
+        assert!(auth::verify_gateway(SECRET, &cn, &server_nonce, &x, &proof));
+        assert!(!auth::opens(&commitment, &proof, &[0; 32]));
         let step = gw.on_envelope(env(Msg::Register {
             node_id: "n".into(),
             advertised_addr: "a:1".into(),
@@ -188,7 +211,7 @@ mod tests {
     #[test]
     fn wrong_secret_order_or_version_is_refused() {
         let x = [5u8; 32];
-        let mut gw = GatewayHandshake::new(SECRET, [2; 32], &x, "gw", 1000);
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 1000);
         gw.on_envelope(env(Msg::Hello {
             node_id: "n".into(),
             client_nonce: [1; 32],
@@ -200,7 +223,7 @@ mod tests {
                 reason: RefuseReason::BadAuth
             })
         );
-        let mut gw = GatewayHandshake::new(SECRET, [2; 32], &x, "gw", 1000);
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 1000);
         assert!(matches!(
             gw.on_envelope(env(Msg::Register {
                 node_id: "n".into(),
@@ -213,7 +236,7 @@ mod tests {
                 reason: RefuseReason::Unexpected
             })
         ));
-        let mut gw = GatewayHandshake::new(SECRET, [2; 32], &x, "gw", 1000);
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 1000);
         assert_eq!(
             gw.on_envelope(Err(CodecError::VersionMismatch { ours: 1, theirs: 9 })),
             Step::Refuse(Msg::Refused {

@@ -12,10 +12,14 @@
 //!   frame ([`codec::encode_frame`], [`codec::FrameDecoder`]); frames longer than
 //!   [`MAX_FRAME_LEN`] are a protocol violation.
 //! - Handshake ([`auth`]): node → `Hello { client_nonce }`; gateway → `Challenge
-//!   { server_nonce, proof }`; node checks the proof, then → `Auth { proof }` and
-//!   `Register`; gateway → `RegisterAck` or `Refused`. Both proofs are HMAC-SHA256 under the
-//!   cluster secret over both nonces and a TLS exporter value ([`EXPORTER_LABEL`], 32
-//!   bytes), so they are bound to this connection. Nothing else is accepted before that.
+//!   { server_nonce, commitment }` (a blinded commitment to its proof); node → `Auth
+//!   { proof }`; gateway, once that verified → `Proven { proof, blind }`; node checks that
+//!   they open the commitment and that the proof verifies, then → `Register`; gateway →
+//!   `RegisterAck` or `Refused`. Neither side reveals a proof before the other has
+//!   committed, and a stranger connecting as a node never gets a value to test guesses of
+//!   the secret on. Both proofs are HMAC-SHA256 under the cluster secret over both nonces
+//!   and a TLS exporter value ([`EXPORTER_LABEL`], 32 bytes), so they are bound to this
+//!   connection. Nothing else is accepted before that.
 //!   [`handshake::GatewayHandshake`] is the gateway's side as a state machine.
 //! - Every envelope carries [`PROTOCOL_VERSION`]; a peer with another version is refused
 //!   with [`RefuseReason::VersionMismatch`] (the decoder reports the version it saw
@@ -53,7 +57,7 @@ pub use dto::{
 /// 5: atomic zone checkpoints (`SnapshotGroup`) and ground items carried by
 /// `AssignInstance`.
 /// 6: the game clock's epoch in `AssignInstance`.
-pub const PROTOCOL_VERSION: u16 = 6;
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
@@ -253,17 +257,26 @@ pub enum Msg {
         /// Fresh random nonce of the node.
         client_nonce: [u8; 32],
     },
-    /// Gateway → node: its nonce and its proof of the secret.
+    /// Gateway → node: its nonce and its commitment to its proof of the secret.
     Challenge {
         /// Fresh random nonce of the gateway.
         server_nonce: [u8; 32],
-        /// [`auth::gateway_proof`].
-        proof: [u8; 32],
+        /// [`auth::commitment`] of [`auth::gateway_proof`] (the proof comes in
+        /// [`Msg::Proven`], once the node has proved itself).
+        commitment: [u8; 32],
     },
     /// Node → gateway: its proof of the secret.
     Auth {
         /// [`auth::node_proof`].
         proof: [u8; 32],
+    },
+    /// Gateway → node, after the node's proof verified: the gateway's proof and the blind
+    /// that open its commitment. The node checks both before it registers.
+    Proven {
+        /// [`auth::gateway_proof`].
+        proof: [u8; 32],
+        /// The commitment's random blind.
+        blind: [u8; 32],
     },
     /// Node → gateway: join the cluster (also after a reconnect).
     Register {
@@ -529,6 +542,7 @@ impl Msg {
             Self::Hello { .. } => "Hello",
             Self::Challenge { .. } => "Challenge",
             Self::Auth { .. } => "Auth",
+            Self::Proven { .. } => "Proven",
             Self::Register { .. } => "Register",
             Self::RegisterAck { .. } => "RegisterAck",
             Self::Refused { .. } => "Refused",
