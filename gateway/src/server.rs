@@ -856,6 +856,28 @@ impl AdminSource for Admin {
     }
 }
 
+/// Changes an account's flag on the book and persists it at once; returns the account.
+fn set_flag(
+    shared: &Shared,
+    user: &str,
+    set: impl FnOnce(&mut crate::session::AccountBook, crate::session::AccountId) -> bool,
+) -> Result<crate::session::AccountId, String> {
+    let (id, ops) = {
+        let mut acc = shared.accounts();
+        let id = acc
+            .book
+            .find_user(user)
+            .ok_or_else(|| format!("there is no account called {user:?}"))?;
+        set(&mut acc.book, id);
+        (id, acc.book.take_persist())
+    };
+    shared
+        .writer
+        .submit(ops)
+        .map_err(|e| format!("the store did not take it: {e}"))?;
+    Ok(id)
+}
+
 /// One admin command: the accounts ones on the book (persisted at once), the others
 /// through the hub.
 async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, String> {
@@ -870,12 +892,6 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
             .writer
             .submit(ops)
             .map_err(|e| format!("the store did not take it: {e}"))
-    };
-    let account = |user: &str| {
-        let acc = shared.accounts();
-        acc.book
-            .find_user(user)
-            .ok_or_else(|| format!("there is no account called {user:?}"))
     };
     match cmd {
         AdminCommand::CreateAccount { user, password, dm } => {
@@ -918,26 +934,14 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
             ))
         }
         AdminCommand::SetDm { user, on } => {
-            let id = account(&user)?;
-            let ops = {
-                let mut acc = shared.accounts();
-                acc.book.set_dm(id, on);
-                acc.book.take_persist()
-            };
-            persist(ops)?;
+            set_flag(shared, &user, |book, id| book.set_dm(id, on))?;
             Ok(format!(
                 "{user:?} is {}a DM (from its next login)",
                 if on { "" } else { "not " }
             ))
         }
         AdminCommand::SetBanned { user, on } => {
-            let id = account(&user)?;
-            let ops = {
-                let mut acc = shared.accounts();
-                acc.book.set_banned(id, on);
-                acc.book.take_persist()
-            };
-            persist(ops)?;
+            let id = set_flag(shared, &user, |book, id| book.set_banned(id, on))?;
             if on {
                 let kicked = hub(HubAdmin::KickAccount { account: id }).await?;
                 Ok(format!("{user:?} is banned ({kicked})"))

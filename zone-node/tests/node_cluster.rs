@@ -644,14 +644,19 @@ async fn a_gateway_without_the_secret_is_refused_and_the_node_reconnects() {
     let (mut send, mut recv) = conn.accept_bi().await.unwrap();
     let mut dec = FrameDecoder::new();
     let mut buf = vec![0u8; 4096];
-    let hello = loop {
+    let mut next = async |dec: &mut FrameDecoder, recv: &mut quinn::RecvStream| loop {
         if let Some(e) = dec.next_envelope().unwrap() {
             break e.msg;
         }
         let n = recv.read(&mut buf).await.unwrap().unwrap();
         dec.push(&buf[..n]);
     };
-    let Msg::Hello { client_nonce, .. } = hello else {
+    let put = async |send: &mut quinn::SendStream, msg: Msg| {
+        let mut v = Vec::new();
+        encode_frame(&Envelope::new(msg), &mut v).unwrap();
+        send.write_all(&v).await.unwrap();
+    };
+    let Msg::Hello { client_nonce, .. } = next(&mut dec, &mut recv).await else {
         panic!()
     };
     let mut exporter = [0u8; EXPORTER_LEN];
@@ -663,43 +668,28 @@ async fn a_gateway_without_the_secret_is_refused_and_the_node_reconnects() {
         &[1; 32],
         &exporter,
     );
-    let mut v = Vec::new();
-    encode_frame(
-        &Envelope::new(Msg::Challenge {
+    let commitment = auth::commitment(&proof, &[3; 32]);
+    put(
+        &mut send,
+        Msg::Challenge {
             server_nonce: [1; 32],
-            commitment: auth::commitment(&proof, &[3; 32]),
-        }),
-        &mut v,
+            commitment,
+        },
     )
-    .unwrap();
-    send.write_all(&v).await.unwrap();
+    .await;
     // The node proves itself to the committed gateway, which then opens a commitment to
     // a proof made with the wrong secret.
-    let auth_msg = loop {
-        if let Some(e) = dec.next_envelope().unwrap() {
-            break e.msg;
-        }
-        let n = recv.read(&mut buf).await.unwrap().unwrap();
-        dec.push(&buf[..n]);
-    };
+    let auth_msg = next(&mut dec, &mut recv).await;
     assert!(matches!(auth_msg, Msg::Auth { .. }), "{auth_msg:?}");
-    let mut v = Vec::new();
-    encode_frame(
-        &Envelope::new(Msg::Proven {
+    put(
+        &mut send,
+        Msg::Proven {
             proof,
             blind: [3; 32],
-        }),
-        &mut v,
+        },
     )
-    .unwrap();
-    send.write_all(&v).await.unwrap();
-    let refused = loop {
-        if let Some(e) = dec.next_envelope().unwrap() {
-            break e.msg;
-        }
-        let n = recv.read(&mut buf).await.unwrap().unwrap();
-        dec.push(&buf[..n]);
-    };
+    .await;
+    let refused = next(&mut dec, &mut recv).await;
     assert_eq!(
         refused,
         Msg::Refused {
