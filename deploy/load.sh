@@ -67,6 +67,6 @@ if os.path.exists(d+"/interop.log"):
 print(json.dumps({"bots":int(n),"settle_s":s.get("settle_s"),"chat_every_s":int(os.environ.get("CHAT_EVERY","60")),"swarm_args":os.environ.get("SWARM_ARGS",""),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),"udp_rcvbuf_errors":int(rcvbuf),"udp_packets_per_s_per_bot":round(int(pkts)/dt/max(s["in_game"],1),2),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
   "move_to_own_update":s["move_to_own_update"],"own_update_gap":s.get("own_update_gap"),"never_own_update":s.get("never_own_update"),"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],"packets_per_s_per_bot":s.get("packets_per_s_per_bot"),"frames_down_per_s_per_bot":s.get("frames_down_per_s_per_bot"),
-  "profile":s.get("profile"),"datagrams_dropped":s.get("datagrams_dropped"),"compact_refused":s.get("compact_refused"),"updates_received":s["updates_received"],"updates_per_s_per_bot":s.get("updates_per_s_per_bot"),"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"],"items":s.get("items")}))
+  "profile":s.get("profile"),"datagrams_dropped":s.get("datagrams_dropped"),"compact_refused":s.get("compact_refused"),"updates_received":s["updates_received"],"updates_per_s_per_bot":s.get("updates_per_s_per_bot"),"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"],"items":s.get("items"),"attack":s.get("attack")}))
 PY
 kill $NODE $GW 2>/dev/null; wait 2>/dev/null

@@ -51,12 +51,14 @@ impl PeerKey {
         Self(o)
     }
 
-    /// Whether this is the gateway's own machine (127.0.0.0/8, `::1`).
+    /// Whether this is the gateway's own machine at its usual loopback address
+    /// (`127.0.0.1`, `::1`). Other loopback addresses (`127.0.0.2`...) are not: a local
+    /// test can play an outside client from one (`swarm --attack-guessers` does).
     pub fn is_loopback(&self) -> bool {
         let o = &self.0;
         let v6_loopback =
             o.get(..15).is_some_and(|z| z.iter().all(|&b| b == 0)) && o.get(15) == Some(&1);
-        v6_loopback || (is_v4_mapped(o) && o.get(12) == Some(&127))
+        v6_loopback || (is_v4_mapped(o) && o.get(12..16) == Some(&[127, 0, 0, 1][..]))
     }
 }
 
@@ -265,6 +267,10 @@ mod tests {
         let lo6 = PeerKey::network(one);
         assert!(lo.is_loopback() && lo6.is_loopback() && !A.is_loopback());
         assert!(!v4(10, 0, 0, 1).is_loopback());
+        assert!(
+            !v4(127, 0, 0, 2).is_loopback(),
+            "only the usual loopback address"
+        );
         let mut t = LoginThrottle::with_limits(ThrottleLimits {
             limit_loopback: false,
             ..five().limits()

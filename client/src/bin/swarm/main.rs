@@ -155,6 +155,16 @@ struct Args {
     /// Seconds between a bot's chat lines (0: none).
     #[arg(long, default_value_t = 20.0)]
     chat_every: f64,
+    /// A flood beside the play (issue 23): this many of the bots (the first ones) also
+    /// send a `/yell` line with every move. 0: none. The summary's `attack` object counts
+    /// what was sent and answered.
+    #[arg(long, default_value_t = 0)]
+    attack_yellers: u32,
+    /// A flood beside the play: this many tasks guess the first bot's password in a loop,
+    /// each on a connection of its own, connecting again whenever the gateway closes it
+    /// (from 127.0.0.2 when the gateway is on loopback: another network than the bots').
+    #[arg(long, default_value_t = 0)]
+    attack_guessers: u32,
     /// `/warp` back and forth between these two `AREA[#INSTANCE]`s every `--warp-every`
     /// seconds instead of walking through portals (the accounts must be DMs).
     #[arg(long, value_name = "A,B")]
@@ -184,6 +194,13 @@ struct Stats {
     measured_updates: AtomicU64,
     handoffs: AtomicU64,
     chats: AtomicU64,
+    /// `/yell` lines the yellers sent (`--attack-yellers`).
+    attack_yells: AtomicU64,
+    /// Guesses answered (`"P"`) and refused (closed, code 4), and connections the
+    /// guessers made (`--attack-guessers`).
+    guesses_answered: AtomicU64,
+    guesses_refused: AtomicU64,
+    guess_connections: AtomicU64,
     attacks: AtomicU64,
     kills: AtomicU64,
     xp_gains: AtomicU64,
@@ -343,6 +360,8 @@ struct BotCtx {
     portals: Arc<PortalMap>,
     endpoint: quinn::Endpoint,
     user: String,
+    /// The bot's number in the run.
+    index: u32,
     /// The run's name prefix (every bot's name starts with it).
     prefix: String,
     /// When measuring starts (after the ramp and `--settle`).
@@ -365,6 +384,45 @@ fn update(pos: (f32, f32, f32), dest: (f32, f32)) -> StandardUpdateC2S {
 
 fn area_name(a: &shared::proto::ChangeArea) -> String {
     String::from_utf8_lossy(a.area.as_bytes()).into_owned()
+}
+
+/// `--attack-guessers`: from the end of the ramp to the end of the run, guess `user`'s
+/// password over and over on a connection of its own, connecting again when the gateway
+/// closes it (the login limit), and count what the gateway answered.
+async fn guesser(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant, end: Instant) {
+    tokio::time::sleep_until(from).await;
+    // From another loopback address than the bots' (127.0.0.2 for a gateway on 127.0.0.1):
+    // the gateway counts it as a network of its own, as it would an outside attacker.
+    let endpoint = match args.gateway {
+        SocketAddr::V4(a) if a.ip().is_loopback() => {
+            client::client_endpoint(SocketAddr::from(([127, 0, 0, 2], 0))).ok()
+        }
+        _ => None,
+    };
+    let mut n = 0u64;
+    while Instant::now() < end {
+        let mut opts = ConnectOptions::new(Verify::Insecure);
+        opts.reply_timeout = Duration::from_secs(10);
+        opts.endpoint = endpoint.clone();
+        let Ok(mut c) = Connection::connect_with(args.gateway, "localhost", opts).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        stats.guess_connections.fetch_add(1, Ordering::Relaxed);
+        while Instant::now() < end {
+            n += 1;
+            match c.login(&user, &format!("guess-{n}")).await {
+                Err(LoginError::BadPassword) => {
+                    stats.guesses_answered.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) | Ok(_) => {
+                    stats.guesses_refused.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        c.close(CloseCode::Normal).await;
+    }
 }
 
 /// Logs in (creating the account and character unless `--existing`) and enters the game.
@@ -785,6 +843,11 @@ async fn play(
                 if w.triggered.is_none() && warp.is_none() && w.in_portal(&ctx.portals) {
                     w.triggered = Some(Instant::now());
                 }
+                if ctx.index < ctx.args.attack_yellers {
+                    let line = format!("/yell flood from {}", ctx.user);
+                    c.send_frame(16, line.as_bytes()).await?;
+                    ctx.stats.attack_yells.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Some(every) = chat_every
                     && Instant::now() >= next_chat
                 {
@@ -1073,6 +1136,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
                 .cloned()
                 .context("endpoint")?,
             user: format!("{prefix}{i}"),
+            index: i,
             prefix: prefix.clone(),
             measure_from,
             end,
@@ -1082,6 +1146,15 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             tokio::time::sleep_until(at).await;
             bot(ctx).await;
         });
+    }
+    for _ in 0..args.attack_guessers {
+        tasks.spawn(guesser(
+            args.clone(),
+            stats.clone(),
+            format!("{prefix}0"),
+            t0 + ramp,
+            end,
+        ));
     }
     let tty = std::io::stderr().is_terminal();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -1125,6 +1198,14 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "updates_received": stats.updates.load(Ordering::Relaxed),
         "updates_per_s_per_bot": per_bot(&stats.measured_updates),
         "chat_lines_sent": stats.chats.load(Ordering::Relaxed),
+        "attack": {
+            "yellers": args.attack_yellers,
+            "yells_sent": stats.attack_yells.load(Ordering::Relaxed),
+            "guessers": args.attack_guessers,
+            "guess_connections": stats.guess_connections.load(Ordering::Relaxed),
+            "guesses_answered": stats.guesses_answered.load(Ordering::Relaxed),
+            "guesses_refused": stats.guesses_refused.load(Ordering::Relaxed),
+        },
         "attacks_sent": stats.attacks.load(Ordering::Relaxed),
         "spells": {
             "cast_chance": args.cast_chance,
