@@ -871,11 +871,16 @@ fn set_flag(
         set(&mut acc.book, id);
         (id, acc.book.take_persist())
     };
+    persist(shared, ops)?;
+    Ok(id)
+}
+
+/// Hands an admin change to the store writer (committed in its next batch).
+fn persist(shared: &Shared, ops: Vec<crate::session::PersistOp>) -> Result<(), String> {
     shared
         .writer
         .submit(ops)
-        .map_err(|e| format!("the store did not take it: {e}"))?;
-    Ok(id)
+        .map_err(|e| format!("the store did not take it: {e}"))
 }
 
 /// One admin command: the accounts ones on the book (persisted at once), the others
@@ -886,12 +891,6 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
         shared.to_hub(HubEvent::Admin { cmd, reply });
         rx.await
             .map_err(|_| "the gateway is shutting down".to_owned())?
-    };
-    let persist = |ops| {
-        shared
-            .writer
-            .submit(ops)
-            .map_err(|e| format!("the store did not take it: {e}"))
     };
     match cmd {
         AdminCommand::CreateAccount { user, password, dm } => {
@@ -927,7 +926,7 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
                 }
                 acc.book.take_persist()
             };
-            persist(ops)?;
+            persist(shared, ops)?;
             Ok(format!(
                 "created account {user:?}{}",
                 if dm { " (DM)" } else { "" }

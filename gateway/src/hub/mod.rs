@@ -781,13 +781,8 @@ impl Hub {
                 else {
                     return Err(format!("there is no area called {area:?}"));
                 };
-                let key = InstanceKey {
-                    area: area.clone(),
-                    instance,
-                };
-                if let Some(a) = self.dir.ensure(&key) {
-                    self.apply(vec![a]);
-                }
+                // As `/warpother`: the node's SetArea asks for the instance, placed then if
+                // it is not yet (`hub/handoff.rs`).
                 self.chat_effect(Effect::WarpPlayer {
                     session,
                     area: area.clone(),

@@ -380,10 +380,10 @@ impl Conn {
                 "You are sending messages too fast.",
             ));
             let mut out = Vec::new();
-            if note.encode_frame(&mut out).is_ok() {
-                let _ = self.shared.clients.get(&self.session_id).map(|h| {
-                    h.frames(Bytes::from(out), &self.shared.metrics);
-                });
+            if note.encode_frame(&mut out).is_ok()
+                && let Some(h) = self.shared.clients.get(&self.session_id)
+            {
+                h.frames(Bytes::from(out), &self.shared.metrics);
             }
             return None;
         }

@@ -161,12 +161,17 @@ impl LoginThrottle {
     }
 
     /// Moves the clock to `now_ms` (never back), pruning once a minute.
-    fn advance(&mut self, now_ms: u64) {
+    /// Moves the clock to `now_ms`, never back.
+    fn set_clock(&mut self, now_ms: u64) {
         if now_ms > self.now_ms {
             self.clock
                 .advance(Duration::from_millis(now_ms - self.now_ms));
             self.now_ms = now_ms;
         }
+    }
+
+    fn advance(&mut self, now_ms: u64) {
+        self.set_clock(now_ms);
         if self.now_ms.saturating_sub(self.last_prune_ms) >= PRUNE_EVERY_MS {
             self.prune(self.now_ms);
         }
@@ -219,11 +224,7 @@ impl LoginThrottle {
 
     /// Forgets networks whose buckets are full again and blocks that have ended.
     pub fn prune(&mut self, now_ms: u64) {
-        if now_ms > self.now_ms {
-            self.clock
-                .advance(Duration::from_millis(now_ms - self.now_ms));
-            self.now_ms = now_ms;
-        }
+        self.set_clock(now_ms);
         let now = self.now_ms;
         self.blocked.retain(|_, until| *until > now);
         self.attempts.retain_recent();
