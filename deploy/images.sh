@@ -2,7 +2,7 @@
 # Build the cluster's Docker images on this machine, whether or not it can pull.
 #
 #   deploy/images.sh [--profile release|debug] [--base auto|local|registry] [--no-cargo]
-#                    [--no-viewer] [--no-env-file]
+#                    [--no-viewer] [--no-prometheus] [--no-env-file]
 #
 # With a registry (`--base registry`, or `auto` when the base images can be pulled) this is
 # just `docker build` of the root Dockerfile, which compiles the workspace inside Docker.
@@ -19,12 +19,17 @@
 #   4. builds deploy/trace-viewer (the OTLP backend with the Jaeger UI, otlp-embedded) on
 #      the host and an image of it, $RC_TRACE_IMAGE, and writes TRACE_IMAGE=... into
 #      .env so that `docker-compose --profile observe` uses it instead of the upstream
-#      Jaeger image (`--no-env-file` leaves .env alone).
+#      Jaeger image (`--no-env-file` leaves .env alone);
+#   5. builds Prometheus' image, $RC_PROMETHEUS_IMAGE, from Debian bookworm's `prometheus`
+#      package (its two binaries, `apt-get download`ed and unpacked, on the local base:
+#      deploy/prometheus/Dockerfile), and writes PROMETHEUS_IMAGE=... into .env.
+#      Grafana has no Debian package: users who can pull get it (`--profile dashboards`).
 # deploy/.prebuilt/ and the temporary root filesystem are removed on exit.
 #
 # Runs as root (debootstrap, apt-get). Installs debootstrap and protobuf-compiler with
 # apt-get when they are missing. Environment: RC_IMAGE (realm-crafter/server:latest),
-# RC_TRACE_IMAGE (realm-crafter/trace-viewer:local), RC_LOCAL_BASE
+# RC_TRACE_IMAGE (realm-crafter/trace-viewer:local), RC_PROMETHEUS_IMAGE
+# (realm-crafter/prometheus:local), RC_LOCAL_BASE
 # (realm-crafter/bookworm-minbase:local), RC_DEBIAN_MIRROR (http://deb.debian.org/debian),
 # RUST_IMAGE and RUNTIME_IMAGE (the Dockerfile's defaults).
 set -euo pipefail
@@ -36,16 +41,18 @@ PROFILE=release
 BASE=auto
 CARGO=1
 VIEWER=1
+PROMETHEUS=1
 ENV_FILE=1
 IMAGE=${RC_IMAGE:-realm-crafter/server:latest}
 TRACE_IMAGE_TAG=${RC_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
+PROMETHEUS_IMAGE_TAG=${RC_PROMETHEUS_IMAGE:-realm-crafter/prometheus:local}
 LOCAL_BASE=${RC_LOCAL_BASE:-realm-crafter/bookworm-minbase:local}
 MIRROR=${RC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 RUST_IMAGE=${RUST_IMAGE:-rust:1.95-slim-bookworm}
 RUNTIME_IMAGE=${RUNTIME_IMAGE:-debian:bookworm-slim}
 BINARIES=(gateway zone-node swarm rcscript)
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "images.sh: $*" >&2; exit 1; }
 say() { echo "== images.sh: $*"; }
 
@@ -57,6 +64,7 @@ while [ $# -gt 0 ]; do
         --base=*) BASE=${1#*=}; shift ;;
         --no-cargo) CARGO=0; shift ;;
         --no-viewer) VIEWER=0; shift ;;
+        --no-prometheus) PROMETHEUS=0; shift ;;
         --no-env-file) ENV_FILE=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
@@ -86,6 +94,16 @@ trap cleanup EXIT
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# set_env NAME VALUE: NAME=VALUE in .env (docker-compose reads it), unless --no-env-file.
+set_env() {
+    [ "$ENV_FILE" = 1 ] || return 0
+    touch "$ROOT/.env"
+    grep -v "^$1=" "$ROOT/.env" >"$WORK/env" || true
+    echo "$1=$2" >>"$WORK/env"
+    cat "$WORK/env" >"$ROOT/.env"
+    say "wrote $1=$2 to .env (docker-compose reads it)"
+}
+
 apt_install() {
     # apt_install COMMAND PACKAGE: install PACKAGE when COMMAND is missing.
     command -v "$1" >/dev/null 2>&1 && return 0
@@ -112,6 +130,7 @@ if [ "$BASE" = registry ]; then
     docker build --build-arg "RUST_IMAGE=$RUST_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
         -t "$IMAGE" "$ROOT"
     [ "$VIEWER" = 1 ] && say "trace backend: the upstream Jaeger image (docker-compose.yml's default TRACE_IMAGE)"
+    [ "$PROMETHEUS" = 1 ] && say "Prometheus and Grafana: the upstream images (docker-compose.yml's defaults)"
     docker image prune -f --filter label=org.realm-crafter.image >/dev/null || true
     say "done"
     exit 0
@@ -166,15 +185,25 @@ if [ "$VIEWER" = 1 ]; then
     say "docker build -> $TRACE_IMAGE_TAG"
     docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -f "$ROOT/deploy/trace-viewer/Dockerfile" \
         -t "$TRACE_IMAGE_TAG" "$WORK/viewer" >/dev/null
-    if [ "$ENV_FILE" = 1 ]; then
-        touch "$ROOT/.env"
-        grep -v '^TRACE_IMAGE=' "$ROOT/.env" >"$WORK/env" || true
-        echo "TRACE_IMAGE=$TRACE_IMAGE_TAG" >>"$WORK/env"
-        cat "$WORK/env" >"$ROOT/.env"
-        say "wrote TRACE_IMAGE=$TRACE_IMAGE_TAG to .env (docker-compose reads it)"
-    fi
+    set_env TRACE_IMAGE "$TRACE_IMAGE_TAG"
+fi
+
+# 5. Prometheus, from Debian's package.
+if [ "$PROMETHEUS" = 1 ]; then
+    P=$WORK/prometheus
+    mkdir -p "$P/deb" "$P/context"
+    say "apt-get download prometheus (Debian bookworm's package)"
+    (cd "$P/deb" && { apt-get download prometheus >/dev/null 2>&1 \
+        || { apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; }) \
+        || die "apt-get download prometheus failed"
+    dpkg-deb -x "$P"/deb/prometheus_*.deb "$P/unpacked"
+    cp "$P/unpacked/usr/bin/prometheus" "$P/unpacked/usr/bin/promtool" "$P/context/"
+    say "docker build -> $PROMETHEUS_IMAGE_TAG ($("$P/context/prometheus" --version 2>&1 | head -n 1))"
+    docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -f "$ROOT/deploy/prometheus/Dockerfile" \
+        -t "$PROMETHEUS_IMAGE_TAG" "$P/context" >/dev/null
+    set_env PROMETHEUS_IMAGE "$PROMETHEUS_IMAGE_TAG"
 fi
 # The build stage and the images these tags replaced stay behind untagged: remove those
 # (only this project's, by label).
 docker image prune -f --filter label=org.realm-crafter.image >/dev/null || true
-say "done: $IMAGE$([ "$VIEWER" = 1 ] && echo ", $TRACE_IMAGE_TAG")"
+say "done: $IMAGE$([ "$VIEWER" = 1 ] && echo ", $TRACE_IMAGE_TAG")$([ "$PROMETHEUS" = 1 ] && echo ", $PROMETHEUS_IMAGE_TAG")"

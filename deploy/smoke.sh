@@ -7,7 +7,7 @@
 #
 # 1. images       deploy/images.sh (host binaries of the profile, local base if no registry)
 # 2. accounts     DM accounts (they may /warp) created in the gateway's volume
-# 3. up           gateway, two zone nodes and the trace backend (observe profile) under a
+# 3. up           gateway, two zone nodes, the trace backend and Prometheus (observe profile) under a
 #                 unique project name and free loopback ports; /cluster shows 2 nodes
 #    health       every container healthy by its own healthcheck subcommand
 # 4. swarm        50 bots for 30 s warping between an instance on each node (host's swarm;
@@ -18,7 +18,11 @@
 # 7. node loss    docker kill of the node hosting the warp destination: it leaves /cluster
 # 8. recovered    swarm's summary: all bots played on, no protocol error, recoveries seen
 # 9. traces       the trace backend has a trace with spans of the gateway and two zone nodes
-# 10. metrics     the gateway's and a zone node's /metrics have the expected families
+# 10. metrics     the gateway's and a zone node's /metrics have the expected families and
+#                 follow the naming conventions (no reserved label, counters end in _total)
+# 11. prometheus  Prometheus (observe profile) scrapes the gateway and exactly the running
+#                 zone nodes, all up (after the scale and the kill)
+# 12. dashboard   every query of the shipped Grafana dashboard returns series
 # Teardown always runs (trap): docker-compose -p <project> down -v --remove-orphans.
 set -euo pipefail
 
@@ -61,20 +65,23 @@ free_port() {
 t=getattr(socket,sys.argv[1])
 s=socket.socket(socket.AF_INET,t); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
 }
-export RC_CLIENT_PORT RC_ADMIN_PORT RC_TRACES_PORT
+export RC_CLIENT_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT
 RC_CLIENT_PORT=$(free_port SOCK_DGRAM)
 RC_ADMIN_PORT=$(free_port SOCK_STREAM)
 RC_TRACES_PORT=$(free_port SOCK_STREAM)
+RC_PROMETHEUS_PORT=$(free_port SOCK_STREAM)
 RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
 export RC_CLUSTER_SECRET
 export RC_PASSWORD_HASH=fast
 # The swarm's 56 bots all come from this host's one address.
 export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000
 export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
+export PROMETHEUS_IMAGE=${SMOKE_PROMETHEUS_IMAGE:-realm-crafter/prometheus:local}
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://traces:4317
 export COMPOSE_PROFILES=observe
 ADMIN=http://127.0.0.1:$RC_ADMIN_PORT
 TRACES=http://127.0.0.1:$RC_TRACES_PORT
+PROM=http://127.0.0.1:$RC_PROMETHEUS_PORT
 
 dc() { timeout 180 docker-compose -p "$PROJECT" --profile observe "$@"; }
 
@@ -157,8 +164,9 @@ fi
 # 3. Up with two zone nodes and the trace backend.
 dc up -d --scale zone-node=2 >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; fail "up"; exit 1; }
 if wait_for 90 nodes_at_least 2 && wait_for 30 curl -fsS -m 3 "$ADMIN/healthz" \
-    && wait_for 30 curl -fsS -m 3 "$TRACES/api/services"; then
-    pass "up" "2 nodes in /cluster, /healthz 200, trace backend answers"
+    && wait_for 30 curl -fsS -m 3 "$TRACES/api/services" \
+    && wait_for 30 curl -fsS -m 3 "$PROM/-/ready"; then
+    pass "up" "2 nodes in /cluster, /healthz 200, trace backend and Prometheus answer"
 else
     fail "up" "$(cat "$WORK/c.json" 2>/dev/null)"
     exit 1
@@ -316,8 +324,86 @@ done
 docker exec "$ZONE_CID" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9181; printf "GET /metrics HTTP/1.0\r\n\r\n" >&3; cat <&3' \
     >"$WORK/zone.metrics" 2>/dev/null || true
 for f in $ZONE_FAMILIES; do grep -q "^# TYPE $f " "$WORK/zone.metrics" || missing="$missing $f"; done
+# Prometheus' naming conventions (shared::metrics_text::lint has the full rules): no label
+# Prometheus sets itself, counters and only counters end in _total.
+for m in gateway zone; do
+    bad=$(python3 - "$WORK/$m.metrics" <<'PY'
+import re, sys
+kinds = {}
+for line in open(sys.argv[1]):
+    t = re.match(r"# TYPE (\S+) (\S+)", line)
+    if t:
+        kinds[t[1]] = t[2]
+    elif not line.startswith("#") and re.search(r'[{,](instance|job)="', line):
+        print("label:", line.split("{")[0])
+for n, k in kinds.items():
+    if (k == "counter") != n.endswith("_total"):
+        print(k + ":", n)
+PY
+)
+    [ -z "$bad" ] || missing="$missing [$m: $(echo "$bad" | sort -u | tr '\n' ' ')]"
+done
 if [ -z "$missing" ]; then
     pass "metrics" "$(grep -c '^# TYPE' "$WORK/gateway.metrics") gateway families, $(grep -c '^# TYPE' "$WORK/zone.metrics") zone-node families; $(grep -E '^rc_gateway_(handoffs_completed_total|recoveries_total) ' "$WORK/gateway.metrics" | tr '\n' ' ')"
 else
     fail "metrics" "missing:$missing"
+fi
+
+# 11. Prometheus sees the gateway and every running zone node (by address), all up.
+zone_ips() {
+    local c
+    for c in $(dc ps -q zone-node); do
+        [ "$(docker inspect -f '{{.State.Running}}' "$c")" = true ] || continue
+        docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$c"
+    done | tr ' ' '\n' | grep -v '^$' | sort
+}
+prometheus_sees_all() {
+    curl -fsS -m 5 "$PROM/api/v1/targets?state=active" >"$WORK/targets.json" || return 1
+    zone_ips >"$WORK/zone-ips.txt"
+    python3 - "$WORK/targets.json" "$WORK/zone-ips.txt" >"$WORK/targets.txt" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["data"]["activeTargets"]
+want = {ip + ":9181" for ip in open(sys.argv[2]).read().split()}
+zones = {x["labels"]["instance"]: x["health"] for x in t if x["labels"].get("job") == "zone-node"}
+gw = [x["health"] for x in t if x["labels"].get("job") == "gateway"]
+ok = gw == ["up"] and set(zones) == want and all(h == "up" for h in zones.values())
+print(f"gateway {gw}, zone nodes {sorted(zones.items())}, running {sorted(want)}")
+sys.exit(0 if ok else 1)
+PY
+}
+if wait_for 40 prometheus_sees_all; then
+    pass "prometheus" "$(cat "$WORK/targets.txt")"
+else
+    fail "prometheus" "$(cat "$WORK/targets.txt" 2>/dev/null)"
+fi
+
+# 12. Every query of the Grafana dashboard answers with series from this cluster.
+python3 - deploy/grafana/dashboards/realm-crafter.json >"$WORK/queries.txt" <<'PY'
+import json, sys
+def walk(v):
+    if isinstance(v, dict):
+        if isinstance(v.get("expr"), str):
+            yield v["expr"].replace("$__rate_interval", "1m")
+        for x in v.values():
+            yield from walk(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from walk(x)
+for e in walk(json.load(open(sys.argv[1]))):
+    print(e)
+PY
+empty=
+n=0
+while IFS= read -r q; do
+    n=$((n + 1))
+    if ! curl -fsS -m 10 -G "$PROM/api/v1/query" --data-urlencode "query=$q" >"$WORK/q.json" \
+        || [ "$(py 'len(d["data"]["result"])' "$WORK/q.json")" = 0 ]; then
+        empty="$empty
+    $q"
+    fi
+done <"$WORK/queries.txt"
+if [ -z "$empty" ]; then
+    pass "dashboard" "all $n queries of deploy/grafana/dashboards/realm-crafter.json return series"
+else
+    fail "dashboard" "no series for:$empty"
 fi

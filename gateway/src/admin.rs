@@ -377,14 +377,14 @@ mod tests {
         m.gauge_with(
             "zone_players",
             "Players per instance.",
-            &[("area", "Plains"), ("instance", "0")],
+            &[("area", "Plains"), ("area_instance", "0")],
             3.0,
         );
         m.counter_with("gw_kicks_total", "Kicks.", &[("by", "Gandalf")], 1);
         m.gauge_with(
             "zone_players",
             "ignored: the first help stays",
-            &[("area", "Dark Wood"), ("instance", "1")],
+            &[("area", "Dark Wood"), ("area_instance", "1")],
             0.0,
         );
         m.counter_with("gw_kicks_total", "Kicks.", &[("by", "Merlin")], 2);
@@ -392,8 +392,8 @@ mod tests {
             m.render(),
             "# HELP zone_players Players per instance.\n\
              # TYPE zone_players gauge\n\
-             zone_players{area=\"Plains\",instance=\"0\"} 3\n\
-             zone_players{area=\"Dark Wood\",instance=\"1\"} 0\n\
+             zone_players{area=\"Plains\",area_instance=\"0\"} 3\n\
+             zone_players{area=\"Dark Wood\",area_instance=\"1\"} 0\n\
              # HELP gw_kicks_total Kicks.\n\
              # TYPE gw_kicks_total counter\n\
              gw_kicks_total{by=\"Gandalf\"} 1\n\

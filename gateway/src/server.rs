@@ -448,11 +448,15 @@ impl AdminSource for Admin {
             "Client connections accepted.",
             &m.connections_accepted,
         );
-        c(
+        by_reason(
             &mut t,
             "rc_gateway_connections_refused_total",
-            "Client connections refused (limit or shutdown).",
-            &m.connections_refused,
+            "Client connections refused at the door, by reason: full (max_connections open), per_ip (max_connections_per_ip open on its network), shutting_down.",
+            &[
+                ("full", &m.refused_full),
+                ("per_ip", &m.refused_per_ip),
+                ("shutting_down", &m.refused_shutting_down),
+            ],
         );
         c(
             &mut t,
@@ -471,12 +475,6 @@ impl AdminSource for Admin {
             "rc_gateway_client_packets_ignored_total",
             "Packets Realm Crafter never handled (P_FetchItems, P_SelectScenery) ignored before login.",
             &m.client_packets_ignored,
-        );
-        c(
-            &mut t,
-            "rc_gateway_connections_refused_per_ip_total",
-            "Connections refused because their network had max_connections_per_ip open.",
-            &m.refused_per_ip,
         );
         c(
             &mut t,
@@ -510,12 +508,6 @@ impl AdminSource for Admin {
         );
         c(
             &mut t,
-            "rc_gateway_bad_datagrams_total",
-            "Client datagrams dropped.",
-            &m.bad_datagrams,
-        );
-        c(
-            &mut t,
             "rc_gateway_compact_sessions_total",
             "Client connections that negotiated the compact profile (rc-compact/1).",
             &m.compact_sessions,
@@ -523,7 +515,7 @@ impl AdminSource for Admin {
         c(
             &mut t,
             "rc_gateway_compact_bad_input_total",
-            "Compact client datagrams refused by the decoder (also in rc_gateway_bad_datagrams_total).",
+            "Compact client datagrams refused by the decoder (also in rc_gateway_datagrams_dropped_total{reason=\"bad_input\"}).",
             &m.compact_bad_input,
         );
         c(
@@ -560,18 +552,6 @@ impl AdminSource for Admin {
             "rc_gateway_datagrams_down_total",
             "Zone datagrams forwarded to clients.",
             &m.datagrams_down,
-        );
-        c(
-            &mut t,
-            "rc_gateway_datagrams_down_dropped_total",
-            "Zone datagrams not sent or lost on a client connection (too large for its path, closed, or pushing an older one out of its full send buffer).",
-            &m.datagrams_down_dropped,
-        );
-        c(
-            &mut t,
-            "rc_gateway_datagrams_unroutable_total",
-            "Zone datagrams or frames for sessions that are gone.",
-            &m.datagrams_unroutable,
         );
         c(
             &mut t,
@@ -743,23 +723,23 @@ impl AdminSource for Admin {
         by_reason(
             &mut t,
             "rc_gateway_login_failures_total",
-            "Logins refused, by reason (throttled: closed by the login or account-creation limit, code 4).",
+            "Logins refused, by reason (throttled: closed by the login or account-creation limit, code 4; unavailable: the account is quarantined, code 5).",
             &[
                 ("bad_password", &m.login_bad_password),
                 ("banned", &m.login_banned),
                 ("logged_on", &m.login_logged_on),
                 ("throttled", &m.rate_limited),
+                ("unavailable", &m.login_unavailable),
             ],
         );
         by_reason(
             &mut t,
             "rc_gateway_datagrams_dropped_total",
-            "Datagrams dropped, by reason (fenced also counts refused frames and snapshots).",
+            "Datagrams dropped, by reason: bad_input (a client's, malformed, of the wrong type, not in game or with no route), client_refused (a zone's, not sent or lost on its client's connection: too large for its path, closed, or pushed out of a full send buffer), unroutable (a zone's datagram or frame for a session that is gone). A fenced node's writes are in rc_gateway_fenced_total.",
             &[
                 ("bad_input", &m.bad_datagrams),
                 ("client_refused", &m.datagrams_down_dropped),
                 ("unroutable", &m.datagrams_unroutable),
-                ("fenced", &m.fenced),
             ],
         );
         t.gauge(
@@ -805,7 +785,7 @@ impl AdminSource for Admin {
                 let labels = [
                     ("node", n.id.as_str()),
                     ("area", i.area.as_str()),
-                    ("instance", inst.as_str()),
+                    ("area_instance", inst.as_str()),
                 ];
                 t.gauge_with(
                     "rc_gateway_instance_players",

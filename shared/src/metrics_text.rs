@@ -285,6 +285,170 @@ fn escape_label_value(v: &str) -> String {
     out
 }
 
+/// The naming rules every family this project exports keeps (Prometheus' own conventions,
+/// <https://prometheus.io/docs/practices/naming/>), checked over an exposition `text` as
+/// served: one message per broken rule, none when all hold.
+///
+/// - counters end in `_total`, and nothing else does;
+/// - histograms are in a base unit (`_seconds` or `_bytes`); no name spells a scaled unit
+///   (`_ms`, `_milliseconds`, `_us`, `_kb`, `_mb`);
+/// - no family's name is another family's sample (`x_count` beside a histogram `x`, or `x`
+///   beside `x_total`), and a family's samples are only its own;
+/// - no label is one Prometheus attaches itself (`instance`, `job`) or reserves (`__*`, `le`
+///   outside histograms, `quantile`);
+/// - every family has a `# HELP` and a `# TYPE`, once.
+///
+/// ```
+/// # use shared::metrics_text::{MetricsText, lint};
+/// let mut m = MetricsText::new();
+/// m.counter("logins", "Logins.", 1);
+/// m.gauge_with("players", "Players.", &[("instance", "0")], 2.0);
+/// assert_eq!(lint(&m.render()).len(), 2);
+/// ```
+pub fn lint(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut kinds: HashMap<String, String> = HashMap::new();
+    let mut helped: HashMap<String, u32> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        let at = n + 1;
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            if help.trim().is_empty() {
+                out.push(format!("line {at}: {name} has an empty HELP"));
+            }
+            *helped.entry(name.to_owned()).or_default() += 1;
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            if kinds.insert(name.to_owned(), kind.to_owned()).is_some() {
+                out.push(format!("line {at}: {name} has a second TYPE"));
+            }
+            order.push(name.to_owned());
+            current = Some((name.to_owned(), kind.to_owned()));
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (name, labels) = match sample_head(line) {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(format!("line {at}: {e}"));
+                continue;
+            }
+        };
+        let Some((family, kind)) = &current else {
+            out.push(format!("line {at}: sample {name} before any TYPE"));
+            continue;
+        };
+        let own = if kind == "histogram" {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .any(|s| name.strip_suffix(s) == Some(family.as_str()))
+        } else {
+            name == *family
+        };
+        if !own {
+            out.push(format!("line {at}: sample {name} inside family {family}"));
+        }
+        for label in labels {
+            let bucket_le = label == "le" && kind == "histogram" && name.ends_with("_bucket");
+            if label == "instance" || label == "job" {
+                out.push(format!(
+                    "line {at}: {name} has the label `{label}`, which Prometheus sets itself"
+                ));
+            } else if label.starts_with("__")
+                || label == "quantile"
+                || (label == "le" && !bucket_le)
+            {
+                out.push(format!(
+                    "line {at}: {name} has the reserved label `{label}`"
+                ));
+            }
+        }
+    }
+    for name in &order {
+        let kind = kinds.get(name).map_or("", String::as_str);
+        if helped.get(name).copied().unwrap_or(0) != 1 {
+            out.push(format!("{name}: wants exactly one HELP"));
+        }
+        match kind {
+            "counter" if !name.ends_with("_total") => {
+                out.push(format!("{name}: a counter's name ends in _total"));
+            }
+            "counter" => {}
+            _ if name.ends_with("_total") => {
+                out.push(format!("{name}: only counters end in _total ({kind})"));
+            }
+            "histogram" if !(name.ends_with("_seconds") || name.ends_with("_bytes")) => {
+                out.push(format!("{name}: a histogram is in seconds or bytes"));
+            }
+            "gauge" | "histogram" | "untyped" => {}
+            other => out.push(format!("{name}: unknown type {other:?}")),
+        }
+        let scaled = ["_ms", "_milliseconds", "_us", "_microseconds", "_kb", "_mb"];
+        if scaled
+            .iter()
+            .any(|u| name.ends_with(u) || name.contains(&format!("{u}_")))
+        {
+            out.push(format!("{name}: use base units (seconds, bytes)"));
+        }
+        let mut clashes: Vec<String> = vec![format!("{name}_total")];
+        if kind == "histogram" {
+            clashes.extend(["_bucket", "_sum", "_count"].map(|s| format!("{name}{s}")));
+        }
+        for c in clashes {
+            if kinds.contains_key(&c) {
+                out.push(format!("{c}: clashes with the family {name}"));
+            }
+        }
+    }
+    out
+}
+
+/// A sample line's metric name and label names.
+fn sample_head(line: &str) -> Result<(String, Vec<String>), String> {
+    let end = line
+        .find(['{', ' '])
+        .ok_or_else(|| format!("no value in {line:?}"))?;
+    let name = line.get(..end).unwrap_or_default().to_owned();
+    let mut labels = Vec::new();
+    let rest = line.get(end..).unwrap_or_default();
+    if let Some(body) = rest.strip_prefix('{') {
+        let mut chars = body.chars();
+        loop {
+            let label: String = chars.by_ref().take_while(|c| *c != '=').collect();
+            let label = label.trim_start_matches(',').trim().to_owned();
+            if label.is_empty() || label.starts_with('}') {
+                break;
+            }
+            if chars.next() != Some('"') {
+                return Err(format!("label {label} of {name} is not quoted"));
+            }
+            let mut escaped = false;
+            let mut closed = false;
+            for c in chars.by_ref() {
+                match (escaped, c) {
+                    (false, '\\') => escaped = true,
+                    (false, '"') => {
+                        closed = true;
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            if !closed {
+                return Err(format!("label {label} of {name} is not closed"));
+            }
+            labels.push(label);
+        }
+    }
+    Ok((name, labels))
+}
+
 /// A lock-free histogram of durations with fixed bucket bounds (seconds): `observe` is a
 /// few relaxed atomic adds, cheap enough for every tick of every instance.
 #[derive(Debug)]
@@ -433,6 +597,53 @@ mod tests {
         assert_eq!(
             m.render(),
             "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 1.5\nh_count 3\n"
+        );
+    }
+
+    #[test]
+    fn lint_passes_what_follows_the_conventions() {
+        let mut m = MetricsText::new();
+        m.counter_with("a_total", "A.", &[("reason", "x,\"}y")], 1);
+        m.gauge_with("b", "B.", &[("area", "P"), ("area_instance", "0")], 1.0);
+        m.histogram_of(
+            "c_seconds",
+            "C.",
+            &[("phase", "ai")],
+            &Histogram::new(&[0.5]),
+        );
+        assert_eq!(lint(&m.render()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn lint_names_every_broken_rule() {
+        let mut m = MetricsText::new();
+        m.counter("logins", "Logins.", 1);
+        m.gauge("players_total", "Players.", 1.0);
+        m.histogram("tick_ms", "Tick.", &[(1.0, 1)], 1.0, 1);
+        m.gauge("tick_ms_count", "Clash.", 1.0);
+        m.gauge_with("p", "", &[("instance", "0"), ("job", "x")], 1.0);
+        m.counter("q_total", "Q.", 1);
+        m.counter("q_total_total", "Q twice.", 1);
+        let found = lint(&m.render());
+        for want in [
+            "logins: a counter's name ends in _total",
+            "players_total: only counters end in _total (gauge)",
+            "tick_ms: a histogram is in seconds or bytes",
+            "tick_ms: use base units (seconds, bytes)",
+            "tick_ms_count: clashes with the family tick_ms",
+            "q_total_total: clashes with the family q_total",
+            "p: wants exactly one HELP",
+        ] {
+            assert!(found.iter().any(|f| f == want), "{want} not in {found:#?}");
+        }
+        assert!(found.iter().any(|f| f.contains("`instance`")), "{found:#?}");
+        assert!(found.iter().any(|f| f.contains("`job`")), "{found:#?}");
+        assert!(
+            lint("x 1\n# TYPE y gauge\n# HELP y Y.\nz 2\ny{a=\"1} 3\n")
+                .iter()
+                .filter(|f| f.starts_with("line"))
+                .count()
+                >= 3
         );
     }
 }

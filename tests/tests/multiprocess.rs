@@ -78,8 +78,12 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
     assert!(m.contains("# TYPE rc_gateway_handoff_latency_seconds histogram"));
     assert!(m.contains("rc_gateway_build_info{version=\""));
     assert!(m.contains("# TYPE process_cpu_seconds_total counter"));
+    // Every family follows Prometheus' naming conventions (shared::metrics_text::lint).
+    assert_eq!(shared::metrics_text::lint(&m), Vec::<String>::new(), "{m}");
     assert!(value("process_resident_memory_bytes") > 0.0);
-    assert!(m.contains("rc_gateway_datagrams_dropped_total{reason=\"fenced\"}"));
+    assert!(m.contains("rc_gateway_datagrams_dropped_total{reason=\"unroutable\"}"));
+    assert!(m.contains("rc_gateway_connections_refused_total{reason=\"per_ip\"}"));
+    assert!(m.contains("rc_gateway_fenced_total "));
 
     // SIGKILL n1 (n2 has room for its instances).
     let victim = "n1";

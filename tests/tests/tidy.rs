@@ -334,3 +334,90 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         offences.join("\n")
     );
 }
+
+/// The metric names of every query of the shipped Grafana dashboard
+/// (`deploy/grafana/dashboards/realm-crafter.json`): each is one a binary exports (its name
+/// is a literal in the gateway's or the zone node's source), and the dashboard has the
+/// panels operations asks of it. The compose smoke test runs the same queries against a
+/// live Prometheus.
+#[test]
+fn the_dashboard_queries_only_metrics_that_exist() {
+    let root = workspace_root();
+    let path = root.join("deploy/grafana/dashboards/realm-crafter.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut exprs = Vec::new();
+    let mut titles = Vec::new();
+    fn walk(v: &serde_json::Value, exprs: &mut Vec<String>, titles: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(e) = m.get("expr").and_then(|e| e.as_str()) {
+                    exprs.push(e.to_owned());
+                }
+                if m.contains_key("gridPos")
+                    && let Some(t) = m.get("title").and_then(|t| t.as_str())
+                {
+                    titles.push(t.to_owned());
+                }
+                m.values().for_each(|v| walk(v, exprs, titles));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, exprs, titles)),
+            _ => {}
+        }
+    }
+    walk(&dash, &mut exprs, &mut titles);
+    assert!(exprs.len() >= 20, "{exprs:?}");
+
+    let mut source = String::new();
+    for dir in ["gateway/src", "zone-node/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        for f in files {
+            source.push_str(&fs::read_to_string(f).unwrap());
+        }
+    }
+    let mut missing = Vec::new();
+    for e in &exprs {
+        for word in e.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if !(word.starts_with("rc_") || word.starts_with("process_")) {
+                continue;
+            }
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| word.strip_suffix(s))
+                .unwrap_or(word);
+            if !source.contains(&format!("\"{base}\"")) {
+                missing.push(format!("{word} (in {e})"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "metrics no binary exports: {missing:#?}"
+    );
+    // The labels the dashboards group by are the exported ones, never Prometheus' own
+    // `instance` for an AreaInstance.
+    assert!(
+        exprs.iter().all(|e| !e.contains("area, instance")),
+        "{exprs:#?}"
+    );
+    for want in [
+        "Tick p99 per AreaInstance",
+        "Players per zone node",
+        "Players per AreaInstance",
+        "Handoffs per second",
+        "Bytes per player",
+        "Logins refused by reason",
+        "Limiter hits",
+    ] {
+        assert!(
+            titles.iter().any(|t| t == want),
+            "no panel {want:?} in {titles:?}"
+        );
+    }
+    // Every panel queries the dashboard's data source variable, so an import picks one.
+    assert!(
+        !text.contains("\"uid\": \"prometheus\""),
+        "a hard-coded data source"
+    );
+}

@@ -193,7 +193,10 @@ pub fn render(reg: &Registry) -> String {
     );
     for (key, s) in reg.all_stats() {
         let inst = key.instance.to_string();
-        let labels = [("area", key.area.as_str()), ("instance", inst.as_str())];
+        let labels = [
+            ("area", key.area.as_str()),
+            ("area_instance", inst.as_str()),
+        ];
         t.gauge_with(
             "rc_zone_instance_players",
             "Players in the instance.",
@@ -254,7 +257,7 @@ pub fn render(reg: &Registry) -> String {
                 "Duration of each phase of each tick, in ZoneSim::tick's order.",
                 &[
                     ("area", key.area.as_str()),
-                    ("instance", inst.as_str()),
+                    ("area_instance", inst.as_str()),
                     ("phase", phase),
                 ],
                 h,

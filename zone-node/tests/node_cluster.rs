@@ -1041,6 +1041,13 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
     assert!(m.contains("# TYPE rc_zone_ticks_total counter"), "{m}");
     // Prometheus' process metrics and the build's version.
     assert!(m.contains("rc_zone_build_info{version=\""), "{m}");
+    // Every family follows Prometheus' naming conventions.
+    let body = m.split_once("\r\n\r\n").map_or(m.as_str(), |(_, b)| b);
+    assert_eq!(
+        shared::metrics_text::lint(body),
+        Vec::<String>::new(),
+        "{m}"
+    );
     for series in [
         "process_cpu_seconds_total ",
         "process_resident_memory_bytes ",
@@ -1050,7 +1057,7 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
         assert!(m.contains(series), "{series} in {m}");
     }
     assert!(
-        m.contains("rc_zone_instance_players{area=\"Meadow\",instance=\"0\"} 1"),
+        m.contains("rc_zone_instance_players{area=\"Meadow\",area_instance=\"0\"} 1"),
         "{m}"
     );
     // Refusals are counted per reason, one series each (zeros included).
@@ -1068,11 +1075,11 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {series} in:\n{m}"))
     };
-    let ticks = count("rc_zone_tick_seconds_count{area=\"Meadow\",instance=\"0\"}");
+    let ticks = count("rc_zone_tick_seconds_count{area=\"Meadow\",area_instance=\"0\"}");
     assert!(ticks > 0, "{m}");
     for phase in ["ingest", "actors", "broadcast", "flush"] {
         let n = count(&format!(
-            "rc_zone_tick_phase_seconds_count{{area=\"Meadow\",instance=\"0\",phase=\"{phase}\"}}"
+            "rc_zone_tick_phase_seconds_count{{area=\"Meadow\",area_instance=\"0\",phase=\"{phase}\"}}"
         ));
         // The whole tick is rendered first and recorded last: a phase is never behind it.
         assert!(n >= ticks, "{phase}: {n} < {ticks}");

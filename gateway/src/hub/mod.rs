@@ -260,8 +260,10 @@ pub enum HubAdmin {
 pub struct Metrics {
     /// Client connections accepted.
     pub connections_accepted: AtomicU64,
-    /// Client connections refused (limit, shutting down).
-    pub connections_refused: AtomicU64,
+    /// Client connections refused: `max_connections` open.
+    pub refused_full: AtomicU64,
+    /// Client connections refused: the gateway is shutting down.
+    pub refused_shutting_down: AtomicU64,
     /// Clients that connected but never opened their stream in time.
     pub handshake_timeouts: AtomicU64,
     /// Connections closed for a protocol violation (code 2).
@@ -361,6 +363,8 @@ pub struct Metrics {
     pub login_banned: AtomicU64,
     /// Logins refused: the account is already in the game.
     pub login_logged_on: AtomicU64,
+    /// Logins refused: the account's stored row is unreadable (quarantined, code 5).
+    pub login_unavailable: AtomicU64,
     /// Script store requests from the zones (files, super globals, instances).
     pub script_store_requests: AtomicU64,
     /// Script store requests refused or failed (a bad name, a limit, a failed write).

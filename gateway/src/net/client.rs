@@ -26,8 +26,14 @@ pub async fn serve(
     while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
         let full = shared.open.load(Ordering::Relaxed)
             >= usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
-        if full || shared.shutting_down.load(Ordering::Relaxed) {
-            Metrics::inc(&shared.metrics.connections_refused);
+        let closing = shared.shutting_down.load(Ordering::Relaxed);
+        if full || closing {
+            let m = &shared.metrics;
+            Metrics::inc(if closing {
+                &m.refused_shutting_down
+            } else {
+                &m.refused_full
+            });
             incoming.refuse();
             continue;
         }
@@ -43,7 +49,6 @@ pub async fn serve(
             continue;
         }
         let Some(slot) = ConnSlot::take(&shared, peer_key(incoming.remote_address())) else {
-            Metrics::inc(&shared.metrics.connections_refused);
             Metrics::inc(&shared.metrics.refused_per_ip);
             incoming.refuse();
             continue;
@@ -477,6 +482,7 @@ impl Conn {
                 SessionEvent::Close { code, reason } => {
                     match code {
                         close::RATE_LIMITED => Metrics::inc(&shared.metrics.rate_limited),
+                        close::UNAVAILABLE => Metrics::inc(&shared.metrics.login_unavailable),
                         close::PROTOCOL => Metrics::inc(&shared.metrics.protocol_violations),
                         _ => {}
                     }
