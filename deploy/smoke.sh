@@ -74,7 +74,7 @@ RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
 export RC_CLUSTER_SECRET
 export RC_PASSWORD_HASH=fast
 # The swarm's 56 bots all come from this host's one address.
-export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000
+export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000 RC_CONNECTIONS_PER_IP_PER_MINUTE=1000
 export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
 export PROMETHEUS_IMAGE=${SMOKE_PROMETHEUS_IMAGE:-realm-crafter/prometheus:local}
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://traces:4317

@@ -76,6 +76,12 @@ pub struct GatewayConfig {
     /// Above this many connections not yet in the world, new ones must prove their address
     /// first (a QUIC Retry round trip).
     pub retry_above: u32,
+    /// Above this many new connections a second (all networks together, and at once), new
+    /// ones must prove their address first too.
+    pub retry_above_rate: u32,
+    /// New connections one client network may open per minute (and at once); beyond it a
+    /// connection is refused before its handshake.
+    pub connections_per_ip_per_minute: u32,
     /// Chat messages (zone chat and every `/` command) a player may send per second...
     pub chat_per_second: u32,
     /// ...and at once. Beyond it a message is dropped and the player told.
@@ -122,6 +128,8 @@ impl Default for GatewayConfig {
             login_deadline_ms: 60_000,
             max_connections_per_ip: 32,
             retry_above: 256,
+            retry_above_rate: 200,
+            connections_per_ip_per_minute: 60,
             chat_per_second: 2,
             chat_burst: 8,
             limit_loopback: false,
@@ -164,6 +172,8 @@ impl Settings for GatewayConfig {
             "login_deadline_ms" => self.login_deadline_ms = num(value)?,
             "max_connections_per_ip" => self.max_connections_per_ip = num(value)?,
             "retry_above" => self.retry_above = num(value)?,
+            "retry_above_rate" => self.retry_above_rate = num(value)?,
+            "connections_per_ip_per_minute" => self.connections_per_ip_per_minute = num(value)?,
             "chat_per_second" => self.chat_per_second = num(value)?,
             "chat_burst" => self.chat_burst = num(value)?,
             "limit_loopback" => self.limit_loopback = boolean(value)?,
@@ -254,6 +264,12 @@ impl GatewayConfig {
                 1_000_000,
             ),
             ("retry_above", self.retry_above, 1_000_000),
+            ("retry_above_rate", self.retry_above_rate, 1_000_000),
+            (
+                "connections_per_ip_per_minute",
+                self.connections_per_ip_per_minute,
+                1_000_000,
+            ),
             ("chat_per_second", self.chat_per_second, 1_000),
             ("chat_burst", self.chat_burst, 10_000),
         ] {

@@ -451,10 +451,11 @@ impl AdminSource for Admin {
         by_reason(
             &mut t,
             "rc_gateway_connections_refused_total",
-            "Client connections refused at the door, by reason: full (max_connections open), per_ip (max_connections_per_ip open on its network), shutting_down.",
+            "Client connections refused at the door, by reason: full (max_connections open), per_ip (max_connections_per_ip open on its network), rate (its network opened connections_per_ip_per_minute), shutting_down.",
             &[
                 ("full", &m.refused_full),
                 ("per_ip", &m.refused_per_ip),
+                ("rate", &m.refused_rate),
                 ("shutting_down", &m.refused_shutting_down),
             ],
         );
@@ -479,7 +480,7 @@ impl AdminSource for Admin {
         c(
             &mut t,
             "rc_gateway_retries_total",
-            "Connections asked to prove their address (QUIC Retry) above retry_above.",
+            "Connections asked to prove their address (QUIC Retry) above retry_above or retry_above_rate.",
             &m.retries,
         );
         c(

@@ -39,7 +39,7 @@ impl Env {
             throttle: LoginThrottle::with_limits(ThrottleLimits {
                 attempts_per_minute: 5,
                 creations_per_hour: 1_000,
-                limit_loopback: true,
+                ..ThrottleLimits::default()
             }),
             hasher: Argon2Hasher::fast_for_tests(),
             rng: ChaCha8Rng::seed_from_u64(1),
@@ -322,7 +322,7 @@ fn account_creation_has_its_own_limit_per_network() {
     env.throttle = LoginThrottle::with_limits(ThrottleLimits {
         attempts_per_minute: 5,
         creations_per_hour: 2,
-        limit_loopback: true,
+        ..ThrottleLimits::default()
     });
     let mut s = Session::new(PEER);
     for (i, name) in ["one", "two"].into_iter().enumerate() {

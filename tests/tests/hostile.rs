@@ -257,6 +257,7 @@ async fn a_hostile_compact_client_is_refused_while_a_bot_keeps_playing() {
 /// connections gets at most `login_attempts_per_minute` answers; connections that never
 /// log in are closed at the login deadline; a burst of connections beyond
 /// `max_connections_per_ip` is refused, and above `retry_above` must prove its address; a
+/// reconnect loop beyond `connections_per_ip_per_minute` is refused before its handshake; a
 /// `/yell` flood is dropped at the flooder's own connection. Every honest bot stays
 /// connected, error-free, and keeps getting its own updates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,6 +269,7 @@ async fn floods_cost_the_flooder_and_no_honest_bot() {
         cfg.max_connections_per_ip = 24;
         cfg.login_deadline_ms = 1_500;
         cfg.retry_above = 6;
+        cfg.connections_per_ip_per_minute = 80;
         cfg.chat_per_second = 2;
         cfg.chat_burst = 8;
     })
@@ -356,6 +358,25 @@ async fn floods_cost_the_flooder_and_no_honest_bot() {
         "idle connections are closed at the deadline"
     );
 
+    // 4. A reconnect loop from another network (127.0.0.2): of 100 connections opened and
+    //    closed one after the other, those beyond its 80 a minute are refused before any
+    //    handshake.
+    let lo2 = client::client_endpoint(std::net::SocketAddr::from(([127, 0, 0, 2], 0))).unwrap();
+    let mut rate_refused = 0u32;
+    for _ in 0..100 {
+        let mut opts = ConnectOptions::new(Verify::Insecure);
+        opts.endpoint = Some(lo2.clone());
+        opts.connect_timeout = Duration::from_secs(2);
+        match Connection::connect_with(addr, "gateway", opts).await {
+            Ok(h) => h.close(CloseCode::Normal).await,
+            Err(_) => rate_refused += 1,
+        }
+    }
+    assert!(
+        rate_refused >= 15,
+        "reconnects beyond the rate: {rate_refused}"
+    );
+
     // The honest bots played through all of it.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     stop.store(true, Ordering::Relaxed);
@@ -378,6 +399,10 @@ async fn floods_cost_the_flooder_and_no_honest_bot() {
     assert!(
         Metrics::get(&m.retries) >= 1,
         "a crowd must prove its address"
+    );
+    assert!(
+        Metrics::get(&m.refused_rate) >= 10,
+        "a reconnect loop is refused at the door"
     );
     assert!(
         yeller.close_reason().is_none(),

@@ -275,6 +275,8 @@ pub struct Metrics {
     pub rate_limited: AtomicU64,
     /// Connections refused because their network has `max_connections_per_ip` open.
     pub refused_per_ip: AtomicU64,
+    /// Connections refused because their network opened `connections_per_ip_per_minute`.
+    pub refused_rate: AtomicU64,
     /// Connections asked to prove their address (QUIC Retry) under load.
     pub retries: AtomicU64,
     /// Connections closed for not logging in within `login_deadline_ms`.
@@ -469,6 +471,8 @@ impl Shared {
         let throttle = LoginThrottle::with_limits(crate::session::ThrottleLimits {
             attempts_per_minute: cfg.login_attempts_per_minute,
             creations_per_hour: cfg.account_creations_per_hour,
+            connections_per_minute: cfg.connections_per_ip_per_minute,
+            handshakes_per_second: cfg.retry_above_rate,
             limit_loopback: cfg.limit_loopback,
         });
         let hash_slots = usize::try_from(cfg.max_concurrent_hashes)

@@ -39,16 +39,28 @@ pub async fn serve(
         }
         // Under load (many connections not yet in the world), a new one first proves it
         // can receive at its address: one round trip, and no state kept here until then.
+        let validated = incoming.remote_address_validated();
+        let peer = peer_key(incoming.remote_address());
+        let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // Above the handshake rate too; a connection that has proven its address already
+        // had its turn.
         let crowded = shared.pregame.load(Ordering::Relaxed)
-            >= usize::try_from(shared.cfg.retry_above).unwrap_or(usize::MAX);
-        if crowded && !incoming.remote_address_validated() && incoming.may_retry() {
+            >= usize::try_from(shared.cfg.retry_above).unwrap_or(usize::MAX)
+            || (!validated && !shared.accounts().throttle.try_handshake(now_ms));
+        if crowded && !validated && incoming.may_retry() {
             Metrics::inc(&shared.metrics.retries);
             if let Err(e) = incoming.retry() {
                 tracing::debug!(error = %e, "retry not sent");
             }
             continue;
         }
-        let Some(slot) = ConnSlot::take(&shared, peer_key(incoming.remote_address())) else {
+        // A network reconnecting in a loop is refused before its handshake.
+        if !shared.accounts().throttle.try_connect(peer, now_ms) {
+            Metrics::inc(&shared.metrics.refused_rate);
+            incoming.refuse();
+            continue;
+        }
+        let Some(slot) = ConnSlot::take(&shared, peer) else {
             Metrics::inc(&shared.metrics.refused_per_ip);
             incoming.refuse();
             continue;

@@ -17,6 +17,14 @@
 //! wiped everyone's failures). State for networks that have been quiet a full refill
 //! period is forgotten by [`LoginThrottle::prune`], which runs by itself once a minute.
 //!
+//! **Connections.** Each new connection a network makes (once it has proven its address,
+//! when the gateway asks for that) takes a cell of a third bucket, `connections_per_minute`
+//! ([`LoginThrottle::try_connect`]): a client reconnecting in a loop (a guesser closed for
+//! its guesses, a broken bot) is refused at the door instead of costing a TLS handshake a
+//! time. And one gateway-wide bucket of `retry_above_rate` handshakes a second
+//! ([`LoginThrottle::try_handshake`]): beyond it every new connection must answer a QUIC
+//! Retry first, as it must above `retry_above` connections not yet in the world.
+//!
 //! Sans-IO: `governor` runs on a [`FakeRelativeClock`] the throttle advances to the
 //! injected time, so the tests drive it exactly.
 
@@ -27,6 +35,7 @@ use std::time::Duration;
 use governor::clock::{Clock as _, FakeRelativeClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
+use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
 /// How often the throttle forgets quiet networks.
@@ -75,6 +84,11 @@ pub struct ThrottleLimits {
     pub attempts_per_minute: u32,
     /// Accounts created per network per hour (and at once).
     pub creations_per_hour: u32,
+    /// New connections per network per minute (and at once).
+    pub connections_per_minute: u32,
+    /// New connections a second, all networks together, before each must answer a QUIC
+    /// Retry (and at once).
+    pub handshakes_per_second: u32,
     /// Whether loopback peers are limited too (by default they are the operator's own
     /// tools: a local swarm, the admin's client).
     pub limit_loopback: bool,
@@ -85,6 +99,8 @@ impl Default for ThrottleLimits {
         Self {
             attempts_per_minute: 10,
             creations_per_hour: 5,
+            connections_per_minute: 60,
+            handshakes_per_second: 200,
             limit_loopback: true,
         }
     }
@@ -93,6 +109,13 @@ impl Default for ThrottleLimits {
 type Keyed = RateLimiter<
     PeerKey,
     DefaultKeyedStateStore<PeerKey>,
+    FakeRelativeClock,
+    NoOpMiddleware<<FakeRelativeClock as governor::clock::Clock>::Instant>,
+>;
+
+type Direct = RateLimiter<
+    NotKeyed,
+    InMemoryState,
     FakeRelativeClock,
     NoOpMiddleware<<FakeRelativeClock as governor::clock::Clock>::Instant>,
 >;
@@ -109,6 +132,8 @@ pub struct LoginThrottle {
     limits: ThrottleLimits,
     attempts: Keyed,
     creations: Keyed,
+    connections: Keyed,
+    handshakes: Direct,
     clock: FakeRelativeClock,
     now_ms: u64,
     /// Networks whose last verification was refused, until their next cell (so the shell
@@ -148,6 +173,14 @@ impl LoginThrottle {
             limits,
             attempts: keyed(quota(limits.attempts_per_minute, Duration::from_secs(60))),
             creations: keyed(quota(limits.creations_per_hour, Duration::from_secs(3600))),
+            connections: keyed(quota(
+                limits.connections_per_minute,
+                Duration::from_secs(60),
+            )),
+            handshakes: RateLimiter::direct_with_clock(
+                quota(limits.handshakes_per_second, Duration::from_secs(1)),
+                clock.clone(),
+            ),
             clock,
             now_ms: 0,
             blocked: HashMap::new(),
@@ -222,21 +255,38 @@ impl LoginThrottle {
         self.creations.check_key(&peer).is_ok()
     }
 
+    /// Takes a cell for one new connection from `peer`; `false` when the network has made
+    /// its connections for now (refuse it).
+    pub fn try_connect(&mut self, peer: PeerKey, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        if self.exempt(peer) {
+            return true;
+        }
+        self.connections.check_key(&peer).is_ok()
+    }
+
+    /// Takes a cell for one handshake, all networks together; `false` when the gateway is
+    /// above its handshake rate (ask the connection to prove its address first).
+    pub fn try_handshake(&mut self, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        self.handshakes.check().is_ok()
+    }
+
     /// Forgets networks whose buckets are full again and blocks that have ended.
     pub fn prune(&mut self, now_ms: u64) {
         self.set_clock(now_ms);
         let now = self.now_ms;
         self.blocked.retain(|_, until| *until > now);
-        self.attempts.retain_recent();
-        self.creations.retain_recent();
-        self.attempts.shrink_to_fit();
-        self.creations.shrink_to_fit();
+        for k in [&self.attempts, &self.creations, &self.connections] {
+            k.retain_recent();
+            k.shrink_to_fit();
+        }
         self.last_prune_ms = now;
     }
 
     /// Networks tracked (buckets not yet full again, and blocks).
     pub fn tracked(&self) -> usize {
-        self.attempts.len() + self.creations.len() + self.blocked.len()
+        self.attempts.len() + self.creations.len() + self.connections.len() + self.blocked.len()
     }
 }
 
@@ -251,7 +301,7 @@ mod tests {
         LoginThrottle::with_limits(ThrottleLimits {
             attempts_per_minute: 5,
             creations_per_hour: 2,
-            limit_loopback: true,
+            ..ThrottleLimits::default()
         })
     }
 
@@ -284,6 +334,38 @@ mod tests {
             assert!(t.try_attempt(lo, 0));
         }
         assert!(!t.try_attempt(lo, 0));
+    }
+
+    #[test]
+    fn reconnecting_in_a_loop_is_refused_and_the_handshake_rate_is_gateway_wide() {
+        let mut t = LoginThrottle::with_limits(ThrottleLimits {
+            connections_per_minute: 3,
+            handshakes_per_second: 4,
+            ..ThrottleLimits::default()
+        });
+        for _ in 0..3 {
+            assert!(t.try_connect(A, 0));
+        }
+        assert!(!t.try_connect(A, 0), "a fourth connection at once");
+        assert!(t.try_connect(B, 0), "another network has its own");
+        assert!(t.try_connect(A, 20_000), "one more every 20 s");
+        assert!(!t.try_connect(A, 20_001));
+        // Four handshakes at once and one every 250 ms, whoever makes them.
+        for _ in 0..4 {
+            assert!(t.try_handshake(30_000));
+        }
+        assert!(!t.try_handshake(30_000));
+        assert!(t.try_handshake(30_250));
+        assert!(!t.try_handshake(30_250));
+        // Loopback is exempt from the per-network bucket unless asked.
+        let mut lo = LoginThrottle::with_limits(ThrottleLimits {
+            connections_per_minute: 1,
+            limit_loopback: false,
+            ..ThrottleLimits::default()
+        });
+        let l = v4(127, 0, 0, 1);
+        assert!((0..10).all(|_| lo.try_connect(l, 0)));
+        assert!(lo.try_connect(A, 0) && !lo.try_connect(A, 0));
     }
 
     #[test]
