@@ -7,7 +7,10 @@
 # and UDP header per datagram. "in view" is updates received per bot per broadcast;
 # "refused" is datagrams the bots dropped (malformed, or refused by the compact decoder).
 # Build first: cargo build --release -p gateway -p zone-node -p client
-# PROFILES="compact rc" runs them in the other order (to check that the order does not bias CPU).
+# PROFILES="compact rc" runs them in the other order (to check that the order does not bias CPU);
+# swarm paces compact bots' updates to the broadcasts (docs/protocol.md "Pacing input") and
+# not rc/1 bots' (Realm Crafter's client does not); PROFILE+paced and PROFILE+unpaced force
+# it (`swarm --input-pacing on|off`), e.g. PROFILES="rc+paced compact compact+unpaced".
 # usage: [HZ="5 10 20"] [INPUT_HZ=10] [PROFILES="rc compact"] [SWARM_EXTRA="..."] [STANDALONE=1] deploy/profiles.sh BOTS [RAMP] [DURATION]
 set -u
 N=${1:?usage: deploy/profiles.sh BOTS [RAMP] [DURATION]}; RAMP=${2:-10}; DUR=${3:-45}
@@ -18,10 +21,12 @@ echo "| broadcast | profile | bots in game | in view | down B/s per bot | with I
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for hz in $HZS; do
   bc=$((1000 / hz))
-  for p in ${PROFILES:-rc compact}; do
-    line=$(SWARM_ARGS="--profile $p --input-hz $IN --portal-chance 0 ${SWARM_EXTRA:-}" bash "$ROOT/deploy/load.sh" "$N" "$RAMP" "$DUR" "$bc" | tail -1)
+  for entry in ${PROFILES:-rc compact}; do
+    p=${entry%+*}; pace=
+    case $entry in *+paced) pace="--input-pacing on" ;; *+unpaced) pace="--input-pacing off" ;; esac
+    line=$(SWARM_ARGS="--profile $p $pace --input-hz $IN --portal-chance 0 ${SWARM_EXTRA:-}" bash "$ROOT/deploy/load.sh" "$N" "$RAMP" "$DUR" "$bc" | tail -1)
     echo "$line" >> "$OUT"
-    python3 - "$hz" "$p" "$line" <<'PY'
+    python3 - "$hz" "$entry" "$line" <<'PY'
 import json, sys
 hz, p, line = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 try:

@@ -276,6 +276,8 @@ pub struct Connection {
     pub(crate) ui: crate::ui::Ui,
     /// The compact profile's state, when negotiated.
     compact: Option<CompactState>,
+    /// The broadcast clock, learnt from datagram arrivals ([`Connection::next_input_at`]).
+    pacer: crate::pacer::InputPacer,
 }
 
 impl Connection {
@@ -386,6 +388,7 @@ impl Connection {
             clock: None,
             ui: crate::ui::Ui::default(),
             compact: (opts.profile == Profile::Compact).then(CompactState::default),
+            pacer: crate::pacer::InputPacer::new(),
         };
         if opts.send_new_client {
             c.send(&ClientPacket::NewClient(NewClient {})).await?;
@@ -473,6 +476,24 @@ impl Connection {
             }
         }
         self.send_raw_datagram(buf)
+    }
+
+    /// When to send the next position update, for updates every `input_period` after one
+    /// sent at `previous`: just ahead of the next broadcast, so that the move is in it and
+    /// the gateway's acknowledgement rides it ([`crate::pacer`]; docs/protocol.md, "Pacing
+    /// input"). Until the connection has seen three broadcasts, `previous + input_period`.
+    pub fn next_input_at(&self, previous: Instant, input_period: Duration) -> Instant {
+        Instant::from_std(self.pacer.next_send(
+            Instant::now().into_std(),
+            previous.into_std(),
+            input_period,
+            self.conn.rtt(),
+        ))
+    }
+
+    /// The broadcast period learnt from the datagrams received, once three were seen.
+    pub fn broadcast_period(&self) -> Option<Duration> {
+        self.pacer.period()
     }
 
     /// The position profile this connection speaks.
@@ -649,6 +670,7 @@ impl Connection {
 
     fn on_datagram(&mut self, datagram: Bytes) {
         self.stats.datagrams_received += 1;
+        self.pacer.on_datagram(Instant::now().into_std());
         if self.compact.is_some() {
             self.on_compact_datagram(&datagram);
             return;

@@ -9,7 +9,9 @@
 //! # Layout
 //! - [`conn`]: [`Connection`]: connect (quinn, TLS 1.3, ALPN `rc/1`, datagrams, keep-alive),
 //!   send packets as frames on the one reliable stream and `P_StandardUpdate` as datagrams,
-//!   receive [`Incoming`] packets from both, close with a [`CloseCode`].
+//!   receive [`Incoming`] packets from both, close with a [`CloseCode`];
+//!   [`Connection::next_input_at`] tells when to send the next update so that it is in the
+//!   next broadcast ([`pacer`]: the broadcast clock learnt from the datagrams).
 //! - [`login`]: the menu flow as typed calls on [`Connection`]: [`Connection::create_account`],
 //!   [`Connection::login`], [`Connection::fetch_catalogue`], [`Connection::create_character`],
 //!   [`Connection::fetch_character`], [`Connection::delete_character`],
@@ -93,6 +95,7 @@ pub mod error;
 pub mod event;
 pub mod items;
 pub mod login;
+pub mod pacer;
 pub mod spells;
 pub mod ui;
 pub mod verify;

@@ -105,6 +105,13 @@ struct Args {
     /// Position updates per second per bot (Realm Crafter's client: 5).
     #[arg(long, default_value_t = 5.0)]
     input_hz: f64,
+    /// Pace each bot's updates to the broadcasts it receives, so that each arrives just
+    /// before a broadcast leaves (`Connection::next_input_at`; docs/protocol.md, "Pacing
+    /// input"), or send them on the bot's own clock as Realm Crafter's client does. `auto`:
+    /// paced on the compact profile (what its specification recommends and the SDK does),
+    /// not on rc/1 (Realm Crafter's client).
+    #[arg(long, value_enum, default_value_t = Pacing::Auto)]
+    input_pacing: Pacing,
     /// Account and character name prefix (default: random per run).
     #[arg(long)]
     prefix: Option<String>,
@@ -351,6 +358,27 @@ fn portals_of(world: &World) -> PortalMap {
             (a.name.to_lowercase(), ps)
         })
         .collect()
+}
+
+/// `--input-pacing`: when a bot sends its position updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Pacing {
+    /// Paced on the compact profile, on its own clock on rc/1.
+    Auto,
+    /// Always paced to the broadcasts.
+    On,
+    /// Always on the bot's own clock.
+    Off,
+}
+
+impl Pacing {
+    fn paced(self, profile: client::Profile) -> bool {
+        match self {
+            Self::Auto => profile == client::Profile::Compact,
+            Self::On => true,
+            Self::Off => false,
+        }
+    }
 }
 
 /// What one bot needs to play.
@@ -664,8 +692,17 @@ async fn play(
     };
     w.arrive(start, &mut rng, &ctx.portals, &ctx.args);
     let period = Duration::from_secs_f64(1.0 / ctx.args.input_hz.clamp(0.1, 60.0));
-    let mut input = tokio::time::interval(period);
-    input.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The next update: a plain period after the last (Realm Crafter's client), or paced to
+    // the broadcasts (`--input-pacing`). Made once and reset, like the timers below.
+    let paced = ctx.args.input_pacing.paced(ctx.args.profile);
+    // How far an echo of a move may be from the move: the compact profile shows positions
+    // to the nearest 1/8 unit (docs/protocol.md: within 1/16), rc/1 exactly.
+    let echo_tolerance = match ctx.args.profile {
+        client::Profile::Compact => 0.07,
+        client::Profile::Rc => 0.01,
+    };
+    let input = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(input);
     let chat_every =
         (ctx.args.chat_every > 0.0).then(|| Duration::from_secs_f64(ctx.args.chat_every));
     let mut next_chat = Instant::now()
@@ -746,7 +783,14 @@ async fn play(
                 }
                 return Ok(());
             }
-            _ = input.tick() => {
+            _ = &mut input => {
+                let now = Instant::now();
+                let next = if paced {
+                    c.next_input_at(now, period)
+                } else {
+                    (input.deadline() + period).max(now)
+                };
+                input.as_mut().reset(next);
                 if let Some((prey, until)) = hunt {
                     match npcs.get(&prey) {
                         Some(&(x, z)) if Instant::now() < until => {
@@ -938,7 +982,7 @@ async fn play(
                         }
                         if u.runtime_id == rid
                             && let Some(i) = w.pending.iter().rposition(|(x, z, _)| {
-                                (x - u.x).abs() < 0.01 && (z - u.z).abs() < 0.01
+                                (x - u.x).abs() < echo_tolerance && (z - u.z).abs() < echo_tolerance
                             })
                             && let Some((_, _, t)) = w.pending.get(i).copied()
                         {
@@ -1189,6 +1233,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "spread": args.spread,
         "wander_radius": args.wander_radius,
         "input_hz": args.input_hz,
+        "input_pacing": args.input_pacing.paced(args.profile),
         "connected": stats.connected.load(Ordering::Relaxed),
         "in_game": stats.in_game.load(Ordering::Relaxed),
         "failed": stats.failed.load(Ordering::Relaxed),
