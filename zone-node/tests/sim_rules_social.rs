@@ -1,28 +1,13 @@
-//! Rules scenarios: parties (invite, accept, leave, P_PartyUpdate, XP split), pets (follow,
+//! Rules scenarios: parties (the gateway's member lists, XP split), pets (follow,
 //! attack, commands, XP to the leader), mounts (right-click, rider moves mount, dismount)
 //! and chat commands.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp)]
 
-use zone_node::sim::events::{PetCommand, PlayerAction, Rejection};
+use zone_node::sim::events::{PetCommand, PlayerAction, Rejection, ZoneInput};
 use zone_node::sim::packets::*;
 use zone_node::sim::state::AiMode;
 use zone_node::sim::testing::{SimHarness, attrs, templates};
 use zone_node::sim::{ActorId, PlayerKey};
-
-fn names(payload: &[u8]) -> Vec<String> {
-    let mut v = Vec::new();
-    let mut i = 0;
-    while i < payload.len() {
-        let n = usize::from(payload[i]);
-        v.push(String::from_utf8(payload[i + 1..i + 1 + n].to_vec()).unwrap());
-        i += 1 + n;
-    }
-    v
-}
-
-fn last_party(h: &SimHarness, p: PlayerKey) -> Option<Vec<String>> {
-    h.reliable_of(p, P_PARTY_UPDATE).last().map(|b| names(b))
-}
 
 fn xp_cmd(n: u32) -> PlayerAction {
     PlayerAction::Command {
@@ -31,30 +16,32 @@ fn xp_cmd(n: u32) -> PlayerAction {
     }
 }
 
+/// The gateway's word on `key`'s party (leader first; empty: none).
+fn members(h: &mut SimHarness, key: PlayerKey, names: &[&str]) {
+    h.push(ZoneInput::PartyMembers {
+        player: key,
+        members: names.iter().map(|n| (*n).to_owned()).collect(),
+    });
+}
+
+/// Parties are the gateway's (it handles `/invite`, `/accept`, `/leave` and sends
+/// `P_PartyUpdate`); a zone takes its member lists and splits XP among the members it
+/// hosts.
 #[test]
-fn party_invite_accept_split_and_leave() {
+fn the_gateways_parties_split_xp_among_the_members_here() {
     let mut h = SimHarness::new();
     let (a, aid) = h.spawn_dm("Ann", 0.0, 0.0);
     let (b, bid) = h.spawn_player("Bob", 5.0, 0.0);
     let (c, cid) = h.spawn_player("Cat", 10.0, 0.0);
     h.clear();
-    h.act(a, PlayerAction::PartyInvite { name: "bob".into() });
+    for k in [a, b, c] {
+        members(&mut h, k, &["Ann", "Bob", "Cat"]);
+    }
     h.tick();
-    assert_eq!(h.reliable_of(b, P_CHAT_MESSAGE)[0][0], CHAT_GREEN);
-    h.act(b, PlayerAction::PartyAccept);
-    h.tick();
-    assert_eq!(last_party(&h, a), Some(vec!["Bob".to_string()]));
-    assert_eq!(last_party(&h, b), Some(vec!["Ann".to_string()]));
-    h.act(a, PlayerAction::PartyInvite { name: "Cat".into() });
-    h.tick();
-    h.act(c, PlayerAction::PartyAccept);
-    h.tick();
-    assert_eq!(last_party(&h, a), Some(vec!["Bob".into(), "Cat".into()]));
-    assert_eq!(last_party(&h, c), Some(vec!["Ann".into(), "Bob".into()]));
     assert!(h.actor(aid).party.is_some());
     assert_eq!(h.actor(aid).party, h.actor(cid).party);
+    assert_eq!(h.actor(aid).party, h.actor(bid).party);
     // XP split among the 3 members here: 100 → 33 each, the giver keeps 33 + 1.
-    h.clear();
     h.act(a, xp_cmd(100));
     h.tick();
     assert_eq!(
@@ -62,64 +49,34 @@ fn party_invite_accept_split_and_leave() {
         (34, 33, 33)
     );
     assert_eq!(h.reliable_of(b, P_XP_UPDATE), vec![vec![b'M', 33, 0, 0, 0]]);
-    // Bob leaves: he gets an empty list, the others each other.
+    // The zone sends no party packet of its own: that is the gateway's.
+    assert!(h.reliable_of(a, P_PARTY_UPDATE).is_empty());
+    // Bob leaves (at the gateway): two members here.
     h.clear();
-    h.act(b, PlayerAction::PartyLeave);
+    members(&mut h, b, &[]);
+    members(&mut h, a, &["Ann", "Cat"]);
+    members(&mut h, c, &["Ann", "Cat"]);
     h.tick();
-    assert_eq!(last_party(&h, b), Some(vec![]));
-    assert_eq!(last_party(&h, a), Some(vec!["Cat".to_string()]));
     assert_eq!(h.actor(bid).party, None);
-    // Cat leaves: the party dissolves.
-    h.act(c, PlayerAction::PartyLeave);
-    h.tick();
-    assert_eq!(h.actor(aid).party, None);
-    assert_eq!(last_party(&h, a), Some(vec![]));
-    // Solo again: the whole XP.
     h.act(a, xp_cmd(10));
     h.tick();
-    assert_eq!(h.actor(aid).xp, 44);
-}
-
-#[test]
-fn parties_stop_at_eight_and_bad_invites_are_refused() {
-    let mut h = SimHarness::new();
-    let (lead, _) = h.spawn_player("P0", 0.0, 0.0);
-    let mut keys = Vec::new();
-    for i in 1..9 {
-        keys.push(h.spawn_player(&format!("P{i}"), 1.0, 0.0).0);
-    }
-    for (i, k) in keys.iter().enumerate().take(7) {
-        h.act(
-            lead,
-            PlayerAction::PartyInvite {
-                name: format!("P{}", i + 1),
-            },
-        );
-        h.tick();
-        h.act(*k, PlayerAction::PartyAccept);
-        h.tick();
-    }
-    assert_eq!(last_party(&h, lead).unwrap().len(), 7);
-    h.clear();
-    h.act(lead, PlayerAction::PartyInvite { name: "P8".into() });
-    h.act(
-        lead,
-        PlayerAction::PartyInvite {
-            name: "Nobody".into(),
-        },
-    );
-    h.act(lead, PlayerAction::PartyInvite { name: "P0".into() });
-    h.act(keys[7], PlayerAction::PartyAccept);
+    assert_eq!((h.actor(aid).xp, h.actor(cid).xp), (39, 38));
+    // A member in another instance takes no share here.
+    members(&mut h, c, &[]);
+    members(&mut h, a, &["Ann", "Dan"]);
     h.tick();
-    assert_eq!(
-        h.rejections(),
-        vec![
-            Rejection::Invalid,
-            Rejection::UnknownTarget,
-            Rejection::UnknownTarget,
-            Rejection::Invalid
-        ]
-    );
+    h.act(a, xp_cmd(10));
+    h.tick();
+    assert_eq!(h.actor(aid).xp, 49);
+    // Solo again.
+    members(&mut h, a, &[]);
+    h.tick();
+    assert_eq!(h.actor(aid).party, None);
+    // A list for a player the zone does not host is refused and changes nothing.
+    h.clear();
+    members(&mut h, PlayerKey(9_999), &["Zed"]);
+    h.tick();
+    assert_eq!(h.rejections(), vec![Rejection::UnknownPlayer]);
 }
 
 fn pet_of(h: &mut SimHarness, leader: ActorId, x: f32, z: f32) -> ActorId {

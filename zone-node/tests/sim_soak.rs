@@ -254,11 +254,15 @@ fn soak(world: World, ticks: u32) {
                         pet: None,
                         command: PetCommand::Follow,
                     },
-                    84 => PlayerAction::PartyInvite {
-                        name: format!("Soak{}", rng.gen_range(1..=n_players)),
-                    },
-                    85 => PlayerAction::PartyAccept,
-                    86 => PlayerAction::PartyLeave,
+                    84..=86 => {
+                        // The gateway's word on this player's party: a few names of the
+                        // run (some here, some not), or none.
+                        let members = (0..rng.gen_range(0..4))
+                            .map(|_| format!("Soak{}", rng.gen_range(1..=n_players + 2)))
+                            .collect();
+                        inputs.push(ZoneInput::PartyMembers { player: p, members });
+                        continue;
+                    }
                     87 => PlayerAction::Warp {
                         area: area.name.clone(),
                         instance: 0,

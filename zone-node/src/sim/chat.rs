@@ -68,11 +68,6 @@ fn typed(word: &str, params: &str) -> Option<PlayerAction> {
             let pet = (!pet.eq_ignore_ascii_case("ALL")).then(|| (*pet).to_owned());
             Some(PlayerAction::Pet { pet, command })
         }
-        ("INVITE", [name]) if !name.is_empty() => Some(PlayerAction::PartyInvite {
-            name: (*name).to_owned(),
-        }),
-        ("ACCEPT", []) => Some(PlayerAction::PartyAccept),
-        ("LEAVE", []) => Some(PlayerAction::PartyLeave),
         ("WARP", [area]) if !area.is_empty() => Some(PlayerAction::Warp {
             area: (*area).to_owned(),
             instance: 0,
@@ -143,12 +138,6 @@ mod tests {
                 instance: 3
             }
         );
-        assert_eq!(
-            parse_chat("/invite Bob"),
-            PlayerAction::PartyInvite { name: "Bob".into() }
-        );
-        assert_eq!(parse_chat("/accept"), PlayerAction::PartyAccept);
-        assert_eq!(parse_chat("/leave"), PlayerAction::PartyLeave);
         assert_eq!(
             parse_chat("/pet ALL,stay"),
             PlayerAction::Pet {

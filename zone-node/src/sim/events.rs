@@ -216,15 +216,6 @@ pub enum PlayerAction {
         /// The command.
         command: PetCommand,
     },
-    /// `/invite name`.
-    PartyInvite {
-        /// Invitee's name.
-        name: String,
-    },
-    /// `/accept`.
-    PartyAccept,
-    /// `/leave`.
-    PartyLeave,
     /// `/warp area[,inst]` (DM).
     Warp {
         /// Area name.

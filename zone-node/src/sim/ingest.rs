@@ -201,9 +201,6 @@ pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, actio
             }
         }
         PlayerAction::Pet { pet, command } => pets::command(st, id, pet.as_deref(), &command),
-        PlayerAction::PartyInvite { name } => party::invite(st, id, &name),
-        PlayerAction::PartyAccept => party::accept(st, id),
-        PlayerAction::PartyLeave => party::leave(st, id),
         PlayerAction::Warp { area, instance } => {
             if is_dm {
                 setarea::warp_command(st, id, &area, instance);

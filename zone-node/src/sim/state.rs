@@ -1090,8 +1090,6 @@ pub struct ZoneState {
     pub spawn_last: Vec<u64>,
     /// Parties.
     pub parties: Vec<Party>,
-    /// Pending party invites `(invitee, inviter name)`.
-    pub invites: Vec<(ActorId, String)>,
     /// Next broadcast time.
     pub next_broadcast_ms: u64,
     /// Broadcast intervals so far (staggers the mid band).
@@ -1212,7 +1210,6 @@ impl ZoneState {
             spawned: vec![0; n_spawns],
             spawn_last: vec![0; n_spawns],
             parties: Vec::new(),
-            invites: Vec::new(),
             next_broadcast_ms: 0,
             broadcast_group: u32::MAX,
             broadcasts: 0,
@@ -1629,7 +1626,6 @@ impl ZoneState {
         {
             self.by_player.remove(&p);
         }
-        self.invites.retain(|(who, _)| *who != id);
         if let Some(l) = self.links.get_mut(id.idx as usize) {
             *l = [Link::default(); 3];
         }
