@@ -168,7 +168,7 @@ fn pet_commands_wait_follow_attack_and_name() {
         vec![vec![r[0], r[1], 4, b'S', b'p', b'o', b't']]
     );
     // A pet whose leader is gone waits.
-    h.push(zone_node::sim::ZoneInput::PlayerLeft { player: p });
+    h.push(ZoneInput::PlayerLeft { player: p });
     h.tick();
     assert!(
         h.sim.state().get(pet).is_none(),
