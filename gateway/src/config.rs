@@ -233,7 +233,7 @@ impl GatewayConfig {
         if !(100..=3_600_000).contains(&self.checkpoint_ms) {
             return bad("checkpoint_ms", "must be 100..=3600000");
         }
-        let tick_ms = zone_node::config::NodeConfig::default().tick_ms;
+        let tick_ms = shared::internal::DEFAULT_TICK_MS;
         if !(tick_ms..=10_000).contains(&self.broadcast_ms) {
             return bad(
                 "broadcast_ms",

@@ -1,7 +1,7 @@
 //! `gateway healthcheck`: `GET /healthz` on this gateway's own admin endpoint (the
 //! `admin_listen` of the same file and `GATEWAY_*` variables the server reads), for
 //! container health checks that need no tool in the image. Exit 0 on 200, else 1 with the
-//! reason on one line. The probe itself is `zone_node::healthcheck::probe`.
+//! reason on one line. The probe itself is `ops::probe::probe`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -41,10 +41,10 @@ pub fn run(args: &HealthcheckArgs) -> anyhow::Result<()> {
         None => configured_admin(args)?,
     };
     let timeout = Duration::from_millis(args.timeout_ms.clamp(1, 60_000));
-    zone_node::healthcheck::probe(listen, timeout).context("healthcheck")?;
+    ops::probe::probe(listen, timeout).context("healthcheck")?;
     println!(
         "healthy: http://{}/healthz answered 200",
-        zone_node::healthcheck::probe_addr(listen)
+        ops::probe::probe_addr(listen)
     );
     Ok(())
 }

@@ -29,5 +29,6 @@ pub mod party;
 pub mod script_store;
 pub mod server;
 pub mod session;
+mod standalone;
 pub mod store;
 pub mod tls;

@@ -327,7 +327,7 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
 
 fn serve(args: &RunArgs) -> anyhow::Result<()> {
     // Traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md#traces).
-    let traces = zone_node::logging::init_traced("gateway", None)?;
+    let traces = ops::logging::init_traced("gateway", None)?;
     let mut cfg = match &args.config {
         Some(p) => GatewayConfig::from_file(p)?,
         None => GatewayConfig::default(),
@@ -351,11 +351,11 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
             gw.internal_fingerprint,
             gw.admin_addr
         );
-        zone_node::link::shutdown_signal().await;
+        ops::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");
         tokio::select! {
             () = gw.shutdown() => {}
-            () = zone_node::link::shutdown_signal() => {
+            () = ops::shutdown_signal() => {
                 tracing::error!("forced exit");
                 std::process::exit(1);
             }

@@ -63,7 +63,7 @@ pub struct Gateway {
     client_ep: quinn::Endpoint,
     internal_ep: quinn::Endpoint,
     hub: tokio::task::JoinHandle<()>,
-    embedded: Option<Embedded>,
+    embedded: Option<crate::standalone::Embedded>,
     /// The data directory's lock, held until the gateway is dropped.
     _lock: crate::store::DirLock,
 }
@@ -75,13 +75,6 @@ impl std::fmt::Debug for Gateway {
             .field("internal_addr", &self.internal_addr)
             .finish_non_exhaustive()
     }
-}
-
-/// The embedded zone node of `--standalone`.
-struct Embedded {
-    drain: Arc<watch::Sender<bool>>,
-    done: oneshot::Receiver<()>,
-    thread: std::thread::JoinHandle<()>,
 }
 
 fn wall_ms() -> u64 {
@@ -280,7 +273,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         "gateway listening"
     );
     let embedded = if standalone {
-        Some(start_embedded(
+        Some(crate::standalone::start(
             &cfg,
             internal_addr,
             &internal_fp,
@@ -305,73 +298,6 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     })
 }
 
-/// The embedded node's configuration: everything from the gateway's.
-fn embedded_config(
-    cfg: &GatewayConfig,
-    internal: SocketAddr,
-    pin: &str,
-) -> zone_node::config::NodeConfig {
-    let gateway_addr = if internal.ip().is_unspecified() {
-        SocketAddr::from(([127, 0, 0, 1], internal.port()))
-    } else {
-        internal
-    };
-    zone_node::config::NodeConfig {
-        gateway_addr: gateway_addr.to_string(),
-        gateway_server_name: "gateway".into(),
-        node_id: "embedded".into(),
-        advertised_addr: gateway_addr.to_string(),
-        bind_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        world: cfg.world.clone(),
-        cluster_secret: cfg.cluster_secret.clone(),
-        heartbeat_ms: cfg.heartbeat_ms,
-        persist_every_ms: cfg.checkpoint_ms,
-        broadcast_ms: cfg.broadcast_ms,
-        drain_timeout_ms: cfg.shutdown_timeout_ms,
-        insecure_skip_verify: false,
-        gateway_cert_sha256: Some(pin.to_owned()),
-        ..zone_node::config::NodeConfig::default()
-    }
-}
-
-fn start_embedded(
-    cfg: &GatewayConfig,
-    internal: SocketAddr,
-    pin: &str,
-    world: World,
-) -> Result<Embedded, StartError> {
-    let node_cfg = embedded_config(cfg, internal, pin);
-    node_cfg
-        .validate()
-        .map_err(|e| StartError::Node(e.to_string()))?;
-    let (trigger_tx, trigger_rx) = std::sync::mpsc::channel();
-    let (done_tx, done) = oneshot::channel();
-    let thread = std::thread::Builder::new()
-        .name("embedded-zone-node".into())
-        .spawn(move || {
-            let system = actix::System::new();
-            let r = system.block_on(async move {
-                let handle = zone_node::node::start(node_cfg, world);
-                let _ = trigger_tx.send(handle.drain_trigger());
-                handle.join().await
-            });
-            match r {
-                Ok(exit) => tracing::info!(?exit, "embedded zone node stopped"),
-                Err(e) => tracing::error!(error = %e, "embedded zone node failed"),
-            }
-            let _ = done_tx.send(());
-        })
-        .map_err(|e| StartError::Node(e.to_string()))?;
-    let drain = trigger_rx
-        .recv_timeout(Duration::from_secs(10))
-        .map_err(|_| StartError::Node("did not start".into()))?;
-    Ok(Embedded {
-        drain,
-        done,
-        thread,
-    })
-}
-
 impl Gateway {
     /// The shared state (tests and the admin endpoint read it).
     pub fn shared(&self) -> &Arc<Shared> {
@@ -390,11 +316,7 @@ impl Gateway {
         }
         let _ = self.stop.send(true);
         if let Some(e) = self.embedded {
-            let _ = e.drain.send(true);
-            if tokio::time::timeout(limit, e.done).await.is_err() {
-                tracing::warn!("the embedded zone node did not drain in time");
-            }
-            let _ = tokio::task::spawn_blocking(move || e.thread.join()).await;
+            e.stop(limit).await;
         }
         let shared = self.shared.clone();
         let _ = tokio::task::spawn_blocking(move || shared.writer.flush()).await;
@@ -434,11 +356,7 @@ impl AdminSource for Admin {
         let m = &s.metrics;
         let v = self.view();
         let mut t = MetricsText::new();
-        zone_node::admin::process_and_build(
-            &mut t,
-            "rc_gateway_build_info",
-            env!("CARGO_PKG_VERSION"),
-        );
+        ops::process::process_and_build(&mut t, "rc_gateway_build_info", env!("CARGO_PKG_VERSION"));
         let c = |t: &mut MetricsText, name: &str, help: &str, x: &AtomicU64| {
             t.counter(name, help, Metrics::get(x));
         };

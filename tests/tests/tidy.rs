@@ -29,6 +29,7 @@ fn workspace_root() -> PathBuf {
 const CRATES: &[&str] = &[
     "shared",
     "script",
+    "ops",
     "gateway",
     "zone-node",
     "client",
@@ -125,6 +126,14 @@ fn sim_data_layers_do_not_import_the_rules() {
         "stats",
         "water",
         "weather",
+        "checkpoint",
+        "dialogs",
+        "effects",
+        "items",
+        "packets",
+        "quests",
+        "regen",
+        "spells",
     ];
     let mut offences = Vec::new();
     for layer in ["state.rs", "grid.rs", "instances.rs", "events.rs"] {
@@ -337,7 +346,7 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
 
 /// The metric names of every query of the shipped Grafana dashboard
 /// (`deploy/grafana/dashboards/realm-crafter.json`): each is one a binary exports (its name
-/// is a literal in the gateway's or the zone node's source), and the dashboard has the
+/// is a literal in the gateway's, the zone node's or `ops`' source), and the dashboard has the
 /// panels operations asks of it. The compose smoke test runs the same queries against a
 /// live Prometheus.
 #[test]
@@ -369,7 +378,7 @@ fn the_dashboard_queries_only_metrics_that_exist() {
     assert!(exprs.len() >= 20, "{exprs:?}");
 
     let mut source = String::new();
-    for dir in ["gateway/src", "zone-node/src"] {
+    for dir in ["gateway/src", "zone-node/src", "ops/src"] {
         let mut files = Vec::new();
         rust_files(&root.join(dir), &mut files);
         for f in files {
@@ -420,4 +429,38 @@ fn the_dashboard_queries_only_metrics_that_exist() {
         !text.contains("\"uid\": \"prometheus\""),
         "a hard-coded data source"
     );
+}
+
+/// The gateway uses the `zone-node` crate only to embed a node (`--standalone`,
+/// `gateway/src/standalone.rs`); the plumbing both binaries share (telemetry, logging, the
+/// health probe, process metrics, OS randomness, the shutdown signal) is the `ops` crate's.
+#[test]
+fn the_gateway_uses_zone_node_only_to_embed_one() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("gateway/src"), &mut files);
+    let mut offences = Vec::new();
+    for f in &files {
+        if f.ends_with("standalone.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("zone_node::") {
+                offences.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "the gateway uses zone-node outside standalone.rs:\n{}",
+        offences.join("\n")
+    );
+    for moved in ["telemetry.rs", "logging.rs"] {
+        assert!(
+            !root.join("zone-node/src").join(moved).exists(),
+            "{moved} belongs to the ops crate"
+        );
+    }
 }

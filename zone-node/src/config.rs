@@ -115,7 +115,7 @@ impl Default for NodeConfig {
             bind_addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             capacity: 64,
-            tick_ms: 33,
+            tick_ms: shared::internal::DEFAULT_TICK_MS,
             broadcast_ms: 200,
             max_catch_up: 5,
             datagram_budget: 1100,

@@ -19,10 +19,11 @@ pub mod bench;
 pub mod config;
 pub mod healthcheck;
 pub mod link;
-pub mod logging;
 pub mod node;
 pub mod rcscript;
 pub mod script_store;
 pub mod sim;
-pub mod telemetry;
 pub mod world_scripts;
+
+/// The tracing and logging plumbing, from the `ops` crate (shared with the gateway).
+pub use ops::{logging, telemetry};

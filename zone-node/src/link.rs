@@ -68,25 +68,7 @@ pub enum LinkExit {
 
 /// A random `u64` from the OS.
 pub fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    fill_random(&mut b);
-    u64::from_le_bytes(b)
-}
-
-fn fill_random(buf: &mut [u8]) {
-    use ring::rand::SecureRandom;
-    if ring::rand::SystemRandom::new().fill(buf).is_err() {
-        // Last resort: hash-seeded bytes (still unpredictable per process).
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in buf.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_usize(chunk.as_ptr() as usize);
-            let v = h.finish().to_le_bytes();
-            for (d, s) in chunk.iter_mut().zip(v) {
-                *d = s;
-            }
-        }
-    }
+    ops::random::u64()
 }
 
 /// Accepts the gateway's certificate if it matches the pin, or any certificate when no
@@ -509,7 +491,7 @@ async fn authenticate(
         .map_err(|_| SessionEnd::Protocol("TLS exporter unavailable".into()))?;
     let mut dec = FrameDecoder::new();
     let mut client_nonce = [0u8; 32];
-    fill_random(&mut client_nonce);
+    ops::random::fill(&mut client_nonce);
     write_msg(
         send,
         Msg::Hello {
@@ -985,25 +967,7 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
 
 /// Wait for SIGTERM or SIGINT.
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    ops::shutdown_signal().await;
 }
 
 #[cfg(test)]

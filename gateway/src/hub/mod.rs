@@ -129,9 +129,7 @@ impl NodeLink {
     /// Queue `msg`, carrying the current span's trace context when it is exported (a
     /// handoff's, a login's, a placement's); false when the link is gone.
     pub fn send(&self, msg: Msg) -> bool {
-        self.tx
-            .send(zone_node::telemetry::envelope_current(msg))
-            .is_ok()
+        self.tx.send(ops::telemetry::envelope_current(msg)).is_ok()
     }
 }
 
@@ -715,7 +713,7 @@ impl Hub {
                 // Registration is one trace with the node's `node.register`.
                 let span = tracing::info_span!("node.register", node = %node, addr = %addr,
                     capacity, running = running.len());
-                zone_node::telemetry::set_parent(&span, &trace);
+                ops::telemetry::set_parent(&span, &trace);
                 span.in_scope(|| self.node_up(node, &addr, capacity, &running, link));
             }
             HubEvent::NodeMsg {
@@ -725,7 +723,7 @@ impl Hub {
                 trace,
             } => {
                 // A traced message (a handoff's) is handled under its sender's span.
-                match zone_node::telemetry::recv_span_parts(&trace, msg.name(), &node) {
+                match ops::telemetry::recv_span_parts(&trace, msg.name(), &node) {
                     Some(span) => span.in_scope(|| self.node_msg(&node, serial, msg)),
                     None => self.node_msg(&node, serial, msg),
                 }

@@ -184,10 +184,7 @@ fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
 
 /// Fill `buf` from the operating system's CSPRNG.
 pub fn fill_random(buf: &mut [u8]) {
-    use ring::rand::SecureRandom as _;
-    if ring::rand::SystemRandom::new().fill(buf).is_err() {
-        tracing::error!("the system RNG failed");
-    }
+    ops::random::fill(buf);
 }
 
 /// A ChaCha20 RNG seeded from the operating system.

@@ -59,6 +59,10 @@ pub use dto::{
 /// 6: the game clock's epoch in `AssignInstance`.
 pub const PROTOCOL_VERSION: u16 = 7;
 
+/// A zone node's tick by default (ms): Realm Crafter's server loop at about 30 Hz. The
+/// gateway checks `broadcast_ms` against it (a broadcast is at least one tick).
+pub const DEFAULT_TICK_MS: u64 = 33;
+
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
 

@@ -165,6 +165,22 @@ pub struct PlayerData {
     pub last_cast_ms: Option<u64>,
 }
 
+impl PlayerData {
+    /// The saved form of the player's ability session state at `now_ms` (what is being
+    /// memorised, the client's spell view) into `s`.
+    pub(crate) fn save_spells(&self, now_ms: u64, s: &mut shared::internal::ActorStateDto) {
+        s.spell_view.clone_from(&self.spell_view);
+        s.memorising = self
+            .memorising
+            .iter()
+            .map(|&(spell, due)| shared::internal::MemorisingDto {
+                spell,
+                remaining_ms: due.saturating_sub(now_ms).max(1),
+            })
+            .collect();
+    }
+}
+
 /// An item offer sent to a player and not answered yet. The server placed the item in
 /// `slot` when it sent the offer; the client's `"GY"`/`"GN"` is only checked against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1797,7 +1813,7 @@ impl ZoneState {
             }
         }
         if let Some(p) = a.player_data.as_deref() {
-            super::spells::save(p, self.now_ms, &mut s);
+            p.save_spells(self.now_ms, &mut s);
         }
         if depth < 4 {
             if let Some(m) = a.mount {

@@ -245,20 +245,3 @@ pub(crate) fn restore(st: &mut ZoneState, id: ActorId, s: &shared::internal::Act
         st.next_memorise_ms = st.next_memorise_ms.min(t);
     }
 }
-
-/// The saved form of a player's ability session state at `now_ms`.
-pub(crate) fn save(
-    p: &super::state::PlayerData,
-    now_ms: u64,
-    s: &mut shared::internal::ActorStateDto,
-) {
-    s.spell_view.clone_from(&p.spell_view);
-    s.memorising = p
-        .memorising
-        .iter()
-        .map(|&(spell, due)| shared::internal::MemorisingDto {
-            spell,
-            remaining_ms: due.saturating_sub(now_ms).max(1),
-        })
-        .collect();
-}
