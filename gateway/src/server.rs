@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shared::content::World;
@@ -16,7 +16,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::admin::{self, AdminCommand, AdminFuture, AdminSource, ClusterView, MetricsText};
 use crate::config::GatewayConfig;
-use crate::hub::{self, Hub, HubAdmin, HubEvent, Metrics, Shared};
+use crate::hub::{self, Hub, HubAdmin, HubEvent, Shared};
 use crate::net;
 use crate::session::{Argon2Hasher, PasswordHasher};
 use crate::store::{Store, StoreError, Writer};
@@ -357,253 +357,7 @@ impl AdminSource for Admin {
         let v = self.view();
         let mut t = MetricsText::new();
         ops::process::process_and_build(&mut t, "rc_gateway_build_info", env!("CARGO_PKG_VERSION"));
-        let c = |t: &mut MetricsText, name: &str, help: &str, x: &AtomicU64| {
-            t.counter(name, help, Metrics::get(x));
-        };
-        c(
-            &mut t,
-            "rc_gateway_connections_accepted_total",
-            "Client connections accepted.",
-            &m.connections_accepted,
-        );
-        by_reason(
-            &mut t,
-            "rc_gateway_connections_refused_total",
-            "Client connections refused at the door, by reason: full (max_connections open), per_ip (max_connections_per_ip open on its network), rate (its network opened connections_per_ip_per_minute), shutting_down.",
-            &[
-                ("full", &m.refused_full),
-                ("per_ip", &m.refused_per_ip),
-                ("rate", &m.refused_rate),
-                ("shutting_down", &m.refused_shutting_down),
-            ],
-        );
-        c(
-            &mut t,
-            "rc_gateway_handshake_timeouts_total",
-            "Clients that never opened their stream in time.",
-            &m.handshake_timeouts,
-        );
-        c(
-            &mut t,
-            "rc_gateway_protocol_violations_total",
-            "Connections closed with code 2.",
-            &m.protocol_violations,
-        );
-        c(
-            &mut t,
-            "rc_gateway_client_packets_ignored_total",
-            "Packets Realm Crafter never handled (P_FetchItems, P_SelectScenery) ignored before login.",
-            &m.client_packets_ignored,
-        );
-        c(
-            &mut t,
-            "rc_gateway_retries_total",
-            "Connections asked to prove their address (QUIC Retry) above retry_above or retry_above_rate.",
-            &m.retries,
-        );
-        c(
-            &mut t,
-            "rc_gateway_login_deadlines_total",
-            "Connections closed for not logging in within login_deadline_ms.",
-            &m.login_deadlines,
-        );
-        c(
-            &mut t,
-            "rc_gateway_hash_waits_total",
-            "Logins that waited for a password-hash slot (max_concurrent_hashes).",
-            &m.hash_waits,
-        );
-        c(
-            &mut t,
-            "rc_gateway_chat_limited_total",
-            "Chat messages dropped by the per-player chat limit.",
-            &m.chat_limited,
-        );
-        c(
-            &mut t,
-            "rc_gateway_logins_total",
-            "Sessions that entered the world.",
-            &m.logins,
-        );
-        c(
-            &mut t,
-            "rc_gateway_compact_sessions_total",
-            "Client connections that negotiated the compact profile (rc-compact/1).",
-            &m.compact_sessions,
-        );
-        c(
-            &mut t,
-            "rc_gateway_compact_bad_input_total",
-            "Compact client datagrams refused by the decoder (also in rc_gateway_datagrams_dropped_total{reason=\"bad_input\"}).",
-            &m.compact_bad_input,
-        );
-        c(
-            &mut t,
-            "rc_gateway_compact_unknown_acks_total",
-            "Compact acknowledgements of a tick never sent or already forgotten (ignored).",
-            &m.compact_unknown_acks,
-        );
-        c(
-            &mut t,
-            "rc_gateway_compact_entries_dropped_total",
-            "Snapshot entries left out of a compact tick (it needed more than 16 datagrams).",
-            &m.compact_entries_dropped,
-        );
-        for (base, x) in [
-            ("delta", &m.compact_ticks_delta),
-            ("full", &m.compact_ticks_full),
-        ] {
-            t.counter_with(
-                "rc_gateway_compact_ticks_total",
-                "Broadcast ticks sent on the compact profile, by coding (against an acknowledged tick, or full).",
-                &[("coding", base)],
-                Metrics::get(x),
-            );
-        }
-        c(
-            &mut t,
-            "rc_gateway_datagrams_up_total",
-            "Client datagrams forwarded to zone nodes.",
-            &m.datagrams_up,
-        );
-        c(
-            &mut t,
-            "rc_gateway_datagrams_down_total",
-            "Zone datagrams forwarded to clients.",
-            &m.datagrams_down,
-        );
-        c(
-            &mut t,
-            "rc_gateway_frames_up_total",
-            "Reliable client frame batches forwarded to zones.",
-            &m.frames_up,
-        );
-        c(
-            &mut t,
-            "rc_gateway_frames_down_total",
-            "Reliable frame batches written to clients.",
-            &m.frames_down,
-        );
-        c(
-            &mut t,
-            "rc_gateway_frames_dropped_total",
-            "Client frames dropped while no zone was attached.",
-            &m.frames_dropped,
-        );
-        c(
-            &mut t,
-            "rc_gateway_client_queue_overflows_total",
-            "Clients closed for not keeping up.",
-            &m.client_queue_overflows,
-        );
-        c(
-            &mut t,
-            "rc_gateway_snapshots_saved_total",
-            "Character snapshots stored and acknowledged.",
-            &m.snapshots_saved,
-        );
-        c(
-            &mut t,
-            "rc_gateway_snapshots_orphaned_total",
-            "Snapshots that matched no character.",
-            &m.snapshots_orphaned,
-        );
-        c(
-            &mut t,
-            "rc_gateway_snapshot_groups_saved_total",
-            "Zone checkpoint groups (players saved together, ground items) stored and acknowledged.",
-            &m.snapshot_groups_saved,
-        );
-        c(
-            &mut t,
-            "rc_gateway_snapshot_group_entries_total",
-            "Character snapshots inside the checkpoint groups stored.",
-            &m.snapshot_group_entries,
-        );
-        c(
-            &mut t,
-            "rc_gateway_snapshot_groups_refused_total",
-            "Checkpoint groups refused as a whole: a stale generation or a session the node does not host (also in fenced).",
-            &m.snapshot_groups_refused,
-        );
-        c(
-            &mut t,
-            "rc_gateway_internal_refused_total",
-            "Internal messages refused.",
-            &m.internal_refused,
-        );
-        c(
-            &mut t,
-            "rc_gateway_transfers_routed_total",
-            "SetArea transfers routed between nodes.",
-            &m.transfers_routed,
-        );
-        c(
-            &mut t,
-            "rc_gateway_transfers_refused_total",
-            "SetArea transfers refused.",
-            &m.transfers_refused,
-        );
-        c(
-            &mut t,
-            "rc_gateway_instances_lost_total",
-            "AreaInstances lost with their node.",
-            &m.instances_lost,
-        );
-        c(
-            &mut t,
-            "rc_gateway_handoffs_started_total",
-            "SetArea handoffs between nodes begun.",
-            &m.handoffs_started,
-        );
-        c(
-            &mut t,
-            "rc_gateway_handoffs_completed_total",
-            "SetArea handoffs committed at their destination.",
-            &m.handoffs_completed,
-        );
-        c(
-            &mut t,
-            "rc_gateway_handoffs_rolled_back_total",
-            "SetArea handoffs refused, aborted or timed out (the actor stayed at its source).",
-            &m.handoffs_rolled_back,
-        );
-        t.histogram_of(
-            "rc_gateway_handoff_latency_seconds",
-            "From a node's Transfer to the commit sent to its destination.",
-            &[],
-            &m.handoff_latency,
-        );
-        c(
-            &mut t,
-            "rc_gateway_recoveries_total",
-            "Players put back from their last save after their zone node was lost.",
-            &m.recoveries,
-        );
-        c(
-            &mut t,
-            "rc_gateway_fenced_total",
-            "Snapshots and frames refused because their node no longer hosts the session.",
-            &m.fenced,
-        );
-        c(
-            &mut t,
-            "rc_gateway_chat_commands_total",
-            "Chat commands handled by the gateway.",
-            &m.chat_commands,
-        );
-        c(
-            &mut t,
-            "rc_gateway_script_store_requests_total",
-            "Script store requests from the zones (files, super globals, instances).",
-            &m.script_store_requests,
-        );
-        c(
-            &mut t,
-            "rc_gateway_script_store_refused_total",
-            "Script store requests refused or failed (bad name, limit, failed write).",
-            &m.script_store_refused,
-        );
+        m.render(&mut t);
         let st = s.writer.stats();
         t.counter(
             "rc_gateway_store_ops_written_total",
@@ -625,41 +379,6 @@ impl AdminSource for Admin {
             "Duration of each persistence batch (one SQLite transaction).",
             &[],
             &st.write_latency,
-        );
-        for (dir, kind, c) in [
-            ("up", "stream", &m.bytes_up_stream),
-            ("up", "datagram", &m.bytes_up_datagram),
-            ("down", "stream", &m.bytes_down_stream),
-            ("down", "datagram", &m.bytes_down_datagram),
-        ] {
-            t.counter_with(
-                "rc_gateway_client_bytes_total",
-                "Payload bytes between clients and the gateway (QUIC framing not included).",
-                &[("direction", dir), ("kind", kind)],
-                Metrics::get(c),
-            );
-        }
-        by_reason(
-            &mut t,
-            "rc_gateway_login_failures_total",
-            "Logins refused, by reason (throttled: closed by the login or account-creation limit, code 4; unavailable: the account is quarantined, code 5).",
-            &[
-                ("bad_password", &m.login_bad_password),
-                ("banned", &m.login_banned),
-                ("logged_on", &m.login_logged_on),
-                ("throttled", &m.rate_limited),
-                ("unavailable", &m.login_unavailable),
-            ],
-        );
-        by_reason(
-            &mut t,
-            "rc_gateway_datagrams_dropped_total",
-            "Datagrams dropped, by reason: bad_input (a client's, malformed, of the wrong type, not in game or with no route), client_refused (a zone's, not sent or lost on its client's connection: too large for its path, closed, or pushed out of a full send buffer), unroutable (a zone's datagram or frame for a session that is gone). A fenced node's writes are in rc_gateway_fenced_total.",
-            &[
-                ("bad_input", &m.bad_datagrams),
-                ("client_refused", &m.datagrams_down_dropped),
-                ("unroutable", &m.datagrams_unroutable),
-            ],
         );
         t.gauge(
             "rc_gateway_sessions_connected",
@@ -876,12 +595,5 @@ impl Admin {
         v.sessions.connected = connected;
         v.sessions.in_menu = connected.saturating_sub(v.sessions.in_game);
         v
-    }
-}
-
-/// One counter family with a `reason` label per counter.
-fn by_reason(t: &mut MetricsText, name: &str, help: &str, counters: &[(&str, &AtomicU64)]) {
-    for (reason, c) in counters {
-        t.counter_with(name, help, &[("reason", reason)], Metrics::get(c));
     }
 }

@@ -285,6 +285,131 @@ fn escape_label_value(v: &str) -> String {
     out
 }
 
+/// One counter series as a binary declares it with [`counters!`](crate::counters): its
+/// family, its labels and the counter.
+#[derive(Debug, Clone, Copy)]
+pub struct Series<'a> {
+    /// The family's name (one of the binary's families).
+    pub family: &'static str,
+    /// The series' labels.
+    pub labels: &'static [(&'static str, &'static str)],
+    /// The counter.
+    pub counter: &'a AtomicU64,
+}
+
+/// Renders `series` into `t`, each with its family's help from `families` (`(name, help)`).
+pub fn render_series(t: &mut MetricsText, families: &[(&str, &str)], series: &[Series<'_>]) {
+    for s in series {
+        let help = families
+            .iter()
+            .find(|(name, _)| *name == s.family)
+            .map_or("", |(_, help)| *help);
+        t.counter_with(s.family, help, s.labels, s.counter.load(Ordering::Relaxed));
+    }
+}
+
+/// What is wrong with a binary's declaration (none when all holds): a series whose family
+/// is not in `families`, a family declared twice or with no series (`rendered_elsewhere`
+/// names families rendered by other code), two series with the same family and labels.
+pub fn declaration_errors(
+    families: &[(&str, &str)],
+    series: &[Series<'_>],
+    rendered_elsewhere: &[&str],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in series {
+        if !families.iter().any(|(n, _)| *n == s.family) {
+            out.push(format!("{} has no entry in the families", s.family));
+        }
+    }
+    for (i, (name, help)) in families.iter().enumerate() {
+        if families.iter().skip(i + 1).any(|(n, _)| n == name) {
+            out.push(format!("{name} is declared twice"));
+        }
+        if help.trim().is_empty() {
+            out.push(format!("{name} has no help"));
+        }
+        if !series.iter().any(|s| s.family == *name) && !rendered_elsewhere.contains(name) {
+            out.push(format!("{name} has no series"));
+        }
+    }
+    for (i, s) in series.iter().enumerate() {
+        if series
+            .iter()
+            .skip(i + 1)
+            .any(|o| o.family == s.family && o.labels == s.labels)
+        {
+            out.push(format!("{} {:?} is declared twice", s.family, s.labels));
+        }
+    }
+    out
+}
+
+/// Declares a binary's counters once: a struct with one `AtomicU64` per series, each field
+/// written with its family and labels, and a `series()` listing them for
+/// [`render_series`]. Fields after `extra` are other state of the struct (histograms,
+/// arrays) that the binary renders itself.
+///
+/// ```
+/// use shared::metrics_text::{MetricsText, render_series};
+/// shared::counters! {
+///     /// Counters of an example.
+///     pub struct Example {
+///         /// Logins.
+///         logins => "ex_logins_total";
+///         /// Refused: bad password.
+///         bad => "ex_refused_total" ["reason" = "bad_password"];
+///     }
+/// }
+/// let m = Example::default();
+/// m.logins.fetch_add(2, std::sync::atomic::Ordering::Relaxed);
+/// let mut t = MetricsText::new();
+/// render_series(&mut t, &[("ex_logins_total", "Logins."), ("ex_refused_total", "Refused.")], &m.series());
+/// assert!(t.render().contains("ex_logins_total 2\n"));
+/// assert!(t.render().contains("ex_refused_total{reason=\"bad_password\"} 0\n"));
+/// ```
+#[macro_export]
+macro_rules! counters {
+    (
+        $(#[$smeta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $field:ident => $family:literal $([$($label:literal = $value:literal),+])?;
+            )*
+        }
+        $(extra {
+            $( $(#[$emeta:meta])* $efield:ident : $ety:ty, )*
+        })?
+    ) => {
+        $(#[$smeta])*
+        #[derive(Debug, Default)]
+        $vis struct $name {
+            $(
+                $(#[doc = $doc])*
+                pub $field: ::std::sync::atomic::AtomicU64,
+            )*
+            $($(
+                $(#[$emeta])*
+                pub $efield: $ety,
+            )*)?
+        }
+
+        impl $name {
+            /// Every counter with its family and labels, in declaration order.
+            pub fn series(&self) -> ::std::vec::Vec<$crate::metrics_text::Series<'_>> {
+                ::std::vec![$(
+                    $crate::metrics_text::Series {
+                        family: $family,
+                        labels: &[$($(($label, $value)),+)?],
+                        counter: &self.$field,
+                    }
+                ),*]
+            }
+        }
+    };
+}
+
 /// The naming rules every family this project exports keeps (Prometheus' own conventions,
 /// <https://prometheus.io/docs/practices/naming/>), checked over an exposition `text` as
 /// served: one message per broken rule, none when all hold.

@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use axum::Router;
 use axum::extract::State;
@@ -14,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use shared::metrics_text::MetricsText;
 
-use crate::actor::{Metrics, Registry};
+use crate::actor::Registry;
 use crate::sim::events::{PHASE_NAMES, Rejection};
 
 /// The exposition text of a node.
@@ -22,102 +21,7 @@ pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     ops::process::process_and_build(&mut t, "rc_zone_build_info", env!("CARGO_PKG_VERSION"));
     let m = &reg.metrics;
-    let counters: [(&str, &str, &AtomicU64); 19] = [
-        ("rc_zone_ticks_total", "Zone ticks run.", &m.ticks),
-        (
-            "rc_zone_late_ticks_total",
-            "Ticks run late (catch-up).",
-            &m.late_ticks,
-        ),
-        (
-            "rc_zone_overruns_total",
-            "Stalls past the catch-up budget.",
-            &m.overruns,
-        ),
-        (
-            "rc_zone_panics_total",
-            "Panics caught inside a tick.",
-            &m.panics,
-        ),
-        (
-            "rc_zone_restarts_total",
-            "Instances rebuilt after a panic.",
-            &m.restarts,
-        ),
-        (
-            "rc_zone_refused_messages_total",
-            "Internal messages refused.",
-            &m.refused_msgs,
-        ),
-        (
-            "rc_zone_bad_client_input_total",
-            "Client frames or datagrams the zone could not use.",
-            &m.bad_client_input,
-        ),
-        (
-            "rc_zone_local_handoffs_total",
-            "Handoffs between two instances of this node.",
-            &m.local_transfers,
-        ),
-        (
-            "rc_zone_remote_handoffs_total",
-            "Handoffs from other nodes committed here.",
-            &m.remote_transfers,
-        ),
-        (
-            "rc_zone_stale_generation_total",
-            "Messages refused for naming an older placement generation.",
-            &m.stale,
-        ),
-        (
-            "rc_zone_outbound_dropped_total",
-            "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
-            &m.outbound_dropped,
-        ),
-        (
-            "rc_zone_snapshots_superseded_total",
-            "Unacknowledged periodic snapshots forgotten while the gateway was away, because a newer one saves the same characters.",
-            &m.snapshots_superseded,
-        ),
-        (
-            "rc_zone_script_errors_total",
-            "Scripts ended by a runtime error (division by zero, a command not supported yet, End, ...).",
-            &m.script_errors,
-        ),
-        (
-            "rc_zone_script_runaways_total",
-            "Scripts ended for running past their instruction budget phase after phase.",
-            &m.script_runaways,
-        ),
-        (
-            "rc_zone_script_restore_failures_total",
-            "Saved scripts (a handoff, a login) that could not resume here: the script changed or is missing.",
-            &m.script_restore_failures,
-        ),
-        (
-            "rc_zone_snapshot_groups_total",
-            "Atomic checkpoint groups sent (SnapshotGroup: players saved together, the ground items).",
-            &m.snapshot_groups,
-        ),
-        (
-            "rc_zone_snapshot_group_entries_total",
-            "Character snapshots sent inside checkpoint groups.",
-            &m.snapshot_group_entries,
-        ),
-        (
-            "rc_zone_script_store_requests_total",
-            "Requests of the zones' scripts to the cluster's script store (files, super globals, zone instances).",
-            &m.script_store_requests,
-        ),
-        (
-            "rc_zone_script_store_errors_total",
-            "Script store requests answered with an error by the node (link down, no answer in time).",
-            &m.script_store_errors,
-        ),
-    ];
-    for (name, help, c) in counters {
-        t.counter(name, help, Metrics::get(c));
-    }
+    shared::metrics_text::render_series(&mut t, crate::actor::FAMILIES, &m.series());
     // One series per reason (every reason, zeros included, so a rate never starts from a
     // missing series); the total is their sum.
     for r in Rejection::ALL {

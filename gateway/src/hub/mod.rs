@@ -21,7 +21,6 @@ use shared::internal::{
     ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, GroundItemDto, InstanceKey,
     InstanceLoad, Msg, RunningInstance, SessionId, SnapshotGroup, SnapshotReasonDto,
 };
-use shared::metrics_text::Histogram;
 use shared::proto::{
     ChatColour, ChatMessageS2C, KickedPlayer, PartyUpdate, ServerPacket, StartGameReply,
 };
@@ -39,7 +38,9 @@ use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, Pers
 use crate::store::Writer;
 
 mod handoff;
+mod metrics;
 mod scripts;
+pub use metrics::{FAMILIES, Metrics};
 
 use handoff::Transfer;
 pub use scripts::{REMOVE_TIMEOUT, STARTUP_FUNC, STARTUP_SCRIPT};
@@ -251,141 +252,6 @@ pub enum HubAdmin {
     },
     /// Who is online.
     Online,
-}
-
-/// Gateway-wide counters (monotonic unless noted).
-#[derive(Debug, Default)]
-pub struct Metrics {
-    /// Client connections accepted.
-    pub connections_accepted: AtomicU64,
-    /// Client connections refused: `max_connections` open.
-    pub refused_full: AtomicU64,
-    /// Client connections refused: the gateway is shutting down.
-    pub refused_shutting_down: AtomicU64,
-    /// Clients that connected but never opened their stream in time.
-    pub handshake_timeouts: AtomicU64,
-    /// Connections closed for a protocol violation (code 2).
-    pub protocol_violations: AtomicU64,
-    /// Packets Realm Crafter never handled (`P_FetchItems`, `P_SelectScenery`) ignored
-    /// before login.
-    pub client_packets_ignored: AtomicU64,
-    /// Connections closed by the login throttle (code 4).
-    pub rate_limited: AtomicU64,
-    /// Connections refused because their network has `max_connections_per_ip` open.
-    pub refused_per_ip: AtomicU64,
-    /// Connections refused because their network opened `connections_per_ip_per_minute`.
-    pub refused_rate: AtomicU64,
-    /// Connections asked to prove their address (QUIC Retry) under load.
-    pub retries: AtomicU64,
-    /// Connections closed for not logging in within `login_deadline_ms`.
-    pub login_deadlines: AtomicU64,
-    /// Logins that waited for a password-hash slot (`max_concurrent_hashes`).
-    pub hash_waits: AtomicU64,
-    /// Chat messages dropped by the per-player chat limit.
-    pub chat_limited: AtomicU64,
-    /// Successful `P_StartGame`s.
-    pub logins: AtomicU64,
-    /// Client datagrams dropped (malformed, wrong type, not in game, no route).
-    pub bad_datagrams: AtomicU64,
-    /// Client datagrams forwarded to zone nodes.
-    pub datagrams_up: AtomicU64,
-    /// Connections that negotiated the compact profile (`rc-compact/1`).
-    pub compact_sessions: AtomicU64,
-    /// Compact client datagrams refused by the decoder (garbage, truncated, out of range).
-    pub compact_bad_input: AtomicU64,
-    /// Compact acknowledgements of a tick never sent or forgotten (ignored).
-    pub compact_unknown_acks: AtomicU64,
-    /// Compact ticks coded against an acknowledged base.
-    pub compact_ticks_delta: AtomicU64,
-    /// Compact ticks coded as full entries (no acknowledged base).
-    pub compact_ticks_full: AtomicU64,
-    /// Snapshot entries left out of a compact tick (more than 16 datagrams).
-    pub compact_entries_dropped: AtomicU64,
-    /// Zone datagrams forwarded to clients.
-    pub datagrams_down: AtomicU64,
-    /// Zone datagrams not sent or lost on a client connection (too large for its path,
-    /// closed, or pushing an older one out of its full send buffer).
-    pub datagrams_down_dropped: AtomicU64,
-    /// Zone datagrams for sessions that are gone.
-    pub datagrams_unroutable: AtomicU64,
-    /// Reliable client frames forwarded to zones.
-    pub frames_up: AtomicU64,
-    /// Reliable frame batches forwarded to clients.
-    pub frames_down: AtomicU64,
-    /// Client frames dropped (queue for an unattached zone full).
-    pub frames_dropped: AtomicU64,
-    /// Clients closed because their outbound queue overflowed.
-    pub client_queue_overflows: AtomicU64,
-    /// Snapshots stored and acknowledged.
-    pub snapshots_saved: AtomicU64,
-    /// Snapshots that matched no character.
-    pub snapshots_orphaned: AtomicU64,
-    /// Checkpoint groups (`SnapshotGroup`) stored and acknowledged.
-    pub snapshot_groups_saved: AtomicU64,
-    /// Character snapshots inside the checkpoint groups stored.
-    pub snapshot_group_entries: AtomicU64,
-    /// Checkpoint groups refused as a whole (stale generation, or a session the sender
-    /// does not host); also counted in `fenced`.
-    pub snapshot_groups_refused: AtomicU64,
-    /// Internal messages refused (bad auth, malformed, unexpected).
-    pub internal_refused: AtomicU64,
-    /// Transfers routed between nodes.
-    pub transfers_routed: AtomicU64,
-    /// Transfers refused (no such area, no node, timeout).
-    pub transfers_refused: AtomicU64,
-    /// Instances lost with their node.
-    pub instances_lost: AtomicU64,
-    /// Handoffs between nodes begun (a node sent `Transfer`).
-    pub handoffs_started: AtomicU64,
-    /// Handoffs committed (the route switched to the destination).
-    pub handoffs_completed: AtomicU64,
-    /// Handoffs refused, aborted or timed out: the actor stayed at its source.
-    pub handoffs_rolled_back: AtomicU64,
-    /// Time from a node's `Transfer` to the commit sent to the destination.
-    pub handoff_latency: Histogram,
-    /// Players put back from their last save after their node was lost.
-    pub recoveries: AtomicU64,
-    /// Snapshots and frames refused because their node no longer hosts the session.
-    pub fenced: AtomicU64,
-    /// Chat commands handled by the gateway.
-    pub chat_commands: AtomicU64,
-    /// Payload bytes of the clients' reliable streams received.
-    pub bytes_up_stream: AtomicU64,
-    /// Payload bytes of the clients' datagrams received.
-    pub bytes_up_datagram: AtomicU64,
-    /// Payload bytes written to the clients' reliable streams.
-    pub bytes_down_stream: AtomicU64,
-    /// Payload bytes of the datagrams sent to clients.
-    pub bytes_down_datagram: AtomicU64,
-    /// Logins refused: wrong user name or password.
-    pub login_bad_password: AtomicU64,
-    /// Logins refused: the account is banned.
-    pub login_banned: AtomicU64,
-    /// Logins refused: the account is already in the game.
-    pub login_logged_on: AtomicU64,
-    /// Logins refused: the account's stored row is unreadable (quarantined, code 5).
-    pub login_unavailable: AtomicU64,
-    /// Script store requests from the zones (files, super globals, instances).
-    pub script_store_requests: AtomicU64,
-    /// Script store requests refused or failed (a bad name, a limit, a failed write).
-    pub script_store_refused: AtomicU64,
-}
-
-impl Metrics {
-    /// Add one.
-    pub fn inc(c: &AtomicU64) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Add `n`.
-    pub fn add(c: &AtomicU64, n: usize) {
-        c.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
-    /// Read.
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
 }
 
 /// Accounts and the login throttle, behind one lock (held for microseconds: argon2 runs

@@ -88,56 +88,133 @@ pub type OutboundTx = tokio::sync::mpsc::UnboundedSender<Outbound>;
 /// An instance's input queue, filled from any thread, drained by its actor each tick.
 pub type Inbox = Mutex<Vec<ZoneInput>>;
 
-/// Node-wide counters (monotonic).
-#[derive(Debug, Default)]
-pub struct Metrics {
-    /// Ticks run, all instances.
-    pub ticks: AtomicU64,
-    /// Ticks that ran late (catch-up).
-    pub late_ticks: AtomicU64,
-    /// Stalls longer than the catch-up budget (re-baselined; ticks skipped).
-    pub overruns: AtomicU64,
-    /// Panics caught inside a tick.
-    pub panics: AtomicU64,
-    /// Instances rebuilt after a panic.
-    pub restarts: AtomicU64,
-    /// Internal messages that did not decode, or were refused (unauthenticated, unexpected).
-    pub refused_msgs: AtomicU64,
-    /// Client frames or datagrams the zone could not use.
-    pub bad_client_input: AtomicU64,
-    /// Datagrams for unknown sessions.
-    pub unroutable: AtomicU64,
-    /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
-    pub rejections: [AtomicU64; Rejection::COUNT],
-    /// Transfers between two local instances completed.
-    pub local_transfers: AtomicU64,
-    /// Transfers from other nodes committed here.
-    pub remote_transfers: AtomicU64,
-    /// Prepared arrivals dropped because no commit or abort came in time.
-    pub transfers_expired: AtomicU64,
-    /// Messages refused because they named an older placement generation (fencing).
-    pub stale: AtomicU64,
-    /// Outbound messages dropped because the link was closed.
-    pub outbound_dropped: AtomicU64,
-    /// Unacknowledged periodic snapshots forgotten because a newer one saves the same
-    /// characters (the gateway was away).
-    pub snapshots_superseded: AtomicU64,
-    /// Requests the zones sent to the cluster's script store (files, super globals,
-    /// instances).
-    pub script_store_requests: AtomicU64,
-    /// Script store requests answered with an error by this node: the link was down, or
-    /// the gateway did not answer within [`SCRIPT_STORE_TIMEOUT`].
-    pub script_store_errors: AtomicU64,
-    /// Scripts ended by a runtime error.
-    pub script_errors: AtomicU64,
-    /// Scripts ended for running past their budget tick after tick.
-    pub script_runaways: AtomicU64,
-    /// Saved scripts that could not resume on this node (changed or missing scripts).
-    pub script_restore_failures: AtomicU64,
-    /// Atomic checkpoint groups sent (`SnapshotGroup`: entangled players, the ground).
-    pub snapshot_groups: AtomicU64,
-    /// Character snapshots sent inside those groups.
-    pub snapshot_group_entries: AtomicU64,
+/// Every family of the node's counters ([`Metrics`]) and its help; `rc_zone_rejections_total`
+/// (one series per [`Rejection`]) is rendered from [`Metrics::rejections`].
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("rc_zone_ticks_total", "Zone ticks run."),
+    ("rc_zone_late_ticks_total", "Ticks run late (catch-up)."),
+    ("rc_zone_overruns_total", "Stalls past the catch-up budget."),
+    ("rc_zone_panics_total", "Panics caught inside a tick."),
+    ("rc_zone_restarts_total", "Instances rebuilt after a panic."),
+    (
+        "rc_zone_refused_messages_total",
+        "Internal messages refused.",
+    ),
+    (
+        "rc_zone_bad_client_input_total",
+        "Client frames or datagrams the zone could not use.",
+    ),
+    (
+        "rc_zone_datagrams_unroutable_total",
+        "Client datagrams for sessions this node does not host (dropped).",
+    ),
+    (
+        "rc_zone_local_handoffs_total",
+        "Handoffs between two instances of this node.",
+    ),
+    (
+        "rc_zone_remote_handoffs_total",
+        "Handoffs from other nodes committed here.",
+    ),
+    (
+        "rc_zone_handoffs_expired_total",
+        "Prepared handoff arrivals dropped because no commit or abort came in time.",
+    ),
+    (
+        "rc_zone_stale_generation_total",
+        "Messages refused for naming an older placement generation.",
+    ),
+    (
+        "rc_zone_outbound_dropped_total",
+        "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
+    ),
+    (
+        "rc_zone_snapshots_superseded_total",
+        "Unacknowledged periodic snapshots forgotten while the gateway was away, because a newer one saves the same characters.",
+    ),
+    (
+        "rc_zone_script_store_requests_total",
+        "Requests of the zones' scripts to the cluster's script store (files, super globals, zone instances).",
+    ),
+    (
+        "rc_zone_script_store_errors_total",
+        "Script store requests answered with an error by the node (link down, no answer in time).",
+    ),
+    (
+        "rc_zone_script_errors_total",
+        "Scripts ended by a runtime error (division by zero, a command not supported yet, End, ...).",
+    ),
+    (
+        "rc_zone_script_runaways_total",
+        "Scripts ended for running past their instruction budget phase after phase.",
+    ),
+    (
+        "rc_zone_script_restore_failures_total",
+        "Saved scripts (a handoff, a login) that could not resume here: the script changed or is missing.",
+    ),
+    (
+        "rc_zone_snapshot_groups_total",
+        "Atomic checkpoint groups sent (SnapshotGroup: players saved together, the ground items).",
+    ),
+    (
+        "rc_zone_snapshot_group_entries_total",
+        "Character snapshots sent inside checkpoint groups.",
+    ),
+];
+
+shared::counters! {
+    /// Node-wide counters (monotonic), one per series of a family in [`FAMILIES`].
+    pub struct Metrics {
+        /// Ticks run, all instances.
+        ticks => "rc_zone_ticks_total";
+        /// Ticks that ran late (catch-up).
+        late_ticks => "rc_zone_late_ticks_total";
+        /// Stalls longer than the catch-up budget (re-baselined; ticks skipped).
+        overruns => "rc_zone_overruns_total";
+        /// Panics caught inside a tick.
+        panics => "rc_zone_panics_total";
+        /// Instances rebuilt after a panic.
+        restarts => "rc_zone_restarts_total";
+        /// Internal messages that did not decode, or were refused (unauthenticated, unexpected).
+        refused_msgs => "rc_zone_refused_messages_total";
+        /// Client frames or datagrams the zone could not use.
+        bad_client_input => "rc_zone_bad_client_input_total";
+        /// Datagrams for unknown sessions.
+        unroutable => "rc_zone_datagrams_unroutable_total";
+        /// Transfers between two local instances completed.
+        local_transfers => "rc_zone_local_handoffs_total";
+        /// Transfers from other nodes committed here.
+        remote_transfers => "rc_zone_remote_handoffs_total";
+        /// Prepared arrivals dropped because no commit or abort came in time.
+        transfers_expired => "rc_zone_handoffs_expired_total";
+        /// Messages refused because they named an older placement generation (fencing).
+        stale => "rc_zone_stale_generation_total";
+        /// Outbound messages dropped because the link was closed.
+        outbound_dropped => "rc_zone_outbound_dropped_total";
+        /// Unacknowledged periodic snapshots forgotten because a newer one saves the same
+        /// characters (the gateway was away).
+        snapshots_superseded => "rc_zone_snapshots_superseded_total";
+        /// Requests the zones sent to the cluster's script store (files, super globals,
+        /// instances).
+        script_store_requests => "rc_zone_script_store_requests_total";
+        /// Script store requests answered with an error by this node: the link was down, or
+        /// the gateway did not answer within [`SCRIPT_STORE_TIMEOUT`].
+        script_store_errors => "rc_zone_script_store_errors_total";
+        /// Scripts ended by a runtime error.
+        script_errors => "rc_zone_script_errors_total";
+        /// Scripts ended for running past their budget tick after tick.
+        script_runaways => "rc_zone_script_runaways_total";
+        /// Saved scripts that could not resume on this node (changed or missing scripts).
+        script_restore_failures => "rc_zone_script_restore_failures_total";
+        /// Atomic checkpoint groups sent (`SnapshotGroup`: entangled players, the ground).
+        snapshot_groups => "rc_zone_snapshot_groups_total";
+        /// Character snapshots sent inside those groups.
+        snapshot_group_entries => "rc_zone_snapshot_group_entries_total";
+    }
+    extra {
+        /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
+        rejections: [AtomicU64; Rejection::COUNT],
+    }
 }
 
 impl Metrics {
@@ -1431,6 +1508,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn every_counter_has_a_family_and_every_family_a_counter() {
+        let m = Metrics::default();
+        assert_eq!(
+            shared::metrics_text::declaration_errors(FAMILIES, &m.series(), &[]),
+            Vec::<String>::new()
+        );
+    }
     use tokio::sync::mpsc;
 
     fn registry() -> (
