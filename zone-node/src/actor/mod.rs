@@ -11,6 +11,7 @@
 pub mod convert;
 pub mod decode;
 pub mod schedule;
+pub mod transfers;
 pub mod zone;
 
 use std::collections::{BTreeMap, HashMap};
@@ -273,33 +274,6 @@ struct StoreWait {
     deadline: Instant,
 }
 
-/// Where the answer to a transfer goes.
-#[derive(Clone, Debug)]
-enum TransferSource {
-    /// A local instance, with the sim's own id for it.
-    Local { key: InstanceKey, local: TransferId },
-    /// Another node (via the gateway), with that node's id for it.
-    Remote { their_id: u64 },
-}
-
-/// A transfer this node takes part in, as source, destination or both, until the
-/// source's decision (commit or abort) has been passed on.
-#[derive(Clone, Debug)]
-struct PendingTransfer {
-    source: TransferSource,
-    dest: InstanceKey,
-    player: Option<PlayerKey>,
-    /// The destination acknowledged (holds the actor prepared).
-    prepared: bool,
-    /// Sent out through the gateway (even if the destination later turns out to be
-    /// placed on this very node, the gateway carries the decision).
-    via_gateway: bool,
-    /// This node's part of the handoff trace (`handoff.source` or
-    /// `handoff.destination`), open until the transfer is decided here; the messages of
-    /// the handoff carry its context.
-    span: tracing::Span,
-}
-
 /// Why a registry request was refused.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum RegistryError {
@@ -385,9 +359,10 @@ pub struct Registry {
     next_arbiter: AtomicUsize,
     instances: DashMap<InstanceKey, InstanceHandle>,
     sessions: DashMap<SessionId, InstanceKey>,
-    transfers: DashMap<u64, PendingTransfer>,
-    /// Incoming transfers from other nodes: the gateway's id → ours.
-    remote_in: DashMap<u64, u64>,
+    /// Every handoff this node takes part in ([`transfers::TransferTable`], pure; its
+    /// context is the transfer's span). Held only while an event is decided; the effects
+    /// are carried out after.
+    transfers: Mutex<transfers::TransferTable<tracing::Span>>,
     /// The trace context of a `WarpPlayer` (the gateway's `/warpother`) until the
     /// player's SetArea starts: its handoff joins that trace.
     warps: DashMap<SessionId, opentelemetry::Context>,
@@ -424,8 +399,7 @@ impl Registry {
             next_arbiter: AtomicUsize::new(0),
             instances: DashMap::new(),
             sessions: DashMap::new(),
-            transfers: DashMap::new(),
-            remote_in: DashMap::new(),
+            transfers: Mutex::new(transfers::TransferTable::new()),
             warps: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
@@ -919,64 +893,82 @@ impl Registry {
         }
     }
 
-    /// A SetArea out of a local instance: to a local destination if we host it, else to
-    /// the gateway; refused at once (so never lost) when neither is possible.
-    #[doc(alias = "SetArea")]
+    fn lock_transfers(&self) -> std::sync::MutexGuard<'_, transfers::TransferTable<tracing::Span>> {
+        match self.transfers.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Carries out the transfer table's effects, in order; `false` when a message did not
+    /// go out.
+    fn apply(&self, effects: Vec<transfers::Effect<tracing::Span>>) -> bool {
+        use transfers::{Count, Effect};
+        let mut sent = true;
+        for e in effects {
+            match e {
+                Effect::Push(key, input) => {
+                    self.push(&key, input);
+                }
+                Effect::Send { msg, ctx } => {
+                    let o = match &ctx {
+                        Some(span) => {
+                            let env = crate::telemetry::envelope(msg, span);
+                            if env.trace.is_empty() {
+                                Outbound::Msg(env.msg)
+                            } else {
+                                Outbound::Envelope(env)
+                            }
+                        }
+                        None => Outbound::Msg(msg),
+                    };
+                    if self.out.send(o).is_err() {
+                        Metrics::inc(&self.metrics.outbound_dropped);
+                        sent = false;
+                    }
+                }
+                Effect::Route { session, to } => {
+                    self.sessions.insert(session, to);
+                }
+                Effect::Unroute { session, from } => {
+                    self.sessions.remove_if(&session, |_, k| *k == from);
+                }
+                Effect::Count(c) => Metrics::inc(match c {
+                    Count::Local => &self.metrics.local_transfers,
+                    Count::Remote => &self.metrics.remote_transfers,
+                    Count::Expired => &self.metrics.transfers_expired,
+                    Count::Refused => &self.metrics.refused_msgs,
+                }),
+                Effect::Outcome(span, outcome) => {
+                    span.record("outcome", outcome);
+                }
+            }
+        }
+        sent
+    }
+
+    /// A local instance's `TransferOut` (SetArea phase one): to the destination instance
+    /// when it is here, else to the gateway, which routes it to the destination's node.
     pub(crate) fn route_transfer(&self, source: &InstanceKey, t: &TransferOut) {
         let id = self.next_id();
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
         };
+        let local = self.instances.contains_key(&dest);
         // The root of the handoff's trace (or a child of the gateway's `/warpother`).
         let span = tracing::info_span!(parent: None, "handoff.source",
             node = %self.cfg.node_id, session = t.player.map(|p| p.0), zone = %source.area,
             instance = source.instance, to_zone = %dest.area, to_instance = dest.instance,
-            transfer = id, local = self.instances.contains_key(&dest),
-            outcome = tracing::field::Empty);
+            transfer = id, local, outcome = tracing::field::Empty);
         if let Some((_, cx)) = t.player.and_then(|p| self.warps.remove(&p.0)) {
             use tracing_opentelemetry::OpenTelemetrySpanExt as _;
             let _ = span.set_parent(cx);
         }
-        self.transfers.insert(
-            id,
-            PendingTransfer {
-                source: TransferSource::Local {
-                    key: source.clone(),
-                    local: t.transfer_id,
-                },
-                dest: dest.clone(),
-                player: t.player,
-                prepared: false,
-                via_gateway: !self.instances.contains_key(&dest),
-                span: span.clone(),
-            },
-        );
-        if self.instances.contains_key(&dest) {
-            self.push(
-                &dest,
-                ZoneInput::TransferIn {
-                    transfer_id: TransferId(id),
-                    player: t.player,
-                    is_dm: t.is_dm,
-                    state: Box::new(t.state.clone()),
-                    arrival: t.arrival.clone(),
-                },
-            );
-            return;
-        }
-        let dto = TransferDto {
-            transfer_id: id,
-            generation: 0,
-            session: t.player.map(|p| p.0),
-            is_dm: t.is_dm,
-            area: t.area.clone(),
-            instance: t.instance,
-            arrival: t.arrival.clone(),
-            state: t.state.clone(),
-        };
-        let env = crate::telemetry::envelope(Msg::Transfer(Box::new(dto)), &span);
-        if self.out.send(Outbound::Envelope(env)).is_err() {
+        let effects = self
+            .lock_transfers()
+            .start(id, source.clone(), t, local, span);
+        if !self.apply(effects) {
             self.remote_transfer_answer(id, Err("the destination is unreachable".into()));
         }
     }
@@ -984,263 +976,91 @@ impl Registry {
     /// A transfer from another node arrives (via the gateway): phase one at a local
     /// instance, which must be the generation the gateway placed.
     pub fn transfer_in(&self, t: TransferDto) -> Result<(), RegistryError> {
+        use transfers::InRefusal;
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
         };
-        if self.is_draining() {
-            return Err(RegistryError::Draining);
-        }
-        let Some(have) = self.instance(&dest).map(|h| h.generation) else {
-            return Err(RegistryError::UnknownInstance(dest));
+        let hosted = self.instance(&dest).map(|h| h.generation);
+        let (their_id, generation) = (t.transfer_id, t.generation);
+        let refused = |r: InRefusal| match r {
+            InRefusal::Draining => RegistryError::Draining,
+            InRefusal::UnknownInstance => RegistryError::UnknownInstance(dest.clone()),
+            InRefusal::StaleGeneration { have } => {
+                Metrics::inc(&self.metrics.stale);
+                RegistryError::StaleGeneration {
+                    key: dest.clone(),
+                    have,
+                    got: generation,
+                }
+            }
+            InRefusal::Duplicate => RegistryError::DuplicateTransfer(their_id),
         };
-        if t.generation != 0 && t.generation != have {
-            Metrics::inc(&self.metrics.stale);
-            return Err(RegistryError::StaleGeneration {
-                key: dest,
-                have,
-                got: t.generation,
-            });
-        }
-        if self.remote_in.contains_key(&t.transfer_id) {
-            return Err(RegistryError::DuplicateTransfer(t.transfer_id));
-        }
+        let draining = self.is_draining();
+        // Checked before the span exists, so a refused transfer leaves no empty span.
+        self.lock_transfers()
+            .admit(&t, hosted, draining)
+            .map_err(refused)?;
         let id = self.next_id();
-        let player = t.session.map(PlayerKey);
         // A child of the message's `internal.recv` span (the gateway's handoff).
         let span = tracing::info_span!("handoff.destination", node = %self.cfg.node_id,
             session = t.session, zone = %dest.area, instance = dest.instance,
             generation = t.generation, transfer = id, outcome = tracing::field::Empty);
-        self.transfers.insert(
-            id,
-            PendingTransfer {
-                source: TransferSource::Remote {
-                    their_id: t.transfer_id,
-                },
-                dest: dest.clone(),
-                player,
-                prepared: false,
-                via_gateway: true,
-                span,
-            },
-        );
-        self.remote_in.insert(t.transfer_id, id);
-        self.push(
-            &dest,
-            ZoneInput::TransferIn {
-                transfer_id: TransferId(id),
-                player,
-                is_dm: t.is_dm,
-                state: Box::new(t.state),
-                arrival: t.arrival,
-            },
-        );
+        let effects = self
+            .lock_transfers()
+            .arrive(id, t, hosted, draining, span)
+            .map_err(refused)?;
+        self.apply(effects);
         Ok(())
     }
 
     /// A local destination holds the actor prepared: acknowledge to the source (once; a
     /// destination rebuilt after a panic prepares again).
     pub(crate) fn transfer_prepared(&self, id: u64) {
-        let Some(mut p) = self.transfers.get_mut(&id) else {
-            tracing::debug!(transfer = id, "prepared, but no longer pending here");
-            return;
-        };
-        tracing::debug!(transfer = id, source = ?p.source, "transfer prepared");
-        if p.prepared {
-            return;
-        }
-        p.prepared = true;
-        let (source, dest, span) = (p.source.clone(), p.dest.clone(), p.span.clone());
-        drop(p);
-        match source {
-            TransferSource::Local { key, local } => {
-                self.push(&key, ZoneInput::TransferAck { transfer_id: local });
-            }
-            TransferSource::Remote { their_id } => {
-                let generation = self.instance(&dest).map_or(0, |h| h.generation);
-                self.send_traced(
-                    Msg::TransferAck {
-                        transfer_id: their_id,
-                        generation,
-                    },
-                    &span,
-                );
-            }
-        }
+        let effects = self
+            .lock_transfers()
+            .prepared(id, |key| self.instance(key).map_or(0, |h| h.generation));
+        tracing::debug!(transfer = id, effects = effects.len(), "transfer prepared");
+        self.apply(effects);
     }
 
     /// A local destination refused the actor (or dropped a prepared one that was never
     /// decided): a source still waiting is told, so it restores the actor.
     pub(crate) fn transfer_refused(&self, id: u64, reason: String) {
-        let Some((_, p)) = self.transfers.remove(&id) else {
-            return;
-        };
-        if let TransferSource::Remote { their_id } = &p.source {
-            self.remote_in.remove(their_id);
-        }
-        if p.prepared {
-            p.span.record("outcome", "expired");
-            Metrics::inc(&self.metrics.transfers_expired);
-            return;
-        }
-        p.span.record("outcome", "refused");
-        match p.source {
-            TransferSource::Local { key, local } => {
-                self.push(
-                    &key,
-                    ZoneInput::TransferNack {
-                        transfer_id: local,
-                        reason,
-                    },
-                );
-            }
-            TransferSource::Remote { their_id } => self.send_traced(
-                Msg::TransferNack {
-                    transfer_id: their_id,
-                    reason,
-                },
-                &p.span,
-            ),
-        }
+        let effects = self.lock_transfers().refused(id, reason);
+        self.apply(effects);
     }
 
     /// The source instance decided (phase two): commit after it let go of the actor, or
     /// abort when the ack came after its rollback. Routing moves before the destination
     /// hears, so whatever it sends finds the session where it now lives.
     pub(crate) fn transfer_decided(&self, source: &InstanceKey, local: TransferId, commit: bool) {
-        let found = self.transfers.iter().find_map(|t| match &t.source {
-            TransferSource::Local { key, local: l } if key == source && *l == local => {
-                Some(*t.key())
-            }
-            _ => None,
-        });
-        let Some((id, p)) = found.and_then(|id| self.transfers.remove(&id)) else {
-            tracing::debug!(instance = %source, ?local, commit, "decision for an unknown transfer");
-            Metrics::inc(&self.metrics.refused_msgs);
-            return;
-        };
-        tracing::debug!(transfer = id, dest = %p.dest, commit, via_gateway = p.via_gateway, "transfer decided");
-        p.span
-            .record("outcome", if commit { "committed" } else { "aborted" });
-        match (!p.via_gateway, commit) {
-            (true, true) => {
-                Metrics::inc(&self.metrics.local_transfers);
-                if let Some(player) = p.player {
-                    self.sessions.insert(player.0, p.dest.clone());
-                    self.send(Msg::PlayerMoved {
-                        session: player.0,
-                        key: p.dest.clone(),
-                    });
-                }
-                self.push(
-                    &p.dest,
-                    ZoneInput::TransferCommit {
-                        transfer_id: TransferId(id),
-                    },
-                );
-            }
-            (true, false) => {
-                self.push(
-                    &p.dest,
-                    ZoneInput::TransferAbort {
-                        transfer_id: TransferId(id),
-                    },
-                );
-            }
-            (false, true) => {
-                // Gone through the gateway: forget the session here (a source rebuilt
-                // after a panic must not restore the player). The commit tells the
-                // gateway the session left; no `PlayerDetached`, which would read as a
-                // logout when the destination is placed on this same node.
-                if let Some(player) = p.player {
-                    self.sessions.remove_if(&player.0, |_, k| k == source);
-                }
-                self.send_traced(Msg::TransferCommit { transfer_id: id }, &p.span);
-            }
-            (false, false) => self.send_traced(Msg::TransferAbort { transfer_id: id }, &p.span),
-        }
+        let effects = self.lock_transfers().decided(source, local, commit);
+        tracing::debug!(instance = %source, ?local, commit, effects = effects.len(), "transfer decided");
+        self.apply(effects);
     }
 
     /// Transfers out of `key` still waiting for an answer: `(sim id, player)`.
     pub(crate) fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
-        self.transfers
-            .iter()
-            .filter_map(|t| match &t.source {
-                TransferSource::Local { key: k, local } if k == key => Some((*local, t.player)),
-                _ => None,
-            })
-            .collect()
+        self.lock_transfers().pending_from(key)
     }
 
     /// The gateway's answer to a transfer we sent to another node: an ack (the remote
     /// destination is prepared) goes to the source instance, which decides; a nack
     /// restores the actor there. An ack for a transfer we no longer know is aborted.
     pub fn remote_transfer_answer(&self, id: u64, result: Result<(), String>) {
-        let source = self.transfers.get(&id).map(|p| p.source.clone());
-        match (source, result) {
-            (Some(TransferSource::Local { key, local }), Ok(())) => {
-                if let Some(mut p) = self.transfers.get_mut(&id) {
-                    p.prepared = true;
-                }
-                self.push(&key, ZoneInput::TransferAck { transfer_id: local });
-            }
-            (Some(TransferSource::Local { key, local }), Err(reason)) => {
-                if let Some((_, p)) = self.transfers.remove(&id) {
-                    p.span.record("outcome", "refused");
-                    p.span
-                        .in_scope(|| tracing::info!(%reason, "the handoff was refused"));
-                }
-                self.push(
-                    &key,
-                    ZoneInput::TransferNack {
-                        transfer_id: local,
-                        reason,
-                    },
-                );
-            }
-            (_, Ok(())) => {
-                Metrics::inc(&self.metrics.refused_msgs);
-                self.send_traced(
-                    Msg::TransferAbort { transfer_id: id },
-                    &tracing::Span::current(),
-                );
-            }
-            (_, Err(_)) => Metrics::inc(&self.metrics.refused_msgs),
+        if let Err(reason) = &result {
+            tracing::info!(transfer = id, %reason, "the handoff was refused");
         }
+        let effects = self.lock_transfers().remote_answer(id, result);
+        self.apply(effects);
     }
 
     /// The gateway passes on the source's decision for a transfer into this node.
     pub fn remote_transfer_decided(&self, gateway_id: u64, commit: bool) {
         tracing::debug!(gateway_id, commit, "gateway passes on a transfer decision");
-        let Some((_, id)) = self.remote_in.remove(&gateway_id) else {
-            Metrics::inc(&self.metrics.refused_msgs);
-            return;
-        };
-        let Some((_, p)) = self.transfers.remove(&id) else {
-            Metrics::inc(&self.metrics.refused_msgs);
-            return;
-        };
-        p.span
-            .record("outcome", if commit { "committed" } else { "aborted" });
-        if commit {
-            Metrics::inc(&self.metrics.remote_transfers);
-            if let Some(player) = p.player {
-                self.sessions.insert(player.0, p.dest.clone());
-            }
-            self.push(
-                &p.dest,
-                ZoneInput::TransferCommit {
-                    transfer_id: TransferId(id),
-                },
-            );
-        } else {
-            self.push(
-                &p.dest,
-                ZoneInput::TransferAbort {
-                    transfer_id: TransferId(id),
-                },
-            );
-        }
+        let effects = self.lock_transfers().remote_decided(gateway_id, commit);
+        self.apply(effects);
     }
 
     // ----- the script store --------------------------------------------------------------
