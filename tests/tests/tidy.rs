@@ -467,3 +467,44 @@ fn the_gateway_uses_zone_node_only_to_embed_one() {
         );
     }
 }
+
+/// The sim's lower layers import only the layers below them: `events` (the vocabulary)
+/// nothing, `area` the vocabulary, `grid` the area, `instances` the vocabulary, `state`
+/// those and the RNG. The one edge left upward is `state` → `scripts` (the `ScriptHooks`
+/// trait object the state carries; issue 24 breaks it).
+#[test]
+fn the_sims_lower_layers_import_only_what_is_below_them() {
+    let root = workspace_root().join("zone-node/src/sim");
+    let allowed: &[(&str, &[&str])] = &[
+        ("events.rs", &[]),
+        ("area.rs", &["events"]),
+        ("grid.rs", &["area"]),
+        ("instances.rs", &["events"]),
+        (
+            "state.rs",
+            &["area", "events", "grid", "instances", "rng", "scripts"],
+        ),
+    ];
+    let mut offences = Vec::new();
+    for (file, may) in allowed {
+        let text = fs::read_to_string(root.join(file)).unwrap();
+        let code: String = text
+            .lines()
+            .take_while(|l| !l.starts_with("#[cfg(test)]"))
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (i, _) in code.match_indices("super::") {
+            let name: String = code[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && !may.contains(&name.as_str()) && name != "ZoneSim" {
+                offences.push(format!("sim/{file} uses super::{name}"));
+            }
+        }
+    }
+    offences.sort();
+    offences.dedup();
+    assert!(offences.is_empty(), "{offences:#?}");
+}

@@ -42,6 +42,18 @@ pub use shared::internal::dto::{
     KnownSpellDto as KnownSpell, ScriptStoreOp, ScriptStoreResult,
 };
 
+/// A handle to an actor: slab index plus generation, so a stale handle (a freed target,
+/// leader or mount) resolves to `None` instead of to whoever reused the slot. Defined
+/// here, with the other ids, so that the layers below the state (`instances`) need not
+/// import it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActorId {
+    /// Slab index.
+    pub idx: u32,
+    /// Generation of the slot when the handle was made.
+    pub generation: u32,
+}
+
 /// A decoded C→S `P_StandardUpdate` (14), before any validation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StandardUpdateIn {

@@ -14,7 +14,9 @@
 //! poke positions directly).
 
 use super::area::AreaData;
-use super::state::NIL;
+
+/// Sentinel index: not linked / no actor (the grid's cells and the state's chains).
+pub const NIL: u32 = u32::MAX;
 
 /// Margin around the content bounds, in world units.
 const MARGIN: f32 = 1500.0;

@@ -334,7 +334,7 @@ pub struct DeferredWarp {
     /// The instance that warps its own actor (it waits in [`Wait::Transfer`]).
     pub instance: InstanceId,
     /// The actor.
-    pub actor: super::state::ActorId,
+    pub actor: super::events::ActorId,
     /// Destination area.
     pub area: String,
     /// Destination instance.

@@ -31,18 +31,9 @@ use super::instances::{Handle, Scripts};
 use super::rng::SimRng;
 use super::scripts::ScriptHooks;
 
-/// Sentinel index: not linked / no actor.
-pub const NIL: u32 = u32::MAX;
+pub use super::grid::NIL;
 
-/// A handle to an actor: slab index plus generation, so a stale handle (a freed target,
-/// leader or mount) resolves to `None` instead of to whoever reused the slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ActorId {
-    /// Slab index.
-    pub idx: u32,
-    /// Generation of the slot when the handle was made.
-    pub generation: u32,
-}
+pub use super::events::ActorId;
 
 /// `AIMode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
