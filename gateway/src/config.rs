@@ -134,7 +134,7 @@ impl Default for GatewayConfig {
             chat_burst: 8,
             limit_loopback: false,
             admin_token: String::new(),
-            placement_hold_ms: 3_000,
+            placement_hold_ms: 6_000,
         }
     }
 }

@@ -32,6 +32,11 @@ use crate::{SECRET, WAIT};
 pub const HEARTBEAT_MS: u64 = 200;
 /// A node silent this long is removed and its instances re-placed (ms).
 pub const NODE_TIMEOUT_MS: u64 = 1_000;
+
+/// The restarted gateway's `placement_hold_ms`: several of the nodes' reconnect backoffs
+/// (`ZONE_NODE_RECONNECT_MAX_MS` 500), so that a node retrying on a loaded machine is still
+/// in time to report what it runs.
+pub const RESTART_HOLD_MS: u64 = 4_000;
 /// The zone nodes' character checkpoint period (ms).
 pub const PERSIST_EVERY_MS: u64 = 500;
 /// Capacity of a node started without one (AreaInstances).
@@ -273,8 +278,10 @@ impl ProcessCluster {
             }
         }
         let (client, internal) = (self.client_addr, self.internal_addr);
-        // The nodes run their instances already: the gateway waits for them to say so.
-        self.spawn_gateway_at(client, internal, NODE_TIMEOUT_MS);
+        // The nodes run their instances already: the gateway waits for them to say so,
+        // longer than their longest reconnect backoff (500 ms here) plus a loaded
+        // machine's handshake.
+        self.spawn_gateway_at(client, internal, RESTART_HOLD_MS);
     }
 
     /// Start the gateway and read its addresses from its ready line (bounded by [`WAIT`]).
