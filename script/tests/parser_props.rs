@@ -667,18 +667,49 @@ proptest! {
     fn token_soup_never_panics(bytes in soup()) {
         check_input(&bytes);
     }
+}
 
-    #[test]
-    fn printed_trees_parse_back(m in module()) {
-        let text = print::module(&m);
-        let (parsed, errors) = parse(&text);
-        prop_assert!(
-            errors.is_empty(),
-            "{errors:?}\n{}",
-            String::from_utf8_lossy(&text)
-        );
-        prop_assert_eq!(erased(parsed), erased(m), "{}", String::from_utf8_lossy(&text));
-    }
+/// Printed trees parse back to themselves. Run on a thread with a large stack: proptest's
+/// recursive strategies (statements holding expressions, four and five levels deep) build
+/// their value trees recursively, and an unoptimised build overflowed the test thread's
+/// 2 MiB generating them now and then (the parser's own depth limit is tested on 2 MiB,
+/// `parser::tests::deep_nesting_is_an_error_not_a_crash`).
+#[test]
+fn printed_trees_parse_back() {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+                cases,
+                ..ProptestConfig::default()
+            });
+            let result = runner.run(&module(), |m| {
+                let text = print::module(&m);
+                let (parsed, errors) = parse(&text);
+                prop_assert!(
+                    errors.is_empty(),
+                    "{errors:?}\n{}",
+                    String::from_utf8_lossy(&text)
+                );
+                prop_assert_eq!(
+                    erased(parsed),
+                    erased(m),
+                    "{}",
+                    String::from_utf8_lossy(&text)
+                );
+                Ok(())
+            });
+            if let Err(e) = result {
+                panic!("{e}");
+            }
+        })
+        .expect("spawn")
+        .join()
+        .expect("printed trees parse back");
 }
 
 #[test]
