@@ -129,7 +129,7 @@ pub fn load_world(cfg: &GatewayConfig) -> Result<World, shared::content::Content
 pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, StartError> {
     if cfg.standalone && cfg.cluster_secret.is_empty() {
         let mut s = [0u8; 32];
-        net::client::fill_random(&mut s);
+        ops::random::fill(&mut s);
         cfg.cluster_secret = hex::encode(s);
     }
     // One gateway per data directory; the offline commands refuse it while this runs.
@@ -528,7 +528,7 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
             let _slot = shared.hashes.acquire().await.ok();
             let hash = tokio::task::spawn_blocking(move || {
                 let mut salt = [0u8; 16];
-                net::client::fill_random(&mut salt);
+                ops::random::fill(&mut salt);
                 hasher.hash(md5.as_bytes(), &salt)
             })
             .await

@@ -297,13 +297,18 @@ pub struct Series<'a> {
     pub counter: &'a AtomicU64,
 }
 
+/// The help of `family` in `families` (`(name, help)`; empty when it is not there).
+pub fn family_help<'a>(families: &[(&str, &'a str)], family: &str) -> &'a str {
+    families
+        .iter()
+        .find(|(name, _)| *name == family)
+        .map_or("", |(_, help)| *help)
+}
+
 /// Renders `series` into `t`, each with its family's help from `families` (`(name, help)`).
 pub fn render_series(t: &mut MetricsText, families: &[(&str, &str)], series: &[Series<'_>]) {
     for s in series {
-        let help = families
-            .iter()
-            .find(|(name, _)| *name == s.family)
-            .map_or("", |(_, help)| *help);
+        let help = family_help(families, s.family);
         t.counter_with(s.family, help, s.labels, s.counter.load(Ordering::Relaxed));
     }
 }

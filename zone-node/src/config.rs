@@ -102,7 +102,7 @@ fn default_node_id() -> String {
             return format!("{h}-{pid}");
         }
     }
-    format!("node-{:016x}", crate::link::random_u64())
+    format!("node-{:016x}", ops::random::u64())
 }
 
 impl Default for NodeConfig {

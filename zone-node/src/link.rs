@@ -66,11 +66,6 @@ pub enum LinkExit {
     DrainTimedOut,
 }
 
-/// A random `u64` from the OS.
-pub fn random_u64() -> u64 {
-    ops::random::u64()
-}
-
 /// Accepts the gateway's certificate if it matches the pin, or any certificate when no
 /// pin is set: the HMAC handshake, bound to the TLS exporter, authenticates the gateway
 /// either way (a man in the middle cannot produce the proof for our TLS session).
@@ -963,11 +958,6 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             })
         }
     }
-}
-
-/// Wait for SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    ops::shutdown_signal().await;
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use zone_node::config::{NodeConfig, Settings as _};
-use zone_node::link::{self, LinkExit};
+use zone_node::link::LinkExit;
 use zone_node::node;
 
 /// Flags of `zone-node run`; every one overrides the file and the `ZONE_NODE_*` variables.
@@ -97,11 +97,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         let handle = node::start(cfg, world);
         let trigger = handle.drain_trigger();
         actix::spawn(async move {
-            link::shutdown_signal().await;
+            ops::shutdown_signal().await;
             let _ = trigger.send(true);
             // A second signal, or the deadline plus a margin, ends the process regardless.
             tokio::select! {
-                () = link::shutdown_signal() => {}
+                () = ops::shutdown_signal() => {}
                 () = tokio::time::sleep(drain_timeout + std::time::Duration::from_secs(2)) => {}
             }
             tracing::error!("forced exit: drain did not finish");

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use shared::metrics_text::{Histogram, MetricsText, render_series};
+use shared::metrics_text::{Histogram, MetricsText, family_help, render_series};
 
 /// Every family the gateway's counters and histogram render into: name and help.
 pub const FAMILIES: &[(&str, &str)] = &[
@@ -322,16 +322,13 @@ impl Metrics {
     pub fn render(&self, t: &mut MetricsText) {
         render_series(t, FAMILIES, &self.series());
         let latency = "rc_gateway_handoff_latency_seconds";
-        t.histogram_of(latency, help(latency), &[], &self.handoff_latency);
+        t.histogram_of(
+            latency,
+            family_help(FAMILIES, latency),
+            &[],
+            &self.handoff_latency,
+        );
     }
-}
-
-/// The help of `family` (empty for one not in [`FAMILIES`], which the tests refuse).
-fn help(family: &str) -> &'static str {
-    FAMILIES
-        .iter()
-        .find(|(name, _)| *name == family)
-        .map_or("", |(_, help)| help)
 }
 
 #[cfg(test)]

@@ -182,15 +182,10 @@ fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
         .and_then(|d| d.protocol)
 }
 
-/// Fill `buf` from the operating system's CSPRNG.
-pub fn fill_random(buf: &mut [u8]) {
-    ops::random::fill(buf);
-}
-
 /// A ChaCha20 RNG seeded from the operating system.
 pub fn os_rng() -> rand_chacha::ChaCha20Rng {
     let mut seed = [0u8; 32];
-    fill_random(&mut seed);
+    ops::random::fill(&mut seed);
     rand::SeedableRng::from_seed(seed)
 }
 
@@ -573,7 +568,7 @@ impl Conn {
             let mut pre = Pre::default();
             let mut salt = [0u8; 16];
             let mut fresh = |md5: &[u8], pre: &mut Pre| {
-                fill_random(&mut salt);
+                ops::random::fill(&mut salt);
                 if let Ok(h) = hasher.hash(md5, &salt) {
                     pre.fresh.push((md5.to_vec(), h));
                 }

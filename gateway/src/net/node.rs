@@ -20,7 +20,6 @@ use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::hub::{ClientHandle, HubEvent, Metrics, NodeLink, Shared};
-use crate::net::client::fill_random;
 use shared::internal::SessionId;
 
 /// Time a node has to complete the handshake.
@@ -74,8 +73,8 @@ async fn handshake(
     conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
         .ok()?;
     let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
-    fill_random(&mut nonce);
-    fill_random(&mut blind);
+    ops::random::fill(&mut nonce);
+    ops::random::fill(&mut blind);
     let mut hs = GatewayHandshake::new(
         shared.cfg.cluster_secret.as_bytes(),
         nonce,

@@ -402,7 +402,7 @@ impl Registry {
             transfers: Mutex::new(transfers::TransferTable::new()),
             warps: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
-            next_id: AtomicU64::new((crate::link::random_u64() >> 16).max(1)),
+            next_id: AtomicU64::new((ops::random::u64() >> 16).max(1)),
             draining: AtomicBool::new(false),
             store_waits: DashMap::new(),
             superglobals: Mutex::new(BTreeMap::new()),
