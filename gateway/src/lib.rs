@@ -12,7 +12,9 @@
 //! * [`directory`]: the placement directory with fencing generations (pure).
 //! * [`script_store`]: the cluster's script files and super globals, and the answers to the
 //!   zones' script store requests (pure).
-//! * [`hub`]: the task that owns the cluster's control state and routes between sessions
+//! * [`control`]: the control plane (placement, attach, handoffs, node loss, shutdown) as a
+//!   pure state machine: `handle(now, event) -> actions`.
+//! * [`hub`]: the task that drives the control plane and routes between sessions
 //!   and zone nodes.
 //! * [`net`]: the QUIC shells: the client endpoint and the internal endpoint.
 //! * [`server`]: starting and stopping the whole gateway (and the embedded zone node of
@@ -22,6 +24,7 @@ pub mod accounts_dat;
 pub mod admin;
 pub mod chat;
 pub mod config;
+pub mod control;
 pub mod directory;
 pub mod hub;
 pub mod net;

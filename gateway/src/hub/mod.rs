@@ -1,6 +1,7 @@
-//! The hub: the one task that owns the cluster's control state — the placement
-//! [`Directory`], the in-game sessions and their RuntimeIDs, the node links, transfers in
-//! flight — and turns client and node events into internal messages.
+//! The hub: the one task that drives the cluster's control plane — the pure
+//! [`Control`](crate::control::Control) state machine — and carries out its actions: it
+//! owns the node links, switches the session routes, closes connections, stores snapshots
+//! and acknowledges them once committed, and keeps the trace spans the core names.
 //!
 //! Hot traffic does not pass through here: `P_StandardUpdate` datagrams go straight between
 //! a client's connection task and its node link ([`Shared::routes`]), and a zone's reliable
@@ -9,7 +10,7 @@
 //! span nodes, snapshots (saved, then acknowledged once committed), and everything about
 //! placement and node membership.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,46 +19,32 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::{
-    ActorStateDto, ArrivalDto, Envelope, ErrorCode, Generation, GroundItemDto, InstanceKey,
-    InstanceLoad, Msg, RunningInstance, SessionId, SnapshotGroup, SnapshotReasonDto,
+    ActorStateDto, Envelope, Generation, GroundItemDto, InstanceKey, Msg, RunningInstance,
+    SessionId,
 };
-use shared::proto::{
-    ChatColour, ChatMessageS2C, KickedPlayer, PartyUpdate, ServerPacket, StartGameReply,
-};
+use shared::proto::{ChatColour, ChatMessageS2C, KickedPlayer, PartyUpdate, ServerPacket};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::admin::{
     ClusterView, InstanceView, NodeView as AdminNode, SessionCounts, UnplacedInstance,
 };
-use crate::chat::{self, Effect, OnlinePlayer, Route};
+use crate::chat::{self, Effect, Route};
 use crate::config::GatewayConfig;
-use crate::directory::{Action, Directory, NodeId};
+use crate::control::{self, Action, Characters, Control, ControlConfig, Count, Save, Trace};
+use crate::directory::NodeId;
 use crate::party::{Parties, PartyCommand, PartyEffect};
 use crate::script_store::ScriptStore;
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, PersistOp, close};
 use crate::store::Writer;
 
-mod handoff;
 mod metrics;
 mod scripts;
 pub use metrics::{FAMILIES, Metrics};
 
-use handoff::Transfer;
-pub use scripts::{REMOVE_TIMEOUT, STARTUP_FUNC, STARTUP_SCRIPT};
-
-/// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
-/// range above, per instance).
-pub const MIN_PLAYER_RID: u16 = 1;
-/// Highest player RuntimeID.
-pub const MAX_PLAYER_RID: u16 = 15_999;
-/// How long a login waits for its instance to be placed and ready.
-pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long a leaving player's node has to send its last snapshot.
-pub const DETACH_TIMEOUT: Duration = Duration::from_secs(15);
-/// Ended sessions remembered for snapshot fencing.
-const MAX_ENDED_SESSIONS: usize = 65_536;
-/// Reliable frames kept for a session whose zone is not attached yet.
-pub const MAX_QUEUED_FRAMES: usize = 256;
+pub use control::{
+    ATTACH_TIMEOUT, DETACH_TIMEOUT, MAX_PLAYER_RID, MAX_QUEUED_FRAMES, MIN_PLAYER_RID,
+    REMOVE_TIMEOUT, STARTUP_FUNC, STARTUP_SCRIPT,
+};
 /// Depth of each client's outbound queue; a client that cannot keep up is closed.
 pub const CLIENT_QUEUE: usize = 4_096;
 
@@ -417,121 +404,68 @@ impl Shared {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for the instance; frames are queued.
-    Attaching { deadline: Instant },
-    /// Attached to `Player::node`.
-    InGame,
-    /// `DetachPlayer` sent; waiting for the snapshot and `PlayerDetached`.
-    Leaving { deadline: Instant },
-    /// Its zone node was lost: being put back from its last save into the re-placed
-    /// instance (a gateway-originated handoff); client frames are dropped meanwhile.
-    Recovering { deadline: Instant },
+
+/// The account book, as the control plane reads saved characters from it.
+struct Book<'a>(&'a Shared);
+
+impl Characters for Book<'_> {
+    fn saved(&self, account: AccountId, slot: u8) -> Option<ActorStateDto> {
+        let acc = self.0.accounts();
+        let a = acc.book.get(account)?;
+        let mut state = a.characters.get(usize::from(slot))?.clone();
+        state.account.clone_from(&a.row.user);
+        state.email.clone_from(&a.row.email);
+        Some(state)
+    }
 }
 
-#[derive(Debug)]
-struct Player {
-    account: AccountId,
-    slot: u8,
-    online: OnlinePlayer,
-    rid: u16,
-    key: InstanceKey,
-    state: Option<Box<ActorStateDto>>,
-    arrival: ArrivalDto,
-    node: Option<NodeId>,
-    phase: Phase,
-    queued: Vec<Bytes>,
-    /// The login's trace span until the player is attached.
-    login: Option<tracing::Span>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Waiter {
-    Attach(SessionId),
-    Transfer(u64),
-}
-
-/// The hub's state; [`run`] drives it.
+/// The hub: the control plane and what it needs from the world around it; [`run`] drives
+/// it.
 pub struct Hub {
     shared: Arc<Shared>,
     started: Instant,
-    dir: Directory,
-    nodes: HashMap<NodeId, NodeLink>,
-    deregistered: HashSet<(NodeId, u64)>,
-    /// Sessions that ended in this gateway's lifetime (bounded, oldest forgotten first):
-    /// a snapshot for one of them comes from a node that no longer owns the character.
-    ended: HashSet<SessionId>,
-    ended_order: std::collections::VecDeque<SessionId>,
-    players: HashMap<SessionId, Player>,
-    by_name: HashMap<String, SessionId>,
-    free_rids: Vec<u16>,
-    transfers: HashMap<u64, Transfer>,
-    next_transfer: u64,
+    control: Control,
+    /// The node links (the control plane names nodes; the shell holds their connections).
+    links: HashMap<NodeId, NodeLink>,
     parties: Parties,
-    waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
-    areas: Vec<String>,
-    shutdown: Option<(Instant, Vec<oneshot::Sender<()>>)>,
-    /// Instances a script asked to remove, until they are stopped.
-    removals: HashMap<InstanceKey, scripts::Removal>,
-    /// Removed instances told to stop: their stored ground goes once they have stopped.
-    removed: HashSet<InstanceKey>,
-    /// `Startup.Main` has been sent (once per gateway start).
-    startup_done: bool,
-    /// Until when (hub clock) placement is held after start (see `Directory::hold`).
-    hold_until_ms: Option<u64>,
-}
-
-fn fold(name: &str) -> String {
-    name.to_lowercase()
+    /// Open login traces (`session.login`), until the attach.
+    logins: HashMap<SessionId, tracing::Span>,
+    /// Open handoff traces (`handoff.gateway`), by the gateway's transfer id.
+    handoffs: HashMap<u64, tracing::Span>,
+    /// Who waits for the shutdown to complete.
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
 }
 
 impl Hub {
     /// A hub over `shared`; `generation_base` should grow across restarts (wall clock ms).
     pub fn new(shared: Arc<Shared>, generation_base: Generation) -> Self {
-        let areas: Vec<String> = shared.world.areas.iter().map(|a| a.name.clone()).collect();
-        let mut hub = Self {
-            dir: Directory::new(areas.clone(), generation_base),
-            started: Instant::now(),
-            nodes: HashMap::new(),
-            deregistered: HashSet::new(),
-            ended: HashSet::new(),
-            ended_order: std::collections::VecDeque::new(),
-            players: HashMap::new(),
-            by_name: HashMap::new(),
-            free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
-            transfers: HashMap::new(),
-            next_transfer: 1,
-            parties: Parties::new(),
-            waiting: BTreeMap::new(),
-            areas,
-            shutdown: None,
-            removals: HashMap::new(),
-            removed: HashSet::new(),
-            startup_done: false,
-            hold_until_ms: None,
+        let control = Control::new(
+            ControlConfig::of(&shared.cfg),
+            shared.world.clone(),
+            generation_base,
+        );
+        Self {
             shared,
-        };
-        // A gateway that (re)starts beside separate zone nodes gives them
-        // `placement_hold_ms` to report what they still run before it places anything anew
-        // (the embedded node of `--standalone` starts empty: nothing to wait for).
-        if !hub.shared.cfg.standalone && hub.shared.cfg.placement_hold_ms > 0 {
-            hub.dir.hold();
-            hub.hold_until_ms = Some(hub.shared.cfg.placement_hold_ms);
+            started: Instant::now(),
+            control,
+            links: HashMap::new(),
+            parties: Parties::new(),
+            logins: HashMap::new(),
+            handoffs: HashMap::new(),
+            shutdown_waiters: Vec::new(),
         }
-        hub
     }
 
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    fn now(&self) -> Duration {
+        self.started.elapsed()
     }
 
-    /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
-    fn send_node(&self, node: &str, msg: Msg) -> bool {
-        match self.nodes.get(node) {
-            Some(l) => l.send(msg),
-            None => false,
-        }
+    /// Feed one event to the control plane and carry out what it answers.
+    fn control(&mut self, e: control::Event) {
+        let now = self.now();
+        let shared = self.shared.clone();
+        let actions = self.control.handle(now, e, &Book(&shared));
+        self.apply(actions);
     }
 
     fn client(&self, session: SessionId) -> Option<ClientHandle> {
@@ -554,6 +488,11 @@ impl Hub {
         }
     }
 
+    /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
+    fn send_node(&self, node: &str, msg: Msg) -> bool {
+        self.links.get(node).is_some_and(|l| l.send(msg))
+    }
+
     /// Handle one event.
     pub fn handle(&mut self, e: HubEvent) {
         match e {
@@ -564,10 +503,44 @@ impl Hub {
                 is_dm,
                 state,
                 login,
-            } => self.entered(session, account, slot, is_dm, state, login),
-            HubEvent::Frames { session, frames } => self.frames(session, frames),
+            } => {
+                let _login = login.enter();
+                let (ignore, user, email) = self
+                    .shared
+                    .accounts()
+                    .book
+                    .get(account)
+                    .map(|a| {
+                        (
+                            a.row.ignore.clone(),
+                            a.row.user.clone(),
+                            a.row.email.clone(),
+                        )
+                    })
+                    .unwrap_or_default();
+                self.logins.insert(session, login.clone());
+                let connected = self.client(session).is_some();
+                self.control(control::Event::Entered(Box::new(control::Login {
+                    session,
+                    account,
+                    slot,
+                    is_dm,
+                    state,
+                    ignore,
+                    user,
+                    email,
+                    connected,
+                })));
+                if !self.control.knows(session) {
+                    // Refused: its trace ends here.
+                    self.logins.remove(&session);
+                }
+            }
+            HubEvent::Frames { session, frames } => {
+                self.control(control::Event::Frames { session, frames });
+            }
             HubEvent::Chat { session, frame } => self.chat(session, frame),
-            HubEvent::Gone { session } => self.gone(session),
+            HubEvent::Gone { session } => self.control(control::Event::Gone { session }),
             HubEvent::NodeUp {
                 node,
                 addr,
@@ -580,7 +553,22 @@ impl Hub {
                 let span = tracing::info_span!("node.register", node = %node, addr = %addr,
                     capacity, running = running.len());
                 ops::telemetry::set_parent(&span, &trace);
-                span.in_scope(|| self.node_up(node, &addr, capacity, &running, link));
+                let _span = span.enter();
+                let serial = link.serial;
+                if let Some(old) = self.links.insert(node.clone(), link.clone()) {
+                    // The same node on a new connection: the old one is dead or stale.
+                    old.conn
+                        .close(0u32.into(), b"superseded by a new registration");
+                }
+                // Its zones' copy of the super globals, before anything else it hears.
+                link.send(self.superglobals_msg());
+                self.control(control::Event::NodeUp {
+                    node,
+                    addr,
+                    capacity,
+                    serial,
+                    running,
+                });
             }
             HubEvent::NodeMsg {
                 node,
@@ -589,29 +577,195 @@ impl Hub {
                 trace,
             } => {
                 // A traced message (a handoff's) is handled under its sender's span.
-                match ops::telemetry::recv_span_parts(&trace, msg.name(), &node) {
-                    Some(span) => span.in_scope(|| self.node_msg(&node, serial, msg)),
-                    None => self.node_msg(&node, serial, msg),
-                }
+                let span = ops::telemetry::recv_span_parts(&trace, msg.name(), &node);
+                let _span = span.as_ref().map(tracing::Span::enter);
+                self.node_msg(node, serial, msg);
             }
             HubEvent::NodeDown {
                 node,
                 serial,
                 reason,
-            } => self.node_down(&node, serial, &reason),
-            HubEvent::Shutdown { done } => self.begin_shutdown(done),
+            } => self.control(control::Event::NodeDown {
+                node,
+                serial,
+                reason,
+            }),
+            HubEvent::Shutdown { done } => {
+                self.shared.shutting_down.store(true, Ordering::Relaxed);
+                self.shutdown_waiters.push(done);
+                self.control(control::Event::Shutdown);
+            }
             HubEvent::Admin { cmd, reply } => {
                 let _ = reply.send(self.admin(cmd));
             }
         }
     }
 
+    fn node_msg(&mut self, node: NodeId, serial: u64, msg: Msg) {
+        match msg {
+            Msg::ScriptStore { req, op } if self.control.is_live(&node, serial) => {
+                self.script_store(&node, req, op);
+            }
+            Msg::AccountAction { session, action } if self.control.is_live(&node, serial) => {
+                self.account_action(&node, session, action);
+            }
+            msg => self.control(control::Event::NodeMsg { node, serial, msg }),
+        }
+    }
+
+    /// Carry out the control plane's actions, in order.
+    fn apply(&mut self, actions: Vec<Action>) {
+        // The `node.lost` trace the core opened, until it closes it.
+        let mut lost: Option<tracing::span::EnteredSpan> = None;
+        for a in actions {
+            match a {
+                Action::Send { node, msg, trace } => {
+                    let span = self.span_of(trace);
+                    let _span = span.as_ref().map(tracing::Span::enter);
+                    self.send_node(&node, msg);
+                }
+                Action::Assign {
+                    node,
+                    key,
+                    generation,
+                    trace,
+                } => {
+                    let parent = self.span_of(trace);
+                    let _parent = parent.as_ref().map(tracing::Span::enter);
+                    let span = tracing::info_span!("instance.place", node = %node,
+                        zone = %key.area, instance = key.instance, generation);
+                    let _span = span.enter();
+                    let ground = self.shared.ground().get(&key).cloned().unwrap_or_default();
+                    tracing::info!(node = %node, instance = %key, generation,
+                        ground = ground.len(), "assigning");
+                    self.send_node(
+                        &node,
+                        Msg::AssignInstance {
+                            key,
+                            generation,
+                            ground,
+                            clock_epoch_ms: self.shared.clock_epoch_ms.load(Ordering::Relaxed),
+                        },
+                    );
+                }
+                Action::Packet { session, packet } => self.send_packet(session, &packet),
+                Action::CloseClient {
+                    session,
+                    code,
+                    reason,
+                } => self.close_client(session, code, reason),
+                Action::Route { session, node } => {
+                    if let Some(l) = self.links.get(&node) {
+                        self.shared.routes.insert(session, l.conn.clone());
+                    }
+                }
+                Action::Unroute { session } => {
+                    self.shared.routes.remove(&session);
+                }
+                Action::CloseLink { node, code, reason } => {
+                    if let Some(l) = self.links.get(&node) {
+                        l.conn.close(code.into(), reason.as_bytes());
+                    }
+                    // A deregistered node's link stays until it closes (its `NodeDown`).
+                    if reason != "deregistered" {
+                        self.links.remove(&node);
+                    }
+                }
+                Action::Save(save) => self.save(*save),
+                Action::ForgetGround { key } => self.forget_ground(&key),
+                Action::LoggedOff { account } => {
+                    self.shared.accounts().book.set_logged_on(account, false);
+                }
+                Action::Released { session, name } => {
+                    self.logins.remove(&session);
+                    let effects = self.parties.leave(&name);
+                    self.party_effects(effects);
+                }
+                Action::ZoneChanged { session } => self.resync_party(session),
+                Action::Attached { session } => {
+                    self.logins.remove(&session);
+                }
+                Action::Count(c) => Metrics::inc(self.counter(c)),
+                Action::HandoffLatency(d) => self.shared.metrics.handoff_latency.observe(d),
+                Action::TransferBegan {
+                    id,
+                    session,
+                    key,
+                    source,
+                    recovery,
+                    parent,
+                } => {
+                    let parent = self.span_of(parent);
+                    let _parent = parent.as_ref().map(tracing::Span::enter);
+                    let span = tracing::info_span!("handoff.gateway", transfer = id,
+                        session, zone = %key.area, instance = key.instance,
+                        source = source.as_deref(), recovery,
+                        dest = tracing::field::Empty, outcome = tracing::field::Empty);
+                    self.handoffs.insert(id, span);
+                }
+                Action::TransferForwarded { id, dest } => {
+                    if let Some(s) = self.handoffs.get(&id) {
+                        s.record("dest", dest.as_str());
+                    }
+                }
+                Action::TransferEnded { id, outcome } => {
+                    if let Some(s) = self.handoffs.remove(&id) {
+                        s.record("outcome", outcome);
+                    }
+                }
+                Action::NodeLost {
+                    node,
+                    reason,
+                    deregistered,
+                } => {
+                    // A trace still open ends first.
+                    drop(lost.take());
+                    lost = Some(
+                        tracing::info_span!(parent: None, "node.lost", node = %node,
+                            reason = %reason, deregistered)
+                        .entered(),
+                    );
+                }
+                Action::NodeLostEnd => lost = None,
+                Action::ShutdownDone => self.shutdown_done(),
+            }
+        }
+        drop(lost);
+    }
+
+    /// The span a trace names (`None`: the current one).
+    fn span_of(&self, trace: Trace) -> Option<tracing::Span> {
+        match trace {
+            Trace::Current => None,
+            Trace::Login(s) => self.logins.get(&s).cloned(),
+            Trace::Transfer(id) => self.handoffs.get(&id).cloned(),
+        }
+    }
+
+    fn counter(&self, c: Count) -> &AtomicU64 {
+        let m = &self.shared.metrics;
+        match c {
+            Count::Login => &m.logins,
+            Count::FramesUp => &m.frames_up,
+            Count::FramesDropped => &m.frames_dropped,
+            Count::InternalRefused => &m.internal_refused,
+            Count::Fenced => &m.fenced,
+            Count::GroupRefused => &m.snapshot_groups_refused,
+            Count::InstanceLost => &m.instances_lost,
+            Count::HandoffStarted => &m.handoffs_started,
+            Count::TransferRouted => &m.transfers_routed,
+            Count::TransferRefused => &m.transfers_refused,
+            Count::HandoffRolledBack => &m.handoffs_rolled_back,
+            Count::HandoffCompleted => &m.handoffs_completed,
+            Count::Recovery => &m.recoveries,
+        }
+    }
+
     /// An operator's command (see [`HubAdmin`]).
     fn admin(&mut self, cmd: HubAdmin) -> Result<String, String> {
         let session_of = |hub: &Self, name: &str| {
-            hub.by_name
-                .get(&fold(name))
-                .copied()
+            hub.control
+                .session_by_name(name)
                 .ok_or_else(|| format!("no character called {name:?} is online"))
         };
         tracing::info!(command = ?cmd, "admin command");
@@ -626,10 +780,10 @@ impl Hub {
             }
             HubAdmin::KickAccount { account } => {
                 let sessions: Vec<SessionId> = self
-                    .players
-                    .iter()
-                    .filter(|(_, p)| p.account == account)
-                    .map(|(s, _)| *s)
+                    .control
+                    .players()
+                    .filter(|(_, p, ..)| p.account == account)
+                    .map(|(s, ..)| s)
                     .collect();
                 for &session in &sessions {
                     self.chat_effect(Effect::Kick {
@@ -646,7 +800,8 @@ impl Hub {
             } => {
                 let session = session_of(self, &name)?;
                 let Some(area) = self
-                    .areas
+                    .control
+                    .areas()
                     .iter()
                     .find(|a| a.eq_ignore_ascii_case(&area))
                     .cloned()
@@ -654,7 +809,7 @@ impl Hub {
                     return Err(format!("there is no area called {area:?}"));
                 };
                 // As `/warpother`: the node's SetArea asks for the instance, placed then if
-                // it is not yet (`hub/handoff.rs`).
+                // it is not yet (`control/handoff.rs`).
                 self.chat_effect(Effect::WarpPlayer {
                     session,
                     area: area.clone(),
@@ -667,7 +822,7 @@ impl Hub {
                     colour: ChatColour::System,
                     text: shared::wire::RcString::from(text.as_str()),
                 });
-                let sessions: Vec<SessionId> = self.players.keys().copied().collect();
+                let sessions: Vec<SessionId> = self.control.players().map(|(s, ..)| s).collect();
                 for &s in &sessions {
                     self.send_packet(s, &packet);
                 }
@@ -675,9 +830,9 @@ impl Hub {
             }
             HubAdmin::Online => {
                 let mut lines: Vec<String> = self
-                    .players
-                    .values()
-                    .map(|p| format!("{}\t{}\t{}", p.online.name, p.key.area, p.key.instance))
+                    .control
+                    .players()
+                    .map(|(_, p, key, ..)| format!("{}\t{}\t{}", p.name, key.area, key.instance))
                     .collect();
                 lines.sort();
                 Ok(lines.join("\n"))
@@ -685,199 +840,7 @@ impl Hub {
         }
     }
 
-    // ----- sessions ---------------------------------------------------------------------
-
-    /// Where a character logs in: its saved area, instance 0 (Realm Crafter's
-    /// `SetArea(saved area, 0, saved x,y,z)`); a character whose area no longer exists goes
-    /// to its template's start portal.
-    fn login_place(&self, state: &ActorStateDto) -> (InstanceKey, ArrivalDto) {
-        let world = &self.shared.world;
-        if let Some(a) = world
-            .areas
-            .iter()
-            .find(|a| a.name.eq_ignore_ascii_case(&state.area))
-        {
-            return (
-                InstanceKey {
-                    area: a.name.clone(),
-                    instance: 0,
-                },
-                ArrivalDto::Saved,
-            );
-        }
-        let template = world.actors.iter().find(|t| t.id == state.template);
-        let area = template
-            .and_then(|t| {
-                world
-                    .areas
-                    .iter()
-                    .find(|a| a.name.eq_ignore_ascii_case(&t.start_area))
-            })
-            .or_else(|| world.areas.first())
-            .map(|a| a.name.clone())
-            .unwrap_or_default();
-        let portal = template.map(|t| t.start_portal.clone()).unwrap_or_default();
-        (
-            InstanceKey { area, instance: 0 },
-            ArrivalDto::PortalNamed(portal),
-        )
-    }
-
-    fn entered(
-        &mut self,
-        session: SessionId,
-        account: AccountId,
-        slot: u8,
-        is_dm: bool,
-        state: Box<ActorStateDto>,
-        login: tracing::Span,
-    ) {
-        let _login = login.enter();
-        if self.shutdown.is_some() || self.client(session).is_none() {
-            self.shared.accounts().book.set_logged_on(account, false);
-            return;
-        }
-        let Some(rid) = self.free_rids.pop() else {
-            self.send_packet(session, &ServerPacket::StartGame(StartGameReply::Failed));
-            self.close_client(session, close::SHUTDOWN, "the cluster is full");
-            self.shared.accounts().book.set_logged_on(account, false);
-            return;
-        };
-        Metrics::inc(&self.shared.metrics.logins);
-        let (ignore, user, email) = self
-            .shared
-            .accounts()
-            .book
-            .get(account)
-            .map(|a| {
-                (
-                    a.row.ignore.clone(),
-                    a.row.user.clone(),
-                    a.row.email.clone(),
-                )
-            })
-            .unwrap_or_default();
-        let (key, arrival) = self.login_place(&state);
-        let online = OnlinePlayer {
-            session,
-            account,
-            name: state.name.clone(),
-            team: state.team,
-            is_dm,
-            ignore,
-        };
-        self.by_name.insert(fold(&state.name), session);
-        let mut state = state;
-        state.rid = rid;
-        // The scripts' `PlayerAccountName` and `PlayerAccountEmail`.
-        state.account = user;
-        state.email = email;
-        // A new client numbers its known spells afresh from the login "S" block and has
-        // no memorisation in progress (the zone rebuilds the numbering).
-        state.spell_view.clear();
-        state.memorising.clear();
-        self.players.insert(
-            session,
-            Player {
-                account,
-                slot,
-                online,
-                rid,
-                key: key.clone(),
-                state: Some(state),
-                arrival,
-                node: None,
-                phase: Phase::Attaching {
-                    deadline: Instant::now() + ATTACH_TIMEOUT,
-                },
-                queued: Vec::new(),
-                login: Some(login.clone()),
-            },
-        );
-        self.try_attach(session);
-    }
-
-    fn try_attach(&mut self, session: SessionId) {
-        let Some(p) = self.players.get(&session) else {
-            return;
-        };
-        // In the login's trace: the placement it waits for, and the AttachPlayer.
-        let login = p.login.clone().unwrap_or_else(tracing::Span::none);
-        let _login = login.enter();
-        let key = p.key.clone();
-        let ready = self
-            .dir
-            .placement(&key)
-            .filter(|pl| pl.ready)
-            .map(|pl| (pl.node.clone(), pl.generation));
-        let Some((node, generation)) = ready else {
-            tracing::debug!(session, instance = %key, "login waits for its instance");
-            self.wait(key.clone(), Waiter::Attach(session));
-            if let Some(a) = self.dir.ensure(&key) {
-                self.apply(vec![a]);
-            }
-            return;
-        };
-        let Some(link) = self.nodes.get(&node).cloned() else {
-            self.wait(key, Waiter::Attach(session));
-            return;
-        };
-        let Some(p) = self.players.get_mut(&session) else {
-            return;
-        };
-        let Some(state) = p.state.take() else {
-            return;
-        };
-        let arrival = p.arrival.clone();
-        let sent = link.send(Msg::AttachPlayer {
-            session,
-            key,
-            generation,
-            rid: p.rid,
-            is_dm: p.online.is_dm,
-            state,
-            arrival,
-        });
-        if !sent {
-            return;
-        }
-        // The login trace ends with the attach (the node's part follows from it).
-        p.login = None;
-        tracing::debug!(session, node = %node, "player attached");
-        p.node = Some(node);
-        p.phase = Phase::InGame;
-        self.shared.routes.insert(session, link.conn.clone());
-        for frames in std::mem::take(&mut p.queued) {
-            Metrics::inc(&self.shared.metrics.frames_up);
-            let _ = link
-                .tx
-                .send(Envelope::new(Msg::ClientFrames { session, frames }));
-        }
-    }
-
-    fn wait(&mut self, key: InstanceKey, w: Waiter) {
-        let list = self.waiting.entry(key).or_default();
-        if !list.contains(&w) {
-            list.push(w);
-        }
-    }
-
-    fn frames(&mut self, session: SessionId, frames: Bytes) {
-        let Some(p) = self.players.get_mut(&session) else {
-            return;
-        };
-        match (p.phase, &p.node) {
-            (Phase::InGame, Some(node)) => {
-                let node = node.clone();
-                Metrics::inc(&self.shared.metrics.frames_up);
-                self.send_node(&node, Msg::ClientFrames { session, frames });
-            }
-            (Phase::Attaching { .. }, _) if p.queued.len() < MAX_QUEUED_FRAMES => {
-                p.queued.push(frames);
-            }
-            _ => Metrics::inc(&self.shared.metrics.frames_dropped),
-        }
-    }
+    // ----- chat and parties (the gateway's, beyond one zone) ----------------------------
 
     fn chat(&mut self, session: SessionId, frame: Bytes) {
         let text = frame.get(3..).unwrap_or(&[]);
@@ -885,12 +848,15 @@ impl Hub {
             self.party_command(session, cmd);
             return;
         }
-        let roster = HubRoster {
-            players: &self.players,
-            by_name: &self.by_name,
+        let route = {
+            let roster = self.control.roster();
+            chat::route(session, text, &roster, self.control.areas())
         };
-        match chat::route(session, text, &roster, &self.areas) {
-            Route::Zone => self.frames(session, frame),
+        match route {
+            Route::Zone => self.control(control::Event::Frames {
+                session,
+                frames: frame,
+            }),
             Route::Handled(effects) => {
                 Metrics::inc(&self.shared.metrics.chat_commands);
                 for e in effects {
@@ -902,27 +868,28 @@ impl Hub {
 
     /// `/invite`, `/accept`, `/leave`, `/p` from an in-game session.
     fn party_command(&mut self, session: SessionId, cmd: PartyCommand) {
-        let Some(me) = self.players.get(&session).map(|p| p.online.name.clone()) else {
+        use chat::Roster as _;
+        let roster = self.control.roster();
+        let Some(me) = roster.get(session).map(|p| p.name.clone()) else {
             return;
         };
         Metrics::inc(&self.shared.metrics.chat_commands);
         let effects = match cmd {
             PartyCommand::Invite(name) => {
-                let target = self
-                    .by_name
-                    .get(&fold(name.trim()))
-                    .and_then(|s| self.players.get(s))
-                    .filter(|p| !p.online.ignore.iter().any(|i| i.eq_ignore_ascii_case(&me)))
-                    .map(|p| p.online.name.clone());
+                let target = roster
+                    .by_name(name.trim())
+                    .filter(|p| !p.ignore.iter().any(|i| i.eq_ignore_ascii_case(&me)))
+                    .map(|p| p.name.clone());
                 self.parties.invite(&me, target.as_deref(), name.trim())
             }
             PartyCommand::Accept => {
-                let online = |n: &str| self.by_name.contains_key(&fold(n));
+                let online = |n: &str| self.control.session_by_name(n).is_some();
                 self.parties.accept(&me, online)
             }
             PartyCommand::Leave => self.parties.leave(&me),
             PartyCommand::Say(text) => self.parties.chat(&me, &text),
         };
+        drop(roster);
         self.party_effects(effects);
     }
 
@@ -930,7 +897,7 @@ impl Hub {
         for e in effects {
             match e {
                 PartyEffect::Update { to, others } => {
-                    if let Some(&s) = self.by_name.get(&fold(&to)) {
+                    if let Some(s) = self.control.session_by_name(&to) {
                         let p = ServerPacket::PartyUpdate(PartyUpdate {
                             members: others.iter().map(|n| n.as_str().into()).collect(),
                         });
@@ -938,7 +905,7 @@ impl Hub {
                     }
                 }
                 PartyEffect::Chat { to, red, text } => {
-                    if let Some(&s) = self.by_name.get(&fold(&to)) {
+                    if let Some(s) = self.control.session_by_name(&to) {
                         let colour = if red {
                             ChatColour::Red
                         } else {
@@ -952,7 +919,7 @@ impl Hub {
                     }
                 }
                 PartyEffect::Members { who, members } => {
-                    if let Some(&s) = self.by_name.get(&fold(&who)) {
+                    if let Some(s) = self.control.session_by_name(&who) {
                         self.sync_party(s, members);
                     }
                 }
@@ -962,14 +929,16 @@ impl Hub {
 
     /// Tell a session's zone node the members of its party.
     fn sync_party(&self, session: SessionId, members: Vec<String>) {
-        if let Some(node) = self.players.get(&session).and_then(|p| p.node.clone()) {
-            self.send_node(&node, Msg::PartyMembers { session, members });
+        if let Some(node) = self.control.node_of(session) {
+            self.send_node(node, Msg::PartyMembers { session, members });
         }
     }
 
     /// After a session's zone changed (handoff, recovery): its new zone learns its party.
-    pub(super) fn resync_party(&self, session: SessionId) {
-        let Some(name) = self.players.get(&session).map(|p| p.online.name.clone()) else {
+    fn resync_party(&self, session: SessionId) {
+        use chat::Roster as _;
+        let roster = self.control.roster();
+        let Some(name) = roster.get(session).map(|p| p.name.clone()) else {
             return;
         };
         if let Some(members) = self.parties.members_of(&name) {
@@ -990,14 +959,14 @@ impl Hub {
                 area,
                 instance,
             } => {
-                if let Some(node) = self.players.get(&session).and_then(|p| p.node.clone()) {
+                if let Some(node) = self.control.node_of(session) {
                     // `/warpother`: the root of the handoff's trace (the node's SetArea
                     // joins it through the WarpPlayer's context).
                     let span = tracing::info_span!(parent: None, "chat.warp", session,
                         node = %node, to_zone = %area, to_instance = instance);
                     let _span = span.enter();
                     self.send_node(
-                        &node,
+                        node,
                         Msg::WarpPlayer {
                             session,
                             area,
@@ -1015,421 +984,127 @@ impl Hub {
                 if let Err(e) = self.shared.writer.submit(ops) {
                     tracing::error!(error = %e, "store writer unavailable");
                 }
-                for p in self.players.values_mut() {
-                    if p.account == account {
-                        p.online.ignore.clone_from(&list);
-                    }
-                }
+                self.control.set_ignore(account, &list);
             }
         }
     }
 
-    fn gone(&mut self, session: SessionId) {
-        self.shared.routes.remove(&session);
-        let Some(p) = self.players.get_mut(&session) else {
-            return;
-        };
-        match (p.phase, p.node.clone()) {
-            (Phase::InGame, Some(node)) => {
-                p.phase = Phase::Leaving {
-                    deadline: Instant::now() + DETACH_TIMEOUT,
-                };
-                if !self.send_node(&node, Msg::DetachPlayer { session }) {
-                    self.release(session);
-                }
-            }
-            (Phase::Leaving { .. }, _) => {}
-            _ => self.release(session),
-        }
-    }
+    // ----- the store --------------------------------------------------------------------
 
-    /// Forget an in-game session: RuntimeID back to the pool, the account may log in again.
-    fn release(&mut self, session: SessionId) {
-        self.shared.routes.remove(&session);
-        let leaving = self.players.get(&session).map(|p| p.online.name.clone());
-        if let Some(name) = leaving {
-            let effects = self.parties.leave(&name);
-            self.party_effects(effects);
-        }
-        let Some(p) = self.players.remove(&session) else {
-            return;
-        };
-        if self.ended.insert(session) {
-            self.ended_order.push_back(session);
-            if self.ended_order.len() > MAX_ENDED_SESSIONS
-                && let Some(old) = self.ended_order.pop_front()
-            {
-                self.ended.remove(&old);
-            }
-        }
-        if self.by_name.get(&fold(&p.online.name)) == Some(&session) {
-            self.by_name.remove(&fold(&p.online.name));
-        }
-        self.free_rids.push(p.rid);
-        self.shared.accounts().book.set_logged_on(p.account, false);
-        for list in self.waiting.values_mut() {
-            list.retain(|w| *w != Waiter::Attach(session));
-        }
-    }
-
-    // ----- nodes ------------------------------------------------------------------------
-
-    fn node_up(
-        &mut self,
-        node: NodeId,
-        addr: &str,
-        capacity: u32,
-        running: &[RunningInstance],
-        link: NodeLink,
-    ) {
-        if let Some(old) = self.nodes.insert(node.clone(), link.clone()) {
-            // The same node on a new connection: the old one is dead or stale.
-            old.conn
-                .close(0u32.into(), b"superseded by a new registration");
-        }
-        tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
-        // Its zones' copy of the super globals, before anything else it hears.
-        link.send(self.superglobals_msg());
-        let players = &self.players;
-        let known = |s: SessionId| players.contains_key(&s);
-        let now = self.now_ms();
-        let actions = self
-            .dir
-            .register(now, &node, addr, capacity, link.serial, running, &known);
-        // Sessions the node still hosts for us keep routing through the new connection.
-        for r in running {
-            for s in &r.sessions {
-                if let Some(p) = self.players.get_mut(s)
-                    && p.node.as_deref() == Some(node.as_str())
-                {
-                    p.key = r.key.clone();
-                    self.shared.routes.insert(*s, link.conn.clone());
-                }
-            }
-        }
-        self.apply(actions);
-        // After a gateway restart the first ready instance may be one a node still runs.
-        let ready = self
-            .dir
-            .placements()
-            .find(|(_, p)| p.node == node && p.ready)
-            .map(|(k, _)| k.clone());
-        if let Some(key) = ready {
-            self.maybe_startup(&node, &key);
-        }
-    }
-
-    fn live(&self, node: &str, serial: u64) -> bool {
-        self.nodes.get(node).is_some_and(|l| l.serial == serial)
-    }
-
-    fn node_msg(&mut self, node: &str, serial: u64, msg: Msg) {
-        if !self.live(node, serial) {
-            Metrics::inc(&self.shared.metrics.internal_refused);
-            return;
-        }
-        let now = self.now_ms();
-        match msg {
-            Msg::Heartbeat {
-                players,
-                overruns,
-                loads,
-                ..
-            } => {
-                self.dir.heartbeat(now, node, serial, players, overruns);
-                for InstanceLoad {
-                    key,
-                    players,
-                    npcs,
-                    tick_p99_us,
-                } in loads
-                {
-                    self.dir
-                        .instance_load(node, &key, players, npcs, tick_p99_us);
-                }
-            }
-            Msg::InstanceReady { key, generation } => {
-                self.dir.heartbeat(now, node, serial, 0, 0);
-                if self.dir.ready(node, &key, generation) {
-                    tracing::info!(node, instance = %key, generation, "instance ready");
-                    self.maybe_startup(node, &key);
-                    self.wake(&key);
-                } else {
-                    self.send_node(node, Msg::StopInstance { key, generation });
-                }
-            }
-            Msg::InstanceStopped { key, generation } => {
-                if self.dir.stopped(node, &key, generation) {
-                    tracing::info!(node, instance = %key, generation, "instance stopped");
-                    if self.removed.remove(&key) {
-                        self.forget_ground(&key);
-                    }
-                    let mut actions = self.dir.place_wanted();
-                    // Someone waits for it (a player moved off a draining node): place it
-                    // again even if it is not an instance 0.
-                    if self.waiting.contains_key(&key)
-                        && let Some(a) = self.dir.ensure(&key)
-                    {
-                        actions.push(a);
-                    }
-                    self.apply(actions);
-                }
-            }
-            Msg::Snapshot {
+    /// Store a snapshot the control plane accepted; acknowledge it once committed.
+    fn save(&mut self, save: Save) {
+        match save {
+            Save::One {
+                node,
                 snapshot_id,
                 session,
+                owner,
                 reason,
                 state,
-            } => self.snapshot(node, snapshot_id, session, reason, state),
-            Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
-            Msg::PlayerDetached { session } => {
-                let Some(p) = self.players.get(&session) else {
-                    return;
-                };
-                if p.node.as_deref() != Some(node) {
-                    // It moved to another node; the old one let go.
-                    return;
-                }
-                if matches!(p.phase, Phase::InGame) {
-                    // The node dropped a live player (instance stopped, node draining): its
-                    // snapshot came first, so the character is saved. While the cluster
-                    // runs on, the player is put back from that save on another node (a
-                    // rolling restart costs no one a reconnect); at shutdown it is closed.
-                    if self.shutdown.is_none() {
-                        tracing::info!(session, node, "player let go by its node: moving it");
-                        self.recover(session);
-                        return;
+            } => {
+                let ops = {
+                    let mut acc = self.shared.accounts();
+                    let target = owner.or_else(|| acc.book.find_character(&state.name));
+                    match target {
+                        Some((account, slot)) if acc.book.save_character(account, slot, *state) => {
+                            acc.book.take_persist()
+                        }
+                        _ => Vec::new(),
                     }
-                    self.close_client(
+                };
+                if ops.is_empty() {
+                    Metrics::inc(&self.shared.metrics.snapshots_orphaned);
+                    tracing::warn!(
+                        node,
                         session,
-                        close::SHUTDOWN,
-                        "your zone was shut down; your character was saved",
+                        ?reason,
+                        "snapshot for an unknown character dropped"
                     );
                 }
-                self.release(session);
+                self.commit_then_ack(&node, snapshot_id, ops, 1, None);
             }
-            Msg::PlayerMoved { session, key } => {
-                if let Some(p) = self.players.get_mut(&session)
-                    && p.node.as_deref() == Some(node)
-                {
-                    p.key = key;
-                    // A handoff inside the node: the new zone learns the party too.
-                    self.resync_party(session);
+            Save::Group {
+                node,
+                snapshot_id,
+                key,
+                entries,
+                ground,
+            } => {
+                let n = entries.len();
+                let mut ops = {
+                    let mut acc = self.shared.accounts();
+                    for (owner, e) in entries {
+                        let target = owner.or_else(|| acc.book.find_character(&e.state.name));
+                        let saved = match target {
+                            Some((account, slot)) => {
+                                acc.book.save_character(account, slot, e.state)
+                            }
+                            None => false,
+                        };
+                        if !saved {
+                            Metrics::inc(&self.shared.metrics.snapshots_orphaned);
+                            tracing::warn!(node, session = e.session, reason = ?e.reason,
+                                "snapshot for an unknown character dropped (in a group)");
+                        }
+                    }
+                    acc.book.take_persist()
+                };
+                if let Some(items) = ground {
+                    {
+                        let mut g = self.shared.ground();
+                        if items.is_empty() {
+                            g.remove(&key);
+                        } else {
+                            g.insert(key.clone(), items.clone());
+                        }
+                    }
+                    ops.push(PersistOp::ReplaceGround {
+                        key: key.clone(),
+                        items,
+                    });
                 }
-            }
-            Msg::Transfer(t) => self.transfer_from(node, t),
-            Msg::TransferAck {
-                transfer_id,
-                generation,
-            } => self.transfer_prepared(node, transfer_id, generation),
-            Msg::TransferNack {
-                transfer_id,
-                reason,
-            } => self.transfer_refused(node, transfer_id, reason),
-            Msg::TransferCommit { transfer_id } => self.transfer_decided(node, transfer_id, true),
-            Msg::TransferAbort { transfer_id } => self.transfer_decided(node, transfer_id, false),
-            Msg::Drain => {
-                tracing::info!(node, "node draining");
-                self.dir.draining(node, serial);
-            }
-            Msg::Deregister => {
-                tracing::info!(node, "node deregistered");
-                self.deregistered.insert((node.to_owned(), serial));
-                if let Some(l) = self.nodes.get(node) {
-                    l.conn.close(0u32.into(), b"deregistered");
-                }
-            }
-            Msg::ScriptStore { req, op } => self.script_store(node, req, op),
-            Msg::AccountAction { session, action } => self.account_action(node, session, action),
-            Msg::Error { code, reason } => {
-                tracing::warn!(node, ?code, %reason, "node reported an error");
-            }
-            other => {
-                Metrics::inc(&self.shared.metrics.internal_refused);
-                tracing::warn!(node, msg = other.name(), "unexpected message from a node");
-                self.send_node(
-                    node,
-                    Msg::Error {
-                        code: ErrorCode::Unexpected,
-                        reason: format!("{} is not accepted by the gateway", other.name()),
-                    },
-                );
+                self.commit_then_ack(&node, snapshot_id, ops, n, Some(key));
             }
         }
     }
 
-    fn snapshot(
-        &mut self,
+    /// Submit `ops` as one transaction and acknowledge `snapshot_id` to `node` once it is
+    /// committed (a failed write is not acknowledged: the node sends it again).
+    fn commit_then_ack(
+        &self,
         node: &str,
         snapshot_id: u64,
-        session: SessionId,
-        reason: SnapshotReasonDto,
-        state: Box<ActorStateDto>,
+        ops: Vec<PersistOp>,
+        entries: usize,
+        group: Option<InstanceKey>,
     ) {
-        if self.snapshot_fenced(node, session, &state.name) {
-            Metrics::inc(&self.shared.metrics.fenced);
-            tracing::warn!(
-                node,
-                session,
-                ?reason,
-                "snapshot from a node that no longer hosts the player dropped"
-            );
-            self.send_node(node, Msg::SnapshotAck { snapshot_id });
-            return;
-        }
-        let owner = self.players.get(&session).map(|p| (p.account, p.slot));
-        if let Some(p) = self.players.get_mut(&session) {
-            p.online.team = state.team;
-        }
-        let ops = {
-            let mut acc = self.shared.accounts();
-            let target = owner.or_else(|| acc.book.find_character(&state.name));
-            match target {
-                Some((account, slot)) if acc.book.save_character(account, slot, *state) => {
-                    acc.book.take_persist()
-                }
-                _ => Vec::new(),
-            }
-        };
-        if ops.is_empty() {
-            Metrics::inc(&self.shared.metrics.snapshots_orphaned);
-            tracing::warn!(
-                node,
-                session,
-                ?reason,
-                "snapshot for an unknown character dropped"
-            );
-        }
         if let Err(e) = self.shared.writer.submit(ops) {
             tracing::error!(error = %e, "store writer unavailable; snapshot not acknowledged");
             return;
         }
-        let Some(link) = self.nodes.get(node).cloned() else {
+        let Some(link) = self.links.get(node).cloned() else {
             return;
         };
         let shared = Arc::downgrade(&self.shared);
         let r = self.shared.writer.after_commit(move |ok| {
             if ok {
                 if let Some(s) = shared.upgrade() {
-                    Metrics::inc(&s.metrics.snapshots_saved);
+                    if group.is_some() {
+                        Metrics::inc(&s.metrics.snapshot_groups_saved);
+                        s.metrics.snapshot_group_entries.fetch_add(
+                            u64::try_from(entries).unwrap_or(u64::MAX),
+                            Ordering::Relaxed,
+                        );
+                    } else {
+                        Metrics::inc(&s.metrics.snapshots_saved);
+                    }
                 }
                 let _ = link
                     .tx
                     .send(Envelope::new(Msg::SnapshotAck { snapshot_id }));
             } else {
-                tracing::error!(
-                    snapshot_id,
-                    "snapshot write failed; the node will resend it"
-                );
-            }
-        });
-        if let Err(e) = r {
-            tracing::error!(error = %e, "store writer unavailable");
-        }
-    }
-
-    /// Fencing: only the node that hosts a session saves it. A node that was removed
-    /// (paused, cut off) and comes back must not overwrite progress made since on the
-    /// node that took its players over; its snapshot is acknowledged and dropped.
-    fn snapshot_fenced(&self, node: &str, session: SessionId, name: &str) -> bool {
-        match self.players.get(&session) {
-            Some(p) => p.node.as_deref() != Some(node),
-            // Unknown: accepted after a gateway restart (the node re-sends what it
-            // holds), refused for a session that ended here or a character online.
-            None => self.ended.contains(&session) || self.by_name.contains_key(&fold(name)),
-        }
-    }
-
-    /// A zone's atomic checkpoint: every character and the ground in one transaction,
-    /// acknowledged once committed; refused as a whole (acknowledged and dropped) when the
-    /// sender no longer owns the instance at that generation or does not host one of the
-    /// sessions, so a stale node can never restore one side of an exchange.
-    fn snapshot_group(&mut self, node: &str, g: SnapshotGroup) {
-        let SnapshotGroup {
-            snapshot_id,
-            key,
-            generation,
-            entries,
-            ground,
-        } = g;
-        let owner = self.dir.owns(node, &key, generation);
-        let stray = entries
-            .iter()
-            .find(|e| self.snapshot_fenced(node, e.session, &e.state.name))
-            .map(|e| e.session);
-        if !owner || stray.is_some() {
-            Metrics::inc(&self.shared.metrics.fenced);
-            Metrics::inc(&self.shared.metrics.snapshot_groups_refused);
-            tracing::warn!(node, instance = %key, generation, owner, ?stray,
-                entries = entries.len(), "checkpoint group from a node that no longer owns it dropped");
-            self.send_node(node, Msg::SnapshotAck { snapshot_id });
-            return;
-        }
-        let n = entries.len();
-        let mut targets = Vec::with_capacity(n);
-        for e in &entries {
-            let owner = self.players.get_mut(&e.session).map(|p| {
-                p.online.team = e.state.team;
-                (p.account, p.slot)
-            });
-            targets.push(owner);
-        }
-        let mut ops = {
-            let mut acc = self.shared.accounts();
-            for (e, owner) in entries.into_iter().zip(targets) {
-                let target = owner.or_else(|| acc.book.find_character(&e.state.name));
-                let saved = match target {
-                    Some((account, slot)) => acc.book.save_character(account, slot, e.state),
-                    None => false,
-                };
-                if !saved {
-                    Metrics::inc(&self.shared.metrics.snapshots_orphaned);
-                    tracing::warn!(node, session = e.session, reason = ?e.reason,
-                        "snapshot for an unknown character dropped (in a group)");
-                }
-            }
-            acc.book.take_persist()
-        };
-        if let Some(items) = ground {
-            {
-                let mut g = self.shared.ground();
-                if items.is_empty() {
-                    g.remove(&key);
-                } else {
-                    g.insert(key.clone(), items.clone());
-                }
-            }
-            ops.push(PersistOp::ReplaceGround {
-                key: key.clone(),
-                items,
-            });
-        }
-        // One submit: one transaction.
-        if let Err(e) = self.shared.writer.submit(ops) {
-            tracing::error!(error = %e, "store writer unavailable; checkpoint group not acknowledged");
-            return;
-        }
-        let Some(link) = self.nodes.get(node).cloned() else {
-            return;
-        };
-        let shared = Arc::downgrade(&self.shared);
-        let r = self.shared.writer.after_commit(move |ok| {
-            if ok {
-                if let Some(s) = shared.upgrade() {
-                    Metrics::inc(&s.metrics.snapshot_groups_saved);
-                    s.metrics
-                        .snapshot_group_entries
-                        .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
-                }
-                let _ = link
-                    .tx
-                    .send(Envelope::new(Msg::SnapshotAck { snapshot_id }));
-            } else {
-                tracing::error!(
-                    snapshot_id,
-                    instance = %key,
-                    "checkpoint group write failed; the node will resend it"
-                );
+                tracing::error!(snapshot_id, instance = ?group,
+                    "snapshot write failed; the node will resend it");
             }
         });
         if let Err(e) = r {
@@ -1438,7 +1113,7 @@ impl Hub {
     }
 
     /// An instance removed for good: its stored ground goes with it.
-    pub(super) fn forget_ground(&mut self, key: &InstanceKey) {
+    fn forget_ground(&mut self, key: &InstanceKey) {
         if self.shared.ground().remove(key).is_some() {
             tracing::info!(instance = %key, "stored ground items of a removed instance deleted");
         }
@@ -1451,193 +1126,24 @@ impl Hub {
         }
     }
 
-    fn node_down(&mut self, node: &str, serial: u64, reason: &str) {
-        let deregistered = self.deregistered.remove(&(node.to_owned(), serial));
-        if !self.live(node, serial) {
-            return;
-        }
-        // Node loss (or a drained node leaving) is one trace: the re-placements, and the
-        // handoffs that put its players back.
-        let span = tracing::info_span!(parent: None, "node.lost", node, reason, deregistered);
-        let _span = span.enter();
-        tracing::warn!(node, reason, deregistered, "node link closed");
-        self.nodes.remove(node);
-        let now = self.now_ms();
-        let actions = self.dir.disconnected(now, node, serial, deregistered);
-        // Transfers first: a player moving off the lost node is committed at its
-        // destination, one moving onto it stays where it was.
-        self.transfers_node_lost(node);
-        self.apply(actions);
-        // Players on it: a leaving one is done (its last save is what we have).
-        let leaving: Vec<SessionId> = self
-            .players
-            .iter()
-            .filter(|(_, p)| {
-                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::Leaving { .. })
-            })
-            .map(|(s, _)| *s)
-            .collect();
-        for s in leaving {
-            self.release(s);
-        }
-    }
-
-    fn apply(&mut self, actions: Vec<Action>) {
-        for a in actions {
-            match a {
-                Action::Assign {
-                    node,
-                    key,
-                    generation,
-                } => {
-                    let span = tracing::info_span!("instance.place", node = %node,
-                        zone = %key.area, instance = key.instance, generation);
-                    let _span = span.enter();
-                    let ground = self.shared.ground().get(&key).cloned().unwrap_or_default();
-                    tracing::info!(node = %node, instance = %key, generation,
-                        ground = ground.len(), "assigning");
-                    self.send_node(
-                        &node,
-                        Msg::AssignInstance {
-                            key,
-                            generation,
-                            ground,
-                            clock_epoch_ms: self.shared.clock_epoch_ms.load(Ordering::Relaxed),
-                        },
-                    );
-                }
-                Action::Stop {
-                    node,
-                    key,
-                    generation,
-                } => {
-                    let span = tracing::info_span!("instance.stop", node = %node,
-                        zone = %key.area, instance = key.instance, generation);
-                    let _span = span.enter();
-                    tracing::info!(node = %node, instance = %key, generation, "stopping a stale copy");
-                    self.send_node(&node, Msg::StopInstance { key, generation });
-                }
-                Action::Lost { key, node } => {
-                    let span = tracing::info_span!("instance.lost", node = %node,
-                        zone = %key.area, instance = key.instance);
-                    let _span = span.enter();
-                    Metrics::inc(&self.shared.metrics.instances_lost);
-                    tracing::warn!(node = %node, instance = %key, "instance lost with its node");
-                    let on_it: Vec<SessionId> = self
-                        .players
-                        .iter()
-                        .filter(|(_, p)| p.key == key && p.node.as_deref() == Some(node.as_str()))
-                        .map(|(s, _)| *s)
-                        .collect();
-                    for s in on_it {
-                        if !self.in_transfer(s) {
-                            self.recover(s);
-                        }
-                    }
-                }
-                Action::DetachOrphan { node, session } => {
-                    self.send_node(&node, Msg::DetachPlayer { session });
-                }
-            }
-        }
-    }
-
-    /// An instance became ready: run what waited for it.
-    fn wake(&mut self, key: &InstanceKey) {
-        for w in self.waiting.remove(key).unwrap_or_default() {
-            match w {
-                Waiter::Attach(s) => self.try_attach(s),
-                Waiter::Transfer(id) => self.forward_transfer(id),
-            }
-        }
-    }
-
     // ----- time -------------------------------------------------------------------------
 
-    /// Periodic work: node expiry, timeouts, the published view, the shutdown's progress.
+    /// Periodic work: the control plane's timeouts, the published view.
     pub fn tick(&mut self) {
-        let now = self.now_ms();
-        if self.hold_until_ms.is_some_and(|t| now >= t) {
-            self.hold_until_ms = None;
-            let mut actions = self.dir.release();
-            // Logins and warps that waited for an instance nobody reported.
-            let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
-            actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
-            tracing::info!(placed = actions.len(), "placement hold over");
-            self.apply(actions);
-        }
-        // The nodes the directory drops are named from the directory itself: a node whose
-        // link closed first (a killed process) is no longer in `self.nodes`, but it is
-        // only now, at its heartbeat timeout, that its instances are re-placed and its
-        // players recovered, and the trace must say which node that was.
-        let known: Vec<NodeId> = self.dir.nodes().map(|n| n.id.clone()).collect();
-        let actions = self.dir.expire(now, self.shared.cfg.node_timeout_ms);
-        if !actions.is_empty() {
-            let gone: Vec<NodeId> = known
-                .into_iter()
-                .filter(|n| self.dir.node(n).is_none())
-                .collect();
-            // Detection, re-placement and recovery of the silent nodes: one trace.
-            let span = tracing::info_span!(parent: None, "node.lost",
-                node = %gone.join(","), reason = "missed its heartbeats", deregistered = false);
-            let _span = span.enter();
-            for n in gone {
-                // A link still open is closed; one already closed had its transfers
-                // settled by `node_down`.
-                if let Some(l) = self.nodes.remove(&n) {
-                    tracing::warn!(node = %n, "node missed its heartbeats: removed");
-                    l.conn.close(2u32.into(), b"missed its heartbeats");
-                    self.transfers_node_lost(&n);
-                }
-            }
-            self.apply(actions);
-        }
-        let t = Instant::now();
-        let late: Vec<(SessionId, Phase)> = self
-            .players
-            .iter()
-            .filter_map(|(s, p)| match p.phase {
-                Phase::Attaching { deadline }
-                | Phase::Leaving { deadline }
-                | Phase::Recovering { deadline }
-                    if t >= deadline =>
-                {
-                    Some((*s, p.phase))
-                }
-                _ => None,
-            })
-            .collect();
-        for (s, phase) in late {
-            if matches!(phase, Phase::Recovering { .. }) {
-                self.recovery_failed(s, "the instance did not come back in time");
-                continue;
-            }
-            if matches!(phase, Phase::Attaching { .. }) {
-                tracing::warn!(session = s, "no zone became ready for this login in time");
-                self.send_packet(s, &ServerPacket::StartGame(StartGameReply::Failed));
-                self.close_client(s, close::SHUTDOWN, "no zone is available; try again later");
-            } else {
-                tracing::warn!(
-                    session = s,
-                    "the zone node did not confirm the logout in time"
-                );
-            }
-            self.release(s);
-        }
-        self.transfer_timeouts(t);
-        self.progress_removals();
+        let now = self.now();
+        let shared = self.shared.clone();
+        let actions = self.control.on_timeout(now, &Book(&shared));
+        self.apply(actions);
         self.publish();
-        self.progress_shutdown();
     }
 
     fn publish(&self) {
-        let now = self.now_ms();
-        let nodes = self
-            .dir
+        let now = u64::try_from(self.now().as_millis()).unwrap_or(u64::MAX);
+        let dir = self.control.directory();
+        let nodes = dir
             .nodes()
             .map(|n| {
-                let instances: Vec<InstanceView> = self
-                    .dir
+                let instances: Vec<InstanceView> = dir
                     .placements()
                     .filter(|(_, p)| p.node == n.id)
                     .map(|(k, p)| InstanceView {
@@ -1666,11 +1172,10 @@ impl Hub {
             sessions: SessionCounts {
                 connected: 0,
                 in_menu: 0,
-                in_game: u64::try_from(self.players.len()).unwrap_or(u64::MAX),
+                in_game: u64::try_from(self.control.player_count()).unwrap_or(u64::MAX),
             },
             nodes,
-            unplaced: self
-                .dir
+            unplaced: dir
                 .unplaced()
                 .into_iter()
                 .map(|k| UnplacedInstance {
@@ -1685,87 +1190,21 @@ impl Hub {
         }
     }
 
-    fn begin_shutdown(&mut self, done: oneshot::Sender<()>) {
-        self.shared.shutting_down.store(true, Ordering::Relaxed);
-        if let Some((_, waiters)) = &mut self.shutdown {
-            waiters.push(done);
-            return;
-        }
-        tracing::info!(
-            players = self.players.len(),
-            "shutting down: saving every player"
-        );
-        let sessions: Vec<SessionId> = self.players.keys().copied().collect();
-        for s in sessions {
-            self.gone(s);
-        }
-        self.shutdown = Some((
-            Instant::now() + self.shared.cfg.shutdown_timeout(),
-            vec![done],
-        ));
-        self.progress_shutdown();
-    }
-
-    fn progress_shutdown(&mut self) {
-        let Some((deadline, _)) = &self.shutdown else {
-            return;
-        };
-        if !self.players.is_empty() && Instant::now() < *deadline {
-            return;
-        }
-        if !self.players.is_empty() {
-            tracing::warn!(
-                left = self.players.len(),
-                "shutdown deadline: some logouts unconfirmed"
-            );
-        }
+    /// Every logout is confirmed (or the deadline passed): close every client, answer
+    /// once everything queued so far is committed.
+    fn shutdown_done(&mut self) {
         for c in &self.shared.clients {
             c.close(close::SHUTDOWN, "the server is shutting down");
         }
-        if let Some((_, waiters)) = self.shutdown.take() {
-            // Answered after everything queued so far is committed.
-            let r = self.shared.writer.after_commit(move |_| {
-                for w in waiters {
-                    let _ = w.send(());
-                }
-            });
-            if r.is_err() {
-                tracing::error!("store writer gone during shutdown");
+        let waiters = std::mem::take(&mut self.shutdown_waiters);
+        let r = self.shared.writer.after_commit(move |_| {
+            for w in waiters {
+                let _ = w.send(());
             }
+        });
+        if r.is_err() {
+            tracing::error!("store writer gone during shutdown");
         }
-        // Keep refusing: `shutting_down` stays set.
-        self.shutdown = Some((Instant::now() + Duration::from_secs(3600), Vec::new()));
-    }
-}
-
-/// The in-game players as the chat commands see them.
-struct HubRoster<'a> {
-    players: &'a HashMap<SessionId, Player>,
-    by_name: &'a HashMap<String, SessionId>,
-}
-
-impl chat::Roster for HubRoster<'_> {
-    fn get(&self, s: SessionId) -> Option<&OnlinePlayer> {
-        self.players.get(&s).map(|p| &p.online)
-    }
-
-    fn by_name(&self, name: &str) -> Option<&OnlinePlayer> {
-        self.by_name
-            .get(&fold(name))
-            .and_then(|s| self.players.get(s))
-            .map(|p| &p.online)
-    }
-
-    fn for_each(&self, f: &mut dyn FnMut(&OnlinePlayer)) {
-        for p in self.players.values() {
-            if !matches!(p.phase, Phase::Leaving { .. }) {
-                f(&p.online);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.players.len()
     }
 }
 

@@ -1,55 +1,54 @@
-//! SetArea handoffs between zone nodes, coordinated by the hub (`docs/handoff.md`): the
-//! two-phase transfer (forward → prepared ack → the source's commit or abort), the
-//! routing switch at commit, and the recovery of players whose node was lost.
+//! SetArea handoffs between zone nodes (`docs/handoff.md`): the two-phase transfer
+//! (forward → prepared ack → the source's commit or abort), the routing switch at commit,
+//! and the recovery of players whose node was lost.
 //!
 //! The source node holds the frozen actor until it decides; the destination holds a
 //! prepared, invisible copy until it hears the decision. Only the source decides, except
 //! when no node holds the actor any more (its node was lost, or the gateway itself is
-//! putting a player back from its last save): then the hub commits as soon as the
+//! putting a player back from its last save): then the gateway commits as soon as the
 //! destination is prepared. Either way the actor is live in exactly one place.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto};
 
-use super::{Hub, Metrics, Phase, Waiter};
+use super::{
+    ATTACH_TIMEOUT, Action, Characters, Control, Count, Phase, Trace, Waiter, close,
+};
 use crate::directory::NodeId;
-use crate::session::close;
 
-/// How long a forwarded transfer waits for the destination to prepare before the hub
+/// How long a forwarded transfer waits for the destination to prepare before the gateway
 /// refuses it (the source's own timeout, 2 s, usually fires first).
 pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a prepared transfer waits for the source's decision before the hub aborts it.
+/// How long a prepared transfer waits for the source's decision before the gateway aborts
+/// it.
 pub const DECISION_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a player whose node was lost may take to be put back before it is
 /// disconnected (code 3) to log in again.
 pub const RECOVER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A transfer the hub coordinates.
-#[derive(Debug)]
+/// A transfer the gateway coordinates.
+#[derive(Debug, Clone)]
 pub(super) struct Transfer {
     /// The node holding the frozen actor, with its id for the transfer; `None` once no
     /// node holds it (a recovery, or its source node was lost): commit when prepared.
     pub(super) source: Option<(NodeId, u64)>,
-    /// The transfer as sent to the destination (with the hub's id).
+    /// The transfer as sent to the destination (with the gateway's id).
     pub(super) dto: Box<TransferDto>,
     /// Where it was sent.
     pub(super) forwarded_to: Option<NodeId>,
     /// The destination acknowledged: it holds the actor prepared.
     pub(super) prepared: bool,
     /// When the current phase gives up.
-    pub(super) deadline: Instant,
-    /// When the hub first heard of it (handoff latency).
-    pub(super) started: Instant,
+    pub(super) deadline: Duration,
+    /// When the gateway first heard of it (handoff latency).
+    pub(super) started: Duration,
     /// The gateway is putting a player back after a node loss (not a SetArea).
     pub(super) recovery: bool,
-    /// The gateway's part of the handoff's trace (`handoff.gateway`), open until the
-    /// transfer is settled; every message of the handoff carries its context.
-    pub(super) span: tracing::Span,
 }
 
 impl Transfer {
-    fn key(&self) -> InstanceKey {
+    pub(super) fn key(&self) -> InstanceKey {
         InstanceKey {
             area: self.dto.area.clone(),
             instance: self.dto.instance,
@@ -57,9 +56,14 @@ impl Transfer {
     }
 }
 
-impl Hub {
+impl Control {
     /// A node sends an actor to an instance it does not host.
-    pub(super) fn transfer_from(&mut self, node: &str, t: Box<TransferDto>) {
+    pub(super) fn transfer_from(
+        &mut self,
+        node: &str,
+        t: Box<TransferDto>,
+        chars: &dyn Characters,
+    ) {
         let their_id = t.transfer_id;
         let Some(area) = self
             .areas
@@ -67,37 +71,51 @@ impl Hub {
             .find(|a| a.eq_ignore_ascii_case(&t.area))
             .cloned()
         else {
-            Metrics::inc(&self.shared.metrics.transfers_refused);
-            self.send_node(
+            self.count(Count::TransferRefused);
+            self.send(
                 node,
                 Msg::TransferNack {
                     transfer_id: their_id,
                     reason: format!("there is no area called {}", t.area),
                 },
+                Trace::Current,
             );
             return;
         };
-        if let Some(s) = t.session
-            && !self.players.get(&s).is_some_and(|p| {
-                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::InGame)
-            })
-        {
-            // Only the node that hosts a player may move it (a fenced node may not).
-            Metrics::inc(&self.shared.metrics.transfers_refused);
-            self.send_node(
-                node,
-                Msg::TransferNack {
-                    transfer_id: their_id,
-                    reason: "this node does not host that player".into(),
-                },
-            );
+        let duplicate = self.transfers.values().any(|x| {
+            x.source
+                .as_ref()
+                .is_some_and(|(n, i)| n == node && *i == their_id)
+        });
+        if duplicate {
+            // The same transfer twice from its source: the first one stands.
+            self.count(Count::InternalRefused);
             return;
+        }
+        if let Some(s) = t.session {
+            let hosted = self.players.get(&s).is_some_and(|p| {
+                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::InGame)
+            });
+            if !hosted || self.in_transfer(s) {
+                // Only the node that hosts a player may move it (a fenced node may not),
+                // and one move at a time.
+                self.count(Count::TransferRefused);
+                self.send(
+                    node,
+                    Msg::TransferNack {
+                        transfer_id: their_id,
+                        reason: "this node does not host that player".into(),
+                    },
+                    Trace::Current,
+                );
+                return;
+            }
         }
         let mut t = t;
         t.area = area;
         tracing::debug!(node, their_id, session = ?t.session, area = %t.area, instance = t.instance, "handoff begins");
-        Metrics::inc(&self.shared.metrics.handoffs_started);
-        self.start_transfer(Some((node.to_owned(), their_id)), t, false);
+        self.count(Count::HandoffStarted);
+        self.start_transfer(Some((node.to_owned(), their_id)), t, false, Trace::Current, chars);
     }
 
     fn start_transfer(
@@ -105,16 +123,25 @@ impl Hub {
         source: Option<(NodeId, u64)>,
         dto: Box<TransferDto>,
         recovery: bool,
+        parent: Trace,
+        chars: &dyn Characters,
     ) {
         let id = self.next_transfer;
         self.next_transfer += 1;
-        let now = Instant::now();
-        // Under the source's `handoff.source` (the Transfer's `internal.recv` is current),
-        // or under `node.lost`, or a root of its own (a drained node's player moving).
-        let span = tracing::info_span!("handoff.gateway", transfer = id,
-            session = dto.session, zone = %dto.area, instance = dto.instance,
-            source = source.as_ref().map(|(n, _)| n.as_str()), recovery,
-            dest = tracing::field::Empty, outcome = tracing::field::Empty);
+        let now = self.now;
+        // Under the source's `handoff.source`, or under `node.lost`, or a root of its own
+        // (a drained node's player moving).
+        self.out.push(Action::TransferBegan {
+            id,
+            session: dto.session,
+            key: InstanceKey {
+                area: dto.area.clone(),
+                instance: dto.instance,
+            },
+            source: source.as_ref().map(|(n, _)| n.clone()),
+            recovery,
+            parent,
+        });
         self.transfers.insert(
             id,
             Transfer {
@@ -122,21 +149,20 @@ impl Hub {
                 dto,
                 forwarded_to: None,
                 prepared: false,
-                deadline: now + super::ATTACH_TIMEOUT,
+                deadline: now + ATTACH_TIMEOUT,
                 started: now,
                 recovery,
-                span,
             },
         );
-        self.forward_transfer(id);
+        self.forward_transfer(id, chars);
     }
 
     /// Send a transfer to the node that owns its destination, once that is ready.
-    pub(super) fn forward_transfer(&mut self, id: u64) {
-        let Some((key, span)) = self.transfers.get(&id).map(|t| (t.key(), t.span.clone())) else {
+    pub(super) fn forward_transfer(&mut self, id: u64, chars: &dyn Characters) {
+        let Some(key) = self.transfers.get(&id).map(Transfer::key) else {
             return;
         };
-        let _span = span.enter();
+        let trace = Trace::Transfer(id);
         let ready = self
             .dir
             .placement(&key)
@@ -147,6 +173,7 @@ impl Hub {
             |n: &str| self.nodes.contains_key(n) && !self.dir.node(n).is_some_and(|d| d.draining);
         match ready {
             Some((dest, generation)) if usable(&dest) => {
+                let now = self.now;
                 let Some(t) = self.transfers.get_mut(&id) else {
                     return;
                 };
@@ -154,17 +181,20 @@ impl Hub {
                 dto.transfer_id = id;
                 dto.generation = generation;
                 t.forwarded_to = Some(dest.clone());
-                t.deadline = Instant::now() + FORWARD_TIMEOUT;
-                t.span.record("dest", dest.as_str());
-                Metrics::inc(&self.shared.metrics.transfers_routed);
-                self.send_node(&dest, Msg::Transfer(dto));
+                t.deadline = now + FORWARD_TIMEOUT;
+                self.out.push(Action::TransferForwarded {
+                    id,
+                    dest: dest.clone(),
+                });
+                self.count(Count::TransferRouted);
+                self.send(&dest, Msg::Transfer(dto), trace);
             }
             _ => {
                 self.wait(key.clone(), Waiter::Transfer(id));
                 if let Some(a) = self.dir.ensure(&key) {
-                    self.apply(vec![a]);
+                    self.apply(vec![a], trace, chars);
                 } else if self.dir.placement(&key).is_none() {
-                    self.refuse_transfer(id, "no zone node can host that area now");
+                    self.refuse_transfer(id, "no zone node can host that area now", chars);
                 }
             }
         }
@@ -172,20 +202,25 @@ impl Hub {
 
     /// The destination holds the actor prepared: ask the source to decide, or commit at
     /// once when no node holds the actor.
-    pub(super) fn transfer_prepared(&mut self, from: &str, id: u64, generation: Generation) {
+    pub(super) fn transfer_prepared(
+        &mut self,
+        from: &str,
+        id: u64,
+        generation: Generation,
+        chars: &dyn Characters,
+    ) {
+        let now = self.now;
         let Some(t) = self.transfers.get_mut(&id) else {
-            Metrics::inc(&self.shared.metrics.internal_refused);
-            self.send_node(from, Msg::TransferAbort { transfer_id: id });
+            self.count(Count::InternalRefused);
+            self.send(from, Msg::TransferAbort { transfer_id: id }, Trace::Current);
             return;
         };
         if t.forwarded_to.as_deref() != Some(from) || t.prepared {
-            Metrics::inc(&self.shared.metrics.internal_refused);
+            self.count(Count::InternalRefused);
             return;
         }
         t.prepared = true;
-        t.deadline = Instant::now() + DECISION_TIMEOUT;
-        let span = t.span.clone();
-        let _span = span.enter();
+        t.deadline = now + DECISION_TIMEOUT;
         tracing::debug!(
             transfer = id,
             node = from,
@@ -193,54 +228,61 @@ impl Hub {
         );
         match t.source.clone() {
             Some((node, their_id)) if self.nodes.contains_key(&node) => {
-                self.send_node(
+                self.send(
                     &node,
                     Msg::TransferAck {
                         transfer_id: their_id,
                         generation,
                     },
+                    Trace::Transfer(id),
                 );
             }
-            _ => self.commit(id),
+            _ => self.commit(id, chars),
         }
     }
 
     /// The destination refused: the source restores the actor; a player no node holds
     /// is put back from its last save, or disconnected.
-    pub(super) fn transfer_refused(&mut self, from: &str, id: u64, reason: String) {
+    pub(super) fn transfer_refused(
+        &mut self,
+        from: &str,
+        id: u64,
+        reason: &str,
+        chars: &dyn Characters,
+    ) {
         let ok = self
             .transfers
             .get(&id)
-            .is_some_and(|t| t.forwarded_to.as_deref() == Some(from));
+            .is_some_and(|t| t.forwarded_to.as_deref() == Some(from) && !t.prepared);
         if !ok {
-            Metrics::inc(&self.shared.metrics.internal_refused);
+            self.count(Count::InternalRefused);
             return;
         }
-        self.refuse_transfer(id, &reason);
+        self.refuse_transfer(id, reason, chars);
     }
 
-    fn refuse_transfer(&mut self, id: u64, reason: &str) {
+    fn refuse_transfer(&mut self, id: u64, reason: &str, chars: &dyn Characters) {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
-        let _span = t.span.enter();
-        t.span.record("outcome", "refused");
+        let trace = Trace::Transfer(id);
         tracing::info!(transfer = id, reason, "handoff refused");
         self.unwait(id);
-        Metrics::inc(&self.shared.metrics.transfers_refused);
-        Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
+        self.count(Count::TransferRefused);
+        self.count(Count::HandoffRolledBack);
         if let Some(dest) = &t.forwarded_to {
             // It may still prepare (a late answer): make sure it drops the copy.
-            self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+            self.send(dest, Msg::TransferAbort { transfer_id: id }, trace);
         }
         match t.source {
             Some((node, their_id)) if self.nodes.contains_key(&node) => {
-                self.send_node(
+                self.send(
                     &node,
                     Msg::TransferNack {
                         transfer_id: their_id,
                         reason: reason.to_owned(),
                     },
+                    trace,
                 );
             }
             _ => {
@@ -250,15 +292,25 @@ impl Hub {
                     if t.recovery {
                         self.recovery_failed(s, reason);
                     } else {
-                        self.recover(s);
+                        self.recover(s, chars);
                     }
                 }
             }
         }
+        self.out.push(Action::TransferEnded {
+            id,
+            outcome: "refused",
+        });
     }
 
     /// The source decided (phase two), naming its own id for the transfer.
-    pub(super) fn transfer_decided(&mut self, from: &str, their_id: u64, commit: bool) {
+    pub(super) fn transfer_decided(
+        &mut self,
+        from: &str,
+        their_id: u64,
+        commit: bool,
+        chars: &dyn Characters,
+    ) {
         let id = self.transfers.iter().find_map(|(id, t)| {
             let mine = t
                 .source
@@ -273,45 +325,53 @@ impl Hub {
                 commit,
                 "decision for an unknown handoff"
             );
-            Metrics::inc(&self.shared.metrics.internal_refused);
+            self.count(Count::InternalRefused);
             return;
         };
         tracing::debug!(transfer = id, node = from, commit, "the source decided");
         if commit {
-            self.commit(id);
+            self.commit(id, chars);
         } else {
             let Some(t) = self.transfers.remove(&id) else {
                 return;
             };
-            let _span = t.span.enter();
-            t.span.record("outcome", "aborted");
-            Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
+            self.count(Count::HandoffRolledBack);
             if let Some(dest) = &t.forwarded_to {
-                self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+                self.send(dest, Msg::TransferAbort { transfer_id: id }, Trace::Transfer(id));
             }
+            self.out.push(Action::TransferEnded {
+                id,
+                outcome: "aborted",
+            });
         }
     }
 
     /// Phase two: switch the session's route to the destination, then let the destination
     /// make the actor live. A player whose client left meanwhile is aborted instead.
-    fn commit(&mut self, id: u64) {
+    fn commit(&mut self, id: u64, chars: &dyn Characters) {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
-        let _span = t.span.enter();
-        t.span.record("outcome", "committed");
+        let trace = Trace::Transfer(id);
         let Some(dest) = t.forwarded_to.clone() else {
+            self.out.push(Action::TransferEnded {
+                id,
+                outcome: "never forwarded",
+            });
             return;
         };
         let key = t.key();
-        let Some(link) = self.nodes.get(&dest).cloned() else {
-            t.span.record("outcome", "destination lost");
+        if !self.nodes.contains_key(&dest) {
             // The destination died holding the only copy: back from the last save.
             if let Some(s) = t.dto.session {
-                self.recover(s);
+                self.recover(s, chars);
             }
+            self.out.push(Action::TransferEnded {
+                id,
+                outcome: "destination lost",
+            });
             return;
-        };
+        }
         if let Some(session) = t.dto.session {
             let wanted = self
                 .players
@@ -319,35 +379,43 @@ impl Hub {
                 .is_some_and(|p| matches!(p.phase, Phase::InGame | Phase::Recovering { .. }));
             if !wanted {
                 // The client left during the handoff: its source saved it on detach.
-                t.span.record("outcome", "aborted: the client left");
-                Metrics::inc(&self.shared.metrics.handoffs_rolled_back);
-                self.send_node(&dest, Msg::TransferAbort { transfer_id: id });
+                self.count(Count::HandoffRolledBack);
+                self.send(&dest, Msg::TransferAbort { transfer_id: id }, trace);
+                self.out.push(Action::TransferEnded {
+                    id,
+                    outcome: "aborted: the client left",
+                });
                 return;
             }
             if let Some(p) = self.players.get_mut(&session) {
                 p.key = key;
                 p.node = Some(dest.clone());
                 p.phase = Phase::InGame;
-                self.shared.routes.insert(session, link.conn.clone());
+                self.out.push(Action::Route {
+                    session,
+                    node: dest.clone(),
+                });
             }
         }
-        let _ = link.send(Msg::TransferCommit { transfer_id: id });
+        self.send(&dest, Msg::TransferCommit { transfer_id: id }, trace);
         if let Some(session) = t.dto.session {
             // The party spans zones: the new zone learns it for its XP split.
-            self.resync_party(session);
+            self.out.push(Action::ZoneChanged { session });
         }
-        Metrics::inc(&self.shared.metrics.handoffs_completed);
-        self.shared
-            .metrics
-            .handoff_latency
-            .observe(t.started.elapsed());
+        self.count(Count::HandoffCompleted);
+        self.out
+            .push(Action::HandoffLatency(self.now.saturating_sub(t.started)));
+        self.out.push(Action::TransferEnded {
+            id,
+            outcome: "committed",
+        });
     }
 
     /// A node is gone: transfers towards it are refused (their sources restore the actor)
     /// unless already prepared (the source decides; a commit finds the destination gone
     /// and recovers the player); transfers from it are committed as soon as prepared,
     /// since its copy died with it.
-    pub(super) fn transfers_node_lost(&mut self, node: &str) {
+    pub(super) fn transfers_node_lost(&mut self, node: &str, chars: &dyn Characters) {
         let ids: Vec<u64> = self.transfers.keys().copied().collect();
         for id in ids {
             let Some(t) = self.transfers.get_mut(&id) else {
@@ -358,14 +426,15 @@ impl Hub {
             if from_it {
                 t.source = None;
                 if t.prepared && !to_it {
-                    self.commit(id);
+                    self.commit(id, chars);
                     continue;
                 }
             }
+            let sourceless = t.source.is_none();
             if to_it && !t.prepared {
-                self.refuse_transfer(id, "the destination zone node was lost");
-            } else if to_it && t.source.is_none() {
-                self.commit(id);
+                self.refuse_transfer(id, "the destination zone node was lost", chars);
+            } else if to_it && sourceless {
+                self.commit(id, chars);
             }
         }
     }
@@ -377,8 +446,9 @@ impl Hub {
             .any(|t| t.dto.session == Some(session))
     }
 
-    /// Periodic: transfers that waited too long in their phase.
-    pub(super) fn transfer_timeouts(&mut self, now: Instant) {
+    /// Transfers that waited too long in their phase.
+    pub(super) fn transfer_timeouts(&mut self, chars: &dyn Characters) {
+        let now = self.now;
         let late: Vec<(u64, bool)> = self
             .transfers
             .iter()
@@ -389,17 +459,23 @@ impl Hub {
             if prepared {
                 tracing::warn!(transfer = id, "no commit or abort from the source in time");
                 if let Some(t) = self.transfers.remove(&id) {
-                    let _span = t.span.enter();
-                    t.span.record("outcome", "timed out");
                     if let Some(dest) = &t.forwarded_to {
-                        self.send_node(dest, Msg::TransferAbort { transfer_id: id });
+                        self.send(
+                            dest,
+                            Msg::TransferAbort { transfer_id: id },
+                            Trace::Transfer(id),
+                        );
                     }
                     if let (None, Some(s)) = (&t.source, t.dto.session) {
                         self.recovery_failed(s, "the handoff did not complete");
                     }
+                    self.out.push(Action::TransferEnded {
+                        id,
+                        outcome: "timed out",
+                    });
                 }
             } else {
-                self.refuse_transfer(id, "the destination did not answer in time");
+                self.refuse_transfer(id, "the destination did not answer in time", chars);
             }
         }
     }
@@ -413,40 +489,28 @@ impl Hub {
     /// Put a player whose zone node was lost back into the world from its last save,
     /// without reconnecting: a handoff from the gateway itself into the (re-placed)
     /// instance, so the client gets `P_ChangeArea` into the same area.
-    pub(super) fn recover(&mut self, session: SessionId) {
+    pub(super) fn recover(&mut self, session: SessionId, chars: &dyn Characters) {
         let Some(p) = self.players.get(&session) else {
             return;
         };
-        let saved = self
-            .shared
-            .accounts()
-            .book
-            .get(p.account)
-            .and_then(|a| a.characters.get(usize::from(p.slot)))
-            .cloned();
-        let Some(mut state) = saved else {
+        let Some(mut state) = chars.saved(p.account, p.slot) else {
             self.recovery_failed(session, "no saved character");
             return;
         };
         state.rid = p.rid;
-        if let Some(a) = self.shared.accounts().book.get(p.account) {
-            state.account.clone_from(&a.row.user);
-            state.email.clone_from(&a.row.email);
-        }
         let (mut key, arrival) = self.login_place(&state);
         if key.area.eq_ignore_ascii_case(&p.key.area) {
             key.instance = p.key.instance;
         }
         let is_dm = p.online.is_dm;
-        self.shared.routes.remove(&session);
+        self.out.push(Action::Unroute { session });
+        let deadline = self.now + RECOVER_TIMEOUT;
         if let Some(p) = self.players.get_mut(&session) {
             p.node = None;
             p.queued.clear();
-            p.phase = Phase::Recovering {
-                deadline: Instant::now() + RECOVER_TIMEOUT,
-            };
+            p.phase = Phase::Recovering { deadline };
         }
-        Metrics::inc(&self.shared.metrics.recoveries);
+        self.count(Count::Recovery);
         tracing::info!(session, instance = %key, "putting a player back from its last save");
         let dto = TransferDto {
             transfer_id: 0,
@@ -458,7 +522,7 @@ impl Hub {
             arrival,
             state,
         };
-        self.start_transfer(None, Box::new(dto), true);
+        self.start_transfer(None, Box::new(dto), true, Trace::Current, chars);
     }
 
     /// A player could not be put back: disconnect it (code 3); it can log in at once.

@@ -1,0 +1,1541 @@
+//! The gateway's control plane as a pure state machine: login placement and attach, the
+//! two-phase SetArea handoff between nodes, snapshot fencing, node up/down and loss
+//! recovery, `RemoveZoneInstance`, timeouts and shutdown.
+//!
+//! [`Control::handle`] takes one [`Event`] at a time `now` and returns the [`Action`]s the
+//! hub shell ([`crate::hub`]) carries out, in order: messages to nodes, packets and closes
+//! for clients, route switches, saves to acknowledge once committed, counters and trace
+//! marks. [`Control::poll_timeout`] names the next instant something is due and
+//! [`Control::on_timeout`] does it. Nothing here reads a clock, owns a socket, a channel, a
+//! lock or a task: `now` is passed in (time since the gateway started), so the same
+//! schedule of events gives the same actions, which is what the deterministic simulator
+//! (`cluster-tests --bin simulate`, docs/testing.md) relies on.
+//!
+//! Invariants kept here (checked by the simulator after every step):
+//! * a player is attached to at most one node (`Player::node`), and a transfer carries
+//!   at most one player; a player in a transfer keeps its source node until the commit;
+//! * only the node that hosts a session saves it or moves it (fencing, [`Save`]);
+//! * every transfer ends (committed, refused, aborted or timed out) by its deadline.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shared::content::World;
+use shared::internal::{
+    ActorStateDto, ArrivalDto, ErrorCode, Generation, GroundItemDto, InstanceKey, InstanceLoad,
+    Msg, RunningInstance, SessionId, SnapshotEntry, SnapshotGroup, SnapshotReasonDto,
+};
+use shared::proto::{ServerPacket, StartGameReply};
+
+use crate::chat::{self, OnlinePlayer};
+use crate::directory::{self, Directory, NodeId};
+use crate::session::{AccountId, close};
+
+mod handoff;
+mod removal;
+
+pub use handoff::{DECISION_TIMEOUT, FORWARD_TIMEOUT, RECOVER_TIMEOUT};
+pub use removal::REMOVE_TIMEOUT;
+
+/// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
+/// range above, per instance).
+pub const MIN_PLAYER_RID: u16 = 1;
+/// Highest player RuntimeID.
+pub const MAX_PLAYER_RID: u16 = 15_999;
+/// How long a login waits for its instance to be placed and ready.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a leaving player's node has to send its last snapshot.
+pub const DETACH_TIMEOUT: Duration = Duration::from_secs(15);
+/// Reliable frames kept for a session whose zone is not attached yet.
+pub const MAX_QUEUED_FRAMES: usize = 256;
+/// Ended sessions remembered for snapshot fencing.
+const MAX_ENDED_SESSIONS: usize = 65_536;
+/// How often work without a deadline of its own (`RemoveZoneInstance`'s warps, the
+/// shutdown's progress) is looked at again.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// The script run once when the cluster starts.
+pub const STARTUP_SCRIPT: &str = "Startup";
+/// Its function.
+pub const STARTUP_FUNC: &str = "Main";
+
+/// What the control plane is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlConfig {
+    /// `--standalone`: the embedded node starts empty, so placement is not held.
+    pub standalone: bool,
+    /// How long placement waits after start for nodes to report what they still run.
+    pub placement_hold_ms: u64,
+    /// A node silent this long is removed and its instances re-placed.
+    pub node_timeout_ms: u64,
+    /// How long a shutdown waits for the players' last saves.
+    pub shutdown_timeout: Duration,
+}
+
+impl ControlConfig {
+    /// The control plane's part of the gateway's configuration.
+    pub fn of(cfg: &crate::config::GatewayConfig) -> Self {
+        Self {
+            standalone: cfg.standalone,
+            placement_hold_ms: cfg.placement_hold_ms,
+            node_timeout_ms: cfg.node_timeout_ms,
+            shutdown_timeout: cfg.shutdown_timeout(),
+        }
+    }
+}
+
+/// The saved characters, as the control plane reads them (the account book, behind the
+/// shell's lock; a map in the simulator).
+pub trait Characters {
+    /// The last saved state of a character, with its account's name and e-mail filled in
+    /// (`PlayerAccountName`, `PlayerAccountEmail`).
+    fn saved(&self, account: AccountId, slot: u8) -> Option<ActorStateDto>;
+}
+
+/// A login entering the world (`P_StartGame` succeeded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Login {
+    /// Session.
+    pub session: SessionId,
+    /// Account.
+    pub account: AccountId,
+    /// Character slot.
+    pub slot: u8,
+    /// DM account.
+    pub is_dm: bool,
+    /// The saved character.
+    pub state: Box<ActorStateDto>,
+    /// The account's ignore list.
+    pub ignore: Vec<String>,
+    /// The account's name (the scripts' `PlayerAccountName`).
+    pub user: String,
+    /// The account's e-mail.
+    pub email: String,
+    /// Whether the client is still connected.
+    pub connected: bool,
+}
+
+/// Everything the control plane hears.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A session entered the world.
+    Entered(Box<Login>),
+    /// In-game reliable frames for the session's zone.
+    Frames {
+        /// Session.
+        session: SessionId,
+        /// Frames, byte for byte.
+        frames: Bytes,
+    },
+    /// The client connection ended.
+    Gone {
+        /// Session.
+        session: SessionId,
+    },
+    /// A node registered on a connection.
+    NodeUp {
+        /// Node id.
+        node: NodeId,
+        /// Advertised address.
+        addr: String,
+        /// Capacity.
+        capacity: u32,
+        /// Connection serial.
+        serial: u64,
+        /// What it still runs.
+        running: Vec<RunningInstance>,
+    },
+    /// A control message from a node.
+    NodeMsg {
+        /// Node id.
+        node: NodeId,
+        /// Connection serial.
+        serial: u64,
+        /// The message.
+        msg: Msg,
+    },
+    /// A node's connection ended.
+    NodeDown {
+        /// Node id.
+        node: NodeId,
+        /// Connection serial.
+        serial: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Save every in-game player (detach them), then end ([`Action::ShutdownDone`]).
+    Shutdown,
+}
+
+/// Which trace an action belongs to (the shell keeps the spans).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trace {
+    /// Whatever trace the event came in (the shell's current span).
+    Current,
+    /// The session's login (`session.login`), until it is attached.
+    Login(SessionId),
+    /// The transfer's (`handoff.gateway`).
+    Transfer(u64),
+}
+
+/// A counter the shell adds one to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// A login entered the world.
+    Login,
+    /// Frames forwarded to a zone.
+    FramesUp,
+    /// Frames dropped (no zone to take them).
+    FramesDropped,
+    /// A message from a stale link or naming an unknown transfer.
+    InternalRefused,
+    /// A write from a node that no longer owns what it wrote (fencing).
+    Fenced,
+    /// A checkpoint group refused as a whole.
+    GroupRefused,
+    /// An instance lost with its node.
+    InstanceLost,
+    /// A handoff began.
+    HandoffStarted,
+    /// A transfer was forwarded to its destination.
+    TransferRouted,
+    /// A transfer was refused.
+    TransferRefused,
+    /// A handoff was rolled back.
+    HandoffRolledBack,
+    /// A handoff committed.
+    HandoffCompleted,
+    /// A player was put back from its last save.
+    Recovery,
+}
+
+/// A save the shell stores, acknowledging `snapshot_id` to `node` once committed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Save {
+    /// One character (`Msg::Snapshot`).
+    One {
+        /// The node to acknowledge.
+        node: NodeId,
+        /// Its id.
+        snapshot_id: u64,
+        /// The session.
+        session: SessionId,
+        /// The character's account and slot, when the session is known here; the shell
+        /// finds the character by name otherwise.
+        owner: Option<(AccountId, u8)>,
+        /// Why it was saved.
+        reason: SnapshotReasonDto,
+        /// The character.
+        state: Box<ActorStateDto>,
+    },
+    /// An instance's atomic checkpoint (`Msg::SnapshotGroup`): one transaction.
+    Group {
+        /// The node to acknowledge.
+        node: NodeId,
+        /// Its id.
+        snapshot_id: u64,
+        /// The instance.
+        key: InstanceKey,
+        /// The characters, each with its owner when known.
+        entries: Vec<(Option<(AccountId, u8)>, SnapshotEntry)>,
+        /// The ground items replacing the stored ones (`None`: unchanged).
+        ground: Option<Vec<GroundItemDto>>,
+    },
+}
+
+/// What the shell does, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send a control message to a node (dropped when its link is gone).
+    Send {
+        /// The node.
+        node: NodeId,
+        /// The message.
+        msg: Msg,
+        /// Its trace.
+        trace: Trace,
+    },
+    /// Send `AssignInstance`, with the instance's stored ground items and the clock epoch.
+    Assign {
+        /// The node.
+        node: NodeId,
+        /// The instance.
+        key: InstanceKey,
+        /// Its new generation.
+        generation: Generation,
+        /// Its trace.
+        trace: Trace,
+    },
+    /// Send a packet to a client.
+    Packet {
+        /// Session.
+        session: SessionId,
+        /// The packet.
+        packet: ServerPacket,
+    },
+    /// Close a client connection (after what was queued).
+    CloseClient {
+        /// Session.
+        session: SessionId,
+        /// Application code (transport.md).
+        code: u32,
+        /// Why.
+        reason: &'static str,
+    },
+    /// Route the session's traffic to `node`'s connection (the datagram fast path).
+    Route {
+        /// Session.
+        session: SessionId,
+        /// Its node.
+        node: NodeId,
+    },
+    /// The session has no route (its traffic is dropped).
+    Unroute {
+        /// Session.
+        session: SessionId,
+    },
+    /// Close and forget a node's link.
+    CloseLink {
+        /// The node.
+        node: NodeId,
+        /// Application code.
+        code: u32,
+        /// Why.
+        reason: &'static str,
+    },
+    /// Store a snapshot; acknowledge it once committed.
+    Save(Box<Save>),
+    /// Delete the stored ground items of an instance removed for good.
+    ForgetGround {
+        /// The instance.
+        key: InstanceKey,
+    },
+    /// The account may log in again.
+    LoggedOff {
+        /// The account.
+        account: AccountId,
+    },
+    /// A session left the world (its party is told; its login trace, if open, ends).
+    Released {
+        /// Session.
+        session: SessionId,
+        /// Its character's name.
+        name: String,
+    },
+    /// A session's zone changed (its new zone learns its party).
+    ZoneChanged {
+        /// Session.
+        session: SessionId,
+    },
+    /// A login was attached: its trace ends.
+    Attached {
+        /// Session.
+        session: SessionId,
+    },
+    /// Add one to a counter.
+    Count(Count),
+    /// A handoff completed this long after the gateway first heard of it.
+    HandoffLatency(Duration),
+    /// A transfer began: the shell opens its trace (`handoff.gateway`) under `parent`.
+    TransferBegan {
+        /// The gateway's id.
+        id: u64,
+        /// The player.
+        session: Option<SessionId>,
+        /// Destination.
+        key: InstanceKey,
+        /// The source node, if a node holds the actor.
+        source: Option<NodeId>,
+        /// The gateway puts back a player whose node was lost.
+        recovery: bool,
+        /// The trace it belongs to.
+        parent: Trace,
+    },
+    /// A transfer was forwarded to its destination node.
+    TransferForwarded {
+        /// The gateway's id.
+        id: u64,
+        /// The destination node.
+        dest: NodeId,
+    },
+    /// A transfer is settled: its trace ends with this outcome.
+    TransferEnded {
+        /// The gateway's id.
+        id: u64,
+        /// How it ended.
+        outcome: &'static str,
+    },
+    /// The actions up to the next [`Action::NodeLostEnd`] are one trace (`node.lost`).
+    NodeLost {
+        /// The node(s).
+        node: String,
+        /// Why.
+        reason: String,
+        /// It deregistered (drained) first.
+        deregistered: bool,
+    },
+    /// The end of a [`Action::NodeLost`] trace.
+    NodeLostEnd,
+    /// The shutdown is complete: close every client and answer once the store committed.
+    ShutdownDone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the instance; frames are queued.
+    Attaching { deadline: Duration },
+    /// Attached to `Player::node`.
+    InGame,
+    /// `DetachPlayer` sent; waiting for the snapshot and `PlayerDetached`.
+    Leaving { deadline: Duration },
+    /// Its zone node was lost: being put back from its last save into the re-placed
+    /// instance (a gateway-originated handoff); client frames are dropped meanwhile.
+    Recovering { deadline: Duration },
+}
+
+/// Where a session is, as the control plane sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// Waiting for its instance.
+    Attaching,
+    /// Attached to its node.
+    InGame,
+    /// Detached; waiting for the last save.
+    Leaving,
+    /// Being put back after its node was lost.
+    Recovering,
+}
+
+#[derive(Debug, Clone)]
+struct Player {
+    account: AccountId,
+    slot: u8,
+    online: OnlinePlayer,
+    rid: u16,
+    key: InstanceKey,
+    state: Option<Box<ActorStateDto>>,
+    arrival: ArrivalDto,
+    node: Option<NodeId>,
+    phase: Phase,
+    queued: Vec<Bytes>,
+    /// The login's trace is open (until the attach).
+    login_open: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    Attach(SessionId),
+    Transfer(u64),
+}
+
+/// The control plane's state (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Control {
+    cfg: ControlConfig,
+    world: Arc<World>,
+    areas: Vec<String>,
+    dir: Directory,
+    /// Live node links: node → connection serial.
+    nodes: BTreeMap<NodeId, u64>,
+    deregistered: BTreeSet<(NodeId, u64)>,
+    /// Sessions that ended in this gateway's lifetime (bounded, oldest forgotten first):
+    /// a snapshot for one of them comes from a node that no longer owns the character.
+    ended: BTreeSet<SessionId>,
+    ended_order: VecDeque<SessionId>,
+    players: BTreeMap<SessionId, Player>,
+    by_name: BTreeMap<String, SessionId>,
+    free_rids: Vec<u16>,
+    transfers: BTreeMap<u64, handoff::Transfer>,
+    next_transfer: u64,
+    waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
+    /// The shutdown's deadline, once it began; `done` once answered.
+    shutdown: Option<(Duration, bool)>,
+    removals: BTreeMap<InstanceKey, removal::Removal>,
+    /// Removed instances told to stop: their stored ground goes once they have stopped.
+    removed: BTreeSet<InstanceKey>,
+    /// `Startup.Main` has been sent (once per gateway start).
+    startup_done: bool,
+    /// Until when placement is held after start (see `Directory::hold`).
+    hold_until: Option<Duration>,
+    now: Duration,
+    out: Vec<Action>,
+}
+
+fn fold(name: &str) -> String {
+    name.to_lowercase()
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Control {
+    /// A control plane serving `world`; `generation_base` should grow across restarts
+    /// (wall clock ms).
+    pub fn new(cfg: ControlConfig, world: Arc<World>, generation_base: Generation) -> Self {
+        let areas: Vec<String> = world.areas.iter().map(|a| a.name.clone()).collect();
+        let mut c = Self {
+            dir: Directory::new(areas.clone(), generation_base),
+            areas,
+            world,
+            nodes: BTreeMap::new(),
+            deregistered: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            ended_order: VecDeque::new(),
+            players: BTreeMap::new(),
+            by_name: BTreeMap::new(),
+            free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
+            transfers: BTreeMap::new(),
+            next_transfer: 1,
+            waiting: BTreeMap::new(),
+            shutdown: None,
+            removals: BTreeMap::new(),
+            removed: BTreeSet::new(),
+            startup_done: false,
+            hold_until: None,
+            now: Duration::ZERO,
+            out: Vec::new(),
+            cfg,
+        };
+        // A gateway that (re)starts beside separate zone nodes gives them
+        // `placement_hold_ms` to report what they still run before it places anything anew
+        // (the embedded node of `--standalone` starts empty: nothing to wait for).
+        if !c.cfg.standalone && c.cfg.placement_hold_ms > 0 {
+            c.dir.hold();
+            c.hold_until = Some(Duration::from_millis(c.cfg.placement_hold_ms));
+        }
+        c
+    }
+
+    // ----- the interface ----------------------------------------------------------------
+
+    /// Handle one event at `now`.
+    pub fn handle(&mut self, now: Duration, e: Event, chars: &dyn Characters) -> Vec<Action> {
+        self.now = self.now.max(now);
+        match e {
+            Event::Entered(login) => self.entered(*login),
+            Event::Frames { session, frames } => self.frames(session, frames),
+            Event::Gone { session } => self.gone(session),
+            Event::NodeUp {
+                node,
+                addr,
+                capacity,
+                serial,
+                running,
+            } => self.node_up(node, &addr, capacity, serial, &running),
+            Event::NodeMsg { node, serial, msg } => self.node_msg(&node, serial, msg, chars),
+            Event::NodeDown {
+                node,
+                serial,
+                reason,
+            } => self.node_down(&node, serial, &reason, chars),
+            Event::Shutdown => self.begin_shutdown(),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// The next instant [`Control::on_timeout`] has work (`None`: nothing is due until
+    /// the next event).
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        let mut next = self.hold_until;
+        let mut at = |t: Duration| next = Some(next.map_or(t, |n: Duration| n.min(t)));
+        for n in self.dir.nodes() {
+            let due = n.last_seen_ms.saturating_add(self.cfg.node_timeout_ms);
+            at(Duration::from_millis(due.saturating_add(1)));
+        }
+        for p in self.players.values() {
+            match p.phase {
+                Phase::Attaching { deadline }
+                | Phase::Leaving { deadline }
+                | Phase::Recovering { deadline } => at(deadline),
+                Phase::InGame => {}
+            }
+        }
+        for t in self.transfers.values() {
+            at(t.deadline);
+        }
+        if !self.removals.is_empty() {
+            at(self.now + POLL_INTERVAL);
+        }
+        if let Some((deadline, false)) = self.shutdown {
+            at(deadline);
+        }
+        next
+    }
+
+    /// Do what is due at `now`: node expiry, the placement hold's end, login, logout,
+    /// recovery and transfer timeouts, `RemoveZoneInstance`'s progress, the shutdown's.
+    pub fn on_timeout(&mut self, now: Duration, chars: &dyn Characters) -> Vec<Action> {
+        self.now = self.now.max(now);
+        let now = self.now;
+        if self.hold_until.is_some_and(|t| now >= t) {
+            self.hold_until = None;
+            let mut actions = self.dir.release();
+            // Logins and warps that waited for an instance nobody reported.
+            let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
+            actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
+            tracing::info!(placed = actions.len(), "placement hold over");
+            self.apply(actions, Trace::Current, chars);
+        }
+        // The nodes the directory drops are named from the directory itself: a node whose
+        // link closed first (a killed process) is no longer live, but it is only now, at
+        // its heartbeat timeout, that its instances are re-placed and its players
+        // recovered, and the trace must say which node that was.
+        let known: Vec<NodeId> = self.dir.nodes().map(|n| n.id.clone()).collect();
+        let actions = self.dir.expire(ms(now), self.cfg.node_timeout_ms);
+        if !actions.is_empty() {
+            let gone: Vec<NodeId> = known
+                .into_iter()
+                .filter(|n| self.dir.node(n).is_none())
+                .collect();
+            // Detection, re-placement and recovery of the silent nodes: one trace.
+            self.out.push(Action::NodeLost {
+                node: gone.join(","),
+                reason: "missed its heartbeats".into(),
+                deregistered: false,
+            });
+            for n in gone {
+                // A link still open is closed; one already closed had its transfers
+                // settled by `node_down`.
+                if self.nodes.remove(&n).is_some() {
+                    tracing::warn!(node = %n, "node missed its heartbeats: removed");
+                    self.out.push(Action::CloseLink {
+                        node: n.clone(),
+                        code: 2,
+                        reason: "missed its heartbeats",
+                    });
+                    self.transfers_node_lost(&n, chars);
+                }
+            }
+            self.apply(actions, Trace::Current, chars);
+            self.out.push(Action::NodeLostEnd);
+        }
+        let late: Vec<(SessionId, Phase)> = self
+            .players
+            .iter()
+            .filter_map(|(s, p)| match p.phase {
+                Phase::Attaching { deadline }
+                | Phase::Leaving { deadline }
+                | Phase::Recovering { deadline }
+                    if now >= deadline =>
+                {
+                    Some((*s, p.phase))
+                }
+                _ => None,
+            })
+            .collect();
+        for (s, phase) in late {
+            if matches!(phase, Phase::Recovering { .. }) {
+                self.recovery_failed(s, "the instance did not come back in time");
+                continue;
+            }
+            if matches!(phase, Phase::Attaching { .. }) {
+                tracing::warn!(session = s, "no zone became ready for this login in time");
+                self.packet(s, ServerPacket::StartGame(StartGameReply::Failed));
+                self.close_client(s, close::SHUTDOWN, "no zone is available; try again later");
+            } else {
+                tracing::warn!(
+                    session = s,
+                    "the zone node did not confirm the logout in time"
+                );
+            }
+            self.release(s);
+        }
+        self.transfer_timeouts(chars);
+        self.progress_removals();
+        self.progress_shutdown();
+        std::mem::take(&mut self.out)
+    }
+
+    // ----- what the shell reads ---------------------------------------------------------
+
+    /// The placement directory.
+    pub fn directory(&self) -> &Directory {
+        &self.dir
+    }
+
+    /// The areas served.
+    pub fn areas(&self) -> &[String] {
+        &self.areas
+    }
+
+    /// In-game sessions (attaching, leaving and recovering ones included).
+    pub fn player_count(&self) -> usize {
+        self.players.len()
+    }
+
+    /// Every in-game session with its character name, account, instance, node and phase.
+    pub fn players(
+        &self,
+    ) -> impl Iterator<Item = (SessionId, &OnlinePlayer, &InstanceKey, Option<&str>, Where)> {
+        self.players.iter().map(|(s, p)| {
+            let w = match p.phase {
+                Phase::Attaching { .. } => Where::Attaching,
+                Phase::InGame => Where::InGame,
+                Phase::Leaving { .. } => Where::Leaving,
+                Phase::Recovering { .. } => Where::Recovering,
+            };
+            (*s, &p.online, &p.key, p.node.as_deref(), w)
+        })
+    }
+
+    /// Whether `session` is in the world (attaching, in game, leaving or recovering).
+    pub fn knows(&self, session: SessionId) -> bool {
+        self.players.contains_key(&session)
+    }
+
+    /// The session of an online character (ASCII case-insensitive).
+    pub fn session_by_name(&self, name: &str) -> Option<SessionId> {
+        self.by_name.get(&fold(name)).copied()
+    }
+
+    /// The node a session is attached to.
+    pub fn node_of(&self, session: SessionId) -> Option<&str> {
+        self.players.get(&session).and_then(|p| p.node.as_deref())
+    }
+
+    /// The in-game players as the chat commands see them.
+    pub fn roster(&self) -> impl chat::Roster + '_ {
+        Roster {
+            players: &self.players,
+            by_name: &self.by_name,
+        }
+    }
+
+    /// Whether `serial` is `node`'s live link.
+    pub fn is_live(&self, node: &str, serial: u64) -> bool {
+        self.nodes.get(node) == Some(&serial)
+    }
+
+    /// The live nodes.
+    pub fn live_nodes(&self) -> impl Iterator<Item = &str> {
+        self.nodes.keys().map(String::as_str)
+    }
+
+    /// Transfers in flight: (gateway id, session, destination, destination node, prepared).
+    pub fn transfers(
+        &self,
+    ) -> impl Iterator<Item = (u64, Option<SessionId>, InstanceKey, Option<&str>, bool)> {
+        self.transfers
+            .iter()
+            .map(|(id, t)| (*id, t.dto.session, t.key(), t.forwarded_to.as_deref(), t.prepared))
+    }
+
+    /// The source node and its id of a transfer in flight (`None` once no node holds it).
+    pub fn transfer_source(&self, id: u64) -> Option<(&str, u64)> {
+        self.transfers
+            .get(&id)
+            .and_then(|t| t.source.as_ref())
+            .map(|(n, i)| (n.as_str(), *i))
+    }
+
+    /// The deadline of a transfer in flight.
+    pub fn transfer_deadline(&self, id: u64) -> Option<Duration> {
+        self.transfers.get(&id).map(|t| t.deadline)
+    }
+
+    /// The account and character of `session` when `node` hosts it (a zone's script may act
+    /// on its own players only).
+    pub fn hosted_by(&self, node: &str, session: SessionId) -> Option<(AccountId, &str)> {
+        self.players
+            .get(&session)
+            .filter(|p| p.node.as_deref() == Some(node))
+            .map(|p| (p.account, p.online.name.as_str()))
+    }
+
+    /// Whether a shutdown began.
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown.is_some()
+    }
+
+    // ----- what the shell changes -------------------------------------------------------
+
+    /// `/ignore`: the account's sessions see the new list.
+    pub fn set_ignore(&mut self, account: AccountId, list: &[String]) {
+        for p in self.players.values_mut() {
+            if p.account == account {
+                p.online.ignore = list.to_vec();
+            }
+        }
+    }
+
+    /// Work on the directory (a script store request may place an instance), then carry
+    /// out the placements it returns.
+    pub fn with_directory<R>(
+        &mut self,
+        now: Duration,
+        chars: &dyn Characters,
+        f: impl FnOnce(&mut Directory, &[String]) -> (R, Vec<directory::Action>),
+    ) -> (R, Vec<Action>) {
+        self.now = self.now.max(now);
+        let (r, placements) = f(&mut self.dir, &self.areas);
+        self.apply(placements, Trace::Current, chars);
+        (r, std::mem::take(&mut self.out))
+    }
+
+    /// `RemoveZoneInstance` (see [`removal`]).
+    pub fn remove_instance(&mut self, now: Duration, key: InstanceKey) -> Vec<Action> {
+        self.now = self.now.max(now);
+        self.begin_removal(key);
+        std::mem::take(&mut self.out)
+    }
+
+    // ----- output helpers ---------------------------------------------------------------
+
+    fn send(&mut self, node: &str, msg: Msg, trace: Trace) -> bool {
+        if !self.nodes.contains_key(node) {
+            return false;
+        }
+        self.out.push(Action::Send {
+            node: node.to_owned(),
+            msg,
+            trace,
+        });
+        true
+    }
+
+    fn packet(&mut self, session: SessionId, packet: ServerPacket) {
+        self.out.push(Action::Packet { session, packet });
+    }
+
+    fn close_client(&mut self, session: SessionId, code: u32, reason: &'static str) {
+        self.out.push(Action::CloseClient {
+            session,
+            code,
+            reason,
+        });
+    }
+
+    fn count(&mut self, c: Count) {
+        self.out.push(Action::Count(c));
+    }
+
+    // ----- sessions ---------------------------------------------------------------------
+
+    /// Where a character logs in: its saved area, instance 0 (Realm Crafter's
+    /// `SetArea(saved area, 0, saved x,y,z)`); a character whose area no longer exists goes
+    /// to its template's start portal.
+    fn login_place(&self, state: &ActorStateDto) -> (InstanceKey, ArrivalDto) {
+        let world = &self.world;
+        if let Some(a) = world
+            .areas
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(&state.area))
+        {
+            return (
+                InstanceKey {
+                    area: a.name.clone(),
+                    instance: 0,
+                },
+                ArrivalDto::Saved,
+            );
+        }
+        let template = world.actors.iter().find(|t| t.id == state.template);
+        let area = template
+            .and_then(|t| {
+                world
+                    .areas
+                    .iter()
+                    .find(|a| a.name.eq_ignore_ascii_case(&t.start_area))
+            })
+            .or_else(|| world.areas.first())
+            .map(|a| a.name.clone())
+            .unwrap_or_default();
+        let portal = template.map(|t| t.start_portal.clone()).unwrap_or_default();
+        (
+            InstanceKey { area, instance: 0 },
+            ArrivalDto::PortalNamed(portal),
+        )
+    }
+
+    fn entered(&mut self, login: Login) {
+        let Login {
+            session,
+            account,
+            slot,
+            is_dm,
+            mut state,
+            ignore,
+            user,
+            email,
+            connected,
+        } = login;
+        if self.shutdown.is_some() || !connected || self.players.contains_key(&session) {
+            self.out.push(Action::LoggedOff { account });
+            return;
+        }
+        let Some(rid) = self.free_rids.pop() else {
+            self.packet(session, ServerPacket::StartGame(StartGameReply::Failed));
+            self.close_client(session, close::SHUTDOWN, "the cluster is full");
+            self.out.push(Action::LoggedOff { account });
+            return;
+        };
+        self.count(Count::Login);
+        let (key, arrival) = self.login_place(&state);
+        let online = OnlinePlayer {
+            session,
+            account,
+            name: state.name.clone(),
+            team: state.team,
+            is_dm,
+            ignore,
+        };
+        self.by_name.insert(fold(&state.name), session);
+        state.rid = rid;
+        // The scripts' `PlayerAccountName` and `PlayerAccountEmail`.
+        state.account = user;
+        state.email = email;
+        // A new client numbers its known spells afresh from the login "S" block and has
+        // no memorisation in progress (the zone rebuilds the numbering).
+        state.spell_view.clear();
+        state.memorising.clear();
+        self.players.insert(
+            session,
+            Player {
+                account,
+                slot,
+                online,
+                rid,
+                key,
+                state: Some(state),
+                arrival,
+                node: None,
+                phase: Phase::Attaching {
+                    deadline: self.now + ATTACH_TIMEOUT,
+                },
+                queued: Vec::new(),
+                login_open: true,
+            },
+        );
+        self.try_attach(session);
+    }
+
+    fn try_attach(&mut self, session: SessionId) {
+        let Some(p) = self.players.get(&session) else {
+            return;
+        };
+        if !matches!(p.phase, Phase::Attaching { .. }) {
+            return;
+        }
+        // In the login's trace: the placement it waits for, and the AttachPlayer.
+        let trace = Trace::Login(session);
+        let key = p.key.clone();
+        let ready = self
+            .dir
+            .placement(&key)
+            .filter(|pl| pl.ready)
+            .map(|pl| (pl.node.clone(), pl.generation));
+        let Some((node, generation)) = ready.filter(|(n, _)| self.nodes.contains_key(n)) else {
+            tracing::debug!(session, instance = %key, "login waits for its instance");
+            self.wait(key.clone(), Waiter::Attach(session));
+            if let Some(a) = self.dir.ensure(&key) {
+                self.apply_placement(a, trace);
+            }
+            return;
+        };
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        let Some(state) = p.state.take() else {
+            return;
+        };
+        let msg = Msg::AttachPlayer {
+            session,
+            key,
+            generation,
+            rid: p.rid,
+            is_dm: p.online.is_dm,
+            state,
+            arrival: p.arrival.clone(),
+        };
+        // The login trace ends with the attach (the node's part follows from it).
+        p.login_open = false;
+        p.node = Some(node.clone());
+        p.phase = Phase::InGame;
+        let queued = std::mem::take(&mut p.queued);
+        tracing::debug!(session, node = %node, "player attached");
+        self.out.push(Action::Send {
+            node: node.clone(),
+            msg,
+            trace,
+        });
+        self.out.push(Action::Attached { session });
+        self.out.push(Action::Route {
+            session,
+            node: node.clone(),
+        });
+        for frames in queued {
+            self.count(Count::FramesUp);
+            self.send(&node, Msg::ClientFrames { session, frames }, Trace::Current);
+        }
+    }
+
+    fn wait(&mut self, key: InstanceKey, w: Waiter) {
+        let list = self.waiting.entry(key).or_default();
+        if !list.contains(&w) {
+            list.push(w);
+        }
+    }
+
+    fn frames(&mut self, session: SessionId, frames: Bytes) {
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        match (p.phase, &p.node) {
+            (Phase::InGame, Some(node)) => {
+                let node = node.clone();
+                self.count(Count::FramesUp);
+                self.send(&node, Msg::ClientFrames { session, frames }, Trace::Current);
+            }
+            (Phase::Attaching { .. }, _) if p.queued.len() < MAX_QUEUED_FRAMES => {
+                p.queued.push(frames);
+            }
+            _ => self.count(Count::FramesDropped),
+        }
+    }
+
+    fn gone(&mut self, session: SessionId) {
+        self.out.push(Action::Unroute { session });
+        let Some(p) = self.players.get_mut(&session) else {
+            return;
+        };
+        match (p.phase, p.node.clone()) {
+            (Phase::InGame, Some(node)) => {
+                p.phase = Phase::Leaving {
+                    deadline: self.now + DETACH_TIMEOUT,
+                };
+                if !self.send(&node, Msg::DetachPlayer { session }, Trace::Current) {
+                    self.release(session);
+                }
+            }
+            (Phase::Leaving { .. }, _) => {}
+            _ => self.release(session),
+        }
+    }
+
+    /// Forget an in-game session: RuntimeID back to the pool, the account may log in again.
+    fn release(&mut self, session: SessionId) {
+        self.out.push(Action::Unroute { session });
+        let Some(p) = self.players.remove(&session) else {
+            return;
+        };
+        self.out.push(Action::Released {
+            session,
+            name: p.online.name.clone(),
+        });
+        if self.ended.insert(session) {
+            self.ended_order.push_back(session);
+            if self.ended_order.len() > MAX_ENDED_SESSIONS
+                && let Some(old) = self.ended_order.pop_front()
+            {
+                self.ended.remove(&old);
+            }
+        }
+        if self.by_name.get(&fold(&p.online.name)) == Some(&session) {
+            self.by_name.remove(&fold(&p.online.name));
+        }
+        self.free_rids.push(p.rid);
+        self.out.push(Action::LoggedOff { account: p.account });
+        for list in self.waiting.values_mut() {
+            list.retain(|w| *w != Waiter::Attach(session));
+        }
+    }
+
+    // ----- nodes ------------------------------------------------------------------------
+
+    fn node_up(
+        &mut self,
+        node: NodeId,
+        addr: &str,
+        capacity: u32,
+        serial: u64,
+        running: &[RunningInstance],
+    ) {
+        self.nodes.insert(node.clone(), serial);
+        tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        let players = &self.players;
+        let known = |s: SessionId| players.contains_key(&s);
+        let actions =
+            self.dir
+                .register(ms(self.now), &node, addr, capacity, serial, running, &known);
+        // Sessions the node still hosts for us keep routing through the new connection.
+        for r in running {
+            for s in &r.sessions {
+                if let Some(p) = self.players.get_mut(s)
+                    && p.node.as_deref() == Some(node.as_str())
+                {
+                    p.key = r.key.clone();
+                    self.out.push(Action::Route {
+                        session: *s,
+                        node: node.clone(),
+                    });
+                }
+            }
+        }
+        self.apply_all(actions);
+        // After a gateway restart the first ready instance may be one a node still runs.
+        let ready = self
+            .dir
+            .placements()
+            .find(|(_, p)| p.node == node && p.ready)
+            .map(|(k, _)| k.clone());
+        if let Some(key) = ready {
+            self.maybe_startup(&node, &key);
+        }
+    }
+
+    fn node_msg(&mut self, node: &str, serial: u64, msg: Msg, chars: &dyn Characters) {
+        if !self.is_live(node, serial) {
+            self.count(Count::InternalRefused);
+            return;
+        }
+        let now = ms(self.now);
+        match msg {
+            Msg::Heartbeat {
+                players,
+                overruns,
+                loads,
+                ..
+            } => {
+                self.dir.heartbeat(now, node, serial, players, overruns);
+                for InstanceLoad {
+                    key,
+                    players,
+                    npcs,
+                    tick_p99_us,
+                } in loads
+                {
+                    self.dir
+                        .instance_load(node, &key, players, npcs, tick_p99_us);
+                }
+            }
+            Msg::InstanceReady { key, generation } => {
+                self.dir.heartbeat(now, node, serial, 0, 0);
+                if self.dir.ready(node, &key, generation) {
+                    tracing::info!(node, instance = %key, generation, "instance ready");
+                    self.maybe_startup(node, &key);
+                    self.wake(&key, chars);
+                } else {
+                    self.send(
+                        node,
+                        Msg::StopInstance { key, generation },
+                        Trace::Current,
+                    );
+                }
+            }
+            Msg::InstanceStopped { key, generation } => {
+                if self.dir.stopped(node, &key, generation) {
+                    tracing::info!(node, instance = %key, generation, "instance stopped");
+                    if self.removed.remove(&key) {
+                        self.out.push(Action::ForgetGround { key: key.clone() });
+                    }
+                    let mut actions = self.dir.place_wanted();
+                    // Someone waits for it (a player moved off a draining node): place it
+                    // again even if it is not an instance 0.
+                    if self.waiting.contains_key(&key)
+                        && let Some(a) = self.dir.ensure(&key)
+                    {
+                        actions.push(a);
+                    }
+                    self.apply(actions, Trace::Current, chars);
+                }
+            }
+            Msg::Snapshot {
+                snapshot_id,
+                session,
+                reason,
+                state,
+            } => self.snapshot(node, snapshot_id, session, reason, state),
+            Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
+            Msg::PlayerDetached { session } => {
+                let Some(p) = self.players.get(&session) else {
+                    return;
+                };
+                if p.node.as_deref() != Some(node) {
+                    // It moved to another node; the old one let go.
+                    return;
+                }
+                if matches!(p.phase, Phase::InGame) {
+                    // The node dropped a live player (instance stopped, node draining): its
+                    // snapshot came first, so the character is saved. While the cluster
+                    // runs on, the player is put back from that save on another node (a
+                    // rolling restart costs no one a reconnect); at shutdown it is closed.
+                    if self.shutdown.is_none() {
+                        tracing::info!(session, node, "player let go by its node: moving it");
+                        self.recover(session, chars);
+                        return;
+                    }
+                    self.close_client(
+                        session,
+                        close::SHUTDOWN,
+                        "your zone was shut down; your character was saved",
+                    );
+                }
+                self.release(session);
+            }
+            Msg::PlayerMoved { session, key } => {
+                if let Some(p) = self.players.get_mut(&session)
+                    && p.node.as_deref() == Some(node)
+                {
+                    p.key = key;
+                    // A handoff inside the node: the new zone learns the party too.
+                    self.out.push(Action::ZoneChanged { session });
+                }
+            }
+            Msg::Transfer(t) => self.transfer_from(node, t, chars),
+            Msg::TransferAck {
+                transfer_id,
+                generation,
+            } => self.transfer_prepared(node, transfer_id, generation, chars),
+            Msg::TransferNack {
+                transfer_id,
+                reason,
+            } => self.transfer_refused(node, transfer_id, &reason, chars),
+            Msg::TransferCommit { transfer_id } => {
+                self.transfer_decided(node, transfer_id, true, chars);
+            }
+            Msg::TransferAbort { transfer_id } => {
+                self.transfer_decided(node, transfer_id, false, chars);
+            }
+            Msg::Drain => {
+                tracing::info!(node, "node draining");
+                self.dir.draining(node, serial);
+            }
+            Msg::Deregister => {
+                tracing::info!(node, "node deregistered");
+                self.deregistered.insert((node.to_owned(), serial));
+                self.out.push(Action::CloseLink {
+                    node: node.to_owned(),
+                    code: 0,
+                    reason: "deregistered",
+                });
+            }
+            Msg::Error { code, reason } => {
+                tracing::warn!(node, ?code, %reason, "node reported an error");
+            }
+            other => {
+                self.count(Count::InternalRefused);
+                tracing::warn!(node, msg = other.name(), "unexpected message from a node");
+                self.send(
+                    node,
+                    Msg::Error {
+                        code: ErrorCode::Unexpected,
+                        reason: format!("{} is not accepted by the gateway", other.name()),
+                    },
+                    Trace::Current,
+                );
+            }
+        }
+    }
+
+    fn snapshot(
+        &mut self,
+        node: &str,
+        snapshot_id: u64,
+        session: SessionId,
+        reason: SnapshotReasonDto,
+        state: Box<ActorStateDto>,
+    ) {
+        if self.snapshot_fenced(node, session, &state.name) {
+            self.count(Count::Fenced);
+            tracing::warn!(
+                node,
+                session,
+                ?reason,
+                "snapshot from a node that no longer hosts the player dropped"
+            );
+            self.send(node, Msg::SnapshotAck { snapshot_id }, Trace::Current);
+            return;
+        }
+        let owner = self.players.get_mut(&session).map(|p| {
+            p.online.team = state.team;
+            (p.account, p.slot)
+        });
+        self.out.push(Action::Save(Box::new(Save::One {
+            node: node.to_owned(),
+            snapshot_id,
+            session,
+            owner,
+            reason,
+            state,
+        })));
+    }
+
+    /// Fencing: only the node that hosts a session saves it. A node that was removed
+    /// (paused, cut off) and comes back must not overwrite progress made since on the
+    /// node that took its players over; its snapshot is acknowledged and dropped.
+    fn snapshot_fenced(&self, node: &str, session: SessionId, name: &str) -> bool {
+        match self.players.get(&session) {
+            Some(p) => p.node.as_deref() != Some(node),
+            // Unknown: accepted after a gateway restart (the node re-sends what it
+            // holds), refused for a session that ended here or a character online.
+            None => self.ended.contains(&session) || self.by_name.contains_key(&fold(name)),
+        }
+    }
+
+    /// A zone's atomic checkpoint: every character and the ground in one transaction,
+    /// acknowledged once committed; refused as a whole (acknowledged and dropped) when the
+    /// sender no longer owns the instance at that generation or does not host one of the
+    /// sessions, so a stale node can never restore one side of an exchange.
+    fn snapshot_group(&mut self, node: &str, g: SnapshotGroup) {
+        let SnapshotGroup {
+            snapshot_id,
+            key,
+            generation,
+            entries,
+            ground,
+        } = g;
+        let owner = self.dir.owns(node, &key, generation);
+        let stray = entries
+            .iter()
+            .find(|e| self.snapshot_fenced(node, e.session, &e.state.name))
+            .map(|e| e.session);
+        if !owner || stray.is_some() {
+            self.count(Count::Fenced);
+            self.count(Count::GroupRefused);
+            tracing::warn!(node, instance = %key, generation, owner, ?stray,
+                entries = entries.len(), "checkpoint group from a node that no longer owns it dropped");
+            self.send(node, Msg::SnapshotAck { snapshot_id }, Trace::Current);
+            return;
+        }
+        let entries = entries
+            .into_iter()
+            .map(|e| {
+                let owner = self.players.get_mut(&e.session).map(|p| {
+                    p.online.team = e.state.team;
+                    (p.account, p.slot)
+                });
+                (owner, e)
+            })
+            .collect();
+        self.out.push(Action::Save(Box::new(Save::Group {
+            node: node.to_owned(),
+            snapshot_id,
+            key,
+            entries,
+            ground,
+        })));
+    }
+
+    fn node_down(&mut self, node: &str, serial: u64, reason: &str, chars: &dyn Characters) {
+        let deregistered = self.deregistered.remove(&(node.to_owned(), serial));
+        if !self.is_live(node, serial) {
+            return;
+        }
+        // Node loss (or a drained node leaving) is one trace: the re-placements, and the
+        // handoffs that put its players back.
+        self.out.push(Action::NodeLost {
+            node: node.to_owned(),
+            reason: reason.to_owned(),
+            deregistered,
+        });
+        tracing::warn!(node, reason, deregistered, "node link closed");
+        self.nodes.remove(node);
+        self.out.push(Action::CloseLink {
+            node: node.to_owned(),
+            code: 0,
+            reason: "link closed",
+        });
+        let actions = self
+            .dir
+            .disconnected(ms(self.now), node, serial, deregistered);
+        // Transfers first: a player moving off the lost node is committed at its
+        // destination, one moving onto it stays where it was.
+        self.transfers_node_lost(node, chars);
+        self.apply(actions, Trace::Current, chars);
+        // Players on it: a leaving one is done (its last save is what we have).
+        let leaving: Vec<SessionId> = self
+            .players
+            .iter()
+            .filter(|(_, p)| {
+                p.node.as_deref() == Some(node) && matches!(p.phase, Phase::Leaving { .. })
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for s in leaving {
+            self.release(s);
+        }
+        self.out.push(Action::NodeLostEnd);
+    }
+
+    /// Placements that need no recovery (a node's registration).
+    fn apply_all(&mut self, actions: Vec<directory::Action>) {
+        for a in actions {
+            self.apply_placement(a, Trace::Current);
+        }
+    }
+
+    fn apply_placement(&mut self, a: directory::Action, trace: Trace) {
+        match a {
+            directory::Action::Assign {
+                node,
+                key,
+                generation,
+            } => {
+                tracing::info!(node = %node, instance = %key, generation, "assigning");
+                if self.nodes.contains_key(&node) {
+                    self.out.push(Action::Assign {
+                        node,
+                        key,
+                        generation,
+                        trace,
+                    });
+                }
+            }
+            directory::Action::Stop {
+                node,
+                key,
+                generation,
+            } => {
+                tracing::info!(node = %node, instance = %key, generation, "stopping a stale copy");
+                self.send(&node, Msg::StopInstance { key, generation }, trace);
+            }
+            directory::Action::DetachOrphan { node, session } => {
+                self.send(&node, Msg::DetachPlayer { session }, trace);
+            }
+            directory::Action::Lost { key, node } => {
+                // Only reached through `apply`; nothing is lost at registration.
+                tracing::warn!(node = %node, instance = %key, "instance lost outside a node loss");
+            }
+        }
+    }
+
+    fn apply(&mut self, actions: Vec<directory::Action>, trace: Trace, chars: &dyn Characters) {
+        for a in actions {
+            match a {
+                directory::Action::Lost { key, node } => {
+                    self.count(Count::InstanceLost);
+                    tracing::warn!(node = %node, instance = %key, "instance lost with its node");
+                    let on_it: Vec<SessionId> = self
+                        .players
+                        .iter()
+                        .filter(|(_, p)| p.key == key && p.node.as_deref() == Some(node.as_str()))
+                        .map(|(s, _)| *s)
+                        .collect();
+                    for s in on_it {
+                        if !self.in_transfer(s) {
+                            self.recover(s, chars);
+                        }
+                    }
+                }
+                other => self.apply_placement(other, trace),
+            }
+        }
+    }
+
+    /// An instance became ready: run what waited for it.
+    fn wake(&mut self, key: &InstanceKey, chars: &dyn Characters) {
+        for w in self.waiting.remove(key).unwrap_or_default() {
+            match w {
+                Waiter::Attach(s) => self.try_attach(s),
+                Waiter::Transfer(id) => self.forward_transfer(id, chars),
+            }
+        }
+    }
+
+    /// Run the world's `Startup.Main` once per gateway start, in the first instance that
+    /// is ready (Realm Crafter ran it once when the server started; a cluster has no one
+    /// server, so it runs once per cluster start, in one zone).
+    fn maybe_startup(&mut self, node: &str, key: &InstanceKey) {
+        if self.startup_done {
+            return;
+        }
+        let has_startup = self
+            .world
+            .scripts
+            .iter()
+            .any(|s| s.name.eq_ignore_ascii_case(STARTUP_SCRIPT));
+        if !has_startup {
+            self.startup_done = true;
+            return;
+        }
+        let sent = self.send(
+            node,
+            Msg::RunScript {
+                key: key.clone(),
+                script: STARTUP_SCRIPT.into(),
+                func: STARTUP_FUNC.into(),
+            },
+            Trace::Current,
+        );
+        if sent {
+            tracing::info!(node, instance = %key, "running Startup.Main");
+            self.startup_done = true;
+        }
+    }
+
+    // ----- shutdown ---------------------------------------------------------------------
+
+    fn begin_shutdown(&mut self) {
+        if self.shutdown.is_some() {
+            // Answered again when done (the shell keeps every waiter).
+            if matches!(self.shutdown, Some((_, true))) {
+                self.out.push(Action::ShutdownDone);
+            }
+            return;
+        }
+        tracing::info!(
+            players = self.players.len(),
+            "shutting down: saving every player"
+        );
+        self.shutdown = Some((self.now + self.cfg.shutdown_timeout, false));
+        let sessions: Vec<SessionId> = self.players.keys().copied().collect();
+        for s in sessions {
+            self.gone(s);
+        }
+        self.progress_shutdown();
+    }
+
+    fn progress_shutdown(&mut self) {
+        let Some((deadline, false)) = self.shutdown else {
+            return;
+        };
+        if !self.players.is_empty() && self.now < deadline {
+            return;
+        }
+        if !self.players.is_empty() {
+            tracing::warn!(
+                left = self.players.len(),
+                "shutdown deadline: some logouts unconfirmed"
+            );
+        }
+        // Done; logins stay refused.
+        self.shutdown = Some((deadline, true));
+        self.out.push(Action::ShutdownDone);
+    }
+}
+
+/// The in-game players as the chat commands see them.
+struct Roster<'a> {
+    players: &'a BTreeMap<SessionId, Player>,
+    by_name: &'a BTreeMap<String, SessionId>,
+}
+
+impl chat::Roster for Roster<'_> {
+    fn get(&self, s: SessionId) -> Option<&OnlinePlayer> {
+        self.players.get(&s).map(|p| &p.online)
+    }
+
+    fn by_name(&self, name: &str) -> Option<&OnlinePlayer> {
+        self.by_name
+            .get(&fold(name))
+            .and_then(|s| self.players.get(s))
+            .map(|p| &p.online)
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&OnlinePlayer)) {
+        for p in self.players.values() {
+            if !matches!(p.phase, Phase::Leaving { .. }) {
+                f(&p.online);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.players.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;
