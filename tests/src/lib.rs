@@ -2,11 +2,13 @@
 //! made of a gateway (in this process, so tests can read its state) and `zone-node`
 //! processes that tests can kill (SIGKILL), pause (SIGSTOP) and resume (SIGCONT), plus
 //! the client calls the tests repeat. [`multiprocess`] is the harness of a cluster made only
-//! of processes (the gateway too), seen from outside.
+//! of processes (the gateway too), seen from outside; [`simulate`] is the deterministic
+//! simulator of the control plane (no sockets, no threads, a manual clock).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod adventurer;
 pub mod multiprocess;
+pub mod simulate;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -227,7 +227,9 @@ impl Control {
             "handoff prepared at the destination"
         );
         match t.source.clone() {
-            Some((node, their_id)) if self.nodes.contains_key(&node) => {
+            Some((node, their_id)) => {
+                // A source whose link is down decides once it re-registers or is given
+                // up (`transfers_source_back`, `transfers_source_gone`).
                 self.send(
                     &node,
                     Msg::TransferAck {
@@ -237,7 +239,7 @@ impl Control {
                     Trace::Transfer(id),
                 );
             }
-            _ => self.commit(id, chars),
+            None => self.commit(id, chars),
         }
     }
 
@@ -411,30 +413,76 @@ impl Control {
         });
     }
 
-    /// A node is gone: transfers towards it are refused (their sources restore the actor)
-    /// unless already prepared (the source decides; a commit finds the destination gone
-    /// and recovers the player); transfers from it are committed as soon as prepared,
-    /// since its copy died with it.
-    pub(super) fn transfers_node_lost(&mut self, node: &str, chars: &dyn Characters) {
+    /// A node's link closed: transfers towards it that are not prepared are refused
+    /// (their sources restore the actor); a prepared one waits for its source's decision
+    /// (a commit then finds the destination gone and recovers the player). Transfers
+    /// *from* it wait: the node may only have lost its link, and its frozen actor is alive
+    /// until it re-registers ([`Control::transfers_source_back`]) or is given up
+    /// ([`Control::transfers_source_gone`]).
+    pub(super) fn transfers_link_lost(&mut self, node: &str, chars: &dyn Characters) {
+        let ids: Vec<u64> = self.transfers.keys().copied().collect();
+        for id in ids {
+            let Some(t) = self.transfers.get(&id) else {
+                continue;
+            };
+            let to_it = t.forwarded_to.as_deref() == Some(node);
+            if to_it && !t.prepared {
+                self.refuse_transfer(id, "the destination zone node was lost", chars);
+            } else if to_it && t.source.is_none() {
+                self.commit(id, chars);
+            }
+        }
+    }
+
+    /// A node was given up (it missed its heartbeats; it is fenced from now on): its
+    /// copies are dead, so transfers from it are committed as soon as prepared (the
+    /// transfer carries the actor), and transfers towards it are settled as on a link loss.
+    pub(super) fn transfers_source_gone(&mut self, node: &str, chars: &dyn Characters) {
         let ids: Vec<u64> = self.transfers.keys().copied().collect();
         for id in ids {
             let Some(t) = self.transfers.get_mut(&id) else {
                 continue;
             };
-            let from_it = t.source.as_ref().is_some_and(|(n, _)| n == node);
-            let to_it = t.forwarded_to.as_deref() == Some(node);
-            if from_it {
+            if t.source.as_ref().is_some_and(|(n, _)| n == node) {
                 t.source = None;
-                if t.prepared && !to_it {
+                if t.prepared && t.forwarded_to.as_deref() != Some(node) {
                     self.commit(id, chars);
-                    continue;
                 }
             }
-            let sourceless = t.source.is_none();
-            if to_it && !t.prepared {
-                self.refuse_transfer(id, "the destination zone node was lost", chars);
-            } else if to_it && sourceless {
-                self.commit(id, chars);
+        }
+        self.transfers_link_lost(node, chars);
+    }
+
+    /// A node re-registered, running `hosted` sessions. A transfer from it whose player
+    /// it still hosts has not been committed there (the source lets go only at its
+    /// commit), and its answers were lost with the old link: it is refused, so the source
+    /// restores the actor and nothing can commit it later. One whose player it no longer
+    /// hosts was committed there (or the node restarted and the copy died with it): the
+    /// transfer goes on without a source.
+    pub(super) fn transfers_source_back(
+        &mut self,
+        node: &str,
+        hosted: &std::collections::BTreeSet<SessionId>,
+        chars: &dyn Characters,
+    ) {
+        let ids: Vec<u64> = self.transfers.keys().copied().collect();
+        for id in ids {
+            let Some(t) = self.transfers.get_mut(&id) else {
+                continue;
+            };
+            if !t.source.as_ref().is_some_and(|(n, _)| n == node) {
+                continue;
+            }
+            match t.dto.session {
+                Some(s) if hosted.contains(&s) => {
+                    self.refuse_transfer(id, "the source node reconnected", chars);
+                }
+                _ => {
+                    t.source = None;
+                    if t.prepared {
+                        self.commit(id, chars);
+                    }
+                }
             }
         }
     }

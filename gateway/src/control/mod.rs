@@ -523,7 +523,7 @@ impl Control {
                 capacity,
                 serial,
                 running,
-            } => self.node_up(node, &addr, capacity, serial, &running),
+            } => self.node_up(node, &addr, capacity, serial, &running, chars),
             Event::NodeMsg { node, serial, msg } => self.node_msg(&node, serial, msg, chars),
             Event::NodeDown {
                 node,
@@ -605,8 +605,9 @@ impl Control {
                         code: 2,
                         reason: "missed its heartbeats",
                     });
-                    self.transfers_node_lost(&n, chars);
                 }
+                // Its copies are dead now (a paused node that comes back is fenced).
+                self.transfers_source_gone(&n, chars);
             }
             self.apply(actions, Trace::Current, chars);
             self.out.push(Action::NodeLostEnd);
@@ -1051,11 +1052,19 @@ impl Control {
         capacity: u32,
         serial: u64,
         running: &[RunningInstance],
+        chars: &dyn Characters,
     ) {
         self.nodes.insert(node.clone(), serial);
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        // A session is the node's to keep only while the gateway still has it there: one
+        // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
+        // fenced).
         let players = &self.players;
-        let known = |s: SessionId| players.contains_key(&s);
+        let known = |s: SessionId| {
+            players
+                .get(&s)
+                .is_some_and(|p| p.node.as_deref() == Some(node.as_str()))
+        };
         let actions =
             self.dir
                 .register(ms(self.now), &node, addr, capacity, serial, running, &known);
@@ -1073,7 +1082,14 @@ impl Control {
                 }
             }
         }
-        self.apply_all(actions);
+        // Its transfers' answers were lost with its old link: settle them by what it hosts.
+        let hosted: BTreeSet<SessionId> = running
+            .iter()
+            .flat_map(|r| r.sessions.iter().copied())
+            .collect();
+        self.transfers_source_back(&node, &hosted, chars);
+        // Instances it no longer runs (it restarted) are lost: their players come back.
+        self.apply(actions, Trace::Current, chars);
         // After a gateway restart the first ready instance may be one a node still runs.
         let ready = self
             .dir
@@ -1340,9 +1356,9 @@ impl Control {
         let actions = self
             .dir
             .disconnected(ms(self.now), node, serial, deregistered);
-        // Transfers first: a player moving off the lost node is committed at its
-        // destination, one moving onto it stays where it was.
-        self.transfers_node_lost(node, chars);
+        // Transfers first: one moving onto it stays where it was; one moving off it waits
+        // for the node to come back or to be given up.
+        self.transfers_link_lost(node, chars);
         self.apply(actions, Trace::Current, chars);
         // Players on it: a leaving one is done (its last save is what we have).
         let leaving: Vec<SessionId> = self
@@ -1357,13 +1373,6 @@ impl Control {
             self.release(s);
         }
         self.out.push(Action::NodeLostEnd);
-    }
-
-    /// Placements that need no recovery (a node's registration).
-    fn apply_all(&mut self, actions: Vec<directory::Action>) {
-        for a in actions {
-            self.apply_placement(a, Trace::Current);
-        }
     }
 
     fn apply_placement(&mut self, a: directory::Action, trace: Trace) {
@@ -1395,7 +1404,7 @@ impl Control {
                 self.send(&node, Msg::DetachPlayer { session }, trace);
             }
             directory::Action::Lost { key, node } => {
-                // Only reached through `apply`; nothing is lost at registration.
+                // `apply` handles it; a placement alone never loses an instance.
                 tracing::warn!(node = %node, instance = %key, "instance lost outside a node loss");
             }
         }

@@ -390,8 +390,19 @@ pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterS
     st.flush_player(id);
     // Its persistent scripts left in the snapshot.
     super::runtime::drop_owned(st, id);
-    // A frozen player (mid-transfer) leaves too: drop the pending transfer.
-    st.transfers.retain(|_, t| t.actor != id);
+    // A frozen player (mid-transfer) leaves too: its pending transfer is decided as an
+    // abort (it was saved here), so the shell's transfer table and the destination let go.
+    let dropped: Vec<TransferId> = st
+        .transfers
+        .iter()
+        .filter(|(_, t)| t.actor == id)
+        .map(|(k, _)| *k)
+        .collect();
+    for tid in dropped {
+        st.transfers.remove(&tid);
+        st.outputs
+            .push(ZoneOutput::AbortTransfer { transfer_id: tid });
+    }
     remove_with_companions(st, id);
     snapshot
 }
@@ -685,6 +696,12 @@ pub(crate) fn check_timeouts(st: &mut ZoneState) {
         for tid in due {
             if let Some(t) = st.transfers.remove(&tid) {
                 rollback(st, t, "the destination did not answer");
+                // The decision is abort: the shell's transfer table forgets the transfer
+                // and tells the destination (through the gateway). Without it a transfer
+                // whose request was lost with a link would stay pending at the node
+                // forever (found by the control-plane simulator, seed 3).
+                st.outputs
+                    .push(ZoneOutput::AbortTransfer { transfer_id: tid });
             }
         }
     }

@@ -1,0 +1,105 @@
+//! `simulate`: run N schedules of the deterministic control-plane simulator and print one
+//! JSON line (`{"schedules", "violations", "steps", "seconds", ...}`); with a violation,
+//! the first failing seed and its trace, and exit 1 (docs/testing.md).
+//!
+//! `cargo run --release -p cluster-tests --bin simulate -- --seeds N [--first-seed S]
+//! [--trace] [--each]` (`--each`: one line per failing seed on stderr)
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use cluster_tests::simulate::{self, Options};
+
+struct Args {
+    seeds: u64,
+    first: u64,
+    trace: bool,
+    each: bool,
+    opts: Options,
+}
+
+fn parse() -> anyhow::Result<Args> {
+    let mut a = Args {
+        seeds: 100,
+        first: 0,
+        trace: false,
+        each: false,
+        opts: Options::default(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| -> anyhow::Result<u64> {
+            let v = it.next().with_context(|| format!("{name} needs a value"))?;
+            v.parse().with_context(|| format!("{name}: {v:?} is not a number"))
+        };
+        match flag.as_str() {
+            "--seeds" => a.seeds = value("--seeds")?,
+            "--first-seed" => a.first = value("--first-seed")?,
+            "--nodes" => a.opts.nodes = usize::try_from(value("--nodes")?.max(1))?,
+            "--accounts" => a.opts.accounts = usize::try_from(value("--accounts")?.max(1))?,
+            "--chaos-ms" => a.opts.chaos_ms = value("--chaos-ms")?,
+            "--heal-ms" => a.opts.heal_ms = value("--heal-ms")?,
+            "--trace" => a.trace = true,
+            "--each" => a.each = true,
+            "-h" | "--help" => {
+                println!(
+                    "usage: simulate [--seeds N] [--first-seed S] [--nodes N] [--accounts N] \
+                     [--chaos-ms MS] [--heal-ms MS] [--trace] [--each]"
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let args = parse()?;
+    let started = Instant::now();
+    let (mut steps, mut handoffs, mut recoveries, mut violations) = (0u64, 0u64, 0u64, 0u64);
+    let mut first_failure = None;
+    for seed in args.first..args.first.saturating_add(args.seeds) {
+        let r = simulate::run(seed, &args.opts);
+        steps += r.steps;
+        handoffs += r.handoffs;
+        recoveries += r.recoveries;
+        if args.trace {
+            for line in &r.trace {
+                eprintln!("{line}");
+            }
+        }
+        if let Some(v) = &r.violation {
+            violations += 1;
+            if args.each {
+                eprintln!("seed {}: at {} ms: {}", r.seed, v.at_ms, v.what);
+            }
+            if first_failure.is_none() {
+                first_failure = Some((r.seed, v.clone(), r.trace.clone()));
+            }
+        }
+    }
+    let mut line = serde_json::json!({
+        "schedules": args.seeds,
+        "first_seed": args.first,
+        "violations": violations,
+        "steps": steps,
+        "handoffs": handoffs,
+        "recoveries": recoveries,
+        "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+    });
+    if let Some((seed, v, trace)) = &first_failure {
+        line["failing_seed"] = serde_json::json!(seed);
+        line["violation"] = serde_json::json!(format!("at {} ms: {}", v.at_ms, v.what));
+        // The trace's tail: the steps that led there (the whole trace with --trace).
+        let tail: Vec<&String> = trace.iter().rev().take(60).rev().collect();
+        line["trace"] = serde_json::json!(tail);
+    }
+    println!("{line}");
+    Ok(if violations > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,1117 @@
+//! The deterministic simulator of the control plane (in the spirit of quinn-proto's `Pair`,
+//! TigerBeetle's VOPR and FoundationDB's simulation): one gateway [`Control`], several
+//! zone nodes — each a real [`TransferTable`] over real [`ZoneSim`]s, glued as the
+//! node's registry and link glue them — and a simulated network on a manual clock with a
+//! seeded RNG. A schedule injects logins, logouts and warps, delays messages (in order
+//! per link and direction, as a QUIC stream keeps them), drops links, kills, pauses and
+//! restarts nodes and restarts the gateway; after every step it checks the invariants
+//! ([`Violation`]). A seed reproduces its schedule exactly; a failing one prints its trace.
+//!
+//! What is checked:
+//! * **No duplicate:** at most one live copy of a character holds its current lineage
+//!   (a lineage starts when the gateway hands a character out from the store: a login or
+//!   a recovery; a handoff carries it on). Older copies may linger on a node the gateway
+//!   gave up on, but then …
+//! * **Fencing:** … no write from a copy of an older lineage is ever accepted.
+//! * **No duplicate login:** one session per account.
+//! * **Handoffs end:** no gateway transfer outlives its deadline; after the faults stop and
+//!   the cluster heals, no transfer is pending anywhere and no actor is frozen or prepared.
+//! * **Nothing lost:** once healed, every session the gateway holds is live in exactly one
+//!   instance, on the node the gateway routes it to, and every connected client has one.
+//! * **Progress:** a node kill loses at most one checkpoint interval of a character's
+//!   progress (its last committed save is that recent).
+//!
+//! The glue here mirrors `zone-node/src/link.rs` (`dispatch`), `actor/mod.rs` (the
+//! registry) and `actor/zone.rs` (the outputs); the decisions are the real modules'.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gateway::control::{Action, Characters, Control, ControlConfig, Event, Login, Save, Where};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use shared::content::World;
+use shared::internal::{
+    ActorStateDto, Generation, InstanceKey, Msg, RunningInstance, SessionId, SnapshotEntry,
+};
+use zone_node::actor::transfers::TransferTable;
+use zone_node::sim::ZoneSim;
+use zone_node::sim::area::ZoneContent;
+use zone_node::sim::events::ZoneInput;
+
+/// How a schedule runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Zone nodes.
+    pub nodes: usize,
+    /// Accounts (one character each) that log in and out.
+    pub accounts: usize,
+    /// How long faults and client actions are injected (ms of simulated time).
+    pub chaos_ms: u64,
+    /// How long the healed cluster then runs before the final checks (ms).
+    pub heal_ms: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            nodes: 3,
+            accounts: 6,
+            chaos_ms: 12_000,
+            heal_ms: 40_000,
+        }
+    }
+}
+
+/// An invariant that did not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// When (simulated ms).
+    pub at_ms: u64,
+    /// Which invariant and how.
+    pub what: String,
+}
+
+/// The outcome of one schedule.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// Events delivered and timeouts run.
+    pub steps: u64,
+    /// The first invariant broken, if any.
+    pub violation: Option<Violation>,
+    /// The schedule's trace (what was injected and delivered, in order): with the seed,
+    /// enough to replay and read it.
+    pub trace: Vec<String>,
+    /// Handoffs committed at the gateway.
+    pub handoffs: u64,
+    /// Players put back after a node loss.
+    pub recoveries: u64,
+}
+
+/// Run the schedule of `seed`.
+pub fn run(seed: u64, opts: &Options) -> Report {
+    let mut sim = Sim::new(seed, opts.clone());
+    let violation = sim.run().err();
+    Report {
+        seed,
+        steps: sim.steps,
+        violation,
+        trace: sim.trace,
+        handoffs: sim.handoffs,
+        recoveries: sim.recoveries,
+    }
+}
+
+// ----- constants of the simulated cluster ----------------------------------------------
+
+/// The zones' tick.
+const TICK_MS: u64 = 100;
+/// Node heartbeats.
+const HEARTBEAT_MS: u64 = 1_000;
+/// The gateway's node timeout.
+const NODE_TIMEOUT_MS: u64 = 3_000;
+/// The zones' checkpoint interval.
+const PERSIST_MS: u64 = 2_000;
+/// A reconnecting node's delay.
+const RECONNECT_MS: u64 = 500;
+/// The longest a gateway transfer may live (attach wait + forward + decision), plus the
+/// poll interval.
+const TRANSFER_BOUND: Duration = Duration::from_secs(15 + 5 + 15 + 1);
+/// How late after its deadline a transfer may still be listed (the timeout runs at the
+/// deadline; a step may be in between).
+const POLL_SLACK: Duration = Duration::from_millis(1);
+
+/// Where a message travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Dir {
+    ToNode,
+    ToGateway,
+}
+
+#[derive(Debug, Clone)]
+enum Delivery {
+    /// A control message on a link (`serial`), with the lineage of the copy it carries.
+    Msg {
+        node: usize,
+        serial: u64,
+        dir: Dir,
+        msg: Box<Msg>,
+        tag: Tags,
+    },
+    /// The gateway notices a link closed.
+    LinkDown { node: usize, serial: u64 },
+    /// A node notices its link closed (it reconnects later).
+    NodeLinkLost { node: usize, serial: u64 },
+    /// A node (re)connects.
+    Connect { node: usize },
+    /// A paused node resumes.
+    Resume { node: usize },
+    /// A killed node's process starts again, empty.
+    Restart { node: usize },
+    /// A store commit completes: acknowledge `snapshot_id` on `serial`.
+    Committed {
+        node: usize,
+        serial: u64,
+        snapshot_id: u64,
+    },
+}
+
+/// Lineages of the characters a message carries (by session), for the checks.
+type Tags = Vec<(SessionId, u64)>;
+
+/// One zone node: instances (real sims), sessions, the transfer table, the link.
+struct Node {
+    id: String,
+    /// The process runs (false: killed).
+    up: bool,
+    /// Paused: neither ticks, nor reads, nor sends.
+    paused: bool,
+    /// The link's serial while connected.
+    link: Option<u64>,
+    instances: BTreeMap<InstanceKey, Instance>,
+    sessions: BTreeMap<SessionId, InstanceKey>,
+    table: TransferTable<()>,
+    next_id: u64,
+    /// Snapshots not acknowledged yet (re-sent after a reconnect), with their tags.
+    unacked: BTreeMap<u64, (Msg, Tags)>,
+    /// Lineage of each player copy this node holds, by (instance, session).
+    copies: BTreeMap<(InstanceKey, SessionId), u64>,
+    /// Lineage of each transfer this node sent out (its own id).
+    out_tags: BTreeMap<u64, u64>,
+    /// Lineage of each transfer that came in (its own id).
+    in_tags: BTreeMap<u64, u64>,
+    /// Messages waiting for a link.
+    outbox: Vec<(Msg, Tags)>,
+    /// Since when it has been connected and running without a break.
+    stable_since: u64,
+    next_heartbeat: u64,
+    next_tick: u64,
+}
+
+struct Instance {
+    generation: Generation,
+    sim: ZoneSim,
+    inbox: Vec<ZoneInput>,
+    stopping: bool,
+    stop_ticks: u32,
+}
+
+/// The store: each account's character as last committed, and when.
+#[derive(Default)]
+struct Store {
+    chars: BTreeMap<u64, (ActorStateDto, u64)>,
+}
+
+impl Characters for Store {
+    fn saved(&self, account: u64, slot: u8) -> Option<ActorStateDto> {
+        (slot == 0)
+            .then(|| self.chars.get(&account).map(|(s, _)| s.clone()))
+            .flatten()
+    }
+}
+
+struct Client {
+    account: u64,
+    /// The gateway's session is in the world (not refused, not closed).
+    open: bool,
+}
+
+struct Sim {
+    rng: SmallRng,
+    opts: Options,
+    now: u64,
+    world: Arc<World>,
+    contents: BTreeMap<String, Arc<ZoneContent>>,
+    control: Control,
+    gateway_epoch: u64,
+    nodes: Vec<Node>,
+    queue: BTreeMap<(u64, u64), Delivery>,
+    seq: u64,
+    /// The last delivery time per (node, serial, direction): links are FIFO.
+    tails: BTreeMap<(usize, u64, Dir), u64>,
+    store: Store,
+    logged_on: BTreeSet<u64>,
+    clients: BTreeMap<SessionId, Client>,
+    next_session: u64,
+    next_serial: u64,
+    /// The current lineage of each account's character.
+    lineage: BTreeMap<u64, u64>,
+    /// The newest lineage of each account's character that has been live or written.
+    materialized: BTreeMap<u64, u64>,
+    /// Lineage of each gateway transfer (by the gateway's id).
+    gw_tags: BTreeMap<u64, u64>,
+    /// The tags of the delivery being handled (a node's `Transfer`).
+    current_tags: Tags,
+    trace: Vec<String>,
+    steps: u64,
+    handoffs: u64,
+    recoveries: u64,
+    healing: bool,
+    /// A violation found while handling an event, reported by the next check.
+    pending_violation: Option<Violation>,
+    /// When (gateway clock) each gateway transfer began.
+    gw_started: BTreeMap<u64, Duration>,
+    /// When the gateway process started (simulated ms): its clock counts from there.
+    gw_offset: u64,
+}
+
+impl Sim {
+    fn new(seed: u64, opts: Options) -> Self {
+        let world = Arc::new(shared::content::demo_world());
+        let contents = world
+            .areas
+            .iter()
+            .filter_map(|a| {
+                ZoneContent::from_world(world.clone(), &a.name).map(|c| (a.name.clone(), Arc::new(c)))
+            })
+            .collect();
+        let control = Control::new(gateway_config(), world.clone(), 1_000);
+        let mut store = Store::default();
+        let template = world.actors.iter().find(|t| t.playable).cloned();
+        for a in 0..opts.accounts as u64 {
+            let account = a + 1;
+            let state = match &template {
+                Some(t) => gateway::session::new_character(
+                    &world,
+                    t,
+                    &shared::proto::CreateCharacter::default(),
+                    format!("Hero{account}"),
+                ),
+                None => ActorStateDto {
+                    name: format!("Hero{account}"),
+                    ..ActorStateDto::default()
+                },
+            };
+            store.chars.insert(account, (state, 0));
+        }
+        let nodes = (0..opts.nodes)
+            .map(|i| Node {
+                id: format!("node-{i}"),
+                up: true,
+                paused: false,
+                link: None,
+                instances: BTreeMap::new(),
+                sessions: BTreeMap::new(),
+                table: TransferTable::new(),
+                next_id: 1,
+                unacked: BTreeMap::new(),
+                copies: BTreeMap::new(),
+                out_tags: BTreeMap::new(),
+                in_tags: BTreeMap::new(),
+                outbox: Vec::new(),
+                stable_since: 0,
+                next_heartbeat: 0,
+                next_tick: 0,
+            })
+            .collect();
+        let mut sim = Self {
+            rng: SmallRng::seed_from_u64(seed),
+            opts,
+            now: 0,
+            world,
+            contents,
+            control,
+            gateway_epoch: 1,
+            nodes,
+            queue: BTreeMap::new(),
+            seq: 0,
+            tails: BTreeMap::new(),
+            store,
+            logged_on: BTreeSet::new(),
+            clients: BTreeMap::new(),
+            next_session: 1,
+            next_serial: 1,
+            lineage: BTreeMap::new(),
+            materialized: BTreeMap::new(),
+            gw_tags: BTreeMap::new(),
+            current_tags: Vec::new(),
+            trace: Vec::new(),
+            steps: 0,
+            handoffs: 0,
+            recoveries: 0,
+            healing: false,
+            pending_violation: None,
+            gw_started: BTreeMap::new(),
+            gw_offset: 0,
+        };
+        for i in 0..sim.nodes.len() {
+            let at = sim.rng.gen_range(0..300);
+            sim.at(at, Delivery::Connect { node: i });
+        }
+        sim
+    }
+
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        let l = line();
+        self.trace.push(format!("{:>6} {l}", self.now));
+    }
+
+    fn at(&mut self, at: u64, d: Delivery) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), d);
+    }
+
+    /// A message on a link, after a random delay, never before the previous one on the
+    /// same link and direction.
+    fn post(&mut self, node: usize, serial: u64, dir: Dir, msg: Msg, tag: Tags) {
+        let spike = self.rng.gen_ratio(1, 50);
+        let delay = if spike {
+            self.rng.gen_range(50..400)
+        } else {
+            self.rng.gen_range(0..15)
+        };
+        let tail = self.tails.entry((node, serial, dir)).or_insert(0);
+        let at = (self.now + delay).max(*tail);
+        *tail = at;
+        self.at(
+            at,
+            Delivery::Msg {
+                node,
+                serial,
+                dir,
+                msg: Box::new(msg),
+                tag,
+            },
+        );
+    }
+
+    // ----- the main loop ------------------------------------------------------------------
+
+    fn run(&mut self) -> Result<(), Violation> {
+        let chaos_end = self.opts.chaos_ms;
+        let end = chaos_end + self.opts.heal_ms;
+        let mut next_chaos = 200;
+        while self.now < end {
+            // The next thing due: a delivery, a gateway timeout, a node tick or heartbeat,
+            // or the next injected action.
+            let mut next = end;
+            if let Some(((t, _), _)) = self.queue.first_key_value() {
+                next = next.min(*t);
+            }
+            if let Some(t) = self.control.poll_timeout() {
+                next = next.min((ms(t) + self.gw_offset).max(self.now));
+            }
+            for n in &self.nodes {
+                if n.up && !n.paused {
+                    next = next.min(n.next_tick).min(n.next_heartbeat);
+                }
+            }
+            if !self.healing {
+                next = next.min(next_chaos);
+            }
+            self.now = next.max(self.now);
+            if !self.healing && self.now >= chaos_end {
+                self.heal();
+            }
+            if !self.healing && self.now >= next_chaos {
+                self.chaos();
+                next_chaos = self.now + self.rng.gen_range(50..600);
+            }
+            while let Some(entry) = self.queue.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let d = entry.remove();
+                self.steps += 1;
+                self.deliver(d)?;
+                self.check()?;
+            }
+            if self
+                .control
+                .poll_timeout()
+                .is_some_and(|t| ms(t) + self.gw_offset <= self.now)
+            {
+                self.steps += 1;
+                let now = self.gw_now();
+                let actions = self.control.on_timeout(now, &self.store);
+                self.gateway_actions(actions)?;
+                self.check()?;
+            }
+            for i in 0..self.nodes.len() {
+                let n = &self.nodes[i];
+                if !n.up || n.paused {
+                    continue;
+                }
+                if n.next_heartbeat <= self.now {
+                    self.nodes[i].next_heartbeat = self.now + HEARTBEAT_MS;
+                    self.heartbeat(i);
+                }
+                if self.nodes[i].next_tick <= self.now {
+                    self.nodes[i].next_tick = self.now + TICK_MS;
+                    self.steps += 1;
+                    self.tick_node(i);
+                    self.check()?;
+                }
+            }
+        }
+        self.final_check()
+    }
+
+    // ----- faults and client actions ----------------------------------------------------
+
+    fn chaos(&mut self) {
+        let roll = self.rng.gen_range(0..100);
+        match roll {
+            0..=24 => self.login(),
+            25..=34 => self.logout(),
+            35..=64 => self.warp(),
+            65..=70 => self.drop_link(),
+            71..=75 => self.kill(),
+            76..=80 => self.pause(),
+            81..=82 => self.restart_gateway(),
+            _ => {}
+        }
+    }
+
+    /// Faults stop; every node comes back and reconnects; clients stay as they are.
+    fn heal(&mut self) {
+        self.healing = true;
+        self.log(|| "heal: faults stop".into());
+        for i in 0..self.nodes.len() {
+            if !self.nodes[i].up {
+                self.at(self.now + 10, Delivery::Restart { node: i });
+            } else if self.nodes[i].paused {
+                self.at(self.now + 10, Delivery::Resume { node: i });
+            }
+        }
+        // Every account in the world again, for the final checks.
+        for a in 1..=self.opts.accounts as u64 {
+            if !self.logged_on.contains(&a) {
+                self.login_account(a);
+            }
+        }
+    }
+
+    fn login(&mut self) {
+        let free: Vec<u64> = (1..=self.opts.accounts as u64)
+            .filter(|a| !self.logged_on.contains(a))
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        let a = free[self.rng.gen_range(0..free.len())];
+        self.login_account(a);
+    }
+
+    fn login_account(&mut self, account: u64) {
+        let Some((state, _)) = self.store.chars.get(&account).cloned() else {
+            return;
+        };
+        let session = self.next_session;
+        self.next_session += 1;
+        self.logged_on.insert(account);
+        self.clients.insert(
+            session,
+            Client {
+                account,
+                open: true,
+            },
+        );
+        self.log(|| format!("login account {account} as session {session}"));
+        let e = Event::Entered(Box::new(Login {
+            session,
+            account,
+            slot: 0,
+            is_dm: false,
+            state: Box::new(state),
+            ignore: Vec::new(),
+            user: format!("user{account}"),
+            email: String::new(),
+            connected: true,
+        }));
+        self.gateway_event(e);
+    }
+
+    fn logout(&mut self) {
+        let open: Vec<SessionId> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.open)
+            .map(|(s, _)| *s)
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        let s = open[self.rng.gen_range(0..open.len())];
+        self.close_session(s, "logout");
+        self.gateway_event(Event::Gone { session: s });
+    }
+
+    fn close_session(&mut self, session: SessionId, why: &str) {
+        if let Some(c) = self.clients.get_mut(&session)
+            && c.open
+        {
+            c.open = false;
+            self.log(|| format!("session {session} closed: {why}"));
+        }
+    }
+
+    fn warp(&mut self) {
+        let players: Vec<(SessionId, String)> = self
+            .control
+            .players()
+            .filter(|(.., w)| *w == Where::InGame)
+            .filter_map(|(s, _, _, node, _)| node.map(|n| (s, n.to_owned())))
+            .collect();
+        if players.is_empty() {
+            return;
+        }
+        let (session, node) = players[self.rng.gen_range(0..players.len())].clone();
+        let areas = self.control.areas().to_vec();
+        let area = areas[self.rng.gen_range(0..areas.len())].clone();
+        let instance = if self.rng.gen_ratio(1, 4) { 1 } else { 0 };
+        self.log(|| format!("warp session {session} to {area} #{instance}"));
+        // As `/warpother` does: the gateway asks the player's node.
+        if let Some(i) = self.node_index(&node)
+            && let Some(serial) = self.gateway_link(i)
+        {
+            self.post(
+                i,
+                serial,
+                Dir::ToNode,
+                Msg::WarpPlayer {
+                    session,
+                    area,
+                    instance,
+                },
+                Vec::new(),
+            );
+        }
+    }
+
+    fn drop_link(&mut self) {
+        let i = self.rng.gen_range(0..self.nodes.len());
+        let Some(serial) = self.nodes[i].link else {
+            return;
+        };
+        self.log(|| format!("link of node-{i} (serial {serial}) drops"));
+        self.cut(i, serial);
+    }
+
+    /// A link closes: both ends learn it, the node reconnects.
+    fn cut(&mut self, i: usize, serial: u64) {
+        let d1 = self.rng.gen_range(1..50);
+        let d2 = self.rng.gen_range(1..50);
+        self.at(self.now + d1, Delivery::LinkDown { node: i, serial });
+        self.at(self.now + d2, Delivery::NodeLinkLost { node: i, serial });
+        self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+    }
+
+    fn kill(&mut self) {
+        let i = self.rng.gen_range(0..self.nodes.len());
+        if !self.nodes[i].up {
+            return;
+        }
+        self.log(|| format!("node-{i} killed"));
+        self.check_progress_on_kill(i);
+        let n = &mut self.nodes[i];
+        n.up = false;
+        n.paused = false;
+        n.instances.clear();
+        n.sessions.clear();
+        n.table = TransferTable::new();
+        n.unacked.clear();
+        n.copies.clear();
+        n.out_tags.clear();
+        n.in_tags.clear();
+        if let Some(serial) = n.link.take() {
+            let d = self.rng.gen_range(1..50);
+            self.at(self.now + d, Delivery::LinkDown { node: i, serial });
+            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+        }
+        let back = self.rng.gen_range(500..6_000);
+        self.at(self.now + back, Delivery::Restart { node: i });
+    }
+
+    fn pause(&mut self) {
+        let i = self.rng.gen_range(0..self.nodes.len());
+        if !self.nodes[i].up || self.nodes[i].paused {
+            return;
+        }
+        let how_long = self.rng.gen_range(500..7_000);
+        self.log(|| format!("node-{i} paused for {how_long} ms"));
+        self.nodes[i].paused = true;
+        self.at(self.now + how_long, Delivery::Resume { node: i });
+    }
+
+    fn restart_gateway(&mut self) {
+        self.log(|| "gateway restarts".into());
+        self.gateway_epoch += 1;
+        // The new process's clock starts now.
+        self.gw_offset = self.now;
+        self.control = Control::new(
+            gateway_config(),
+            self.world.clone(),
+            self.gateway_epoch * 1_000_000_000,
+        );
+        self.gw_started.clear();
+        self.gw_tags.clear();
+        // Every client connection ends with the process; the accounts are free again.
+        let open: Vec<SessionId> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.open)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in open {
+            self.close_session(s, "gateway restart");
+        }
+        self.logged_on.clear();
+        // Every node link ends too (the nodes reconnect).
+        for i in 0..self.nodes.len() {
+            if let Some(serial) = self.nodes[i].link {
+                let d = self.rng.gen_range(1..50);
+                self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
+                self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+            }
+        }
+        // Commits not yet acknowledged are lost with the process's memory, but what the
+        // store committed stays (this store commits at once).
+        self.queue
+            .retain(|_, d| !matches!(d, Delivery::LinkDown { .. } | Delivery::Committed { .. }));
+    }
+
+    // ----- deliveries -------------------------------------------------------------------
+
+    fn deliver(&mut self, d: Delivery) -> Result<(), Violation> {
+        match d {
+            Delivery::Msg {
+                node,
+                serial,
+                dir: Dir::ToGateway,
+                msg,
+                tag,
+            } => {
+                // A link the gateway no longer has (it restarted, or closed it) is gone.
+                if self.nodes.get(node).and_then(|n| n.link) != Some(serial)
+                    && !self.control.is_live(&self.nodes[node].id, serial)
+                {
+                    return Ok(());
+                }
+                let id = self.nodes[node].id.clone();
+                self.log(|| format!("{id} -> gw: {}", describe(&msg)));
+                self.current_tags = tag;
+                let e = Event::NodeMsg {
+                    node: id,
+                    serial,
+                    msg: *msg,
+                };
+                self.gateway_event(e);
+                self.current_tags.clear();
+            }
+            Delivery::Msg {
+                node,
+                serial,
+                dir: Dir::ToNode,
+                msg,
+                tag,
+            } => {
+                let n = &self.nodes[node];
+                if !n.up || n.link != Some(serial) {
+                    return Ok(());
+                }
+                if n.paused {
+                    // Read when it resumes: put it back after the pause.
+                    let at = self.now + 50;
+                    self.at(
+                        at,
+                        Delivery::Msg {
+                            node,
+                            serial,
+                            dir: Dir::ToNode,
+                            msg,
+                            tag,
+                        },
+                    );
+                    return Ok(());
+                }
+                let id = n.id.clone();
+                self.log(|| format!("gw -> {id}: {}", describe(&msg)));
+                self.node_msg(node, *msg, &tag);
+            }
+            Delivery::LinkDown { node, serial } => {
+                let id = self.nodes[node].id.clone();
+                self.log(|| format!("gw: link {serial} of {id} closed"));
+                self.gateway_event(Event::NodeDown {
+                    node: id,
+                    serial,
+                    reason: "connection lost".into(),
+                });
+            }
+            Delivery::NodeLinkLost { node, serial } => {
+                let n = &mut self.nodes[node];
+                if n.up && n.link == Some(serial) {
+                    n.link = None;
+                    self.log(|| format!("node-{node}: link {serial} lost; reconnecting"));
+                    let at = self.now + RECONNECT_MS + self.rng.gen_range(0..1_000);
+                    self.at(at, Delivery::Connect { node });
+                }
+            }
+            Delivery::Connect { node } => {
+                let n = &self.nodes[node];
+                if !n.up || n.link.is_some() {
+                    return Ok(());
+                }
+                if n.paused {
+                    self.at(self.now + 100, Delivery::Connect { node });
+                    return Ok(());
+                }
+                self.connect(node);
+            }
+            Delivery::Resume { node } => {
+                if self.nodes[node].up && self.nodes[node].paused {
+                    self.log(|| format!("node-{node} resumes"));
+                    self.nodes[node].paused = false;
+                    self.nodes[node].next_tick = self.now;
+                    self.nodes[node].next_heartbeat = self.now;
+                    self.nodes[node].stable_since = self.now;
+                }
+            }
+            Delivery::Restart { node } => {
+                if !self.nodes[node].up {
+                    self.log(|| format!("node-{node} starts again, empty"));
+                    let n = &mut self.nodes[node];
+                    n.up = true;
+                    n.paused = false;
+                    n.next_tick = self.now;
+                    n.next_heartbeat = self.now + HEARTBEAT_MS;
+                    self.connect(node);
+                }
+            }
+            Delivery::Committed {
+                node,
+                serial,
+                snapshot_id,
+            } => {
+                self.post(
+                    node,
+                    serial,
+                    Dir::ToNode,
+                    Msg::SnapshotAck { snapshot_id },
+                    Vec::new(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A node registers on a new link, reporting what it runs; unacknowledged snapshots
+    /// follow.
+    fn connect(&mut self, i: usize) {
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let running = self.running(i);
+        let n = &mut self.nodes[i];
+        n.link = Some(serial);
+        let id = n.id.clone();
+        self.log(|| format!("{id} registers on link {serial} running {}", running.len()));
+        self.gateway_event(Event::NodeUp {
+            node: id,
+            addr: format!("10.0.0.{i}:7000"),
+            capacity: 16,
+            serial,
+            running,
+        });
+        let unacked: Vec<(Msg, Tags)> = self.nodes[i].unacked.values().cloned().collect();
+        for (m, t) in unacked {
+            self.post(i, serial, Dir::ToGateway, m, t);
+        }
+        self.flush_outbox(i);
+        self.nodes[i].stable_since = self.now;
+    }
+
+    fn running(&self, i: usize) -> Vec<RunningInstance> {
+        let n = &self.nodes[i];
+        n.instances
+            .iter()
+            .map(|(k, inst)| RunningInstance {
+                key: k.clone(),
+                generation: inst.generation,
+                sessions: n
+                    .sessions
+                    .iter()
+                    .filter(|(_, key)| *key == k)
+                    .map(|(s, _)| *s)
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn node_index(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id == id)
+    }
+
+    /// The serial of node `i`'s link, when the gateway has it live.
+    fn gateway_link(&self, i: usize) -> Option<u64> {
+        let n = self.nodes.get(i)?;
+        n.link.filter(|s| self.control.is_live(&n.id, *s))
+    }
+
+    // ----- the gateway ------------------------------------------------------------------
+
+    fn gateway_event(&mut self, e: Event) {
+        let now = self.gw_now();
+        let actions = self.control.handle(now, e, &self.store);
+        // Checked by the caller's `check`; a violation here is recorded there.
+        if let Err(v) = self.gateway_actions(actions) {
+            self.pending_violation.get_or_insert(v);
+        }
+    }
+
+    fn gateway_actions(&mut self, actions: Vec<Action>) -> Result<(), Violation> {
+        for a in actions {
+            match a {
+                Action::Send { node, msg, .. } => self.gateway_send(&node, msg),
+                Action::Assign {
+                    node,
+                    key,
+                    generation,
+                    ..
+                } => self.gateway_send(
+                    &node,
+                    Msg::AssignInstance {
+                        key,
+                        generation,
+                        ground: Vec::new(),
+                        clock_epoch_ms: 0,
+                    },
+                ),
+                Action::CloseClient { session, .. } => self.close_session(session, "closed by the gateway"),
+                Action::CloseLink { node, reason, .. } => {
+                    if let Some(i) = self.node_index(&node)
+                        && let Some(serial) = self.nodes[i].link
+                        && reason != "link closed"
+                    {
+                        self.log(|| format!("gw closes the link of {node}: {reason}"));
+                        let d = self.rng.gen_range(1..30);
+                        self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
+                        if reason != "deregistered" {
+                            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+                        }
+                    }
+                }
+                Action::Save(save) => self.save(*save)?,
+                Action::LoggedOff { account } => {
+                    self.logged_on.remove(&account);
+                }
+                Action::Released { session, .. } => self.close_session(session, "released"),
+                Action::TransferEnded { id, .. } => {
+                    self.gw_started.remove(&id);
+                }
+                Action::Count(gateway::control::Count::HandoffCompleted) => self.handoffs += 1,
+                Action::Count(gateway::control::Count::Recovery) => self.recoveries += 1,
+                Action::TransferBegan {
+                    id,
+                    session,
+                    recovery,
+                    ..
+                } => {
+                    let tag = if recovery {
+                        // A recovery hands the character out from the store: a new lineage.
+                        session.and_then(|s| self.clients.get(&s)).map(|c| {
+                            let l = self.lineage.entry(c.account).or_insert(0);
+                            *l += 1;
+                            *l
+                        })
+                    } else {
+                        session.and_then(|s| {
+                            self.current_tags
+                                .iter()
+                                .find(|(x, _)| *x == s)
+                                .map(|(_, l)| *l)
+                        })
+                    };
+                    if let Some(t) = tag {
+                        self.gw_tags.insert(id, t);
+                    }
+                    let now = self.gw_now();
+                    self.gw_started.insert(id, now);
+                    if recovery
+                        && let Some(c) = session.and_then(|s| self.clients.get(&s))
+                        && let Some(e) = self.store.chars.get_mut(&c.account)
+                    {
+                        // Progress is counted from the hand-out.
+                        e.1 = self.now;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn gateway_send(&mut self, node: &str, msg: Msg) {
+        let Some(i) = self.node_index(node) else {
+            return;
+        };
+        let Some(serial) = self.gateway_link(i) else {
+            return;
+        };
+        let mut tag = Vec::new();
+        match &msg {
+            Msg::AttachPlayer { session, .. } => {
+                // A login hands the character out from the store: a new lineage.
+                if let Some(c) = self.clients.get(session) {
+                    let l = self.lineage.entry(c.account).or_insert(0);
+                    *l += 1;
+                    tag.push((*session, *l));
+                    let t = self.now;
+                    if let Some(e) = self.store.chars.get_mut(&c.account) {
+                        // Progress is counted from the hand-out.
+                        e.1 = t;
+                    }
+                }
+            }
+            Msg::Transfer(t) => {
+                if let (Some(s), Some(l)) = (t.session, self.gw_tags.get(&t.transfer_id)) {
+                    tag.push((s, *l));
+                }
+            }
+            _ => {}
+        }
+        self.post(i, serial, Dir::ToNode, msg, tag);
+    }
+
+    /// The store commits a save the gateway accepted, after checking it is not stale.
+    fn save(&mut self, save: Save) -> Result<(), Violation> {
+        let (node, snapshot_id, entries): (String, u64, Vec<(Option<(u64, u8)>, SnapshotEntry)>) =
+            match save {
+                Save::One {
+                    node,
+                    snapshot_id,
+                    session,
+                    owner,
+                    reason,
+                    state,
+                } => (
+                    node,
+                    snapshot_id,
+                    vec![(
+                        owner,
+                        SnapshotEntry {
+                            session,
+                            reason,
+                            state: *state,
+                        },
+                    )],
+                ),
+                Save::Group {
+                    node,
+                    snapshot_id,
+                    entries,
+                    ..
+                } => (node, snapshot_id, entries),
+            };
+        for (owner, e) in entries {
+            let account = owner
+                .map(|(a, _)| a)
+                .or_else(|| self.clients.get(&e.session).map(|c| c.account));
+            let Some(account) = account else {
+                continue;
+            };
+            let tag = self
+                .current_tags
+                .iter()
+                .find(|(s, _)| *s == e.session)
+                .map(|(_, l)| *l);
+            // Stale: a newer lineage of the character has been live (a hand-out that
+            // never became live, its gateway gone, fences nothing).
+            let newest = self.materialized.get(&account).copied().unwrap_or(0);
+            if let Some(t) = tag {
+                if t < newest {
+                    return Err(self.violation(format!(
+                        "fencing: a write of account {account}'s character from {node} \
+                         (lineage {t}) was accepted after lineage {newest} was live"
+                    )));
+                }
+                let m = self.materialized.entry(account).or_insert(0);
+                *m = (*m).max(t);
+            }
+            self.store.chars.insert(account, (e.state, self.now));
+        }
+        if let Some(i) = self.node_index(&node)
+            && let Some(serial) = self.nodes[i].link
+        {
+            let d = self.rng.gen_range(0..10);
+            self.at(
+                self.now + d,
+                Delivery::Committed {
+                    node: i,
+                    serial,
+                    snapshot_id,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The gateway's clock: time since its process started.
+    fn gw_now(&self) -> Duration {
+        Duration::from_millis(self.now.saturating_sub(self.gw_offset))
+    }
+
+    fn violation(&self, what: String) -> Violation {
+        Violation {
+            at_ms: self.now,
+            what,
+        }
+    }
+}
+
+fn gateway_config() -> ControlConfig {
+    ControlConfig {
+        standalone: false,
+        placement_hold_ms: 2_000,
+        node_timeout_ms: NODE_TIMEOUT_MS,
+        shutdown_timeout: Duration::from_secs(10),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn describe(m: &Msg) -> String {
+    match m {
+        Msg::AssignInstance { key, generation, .. } => format!("AssignInstance {key} g{generation}"),
+        Msg::StopInstance { key, generation } => format!("StopInstance {key} g{generation}"),
+        Msg::InstanceReady { key, generation } => format!("InstanceReady {key} g{generation}"),
+        Msg::InstanceStopped { key, generation } => format!("InstanceStopped {key} g{generation}"),
+        Msg::AttachPlayer { session, key, generation, .. } => {
+            format!("AttachPlayer s{session} {key} g{generation}")
+        }
+        Msg::DetachPlayer { session } => format!("DetachPlayer s{session}"),
+        Msg::PlayerDetached { session } => format!("PlayerDetached s{session}"),
+        Msg::PlayerMoved { session, key } => format!("PlayerMoved s{session} {key}"),
+        Msg::WarpPlayer { session, area, instance } => format!("WarpPlayer s{session} {area} #{instance}"),
+        Msg::Transfer(t) => format!(
+            "Transfer #{} s{:?} -> {} #{} g{}",
+            t.transfer_id, t.session, t.area, t.instance, t.generation
+        ),
+        Msg::TransferAck { transfer_id, .. } => format!("TransferAck #{transfer_id}"),
+        Msg::TransferNack { transfer_id, reason } => format!("TransferNack #{transfer_id} ({reason})"),
+        Msg::TransferCommit { transfer_id } => format!("TransferCommit #{transfer_id}"),
+        Msg::TransferAbort { transfer_id } => format!("TransferAbort #{transfer_id}"),
+        Msg::Snapshot { snapshot_id, session, .. } => format!("Snapshot {snapshot_id} s{session}"),
+        Msg::SnapshotGroup(g) => format!(
+            "SnapshotGroup {} {} g{} [{}]",
+            g.snapshot_id,
+            g.key,
+            g.generation,
+            g.entries
+                .iter()
+                .map(|e| format!("s{}", e.session))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Msg::SnapshotAck { snapshot_id } => format!("SnapshotAck {snapshot_id}"),
+        Msg::Heartbeat { players, .. } => format!("Heartbeat ({players} players)"),
+        other => other.name().to_owned(),
+    }
+}
+
+mod node;
+mod checks;
