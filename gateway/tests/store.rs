@@ -91,6 +91,7 @@ fn full_character(name: &str) -> ActorStateDto {
             spell: 3,
             remaining_ms: 2_500,
         }],
+        fence: 77,
     }
 }
 

@@ -546,6 +546,11 @@ impl Control {
             return;
         };
         state.rid = p.rid;
+        let (account, slot) = (p.account, p.slot);
+        self.hand_out(account, slot, &mut state);
+        let Some(p) = self.players.get(&session) else {
+            return;
+        };
         let (mut key, arrival) = self.login_place(&state);
         if key.area.eq_ignore_ascii_case(&p.key.area) {
             key.instance = p.key.instance;

@@ -311,6 +311,16 @@ pub enum Action {
         /// The instance.
         key: InstanceKey,
     },
+    /// The character is handed out from the store with a new fencing token (a login, a
+    /// recovery): store it, so older copies' saves are refused from now on.
+    HandOut {
+        /// The account.
+        account: AccountId,
+        /// The character slot.
+        slot: u8,
+        /// The new token.
+        fence: u64,
+    },
     /// The account may log in again.
     LoggedOff {
         /// The account.
@@ -458,6 +468,9 @@ pub struct Control {
     startup_done: bool,
     /// Until when placement is held after start (see `Directory::hold`).
     hold_until: Option<Duration>,
+    /// The next fencing token handed out (`ActorStateDto::fence`): from the generation
+    /// base, so a restarted gateway's tokens are larger.
+    next_fence: u64,
     now: Duration,
     out: Vec<Action>,
 }
@@ -494,6 +507,7 @@ impl Control {
             removed: BTreeSet::new(),
             startup_done: false,
             hold_until: None,
+            next_fence: generation_base.saturating_mul(1024).max(1),
             now: Duration::ZERO,
             out: Vec::new(),
             cfg,
@@ -812,6 +826,19 @@ impl Control {
         self.out.push(Action::Count(c));
     }
 
+    /// Hand a character out from the store: a new fencing token, stored first.
+    fn hand_out(&mut self, account: AccountId, slot: u8, state: &mut ActorStateDto) {
+        // Larger than any token the character already carries (a clock set back).
+        let fence = self.next_fence.max(state.fence.saturating_add(1));
+        self.next_fence = fence.saturating_add(1);
+        state.fence = fence;
+        self.out.push(Action::HandOut {
+            account,
+            slot,
+            fence,
+        });
+    }
+
     // ----- sessions ---------------------------------------------------------------------
 
     /// Where a character logs in: its saved area, instance 0 (Realm Crafter's
@@ -873,6 +900,7 @@ impl Control {
             return;
         };
         self.count(Count::Login);
+        self.hand_out(account, slot, &mut state);
         let (key, arrival) = self.login_place(&state);
         let online = OnlinePlayer {
             session,

@@ -673,6 +673,20 @@ impl Hub {
                 }
                 Action::Save(save) => self.save(*save),
                 Action::ForgetGround { key } => self.forget_ground(&key),
+                Action::HandOut {
+                    account,
+                    slot,
+                    fence,
+                } => {
+                    let ops = {
+                        let mut acc = self.shared.accounts();
+                        acc.book.hand_out(account, slot, fence);
+                        acc.book.take_persist()
+                    };
+                    if let Err(e) = self.shared.writer.submit(ops) {
+                        tracing::error!(error = %e, "store writer unavailable");
+                    }
+                }
                 Action::LoggedOff { account } => {
                     self.shared.accounts().book.set_logged_on(account, false);
                 }
@@ -1002,6 +1016,16 @@ impl Hub {
                 reason,
                 state,
             } => {
+                let stale = {
+                    let acc = self.shared.accounts();
+                    owner
+                        .or_else(|| acc.book.find_character(&state.name))
+                        .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, state.fence))
+                };
+                if stale {
+                    self.fenced_save(&node, snapshot_id, &format!("session {session}"));
+                    return;
+                }
                 let ops = {
                     let mut acc = self.shared.accounts();
                     let target = owner.or_else(|| acc.book.find_character(&state.name));
@@ -1030,6 +1054,21 @@ impl Hub {
                 entries,
                 ground,
             } => {
+                // One stale copy refuses the whole group (it is one transaction).
+                let stale = {
+                    let acc = self.shared.accounts();
+                    entries.iter().find(|(owner, e)| {
+                        owner
+                            .or_else(|| acc.book.find_character(&e.state.name))
+                            .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, e.state.fence))
+                    })
+                    .map(|(_, e)| e.session)
+                };
+                if let Some(s) = stale {
+                    Metrics::inc(&self.shared.metrics.snapshot_groups_refused);
+                    self.fenced_save(&node, snapshot_id, &format!("{key}, session {s}"));
+                    return;
+                }
                 let n = entries.len();
                 let mut ops = {
                     let mut acc = self.shared.accounts();
@@ -1066,6 +1105,14 @@ impl Hub {
                 self.commit_then_ack(&node, snapshot_id, ops, n, Some(key));
             }
         }
+    }
+
+    /// A save from a copy handed out again since (its fencing token is older than the
+    /// stored one): acknowledged, so the node stops resending it, and dropped.
+    fn fenced_save(&self, node: &str, snapshot_id: u64, what: &str) {
+        Metrics::inc(&self.shared.metrics.fenced);
+        tracing::warn!(node, what, "a save from a superseded copy of the character dropped");
+        self.send_node(node, Msg::SnapshotAck { snapshot_id });
     }
 
     /// Submit `ops` as one transaction and acknowledge `snapshot_id` to `node` once it is

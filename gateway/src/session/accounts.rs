@@ -417,6 +417,10 @@ impl AccountBook {
         else {
             return false;
         };
+        if state.fence < c.fence {
+            // A copy the cluster handed out again since: never over the newer one.
+            return false;
+        }
         state.name.clone_from(&c.name);
         state.handle = c.handle;
         *c = state.clone();
@@ -424,6 +428,37 @@ impl AccountBook {
             account: id,
             slot,
             state: Box::new(state),
+        });
+        true
+    }
+
+    /// Whether a save carrying fencing token `fence` may replace the stored character
+    /// (see [`ActorStateDto::fence`]); false for an unknown character too.
+    pub fn fence_ok(&self, id: AccountId, slot: u8, fence: u64) -> bool {
+        self.accounts
+            .get(&id)
+            .and_then(|a| a.characters.get(usize::from(slot)))
+            .is_some_and(|c| fence >= c.fence)
+    }
+
+    /// The character is handed out again with fencing token `fence` (a login, a
+    /// recovery): from now on only saves carrying at least that token are stored.
+    pub fn hand_out(&mut self, id: AccountId, slot: u8, fence: u64) -> bool {
+        let Some(c) = self
+            .accounts
+            .get_mut(&id)
+            .and_then(|a| a.characters.get_mut(usize::from(slot)))
+        else {
+            return false;
+        };
+        if fence <= c.fence {
+            return false;
+        }
+        c.fence = fence;
+        self.pending.push(PersistOp::SaveCharacter {
+            account: id,
+            slot,
+            state: Box::new(c.clone()),
         });
         true
     }

@@ -140,6 +140,13 @@ pub struct ActorStateDto {
     #[doc(alias = "MemorisingSpell")]
     #[serde(default)]
     pub memorising: Vec<MemorisingDto>,
+    /// The fencing token of this copy of the character: the gateway draws a new, larger one
+    /// each time it hands the character out from the store (a login, a recovery after a
+    /// node loss); handoffs carry it; the store refuses a save with a smaller token than
+    /// the one it holds, so a copy left behind on a node the cluster gave up on can never
+    /// overwrite the newer copy's progress, even across a gateway restart (0: none yet).
+    #[serde(default)]
+    pub fence: u64,
 }
 
 /// A hole in [`ActorStateDto::spell_view`] (a spell the client was told to forget).

@@ -120,7 +120,7 @@ impl Sim {
             return;
         }
         for (account, session, key) in self.current_copies(i) {
-            let since = self.store.chars.get(&account).map_or(0, |(_, t)| *t);
+            let since = self.store.saved_at.get(&account).copied().unwrap_or(0);
             let lost = self.now.saturating_sub(since);
             if lost > PERSIST_MS + PROGRESS_SLACK_MS {
                 let v = self.violation(format!(

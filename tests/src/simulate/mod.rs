@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gateway::control::{Action, Characters, Control, ControlConfig, Event, Login, Save, Where};
+use gateway::session::AccountBook;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shared::content::World;
@@ -199,17 +200,21 @@ struct Instance {
     stop_ticks: u32,
 }
 
-/// The store: each account's character as last committed, and when.
+/// The store: the gateway's real account book (its fencing rule included), and when each
+/// character was last saved (for the progress check).
 #[derive(Default)]
 struct Store {
-    chars: BTreeMap<u64, (ActorStateDto, u64)>,
+    book: AccountBook,
+    saved_at: BTreeMap<u64, u64>,
 }
 
 impl Characters for Store {
     fn saved(&self, account: u64, slot: u8) -> Option<ActorStateDto> {
-        (slot == 0)
-            .then(|| self.chars.get(&account).map(|(s, _)| s.clone()))
-            .flatten()
+        let a = self.book.get(account)?;
+        let mut s = a.characters.get(usize::from(slot))?.clone();
+        s.account.clone_from(&a.row.user);
+        s.email.clone_from(&a.row.email);
+        Some(s)
     }
 }
 
@@ -272,7 +277,13 @@ impl Sim {
         let mut store = Store::default();
         let template = world.actors.iter().find(|t| t.playable).cloned();
         for a in 0..opts.accounts as u64 {
-            let account = a + 1;
+            let Some(account) =
+                store
+                    .book
+                    .create_account(format!("user{}", a + 1), String::new(), String::new())
+            else {
+                continue;
+            };
             let state = match &template {
                 Some(t) => gateway::session::new_character(
                     &world,
@@ -285,8 +296,10 @@ impl Sim {
                     ..ActorStateDto::default()
                 },
             };
-            store.chars.insert(account, (state, 0));
+            store.book.add_character(account, state);
+            store.saved_at.insert(account, 0);
         }
+        store.book.take_persist();
         let nodes = (0..opts.nodes)
             .map(|i| Node {
                 id: format!("node-{i}"),
@@ -497,7 +510,7 @@ impl Sim {
     }
 
     fn login_account(&mut self, account: u64) {
-        let Some((state, _)) = self.store.chars.get(&account).cloned() else {
+        let Some(state) = self.store.saved(account, 0) else {
             return;
         };
         let session = self.next_session;
@@ -894,6 +907,14 @@ impl Sim {
                     }
                 }
                 Action::Save(save) => self.save(*save)?,
+                Action::HandOut {
+                    account,
+                    slot,
+                    fence,
+                } => {
+                    self.store.book.hand_out(account, slot, fence);
+                    self.store.book.take_persist();
+                }
                 Action::LoggedOff { account } => {
                     self.logged_on.remove(&account);
                 }
@@ -929,12 +950,9 @@ impl Sim {
                     }
                     let now = self.gw_now();
                     self.gw_started.insert(id, now);
-                    if recovery
-                        && let Some(c) = session.and_then(|s| self.clients.get(&s))
-                        && let Some(e) = self.store.chars.get_mut(&c.account)
-                    {
+                    if recovery && let Some(c) = session.and_then(|s| self.clients.get(&s)) {
                         // Progress is counted from the hand-out.
-                        e.1 = self.now;
+                        self.store.saved_at.insert(c.account, self.now);
                     }
                 }
                 _ => {}
@@ -959,10 +977,8 @@ impl Sim {
                     *l += 1;
                     tag.push((*session, *l));
                     let t = self.now;
-                    if let Some(e) = self.store.chars.get_mut(&c.account) {
-                        // Progress is counted from the hand-out.
-                        e.1 = t;
-                    }
+                    // Progress is counted from the hand-out.
+                    self.store.saved_at.insert(c.account, t);
                 }
             }
             Msg::Transfer(t) => {
@@ -975,7 +991,9 @@ impl Sim {
         self.post(i, serial, Dir::ToNode, msg, tag);
     }
 
-    /// The store commits a save the gateway accepted, after checking it is not stale.
+    /// The store commits a save the gateway accepted, as the hub does (a group is refused
+    /// whole when one of its copies is fenced by its token); the oracle then checks that
+    /// no write of a superseded lineage got through.
     fn save(&mut self, save: Save) -> Result<(), Violation> {
         let (node, snapshot_id, entries): (String, u64, Vec<(Option<(u64, u8)>, SnapshotEntry)>) =
             match save {
@@ -1005,32 +1023,41 @@ impl Sim {
                     ..
                 } => (node, snapshot_id, entries),
             };
-        for (owner, e) in entries {
-            let account = owner
-                .map(|(a, _)| a)
-                .or_else(|| self.clients.get(&e.session).map(|c| c.account));
-            let Some(account) = account else {
-                continue;
-            };
-            let tag = self
-                .current_tags
-                .iter()
-                .find(|(s, _)| *s == e.session)
-                .map(|(_, l)| *l);
-            // Stale: a newer lineage of the character has been live (a hand-out that
-            // never became live, its gateway gone, fences nothing).
-            let newest = self.materialized.get(&account).copied().unwrap_or(0);
-            if let Some(t) = tag {
-                if t < newest {
-                    return Err(self.violation(format!(
-                        "fencing: a write of account {account}'s character from {node} \
-                         (lineage {t}) was accepted after lineage {newest} was live"
-                    )));
+        let target = |book: &AccountBook, owner: Option<(u64, u8)>, e: &SnapshotEntry| {
+            owner.or_else(|| book.find_character(&e.state.name))
+        };
+        let stale = entries.iter().any(|(owner, e)| {
+            target(&self.store.book, *owner, e)
+                .is_some_and(|(a, s)| !self.store.book.fence_ok(a, s, e.state.fence))
+        });
+        if !stale {
+            for (owner, e) in entries {
+                let Some((account, slot)) = target(&self.store.book, owner, &e) else {
+                    continue;
+                };
+                let tag = self
+                    .current_tags
+                    .iter()
+                    .find(|(s, _)| *s == e.session)
+                    .map(|(_, l)| *l);
+                // Stale: a newer lineage of the character has been live (a hand-out that
+                // never became live, its gateway gone, fences nothing).
+                let newest = self.materialized.get(&account).copied().unwrap_or(0);
+                if let Some(t) = tag {
+                    if t < newest {
+                        return Err(self.violation(format!(
+                            "fencing: a write of account {account}'s character from {node} \
+                             (lineage {t}) was accepted after lineage {newest} was live"
+                        )));
+                    }
+                    let m = self.materialized.entry(account).or_insert(0);
+                    *m = (*m).max(t);
                 }
-                let m = self.materialized.entry(account).or_insert(0);
-                *m = (*m).max(t);
+                if self.store.book.save_character(account, slot, e.state) {
+                    self.store.saved_at.insert(account, self.now);
+                }
             }
-            self.store.chars.insert(account, (e.state, self.now));
+            self.store.book.take_persist();
         }
         if let Some(i) = self.node_index(&node)
             && let Some(serial) = self.nodes[i].link

@@ -313,7 +313,16 @@ impl Sim {
                     let n = &mut self.nodes[i];
                     n.instances.remove(&key);
                     n.sessions.retain(|_, k| *k != key);
-                    self.node_send(i, Msg::InstanceStopped { key, generation }, Vec::new());
+                    self.node_send(
+                        i,
+                        Msg::InstanceStopped {
+                            key: key.clone(),
+                            generation,
+                        },
+                        Vec::new(),
+                    );
+                    let fx = self.nodes[i].table.instance_stopped(&key);
+                    self.effects(i, fx);
                 } else {
                     let sessions: Vec<u64> = self.nodes[i]
                         .sessions

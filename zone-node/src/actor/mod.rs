@@ -748,6 +748,9 @@ impl Registry {
         self.instances
             .remove_if(key, |_, h| Arc::ptr_eq(&h.inbox, inbox));
         self.stats.remove(key);
+        // Handoffs into or out of it that were still open end with it.
+        let effects = self.lock_transfers().instance_stopped(key);
+        self.apply(effects);
     }
 
     /// A player enters the game in a local instance.

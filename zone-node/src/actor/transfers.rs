@@ -416,6 +416,28 @@ impl<C: Clone> TransferTable<C> {
             .collect()
     }
 
+    /// The instance `key` stopped: transfers into it can no longer arrive (a prepared copy
+    /// went with it; one not prepared yet is refused, so its source restores the actor),
+    /// and transfers out of it that its sim did not decide are aborted (its players were
+    /// saved and removed with it).
+    pub fn instance_stopped(&mut self, key: &InstanceKey) -> Vec<Effect<C>> {
+        let mut ids: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, t)| t.dest == *key)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(self.refused(id, "the destination instance stopped".into()));
+        }
+        for (local, _) in self.pending_from(key) {
+            out.extend(self.decided(key, local, false));
+        }
+        out
+    }
+
     /// The gateway's answer to a transfer this node sent to another node: an ack (the
     /// remote destination is prepared) goes to the source instance, which decides; a
     /// refusal restores the actor there. An ack for a transfer no longer known is aborted.

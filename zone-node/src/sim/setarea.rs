@@ -123,6 +123,7 @@ fn insert_player(
         spell_view: Vec::new(),
         memorising: Vec::new(),
         last_cast_ms: None,
+        fence: state.fence,
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;

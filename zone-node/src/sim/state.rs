@@ -154,6 +154,8 @@ pub struct PlayerData {
     pub memorising: Vec<(u16, u64)>,
     /// Zone time of the last accepted cast (casts must be 100 ms apart, as V1).
     pub last_cast_ms: Option<u64>,
+    /// The character copy's fencing token (`ActorStateDto::fence`), carried unchanged.
+    pub fence: u64,
 }
 
 impl PlayerData {
@@ -773,6 +775,7 @@ impl Actor {
                 .as_ref()
                 .map(|p| p.email.clone())
                 .unwrap_or_default(),
+            fence: self.player_data.as_ref().map_or(0, |p| p.fence),
             scripts: Vec::new(),
         }
     }
