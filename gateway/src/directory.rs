@@ -108,6 +108,10 @@ pub struct Directory {
     placements: BTreeMap<InstanceKey, Placement>,
     wanted: BTreeSet<InstanceKey>,
     next_generation: Generation,
+    /// The first generation this directory issued: a running instance at this generation
+    /// or later that has no placement was withdrawn by this gateway (its node was given
+    /// up, or it was stopped), so it is stale, not something to adopt.
+    first_generation: Generation,
     /// While set nothing new is placed: after a gateway restart the nodes get a heartbeat
     /// timeout to report what they still run, so the directory is rebuilt as it was instead
     /// of racing the first node to register (see [`Directory::hold`]).
@@ -125,6 +129,7 @@ impl Directory {
                 .map(|area| InstanceKey { area, instance: 0 })
                 .collect(),
             next_generation: generation_base.max(1),
+            first_generation: generation_base.max(1),
             ..Self::default()
         }
     }
@@ -297,24 +302,32 @@ impl Directory {
         }
         for r in running {
             self.next_generation = self.next_generation.max(r.generation.saturating_add(1));
-            let keep = match self.placements.get(&r.key) {
+            let keep = match self.placements.get(&r.key).cloned() {
                 // Ours: keep it when the generation matches.
                 Some(p) if p.node == id => p.generation == r.generation,
+                // Adopted from another node after a restart, but this copy is newer: the
+                // newest generation wins, the other copy goes.
+                Some(p) if r.generation > p.generation && p.generation < self.first_generation => {
+                    out.push(Action::Lost {
+                        key: r.key.clone(),
+                        node: p.node.clone(),
+                    });
+                    out.push(Action::Stop {
+                        node: p.node,
+                        key: r.key.clone(),
+                        generation: p.generation,
+                    });
+                    self.adopt(id, r);
+                    true
+                }
                 // Placed elsewhere since: this copy is stale.
                 Some(_) => false,
+                // Withdrawn by this gateway (its node was given up, or it was stopped):
+                // stale.
+                None if r.generation >= self.first_generation => false,
                 // Unknown (the gateway restarted): adopt it.
                 None => {
-                    self.placements.insert(
-                        r.key.clone(),
-                        Placement {
-                            node: id.to_owned(),
-                            generation: r.generation,
-                            ready: true,
-                            players: 0,
-                            npcs: 0,
-                            tick_p99_us: 0,
-                        },
-                    );
+                    self.adopt(id, r);
                     true
                 }
             };
@@ -349,6 +362,21 @@ impl Directory {
         out.extend(self.replace_lost(&out));
         out.extend(self.place_wanted());
         out
+    }
+
+    /// Take a running instance a node reported as placed there.
+    fn adopt(&mut self, id: &str, r: &RunningInstance) {
+        self.placements.insert(
+            r.key.clone(),
+            Placement {
+                node: id.to_owned(),
+                generation: r.generation,
+                ready: true,
+                players: 0,
+                npcs: 0,
+                tick_p99_us: 0,
+            },
+        );
     }
 
     /// Re-place wanted instances among the `Lost` ones (others come back on demand).
@@ -628,7 +656,8 @@ mod tests {
 
     #[test]
     fn a_restarted_gateway_adopts_running_instances_and_detaches_orphans() {
-        let mut d = Directory::new(["A".to_owned()], 10);
+        // The new gateway's generations start above the old one's (the wall clock).
+        let mut d = Directory::new(["A".to_owned()], 1_000);
         let running = vec![
             RunningInstance {
                 key: key("A", 0),
@@ -653,6 +682,74 @@ mod tests {
         assert_eq!(d.placement(&key("A", 4)).unwrap().generation, 501);
         let a = d.ensure(&key("A", 9)).unwrap();
         assert!(matches!(a, Action::Assign { generation, .. } if generation > 501));
+    }
+
+    #[test]
+    fn an_instance_this_gateway_withdrew_is_not_adopted_back() {
+        let mut d = dir();
+        let a = d.register(0, "n1", "h:1", 10, 1, &[], NONE);
+        let (_, k, g) = assigns(&a).into_iter().next().unwrap();
+        let extra = d.ensure(&key("A", 7)).unwrap();
+        let Action::Assign { generation: g7, .. } = extra else {
+            panic!("{extra:?}");
+        };
+        d.ready("n1", &key("A", 7), g7);
+        // n1 is given up; A#7 (not wanted) is not re-placed anywhere.
+        d.disconnected(0, "n1", 1, false);
+        d.expire(9_000, 5_000);
+        assert!(d.placement(&key("A", 7)).is_none());
+        // It comes back (it was only paused) still running both: neither is adopted.
+        let running = vec![
+            RunningInstance {
+                key: k.clone(),
+                generation: g,
+                sessions: vec![],
+            },
+            RunningInstance {
+                key: key("A", 7),
+                generation: g7,
+                sessions: vec![4],
+            },
+        ];
+        let a = d.register(9_500, "n1", "h:1", 10, 2, &running, NONE);
+        assert!(a.contains(&Action::Stop {
+            node: "n1".into(),
+            key: key("A", 7),
+            generation: g7
+        }));
+        assert!(d.placement(&key("A", 7)).is_none());
+    }
+
+    #[test]
+    fn after_a_restart_the_newest_reported_generation_wins() {
+        let mut d = Directory::new(["A".to_owned()], 1_000);
+        let old = |g| {
+            vec![RunningInstance {
+                key: key("A", 0),
+                generation: g,
+                sessions: vec![],
+            }]
+        };
+        // n1 still runs a copy given up before the restart (500); n2 the newer one (600).
+        assert!(d.register(0, "n1", "h:1", 10, 1, &old(500), NONE).is_empty());
+        let a = d.register(10, "n2", "h:2", 10, 2, &old(600), NONE);
+        assert!(a.contains(&Action::Stop {
+            node: "n1".into(),
+            key: key("A", 0),
+            generation: 500
+        }));
+        let p = d.placement(&key("A", 0)).unwrap();
+        assert_eq!((p.node.as_str(), p.generation), ("n2", 600));
+        // The other order: the newer one stays, the older is stopped.
+        let mut d = Directory::new(["A".to_owned()], 1_000);
+        assert!(d.register(0, "n2", "h:2", 10, 2, &old(600), NONE).is_empty());
+        let a = d.register(10, "n1", "h:1", 10, 1, &old(500), NONE);
+        assert!(a.contains(&Action::Stop {
+            node: "n1".into(),
+            key: key("A", 0),
+            generation: 500
+        }));
+        assert_eq!(d.placement(&key("A", 0)).unwrap().node, "n2");
     }
 
     #[test]

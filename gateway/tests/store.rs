@@ -91,7 +91,7 @@ fn full_character(name: &str) -> ActorStateDto {
             spell: 3,
             remaining_ms: 2_500,
         }],
-        fence: 77,
+        fence: 0,
     }
 }
 
@@ -136,7 +136,9 @@ fn clock_epoch_is_stored_once() {
 fn full_character_round_trip() {
     let d = tmp("roundtrip");
     let mut s = Store::open_dir(&d).unwrap();
-    let c = full_character("Aria");
+    let mut c = full_character("Aria");
+    // The fencing token survives a reopen.
+    c.fence = 77;
     s.apply(&[
         PersistOp::UpsertAccount(row(1, "Aria_Player")),
         PersistOp::ReplaceCharacters {

@@ -1115,7 +1115,30 @@ impl Control {
             .iter()
             .flat_map(|r| r.sessions.iter().copied())
             .collect();
+        // Players the gateway has there that it does not host: their attach (or their
+        // handoff's commit) was lost with the old link. A leaving one is done (its last
+        // save is what there is); one in game is put back from its last save. Players in
+        // a transfer are the transfers' to settle (below, first).
+        let missing: Vec<(SessionId, bool)> = self
+            .players
+            .iter()
+            .filter(|(s, p)| {
+                p.node.as_deref() == Some(node.as_str())
+                    && !hosted.contains(s)
+                    && !matches!(p.phase, Phase::Attaching { .. })
+            })
+            .map(|(s, p)| (*s, matches!(p.phase, Phase::Leaving { .. })))
+            .filter(|(s, _)| !self.in_transfer(*s))
+            .collect();
         self.transfers_source_back(&node, &hosted, chars);
+        for (s, leaving) in missing {
+            if leaving {
+                self.release(s);
+            } else {
+                tracing::warn!(session = s, node = %node, "the node does not host a player it was given: putting it back");
+                self.recover(s, chars);
+            }
+        }
         // Instances it no longer runs (it restarted) are lost: their players come back.
         self.apply(actions, Trace::Current, chars);
         // After a gateway restart the first ready instance may be one a node still runs.

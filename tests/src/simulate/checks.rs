@@ -10,6 +10,10 @@ use super::{PERSIST_MS, Sim, TRANSFER_BOUND, Violation};
 
 /// Slack on the progress bound: a tick, the network's delays, the commit.
 const PROGRESS_SLACK_MS: u64 = 1_500;
+/// A character frozen in a handoff is in no checkpoint, but makes no progress either: the
+/// bound on the time since its last save grows by the longest freeze (the zones' transfer
+/// timeout, `ZoneConfig::transfer_timeout_ms`).
+const FROZEN_MS: u64 = 2_000;
 
 impl Sim {
     /// The current lineage of the character a session plays, if the session is known.
@@ -122,7 +126,7 @@ impl Sim {
         for (account, session, key) in self.current_copies(i) {
             let since = self.store.saved_at.get(&account).copied().unwrap_or(0);
             let lost = self.now.saturating_sub(since);
-            if lost > PERSIST_MS + PROGRESS_SLACK_MS {
+            if lost > PERSIST_MS + FROZEN_MS + PROGRESS_SLACK_MS {
                 let v = self.violation(format!(
                     "progress: account {account}'s character (session {session}, {key} on {}) \
                      was last saved {lost} ms before its node was killed",
