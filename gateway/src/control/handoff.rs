@@ -26,6 +26,8 @@ pub const DECISION_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a player whose node was lost may take to be put back before it is
 /// disconnected (code 3) to log in again.
 pub const RECOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a transfer waits for a destination, however often it is sent again.
+pub const MAX_HANDOFF: Duration = Duration::from_secs(30);
 
 /// A transfer the gateway coordinates.
 #[derive(Debug, Clone)]
@@ -37,6 +39,9 @@ pub(super) struct Transfer {
     pub(super) dto: Box<TransferDto>,
     /// Where it was sent.
     pub(super) forwarded_to: Option<NodeId>,
+    /// Where it was sent before its link closed: that node may still hold a prepared copy
+    /// under this id, dropped (`TransferAbort`) before the transfer goes there again.
+    pub(super) old_dest: Option<NodeId>,
     /// The destination acknowledged: it holds the actor prepared.
     pub(super) prepared: bool,
     /// When the current phase gives up.
@@ -148,6 +153,7 @@ impl Control {
                 source,
                 dto,
                 forwarded_to: None,
+                old_dest: None,
                 prepared: false,
                 deadline: now + ATTACH_TIMEOUT,
                 started: now,
@@ -180,8 +186,14 @@ impl Control {
                 let mut dto = t.dto.clone();
                 dto.transfer_id = id;
                 dto.generation = generation;
+                let stale_copy = t.old_dest.take().is_some_and(|n| n == dest);
                 t.forwarded_to = Some(dest.clone());
-                t.deadline = now + FORWARD_TIMEOUT;
+                t.deadline = (now + FORWARD_TIMEOUT).min(t.started + MAX_HANDOFF);
+                if stale_copy {
+                    // The same node again (it only lost its link): it drops the copy it
+                    // may still hold under this id first (the link keeps the order).
+                    self.send(&dest, Msg::TransferAbort { transfer_id: id }, trace);
+                }
                 self.out.push(Action::TransferForwarded {
                     id,
                     dest: dest.clone(),
@@ -305,7 +317,10 @@ impl Control {
         });
     }
 
-    /// The source decided (phase two), naming its own id for the transfer.
+    /// The source decided (phase two), naming its own id for the transfer. A decision
+    /// may come while the transfer is being sent again (its destination's link closed
+    /// after the source heard it was prepared): a commit means the source let go, so the
+    /// transfer commits as soon as a destination is prepared; an abort ends it.
     pub(super) fn transfer_decided(
         &mut self,
         from: &str,
@@ -318,7 +333,7 @@ impl Control {
                 .source
                 .as_ref()
                 .is_some_and(|(n, i)| n == from && *i == their_id);
-            (mine && t.prepared).then_some(*id)
+            mine.then_some(*id)
         });
         let Some(id) = id else {
             tracing::debug!(
@@ -331,12 +346,18 @@ impl Control {
             return;
         };
         tracing::debug!(transfer = id, node = from, commit, "the source decided");
-        if commit {
+        let prepared = self.transfers.get(&id).is_some_and(|t| t.prepared);
+        if commit && prepared {
             self.commit(id, chars);
+        } else if commit {
+            if let Some(t) = self.transfers.get_mut(&id) {
+                t.source = None;
+            }
         } else {
             let Some(t) = self.transfers.remove(&id) else {
                 return;
             };
+            self.unwait(id);
             self.count(Count::HandoffRolledBack);
             if let Some(dest) = &t.forwarded_to {
                 self.send(dest, Msg::TransferAbort { transfer_id: id }, Trace::Transfer(id));
@@ -413,24 +434,28 @@ impl Control {
         });
     }
 
-    /// A node's link closed: transfers towards it that are not prepared are refused
-    /// (their sources restore the actor); a prepared one waits for its source's decision
-    /// (a commit then finds the destination gone and recovers the player). Transfers
-    /// *from* it wait: the node may only have lost its link, and its frozen actor is alive
-    /// until it re-registers ([`Control::transfers_source_back`]) or is given up
+    /// A node's link closed: transfers towards it go out again once their instance is
+    /// ready (on that node when it re-registers, or wherever it is placed next). The
+    /// transfer itself carries the actor, so a destination that restarted loses nothing;
+    /// one that only lost its link drops its prepared copy first ([`Transfer::old_dest`]).
+    /// Transfers *from* it wait: the node may only have lost its link, and its frozen actor
+    /// is alive until it re-registers ([`Control::transfers_source_back`]) or is given up
     /// ([`Control::transfers_source_gone`]).
-    pub(super) fn transfers_link_lost(&mut self, node: &str, chars: &dyn Characters) {
-        let ids: Vec<u64> = self.transfers.keys().copied().collect();
-        for id in ids {
-            let Some(t) = self.transfers.get(&id) else {
+    pub(super) fn transfers_link_lost(&mut self, node: &str) {
+        let now = self.now;
+        let mut waits = Vec::new();
+        for (id, t) in &mut self.transfers {
+            if t.forwarded_to.as_deref() != Some(node) {
                 continue;
-            };
-            let to_it = t.forwarded_to.as_deref() == Some(node);
-            if to_it && !t.prepared {
-                self.refuse_transfer(id, "the destination zone node was lost", chars);
-            } else if to_it && t.source.is_none() {
-                self.commit(id, chars);
             }
+            t.forwarded_to = None;
+            t.old_dest = Some(node.to_owned());
+            t.prepared = false;
+            t.deadline = (now + ATTACH_TIMEOUT).min(t.started + MAX_HANDOFF);
+            waits.push((t.key(), *id));
+        }
+        for (key, id) in waits {
+            self.wait(key, Waiter::Transfer(id));
         }
     }
 
@@ -450,7 +475,7 @@ impl Control {
                 }
             }
         }
-        self.transfers_link_lost(node, chars);
+        self.transfers_link_lost(node);
     }
 
     /// A node re-registered, running `hosted` sessions. A transfer from it whose player

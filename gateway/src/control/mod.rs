@@ -36,7 +36,7 @@ use crate::session::{AccountId, close};
 mod handoff;
 mod removal;
 
-pub use handoff::{DECISION_TIMEOUT, FORWARD_TIMEOUT, RECOVER_TIMEOUT};
+pub use handoff::{DECISION_TIMEOUT, FORWARD_TIMEOUT, MAX_HANDOFF, RECOVER_TIMEOUT};
 pub use removal::REMOVE_TIMEOUT;
 
 /// Lowest player RuntimeID; players use `1..=MAX_PLAYER_RID` cluster-wide (NPCs use the
@@ -455,7 +455,10 @@ pub struct Control {
     ended_order: VecDeque<SessionId>,
     players: BTreeMap<SessionId, Player>,
     by_name: BTreeMap<String, SessionId>,
-    free_rids: Vec<u16>,
+    /// Free player RuntimeIDs, least recently freed first: a freed one is reused last, so
+    /// a new login never gets the RID of a leaving copy a node has not removed yet (found
+    /// by the simulator: the join was refused and the player stuck).
+    free_rids: VecDeque<u16>,
     transfers: BTreeMap<u64, handoff::Transfer>,
     next_transfer: u64,
     waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
@@ -498,9 +501,11 @@ impl Control {
             ended_order: VecDeque::new(),
             players: BTreeMap::new(),
             by_name: BTreeMap::new(),
-            free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).rev().collect(),
+            free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).collect(),
             transfers: BTreeMap::new(),
-            next_transfer: 1,
+            // Unique across gateway restarts too: a node may still hold a transfer of the
+            // previous gateway under its id (found by the simulator).
+            next_transfer: generation_base.saturating_mul(1024).max(1),
             waiting: BTreeMap::new(),
             shutdown: None,
             removals: BTreeMap::new(),
@@ -893,7 +898,7 @@ impl Control {
             self.out.push(Action::LoggedOff { account });
             return;
         }
-        let Some(rid) = self.free_rids.pop() else {
+        let Some(rid) = self.free_rids.pop_front() else {
             self.packet(session, ServerPacket::StartGame(StartGameReply::Failed));
             self.close_client(session, close::SHUTDOWN, "the cluster is full");
             self.out.push(Action::LoggedOff { account });
@@ -1064,7 +1069,7 @@ impl Control {
         if self.by_name.get(&fold(&p.online.name)) == Some(&session) {
             self.by_name.remove(&fold(&p.online.name));
         }
-        self.free_rids.push(p.rid);
+        self.free_rids.push_back(p.rid);
         self.out.push(Action::LoggedOff { account: p.account });
         for list in self.waiting.values_mut() {
             list.retain(|w| *w != Waiter::Attach(session));
@@ -1141,6 +1146,21 @@ impl Control {
         }
         // Instances it no longer runs (it restarted) are lost: their players come back.
         self.apply(actions, Trace::Current, chars);
+        // What waits for an instance it runs (a transfer whose copy there went with the old
+        // link, a login) goes now.
+        let ready_here: Vec<InstanceKey> = self
+            .waiting
+            .keys()
+            .filter(|k| {
+                self.dir
+                    .placement(k)
+                    .is_some_and(|p| p.ready && p.node == node)
+            })
+            .cloned()
+            .collect();
+        for k in ready_here {
+            self.wake(&k, chars);
+        }
         // After a gateway restart the first ready instance may be one a node still runs.
         let ready = self
             .dir
@@ -1407,9 +1427,9 @@ impl Control {
         let actions = self
             .dir
             .disconnected(ms(self.now), node, serial, deregistered);
-        // Transfers first: one moving onto it stays where it was; one moving off it waits
-        // for the node to come back or to be given up.
-        self.transfers_link_lost(node, chars);
+        // Transfers first: one moving onto it goes out again once its instance is ready;
+        // one moving off it waits for the node to come back or to be given up.
+        self.transfers_link_lost(node);
         self.apply(actions, Trace::Current, chars);
         // Players on it: a leaving one is done (its last save is what we have).
         let leaving: Vec<SessionId> = self

@@ -1,1 +1,414 @@
-//! Scenario tests of the control plane: events in, actions out, on a manual clock.
+//! Scenario tests of the control plane: events in, actions out, on a manual clock. The
+//! bugs the deterministic simulator found are pinned here, one scenario each.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use shared::internal::TransferDto;
+
+use super::*;
+
+struct Chars(BTreeMap<AccountId, ActorStateDto>);
+
+impl Characters for Chars {
+    fn saved(&self, account: AccountId, _slot: u8) -> Option<ActorStateDto> {
+        self.0.get(&account).cloned()
+    }
+}
+
+fn character(name: &str) -> ActorStateDto {
+    ActorStateDto {
+        name: name.into(),
+        area: "Meadow".into(),
+        ..ActorStateDto::default()
+    }
+}
+
+fn chars() -> Chars {
+    Chars(BTreeMap::from([(1, character("Ann")), (2, character("Bob"))]))
+}
+
+fn control(base: u64) -> Control {
+    let cfg = ControlConfig {
+        standalone: true,
+        placement_hold_ms: 0,
+        node_timeout_ms: 3_000,
+        shutdown_timeout: Duration::from_secs(10),
+    };
+    Control::new(cfg, Arc::new(shared::content::demo_world()), base)
+}
+
+fn at(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn key(area: &str, instance: u16) -> InstanceKey {
+    InstanceKey {
+        area: area.into(),
+        instance,
+    }
+}
+
+/// The messages sent, in order, as (node, message); an `Assign` as its `AssignInstance`.
+fn sent(actions: &[Action]) -> Vec<(String, Msg)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send { node, msg, .. } => Some((node.clone(), msg.clone())),
+            Action::Assign {
+                node,
+                key,
+                generation,
+                ..
+            } => Some((
+                node.clone(),
+                Msg::AssignInstance {
+                    key: key.clone(),
+                    generation: *generation,
+                    ground: Vec::new(),
+                    clock_epoch_ms: 0,
+                },
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+struct Cluster {
+    c: Control,
+    chars: Chars,
+    now: u64,
+    /// (node, key) → generation, from the assignments seen.
+    gens: BTreeMap<(String, InstanceKey), Generation>,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        Self {
+            c: control(1_000),
+            chars: chars(),
+            now: 0,
+            gens: BTreeMap::new(),
+        }
+    }
+
+    /// Feed an event; every assignment is answered ready at once.
+    fn ev(&mut self, e: Event) -> Vec<Action> {
+        self.now += 10;
+        let mut out = self.c.handle(at(self.now), e, &self.chars);
+        let mut i = 0;
+        while i < out.len() {
+            if let Action::Assign {
+                node,
+                key,
+                generation,
+                ..
+            } = out[i].clone()
+            {
+                self.gens.insert((node.clone(), key.clone()), generation);
+                let serial = self.serial(&node);
+                let more = self.c.handle(
+                    at(self.now),
+                    Event::NodeMsg {
+                        node,
+                        serial,
+                        msg: Msg::InstanceReady { key, generation },
+                    },
+                    &self.chars,
+                );
+                out.extend(more);
+            }
+            i += 1;
+        }
+        out
+    }
+
+    fn serial(&self, node: &str) -> u64 {
+        self.c.nodes.get(node).copied().unwrap_or(0)
+    }
+
+    fn up(&mut self, node: &str, serial: u64, running: Vec<RunningInstance>) -> Vec<Action> {
+        self.ev(Event::NodeUp {
+            node: node.into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial,
+            running,
+        })
+    }
+
+    fn msg(&mut self, node: &str, msg: Msg) -> Vec<Action> {
+        let serial = self.serial(node);
+        self.ev(Event::NodeMsg {
+            node: node.into(),
+            serial,
+            msg,
+        })
+    }
+
+    fn down(&mut self, node: &str) -> Vec<Action> {
+        let serial = self.serial(node);
+        self.ev(Event::NodeDown {
+            node: node.into(),
+            serial,
+            reason: "test".into(),
+        })
+    }
+
+    fn login(&mut self, session: SessionId, account: AccountId) -> Vec<Action> {
+        let state = Box::new(self.chars.0.get(&account).cloned().unwrap());
+        self.ev(Event::Entered(Box::new(Login {
+            session,
+            account,
+            slot: 0,
+            is_dm: false,
+            state,
+            ignore: Vec::new(),
+            user: "u".into(),
+            email: String::new(),
+            connected: true,
+        })))
+    }
+
+    /// Two nodes: n1 hosts every instance 0; Ann (session 1) plays on n1 in Meadow#0,
+    /// and n1 sends her to Meadow#1, which is placed on n2 and prepares her there.
+    /// Returns the gateway's id for the transfer.
+    fn prepared_handoff(&mut self) -> u64 {
+        self.up("n1", 1, Vec::new());
+        self.up("n2", 2, Vec::new());
+        let a = self.login(1, 1);
+        assert!(
+            sent(&a)
+                .iter()
+                .any(|(n, m)| n == "n1" && matches!(m, Msg::AttachPlayer { session: 1, .. })),
+            "{a:?}"
+        );
+        let t = TransferDto {
+            transfer_id: 9,
+            generation: 0,
+            session: Some(1),
+            is_dm: false,
+            area: "Meadow".into(),
+            instance: 1,
+            arrival: ArrivalDto::Saved,
+            state: character("Ann"),
+        };
+        let a = self.msg("n1", Msg::Transfer(Box::new(t)));
+        let id = sent(&a)
+            .iter()
+            .find_map(|(n, m)| match m {
+                Msg::Transfer(t) if n == "n2" => Some(t.transfer_id),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("not forwarded to n2: {a:?}"));
+        let generation = self.gens[&("n2".to_owned(), key("Meadow", 1))];
+        let a = self.msg(
+            "n2",
+            Msg::TransferAck {
+                transfer_id: id,
+                generation,
+            },
+        );
+        assert!(
+            sent(&a).contains(&(
+                "n1".into(),
+                Msg::TransferAck {
+                    transfer_id: 9,
+                    generation
+                }
+            )),
+            "{a:?}"
+        );
+        id
+    }
+}
+
+fn running(k: InstanceKey, generation: Generation, sessions: Vec<SessionId>) -> RunningInstance {
+    RunningInstance {
+        key: k,
+        generation,
+        sessions,
+    }
+}
+
+#[test]
+fn a_login_hands_the_character_out_with_a_new_fencing_token() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    let a = cl.login(1, 1);
+    let fence = a
+        .iter()
+        .find_map(|a| match a {
+            Action::HandOut { account: 1, fence, .. } => Some(*fence),
+            _ => None,
+        })
+        .unwrap();
+    let attached = sent(&a).into_iter().find_map(|(_, m)| match m {
+        Msg::AttachPlayer { state, .. } => Some(state.fence),
+        _ => None,
+    });
+    assert_eq!(attached, Some(fence));
+    // A restarted gateway (a later generation base) hands out larger tokens and transfer
+    // ids than this one ever will.
+    let mut later = Cluster {
+        c: control(2_000),
+        ..Cluster::new()
+    };
+    later.up("n1", 1, Vec::new());
+    let b = later.login(1, 1);
+    let fence2 = b
+        .iter()
+        .find_map(|a| match a {
+            Action::HandOut { fence, .. } => Some(*fence),
+            _ => None,
+        })
+        .unwrap();
+    assert!(fence2 > fence + 1_000, "{fence} {fence2}");
+    assert!(later.c.next_transfer > cl.c.next_transfer + 1_000);
+}
+
+#[test]
+fn a_node_that_comes_back_without_a_player_it_was_given_puts_it_back() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.login(1, 1);
+    let g = cl.gens[&("n1".to_owned(), key("Meadow", 0))];
+    // The AttachPlayer went down with the link: the node reports Meadow#0 without her.
+    cl.down("n1");
+    let a = cl.up("n1", 3, vec![running(key("Meadow", 0), g, Vec::new())]);
+    assert!(
+        a.iter().any(|a| matches!(
+            a,
+            Action::TransferBegan {
+                session: Some(1),
+                recovery: true,
+                ..
+            }
+        )),
+        "{a:?}"
+    );
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n1" && matches!(m, Msg::Transfer(t) if t.session == Some(1))),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_link_loss_is_not_a_node_loss_for_a_transfer_from_it() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    // The source's link closes: nothing is decided for it.
+    let a = cl.down("n1");
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::TransferCommit { .. })),
+        "{a:?}"
+    );
+    // It comes back still hosting her (frozen or restored): the transfer is refused, so
+    // the source keeps her and the destination drops its copy.
+    let g = cl.gens[&("n1".to_owned(), key("Meadow", 0))];
+    let a = cl.up("n1", 3, vec![running(key("Meadow", 0), g, vec![1])]);
+    let s = sent(&a);
+    assert!(s.contains(&("n2".into(), Msg::TransferAbort { transfer_id: id })), "{a:?}");
+    assert!(
+        s.iter().any(|(n, m)| n == "n1"
+            && matches!(m, Msg::TransferNack { transfer_id: 9, .. })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+}
+
+#[test]
+fn a_source_back_without_the_player_let_it_go_and_the_transfer_commits() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    cl.down("n1");
+    // Its TransferCommit was lost with the link: it no longer hosts her.
+    let g = cl.gens[&("n1".to_owned(), key("Meadow", 0))];
+    let a = cl.up("n1", 3, vec![running(key("Meadow", 0), g, Vec::new())]);
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+    // Not recovered as well: one copy.
+    assert!(
+        !a.iter()
+            .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_transfer_to_a_node_whose_link_closed_goes_again_after_it_drops_its_copy() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    cl.down("n2");
+    // The source decides commit meanwhile (it heard the destination was prepared).
+    let a = cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    assert!(sent(&a).is_empty(), "{a:?}");
+    // The destination comes back (it only lost its link): first the abort of the copy it
+    // may hold, then the transfer again, in that order.
+    let g = cl.gens[&("n2".to_owned(), key("Meadow", 1))];
+    let a = cl.up("n2", 4, vec![running(key("Meadow", 1), g, Vec::new())]);
+    let s: Vec<Msg> = sent(&a)
+        .into_iter()
+        .filter(|(n, _)| n == "n2")
+        .map(|(_, m)| m)
+        .filter(|m| matches!(m, Msg::TransferAbort { .. } | Msg::Transfer(_)))
+        .collect();
+    assert!(
+        matches!(&s[..], [Msg::TransferAbort { transfer_id: a }, Msg::Transfer(t)] if *a == id && t.transfer_id == id),
+        "{s:?}"
+    );
+    // Prepared again: the source already let go, so it commits at once.
+    let a = cl.msg(
+        "n2",
+        Msg::TransferAck {
+            transfer_id: id,
+            generation: g,
+        },
+    );
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+}
+
+#[test]
+fn a_re_registering_node_detaches_a_player_the_gateway_moved_elsewhere() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+    let _ = id;
+    // n1 comes back still reporting her (a zombie copy): it is an orphan there.
+    cl.down("n1");
+    let g = cl.gens[&("n1".to_owned(), key("Meadow", 0))];
+    let a = cl.up("n1", 5, vec![running(key("Meadow", 0), g, vec![1])]);
+    assert!(
+        sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 1 })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+}
+
+#[test]
+fn poll_timeout_names_the_next_deadline_and_on_timeout_keeps_it() {
+    let mut cl = Cluster::new();
+    cl.prepared_handoff();
+    let due = cl.c.poll_timeout().unwrap();
+    assert!(due > at(cl.now));
+    // Nothing happens before it; at it, the transfer is settled (the source never
+    // decided).
+    let a = cl.c.on_timeout(due - Duration::from_millis(1), &cl.chars);
+    assert!(!a.iter().any(|a| matches!(a, Action::TransferEnded { .. })), "{a:?}");
+    let transfer_due = cl.c.transfer_deadline(cl.c.transfers().next().unwrap().0).unwrap();
+    let a = cl.c.on_timeout(transfer_due, &cl.chars);
+    assert!(a.iter().any(|a| matches!(a, Action::TransferEnded { .. })), "{a:?}");
+    assert_eq!(cl.c.transfers().count(), 0);
+}

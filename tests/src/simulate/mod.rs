@@ -60,7 +60,7 @@ impl Default for Options {
             nodes: 3,
             accounts: 6,
             chaos_ms: 12_000,
-            heal_ms: 40_000,
+            heal_ms: 48_000,
         }
     }
 }
@@ -118,9 +118,9 @@ const NODE_TIMEOUT_MS: u64 = 3_000;
 const PERSIST_MS: u64 = 2_000;
 /// A reconnecting node's delay.
 const RECONNECT_MS: u64 = 500;
-/// The longest a gateway transfer may live (attach wait + forward + decision), plus the
-/// poll interval.
-const TRANSFER_BOUND: Duration = Duration::from_secs(15 + 5 + 15 + 1);
+/// The longest a gateway transfer may live: `MAX_HANDOFF` to find a prepared destination,
+/// then `DECISION_TIMEOUT` for the source's decision, plus a second.
+const TRANSFER_BOUND: Duration = Duration::from_secs(30 + 15 + 1);
 /// How late after its deadline a transfer may still be listed (the timeout runs at the
 /// deadline; a step may be in between).
 const POLL_SLACK: Duration = Duration::from_millis(1);

@@ -5,7 +5,7 @@ use shared::internal::{InstanceKey, InstanceLoad, Msg, SnapshotEntry, SnapshotGr
 use zone_node::actor::convert;
 use zone_node::actor::transfers::Effect;
 use zone_node::sim::ZoneSim;
-use zone_node::sim::events::{PlayerKey, ZoneInput, ZoneOutput};
+use zone_node::sim::events::{PlayerKey, Rejection, ZoneInput, ZoneOutput};
 use zone_node::sim::state::ZoneConfig;
 
 use super::{Dir, Instance, PERSIST_MS, Sim, Tags};
@@ -293,9 +293,22 @@ impl Sim {
         let keys: Vec<InstanceKey> = self.nodes[i].instances.keys().cloned().collect();
         let now = self.now;
         for key in keys {
+            let n = &self.nodes[i];
+            let occupied = n.sessions.values().any(|k| *k == key);
             let Some(inst) = self.nodes[i].instances.get_mut(&key) else {
                 continue;
             };
+            // An instance nobody is in, with nothing to do, is not ticked (its NPCs are
+            // not what this simulation is about; the sim takes the time jump).
+            let st = inst.sim.state();
+            let idle = inst.inbox.is_empty()
+                && !occupied
+                && !inst.stopping
+                && st.transfers.is_empty()
+                && st.prepared.is_empty();
+            if idle {
+                continue;
+            }
             let inputs = std::mem::take(&mut inst.inbox);
             let out = inst.sim.tick(now, inputs);
             let outputs: Vec<ZoneOutput> = out.outputs.clone();
@@ -400,6 +413,17 @@ impl Sim {
                     ground: c.ground,
                 };
                 self.node_send(i, Msg::SnapshotGroup(Box::new(g)), tags);
+            }
+            ZoneOutput::Rejected {
+                player: Some(player),
+                reason: Rejection::BadJoin,
+            } => {
+                // As the zone actor: the node does not host it after all.
+                let n = &mut self.nodes[i];
+                if n.sessions.get(&player.0) == Some(key) {
+                    n.sessions.remove(&player.0);
+                    self.node_send(i, Msg::PlayerDetached { session: player.0 }, Vec::new());
+                }
             }
             ZoneOutput::PlayerRemoved { player } => {
                 let n = &mut self.nodes[i];

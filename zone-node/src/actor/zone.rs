@@ -26,7 +26,7 @@ use shared::metrics_text::Histogram;
 use super::schedule::FixedStep;
 use super::{Inbox, Metrics, Registry, convert};
 use crate::sim::events::{
-    ActorState, Arrival, PlayerKey, TickOutput, TransferId, ZoneInput, ZoneOutput,
+    ActorState, Arrival, PlayerKey, Rejection, TickOutput, TransferId, ZoneInput, ZoneOutput,
 };
 use crate::sim::{PhaseClock, ZoneConfig, ZoneContent, ZoneSim};
 
@@ -623,7 +623,18 @@ impl Router<'_> {
                 ZoneOutput::AbortTransfer { transfer_id } => {
                     self.reg.transfer_decided(self.key, *transfer_id, false);
                 }
-                ZoneOutput::Rejected { reason, .. } => self.reg.metrics.rejected(*reason),
+                ZoneOutput::Rejected { player, reason } => {
+                    self.reg.metrics.rejected(*reason);
+                    // A join the zone refused (its RuntimeID or session taken): the node
+                    // does not host the player after all, and the gateway is told so (it
+                    // puts the player back elsewhere, or disconnects it) instead of
+                    // leaving the client waiting for a world that never comes.
+                    if *reason == Rejection::BadJoin
+                        && let Some(p) = player
+                    {
+                        self.reg.player_removed(self.key, p.0);
+                    }
+                }
                 ZoneOutput::ScriptError {
                     script,
                     func,
