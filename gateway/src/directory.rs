@@ -731,7 +731,10 @@ mod tests {
             }]
         };
         // n1 still runs a copy given up before the restart (500); n2 the newer one (600).
-        assert!(d.register(0, "n1", "h:1", 10, 1, &old(500), NONE).is_empty());
+        assert!(
+            d.register(0, "n1", "h:1", 10, 1, &old(500), NONE)
+                .is_empty()
+        );
         let a = d.register(10, "n2", "h:2", 10, 2, &old(600), NONE);
         assert!(a.contains(&Action::Stop {
             node: "n1".into(),
@@ -742,7 +745,10 @@ mod tests {
         assert_eq!((p.node.as_str(), p.generation), ("n2", 600));
         // The other order: the newer one stays, the older is stopped.
         let mut d = Directory::new(["A".to_owned()], 1_000);
-        assert!(d.register(0, "n2", "h:2", 10, 2, &old(600), NONE).is_empty());
+        assert!(
+            d.register(0, "n2", "h:2", 10, 2, &old(600), NONE)
+                .is_empty()
+        );
         let a = d.register(10, "n1", "h:1", 10, 1, &old(500), NONE);
         assert!(a.contains(&Action::Stop {
             node: "n1".into(),

@@ -31,7 +31,10 @@ fn fail(r: &Report, what: &str) -> ! {
          cluster-tests --bin simulate -- --seeds 1 --first-seed {} --trace)\n{}",
         r.seed,
         r.seed,
-        tail.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n")
+        tail.iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -68,13 +71,20 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
         let r = simulate::run(seed, &opts);
         handoffs += r.handoffs;
         recoveries += r.recoveries;
-        restarts += r.trace.iter().filter(|l| l.contains("gateway restarts")).count();
+        restarts += r
+            .trace
+            .iter()
+            .filter(|l| l.contains("gateway restarts"))
+            .count();
         kills += r.trace.iter().filter(|l| l.contains(" killed")).count();
         pauses += r.trace.iter().filter(|l| l.contains(" paused for")).count();
     }
     assert!(handoffs > 200, "{handoffs} handoffs");
     assert!(recoveries > 50, "{recoveries} recoveries");
-    assert!(restarts > 20 && kills > 50 && pauses > 50, "{restarts} {kills} {pauses}");
+    assert!(
+        restarts > 20 && kills > 50 && pauses > 50,
+        "{restarts} {kills} {pauses}"
+    );
 }
 
 /// The seeds that found bugs, each named by what it found (docs/testing.md has the
@@ -108,7 +118,10 @@ fn regression_seeds() {
     for (seed, what) in found {
         let r = simulate::run(seed, &opts);
         if let Some(v) = &r.violation {
-            fail(&r, &format!("(regression: {what}) at {} ms: {}", v.at_ms, v.what));
+            fail(
+                &r,
+                &format!("(regression: {what}) at {} ms: {}", v.at_ms, v.what),
+            );
         }
     }
 }

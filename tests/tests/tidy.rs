@@ -306,10 +306,17 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("script/src"),
         root.join("zone-node/src/script_store.rs"),
         root.join("zone-node/src/actor/transfers.rs"),
+        root.join("gateway/src/control"),
+        root.join("gateway/src/party.rs"),
+        root.join("gateway/src/script_store.rs"),
     ];
     let banned = [
         "DashMap",
         "Mutex",
+        "mpsc",
+        "oneshot",
+        "tracing::Span",
+        "info_span!",
         "Instant::now",
         "SystemTime::now",
         "thread_rng",

@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto};
 
-use super::{
-    ATTACH_TIMEOUT, Action, Characters, Control, Count, Phase, Trace, Waiter, close,
-};
+use super::{ATTACH_TIMEOUT, Action, Characters, Control, Count, Phase, Trace, Waiter, close};
 use crate::directory::NodeId;
 
 /// How long a forwarded transfer waits for the destination to prepare before the gateway
@@ -120,7 +118,13 @@ impl Control {
         t.area = area;
         tracing::debug!(node, their_id, session = ?t.session, area = %t.area, instance = t.instance, "handoff begins");
         self.count(Count::HandoffStarted);
-        self.start_transfer(Some((node.to_owned(), their_id)), t, false, Trace::Current, chars);
+        self.start_transfer(
+            Some((node.to_owned(), their_id)),
+            t,
+            false,
+            Trace::Current,
+            chars,
+        );
     }
 
     fn start_transfer(
@@ -350,9 +354,7 @@ impl Control {
         if commit && prepared {
             self.commit(id, chars);
         } else if commit {
-            if let Some(t) = self.transfers.get_mut(&id) {
-                t.source = None;
-            }
+            self.source_let_go(id);
         } else {
             let Some(t) = self.transfers.remove(&id) else {
                 return;
@@ -360,7 +362,11 @@ impl Control {
             self.unwait(id);
             self.count(Count::HandoffRolledBack);
             if let Some(dest) = &t.forwarded_to {
-                self.send(dest, Msg::TransferAbort { transfer_id: id }, Trace::Transfer(id));
+                self.send(
+                    dest,
+                    Msg::TransferAbort { transfer_id: id },
+                    Trace::Transfer(id),
+                );
             }
             self.out.push(Action::TransferEnded {
                 id,
@@ -469,8 +475,9 @@ impl Control {
                 continue;
             };
             if t.source.as_ref().is_some_and(|(n, _)| n == node) {
-                t.source = None;
-                if t.prepared && t.forwarded_to.as_deref() != Some(node) {
+                let commit_now = t.prepared && t.forwarded_to.as_deref() != Some(node);
+                self.source_let_go(id);
+                if commit_now {
                     self.commit(id, chars);
                 }
             }
@@ -495,7 +502,7 @@ impl Control {
             let Some(t) = self.transfers.get_mut(&id) else {
                 continue;
             };
-            if !t.source.as_ref().is_some_and(|(n, _)| n == node) {
+            if t.source.as_ref().is_none_or(|(n, _)| n != node) {
                 continue;
             }
             match t.dto.session {
@@ -503,12 +510,38 @@ impl Control {
                     self.refuse_transfer(id, "the source node reconnected", chars);
                 }
                 _ => {
-                    t.source = None;
-                    if t.prepared {
+                    let prepared = t.prepared;
+                    self.source_let_go(id);
+                    if prepared {
                         self.commit(id, chars);
                     }
                 }
             }
+        }
+    }
+
+    /// No node holds the transfer's actor any more (its source committed, or died, or was
+    /// given up): the transfer is the player's only copy and commits once a destination
+    /// is prepared. Until then the player is attached nowhere (`Recovering`, for as long
+    /// as the transfer may take): its old node's copy, if that node comes back, is an
+    /// orphan there (detached, its saves fenced), and a second recovery cannot start.
+    fn source_let_go(&mut self, id: u64) {
+        let now = self.now;
+        let Some(t) = self.transfers.get_mut(&id) else {
+            return;
+        };
+        t.source = None;
+        let Some(session) = t.dto.session else {
+            return;
+        };
+        if let Some(p) = self.players.get_mut(&session)
+            && matches!(p.phase, Phase::InGame)
+        {
+            p.node = None;
+            p.phase = Phase::Recovering {
+                deadline: now + MAX_HANDOFF + DECISION_TIMEOUT,
+            };
+            self.out.push(Action::Unroute { session });
         }
     }
 
@@ -563,6 +596,10 @@ impl Control {
     /// without reconnecting: a handoff from the gateway itself into the (re-placed)
     /// instance, so the client gets `P_ChangeArea` into the same area.
     pub(super) fn recover(&mut self, session: SessionId, chars: &dyn Characters) {
+        // One move at a time: a transfer in flight already carries the player.
+        if self.in_transfer(session) {
+            return;
+        }
         let Some(p) = self.players.get(&session) else {
             return;
         };

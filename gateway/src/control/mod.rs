@@ -737,9 +737,15 @@ impl Control {
     pub fn transfers(
         &self,
     ) -> impl Iterator<Item = (u64, Option<SessionId>, InstanceKey, Option<&str>, bool)> {
-        self.transfers
-            .iter()
-            .map(|(id, t)| (*id, t.dto.session, t.key(), t.forwarded_to.as_deref(), t.prepared))
+        self.transfers.iter().map(|(id, t)| {
+            (
+                *id,
+                t.dto.session,
+                t.key(),
+                t.forwarded_to.as_deref(),
+                t.prepared,
+            )
+        })
     }
 
     /// The source node and its id of a transfer in flight (`None` once no node holds it).
@@ -1204,11 +1210,7 @@ impl Control {
                     self.maybe_startup(node, &key);
                     self.wake(&key, chars);
                 } else {
-                    self.send(
-                        node,
-                        Msg::StopInstance { key, generation },
-                        Trace::Current,
-                    );
+                    self.send(node, Msg::StopInstance { key, generation }, Trace::Current);
                 }
             }
             Msg::InstanceStopped { key, generation } => {

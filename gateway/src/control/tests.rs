@@ -25,7 +25,10 @@ fn character(name: &str) -> ActorStateDto {
 }
 
 fn chars() -> Chars {
-    Chars(BTreeMap::from([(1, character("Ann")), (2, character("Bob"))]))
+    Chars(BTreeMap::from([
+        (1, character("Ann")),
+        (2, character("Bob")),
+    ]))
 }
 
 fn control(base: u64) -> Control {
@@ -239,7 +242,9 @@ fn a_login_hands_the_character_out_with_a_new_fencing_token() {
     let fence = a
         .iter()
         .find_map(|a| match a {
-            Action::HandOut { account: 1, fence, .. } => Some(*fence),
+            Action::HandOut {
+                account: 1, fence, ..
+            } => Some(*fence),
             _ => None,
         })
         .unwrap();
@@ -312,10 +317,13 @@ fn a_link_loss_is_not_a_node_loss_for_a_transfer_from_it() {
     let g = cl.gens[&("n1".to_owned(), key("Meadow", 0))];
     let a = cl.up("n1", 3, vec![running(key("Meadow", 0), g, vec![1])]);
     let s = sent(&a);
-    assert!(s.contains(&("n2".into(), Msg::TransferAbort { transfer_id: id })), "{a:?}");
     assert!(
-        s.iter().any(|(n, m)| n == "n1"
-            && matches!(m, Msg::TransferNack { transfer_id: 9, .. })),
+        s.contains(&("n2".into(), Msg::TransferAbort { transfer_id: id })),
+        "{a:?}"
+    );
+    assert!(
+        s.iter()
+            .any(|(n, m)| n == "n1" && matches!(m, Msg::TransferNack { transfer_id: 9, .. })),
         "{a:?}"
     );
     assert_eq!(cl.c.node_of(1), Some("n1"));
@@ -406,9 +414,17 @@ fn poll_timeout_names_the_next_deadline_and_on_timeout_keeps_it() {
     // Nothing happens before it; at it, the transfer is settled (the source never
     // decided).
     let a = cl.c.on_timeout(due - Duration::from_millis(1), &cl.chars);
-    assert!(!a.iter().any(|a| matches!(a, Action::TransferEnded { .. })), "{a:?}");
-    let transfer_due = cl.c.transfer_deadline(cl.c.transfers().next().unwrap().0).unwrap();
+    assert!(
+        !a.iter().any(|a| matches!(a, Action::TransferEnded { .. })),
+        "{a:?}"
+    );
+    let transfer_due =
+        cl.c.transfer_deadline(cl.c.transfers().next().unwrap().0)
+            .unwrap();
     let a = cl.c.on_timeout(transfer_due, &cl.chars);
-    assert!(a.iter().any(|a| matches!(a, Action::TransferEnded { .. })), "{a:?}");
+    assert!(
+        a.iter().any(|a| matches!(a, Action::TransferEnded { .. })),
+        "{a:?}"
+    );
     assert_eq!(cl.c.transfers().count(), 0);
 }

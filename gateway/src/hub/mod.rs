@@ -404,7 +404,6 @@ impl Shared {
     }
 }
 
-
 /// The account book, as the control plane reads saved characters from it.
 struct Book<'a>(&'a Shared);
 
@@ -1057,12 +1056,14 @@ impl Hub {
                 // One stale copy refuses the whole group (it is one transaction).
                 let stale = {
                     let acc = self.shared.accounts();
-                    entries.iter().find(|(owner, e)| {
-                        owner
-                            .or_else(|| acc.book.find_character(&e.state.name))
-                            .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, e.state.fence))
-                    })
-                    .map(|(_, e)| e.session)
+                    entries
+                        .iter()
+                        .find(|(owner, e)| {
+                            owner
+                                .or_else(|| acc.book.find_character(&e.state.name))
+                                .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, e.state.fence))
+                        })
+                        .map(|(_, e)| e.session)
                 };
                 if let Some(s) = stale {
                     Metrics::inc(&self.shared.metrics.snapshot_groups_refused);
@@ -1111,7 +1112,11 @@ impl Hub {
     /// stored one): acknowledged, so the node stops resending it, and dropped.
     fn fenced_save(&self, node: &str, snapshot_id: u64, what: &str) {
         Metrics::inc(&self.shared.metrics.fenced);
-        tracing::warn!(node, what, "a save from a superseded copy of the character dropped");
+        tracing::warn!(
+            node,
+            what,
+            "a save from a superseded copy of the character dropped"
+        );
         self.send_node(node, Msg::SnapshotAck { snapshot_id });
     }
 

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use shared::internal::{AccountActionDto, Envelope, Msg, ScriptStoreOp, ScriptStoreResult, SessionId};
+use shared::internal::{
+    AccountActionDto, Envelope, Msg, ScriptStoreOp, ScriptStoreResult, SessionId,
+};
 use shared::proto::{KickedPlayer, ServerPacket};
 
 use super::{Book, Hub, Metrics};

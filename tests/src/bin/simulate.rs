@@ -31,7 +31,8 @@ fn parse() -> anyhow::Result<Args> {
     while let Some(flag) = it.next() {
         let mut value = |name: &str| -> anyhow::Result<u64> {
             let v = it.next().with_context(|| format!("{name} needs a value"))?;
-            v.parse().with_context(|| format!("{name}: {v:?} is not a number"))
+            v.parse()
+                .with_context(|| format!("{name}: {v:?} is not a number"))
         };
         match flag.as_str() {
             "--seeds" => a.seeds = value("--seeds")?,

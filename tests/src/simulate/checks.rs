@@ -19,7 +19,10 @@ impl Sim {
     /// The current lineage of the character a session plays, if the session is known.
     fn current(&self, session: u64) -> Option<(u64, u64)> {
         let c = self.clients.get(&session)?;
-        Some((c.account, self.lineage.get(&c.account).copied().unwrap_or(0)))
+        Some((
+            c.account,
+            self.lineage.get(&c.account).copied().unwrap_or(0),
+        ))
     }
 
     /// Live copies of current lineages on node `i`: (account, session, instance).
@@ -74,14 +77,12 @@ impl Sim {
                 continue;
             }
             for (account, session, key) in self.current_copies(i) {
-                let placed = self
-                    .control
-                    .directory()
-                    .placement(&key)
-                    .is_some_and(|p| {
-                        p.node == n.id
-                            && n.instances.get(&key).is_some_and(|h| h.generation == p.generation)
-                    });
+                let placed = self.control.directory().placement(&key).is_some_and(|p| {
+                    p.node == n.id
+                        && n.instances
+                            .get(&key)
+                            .is_some_and(|h| h.generation == p.generation)
+                });
                 if !placed {
                     continue;
                 }
@@ -188,6 +189,29 @@ impl Sim {
                     self.nodes[i].id
                 )));
             }
+        }
+        // Healed, not even a stale copy is left anywhere: one live copy per character.
+        let mut live: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for i in 0..self.nodes.len() {
+            if !self.nodes[i].up {
+                continue;
+            }
+            for (key, s) in self.nodes[i].copies.keys() {
+                if self.live_in(i, key, *s)
+                    && let Some(c) = self.clients.get(s)
+                {
+                    live.entry(c.account)
+                        .or_default()
+                        .push(format!("{} {key} (session {s})", self.nodes[i].id));
+                }
+            }
+        }
+        if let Some((account, at)) = live.iter().find(|(_, v)| v.len() > 1) {
+            return Err(self.violation(format!(
+                "healed, but account {account}'s character is live {} times: {}",
+                at.len(),
+                at.join(", ")
+            )));
         }
         for (s, c) in &self.clients {
             if c.open && !self.control.knows(*s) {

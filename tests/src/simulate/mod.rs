@@ -270,7 +270,8 @@ impl Sim {
             .areas
             .iter()
             .filter_map(|a| {
-                ZoneContent::from_world(world.clone(), &a.name).map(|c| (a.name.clone(), Arc::new(c)))
+                ZoneContent::from_world(world.clone(), &a.name)
+                    .map(|c| (a.name.clone(), Arc::new(c)))
             })
             .collect();
         let control = Control::new(gateway_config(), world.clone(), 1_000);
@@ -892,7 +893,9 @@ impl Sim {
                         clock_epoch_ms: 0,
                     },
                 ),
-                Action::CloseClient { session, .. } => self.close_session(session, "closed by the gateway"),
+                Action::CloseClient { session, .. } => {
+                    self.close_session(session, "closed by the gateway")
+                }
                 Action::CloseLink { node, reason, .. } => {
                     if let Some(i) = self.node_index(&node)
                         && let Some(serial) = self.nodes[i].link
@@ -1103,26 +1106,44 @@ fn ms(d: Duration) -> u64 {
 
 fn describe(m: &Msg) -> String {
     match m {
-        Msg::AssignInstance { key, generation, .. } => format!("AssignInstance {key} g{generation}"),
+        Msg::AssignInstance {
+            key, generation, ..
+        } => format!("AssignInstance {key} g{generation}"),
         Msg::StopInstance { key, generation } => format!("StopInstance {key} g{generation}"),
         Msg::InstanceReady { key, generation } => format!("InstanceReady {key} g{generation}"),
         Msg::InstanceStopped { key, generation } => format!("InstanceStopped {key} g{generation}"),
-        Msg::AttachPlayer { session, key, generation, .. } => {
+        Msg::AttachPlayer {
+            session,
+            key,
+            generation,
+            ..
+        } => {
             format!("AttachPlayer s{session} {key} g{generation}")
         }
         Msg::DetachPlayer { session } => format!("DetachPlayer s{session}"),
         Msg::PlayerDetached { session } => format!("PlayerDetached s{session}"),
         Msg::PlayerMoved { session, key } => format!("PlayerMoved s{session} {key}"),
-        Msg::WarpPlayer { session, area, instance } => format!("WarpPlayer s{session} {area} #{instance}"),
+        Msg::WarpPlayer {
+            session,
+            area,
+            instance,
+        } => format!("WarpPlayer s{session} {area} #{instance}"),
         Msg::Transfer(t) => format!(
             "Transfer #{} s{:?} -> {} #{} g{}",
             t.transfer_id, t.session, t.area, t.instance, t.generation
         ),
         Msg::TransferAck { transfer_id, .. } => format!("TransferAck #{transfer_id}"),
-        Msg::TransferNack { transfer_id, reason } => format!("TransferNack #{transfer_id} ({reason})"),
+        Msg::TransferNack {
+            transfer_id,
+            reason,
+        } => format!("TransferNack #{transfer_id} ({reason})"),
         Msg::TransferCommit { transfer_id } => format!("TransferCommit #{transfer_id}"),
         Msg::TransferAbort { transfer_id } => format!("TransferAbort #{transfer_id}"),
-        Msg::Snapshot { snapshot_id, session, .. } => format!("Snapshot {snapshot_id} s{session}"),
+        Msg::Snapshot {
+            snapshot_id,
+            session,
+            ..
+        } => format!("Snapshot {snapshot_id} s{session}"),
         Msg::SnapshotGroup(g) => format!(
             "SnapshotGroup {} {} g{} [{}]",
             g.snapshot_id,
@@ -1140,5 +1161,5 @@ fn describe(m: &Msg) -> String {
     }
 }
 
-mod node;
 mod checks;
+mod node;

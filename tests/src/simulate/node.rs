@@ -91,20 +91,28 @@ impl Sim {
                 });
             }
             Msg::DetachPlayer { session } => {
-                self.push_to_session(i, session, ZoneInput::PlayerLeft {
-                    player: PlayerKey(session),
-                });
+                self.push_to_session(
+                    i,
+                    session,
+                    ZoneInput::PlayerLeft {
+                        player: PlayerKey(session),
+                    },
+                );
             }
             Msg::WarpPlayer {
                 session,
                 area,
                 instance,
             } => {
-                self.push_to_session(i, session, ZoneInput::Warp {
-                    player: PlayerKey(session),
-                    area,
-                    instance,
-                });
+                self.push_to_session(
+                    i,
+                    session,
+                    ZoneInput::Warp {
+                        player: PlayerKey(session),
+                        area,
+                        instance,
+                    },
+                );
             }
             Msg::SnapshotAck { snapshot_id } => {
                 self.nodes[i].unacked.remove(&snapshot_id);
