@@ -160,6 +160,9 @@ enum Delivery {
     },
 }
 
+/// A save's characters, each with its (account, slot) when the gateway knows it.
+type SaveEntries = Vec<(Option<(u64, u8)>, SnapshotEntry)>;
+
 /// Lineages of the characters a message carries (by session), for the checks.
 type Tags = Vec<(SessionId, u64)>;
 
@@ -998,34 +1001,33 @@ impl Sim {
     /// whole when one of its copies is fenced by its token); the oracle then checks that
     /// no write of a superseded lineage got through.
     fn save(&mut self, save: Save) -> Result<(), Violation> {
-        let (node, snapshot_id, entries): (String, u64, Vec<(Option<(u64, u8)>, SnapshotEntry)>) =
-            match save {
-                Save::One {
-                    node,
-                    snapshot_id,
-                    session,
+        let (node, snapshot_id, entries): (String, u64, SaveEntries) = match save {
+            Save::One {
+                node,
+                snapshot_id,
+                session,
+                owner,
+                reason,
+                state,
+            } => (
+                node,
+                snapshot_id,
+                vec![(
                     owner,
-                    reason,
-                    state,
-                } => (
-                    node,
-                    snapshot_id,
-                    vec![(
-                        owner,
-                        SnapshotEntry {
-                            session,
-                            reason,
-                            state: *state,
-                        },
-                    )],
-                ),
-                Save::Group {
-                    node,
-                    snapshot_id,
-                    entries,
-                    ..
-                } => (node, snapshot_id, entries),
-            };
+                    SnapshotEntry {
+                        session,
+                        reason,
+                        state: *state,
+                    },
+                )],
+            ),
+            Save::Group {
+                node,
+                snapshot_id,
+                entries,
+                ..
+            } => (node, snapshot_id, entries),
+        };
         let target = |book: &AccountBook, owner: Option<(u64, u8)>, e: &SnapshotEntry| {
             owner.or_else(|| book.find_character(&e.state.name))
         };
