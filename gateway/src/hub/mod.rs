@@ -1015,12 +1015,7 @@ impl Hub {
                 reason,
                 state,
             } => {
-                let stale = {
-                    let acc = self.shared.accounts();
-                    owner
-                        .or_else(|| acc.book.find_character(&state.name))
-                        .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, state.fence))
-                };
+                let stale = self.shared.accounts().book.superseded(owner, &state);
                 if stale {
                     self.fenced_save(&node, snapshot_id, &format!("session {session}"));
                     return;
@@ -1058,11 +1053,7 @@ impl Hub {
                     let acc = self.shared.accounts();
                     entries
                         .iter()
-                        .find(|(owner, e)| {
-                            owner
-                                .or_else(|| acc.book.find_character(&e.state.name))
-                                .is_some_and(|(a, s)| !acc.book.fence_ok(a, s, e.state.fence))
-                        })
+                        .find(|(owner, e)| acc.book.superseded(*owner, &e.state))
                         .map(|(_, e)| e.session)
                 };
                 if let Some(s) = stale {

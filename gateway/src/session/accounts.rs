@@ -410,11 +410,7 @@ impl AccountBook {
     /// Stores a character's latest state (a zone's snapshot: logout, checkpoint, handoff).
     /// The name and the handle are kept as stored (zones cannot change them).
     pub fn save_character(&mut self, id: AccountId, slot: u8, mut state: ActorStateDto) -> bool {
-        let Some(c) = self
-            .accounts
-            .get_mut(&id)
-            .and_then(|a| a.characters.get_mut(usize::from(slot)))
-        else {
+        let Some(c) = self.character_mut(id, slot) else {
             return false;
         };
         if state.fence < c.fence {
@@ -432,6 +428,20 @@ impl AccountBook {
         true
     }
 
+    fn character_mut(&mut self, id: AccountId, slot: u8) -> Option<&mut ActorStateDto> {
+        self.accounts
+            .get_mut(&id)
+            .and_then(|a| a.characters.get_mut(usize::from(slot)))
+    }
+
+    /// Whether a save of `state` (for `owner`, or found by its name) comes from a copy
+    /// handed out again since: its fencing token is below the stored one.
+    pub fn superseded(&self, owner: Option<(AccountId, u8)>, state: &ActorStateDto) -> bool {
+        owner
+            .or_else(|| self.find_character(&state.name))
+            .is_some_and(|(a, s)| !self.fence_ok(a, s, state.fence))
+    }
+
     /// Whether a save carrying fencing token `fence` may replace the stored character
     /// (see [`ActorStateDto::fence`]); false for an unknown character too.
     pub fn fence_ok(&self, id: AccountId, slot: u8, fence: u64) -> bool {
@@ -444,21 +454,18 @@ impl AccountBook {
     /// The character is handed out again with fencing token `fence` (a login, a
     /// recovery): from now on only saves carrying at least that token are stored.
     pub fn hand_out(&mut self, id: AccountId, slot: u8, fence: u64) -> bool {
-        let Some(c) = self
-            .accounts
-            .get_mut(&id)
-            .and_then(|a| a.characters.get_mut(usize::from(slot)))
-        else {
+        let Some(c) = self.character_mut(id, slot) else {
             return false;
         };
         if fence <= c.fence {
             return false;
         }
         c.fence = fence;
+        let state = Box::new(c.clone());
         self.pending.push(PersistOp::SaveCharacter {
             account: id,
             slot,
-            state: Box::new(c.clone()),
+            state,
         });
         true
     }

@@ -542,13 +542,17 @@ impl Sim {
         self.gateway_event(e);
     }
 
-    fn logout(&mut self) {
-        let open: Vec<SessionId> = self
-            .clients
+    /// The sessions whose client is connected.
+    fn open_sessions(&self) -> Vec<SessionId> {
+        self.clients
             .iter()
             .filter(|(_, c)| c.open)
             .map(|(s, _)| *s)
-            .collect();
+            .collect()
+    }
+
+    fn logout(&mut self) {
+        let open = self.open_sessions();
         if open.is_empty() {
             return;
         }
@@ -667,12 +671,7 @@ impl Sim {
         self.gw_started.clear();
         self.gw_tags.clear();
         // Every client connection ends with the process; the accounts are free again.
-        let open: Vec<SessionId> = self
-            .clients
-            .iter()
-            .filter(|(_, c)| c.open)
-            .map(|(s, _)| *s)
-            .collect();
+        let open = self.open_sessions();
         for s in open {
             self.close_session(s, "gateway restart");
         }
@@ -1031,10 +1030,9 @@ impl Sim {
         let target = |book: &AccountBook, owner: Option<(u64, u8)>, e: &SnapshotEntry| {
             owner.or_else(|| book.find_character(&e.state.name))
         };
-        let stale = entries.iter().any(|(owner, e)| {
-            target(&self.store.book, *owner, e)
-                .is_some_and(|(a, s)| !self.store.book.fence_ok(a, s, e.state.fence))
-        });
+        let stale = entries
+            .iter()
+            .any(|(owner, e)| self.store.book.superseded(*owner, &e.state));
         if !stale {
             for (owner, e) in entries {
                 let Some((account, slot)) = target(&self.store.book, owner, &e) else {

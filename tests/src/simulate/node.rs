@@ -364,6 +364,42 @@ impl Sim {
     }
 
     fn zone_output(&mut self, i: usize, key: &InstanceKey, o: ZoneOutput) {
+        let id = &self.nodes[i].id;
+        let line = match &o {
+            ZoneOutput::TransferOut(t) => Some(format!(
+                "{id} {key}: out #{} s{:?} -> {}#{}",
+                t.transfer_id.0,
+                t.player.map(|p| p.0),
+                t.area,
+                t.instance
+            )),
+            ZoneOutput::AckTransfer { transfer_id } => {
+                Some(format!("{id} {key}: prepared #{}", transfer_id.0))
+            }
+            ZoneOutput::NackTransfer {
+                transfer_id,
+                reason,
+            } => Some(format!("{id} {key}: refused #{} ({reason})", transfer_id.0)),
+            ZoneOutput::PreparedExpired { transfer_id } => {
+                Some(format!("{id} {key}: expired #{}", transfer_id.0))
+            }
+            ZoneOutput::CommitTransfer { transfer_id } => {
+                Some(format!("{id} {key}: commit #{}", transfer_id.0))
+            }
+            ZoneOutput::AbortTransfer { transfer_id } => {
+                Some(format!("{id} {key}: abort #{}", transfer_id.0))
+            }
+            ZoneOutput::PlayerRemoved { player } => {
+                Some(format!("{id} {key}: removed s{}", player.0))
+            }
+            ZoneOutput::Rejected { player, reason } => {
+                Some(format!("{id} {key}: rejected {player:?} {reason:?}"))
+            }
+            _ => None,
+        };
+        if let Some(l) = line {
+            self.log(|| l);
+        }
         match o {
             ZoneOutput::TransferOut(t) => {
                 let id = self.next_id(i);
