@@ -139,6 +139,13 @@ impl Sim {
         }
     }
 
+    /// A handoff is under way somewhere (the gateway, a node's table, a zone).
+    pub(super) fn handoff_in_flight(&self) -> bool {
+        self.control.transfers().next().is_some()
+            || (0..self.nodes.len())
+                .any(|i| !self.nodes[i].table.is_empty() || self.in_handoff(i) > 0)
+    }
+
     /// Once healed: nothing pending, every player live exactly where the gateway says.
     pub(super) fn final_check(&mut self) -> Result<(), Violation> {
         self.check()?;

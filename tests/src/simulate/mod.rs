@@ -121,6 +121,8 @@ const RECONNECT_MS: u64 = 500;
 /// The longest a gateway transfer may live: `MAX_HANDOFF` to find a prepared destination,
 /// then `DECISION_TIMEOUT` for the source's decision, plus a second.
 const TRANSFER_BOUND: Duration = Duration::from_secs(30 + 15 + 1);
+/// How long the final checks wait for handoffs begun just before the end.
+const SETTLE_MS: u64 = 10_000;
 /// How late after its deadline a transfer may still be listed (the timeout runs at the
 /// deadline; a step may be in between).
 const POLL_SLACK: Duration = Duration::from_millis(1);
@@ -399,9 +401,19 @@ impl Sim {
 
     fn run(&mut self) -> Result<(), Violation> {
         let chaos_end = self.opts.chaos_ms;
-        let end = chaos_end + self.opts.heal_ms;
+        let mut end = chaos_end + self.opts.heal_ms;
+        // Healed players still walk through portals: a handoff begun just before the end
+        // is let finish (up to `SETTLE_MS` more) before the final checks.
+        let last = end + SETTLE_MS;
         let mut next_chaos = 200;
-        while self.now < end {
+        loop {
+            if self.now >= end {
+                if end < last && self.handoff_in_flight() {
+                    end = (end + 500).min(last);
+                    continue;
+                }
+                break;
+            }
             // The next thing due: a delivery, a gateway timeout, a node tick or heartbeat,
             // or the next injected action.
             let mut next = end;
