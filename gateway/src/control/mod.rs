@@ -210,6 +210,17 @@ pub enum Count {
     Recovery,
 }
 
+/// How a node's link ends ([`Action::CloseLink`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkEnd {
+    /// It already closed (`Event::NodeDown`): only forget it.
+    Closed,
+    /// The gateway closes it and forgets it (the node missed its heartbeats).
+    Dropped,
+    /// The gateway closes it but keeps it until it has closed (a deregistered node).
+    Draining,
+}
+
 /// A save the shell stores, acknowledging `snapshot_id` to `node` once committed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Save {
@@ -295,7 +306,7 @@ pub enum Action {
         /// Session.
         session: SessionId,
     },
-    /// Close and forget a node's link.
+    /// Close a node's link.
     CloseLink {
         /// The node.
         node: NodeId,
@@ -303,6 +314,8 @@ pub enum Action {
         code: u32,
         /// Why.
         reason: &'static str,
+        /// What becomes of the link.
+        end: LinkEnd,
     },
     /// Store a snapshot; acknowledge it once committed.
     Save(Box<Save>),
@@ -623,6 +636,7 @@ impl Control {
                         node: n.clone(),
                         code: 2,
                         reason: "missed its heartbeats",
+                        end: LinkEnd::Dropped,
                     });
                 }
                 // Its copies are dead now (a paused node that comes back is fenced).
@@ -1298,6 +1312,7 @@ impl Control {
                     node: node.to_owned(),
                     code: 0,
                     reason: "deregistered",
+                    end: LinkEnd::Draining,
                 });
             }
             Msg::Error { code, reason } => {
@@ -1425,6 +1440,7 @@ impl Control {
             node: node.to_owned(),
             code: 0,
             reason: "link closed",
+            end: LinkEnd::Closed,
         });
         let actions = self
             .dir

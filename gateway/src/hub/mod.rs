@@ -661,12 +661,17 @@ impl Hub {
                 Action::Unroute { session } => {
                     self.shared.routes.remove(&session);
                 }
-                Action::CloseLink { node, code, reason } => {
+                Action::CloseLink {
+                    node,
+                    code,
+                    reason,
+                    end,
+                } => {
                     if let Some(l) = self.links.get(&node) {
                         l.conn.close(code.into(), reason.as_bytes());
                     }
                     // A deregistered node's link stays until it closes (its `NodeDown`).
-                    if reason != "deregistered" {
+                    if end != control::LinkEnd::Draining {
                         self.links.remove(&node);
                     }
                 }

@@ -28,7 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gateway::control::{Action, Characters, Control, ControlConfig, Event, Login, Save, Where};
+use gateway::control::{
+    Action, Characters, Control, ControlConfig, Event, LinkEnd, Login, Save, Where,
+};
 use gateway::session::AccountBook;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -910,15 +912,17 @@ impl Sim {
                 Action::CloseClient { session, .. } => {
                     self.close_session(session, "closed by the gateway")
                 }
-                Action::CloseLink { node, reason, .. } => {
+                Action::CloseLink {
+                    node, reason, end, ..
+                } => {
                     if let Some(i) = self.node_index(&node)
                         && let Some(serial) = self.nodes[i].link
-                        && reason != "link closed"
+                        && end != LinkEnd::Closed
                     {
                         self.log(|| format!("gw closes the link of {node}: {reason}"));
                         let d = self.rng.gen_range(1..30);
                         self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
-                        if reason != "deregistered" {
+                        if end != LinkEnd::Draining {
                             self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
                         }
                     }
