@@ -2,7 +2,7 @@
 //! docs/testing.md): 10,000 random fault schedules per run, each checked after every step,
 //! a replay check, and the seeds that found bugs, kept as regressions.
 
-use cluster_tests::simulate::{self, Options, Report};
+use cluster_tests::simulate::{self, Options, Report, Schedule};
 
 /// Schedules per run (override with `SIMULATE_SEEDS`; the nightly-sized runs use the
 /// `simulate` binary in release).
@@ -113,6 +113,18 @@ fn regression_seeds() {
         (12_015, "destination restarted while prepared"),
         // Transfer ids of a restarted gateway collided with a node's old ones.
         (17_894, "transfer ids across restarts"),
+        // A stale copy's `PlayerDetached` was read as the placed copy leaving.
+        (39_361, "stale copy detached"),
+        // An instance being stopped adopted the generation assigned after it.
+        (89_504, "stopping instance adopted a new generation"),
+        // A player who had logged out was put back when its node was lost.
+        (39_994, "leaving player recovered"),
+        (51_542, "leaving player recovered"),
+        // A transfer's source, given up while only paused, restored its copy under the
+        // same fencing token.
+        (48_324, "paused source restored its copy"),
+        // The final checks ran between a handoff inside a node and its `PlayerMoved`.
+        (90_146, "final check raced a local handoff"),
     ];
     let opts = Options::default();
     for (seed, what) in found {
@@ -121,6 +133,36 @@ fn regression_seeds() {
             fail(
                 &r,
                 &format!("(regression: {what}) at {} ms: {}", v.at_ms, v.what),
+            );
+        }
+    }
+}
+
+/// The shrunk schedules of the failures found past the CI range
+/// (`tests/simulate-regressions/*.json`, each the `schedule` a failing run printed, named
+/// by its seed and what it found): each replays clean. Unlike a seed, a schedule names its
+/// faults, so it keeps reproducing the same story while the code it drives changes.
+#[test]
+fn regression_schedules_replay_clean() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("simulate-regressions");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let opts = Options::default();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let schedule: Schedule =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let r = simulate::replay(&schedule, &opts);
+        if let Some(v) = &r.violation {
+            fail(
+                &r,
+                &format!("(regression {}) at {} ms: {}", f.display(), v.at_ms, v.what),
             );
         }
     }

@@ -282,6 +282,17 @@ async fn assign(gw: &mut GwConn, area: &str, generation: u64) {
     .await;
 }
 
+/// `AssignInstance` without waiting for the answer.
+async fn assign_only(gw: &mut GwConn, area: &str, generation: u64) {
+    gw.send(Msg::AssignInstance {
+        key: key(area),
+        generation,
+        ground: Vec::new(),
+        clock_epoch_ms: 0,
+    })
+    .await;
+}
+
 async fn attach(gw: &mut GwConn, session: u64, name: &str) {
     gw.send(Msg::AttachPlayer {
         session,
@@ -424,7 +435,7 @@ async fn node_registers_hosts_moves_transfers_and_drains() {
         snapshot_id: snap.0,
     })
     .await;
-    gw.until(|m| matches!(m, Msg::PlayerDetached { session: 7 }).then_some(()))
+    gw.until(|m| matches!(m, Msg::PlayerDetached { session: 7, .. }).then_some(()))
         .await;
 
     // Drain: Bob is saved (acknowledged) with each instance's ground in one group per
@@ -523,6 +534,104 @@ async fn an_instance_is_assigned_with_its_saved_ground_and_saves_it_again_when_s
     node.drain();
     gw.until(|m| matches!(m, Msg::Deregister).then_some(()))
         .await;
+    gw.conn.close(0u32.into(), b"bye");
+    assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
+}
+
+/// Simulator seed 89,504: a newer generation assigned while the old copy of the
+/// instance was being stopped was adopted by that copy, which then stopped under the new
+/// number (and its stale players' leaving was read as the new instance's). Now the stop
+/// finishes under its own number and the new generation starts after it.
+#[actix_rt::test]
+async fn a_generation_assigned_while_the_instance_stops_starts_after_the_stop() {
+    let gateway = Gateway::new(SECRET);
+    let node = start_node(gateway.addr());
+    let mut gw = gateway.accept().await;
+    assign(&mut gw, "Meadow", 5).await;
+    gw.send(Msg::AttachPlayer {
+        session: 7,
+        key: key("Meadow"),
+        generation: 5,
+        rid: 7,
+        is_dm: false,
+        state: character("Stale"),
+        arrival: ArrivalDto::PortalNamed("Begin".into()),
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::Heartbeat { players: 1, .. } => Some(()),
+        Msg::Error { reason, .. } => panic!("{reason}"),
+        _ => None,
+    })
+    .await;
+    gw.send(Msg::StopInstance {
+        key: key("Meadow"),
+        generation: 5,
+    })
+    .await;
+    assign_only(&mut gw, "Meadow", 9).await;
+    let (group, mut seen) = gw
+        .until(|m| match m {
+            Msg::SnapshotGroup(g) => Some(g.snapshot_id),
+            _ => None,
+        })
+        .await;
+    gw.send(Msg::SnapshotAck { snapshot_id: group }).await;
+    let (stopped, more) = gw
+        .until(|m| match m {
+            Msg::InstanceStopped { generation, .. } => Some(*generation),
+            _ => None,
+        })
+        .await;
+    seen.extend(more);
+    assert_eq!(stopped, 5, "the old copy stops under its own number");
+    assert!(
+        !seen
+            .iter()
+            .any(|m| matches!(m, Msg::InstanceReady { generation: 9, .. })),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|m| matches!(
+            m,
+            Msg::PlayerDetached { session: 7, key: Some(k) } if *k == key("Meadow")
+        )),
+        "{seen:?}"
+    );
+    gw.until(|m| matches!(m, Msg::InstanceReady { generation: 9, .. }).then_some(()))
+        .await;
+    // The new instance takes players at its own number.
+    gw.send(Msg::AttachPlayer {
+        session: 8,
+        key: key("Meadow"),
+        generation: 9,
+        rid: 8,
+        is_dm: false,
+        state: character("Fresh"),
+        arrival: ArrivalDto::PortalNamed("Begin".into()),
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::Heartbeat { players: 1, .. } => Some(()),
+        Msg::Error { reason, .. } => panic!("{reason}"),
+        _ => None,
+    })
+    .await;
+    node.drain();
+    // The drain saves Fresh: acknowledged, so it ends clean.
+    loop {
+        match gw.next().await {
+            Msg::Snapshot { snapshot_id, .. } => gw.send(Msg::SnapshotAck { snapshot_id }).await,
+            Msg::SnapshotGroup(g) => {
+                gw.send(Msg::SnapshotAck {
+                    snapshot_id: g.snapshot_id,
+                })
+                .await;
+            }
+            Msg::Deregister => break,
+            _ => {}
+        }
+    }
     gw.conn.close(0u32.into(), b"bye");
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
 }

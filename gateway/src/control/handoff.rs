@@ -468,18 +468,50 @@ impl Control {
     /// A node was given up (it missed its heartbeats; it is fenced from now on): its
     /// copies are dead, so transfers from it are committed as soon as prepared (the
     /// transfer carries the actor), and transfers towards it are settled as on a link loss.
+    ///
+    /// A node given up may only have been paused: when it resumes, its zone gives up
+    /// waiting and restores the frozen actor. So the copy the transfer carries is handed
+    /// out again with a new fencing token (the old copy's saves are refused from then
+    /// on), and a destination already holding it under the old token drops it and is sent
+    /// the new one.
     pub(super) fn transfers_source_gone(&mut self, node: &str, chars: &dyn Characters) {
         let ids: Vec<u64> = self.transfers.keys().copied().collect();
         for id in ids {
+            let Some(t) = self.transfers.get(&id) else {
+                continue;
+            };
+            if t.source.as_ref().is_none_or(|(n, _)| n != node) {
+                continue;
+            }
+            let owner = t
+                .dto
+                .session
+                .and_then(|s| self.players.get(&s))
+                .map(|p| (p.account, p.slot));
+            self.source_let_go(id);
+            let Some((account, slot)) = owner else {
+                continue;
+            };
             let Some(t) = self.transfers.get_mut(&id) else {
                 continue;
             };
-            if t.source.as_ref().is_some_and(|(n, _)| n == node) {
-                let commit_now = t.prepared && t.forwarded_to.as_deref() != Some(node);
-                self.source_let_go(id);
-                if commit_now {
-                    self.commit(id, chars);
-                }
+            let mut state = std::mem::take(&mut t.dto.state);
+            // A transfer aimed at the lost node itself is `transfers_link_lost`'s (below).
+            let dest = t.forwarded_to.clone().filter(|d| d != node);
+            if dest.is_some() {
+                t.forwarded_to = None;
+                t.prepared = false;
+            }
+            self.hand_out_for(account, slot, &mut state, Some(id));
+            let Some(t) = self.transfers.get_mut(&id) else {
+                continue;
+            };
+            t.dto.state = state;
+            if let Some(dest) = dest {
+                // Its copy there carries the old token: dropped first (the link keeps the
+                // order), then the transfer goes out again.
+                t.old_dest = Some(dest);
+                self.forward_transfer(id, chars);
             }
         }
         self.transfers_link_lost(node);
@@ -603,6 +635,11 @@ impl Control {
         let Some(p) = self.players.get(&session) else {
             return;
         };
+        if matches!(p.phase, Phase::Leaving { .. }) {
+            // It logged out: its last save is what there is, and it is not put back.
+            self.release(session);
+            return;
+        }
         let Some(mut state) = chars.saved(p.account, p.slot) else {
             self.recovery_failed(session, "no saved character");
             return;

@@ -325,7 +325,8 @@ pub enum Action {
         key: InstanceKey,
     },
     /// The character is handed out from the store with a new fencing token (a login, a
-    /// recovery): store it, so older copies' saves are refused from now on.
+    /// recovery, a transfer whose source node was given up): store it, so older copies'
+    /// saves are refused from now on.
     HandOut {
         /// The account.
         account: AccountId,
@@ -333,6 +334,8 @@ pub enum Action {
         slot: u8,
         /// The new token.
         fence: u64,
+        /// The transfer whose copy now carries it (its source node was given up).
+        transfer: Option<u64>,
     },
     /// The account may log in again.
     LoggedOff {
@@ -853,6 +856,17 @@ impl Control {
 
     /// Hand a character out from the store: a new fencing token, stored first.
     fn hand_out(&mut self, account: AccountId, slot: u8, state: &mut ActorStateDto) {
+        self.hand_out_for(account, slot, state, None);
+    }
+
+    /// [`Control::hand_out`], for the copy a transfer carries.
+    fn hand_out_for(
+        &mut self,
+        account: AccountId,
+        slot: u8,
+        state: &mut ActorStateDto,
+        transfer: Option<u64>,
+    ) {
         // Larger than any token the character already carries (a clock set back).
         let fence = self.next_fence.max(state.fence.saturating_add(1));
         self.next_fence = fence.saturating_add(1);
@@ -861,6 +875,7 @@ impl Control {
             account,
             slot,
             fence,
+            transfer,
         });
     }
 
@@ -1251,12 +1266,18 @@ impl Control {
                 state,
             } => self.snapshot(node, snapshot_id, session, reason, state),
             Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
-            Msg::PlayerDetached { session } => {
+            Msg::PlayerDetached { session, key } => {
                 let Some(p) = self.players.get(&session) else {
                     return;
                 };
                 if p.node.as_deref() != Some(node) {
                     // It moved to another node; the old one let go.
+                    return;
+                }
+                if key.is_some_and(|k| k != p.key) {
+                    // A stale copy on the same node left (one restored after a handoff
+                    // this gateway settled without it), not the one placed here.
+                    tracing::info!(session, node, "a stale copy left its node");
                     return;
                 }
                 if matches!(p.phase, Phase::InGame) {

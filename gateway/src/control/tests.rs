@@ -428,3 +428,140 @@ fn poll_timeout_names_the_next_deadline_and_on_timeout_keeps_it() {
     );
     assert_eq!(cl.c.transfers().count(), 0);
 }
+
+fn heartbeat() -> Msg {
+    Msg::Heartbeat {
+        instances: 1,
+        players: 1,
+        overruns: 0,
+        loads: Vec::new(),
+    }
+}
+
+/// Simulator seed 39,361: a node held a stale copy of a player (restored after a
+/// handoff the gateway settled without it) beside the copy the gateway placed there; the
+/// stale one's `PlayerDetached` was read as the placed one leaving, and the player was
+/// put back a second time.
+#[test]
+fn a_stale_copy_leaving_its_node_does_not_detach_the_copy_placed_there() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    let _ = id;
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+    // n2 also held an old copy in Meadow#0 (say); it leaves.
+    let a = cl.msg(
+        "n2",
+        Msg::PlayerDetached {
+            session: 1,
+            key: Some(key("Meadow", 0)),
+        },
+    );
+    assert!(
+        !a.iter().any(|a| matches!(
+            a,
+            Action::TransferBegan { .. } | Action::Released { .. } | Action::Unroute { .. }
+        )),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+    // The copy placed in Meadow#1 leaving is acted on: she is put back.
+    let a = cl.msg(
+        "n2",
+        Msg::PlayerDetached {
+            session: 1,
+            key: Some(key("Meadow", 1)),
+        },
+    );
+    assert!(
+        a.iter()
+            .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
+        "{a:?}"
+    );
+}
+
+/// Simulator seeds 39,994 and 51,542: a player who had logged out, its node lost
+/// before the last save came, was put back into the world as a ghost session.
+#[test]
+fn a_leaving_player_whose_node_is_lost_is_released_not_put_back() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.up("n2", 2, Vec::new());
+    cl.login(1, 1);
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+    let a = cl.ev(Event::Gone { session: 1 });
+    assert!(
+        sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 1 })),
+        "{a:?}"
+    );
+    // n2 keeps beating; n1 misses its heartbeats and is given up.
+    cl.msg("n2", heartbeat());
+    let due = at(cl.now + 3_500);
+    cl.msg("n2", heartbeat());
+    let a = cl.c.on_timeout(due, &cl.chars);
+    assert!(
+        !a.iter().any(|a| matches!(a, Action::TransferBegan { .. })),
+        "{a:?}"
+    );
+    assert!(
+        a.iter()
+            .any(|a| matches!(a, Action::Released { session: 1, .. })),
+        "{a:?}"
+    );
+    assert!(cl.c.players().next().is_none());
+}
+
+/// Simulator seed 48,324: the source of a prepared transfer was given up (it was only
+/// paused); the gateway committed the copy the transfer carried, and the source, when it
+/// resumed, restored its frozen actor under the same fencing token, so its saves were
+/// still accepted. Now the carried copy is handed out again first.
+#[test]
+fn a_transfer_whose_source_is_given_up_is_handed_out_again_before_it_commits() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    let old_fence = cl.c.transfers.get(&id).map(|t| t.dto.state.fence).unwrap();
+    cl.msg("n2", heartbeat());
+    cl.now += 2_000;
+    cl.msg("n2", heartbeat());
+    let due = cl.c.poll_timeout().unwrap().max(at(cl.now + 1_100));
+    let a = cl.c.on_timeout(due, &cl.chars);
+    let fence = a
+        .iter()
+        .find_map(|a| match a {
+            Action::HandOut {
+                account: 1,
+                fence,
+                transfer,
+                ..
+            } if *transfer == Some(id) => Some(*fence),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("not handed out again: {a:?}"));
+    assert!(fence > old_fence);
+    // No commit of the old copy: the destination drops it and is sent the new one.
+    let s: Vec<Msg> = sent(&a)
+        .into_iter()
+        .filter(|(n, _)| n == "n2")
+        .map(|(_, m)| m)
+        .filter(|m| !matches!(m, Msg::AssignInstance { .. }))
+        .collect();
+    assert!(
+        matches!(&s[..], [Msg::TransferAbort { transfer_id: x }, Msg::Transfer(t)]
+            if *x == id && t.transfer_id == id && t.state.fence == fence),
+        "{s:?}"
+    );
+    // Prepared again: no node holds her, so it commits at once.
+    let g = cl.gens[&("n2".to_owned(), key("Meadow", 1))];
+    let a = cl.msg(
+        "n2",
+        Msg::TransferAck {
+            transfer_id: id,
+            generation: g,
+        },
+    );
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n2"));
+}

@@ -681,6 +681,7 @@ impl Hub {
                     account,
                     slot,
                     fence,
+                    ..
                 } => {
                     let ops = {
                         let mut acc = self.shared.accounts();

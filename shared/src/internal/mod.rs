@@ -390,6 +390,12 @@ pub enum Msg {
     PlayerDetached {
         /// Session.
         session: SessionId,
+        /// The instance whose copy left. The gateway ignores it when it places the session
+        /// in another instance: a node may hold a stale copy (restored after a handoff the
+        /// gateway settled without it) beside the one the gateway placed there. `None` from
+        /// nodes older than this field.
+        #[serde(default)]
+        key: Option<InstanceKey>,
     },
     /// Node → gateway: the player now lives in another local instance (node-local SetArea).
     PlayerMoved {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use gateway::control::Where;
 
-use super::{PERSIST_MS, Sim, TRANSFER_BOUND, Violation};
+use shared::internal::Msg;
+
+use super::{Delivery, Dir, PERSIST_MS, Sim, TRANSFER_BOUND, Violation};
 
 /// Slack on the progress bound: a tick, the network's delays, the commit.
 const PROGRESS_SLACK_MS: u64 = 1_500;
@@ -144,6 +146,11 @@ impl Sim {
         self.control.transfers().next().is_some()
             || (0..self.nodes.len())
                 .any(|i| !self.nodes[i].table.is_empty() || self.in_handoff(i) > 0)
+            // A handoff inside a node, committed, its `PlayerMoved` on the way.
+            || self.queue.values().any(|d| {
+                matches!(d, Delivery::Msg { msg, dir: Dir::ToGateway, .. }
+                    if matches!(**msg, Msg::PlayerMoved { .. }))
+            })
     }
 
     /// Once healed: nothing pending, every player live exactly where the gateway says.

@@ -24,7 +24,7 @@
 //! The glue here mirrors `zone-node/src/link.rs` (`dispatch`), `actor/mod.rs` (the
 //! registry) and `actor/zone.rs` (the outputs); the decisions are the real modules'.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +42,8 @@ use zone_node::actor::transfers::TransferTable;
 use zone_node::sim::ZoneSim;
 use zone_node::sim::area::ZoneContent;
 use zone_node::sim::events::ZoneInput;
+
+pub use shrink::{Schedule, Timed, shrink};
 
 /// How a schedule runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,11 +94,27 @@ pub struct Report {
     pub handoffs: u64,
     /// Players put back after a node loss.
     pub recoveries: u64,
+    /// The faults and client actions the schedule injected, as a replayable [`Schedule`]
+    /// would list them.
+    pub faults: Vec<Timed>,
 }
 
 /// Run the schedule of `seed`.
 pub fn run(seed: u64, opts: &Options) -> Report {
-    let mut sim = Sim::new(seed, opts.clone());
+    finish(seed, Sim::new(seed, opts.clone(), None))
+}
+
+/// Run an explicit schedule (a shrunk one, say): its faults at their times, the network
+/// drawn from its `net_seed`.
+pub fn replay(schedule: &Schedule, opts: &Options) -> Report {
+    let script = schedule.faults.iter().cloned().collect();
+    finish(
+        schedule.net_seed,
+        Sim::new(schedule.net_seed, opts.clone(), Some(script)),
+    )
+}
+
+fn finish(seed: u64, mut sim: Sim) -> Report {
     let violation = sim.run().err();
     Report {
         seed,
@@ -105,6 +123,7 @@ pub fn run(seed: u64, opts: &Options) -> Report {
         trace: sim.trace,
         handoffs: sim.handoffs,
         recoveries: sim.recoveries,
+        faults: sim.faults,
     }
 }
 
@@ -205,6 +224,8 @@ struct Instance {
     inbox: Vec<ZoneInput>,
     stopping: bool,
     stop_ticks: u32,
+    /// A newer generation assigned while stopping: started once this one has stopped.
+    then: Option<Generation>,
 }
 
 /// The store: the gateway's real account book (its fencing rule included), and when each
@@ -268,10 +289,14 @@ struct Sim {
     gw_started: BTreeMap<u64, Duration>,
     /// When the gateway process started (simulated ms): its clock counts from there.
     gw_offset: u64,
+    /// An explicit schedule's faults still to come (`None`: drawn from the seed).
+    script: Option<VecDeque<Timed>>,
+    /// The faults injected so far.
+    faults: Vec<Timed>,
 }
 
 impl Sim {
-    fn new(seed: u64, opts: Options) -> Self {
+    fn new(seed: u64, opts: Options, script: Option<VecDeque<Timed>>) -> Self {
         let world = Arc::new(shared::content::demo_world());
         let contents = world
             .areas
@@ -357,6 +382,8 @@ impl Sim {
             pending_violation: None,
             gw_started: BTreeMap::new(),
             gw_offset: 0,
+            script,
+            faults: Vec::new(),
         };
         for i in 0..sim.nodes.len() {
             let at = sim.rng.gen_range(0..300);
@@ -407,7 +434,10 @@ impl Sim {
         // Healed players still walk through portals: a handoff begun just before the end
         // is let finish (up to `SETTLE_MS` more) before the final checks.
         let last = end + SETTLE_MS;
-        let mut next_chaos = 200;
+        let mut next_chaos = match &self.script {
+            None => 200,
+            Some(script) => script.front().map_or(u64::MAX, |f| f.at),
+        };
         loop {
             if self.now >= end {
                 if end < last && self.handoff_in_flight() {
@@ -438,8 +468,7 @@ impl Sim {
                 self.heal();
             }
             if !self.healing && self.now >= next_chaos {
-                self.chaos();
-                next_chaos = self.now + self.rng.gen_range(50..600);
+                next_chaos = self.chaos();
             }
             while let Some(entry) = self.queue.first_entry() {
                 if entry.key().0 > self.now {
@@ -483,18 +512,153 @@ impl Sim {
 
     // ----- faults and client actions ----------------------------------------------------
 
-    fn chaos(&mut self) {
+    /// Injects the fault or client action due now; returns when the next one is due.
+    fn chaos(&mut self) -> u64 {
+        let Some(script) = &mut self.script else {
+            if let Some(f) = self.draw_fault() {
+                self.apply(f);
+            }
+            return self.now + self.rng.gen_range(50..600);
+        };
+        let mut due = Vec::new();
+        while script.front().is_some_and(|f| f.at <= self.now) {
+            due.extend(script.pop_front());
+        }
+        let next = script.front().map_or(u64::MAX, |f| f.at);
+        for t in due {
+            self.apply(t.fault);
+        }
+        next
+    }
+
+    /// A random fault or client action, its target drawn from what exists now.
+    fn draw_fault(&mut self) -> Option<Fault> {
         let roll = self.rng.gen_range(0..100);
         match roll {
-            0..=24 => self.login(),
-            25..=34 => self.logout(),
-            35..=64 => self.warp(),
-            65..=70 => self.drop_link(),
-            71..=75 => self.kill(),
-            76..=80 => self.pause(),
-            81..=82 => self.restart_gateway(),
-            _ => {}
+            0..=24 => {
+                let free: Vec<u64> = (1..=self.opts.accounts as u64)
+                    .filter(|a| !self.logged_on.contains(a))
+                    .collect();
+                if free.is_empty() {
+                    return None;
+                }
+                let account = free[self.rng.gen_range(0..free.len())];
+                Some(Fault::Login { account })
+            }
+            25..=34 => {
+                let open = self.open_sessions();
+                if open.is_empty() {
+                    return None;
+                }
+                let s = open[self.rng.gen_range(0..open.len())];
+                let account = self.clients.get(&s)?.account;
+                Some(Fault::Logout { account })
+            }
+            35..=64 => {
+                let players = self.players_in_game();
+                if players.is_empty() {
+                    return None;
+                }
+                let (session, _) = players[self.rng.gen_range(0..players.len())];
+                let areas = self.control.areas().to_vec();
+                let area = areas[self.rng.gen_range(0..areas.len())].clone();
+                let instance = if self.rng.gen_ratio(1, 4) { 1 } else { 0 };
+                let account = self.clients.get(&session)?.account;
+                Some(Fault::Warp {
+                    account,
+                    area,
+                    instance,
+                })
+            }
+            65..=70 => Some(Fault::DropLink {
+                node: self.rng.gen_range(0..self.nodes.len()),
+            }),
+            71..=75 => {
+                let node = self.rng.gen_range(0..self.nodes.len());
+                // The time it stays down is drawn when it dies (after the link's).
+                self.nodes[node]
+                    .up
+                    .then_some(Fault::Kill { node, back_ms: 0 })
+            }
+            76..=80 => {
+                let node = self.rng.gen_range(0..self.nodes.len());
+                if !self.nodes[node].up || self.nodes[node].paused {
+                    return None;
+                }
+                let ms = self.rng.gen_range(500..7_000);
+                Some(Fault::Pause { node, ms })
+            }
+            81..=82 => Some(Fault::RestartGateway),
+            _ => None,
         }
+    }
+
+    /// Injects `fault` and records it.
+    fn apply(&mut self, fault: Fault) {
+        let fault = match fault {
+            Fault::Login { account } => {
+                if self.logged_on.contains(&account) {
+                    return;
+                }
+                self.login_account(account);
+                fault
+            }
+            Fault::Logout { account } => {
+                let Some(s) = self.open_session_of(account) else {
+                    return;
+                };
+                self.close_session(s, "logout");
+                self.gateway_event(Event::Gone { session: s });
+                fault
+            }
+            Fault::Warp {
+                account,
+                ref area,
+                instance,
+            } => {
+                let Some((session, node)) = self
+                    .players_in_game()
+                    .into_iter()
+                    .find(|(s, _)| self.clients.get(s).is_some_and(|c| c.account == account))
+                else {
+                    return;
+                };
+                self.warp(session, &node, area.clone(), instance);
+                fault
+            }
+            Fault::DropLink { node } => {
+                let Some(serial) = self.nodes.get(node).and_then(|n| n.link) else {
+                    return;
+                };
+                self.log(|| format!("link of node-{node} (serial {serial}) drops"));
+                self.cut(node, serial);
+                fault
+            }
+            Fault::Kill { node, back_ms } => {
+                if !self.nodes.get(node).is_some_and(|n| n.up) {
+                    return;
+                }
+                let back_ms = self.kill(node, back_ms);
+                Fault::Kill { node, back_ms }
+            }
+            Fault::Pause { node, ms } => {
+                if !self.nodes.get(node).is_some_and(|n| n.up && !n.paused) {
+                    return;
+                }
+                self.log(|| format!("node-{node} paused for {ms} ms"));
+                self.nodes[node].paused = true;
+                self.at(self.now + ms, Delivery::Resume { node });
+                fault
+            }
+            Fault::RestartGateway => {
+                self.restart_gateway();
+                fault
+            }
+        };
+        self.faults.push(Timed {
+            at: self.now,
+            fault,
+        });
     }
 
     /// Faults stop; every node comes back and reconnects; clients stay as they are.
@@ -514,17 +678,6 @@ impl Sim {
                 self.login_account(a);
             }
         }
-    }
-
-    fn login(&mut self) {
-        let free: Vec<u64> = (1..=self.opts.accounts as u64)
-            .filter(|a| !self.logged_on.contains(a))
-            .collect();
-        if free.is_empty() {
-            return;
-        }
-        let a = free[self.rng.gen_range(0..free.len())];
-        self.login_account(a);
     }
 
     fn login_account(&mut self, account: u64) {
@@ -565,14 +718,13 @@ impl Sim {
             .collect()
     }
 
-    fn logout(&mut self) {
-        let open = self.open_sessions();
-        if open.is_empty() {
-            return;
-        }
-        let s = open[self.rng.gen_range(0..open.len())];
-        self.close_session(s, "logout");
-        self.gateway_event(Event::Gone { session: s });
+    /// The connected session of `account`, if any.
+    fn open_session_of(&self, account: u64) -> Option<SessionId> {
+        self.clients
+            .iter()
+            .rev()
+            .find(|(_, c)| c.open && c.account == account)
+            .map(|(s, _)| *s)
     }
 
     fn close_session(&mut self, session: SessionId, why: &str) {
@@ -584,23 +736,19 @@ impl Sim {
         }
     }
 
-    fn warp(&mut self) {
-        let players: Vec<(SessionId, String)> = self
-            .control
+    /// The players in game, with their nodes.
+    fn players_in_game(&self) -> Vec<(SessionId, String)> {
+        self.control
             .players()
             .filter(|(.., w)| *w == Where::InGame)
             .filter_map(|(s, _, _, node, _)| node.map(|n| (s, n.to_owned())))
-            .collect();
-        if players.is_empty() {
-            return;
-        }
-        let (session, node) = players[self.rng.gen_range(0..players.len())].clone();
-        let areas = self.control.areas().to_vec();
-        let area = areas[self.rng.gen_range(0..areas.len())].clone();
-        let instance = if self.rng.gen_ratio(1, 4) { 1 } else { 0 };
+            .collect()
+    }
+
+    fn warp(&mut self, session: SessionId, node: &str, area: String, instance: u16) {
         self.log(|| format!("warp session {session} to {area} #{instance}"));
         // As `/warpother` does: the gateway asks the player's node.
-        if let Some(i) = self.node_index(&node)
+        if let Some(i) = self.node_index(node)
             && let Some(serial) = self.gateway_link(i)
         {
             self.post(
@@ -617,15 +765,6 @@ impl Sim {
         }
     }
 
-    fn drop_link(&mut self) {
-        let i = self.rng.gen_range(0..self.nodes.len());
-        let Some(serial) = self.nodes[i].link else {
-            return;
-        };
-        self.log(|| format!("link of node-{i} (serial {serial}) drops"));
-        self.cut(i, serial);
-    }
-
     /// A link closes: both ends learn it, the node reconnects.
     fn cut(&mut self, i: usize, serial: u64) {
         let d1 = self.rng.gen_range(1..50);
@@ -635,11 +774,9 @@ impl Sim {
         self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
     }
 
-    fn kill(&mut self) {
-        let i = self.rng.gen_range(0..self.nodes.len());
-        if !self.nodes[i].up {
-            return;
-        }
+    /// Kills node `i`; it starts again, empty, after `back_ms` (drawn when 0). Returns
+    /// that delay.
+    fn kill(&mut self, i: usize, back_ms: u64) -> u64 {
         self.log(|| format!("node-{i} killed"));
         self.check_progress_on_kill(i);
         let n = &mut self.nodes[i];
@@ -657,19 +794,13 @@ impl Sim {
             self.at(self.now + d, Delivery::LinkDown { node: i, serial });
             self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
         }
-        let back = self.rng.gen_range(500..6_000);
+        let back = if back_ms == 0 {
+            self.rng.gen_range(500..6_000)
+        } else {
+            back_ms
+        };
         self.at(self.now + back, Delivery::Restart { node: i });
-    }
-
-    fn pause(&mut self) {
-        let i = self.rng.gen_range(0..self.nodes.len());
-        if !self.nodes[i].up || self.nodes[i].paused {
-            return;
-        }
-        let how_long = self.rng.gen_range(500..7_000);
-        self.log(|| format!("node-{i} paused for {how_long} ms"));
-        self.nodes[i].paused = true;
-        self.at(self.now + how_long, Delivery::Resume { node: i });
+        back
     }
 
     fn restart_gateway(&mut self) {
@@ -932,9 +1063,16 @@ impl Sim {
                     account,
                     slot,
                     fence,
+                    transfer,
                 } => {
                     self.store.book.hand_out(account, slot, fence);
                     self.store.book.take_persist();
+                    if let Some(id) = transfer {
+                        // A transfer's copy handed out again: a new lineage.
+                        let l = self.lineage.entry(account).or_insert(0);
+                        *l += 1;
+                        self.gw_tags.insert(id, *l);
+                    }
                 }
                 Action::LoggedOff { account } => {
                     self.logged_on.remove(&account);
@@ -1137,7 +1275,10 @@ fn describe(m: &Msg) -> String {
             format!("AttachPlayer s{session} {key} g{generation}")
         }
         Msg::DetachPlayer { session } => format!("DetachPlayer s{session}"),
-        Msg::PlayerDetached { session } => format!("PlayerDetached s{session}"),
+        Msg::PlayerDetached { session, key } => match key {
+            Some(k) => format!("PlayerDetached s{session} {k}"),
+            None => format!("PlayerDetached s{session}"),
+        },
         Msg::PlayerMoved { session, key } => format!("PlayerMoved s{session} {key}"),
         Msg::WarpPlayer {
             session,
@@ -1179,3 +1320,6 @@ fn describe(m: &Msg) -> String {
 
 mod checks;
 mod node;
+mod shrink;
+
+use shrink::Fault;

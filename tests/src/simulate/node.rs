@@ -190,7 +190,12 @@ impl Sim {
     fn assign(&mut self, i: usize, key: InstanceKey, generation: u64) {
         let n = &mut self.nodes[i];
         if let Some(inst) = n.instances.get_mut(&key) {
-            if generation >= inst.generation {
+            if inst.stopping {
+                // A new instance once this one has stopped.
+                if generation > inst.generation {
+                    inst.then = Some(generation);
+                }
+            } else if generation >= inst.generation {
                 inst.generation = generation;
             }
             return;
@@ -213,6 +218,7 @@ impl Sim {
                 inbox: Vec::new(),
                 stopping: false,
                 stop_ticks: 0,
+                then: None,
             },
         );
         self.node_send(i, Msg::InstanceReady { key, generation }, Vec::new());
@@ -320,10 +326,16 @@ impl Sim {
             let inputs = std::mem::take(&mut inst.inbox);
             let out = inst.sim.tick(now, inputs);
             let outputs: Vec<ZoneOutput> = out.outputs.clone();
-            let players = out.stats.counters.players;
             for o in outputs {
                 self.zone_output(i, &key, o);
             }
+            // As the actor counts its players: every session it hosts, a frozen one (a
+            // transfer out in flight) included.
+            let players = self.nodes[i]
+                .sessions
+                .values()
+                .filter(|k| **k == key)
+                .count();
             let Some(inst) = self.nodes[i].instances.get_mut(&key) else {
                 continue;
             };
@@ -331,6 +343,7 @@ impl Sim {
                 inst.stop_ticks += 1;
                 if players == 0 || inst.stop_ticks > STOP_TICKS {
                     let generation = inst.generation;
+                    let then = inst.then;
                     let n = &mut self.nodes[i];
                     n.instances.remove(&key);
                     n.sessions.retain(|_, k| *k != key);
@@ -344,6 +357,9 @@ impl Sim {
                     );
                     let fx = self.nodes[i].table.instance_stopped(&key);
                     self.effects(i, fx);
+                    if let Some(g) = then {
+                        self.assign(i, key.clone(), g);
+                    }
                 } else {
                     let sessions: Vec<u64> = self.nodes[i]
                         .sessions
@@ -466,15 +482,43 @@ impl Sim {
                 let n = &mut self.nodes[i];
                 if n.sessions.get(&player.0) == Some(key) {
                     n.sessions.remove(&player.0);
-                    self.node_send(i, Msg::PlayerDetached { session: player.0 }, Vec::new());
+                    let key = Some(key.clone());
+                    self.node_send(
+                        i,
+                        Msg::PlayerDetached {
+                            session: player.0,
+                            key,
+                        },
+                        Vec::new(),
+                    );
                 }
             }
             ZoneOutput::PlayerRemoved { player } => {
                 let n = &mut self.nodes[i];
-                n.copies.remove(&(key.clone(), player.0));
+                // The copy's lineage goes with it, unless another copy of the session is
+                // prepared in the same instance (a recovery into the instance its old copy
+                // is being detached from): that one keeps its own.
+                let prepared_here = n.instances.get(key).is_some_and(|inst| {
+                    inst.sim
+                        .state()
+                        .prepared
+                        .values()
+                        .any(|p| p.player == Some(player))
+                });
+                if !prepared_here {
+                    n.copies.remove(&(key.clone(), player.0));
+                }
                 if n.sessions.get(&player.0) == Some(key) {
                     n.sessions.remove(&player.0);
-                    self.node_send(i, Msg::PlayerDetached { session: player.0 }, Vec::new());
+                    let key = Some(key.clone());
+                    self.node_send(
+                        i,
+                        Msg::PlayerDetached {
+                            session: player.0,
+                            key,
+                        },
+                        Vec::new(),
+                    );
                 }
             }
             ZoneOutput::AckTransfer { transfer_id } => {

@@ -254,6 +254,11 @@ pub struct InstanceHandle {
     pub inbox: Arc<Inbox>,
     /// Its actor.
     pub addr: Addr<ZoneActor>,
+    /// Asked to stop: it saves its players and goes ([`Registry::stop`]).
+    pub stopping: bool,
+    /// A newer generation assigned while it was stopping: a fresh instance, started once
+    /// this one has stopped (with the ground items of the assignment).
+    pub then: Option<(Generation, Vec<GroundItemDto>)>,
 }
 
 /// How long a zone's script waits for the script store before it is answered with an
@@ -593,7 +598,8 @@ impl Registry {
     }
 
     /// Create an instance (idempotent for the same generation; a newer generation of a
-    /// running instance just adopts the new number).
+    /// running instance just adopts the new number; one that is stopping is started
+    /// afresh once it has stopped).
     pub fn assign(
         self: &Arc<Self>,
         key: InstanceKey,
@@ -623,6 +629,17 @@ impl Registry {
             return Err(RegistryError::Draining);
         }
         if let Some(mut h) = self.instances.get_mut(&key) {
+            if h.stopping {
+                // The copy being stopped keeps its number (its `InstanceStopped` names
+                // it, and its players' saves are its own): the new generation is a new
+                // instance, once it is gone.
+                if generation > h.generation {
+                    tracing::info!(node = %self.cfg.node_id, instance = %key, generation,
+                        stopping = h.generation, "assigned while stopping: starts once stopped");
+                    h.then = Some((generation, ground));
+                }
+                return Ok(());
+            }
             if generation < h.generation {
                 return Err(RegistryError::StaleGeneration {
                     key,
@@ -688,6 +705,8 @@ impl Registry {
                 generation,
                 inbox,
                 addr,
+                stopping: false,
+                then: None,
             },
         );
         drop(globals);
@@ -718,8 +737,9 @@ impl Registry {
 
     /// Save the instance's players and stop it (fenced by generation).
     pub fn stop(&self, key: &InstanceKey, generation: Generation) -> Result<(), RegistryError> {
-        let h = self
-            .instance(key)
+        let mut h = self
+            .instances
+            .get_mut(key)
             .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
         if generation < h.generation {
             return Err(RegistryError::StaleGeneration {
@@ -728,12 +748,13 @@ impl Registry {
                 got: generation,
             });
         }
+        h.stopping = true;
         h.addr.do_send(zone::Stop);
         Ok(())
     }
 
     /// Called by an actor once it has flushed its players and stopped.
-    pub(crate) fn stopped(&self, key: &InstanceKey, inbox: &Arc<Inbox>) {
+    pub(crate) fn stopped(self: &Arc<Self>, key: &InstanceKey, inbox: &Arc<Inbox>) {
         // Only this actor's entry (matched by its inbox), whatever generation it adopted.
         // The message is queued before the entry goes, so a drain that sees no instance
         // left finds it in the outbound queue.
@@ -745,12 +766,21 @@ impl Registry {
             key: key.clone(),
             generation,
         });
-        self.instances
-            .remove_if(key, |_, h| Arc::ptr_eq(&h.inbox, inbox));
+        let then = self
+            .instances
+            .remove_if(key, |_, h| Arc::ptr_eq(&h.inbox, inbox))
+            .and_then(|(_, h)| h.then);
         self.stats.remove(key);
         // Handoffs into or out of it that were still open end with it.
         let effects = self.lock_transfers().instance_stopped(key);
         self.apply(effects);
+        // A newer generation assigned meanwhile starts now.
+        if let Some((generation, ground)) = then
+            && let Err(e) = self.assign_with_ground(key.clone(), generation, ground)
+        {
+            tracing::warn!(node = %self.cfg.node_id, instance = %key, generation, error = %e,
+                "the generation assigned while stopping could not start");
+        }
     }
 
     /// A player enters the game in a local instance.
@@ -814,7 +844,10 @@ impl Registry {
     pub(crate) fn player_removed(&self, key: &InstanceKey, session: SessionId) {
         if self.sessions.remove_if(&session, |_, k| k == key).is_some() {
             self.warps.remove(&session);
-            self.send(Msg::PlayerDetached { session });
+            self.send(Msg::PlayerDetached {
+                session,
+                key: Some(key.clone()),
+            });
         }
     }
 
