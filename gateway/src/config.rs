@@ -115,8 +115,10 @@ impl Default for GatewayConfig {
             idle_timeout_ms: 30_000,
             handshake_timeout_ms: 10_000,
             max_frame_len: 8_192,
-            heartbeat_ms: 1_000,
-            node_timeout_ms: 3_000,
+            // Three missed heartbeats give a node up: a lost node's players are back in
+            // about 1.6 s (docs/benchmarks.md); raise both on a network that stalls.
+            heartbeat_ms: 500,
+            node_timeout_ms: 1_500,
             checkpoint_ms: 30_000,
             broadcast_ms: 200,
             shutdown_timeout_ms: 10_000,

@@ -885,15 +885,22 @@ impl Registry {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
+        let mut kick = false;
         let (_, bad) = decode::reliable_actions(frames, |action| {
-            q.push(ZoneInput::Player {
+            let input = ZoneInput::Player {
                 player: PlayerKey(session),
                 action,
-            });
+            };
+            kick |= crate::sim::ingest::is_handoff(&input);
+            q.push(input);
         });
         drop(q);
         for _ in 0..bad {
             Metrics::inc(&self.metrics.bad_client_input);
+        }
+        if kick {
+            // A `/warp`: its handoff starts now, not at the next tick.
+            h.addr.do_send(zone::Kick);
         }
         Ok(())
     }

@@ -26,7 +26,8 @@ use shared::metrics_text::Histogram;
 use super::schedule::FixedStep;
 use super::{Inbox, Metrics, Registry, convert};
 use crate::sim::events::{
-    ActorState, Arrival, PlayerKey, Rejection, TickOutput, TransferId, ZoneInput, ZoneOutput,
+    ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TickOutput, TransferId, ZoneInput,
+    ZoneOutput,
 };
 use crate::sim::{PhaseClock, ZoneConfig, ZoneContent, ZoneSim};
 
@@ -340,9 +341,10 @@ impl ZoneActor {
             self.resolve_held(&mut batch);
         }
         // The handoff messages go now, ahead of the players' queued inputs (those of a
-        // player being handed off are ignored either way); the rest keep their order.
-        let (handoff, later): (Vec<ZoneInput>, Vec<ZoneInput>) =
-            batch.into_iter().partition(crate::sim::ingest::is_handoff);
+        // player being handed off are ignored either way); the rest keep their order. A
+        // player's own request (a `/warp`, the area acknowledgement) goes now only if none
+        // of that player's reliable inputs is queued before it: those keep their order.
+        let (handoff, later) = take_handoff(batch);
         let batch = handoff;
         self.requeue_front(later);
         if batch.is_empty() {
@@ -778,6 +780,38 @@ impl Handler<Stop> for ZoneActor {
 #[rtype(result = "()")]
 pub struct Kick;
 
+/// Splits an inbox into what `ZoneSim::handoff` applies now and what waits for the tick,
+/// each in its order. A player's input is taken only while none of that player's reliable
+/// inputs (its stream frames) has been left for the tick. Its movement updates come as
+/// datagrams, which the network never ordered against the stream: a `/warp` may pass them.
+fn take_handoff(batch: Vec<ZoneInput>) -> (Vec<ZoneInput>, Vec<ZoneInput>) {
+    let mut now = Vec::new();
+    let mut later = Vec::new();
+    let mut waiting: Vec<PlayerKey> = Vec::new();
+    for input in batch {
+        let player = match &input {
+            ZoneInput::Player {
+                action: PlayerAction::StandardUpdate(_),
+                ..
+            } => None,
+            ZoneInput::Player { player, .. } => Some(*player),
+            _ => None,
+        };
+        let blocked = player.is_some_and(|p| waiting.contains(&p));
+        if crate::sim::ingest::is_handoff(&input) && !blocked {
+            now.push(input);
+        } else {
+            if let Some(p) = player
+                && !waiting.contains(&p)
+            {
+                waiting.push(p);
+            }
+            later.push(input);
+        }
+    }
+    (now, later)
+}
+
 impl Handler<Kick> for ZoneActor {
     type Result = ();
 
@@ -791,5 +825,73 @@ impl Handler<InjectPanic> for ZoneActor {
 
     fn handle(&mut self, _: InjectPanic, _ctx: &mut Self::Context) {
         self.panic_next = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn player(p: u64, action: PlayerAction) -> ZoneInput {
+        ZoneInput::Player {
+            player: PlayerKey(p),
+            action,
+        }
+    }
+
+    fn warp(p: u64) -> ZoneInput {
+        player(
+            p,
+            PlayerAction::Warp {
+                area: "Meadow".into(),
+                instance: 0,
+            },
+        )
+    }
+
+    #[test]
+    fn a_warp_goes_now_unless_its_player_has_reliable_input_waiting_before_it() {
+        let chat = |p| player(p, PlayerAction::Chat { text: "hi".into() });
+        let moved = |p| {
+            player(
+                p,
+                PlayerAction::StandardUpdate(crate::sim::events::StandardUpdateIn {
+                    dest_x: 0.0,
+                    dest_z: 0.0,
+                    y: 0.0,
+                    x: 0.0,
+                    z: 0.0,
+                    is_running: false,
+                    walking_backward: false,
+                }),
+            )
+        };
+        let batch = vec![
+            chat(1),
+            warp(1),
+            moved(3),
+            player(2, PlayerAction::AreaAck),
+            warp(2),
+            warp(3),
+            ZoneInput::TransferAbort {
+                transfer_id: TransferId(4),
+            },
+        ];
+        let (now, later) = take_handoff(batch);
+        // Player 1's warp waits behind its chat; player 2's acknowledgement and warp go
+        // now in their order, as do player 3's warp and the handoff message.
+        assert_eq!(
+            now,
+            vec![
+                player(2, PlayerAction::AreaAck),
+                warp(2),
+                warp(3),
+                ZoneInput::TransferAbort {
+                    transfer_id: TransferId(4),
+                },
+            ]
+        );
+        // A movement datagram does not hold its player's warp back.
+        assert_eq!(later, vec![chat(1), warp(1), moved(3)]);
     }
 }

@@ -98,8 +98,10 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
     }
 }
 
-/// Whether an input is a handoff message ([`super::ZoneSim::handoff`] applies those
-/// between ticks).
+/// Whether an input is a handoff message, a request that starts one (a DM's `/warp`, an
+/// operator's `/warpother`) or the client's acknowledgement that ends one
+/// ([`super::ZoneSim::handoff`] applies those between ticks, so a SetArea does not wait for
+/// the next tick: Realm Crafter's server ran a `/warp` as its packet arrived).
 pub fn is_handoff(input: &ZoneInput) -> bool {
     matches!(
         input,
@@ -108,6 +110,11 @@ pub fn is_handoff(input: &ZoneInput) -> bool {
             | ZoneInput::TransferNack { .. }
             | ZoneInput::TransferCommit { .. }
             | ZoneInput::TransferAbort { .. }
+            | ZoneInput::Warp { .. }
+            | ZoneInput::Player {
+                action: PlayerAction::Warp { .. } | PlayerAction::AreaAck,
+                ..
+            }
     )
 }
 
