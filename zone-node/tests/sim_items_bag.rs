@@ -721,7 +721,7 @@ fn the_demo_world_gives_a_kit_and_equip_change_adds_bonuses() {
     h.act(p, swap(rid, 40, 3, 0));
     h.run_ticks(3);
     assert_eq!(h.actor(pid).attr[tough], base.0 + 3);
-    let hooks = h.sim.state().hooks.clone();
+    let hooks = zone_node::sim::scripts::hooks(h.sim.state());
     hooks.on_login(h.sim.state_mut(), pid);
     h.run_ticks(3);
     assert_eq!(

@@ -325,7 +325,7 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
                 a.last_attack_ms = Some(now);
             }
             note_attacked(st, a2, now);
-            let hooks = st.hooks.clone();
+            let hooks = crate::sim::scripts::hooks(st);
             hooks.on_attack(st, a1, a2);
             return true;
         }
@@ -356,7 +356,7 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
     provoke(st, a2, a1);
     if formula == 4 || formula == 0 || formula > 4 {
         // Formula 4: the Attack script decides everything (no engine damage or packets).
-        let hooks = st.hooks.clone();
+        let hooks = crate::sim::scripts::hooks(st);
         hooks.on_attack(st, a1, a2);
         return true;
     }

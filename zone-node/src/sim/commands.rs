@@ -125,7 +125,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             super::clock::command(st, actor, word);
         }
         _ => {
-            let hooks = st.hooks.clone();
+            let hooks = crate::sim::scripts::hooks(st);
             if !hooks.on_command(st, actor, word, params) {
                 packets::send_chat(st, actor, CHAT_RED, "Unknown command");
             }

@@ -78,7 +78,7 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
     // 3. WaitKill scripts waiting for this killer and template.
     let vtemplate = st.get(victim).map_or(0, |a| a.template);
     super::runtime::on_kill(st, vtemplate, killer);
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     if is_player {
         // 4. Player: dead until the Death hook restores it; NPCs drop it. A trade ends.
         super::items::trade::cancel_for(st, victim);
@@ -160,7 +160,7 @@ fn give_xp_depth(st: &mut ZoneState, actor: ActorId, xp: u32, ignore_party: bool
     a.xp = a.xp.saturating_add(own);
     // 4. Players: LevelUp hook and "M".
     if a.is_player() {
-        let hooks = st.hooks.clone();
+        let hooks = crate::sim::scripts::hooks(st);
         hooks.on_xp(st, actor);
         st.send_packet(actor, &XpUpdate::Gained { amount: own });
     }

@@ -141,7 +141,7 @@ impl ZoneSim {
         hooks: Arc<dyn scripts::ScriptHooks>,
     ) -> Self {
         Self {
-            st: ZoneState::new(cfg, content, hooks),
+            st: ZoneState::new(cfg, content, state::Hooks::new(hooks)),
             out: TickOutput::default(),
             bcast: broadcast::Scratch::default(),
             first_tick: true,

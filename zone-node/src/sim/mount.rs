@@ -51,7 +51,7 @@ pub(crate) fn right_click(st: &mut ZoneState, clicker: ActorId, target: RuntimeI
     };
     // `WaitSpeak`s this click satisfies.
     super::runtime::on_right_click(st, clicker, t);
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     if hooks.on_right_click(st, clicker, t) {
         return;
     }
@@ -88,7 +88,7 @@ pub fn mount(st: &mut ZoneState, rider: ActorId, mount: ActorId) {
         m.dest_z = r.dest_z;
     }
     st.grid_update(mount.idx);
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     hooks.on_mount(st, rider, mount);
 }
 
@@ -116,6 +116,6 @@ pub(crate) fn dismount(st: &mut ZoneState, rider: ActorId) {
             };
         }
     }
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     hooks.on_dismount(st, rider, Some(m));
 }

@@ -59,7 +59,7 @@ pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<Strin
     forget(st, actor);
     let Some(leader) = members.first().cloned() else {
         if let Some(pid) = before {
-            let hooks = st.hooks.clone();
+            let hooks = crate::sim::scripts::hooks(st);
             hooks.on_party_leave(st, actor, pid);
         }
         return;
@@ -82,7 +82,7 @@ pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<Strin
         a.party = Some(pid);
     }
     if before.is_none() {
-        let hooks = st.hooks.clone();
+        let hooks = crate::sim::scripts::hooks(st);
         hooks.on_party_join(st, actor, pid);
     }
 }

@@ -93,7 +93,7 @@ fn triggers(st: &mut ZoneState, id: ActorId) {
         a.last_trigger = now_in;
     }
     if let Some(t) = now_in {
-        let hooks = st.hooks.clone();
+        let hooks = crate::sim::scripts::hooks(st);
         hooks.on_trigger(st, id, t);
     }
 }

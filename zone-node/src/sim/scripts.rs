@@ -27,9 +27,20 @@
 //! | item used / spell cast | `<Script>.<Method>` ([`item_script`], [`spell_script`]) | user | target | (spell level) |
 //! | P_Examine / P_Trade | `Default.Examine` / `Default.Trade` ([`examine`], [`trade`]) | player | target | |
 
+use std::sync::Arc;
+
 use super::runtime;
 use super::state::{ActorId, Scheduled, ZoneState};
 use super::stats;
+
+/// The zone's script hooks (installed by `ZoneSim::new` or `ZoneSim::with_hooks`; the
+/// default ones for a state made without them).
+pub fn hooks(st: &ZoneState) -> Arc<dyn ScriptHooks> {
+    st.hooks
+        .get::<Arc<dyn ScriptHooks>>()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(DefaultHooks))
+}
 
 /// Script entry points. Every method has the default project's behaviour.
 pub trait ScriptHooks: Send + Sync {
@@ -366,7 +377,7 @@ pub(crate) fn run_scheduled(st: &mut ZoneState) {
     let all = std::mem::take(&mut st.scheduled);
     let (due, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(t, _)| *t <= now);
     st.scheduled = keep;
-    let hooks = st.hooks.clone();
+    let hooks = hooks(st);
     for (_, what) in due {
         match what {
             Scheduled::DeathRespawn { actor } => hooks.on_death_timer(st, actor),

@@ -288,7 +288,7 @@ pub(crate) fn join(
             super::spells::on_login(st, id);
             start_sequence(st, id, rid, &state);
             // Rules: `Login.Main`, then the area's Entry script.
-            let hooks = st.hooks.clone();
+            let hooks = crate::sim::scripts::hooks(st);
             hooks.on_login(st, id);
             hooks.on_area_entry(st, id);
         }
@@ -379,7 +379,7 @@ pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterS
     // A trade never outlives its trader here: the partner's window closes.
     super::items::trade::cancel_for(st, id);
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     hooks.on_logout(st, id);
     // Its scripts: persistent ones are saved with it (paused), the others end.
     super::runtime::player_logout(st, id);
@@ -555,7 +555,7 @@ pub(crate) fn transfer_out(
         // Leaving the instance ends a trade (the partner's window closes).
         super::items::trade::cancel_for(st, id);
         // Rules: the old area's Exit script, before the state is taken.
-        let hooks = st.hooks.clone();
+        let hooks = crate::sim::scripts::hooks(st);
         hooks.on_area_exit(st, id);
         // Script windows do not travel: close them and answer their questions as lost.
         super::dialogs::close_for_departure(st, id);
@@ -804,7 +804,7 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
                         st.awaiting_area_ack.push(id);
                     }
                     // Rules: the new area's Entry script.
-                    let hooks = st.hooks.clone();
+                    let hooks = crate::sim::scripts::hooks(st);
                     hooks.on_area_entry(st, id);
                     if let Some(state) = player_state(st, id) {
                         let snapshot = CharacterSnapshot {

@@ -104,7 +104,7 @@ fn spawn_one(st: &mut ZoneState, i: usize) {
         a.script.clone_from(&sp.actor_script);
         a.death_script.clone_from(&sp.death_script);
     }
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     hooks.on_spawn(st, id, slot);
 }
 

@@ -29,7 +29,6 @@ use super::events::{
 use super::grid::Grid;
 use super::instances::{Handle, Scripts};
 use super::rng::SimRng;
-use super::scripts::ScriptHooks;
 
 pub use super::grid::NIL;
 
@@ -1044,14 +1043,40 @@ struct Slot {
     actor: Option<Actor>,
 }
 
+/// Something the rules above this layer keep in the state without this layer naming its
+/// type: the zone's script hooks (`scripts::ScriptHooks`, read by `scripts::hooks`). So the
+/// data layer imports nothing above it, and the hooks' default bodies, which run the rules,
+/// stay with the rules.
+#[derive(Clone)]
+pub struct Hooks(Arc<dyn std::any::Any + Send + Sync>);
+
+impl Hooks {
+    /// Holds `value`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hooks")
+    }
+}
+
 /// The whole mutable state of one AreaInstance. Phase functions take `&mut ZoneState`.
 pub struct ZoneState {
     /// Configuration.
     pub cfg: ZoneConfig,
     /// Content.
     pub content: Arc<ZoneContent>,
-    /// Script hooks.
-    pub hooks: Arc<dyn ScriptHooks>,
+    /// The script entry points (`scripts::ScriptHooks`), opaque at this layer: the rules
+    /// read them through `scripts::hooks`.
+    pub hooks: Hooks,
     /// The RNG.
     pub rng: SimRng,
     /// `now` of the current tick (ms).
@@ -1181,7 +1206,7 @@ impl ZoneState {
     }
 
     /// An empty instance.
-    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, hooks: Arc<dyn ScriptHooks>) -> Self {
+    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, hooks: Hooks) -> Self {
         let grid = Grid::for_area(&content.area, cfg.grid_cell);
         let n_spawns = content.area.spawns.len();
         let rng = SimRng::new(cfg.seed);

@@ -41,7 +41,7 @@ pub(crate) fn visit(st: &mut ZoneState) {
         return;
     }
     let link = st.content.area.weather_link.clone();
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     let linked = if link.is_empty() {
         None
     } else {

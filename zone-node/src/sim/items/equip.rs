@@ -21,7 +21,7 @@ pub fn equipment_changed(st: &mut ZoneState, id: ActorId) {
     if st.get(id).is_none() {
         return;
     }
-    let hooks = st.hooks.clone();
+    let hooks = crate::sim::scripts::hooks(st);
     hooks.on_equip_change(st, id);
     if let Some(p) = equipment_packet(st, id) {
         st.send_packet_zone(&p, Some(id));
