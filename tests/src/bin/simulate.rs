@@ -4,14 +4,17 @@
 //! that schedule's trace, and exit 1 (docs/testing.md).
 //!
 //! `cargo run --release -p cluster-tests --bin simulate -- --seeds N [--first-seed S]
-//! [--trace] [--each] [--no-shrink]` (`--each`: one line per failing seed on stderr);
+//! [--trace] [--each] [--no-shrink] [--jobs N]` (`--each`: one line per failing seed on
+//! stderr; `--jobs`: threads, one schedule each at a time, default one per core);
 //! `--replay FILE` runs one schedule (the `schedule` object of a failure's line).
 
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use cluster_tests::simulate::{self, Options, Schedule};
+use cluster_tests::simulate::{self, Options, Report, Schedule};
 
 struct Args {
     seeds: u64,
@@ -20,6 +23,7 @@ struct Args {
     each: bool,
     shrink: bool,
     replay: Option<String>,
+    jobs: usize,
     opts: Options,
 }
 
@@ -31,6 +35,7 @@ fn parse() -> anyhow::Result<Args> {
         each: false,
         shrink: true,
         replay: None,
+        jobs: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         opts: Options::default(),
     };
     let mut it = std::env::args().skip(1);
@@ -50,11 +55,12 @@ fn parse() -> anyhow::Result<Args> {
             "--trace" => a.trace = true,
             "--each" => a.each = true,
             "--no-shrink" => a.shrink = false,
+            "--jobs" => a.jobs = usize::try_from(value("--jobs")?.max(1))?,
             "--replay" => a.replay = Some(it.next().context("--replay needs a file")?),
             "-h" | "--help" => {
                 println!(
                     "usage: simulate [--seeds N] [--first-seed S] [--nodes N] [--accounts N] \
-                     [--chaos-ms MS] [--heal-ms MS] [--trace] [--each] [--no-shrink] \
+                     [--chaos-ms MS] [--heal-ms MS] [--trace] [--each] [--no-shrink] [--jobs N] \
                      [--replay SCHEDULE.json]"
                 );
                 std::process::exit(0);
@@ -100,34 +106,95 @@ fn replay(path: &str, opts: &Options) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What the schedules added up to; the failure of the smallest failing seed.
+#[derive(Default)]
+struct Totals {
+    steps: u64,
+    handoffs: u64,
+    recoveries: u64,
+    violations: u64,
+    first_failure: Option<Report>,
+}
+
+impl Totals {
+    fn add(&mut self, r: Report) {
+        self.steps += r.steps;
+        self.handoffs += r.handoffs;
+        self.recoveries += r.recoveries;
+        if r.violation.is_some() {
+            self.violations += 1;
+            if self.first_failure.as_ref().is_none_or(|f| r.seed < f.seed) {
+                self.first_failure = Some(r);
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.steps += other.steps;
+        self.handoffs += other.handoffs;
+        self.recoveries += other.recoveries;
+        self.violations += other.violations;
+        if let Some(f) = other.first_failure
+            && self
+                .first_failure
+                .as_ref()
+                .is_none_or(|mine| f.seed < mine.seed)
+        {
+            self.first_failure = Some(f);
+        }
+    }
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     let args = parse()?;
     if let Some(path) = &args.replay {
         return replay(path, &args.opts);
     }
     let started = Instant::now();
-    let (mut steps, mut handoffs, mut recoveries, mut violations) = (0u64, 0u64, 0u64, 0u64);
-    let mut first_failure = None;
-    for seed in args.first..args.first.saturating_add(args.seeds) {
-        let r = simulate::run(seed, &args.opts);
-        steps += r.steps;
-        handoffs += r.handoffs;
-        recoveries += r.recoveries;
-        if args.trace {
-            for line in &r.trace {
-                eprintln!("{line}");
-            }
+    // Seeds are handed out one at a time to `jobs` threads; each schedule is still one
+    // deterministic run on one thread, so the outcome does not depend on `jobs`.
+    let end = args.first.saturating_add(args.seeds);
+    let next = AtomicU64::new(args.first);
+    let totals = Mutex::new(Totals::default());
+    let jobs = if args.trace { 1 } else { args.jobs.max(1) };
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let mut mine = Totals::default();
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    let r = simulate::run(seed, &args.opts);
+                    if args.trace {
+                        for line in &r.trace {
+                            eprintln!("{line}");
+                        }
+                    }
+                    if let Some(v) = &r.violation
+                        && args.each
+                    {
+                        eprintln!("seed {}: at {} ms: {}", r.seed, v.at_ms, v.what);
+                    }
+                    mine.add(r);
+                }
+                let mut t = totals
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                t.merge(mine);
+            });
         }
-        if let Some(v) = &r.violation {
-            violations += 1;
-            if args.each {
-                eprintln!("seed {}: at {} ms: {}", r.seed, v.at_ms, v.what);
-            }
-            if first_failure.is_none() {
-                first_failure = Some(r);
-            }
-        }
-    }
+    });
+    let Totals {
+        steps,
+        handoffs,
+        recoveries,
+        violations,
+        first_failure,
+    } = totals
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut line = serde_json::json!({
         "schedules": args.seeds,
         "first_seed": args.first,
