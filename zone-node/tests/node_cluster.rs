@@ -267,13 +267,7 @@ fn update(x: f32, z: f32) -> Bytes {
 }
 
 async fn assign(gw: &mut GwConn, area: &str, generation: u64) {
-    gw.send(Msg::AssignInstance {
-        key: key(area),
-        generation,
-        ground: Vec::new(),
-        clock_epoch_ms: 0,
-    })
-    .await;
+    assign_only(gw, area, generation).await;
     gw.until(|m| match m {
         Msg::InstanceReady { key: k, .. } if *k == key(area) => Some(()),
         Msg::Error { reason, .. } => panic!("assign failed: {reason}"),
@@ -289,6 +283,26 @@ async fn assign_only(gw: &mut GwConn, area: &str, generation: u64) {
         generation,
         ground: Vec::new(),
         clock_epoch_ms: 0,
+    })
+    .await;
+}
+
+/// `AttachPlayer` into Meadow at `generation`, then wait until the node hosts one player.
+async fn attach_at(gw: &mut GwConn, session: u64, name: &str, generation: u64) {
+    gw.send(Msg::AttachPlayer {
+        session,
+        key: key("Meadow"),
+        generation,
+        rid: u16::try_from(session).unwrap(),
+        is_dm: false,
+        state: character(name),
+        arrival: ArrivalDto::PortalNamed("Begin".into()),
+    })
+    .await;
+    gw.until(|m| match m {
+        Msg::Heartbeat { players: 1, .. } => Some(()),
+        Msg::Error { reason, .. } => panic!("{reason}"),
+        _ => None,
     })
     .await;
 }
@@ -548,22 +562,7 @@ async fn a_generation_assigned_while_the_instance_stops_starts_after_the_stop() 
     let node = start_node(gateway.addr());
     let mut gw = gateway.accept().await;
     assign(&mut gw, "Meadow", 5).await;
-    gw.send(Msg::AttachPlayer {
-        session: 7,
-        key: key("Meadow"),
-        generation: 5,
-        rid: 7,
-        is_dm: false,
-        state: character("Stale"),
-        arrival: ArrivalDto::PortalNamed("Begin".into()),
-    })
-    .await;
-    gw.until(|m| match m {
-        Msg::Heartbeat { players: 1, .. } => Some(()),
-        Msg::Error { reason, .. } => panic!("{reason}"),
-        _ => None,
-    })
-    .await;
+    attach_at(&mut gw, 7, "Stale", 5).await;
     gw.send(Msg::StopInstance {
         key: key("Meadow"),
         generation: 5,
@@ -601,22 +600,7 @@ async fn a_generation_assigned_while_the_instance_stops_starts_after_the_stop() 
     gw.until(|m| matches!(m, Msg::InstanceReady { generation: 9, .. }).then_some(()))
         .await;
     // The new instance takes players at its own number.
-    gw.send(Msg::AttachPlayer {
-        session: 8,
-        key: key("Meadow"),
-        generation: 9,
-        rid: 8,
-        is_dm: false,
-        state: character("Fresh"),
-        arrival: ArrivalDto::PortalNamed("Begin".into()),
-    })
-    .await;
-    gw.until(|m| match m {
-        Msg::Heartbeat { players: 1, .. } => Some(()),
-        Msg::Error { reason, .. } => panic!("{reason}"),
-        _ => None,
-    })
-    .await;
+    attach_at(&mut gw, 8, "Fresh", 9).await;
     node.drain();
     // The drain saves Fresh: acknowledged, so it ends clean.
     loop {

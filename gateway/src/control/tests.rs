@@ -226,6 +226,25 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// n2 acknowledges transfer `id` prepared: no node holds Ann any more, so the gateway
+    /// commits at once and routes her to n2.
+    fn prepared_on_n2_commits_at_once(&mut self, id: u64, generation: Generation) {
+        let a = self.msg(
+            "n2",
+            Msg::TransferAck {
+                transfer_id: id,
+                generation,
+            },
+        );
+        assert!(
+            sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
+            "{a:?}"
+        );
+        assert_eq!(self.c.node_of(1), Some("n2"));
+    }
+}
+
 fn running(k: InstanceKey, generation: Generation, sessions: Vec<SessionId>) -> RunningInstance {
     RunningInstance {
         key: k,
@@ -373,18 +392,7 @@ fn a_transfer_to_a_node_whose_link_closed_goes_again_after_it_drops_its_copy() {
         "{s:?}"
     );
     // Prepared again: the source already let go, so it commits at once.
-    let a = cl.msg(
-        "n2",
-        Msg::TransferAck {
-            transfer_id: id,
-            generation: g,
-        },
-    );
-    assert!(
-        sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
-        "{a:?}"
-    );
-    assert_eq!(cl.c.node_of(1), Some("n2"));
+    cl.prepared_on_n2_commits_at_once(id, g);
 }
 
 #[test]
@@ -445,18 +453,20 @@ fn heartbeat() -> Msg {
 #[test]
 fn a_stale_copy_leaving_its_node_does_not_detach_the_copy_placed_there() {
     let mut cl = Cluster::new();
-    let id = cl.prepared_handoff();
+    cl.prepared_handoff();
     cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
-    let _ = id;
     assert_eq!(cl.c.node_of(1), Some("n2"));
+    let left = |cl: &mut Cluster, instance| {
+        cl.msg(
+            "n2",
+            Msg::PlayerDetached {
+                session: 1,
+                key: Some(key("Meadow", instance)),
+            },
+        )
+    };
     // n2 also held an old copy in Meadow#0 (say); it leaves.
-    let a = cl.msg(
-        "n2",
-        Msg::PlayerDetached {
-            session: 1,
-            key: Some(key("Meadow", 0)),
-        },
-    );
+    let a = left(&mut cl, 0);
     assert!(
         !a.iter().any(|a| matches!(
             a,
@@ -466,13 +476,7 @@ fn a_stale_copy_leaving_its_node_does_not_detach_the_copy_placed_there() {
     );
     assert_eq!(cl.c.node_of(1), Some("n2"));
     // The copy placed in Meadow#1 leaving is acted on: she is put back.
-    let a = cl.msg(
-        "n2",
-        Msg::PlayerDetached {
-            session: 1,
-            key: Some(key("Meadow", 1)),
-        },
-    );
+    let a = left(&mut cl, 1);
     assert!(
         a.iter()
             .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
@@ -552,16 +556,5 @@ fn a_transfer_whose_source_is_given_up_is_handed_out_again_before_it_commits() {
     );
     // Prepared again: no node holds her, so it commits at once.
     let g = cl.gens[&("n2".to_owned(), key("Meadow", 1))];
-    let a = cl.msg(
-        "n2",
-        Msg::TransferAck {
-            transfer_id: id,
-            generation: g,
-        },
-    );
-    assert!(
-        sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
-        "{a:?}"
-    );
-    assert_eq!(cl.c.node_of(1), Some("n2"));
+    cl.prepared_on_n2_commits_at_once(id, g);
 }

@@ -479,19 +479,7 @@ impl Sim {
                 reason: Rejection::BadJoin,
             } => {
                 // As the zone actor: the node does not host it after all.
-                let n = &mut self.nodes[i];
-                if n.sessions.get(&player.0) == Some(key) {
-                    n.sessions.remove(&player.0);
-                    let key = Some(key.clone());
-                    self.node_send(
-                        i,
-                        Msg::PlayerDetached {
-                            session: player.0,
-                            key,
-                        },
-                        Vec::new(),
-                    );
-                }
+                self.detach_if_hosted(i, key, player.0);
             }
             ZoneOutput::PlayerRemoved { player } => {
                 let n = &mut self.nodes[i];
@@ -508,18 +496,7 @@ impl Sim {
                 if !prepared_here {
                     n.copies.remove(&(key.clone(), player.0));
                 }
-                if n.sessions.get(&player.0) == Some(key) {
-                    n.sessions.remove(&player.0);
-                    let key = Some(key.clone());
-                    self.node_send(
-                        i,
-                        Msg::PlayerDetached {
-                            session: player.0,
-                            key,
-                        },
-                        Vec::new(),
-                    );
-                }
+                self.detach_if_hosted(i, key, player.0);
             }
             ZoneOutput::AckTransfer { transfer_id } => {
                 let gens: Vec<(InstanceKey, u64)> = self.nodes[i]
@@ -554,6 +531,17 @@ impl Sim {
                 self.effects(i, fx);
             }
             _ => {}
+        }
+    }
+
+    /// `Registry::player_removed`: forget the session and tell the gateway, unless it has
+    /// moved to another instance meanwhile.
+    fn detach_if_hosted(&mut self, i: usize, key: &InstanceKey, session: u64) {
+        let n = &mut self.nodes[i];
+        if n.sessions.get(&session) == Some(key) {
+            n.sessions.remove(&session);
+            let key = Some(key.clone());
+            self.node_send(i, Msg::PlayerDetached { session, key }, Vec::new());
         }
     }
 
