@@ -465,6 +465,34 @@ impl Control {
         }
     }
 
+    /// The copy of `key` on `node` is being stopped (a newer generation of it won): a
+    /// transfer sent there, prepared or not, goes out again to where `key` is placed now.
+    /// The transfer carries the actor, so nothing is lost when the stopped copy drops its
+    /// prepared arrival, even after the source committed (found by the simulator, seed
+    /// 195,377: the player was lost).
+    pub(super) fn transfers_dest_withdrawn(
+        &mut self,
+        node: &str,
+        key: &InstanceKey,
+        chars: &dyn Characters,
+    ) {
+        let now = self.now;
+        let mut again = Vec::new();
+        for (id, t) in &mut self.transfers {
+            if t.forwarded_to.as_deref() != Some(node) || t.key() != *key {
+                continue;
+            }
+            t.forwarded_to = None;
+            t.old_dest = Some(node.to_owned());
+            t.prepared = false;
+            t.deadline = (now + ATTACH_TIMEOUT).min(t.started + MAX_HANDOFF);
+            again.push(*id);
+        }
+        for id in again {
+            self.forward_transfer(id, chars);
+        }
+    }
+
     /// A node was given up (it missed its heartbeats; it is fenced from now on): its
     /// copies are dead, so transfers from it are committed as soon as prepared (the
     /// transfer carries the actor), and transfers towards it are settled as on a link loss.

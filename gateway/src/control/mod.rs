@@ -1122,7 +1122,14 @@ impl Control {
         running: &[RunningInstance],
         chars: &dyn Characters,
     ) {
-        self.nodes.insert(node.clone(), serial);
+        let previous = self.nodes.insert(node.clone(), serial);
+        if previous.is_some_and(|s| s != serial) {
+            // It registers again before this gateway saw its old link close (a restart
+            // within moments): what was sent on that link is lost, so transfers sent to it
+            // go out again, as on a link loss (seed 9,069 of the simulator: a commit went
+            // to the restarted node for a prepared copy that had died with it).
+            self.transfers_link_lost(&node);
+        }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
         // A session is the node's to keep only while the gateway still has it there: one
         // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
@@ -1537,6 +1544,22 @@ impl Control {
                             self.recover(s, chars);
                         }
                     }
+                }
+                directory::Action::Stop {
+                    node,
+                    key,
+                    generation,
+                } => {
+                    let (n, k) = (node.clone(), key.clone());
+                    self.apply_placement(
+                        directory::Action::Stop {
+                            node,
+                            key,
+                            generation,
+                        },
+                        trace,
+                    );
+                    self.transfers_dest_withdrawn(&n, &k, chars);
                 }
                 other => self.apply_placement(other, trace),
             }

@@ -129,7 +129,14 @@ impl Sim {
         for (account, session, key) in self.current_copies(i) {
             let since = self.store.saved_at.get(&account).copied().unwrap_or(0);
             let lost = self.now.saturating_sub(since);
-            if lost > PERSIST_MS + FROZEN_MS + PROGRESS_SLACK_MS {
+            // Each handoff begun since the save may have frozen it for up to `FROZEN_MS`.
+            let frozen = self
+                .store
+                .frozen_at
+                .get(&account)
+                .map_or(0, |t| t.iter().filter(|at| **at >= since).count() as u64)
+                .max(1);
+            if lost > PERSIST_MS + FROZEN_MS * frozen + PROGRESS_SLACK_MS {
                 let v = self.violation(format!(
                     "progress: account {account}'s character (session {session}, {key} on {}) \
                      was last saved {lost} ms before its node was killed",

@@ -234,6 +234,9 @@ struct Instance {
 struct Store {
     book: AccountBook,
     saved_at: BTreeMap<u64, u64>,
+    /// When each character was frozen by a handoff out of its zone (a frozen character
+    /// makes no progress and is not checkpointed).
+    frozen_at: BTreeMap<u64, Vec<u64>>,
 }
 
 impl Characters for Store {
@@ -875,8 +878,11 @@ impl Sim {
                     return Ok(());
                 }
                 if n.paused {
-                    // Read when it resumes: put it back after the pause.
+                    // Read when it resumes: put it back after the pause, and keep the link's
+                    // order (what is sent meanwhile comes after it).
                     let at = self.now + 50;
+                    let tail = self.tails.entry((node, serial, Dir::ToNode)).or_insert(0);
+                    *tail = (*tail).max(at);
                     self.at(
                         at,
                         Delivery::Msg {

@@ -418,6 +418,14 @@ impl Sim {
         }
         match o {
             ZoneOutput::TransferOut(t) => {
+                if let Some(c) = t.player.and_then(|p| self.clients.get(&p.0)) {
+                    let account = c.account;
+                    self.store
+                        .frozen_at
+                        .entry(account)
+                        .or_default()
+                        .push(self.now);
+                }
                 let id = self.next_id(i);
                 let dest = InstanceKey {
                     area: t.area.clone(),
