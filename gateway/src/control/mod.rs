@@ -1539,8 +1539,17 @@ impl Control {
                         .filter(|(_, p)| p.key == key && p.node.as_deref() == Some(node.as_str()))
                         .map(|(s, _)| *s)
                         .collect();
+                    let connected = self.nodes.contains_key(&node);
                     for s in on_it {
                         if !self.in_transfer(s) {
+                            if connected {
+                                // The node lives on (its copy of the instance is being
+                                // stopped): the player may have moved inside it meanwhile
+                                // (its `PlayerMoved` on the way). That copy is detached,
+                                // so it does not linger there holding the session (its
+                                // save is fenced by the recovery's token; seed 397,769).
+                                self.send(&node, Msg::DetachPlayer { session: s }, Trace::Current);
+                            }
                             self.recover(s, chars);
                         }
                     }

@@ -558,3 +558,37 @@ fn a_transfer_whose_source_is_given_up_is_handed_out_again_before_it_commits() {
     let g = cl.gens[&("n2".to_owned(), key("Meadow", 1))];
     cl.prepared_on_n2_commits_at_once(id, g);
 }
+
+/// Simulator seed 397,769: a player is put back because a newer generation of its
+/// instance won, while its node is still connected; the node may hold a copy of it
+/// elsewhere (it moved inside the node meanwhile), which is detached so that it does not
+/// hold the session there.
+#[test]
+fn a_player_put_back_while_its_node_is_connected_is_detached_there() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, vec![running(key("Meadow", 0), 5, Vec::new())]);
+    cl.login(1, 1);
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+    // n2 comes back running a newer copy of Meadow#0: it wins, n1's is stopped.
+    let a = cl.up("n2", 2, vec![running(key("Meadow", 0), 9, Vec::new())]);
+    let s = sent(&a);
+    assert!(
+        s.contains(&(
+            "n1".into(),
+            Msg::StopInstance {
+                key: key("Meadow", 0),
+                generation: 5
+            }
+        )),
+        "{a:?}"
+    );
+    assert!(
+        s.contains(&("n1".into(), Msg::DetachPlayer { session: 1 })),
+        "{a:?}"
+    );
+    assert!(
+        a.iter()
+            .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
+        "{a:?}"
+    );
+}
