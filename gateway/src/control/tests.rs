@@ -205,13 +205,7 @@ impl Cluster {
             })
             .unwrap_or_else(|| panic!("not forwarded to n2: {a:?}"));
         let generation = self.gens[&("n2".to_owned(), key("Meadow", 1))];
-        let a = self.msg(
-            "n2",
-            Msg::TransferAck {
-                transfer_id: id,
-                generation,
-            },
-        );
+        let a = self.ack_on_n2(id, generation);
         assert!(
             sent(&a).contains(&(
                 "n1".into(),
@@ -227,16 +221,21 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// n2 acknowledges transfer `id` prepared: no node holds Ann any more, so the gateway
-    /// commits at once and routes her to n2.
-    fn prepared_on_n2_commits_at_once(&mut self, id: u64, generation: Generation) {
-        let a = self.msg(
+    /// n2 acknowledges transfer `id` prepared at `generation`.
+    fn ack_on_n2(&mut self, id: u64, generation: Generation) -> Vec<Action> {
+        self.msg(
             "n2",
             Msg::TransferAck {
                 transfer_id: id,
                 generation,
             },
-        );
+        )
+    }
+
+    /// n2 acknowledges transfer `id` prepared: no node holds Ann any more, so the gateway
+    /// commits at once and routes her to n2.
+    fn prepared_on_n2_commits_at_once(&mut self, id: u64, generation: Generation) {
+        let a = self.ack_on_n2(id, generation);
         assert!(
             sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
             "{a:?}"
