@@ -709,7 +709,9 @@ mod tests {
         let bytes = tracing::subscriber::with_default(sub, || {
             let sender = tracing::info_span!("handoff.source", node = "a");
             let _g = sender.enter();
-            let env = envelope_current(Msg::TransferCommit { transfer_id: 7 });
+            let env = envelope_current(Msg::TransferCommit {
+                transfer_id: shared::internal::TransferId::default(),
+            });
             assert!(env.trace.contains_key("traceparent"), "{:?}", env.trace);
             let mut bytes = Vec::new();
             shared::internal::codec::encode_frame(&env, &mut bytes).unwrap();

@@ -286,6 +286,55 @@ fn item_persistence_state_has_one_owner() {
     );
 }
 
+/// One transfer id end to end (`docs/handoff.md`, "One id, end to end"): ids are made only
+/// by `TransferMinter::mint`, and no hop renames a transfer (no `transfer_id = ...`
+/// rewrite, no map from someone else's id to its own).
+#[test]
+fn transfer_ids_are_minted_in_one_place_and_never_renamed() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["shared/src", "gateway/src", "zone-node/src", "tests/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let banned = [
+        "TransferId {",
+        "TransferId(",
+        ".transfer_id = ",
+        "remote_in",
+        "their_id",
+    ];
+    let mut offences = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap_or(f)
+            .display()
+            .to_string()
+            .replace('\\', "/");
+        if rel.ends_with("internal/transfer_id.rs") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                // Unit tests (at the end of a file) may write ids by hand.
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            for b in banned {
+                if code.contains(b) {
+                    offences.push(format!("{rel}:{}: {b}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "a transfer id made or renamed outside `TransferMinter::mint`:\n{}",
+        offences.join("\n")
+    );
+}
+
 /// Pure cores: no wall clock, no global RNG, no sockets, no actors.
 #[test]
 fn pure_cores_do_not_touch_the_clock_or_io() {

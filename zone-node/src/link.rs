@@ -899,9 +899,9 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             None
         }
         Msg::Transfer(t) => {
-            let their = t.transfer_id;
+            let id = t.transfer_id;
             reg.transfer_in(*t).err().map(|e| Msg::TransferNack {
-                transfer_id: their,
+                transfer_id: id,
                 reason: e.to_string(),
             })
         }
@@ -935,6 +935,10 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         }
         Msg::SuperGlobals { values } => {
             reg.set_superglobals(values);
+            None
+        }
+        Msg::TransferIds { block } => {
+            reg.set_transfer_block(block);
             None
         }
         Msg::SuperGlobal { slot, value } => {

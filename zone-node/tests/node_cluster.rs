@@ -12,7 +12,8 @@ use shared::internal::codec::{FrameDecoder, encode_frame};
 use shared::internal::handshake::{GatewayHandshake, Step};
 use shared::internal::{
     ALPN, ActorStateDto, ArrivalDto, EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode,
-    InstanceKey, Msg, PROTOCOL_VERSION, RefuseReason, SnapshotReasonDto, auth, datagram,
+    InstanceKey, Msg, PROTOCOL_VERSION, RefuseReason, SnapshotReasonDto, TransferId, auth,
+    datagram,
 };
 use shared::proto::StandardUpdateC2S;
 use zone_node::actor::Metrics;
@@ -856,16 +857,27 @@ async fn a_gateway_of_another_protocol_version_is_refused_with_a_clear_reason() 
     ));
 }
 
+/// An id another node's zone minted.
+fn from_another_node(serial: u32) -> TransferId {
+    TransferId {
+        block: 42,
+        minter: 3,
+        serial,
+    }
+}
+
 #[actix_rt::test]
 async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     let gateway = Gateway::new(SECRET);
     let node = start_node(gateway.addr());
     let mut gw = gateway.accept().await;
+    // This registration's id block: the zones created from now on mint in it.
+    gw.send(Msg::TransferIds { block: 5_000 }).await;
     assign(&mut gw, "Meadow", 1).await;
 
-    // In: another node sends Erin into Meadow; the node acknowledges with our id.
+    // In: another node sends Erin into Meadow; the node acknowledges under the same id.
     gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
-        transfer_id: 777,
+        transfer_id: from_another_node(777),
         generation: 1,
         session: Some(11),
         is_dm: false,
@@ -880,7 +892,8 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     .await;
     gw.until(|m| match m {
         Msg::TransferAck {
-            transfer_id: 777, ..
+            transfer_id: TransferId { serial: 777, .. },
+            ..
         } => Some(()),
         Msg::TransferNack { reason, .. } => panic!("refused: {reason}"),
         _ => None,
@@ -888,7 +901,10 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
     .await;
     // Prepared, not live: the node hosts Erin only once the source's commit arrives.
     assert_eq!(node.registry.session_instance(11), None);
-    gw.send(Msg::TransferCommit { transfer_id: 777 }).await;
+    gw.send(Msg::TransferCommit {
+        transfer_id: from_another_node(777),
+    })
+    .await;
     eventually(|| node.registry.session_instance(11) == Some(key("Meadow"))).await;
     let (snap, _) = gw
         .until(|m| match m {
@@ -905,7 +921,7 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
 
     // A transfer with a stale generation is refused (fencing).
     gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
-        transfer_id: 779,
+        transfer_id: from_another_node(779),
         generation: 0xdead,
         session: Some(13),
         is_dm: false,
@@ -919,7 +935,7 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
         matches!(
             m,
             Msg::TransferNack {
-                transfer_id: 779,
+                transfer_id: TransferId { serial: 779, .. },
                 ..
             }
         )
@@ -929,7 +945,7 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
 
     // A prepared transfer that is aborted never shows up.
     gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
-        transfer_id: 780,
+        transfer_id: from_another_node(780),
         generation: 1,
         session: Some(14),
         is_dm: false,
@@ -946,18 +962,21 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
         matches!(
             m,
             Msg::TransferAck {
-                transfer_id: 780,
+                transfer_id: TransferId { serial: 780, .. },
                 ..
             }
         )
         .then_some(())
     })
     .await;
-    gw.send(Msg::TransferAbort { transfer_id: 780 }).await;
+    gw.send(Msg::TransferAbort {
+        transfer_id: from_another_node(780),
+    })
+    .await;
 
     // Into an instance this node does not host: refused at once, never lost.
     gw.send(Msg::Transfer(Box::new(shared::internal::TransferDto {
-        transfer_id: 778,
+        transfer_id: from_another_node(778),
         generation: 1,
         session: Some(12),
         is_dm: false,
@@ -971,7 +990,7 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
         matches!(
             m,
             Msg::TransferNack {
-                transfer_id: 778,
+                transfer_id: TransferId { serial: 778, .. },
                 ..
             }
         )
@@ -1000,6 +1019,8 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
         })
         .await;
     assert_eq!((t.area.as_str(), t.session), ("Darkwood", Some(11)));
+    assert_eq!(t.transfer_id.block, 5_000, "minted in the gateway's block");
+    assert_ne!(t.transfer_id.minter, 0, "the gateway's own minter is 0");
     gw.send(Msg::TransferNack {
         transfer_id: t.transfer_id,
         reason: "no such node".into(),
@@ -1048,6 +1069,8 @@ async fn transfers_to_and_from_other_nodes_go_through_the_gateway() {
             _ => None,
         })
         .await;
+    assert_ne!(t2.transfer_id, t.transfer_id);
+    assert_eq!(t2.transfer_id.block, 5_000);
     gw.send(Msg::TransferAck {
         transfer_id: t2.transfer_id,
         generation: 1,

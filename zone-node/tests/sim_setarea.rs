@@ -2,10 +2,19 @@
 //! AreaInstances (freeze, ack, nack, timeout, duplicates, RID kept, companions carried).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp)]
 
-use zone_node::sim::events::{Arrival, PlayerAction, Rejection, TransferId, ZoneInput, ZoneOutput};
+use zone_node::sim::events::{Arrival, PlayerAction, Rejection, ZoneInput, ZoneOutput};
 use zone_node::sim::packets::*;
 use zone_node::sim::setarea::set_area;
 use zone_node::sim::testing::{SimHarness, templates};
+
+/// A transfer id as a source zone mints it.
+fn tx(serial: u32) -> zone_node::sim::TransferId {
+    zone_node::sim::TransferId {
+        block: 1,
+        minter: 1,
+        serial,
+    }
+}
 
 fn transfer_out(h: &SimHarness) -> Option<zone_node::sim::TransferOut> {
     h.outputs.iter().find_map(|o| match o {
@@ -141,31 +150,29 @@ fn a_prepared_arrival_is_invisible_until_committed_and_gone_when_aborted() {
     let visitor = zone_node::sim::PlayerKey(900);
     h.clear();
     h.push(ZoneInput::TransferIn {
-        transfer_id: TransferId(1),
+        transfer_id: tx(1),
         player: Some(visitor),
         is_dm: false,
         state: Box::new(state.clone()),
         arrival: Arrival::Saved,
     });
     h.tick();
-    assert!(h.outputs.iter().any(
-        |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == TransferId(1))
-    ));
+    assert!(
+        h.outputs
+            .iter()
+            .any(|o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == tx(1)))
+    );
     assert!(h.sim.state().by_player(visitor).is_none());
     assert!(h.reliable_of(obs, P_NEW_ACTOR).is_empty());
     assert!(h.reliable(visitor).is_empty());
     // Aborted: never seen by anyone.
     h.clear();
-    h.push(ZoneInput::TransferAbort {
-        transfer_id: TransferId(1),
-    });
+    h.push(ZoneInput::TransferAbort { transfer_id: tx(1) });
     h.run_ticks(10);
     assert!(h.sim.state().by_player(visitor).is_none());
     assert!(h.reliable_of(obs, P_NEW_ACTOR).is_empty());
     // A commit for it now is unknown.
-    h.push(ZoneInput::TransferCommit {
-        transfer_id: TransferId(1),
-    });
+    h.push(ZoneInput::TransferCommit { transfer_id: tx(1) });
     h.tick();
     assert_eq!(h.rejections(), vec![Rejection::UnknownTransfer]);
     assert!(h.sim.state().by_player(visitor).is_none());
@@ -173,7 +180,7 @@ fn a_prepared_arrival_is_invisible_until_committed_and_gone_when_aborted() {
     // Prepared and never decided: dropped after the prepare timeout (10 s).
     h.clear();
     h.push(ZoneInput::TransferIn {
-        transfer_id: TransferId(2),
+        transfer_id: tx(2),
         player: Some(visitor),
         is_dm: false,
         state: Box::new(state),
@@ -182,11 +189,9 @@ fn a_prepared_arrival_is_invisible_until_committed_and_gone_when_aborted() {
     h.tick();
     h.run_ticks(310);
     assert!(h.outputs.iter().any(
-        |o| matches!(o, ZoneOutput::PreparedExpired { transfer_id } if *transfer_id == TransferId(2))
+        |o| matches!(o, ZoneOutput::PreparedExpired { transfer_id } if *transfer_id == tx(2))
     ));
-    h.push(ZoneInput::TransferCommit {
-        transfer_id: TransferId(2),
-    });
+    h.push(ZoneInput::TransferCommit { transfer_id: tx(2) });
     h.tick();
     assert!(h.sim.state().by_player(visitor).is_none());
 }
@@ -357,14 +362,16 @@ fn a_transfer_in_with_a_used_rid_is_nacked() {
     state.rid = 1;
     h.clear();
     h.push(ZoneInput::TransferIn {
-        transfer_id: TransferId(5),
+        transfer_id: tx(5),
         player: Some(zone_node::sim::PlayerKey(500)),
         is_dm: false,
         state: Box::new(state),
         arrival: Arrival::Saved,
     });
     h.tick();
-    assert!(h.outputs.iter().any(|o| matches!(o, ZoneOutput::NackTransfer { transfer_id, .. } if *transfer_id == TransferId(5))));
+    assert!(h.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::NackTransfer { transfer_id, .. } if *transfer_id == tx(5))
+    ));
 }
 
 #[test]
@@ -430,16 +437,14 @@ fn an_arrived_player_ignores_stale_updates_until_the_client_acknowledges_the_are
     state.rid = 91;
     let visitor = zone_node::sim::PlayerKey(901);
     h.push(ZoneInput::TransferIn {
-        transfer_id: TransferId(7),
+        transfer_id: tx(7),
         player: Some(visitor),
         is_dm: false,
         state: Box::new(state),
         arrival: Arrival::PortalNamed("Begin".into()),
     });
     h.tick();
-    h.push(ZoneInput::TransferCommit {
-        transfer_id: TransferId(7),
-    });
+    h.push(ZoneInput::TransferCommit { transfer_id: tx(7) });
     h.tick();
     let id = h.sim.state().by_player(visitor).unwrap();
     assert!(h.actor(id).ignore_update, "IgnoreUpdate until acknowledged");
@@ -471,12 +476,12 @@ fn an_arrived_player_ignores_stale_updates_until_the_client_acknowledges_the_are
 #[test]
 fn an_update_at_the_arrival_point_or_the_timeout_also_ends_the_wait() {
     let mut h = SimHarness::new();
-    let arrive = |h: &mut SimHarness, tid: u64, key: u64, rid: u16| {
+    let arrive = |h: &mut SimHarness, tid: u32, key: u64, rid: u16| {
         let mut state = h.player_state(&format!("V{key}"), 0.0, 0.0);
         state.rid = rid;
         let p = zone_node::sim::PlayerKey(key);
         h.push(ZoneInput::TransferIn {
-            transfer_id: TransferId(tid),
+            transfer_id: tx(tid),
             player: Some(p),
             is_dm: false,
             state: Box::new(state),
@@ -484,7 +489,7 @@ fn an_update_at_the_arrival_point_or_the_timeout_also_ends_the_wait() {
         });
         h.tick();
         h.push(ZoneInput::TransferCommit {
-            transfer_id: TransferId(tid),
+            transfer_id: tx(tid),
         });
         h.tick();
         (p, h.sim.state().by_player(p).unwrap())
@@ -516,20 +521,20 @@ fn handoff_messages_apply_between_ticks_and_other_inputs_wait() {
     let quick = zone_node::sim::PlayerKey(950);
     let (out, rest) = h.sim.handoff(vec![
         ZoneInput::TransferIn {
-            transfer_id: TransferId(3),
+            transfer_id: tx(3),
             player: Some(quick),
             is_dm: false,
             state: Box::new(state),
             arrival: Arrival::Saved,
         },
         ZoneInput::PlayerLeft { player: obs },
-        ZoneInput::TransferCommit {
-            transfer_id: TransferId(3),
-        },
+        ZoneInput::TransferCommit { transfer_id: tx(3) },
     ]);
-    assert!(out.outputs.iter().any(
-        |o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == TransferId(3))
-    ));
+    assert!(
+        out.outputs
+            .iter()
+            .any(|o| matches!(o, ZoneOutput::AckTransfer { transfer_id } if *transfer_id == tx(3)))
+    );
     // Live at once, with P_ChangeArea flushed to the newcomer, without a tick.
     assert!(
         out.outputs

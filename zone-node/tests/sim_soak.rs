@@ -17,6 +17,15 @@ use zone_node::sim::state::{Actor, ChainKind, ZoneConfig};
 use zone_node::sim::testing::{SimHarness, templates};
 use zone_node::sim::{ZoneContent, ZoneSim};
 
+/// A transfer id as a source zone mints it.
+fn tx(serial: u32) -> zone_node::sim::TransferId {
+    zone_node::sim::TransferId {
+        block: 1,
+        minter: 1,
+        serial,
+    }
+}
+
 /// A scripted scenario with movement, water, stats, chat, a transfer and a leave.
 fn scenario(seed: u64) -> (Vec<ZoneOutput>, Vec<(PlayerKey, Vec<u8>)>) {
     let cfg = ZoneConfig {
@@ -281,7 +290,7 @@ fn soak(world: World, ticks: u32) {
             }
             if t % 1000 == 500 {
                 inputs.push(ZoneInput::TransferAck {
-                    transfer_id: zone_node::sim::TransferId(rng.r#gen()),
+                    transfer_id: tx(rng.r#gen()),
                 });
             }
             let out = sim.tick(now, inputs);

@@ -15,6 +15,15 @@ use zone_node::sim::spells::{self, cast, memorise};
 use zone_node::sim::state::ActorId;
 use zone_node::sim::testing::{SimHarness, content_with_scripts, demo_content, test_content};
 
+/// A transfer id as a source zone mints it.
+fn tx(serial: u32) -> zone_node::sim::TransferId {
+    zone_node::sim::TransferId {
+        block: 1,
+        minter: 1,
+        serial,
+    }
+}
+
 const P_KNOWN_SPELL_UPDATE: u8 = 26;
 
 /// Records each cast as a line to the caster: `cast <target name> <level>`.
@@ -361,16 +370,14 @@ fn abilities_travel_in_a_handoff_and_a_logout() {
     // As a transfer: kept.
     let mut dst = harness(true, None);
     dst.push(ZoneInput::TransferIn {
-        transfer_id: zone_node::sim::TransferId(7),
+        transfer_id: tx(7),
         player: Some(PlayerKey(50)),
         is_dm: false,
         state: Box::new(s),
         arrival: zone_node::sim::events::Arrival::Saved,
     });
     dst.tick();
-    dst.push(ZoneInput::TransferCommit {
-        transfer_id: zone_node::sim::TransferId(7),
-    });
+    dst.push(ZoneInput::TransferCommit { transfer_id: tx(7) });
     dst.tick();
     let a = dst.actor_of(PlayerKey(50)).expect("arrived");
     let id3 = a.id;

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto};
+use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto, TransferId};
 
 use super::{ATTACH_TIMEOUT, Action, Characters, Control, Count, Phase, Trace, Waiter, close};
 use crate::directory::NodeId;
@@ -30,10 +30,10 @@ pub const MAX_HANDOFF: Duration = Duration::from_secs(30);
 /// A transfer the gateway coordinates.
 #[derive(Debug, Clone)]
 pub(super) struct Transfer {
-    /// The node holding the frozen actor, with its id for the transfer; `None` once no
-    /// node holds it (a recovery, or its source node was lost): commit when prepared.
-    pub(super) source: Option<(NodeId, u64)>,
-    /// The transfer as sent to the destination (with the gateway's id).
+    /// The node holding the frozen actor; `None` once no node holds it (a recovery, or its
+    /// source node was lost): commit when prepared.
+    pub(super) source: Option<NodeId>,
+    /// The transfer as sent to the destination.
     pub(super) dto: Box<TransferDto>,
     /// Where it was sent.
     pub(super) forwarded_to: Option<NodeId>,
@@ -67,7 +67,7 @@ impl Control {
         t: Box<TransferDto>,
         chars: &dyn Characters,
     ) {
-        let their_id = t.transfer_id;
+        let id = t.transfer_id;
         let Some(area) = self
             .areas
             .iter()
@@ -78,20 +78,16 @@ impl Control {
             self.send(
                 node,
                 Msg::TransferNack {
-                    transfer_id: their_id,
+                    transfer_id: id,
                     reason: format!("there is no area called {}", t.area),
                 },
                 Trace::Current,
             );
             return;
         };
-        let duplicate = self.transfers.values().any(|x| {
-            x.source
-                .as_ref()
-                .is_some_and(|(n, i)| n == node && *i == their_id)
-        });
-        if duplicate {
-            // The same transfer twice from its source: the first one stands.
+        if self.transfers.contains_key(&id) {
+            // The same transfer twice: the first one stands (ids are unique cluster-wide,
+            // so only its source can send it again).
             self.count(Count::InternalRefused);
             return;
         }
@@ -106,7 +102,7 @@ impl Control {
                 self.send(
                     node,
                     Msg::TransferNack {
-                        transfer_id: their_id,
+                        transfer_id: id,
                         reason: "this node does not host that player".into(),
                     },
                     Trace::Current,
@@ -116,27 +112,20 @@ impl Control {
         }
         let mut t = t;
         t.area = area;
-        tracing::debug!(node, their_id, session = ?t.session, area = %t.area, instance = t.instance, "handoff begins");
+        tracing::debug!(node, transfer = %id, session = ?t.session, area = %t.area, instance = t.instance, "handoff begins");
         self.count(Count::HandoffStarted);
-        self.start_transfer(
-            Some((node.to_owned(), their_id)),
-            t,
-            false,
-            Trace::Current,
-            chars,
-        );
+        self.start_transfer(Some(node.to_owned()), t, false, Trace::Current, chars);
     }
 
     fn start_transfer(
         &mut self,
-        source: Option<(NodeId, u64)>,
+        source: Option<NodeId>,
         dto: Box<TransferDto>,
         recovery: bool,
         parent: Trace,
         chars: &dyn Characters,
     ) {
-        let id = self.next_transfer;
-        self.next_transfer += 1;
+        let id = dto.transfer_id;
         let now = self.now;
         // Under the source's `handoff.source`, or under `node.lost`, or a root of its own
         // (a drained node's player moving).
@@ -147,7 +136,7 @@ impl Control {
                 area: dto.area.clone(),
                 instance: dto.instance,
             },
-            source: source.as_ref().map(|(n, _)| n.clone()),
+            source: source.clone(),
             recovery,
             parent,
         });
@@ -168,7 +157,7 @@ impl Control {
     }
 
     /// Send a transfer to the node that owns its destination, once that is ready.
-    pub(super) fn forward_transfer(&mut self, id: u64, chars: &dyn Characters) {
+    pub(super) fn forward_transfer(&mut self, id: TransferId, chars: &dyn Characters) {
         let Some(key) = self.transfers.get(&id).map(Transfer::key) else {
             return;
         };
@@ -188,7 +177,6 @@ impl Control {
                     return;
                 };
                 let mut dto = t.dto.clone();
-                dto.transfer_id = id;
                 dto.generation = generation;
                 let stale_copy = t.old_dest.take().is_some_and(|n| n == dest);
                 t.forwarded_to = Some(dest.clone());
@@ -221,7 +209,7 @@ impl Control {
     pub(super) fn transfer_prepared(
         &mut self,
         from: &str,
-        id: u64,
+        id: TransferId,
         generation: Generation,
         chars: &dyn Characters,
     ) {
@@ -238,18 +226,18 @@ impl Control {
         t.prepared = true;
         t.deadline = now + DECISION_TIMEOUT;
         tracing::debug!(
-            transfer = id,
+            transfer = %id,
             node = from,
             "handoff prepared at the destination"
         );
         match t.source.clone() {
-            Some((node, their_id)) => {
+            Some(node) => {
                 // A source whose link is down decides once it re-registers or is given
                 // up (`transfers_source_back`, `transfers_source_gone`).
                 self.send(
                     &node,
                     Msg::TransferAck {
-                        transfer_id: their_id,
+                        transfer_id: id,
                         generation,
                     },
                     Trace::Transfer(id),
@@ -264,7 +252,7 @@ impl Control {
     pub(super) fn transfer_refused(
         &mut self,
         from: &str,
-        id: u64,
+        id: TransferId,
         reason: &str,
         chars: &dyn Characters,
     ) {
@@ -279,12 +267,12 @@ impl Control {
         self.refuse_transfer(id, reason, chars);
     }
 
-    fn refuse_transfer(&mut self, id: u64, reason: &str, chars: &dyn Characters) {
+    fn refuse_transfer(&mut self, id: TransferId, reason: &str, chars: &dyn Characters) {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
         let trace = Trace::Transfer(id);
-        tracing::info!(transfer = id, reason, "handoff refused");
+        tracing::info!(transfer = %id, reason, "handoff refused");
         self.unwait(id);
         self.count(Count::TransferRefused);
         self.count(Count::HandoffRolledBack);
@@ -293,11 +281,11 @@ impl Control {
             self.send(dest, Msg::TransferAbort { transfer_id: id }, trace);
         }
         match t.source {
-            Some((node, their_id)) if self.nodes.contains_key(&node) => {
+            Some(node) if self.nodes.contains_key(&node) => {
                 self.send(
                     &node,
                     Msg::TransferNack {
-                        transfer_id: their_id,
+                        transfer_id: id,
                         reason: reason.to_owned(),
                     },
                     trace,
@@ -321,35 +309,32 @@ impl Control {
         });
     }
 
-    /// The source decided (phase two), naming its own id for the transfer. A decision
-    /// may come while the transfer is being sent again (its destination's link closed
-    /// after the source heard it was prepared): a commit means the source let go, so the
-    /// transfer commits as soon as a destination is prepared; an abort ends it.
+    /// The source decided (phase two). A decision may come while the transfer is being
+    /// sent again (its destination's link closed after the source heard it was prepared):
+    /// a commit means the source let go, so the transfer commits as soon as a destination
+    /// is prepared; an abort ends it. Only the node holding the actor decides.
     pub(super) fn transfer_decided(
         &mut self,
         from: &str,
-        their_id: u64,
+        id: TransferId,
         commit: bool,
         chars: &dyn Characters,
     ) {
-        let id = self.transfers.iter().find_map(|(id, t)| {
-            let mine = t
-                .source
-                .as_ref()
-                .is_some_and(|(n, i)| n == from && *i == their_id);
-            mine.then_some(*id)
-        });
-        let Some(id) = id else {
+        let mine = self
+            .transfers
+            .get(&id)
+            .is_some_and(|t| t.source.as_deref() == Some(from));
+        if !mine {
             tracing::debug!(
                 node = from,
-                their_id,
+                transfer = %id,
                 commit,
                 "decision for an unknown handoff"
             );
             self.count(Count::InternalRefused);
             return;
-        };
-        tracing::debug!(transfer = id, node = from, commit, "the source decided");
+        }
+        tracing::debug!(transfer = %id, node = from, commit, "the source decided");
         let prepared = self.transfers.get(&id).is_some_and(|t| t.prepared);
         if commit && prepared {
             self.commit(id, chars);
@@ -377,7 +362,7 @@ impl Control {
 
     /// Phase two: switch the session's route to the destination, then let the destination
     /// make the actor live. A player whose client left meanwhile is aborted instead.
-    fn commit(&mut self, id: u64, chars: &dyn Characters) {
+    fn commit(&mut self, id: TransferId, chars: &dyn Characters) {
         let Some(t) = self.transfers.remove(&id) else {
             return;
         };
@@ -503,12 +488,12 @@ impl Control {
     /// on), and a destination already holding it under the old token drops it and is sent
     /// the new one.
     pub(super) fn transfers_source_gone(&mut self, node: &str, chars: &dyn Characters) {
-        let ids: Vec<u64> = self.transfers.keys().copied().collect();
+        let ids: Vec<TransferId> = self.transfers.keys().copied().collect();
         for id in ids {
             let Some(t) = self.transfers.get(&id) else {
                 continue;
             };
-            if t.source.as_ref().is_none_or(|(n, _)| n != node) {
+            if t.source.as_deref() != Some(node) {
                 continue;
             }
             let owner = t
@@ -557,12 +542,12 @@ impl Control {
         hosted: &std::collections::BTreeSet<SessionId>,
         chars: &dyn Characters,
     ) {
-        let ids: Vec<u64> = self.transfers.keys().copied().collect();
+        let ids: Vec<TransferId> = self.transfers.keys().copied().collect();
         for id in ids {
             let Some(t) = self.transfers.get_mut(&id) else {
                 continue;
             };
-            if t.source.as_ref().is_none_or(|(n, _)| n != node) {
+            if t.source.as_deref() != Some(node) {
                 continue;
             }
             match t.dto.session {
@@ -585,7 +570,7 @@ impl Control {
     /// is prepared. Until then the player is attached nowhere (`Recovering`, for as long
     /// as the transfer may take): its old node's copy, if that node comes back, is an
     /// orphan there (detached, its saves fenced), and a second recovery cannot start.
-    fn source_let_go(&mut self, id: u64) {
+    fn source_let_go(&mut self, id: TransferId) {
         let now = self.now;
         let Some(t) = self.transfers.get_mut(&id) else {
             return;
@@ -615,7 +600,7 @@ impl Control {
     /// Transfers that waited too long in their phase.
     pub(super) fn transfer_timeouts(&mut self, chars: &dyn Characters) {
         let now = self.now;
-        let late: Vec<(u64, bool)> = self
+        let late: Vec<(TransferId, bool)> = self
             .transfers
             .iter()
             .filter(|(_, t)| now >= t.deadline)
@@ -623,7 +608,7 @@ impl Control {
             .collect();
         for (id, prepared) in late {
             if prepared {
-                tracing::warn!(transfer = id, "no commit or abort from the source in time");
+                tracing::warn!(transfer = %id, "no commit or abort from the source in time");
                 if let Some(t) = self.transfers.remove(&id) {
                     if let Some(dest) = &t.forwarded_to {
                         self.send(
@@ -646,7 +631,7 @@ impl Control {
         }
     }
 
-    fn unwait(&mut self, id: u64) {
+    fn unwait(&mut self, id: TransferId) {
         for list in self.waiting.values_mut() {
             list.retain(|w| *w != Waiter::Transfer(id));
         }
@@ -693,7 +678,7 @@ impl Control {
         self.count(Count::Recovery);
         tracing::info!(session, instance = %key, "putting a player back from its last save");
         let dto = TransferDto {
-            transfer_id: 0,
+            transfer_id: self.minter.mint(),
             generation: 0,
             session: Some(session),
             is_dm,

@@ -25,7 +25,8 @@ use bytes::Bytes;
 use shared::content::World;
 use shared::internal::{
     ActorStateDto, ArrivalDto, ErrorCode, Generation, GroundItemDto, InstanceKey, InstanceLoad,
-    Msg, RunningInstance, SessionId, SnapshotEntry, SnapshotGroup, SnapshotReasonDto,
+    Msg, RunningInstance, SessionId, SnapshotEntry, SnapshotGroup, SnapshotReasonDto, TransferId,
+    TransferMinter,
 };
 use shared::proto::{ServerPacket, StartGameReply};
 
@@ -176,7 +177,7 @@ pub enum Trace {
     /// The session's login (`session.login`), until it is attached.
     Login(SessionId),
     /// The transfer's (`handoff.gateway`).
-    Transfer(u64),
+    Transfer(TransferId),
 }
 
 /// A counter the shell adds one to.
@@ -335,7 +336,7 @@ pub enum Action {
         /// The new token.
         fence: u64,
         /// The transfer whose copy now carries it (its source node was given up).
-        transfer: Option<u64>,
+        transfer: Option<TransferId>,
     },
     /// The account may log in again.
     LoggedOff {
@@ -365,8 +366,8 @@ pub enum Action {
     HandoffLatency(Duration),
     /// A transfer began: the shell opens its trace (`handoff.gateway`) under `parent`.
     TransferBegan {
-        /// The gateway's id.
-        id: u64,
+        /// Which.
+        id: TransferId,
         /// The player.
         session: Option<SessionId>,
         /// Destination.
@@ -380,15 +381,15 @@ pub enum Action {
     },
     /// A transfer was forwarded to its destination node.
     TransferForwarded {
-        /// The gateway's id.
-        id: u64,
+        /// Which.
+        id: TransferId,
         /// The destination node.
         dest: NodeId,
     },
     /// A transfer is settled: its trace ends with this outcome.
     TransferEnded {
-        /// The gateway's id.
-        id: u64,
+        /// Which.
+        id: TransferId,
         /// How it ended.
         outcome: &'static str,
     },
@@ -452,7 +453,7 @@ struct Player {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Waiter {
     Attach(SessionId),
-    Transfer(u64),
+    Transfer(TransferId),
 }
 
 /// The control plane's state (see the module docs).
@@ -475,8 +476,13 @@ pub struct Control {
     /// a new login never gets the RID of a leaving copy a node has not removed yet (found
     /// by the simulator: the join was refused and the player stuck).
     free_rids: VecDeque<u16>,
-    transfers: BTreeMap<u64, handoff::Transfer>,
-    next_transfer: u64,
+    /// Transfers in flight, by the id their source minted.
+    transfers: BTreeMap<TransferId, handoff::Transfer>,
+    /// Mints the ids of the transfers the gateway starts itself (recoveries).
+    minter: TransferMinter,
+    /// The next id block handed to a node registration ([`Msg::TransferIds`]): from the
+    /// generation base, so no two registrations of any gateway run share one.
+    next_block: u64,
     waiting: BTreeMap<InstanceKey, Vec<Waiter>>,
     /// The shutdown's deadline, once it began; `done` once answered.
     shutdown: Option<(Duration, bool)>,
@@ -520,8 +526,10 @@ impl Control {
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).collect(),
             transfers: BTreeMap::new(),
             // Unique across gateway restarts too: a node may still hold a transfer of the
-            // previous gateway under its id (found by the simulator).
-            next_transfer: generation_base.saturating_mul(1024).max(1),
+            // previous gateway under its id (found by the simulator). The gateway's own
+            // block is the first; nodes get the next ones.
+            minter: TransferMinter::new(generation_base.max(1), 0),
+            next_block: generation_base.max(1).saturating_add(1),
             waiting: BTreeMap::new(),
             shutdown: None,
             removals: BTreeMap::new(),
@@ -750,10 +758,18 @@ impl Control {
         self.nodes.keys().map(String::as_str)
     }
 
-    /// Transfers in flight: (gateway id, session, destination, destination node, prepared).
+    /// Transfers in flight: (id, session, destination, destination node, prepared).
     pub fn transfers(
         &self,
-    ) -> impl Iterator<Item = (u64, Option<SessionId>, InstanceKey, Option<&str>, bool)> {
+    ) -> impl Iterator<
+        Item = (
+            TransferId,
+            Option<SessionId>,
+            InstanceKey,
+            Option<&str>,
+            bool,
+        ),
+    > {
         self.transfers.iter().map(|(id, t)| {
             (
                 *id,
@@ -765,16 +781,13 @@ impl Control {
         })
     }
 
-    /// The source node and its id of a transfer in flight (`None` once no node holds it).
-    pub fn transfer_source(&self, id: u64) -> Option<(&str, u64)> {
-        self.transfers
-            .get(&id)
-            .and_then(|t| t.source.as_ref())
-            .map(|(n, i)| (n.as_str(), *i))
+    /// The source node of a transfer in flight (`None` once no node holds it).
+    pub fn transfer_source(&self, id: TransferId) -> Option<&str> {
+        self.transfers.get(&id).and_then(|t| t.source.as_deref())
     }
 
     /// The deadline of a transfer in flight.
-    pub fn transfer_deadline(&self, id: u64) -> Option<Duration> {
+    pub fn transfer_deadline(&self, id: TransferId) -> Option<Duration> {
         self.transfers.get(&id).map(|t| t.deadline)
     }
 
@@ -865,7 +878,7 @@ impl Control {
         account: AccountId,
         slot: u8,
         state: &mut ActorStateDto,
-        transfer: Option<u64>,
+        transfer: Option<TransferId>,
     ) {
         // Larger than any token the character already carries (a clock set back).
         let fence = self.next_fence.max(state.fence.saturating_add(1));
@@ -1123,6 +1136,10 @@ impl Control {
         chars: &dyn Characters,
     ) {
         let previous = self.nodes.insert(node.clone(), serial);
+        // Its id block first, before anything makes it create a zone.
+        let block = self.next_block;
+        self.next_block = self.next_block.saturating_add(1);
+        self.send(&node, Msg::TransferIds { block }, Trace::Current);
         if previous.is_some_and(|s| s != serial) {
             // It registers again before this gateway saw its old link close (a restart
             // within moments): what was sent on that link is lost, so transfers sent to it

@@ -2,7 +2,7 @@
 //! bugs the deterministic simulator found are pinned here, one scenario each.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use shared::internal::TransferDto;
 
@@ -40,6 +40,13 @@ fn control(base: u64) -> Control {
     };
     Control::new(cfg, Arc::new(shared::content::demo_world()), base)
 }
+
+/// The id n1's zone minted for Ann's handoff (the scenarios' one transfer).
+const T9: TransferId = TransferId {
+    block: 5,
+    minter: 1,
+    serial: 9,
+};
 
 fn at(ms: u64) -> Duration {
     Duration::from_millis(ms)
@@ -175,8 +182,8 @@ impl Cluster {
 
     /// Two nodes: n1 hosts every instance 0; Ann (session 1) plays on n1 in Meadow#0,
     /// and n1 sends her to Meadow#1, which is placed on n2 and prepares her there.
-    /// Returns the gateway's id for the transfer.
-    fn prepared_handoff(&mut self) -> u64 {
+    /// Returns the transfer's id: n1's, unchanged at every hop.
+    fn prepared_handoff(&mut self) -> TransferId {
         self.up("n1", 1, Vec::new());
         self.up("n2", 2, Vec::new());
         let a = self.login(1, 1);
@@ -187,7 +194,7 @@ impl Cluster {
             "{a:?}"
         );
         let t = TransferDto {
-            transfer_id: 9,
+            transfer_id: T9,
             generation: 0,
             session: Some(1),
             is_dm: false,
@@ -204,13 +211,14 @@ impl Cluster {
                 _ => None,
             })
             .unwrap_or_else(|| panic!("not forwarded to n2: {a:?}"));
+        assert_eq!(id, T9, "forwarded under its source's id");
         let generation = self.gens[&("n2".to_owned(), key("Meadow", 1))];
         let a = self.ack_on_n2(id, generation);
         assert!(
             sent(&a).contains(&(
                 "n1".into(),
                 Msg::TransferAck {
-                    transfer_id: 9,
+                    transfer_id: T9,
                     generation
                 }
             )),
@@ -222,7 +230,7 @@ impl Cluster {
 
 impl Cluster {
     /// n2 acknowledges transfer `id` prepared at `generation`.
-    fn ack_on_n2(&mut self, id: u64, generation: Generation) -> Vec<Action> {
+    fn ack_on_n2(&mut self, id: TransferId, generation: Generation) -> Vec<Action> {
         self.msg(
             "n2",
             Msg::TransferAck {
@@ -234,7 +242,7 @@ impl Cluster {
 
     /// n2 acknowledges transfer `id` prepared: no node holds Ann any more, so the gateway
     /// commits at once and routes her to n2.
-    fn prepared_on_n2_commits_at_once(&mut self, id: u64, generation: Generation) {
+    fn prepared_on_n2_commits_at_once(&mut self, id: TransferId, generation: Generation) {
         let a = self.ack_on_n2(id, generation);
         assert!(
             sent(&a).contains(&("n2".into(), Msg::TransferCommit { transfer_id: id })),
@@ -287,7 +295,32 @@ fn a_login_hands_the_character_out_with_a_new_fencing_token() {
         })
         .unwrap();
     assert!(fence2 > fence + 1_000, "{fence} {fence2}");
-    assert!(later.c.next_transfer > cl.c.next_transfer + 1_000);
+    assert!(later.c.next_block > cl.c.next_block + 900);
+    assert!(later.c.minter.mint().block > cl.c.next_block);
+}
+
+#[test]
+fn every_node_registration_gets_an_id_block_of_its_own_before_anything_else() {
+    let mut cl = Cluster::new();
+    let block_of = |a: &[Action], node: &str| {
+        let s = sent(a);
+        let firsts: Vec<_> = s.iter().filter(|(n, _)| n == node).collect();
+        match firsts.first() {
+            Some((_, Msg::TransferIds { block })) => *block,
+            other => panic!("{node} was first sent {other:?}"),
+        }
+    };
+    let b1 = block_of(&cl.up("n1", 1, Vec::new()), "n1");
+    let b2 = block_of(&cl.up("n2", 2, Vec::new()), "n2");
+    cl.down("n1");
+    let b3 = block_of(&cl.up("n1", 3, Vec::new()), "n1");
+    let own = cl.c.minter.mint().block;
+    let all = BTreeSet::from([b1, b2, b3, own]);
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert!(
+        all.iter().all(|b| *b >= 1_000),
+        "from the generation base: {all:?}"
+    );
 }
 
 #[test]
@@ -340,8 +373,14 @@ fn a_link_loss_is_not_a_node_loss_for_a_transfer_from_it() {
         "{a:?}"
     );
     assert!(
-        s.iter()
-            .any(|(n, m)| n == "n1" && matches!(m, Msg::TransferNack { transfer_id: 9, .. })),
+        s.iter().any(|(n, m)| n == "n1"
+            && matches!(
+                m,
+                Msg::TransferNack {
+                    transfer_id: T9,
+                    ..
+                }
+            )),
         "{a:?}"
     );
     assert_eq!(cl.c.node_of(1), Some("n1"));
@@ -374,7 +413,7 @@ fn a_transfer_to_a_node_whose_link_closed_goes_again_after_it_drops_its_copy() {
     let id = cl.prepared_handoff();
     cl.down("n2");
     // The source decides commit meanwhile (it heard the destination was prepared).
-    let a = cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    let a = cl.msg("n1", Msg::TransferCommit { transfer_id: T9 });
     assert!(sent(&a).is_empty(), "{a:?}");
     // The destination comes back (it only lost its link): first the abort of the copy it
     // may hold, then the transfer again, in that order.
@@ -398,7 +437,7 @@ fn a_transfer_to_a_node_whose_link_closed_goes_again_after_it_drops_its_copy() {
 fn a_re_registering_node_detaches_a_player_the_gateway_moved_elsewhere() {
     let mut cl = Cluster::new();
     let id = cl.prepared_handoff();
-    cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    cl.msg("n1", Msg::TransferCommit { transfer_id: T9 });
     assert_eq!(cl.c.node_of(1), Some("n2"));
     let _ = id;
     // n1 comes back still reporting her (a zombie copy): it is an orphan there.
@@ -453,7 +492,7 @@ fn heartbeat() -> Msg {
 fn a_stale_copy_leaving_its_node_does_not_detach_the_copy_placed_there() {
     let mut cl = Cluster::new();
     cl.prepared_handoff();
-    cl.msg("n1", Msg::TransferCommit { transfer_id: 9 });
+    cl.msg("n1", Msg::TransferCommit { transfer_id: T9 });
     assert_eq!(cl.c.node_of(1), Some("n2"));
     let left = |cl: &mut Cluster, instance| {
         cl.msg(

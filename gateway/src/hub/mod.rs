@@ -429,8 +429,8 @@ pub struct Hub {
     parties: Parties,
     /// Open login traces (`session.login`), until the attach.
     logins: HashMap<SessionId, tracing::Span>,
-    /// Open handoff traces (`handoff.gateway`), by the gateway's transfer id.
-    handoffs: HashMap<u64, tracing::Span>,
+    /// Open handoff traces (`handoff.gateway`), by transfer id.
+    handoffs: HashMap<shared::internal::TransferId, tracing::Span>,
     /// Who waits for the shutdown to complete.
     shutdown_waiters: Vec<oneshot::Sender<()>>,
 }
@@ -716,7 +716,7 @@ impl Hub {
                 } => {
                     let parent = self.span_of(parent);
                     let _parent = parent.as_ref().map(tracing::Span::enter);
-                    let span = tracing::info_span!("handoff.gateway", transfer = id,
+                    let span = tracing::info_span!("handoff.gateway", transfer = %id,
                         session, zone = %key.area, instance = key.instance,
                         source = source.as_deref(), recovery,
                         dest = tracing::field::Empty, outcome = tracing::field::Empty);

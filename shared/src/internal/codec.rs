@@ -422,11 +422,14 @@ mod tests {
 
         #[test]
         fn frames_round_trip(session in any::<u64>(), frames in proptest::collection::vec(any::<u8>(), 0..300),
-                             id in any::<u64>(), gen_ in any::<u64>(), reason in ".{0,40}") {
+                             id in any::<u64>(), gen_ in any::<u64>(), reason in ".{0,40}",
+                             minter in any::<u32>(), serial in any::<u32>()) {
+            let tid = crate::internal::TransferId { block: id, minter, serial };
             let msgs = vec![
                 Msg::ToClient { session, frames: Bytes::from(frames.clone()) },
-                Msg::TransferNack { transfer_id: id, reason },
-                Msg::TransferAck { transfer_id: id, generation: gen_ },
+                Msg::TransferNack { transfer_id: tid, reason },
+                Msg::TransferAck { transfer_id: tid, generation: gen_ },
+                Msg::TransferIds { block: id },
                 Msg::SnapshotAck { snapshot_id: id },
             ];
             for m in msgs {

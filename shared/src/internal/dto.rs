@@ -232,8 +232,8 @@ pub enum SnapshotReasonDto {
 /// A SetArea to another AreaInstance (the same shape node-local transfers use).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransferDto {
-    /// Node-unique transfer id (the source node's id space; the answer names it).
-    pub transfer_id: u64,
+    /// The transfer's id, as its source minted it (the same at every hop).
+    pub transfer_id: super::TransferId,
     /// The generation of the destination the sender believes in (0 = unknown).
     pub generation: u64,
     /// The player's session, `None` for an NPC.

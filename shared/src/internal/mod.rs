@@ -39,6 +39,7 @@ pub mod datagram;
 pub mod dto;
 pub mod fanout;
 pub mod handshake;
+pub mod transfer_id;
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,7 @@ pub use dto::{
     MemorisingDto, SPELL_VIEW_HOLE, ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto,
     TransferDto,
 };
+pub use transfer_id::{TransferId, TransferMinter};
 
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
 /// 4: the script store (`ScriptStore`, `ScriptStoreReply`, `SuperGlobals`, `SuperGlobal`,
@@ -57,7 +59,8 @@ pub use dto::{
 /// 5: atomic zone checkpoints (`SnapshotGroup`) and ground items carried by
 /// `AssignInstance`.
 /// 6: the game clock's epoch in `AssignInstance`.
-pub const PROTOCOL_VERSION: u16 = 7;
+/// 8: one transfer id end to end ([`TransferId`], [`Msg::TransferIds`]).
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// A zone node's tick by default (ms): Realm Crafter's server loop at about 30 Hz. The
 /// gateway checks `broadcast_ms` against it (a broadcast is at least one tick).
@@ -450,14 +453,14 @@ pub enum Msg {
     /// or, if it already rolled back, `TransferAbort`.
     TransferAck {
         /// Which transfer.
-        transfer_id: u64,
+        transfer_id: TransferId,
         /// Destination generation.
         generation: Generation,
     },
     /// Either way: the destination refused the actor; the source restores it.
     TransferNack {
         /// Which transfer.
-        transfer_id: u64,
+        transfer_id: TransferId,
         /// Why (shown to the player).
         reason: String,
     },
@@ -473,17 +476,22 @@ pub enum Msg {
         reason: String,
     },
     /// Either way: the source let go of the actor after `TransferAck`; the destination
-    /// makes the prepared actor live (phase two of the handoff). Node → gateway names the
-    /// source's id, gateway → node the id the destination was sent.
+    /// makes the prepared actor live (phase two of the handoff).
     TransferCommit {
         /// Which transfer.
-        transfer_id: u64,
+        transfer_id: TransferId,
     },
     /// Either way: the source had already rolled back (a late `TransferAck`) or is gone;
     /// the destination drops the prepared actor, so it exists in exactly one place.
     TransferAbort {
         /// Which transfer.
-        transfer_id: u64,
+        transfer_id: TransferId,
+    },
+    /// Gateway → node, first after `RegisterAck`: the id block of this registration. The
+    /// node's zones mint their [`TransferId`]s in it from then on.
+    TransferIds {
+        /// The block.
+        block: u64,
     },
     /// Gateway → node: the members of a player's party across the cluster, leader first
     /// (empty: none). The zone splits XP among those in its instance; the gateway sends
@@ -577,6 +585,7 @@ impl Msg {
             Self::TransferNack { .. } => "TransferNack",
             Self::TransferCommit { .. } => "TransferCommit",
             Self::TransferAbort { .. } => "TransferAbort",
+            Self::TransferIds { .. } => "TransferIds",
             Self::PartyMembers { .. } => "PartyMembers",
             Self::ScriptStore { .. } => "ScriptStore",
             Self::ScriptStoreReply { .. } => "ScriptStoreReply",

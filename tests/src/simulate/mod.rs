@@ -37,6 +37,7 @@ use rand::{Rng, SeedableRng};
 use shared::content::World;
 use shared::internal::{
     ActorStateDto, Generation, InstanceKey, Msg, RunningInstance, SessionId, SnapshotEntry,
+    TransferId,
 };
 use zone_node::actor::transfers::TransferTable;
 use zone_node::sim::ZoneSim;
@@ -202,14 +203,16 @@ struct Node {
     sessions: BTreeMap<SessionId, InstanceKey>,
     table: TransferTable<()>,
     next_id: u64,
+    /// The registration's id block and the next zone minter in it (`Registry::minters`).
+    minters: (u64, u32),
     /// Snapshots not acknowledged yet (re-sent after a reconnect), with their tags.
     unacked: BTreeMap<u64, (Msg, Tags)>,
     /// Lineage of each player copy this node holds, by (instance, session).
     copies: BTreeMap<(InstanceKey, SessionId), u64>,
-    /// Lineage of each transfer this node sent out (its own id).
-    out_tags: BTreeMap<u64, u64>,
-    /// Lineage of each transfer that came in (its own id).
-    in_tags: BTreeMap<u64, u64>,
+    /// Lineage of each transfer this node sent out.
+    out_tags: BTreeMap<TransferId, u64>,
+    /// Lineage of each transfer that came in.
+    in_tags: BTreeMap<TransferId, u64>,
     /// Messages waiting for a link.
     outbox: Vec<(Msg, Tags)>,
     /// Since when it has been connected and running without a break.
@@ -278,7 +281,7 @@ struct Sim {
     /// The newest lineage of each account's character that has been live or written.
     materialized: BTreeMap<u64, u64>,
     /// Lineage of each gateway transfer (by the gateway's id).
-    gw_tags: BTreeMap<u64, u64>,
+    gw_tags: BTreeMap<TransferId, u64>,
     /// The tags of the delivery being handled (a node's `Transfer`).
     current_tags: Tags,
     trace: Vec<String>,
@@ -289,7 +292,7 @@ struct Sim {
     /// A violation found while handling an event, reported by the next check.
     pending_violation: Option<Violation>,
     /// When (gateway clock) each gateway transfer began.
-    gw_started: BTreeMap<u64, Duration>,
+    gw_started: BTreeMap<TransferId, Duration>,
     /// When the gateway process started (simulated ms): its clock counts from there.
     gw_offset: u64,
     /// An explicit schedule's faults still to come (`None`: drawn from the seed).
@@ -346,6 +349,7 @@ impl Sim {
                 sessions: BTreeMap::new(),
                 table: TransferTable::new(),
                 next_id: 1,
+                minters: (0, 1),
                 unacked: BTreeMap::new(),
                 copies: BTreeMap::new(),
                 out_tags: BTreeMap::new(),
@@ -788,6 +792,7 @@ impl Sim {
         n.instances.clear();
         n.sessions.clear();
         n.table = TransferTable::new();
+        n.minters = (0, 1);
         n.unacked.clear();
         n.copies.clear();
         n.out_tags.clear();

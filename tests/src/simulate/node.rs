@@ -117,8 +117,14 @@ impl Sim {
             Msg::SnapshotAck { snapshot_id } => {
                 self.nodes[i].unacked.remove(&snapshot_id);
             }
+            Msg::TransferIds { block } => {
+                let n = &mut self.nodes[i];
+                if n.minters.0 != block {
+                    n.minters = (block, 1);
+                }
+            }
             Msg::Transfer(t) => {
-                let their = t.transfer_id;
+                let id = t.transfer_id;
                 let dest = InstanceKey {
                     area: t.area.clone(),
                     instance: t.instance,
@@ -128,25 +134,24 @@ impl Sim {
                     self.node_send(
                         i,
                         Msg::TransferNack {
-                            transfer_id: their,
+                            transfer_id: id,
                             reason: format!("{r:?}"),
                         },
                         Vec::new(),
                     );
                     return;
                 }
-                let id = self.next_id(i);
                 if let Some(s) = t.session
                     && let Some((_, l)) = tags.iter().find(|(x, _)| *x == s)
                 {
                     self.nodes[i].in_tags.insert(id, *l);
                 }
-                match self.nodes[i].table.arrive(id, *t, hosted, false, ()) {
+                match self.nodes[i].table.arrive(*t, hosted, false, ()) {
                     Ok(fx) => self.effects(i, fx),
                     Err(r) => self.node_send(
                         i,
                         Msg::TransferNack {
-                            transfer_id: their,
+                            transfer_id: id,
                             reason: format!("{r:?}"),
                         },
                         Vec::new(),
@@ -203,8 +208,12 @@ impl Sim {
         let Some(content) = self.contents.get(&key.area).cloned() else {
             return;
         };
+        let (transfer_block, transfer_minter) = n.minters;
+        n.minters.1 = n.minters.1.checked_add(1).unwrap_or(1);
         let cfg = ZoneConfig {
             instance: key.instance,
+            transfer_block,
+            transfer_minter,
             seed: generation ^ u64::from(key.instance),
             persist_every_ms: PERSIST_MS,
             ..ZoneConfig::default()
@@ -238,8 +247,8 @@ impl Sim {
                         let n = &mut self.nodes[i];
                         let tag = n
                             .in_tags
-                            .get(&transfer_id.0)
-                            .or_else(|| n.out_tags.get(&transfer_id.0))
+                            .get(transfer_id)
+                            .or_else(|| n.out_tags.get(transfer_id))
                             .copied();
                         if let Some(l) = tag {
                             n.copies.insert((key.clone(), p.0), l);
@@ -384,26 +393,26 @@ impl Sim {
         let line = match &o {
             ZoneOutput::TransferOut(t) => Some(format!(
                 "{id} {key}: out #{} s{:?} -> {}#{}",
-                t.transfer_id.0,
+                t.transfer_id,
                 t.player.map(|p| p.0),
                 t.area,
                 t.instance
             )),
             ZoneOutput::AckTransfer { transfer_id } => {
-                Some(format!("{id} {key}: prepared #{}", transfer_id.0))
+                Some(format!("{id} {key}: prepared #{transfer_id}"))
             }
             ZoneOutput::NackTransfer {
                 transfer_id,
                 reason,
-            } => Some(format!("{id} {key}: refused #{} ({reason})", transfer_id.0)),
+            } => Some(format!("{id} {key}: refused #{transfer_id} ({reason})")),
             ZoneOutput::PreparedExpired { transfer_id } => {
-                Some(format!("{id} {key}: expired #{}", transfer_id.0))
+                Some(format!("{id} {key}: expired #{transfer_id}"))
             }
             ZoneOutput::CommitTransfer { transfer_id } => {
-                Some(format!("{id} {key}: commit #{}", transfer_id.0))
+                Some(format!("{id} {key}: commit #{transfer_id}"))
             }
             ZoneOutput::AbortTransfer { transfer_id } => {
-                Some(format!("{id} {key}: abort #{}", transfer_id.0))
+                Some(format!("{id} {key}: abort #{transfer_id}"))
             }
             ZoneOutput::PlayerRemoved { player } => {
                 Some(format!("{id} {key}: removed s{}", player.0))
@@ -426,7 +435,6 @@ impl Sim {
                         .or_default()
                         .push(self.now);
                 }
-                let id = self.next_id(i);
                 let dest = InstanceKey {
                     area: t.area.clone(),
                     instance: t.instance,
@@ -435,9 +443,9 @@ impl Sim {
                 if let Some(p) = t.player
                     && let Some(l) = self.lineage_of(i, key, p.0)
                 {
-                    self.nodes[i].out_tags.insert(id, l);
+                    self.nodes[i].out_tags.insert(t.transfer_id, l);
                 }
-                let fx = self.nodes[i].table.start(id, key.clone(), &t, local, ());
+                let fx = self.nodes[i].table.start(key.clone(), &t, local, ());
                 self.effects(i, fx);
             }
             ZoneOutput::Persist(s) => {
@@ -512,7 +520,7 @@ impl Sim {
                     .iter()
                     .map(|(k, h)| (k.clone(), h.generation))
                     .collect();
-                let fx = self.nodes[i].table.prepared(transfer_id.0, |k| {
+                let fx = self.nodes[i].table.prepared(transfer_id, |k| {
                     gens.iter().find(|(x, _)| x == k).map_or(0, |(_, g)| *g)
                 });
                 self.effects(i, fx);
@@ -521,13 +529,13 @@ impl Sim {
                 transfer_id,
                 reason,
             } => {
-                let fx = self.nodes[i].table.refused(transfer_id.0, reason);
+                let fx = self.nodes[i].table.refused(transfer_id, reason);
                 self.effects(i, fx);
             }
             ZoneOutput::PreparedExpired { transfer_id } => {
                 let fx = self.nodes[i]
                     .table
-                    .refused(transfer_id.0, "no commit came in time".into());
+                    .refused(transfer_id, "no commit came in time".into());
                 self.effects(i, fx);
             }
             ZoneOutput::CommitTransfer { transfer_id } => {

@@ -312,7 +312,7 @@ pub enum RegistryError {
     DuplicateSession(SessionId),
     /// A transfer id already in progress here.
     #[error("transfer {0} is already in progress here")]
-    DuplicateTransfer(u64),
+    DuplicateTransfer(TransferId),
 }
 
 impl RegistryError {
@@ -372,6 +372,10 @@ pub struct Registry {
     /// player's SetArea starts: its handoff joins that trace.
     warps: DashMap<SessionId, opentelemetry::Context>,
     next_id: AtomicU64,
+    /// The id block of the current registration and the next minter number in it: every
+    /// zone sim created (a rebuild included) mints its transfer ids as its own minter
+    /// ([`shared::internal::TransferId`]).
+    minters: Mutex<(u64, u32)>,
     draining: AtomicBool,
     /// Script store requests waiting for the gateway's answer, by the id sent.
     store_waits: DashMap<u64, StoreWait>,
@@ -408,6 +412,7 @@ impl Registry {
             warps: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
             next_id: AtomicU64::new((ops::random::u64() >> 16).max(1)),
+            minters: Mutex::new((0, 1)),
             draining: AtomicBool::new(false),
             store_waits: DashMap::new(),
             superglobals: Mutex::new(BTreeMap::new()),
@@ -460,6 +465,30 @@ impl Registry {
     /// A node-unique id (transfers, snapshots).
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A minter of its own for a new zone sim: `(block, minter)`.
+    pub fn next_minter(&self) -> (u64, u32) {
+        let mut m = match self.minters.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let got = *m;
+        m.1 = m.1.checked_add(1).unwrap_or(1);
+        got
+    }
+
+    /// The gateway's id block for this registration (`TransferIds`): sims created from now
+    /// on mint their transfer ids in it. Running sims keep theirs (a block is never handed
+    /// out twice, so their ids stay unique).
+    pub fn set_transfer_block(&self, block: u64) {
+        let mut m = match self.minters.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if m.0 != block {
+            *m = (block, 1);
+        }
     }
 
     /// Whether the node is draining.
@@ -662,11 +691,14 @@ impl Registry {
         let epoch_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        let (transfer_block, transfer_minter) = self.next_minter();
         let zcfg = ZoneConfig {
             npc_handle_base,
             npc_handle_span,
             epoch_ms,
             clock_epoch_ms: self.clock_epoch_ms.load(Ordering::Relaxed),
+            transfer_block,
+            transfer_minter,
             instance: key.instance,
             instance_handle: instance_handle(&key),
             seed: seed_for(&key, generation),
@@ -993,7 +1025,7 @@ impl Registry {
     /// A local instance's `TransferOut` (SetArea phase one): to the destination instance
     /// when it is here, else to the gateway, which routes it to the destination's node.
     pub(crate) fn route_transfer(&self, source: &InstanceKey, t: &TransferOut) {
-        let id = self.next_id();
+        let id = t.transfer_id;
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
@@ -1003,14 +1035,12 @@ impl Registry {
         let span = tracing::info_span!(parent: None, "handoff.source",
             node = %self.cfg.node_id, session = t.player.map(|p| p.0), zone = %source.area,
             instance = source.instance, to_zone = %dest.area, to_instance = dest.instance,
-            transfer = id, local, outcome = tracing::field::Empty);
+            transfer = %id, local, outcome = tracing::field::Empty);
         if let Some((_, cx)) = t.player.and_then(|p| self.warps.remove(&p.0)) {
             use tracing_opentelemetry::OpenTelemetrySpanExt as _;
             let _ = span.set_parent(cx);
         }
-        let effects = self
-            .lock_transfers()
-            .start(id, source.clone(), t, local, span);
+        let effects = self.lock_transfers().start(source.clone(), t, local, span);
         if !self.apply(effects) {
             self.remote_transfer_answer(id, Err("the destination is unreachable".into()));
         }
@@ -1025,7 +1055,7 @@ impl Registry {
             instance: t.instance,
         };
         let hosted = self.instance(&dest).map(|h| h.generation);
-        let (their_id, generation) = (t.transfer_id, t.generation);
+        let (id, generation) = (t.transfer_id, t.generation);
         let refused = |r: InRefusal| match r {
             InRefusal::Draining => RegistryError::Draining,
             InRefusal::UnknownInstance => RegistryError::UnknownInstance(dest.clone()),
@@ -1037,21 +1067,20 @@ impl Registry {
                     got: generation,
                 }
             }
-            InRefusal::Duplicate => RegistryError::DuplicateTransfer(their_id),
+            InRefusal::Duplicate => RegistryError::DuplicateTransfer(id),
         };
         let draining = self.is_draining();
         // Checked before the span exists, so a refused transfer leaves no empty span.
         self.lock_transfers()
             .admit(&t, hosted, draining)
             .map_err(refused)?;
-        let id = self.next_id();
         // A child of the message's `internal.recv` span (the gateway's handoff).
         let span = tracing::info_span!("handoff.destination", node = %self.cfg.node_id,
             session = t.session, zone = %dest.area, instance = dest.instance,
-            generation = t.generation, transfer = id, outcome = tracing::field::Empty);
+            generation = t.generation, transfer = %id, outcome = tracing::field::Empty);
         let effects = self
             .lock_transfers()
-            .arrive(id, t, hosted, draining, span)
+            .arrive(t, hosted, draining, span)
             .map_err(refused)?;
         self.apply(effects);
         Ok(())
@@ -1059,17 +1088,17 @@ impl Registry {
 
     /// A local destination holds the actor prepared: acknowledge to the source (once; a
     /// destination rebuilt after a panic prepares again).
-    pub(crate) fn transfer_prepared(&self, id: u64) {
+    pub(crate) fn transfer_prepared(&self, id: TransferId) {
         let effects = self
             .lock_transfers()
             .prepared(id, |key| self.instance(key).map_or(0, |h| h.generation));
-        tracing::debug!(transfer = id, effects = effects.len(), "transfer prepared");
+        tracing::debug!(transfer = %id, effects = effects.len(), "transfer prepared");
         self.apply(effects);
     }
 
     /// A local destination refused the actor (or dropped a prepared one that was never
     /// decided): a source still waiting is told, so it restores the actor.
-    pub(crate) fn transfer_refused(&self, id: u64, reason: String) {
+    pub(crate) fn transfer_refused(&self, id: TransferId, reason: String) {
         let effects = self.lock_transfers().refused(id, reason);
         self.apply(effects);
     }
@@ -1077,13 +1106,13 @@ impl Registry {
     /// The source instance decided (phase two): commit after it let go of the actor, or
     /// abort when the ack came after its rollback. Routing moves before the destination
     /// hears, so whatever it sends finds the session where it now lives.
-    pub(crate) fn transfer_decided(&self, source: &InstanceKey, local: TransferId, commit: bool) {
-        let effects = self.lock_transfers().decided(source, local, commit);
-        tracing::debug!(instance = %source, ?local, commit, effects = effects.len(), "transfer decided");
+    pub(crate) fn transfer_decided(&self, source: &InstanceKey, id: TransferId, commit: bool) {
+        let effects = self.lock_transfers().decided(source, id, commit);
+        tracing::debug!(instance = %source, transfer = %id, commit, effects = effects.len(), "transfer decided");
         self.apply(effects);
     }
 
-    /// Transfers out of `key` still waiting for an answer: `(sim id, player)`.
+    /// Transfers out of `key` still waiting for an answer: `(id, player)`.
     pub(crate) fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
         self.lock_transfers().pending_from(key)
     }
@@ -1091,18 +1120,18 @@ impl Registry {
     /// The gateway's answer to a transfer we sent to another node: an ack (the remote
     /// destination is prepared) goes to the source instance, which decides; a nack
     /// restores the actor there. An ack for a transfer we no longer know is aborted.
-    pub fn remote_transfer_answer(&self, id: u64, result: Result<(), String>) {
+    pub fn remote_transfer_answer(&self, id: TransferId, result: Result<(), String>) {
         if let Err(reason) = &result {
-            tracing::info!(transfer = id, %reason, "the handoff was refused");
+            tracing::info!(transfer = %id, %reason, "the handoff was refused");
         }
         let effects = self.lock_transfers().remote_answer(id, result);
         self.apply(effects);
     }
 
     /// The gateway passes on the source's decision for a transfer into this node.
-    pub fn remote_transfer_decided(&self, gateway_id: u64, commit: bool) {
-        tracing::debug!(gateway_id, commit, "gateway passes on a transfer decision");
-        let effects = self.lock_transfers().remote_decided(gateway_id, commit);
+    pub fn remote_transfer_decided(&self, id: TransferId, commit: bool) {
+        tracing::debug!(transfer = %id, commit, "gateway passes on a transfer decision");
+        let effects = self.lock_transfers().remote_decided(id, commit);
         self.apply(effects);
     }
 

@@ -4,11 +4,13 @@
 //! instances, messages for the gateway, session routes, counters, trace outcomes); nothing
 //! here touches a clock, a socket, a lock or an actor.
 //!
-//! Ids: every transfer has one id in this table, the node-unique id the shell draws
-//! ([`Registry::next_id`](super::Registry::next_id)); it is the `TransferId` the
-//! destination instance sees and the `transfer_id` of the `Transfer` the gateway routes. A
-//! transfer arriving from another node keeps the gateway's id beside it (`remote_in`) for
-//! the answers.
+//! Ids: a transfer has one [`TransferId`] everywhere, the one its source zone minted (or
+//! the gateway, for a player it puts back); this table, the gateway and both zones name it
+//! by that id. The table keeps the node's two roles apart: what it sends (`outgoing`, by
+//! a local source instance) and what it receives (`incoming`, into a local destination
+//! instance). A handoff between two local instances is in both; one the gateway routes
+//! back to this same node is too, and its messages (an ack or a decision) say which role
+//! they are for.
 //!
 //! `C` is the transfer's trace context (the shell's `tracing::Span`), handed back with the
 //! effects that belong to the transfer's trace.
@@ -19,27 +21,11 @@ use shared::internal::{Generation, InstanceKey, Msg, TransferDto};
 
 use crate::sim::{PlayerKey, TransferId, TransferOut, ZoneInput};
 
-/// Where a transfer comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TransferSource {
-    /// A local instance, with the sim's own id for it.
-    Local {
-        /// The source instance.
-        key: InstanceKey,
-        /// The source sim's id for the transfer.
-        local: TransferId,
-    },
-    /// Another node (via the gateway), with the gateway's id for it.
-    Remote {
-        /// The gateway's id.
-        their_id: u64,
-    },
-}
-
-/// A transfer until the source's decision has been passed on.
+/// A transfer out of a local instance, until its source decided.
 #[derive(Debug, Clone)]
-struct Pending<C> {
-    source: TransferSource,
+struct Outgoing<C> {
+    /// The source instance.
+    source: InstanceKey,
     dest: InstanceKey,
     player: Option<PlayerKey>,
     /// The destination acknowledged (holds the actor prepared).
@@ -47,6 +33,19 @@ struct Pending<C> {
     /// Sent out through the gateway (even if the destination later turns out to be
     /// placed on this very node, the gateway carries the decision).
     via_gateway: bool,
+    ctx: C,
+}
+
+/// A transfer into a local instance, until the decision reached it.
+#[derive(Debug, Clone)]
+struct Incoming<C> {
+    dest: InstanceKey,
+    player: Option<PlayerKey>,
+    /// The destination instance holds the actor prepared (acknowledged once).
+    prepared: bool,
+    /// From a local instance directly (its `Outgoing` carries the decision); else from
+    /// the gateway, which answers and decides.
+    local: bool,
     ctx: C,
 }
 
@@ -107,23 +106,22 @@ pub enum InRefusal {
         /// Hosted.
         have: Generation,
     },
-    /// The gateway's id is already pending here.
+    /// The transfer is already arriving here.
     Duplicate,
 }
 
 /// The transfer table (see the module docs).
 #[derive(Debug, Clone)]
 pub struct TransferTable<C> {
-    pending: HashMap<u64, Pending<C>>,
-    /// Transfers from other nodes: the gateway's id → ours.
-    remote_in: HashMap<u64, u64>,
+    outgoing: HashMap<TransferId, Outgoing<C>>,
+    incoming: HashMap<TransferId, Incoming<C>>,
 }
 
 impl<C> Default for TransferTable<C> {
     fn default() -> Self {
         Self {
-            pending: HashMap::new(),
-            remote_in: HashMap::new(),
+            outgoing: HashMap::new(),
+            incoming: HashMap::new(),
         }
     }
 }
@@ -134,38 +132,45 @@ impl<C: Clone> TransferTable<C> {
         Self::default()
     }
 
-    /// Transfers pending.
+    /// Transfers pending (each counted once, also when it is both out of and into this
+    /// node).
     pub fn len(&self) -> usize {
-        self.pending.len()
+        self.outgoing.len()
+            + self
+                .incoming
+                .keys()
+                .filter(|id| !self.outgoing.contains_key(id))
+                .count()
     }
 
     /// Whether none is pending.
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+        self.outgoing.is_empty() && self.incoming.is_empty()
     }
 
-    /// A local instance's `TransferOut` (phase one), under this node's `id`: to the
+    /// A local instance's `TransferOut` (phase one), under the id its sim minted: to the
     /// destination instance when it is hosted here (`dest_local`), else to the gateway as
-    /// a `Transfer`. Should that message not go out, tell [`Self::remote_answer`] so.
+    /// a `Transfer`. Should that message not go out, tell [`Self::remote_answer`] so. A
+    /// second `TransferOut` under an id still pending is dropped (counted).
     pub fn start(
         &mut self,
-        id: u64,
         source: InstanceKey,
         t: &TransferOut,
         dest_local: bool,
         ctx: C,
     ) -> Vec<Effect<C>> {
+        let id = t.transfer_id;
+        if self.outgoing.contains_key(&id) || (dest_local && self.incoming.contains_key(&id)) {
+            return vec![Effect::Count(Count::Refused)];
+        }
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
         };
-        self.pending.insert(
+        self.outgoing.insert(
             id,
-            Pending {
-                source: TransferSource::Local {
-                    key: source,
-                    local: t.transfer_id,
-                },
+            Outgoing {
+                source,
                 dest: dest.clone(),
                 player: t.player,
                 prepared: false,
@@ -174,10 +179,20 @@ impl<C: Clone> TransferTable<C> {
             },
         );
         if dest_local {
+            self.incoming.insert(
+                id,
+                Incoming {
+                    dest: dest.clone(),
+                    player: t.player,
+                    prepared: false,
+                    local: true,
+                    ctx,
+                },
+            );
             return vec![Effect::Push(
                 dest,
                 ZoneInput::TransferIn {
-                    transfer_id: TransferId(id),
+                    transfer_id: id,
                     player: t.player,
                     is_dm: t.is_dm,
                     state: Box::new(t.state.clone()),
@@ -218,17 +233,16 @@ impl<C: Clone> TransferTable<C> {
         if t.generation != 0 && t.generation != have {
             return Err(InRefusal::StaleGeneration { have });
         }
-        if self.remote_in.contains_key(&t.transfer_id) {
+        if self.incoming.contains_key(&t.transfer_id) {
             return Err(InRefusal::Duplicate);
         }
         Ok(())
     }
 
     /// A transfer from another node (via the gateway), phase one at a local instance
-    /// hosted with generation `hosted` (`None`: not here), under this node's `id`.
+    /// hosted with generation `hosted` (`None`: not here).
     pub fn arrive(
         &mut self,
-        id: u64,
         t: TransferDto,
         hosted: Option<Generation>,
         draining: bool,
@@ -240,24 +254,20 @@ impl<C: Clone> TransferTable<C> {
             instance: t.instance,
         };
         let player = t.session.map(PlayerKey);
-        self.pending.insert(
-            id,
-            Pending {
-                source: TransferSource::Remote {
-                    their_id: t.transfer_id,
-                },
+        self.incoming.insert(
+            t.transfer_id,
+            Incoming {
                 dest: dest.clone(),
                 player,
                 prepared: false,
-                via_gateway: true,
+                local: false,
                 ctx,
             },
         );
-        self.remote_in.insert(t.transfer_id, id);
         Ok(vec![Effect::Push(
             dest,
             ZoneInput::TransferIn {
-                transfer_id: TransferId(id),
+                transfer_id: t.transfer_id,
                 player,
                 is_dm: t.is_dm,
                 state: Box::new(t.state),
@@ -271,63 +281,70 @@ impl<C: Clone> TransferTable<C> {
     /// generation of an instance.
     pub fn prepared(
         &mut self,
-        id: u64,
+        id: TransferId,
         generation: impl Fn(&InstanceKey) -> Generation,
     ) -> Vec<Effect<C>> {
-        let Some(p) = self.pending.get_mut(&id) else {
+        let Some(p) = self.incoming.get_mut(&id) else {
             return Vec::new();
         };
         if p.prepared {
             return Vec::new();
         }
         p.prepared = true;
-        match &p.source {
-            TransferSource::Local { key, local } => vec![Effect::Push(
-                key.clone(),
-                ZoneInput::TransferAck {
-                    transfer_id: *local,
-                },
-            )],
-            TransferSource::Remote { their_id } => vec![Effect::Send {
+        if !p.local {
+            return vec![Effect::Send {
                 msg: Msg::TransferAck {
-                    transfer_id: *their_id,
+                    transfer_id: id,
                     generation: generation(&p.dest),
                 },
                 ctx: Some(p.ctx.clone()),
-            }],
+            }];
         }
+        let Some(o) = self.outgoing.get_mut(&id) else {
+            return Vec::new();
+        };
+        o.prepared = true;
+        vec![Effect::Push(
+            o.source.clone(),
+            ZoneInput::TransferAck { transfer_id: id },
+        )]
     }
 
     /// A local destination refused the actor, or dropped a prepared one that was never
     /// decided: a source still waiting is told, so it restores the actor.
-    pub fn refused(&mut self, id: u64, reason: String) -> Vec<Effect<C>> {
-        let Some(p) = self.pending.remove(&id) else {
+    pub fn refused(&mut self, id: TransferId, reason: String) -> Vec<Effect<C>> {
+        let Some(p) = self.incoming.remove(&id) else {
             return Vec::new();
         };
-        if let TransferSource::Remote { their_id } = &p.source {
-            self.remote_in.remove(their_id);
-        }
         if p.prepared {
+            if p.local {
+                // The source's decision finds nothing here then.
+                self.outgoing.remove(&id);
+            }
             return vec![
                 Effect::Outcome(p.ctx, "expired"),
                 Effect::Count(Count::Expired),
             ];
         }
-        let tell = match p.source {
-            TransferSource::Local { key, local } => Effect::Push(
-                key,
+        let tell = if p.local {
+            let Some(o) = self.outgoing.remove(&id) else {
+                return vec![Effect::Outcome(p.ctx, "refused")];
+            };
+            Effect::Push(
+                o.source,
                 ZoneInput::TransferNack {
-                    transfer_id: local,
+                    transfer_id: id,
                     reason,
                 },
-            ),
-            TransferSource::Remote { their_id } => Effect::Send {
+            )
+        } else {
+            Effect::Send {
                 msg: Msg::TransferNack {
-                    transfer_id: their_id,
+                    transfer_id: id,
                     reason,
                 },
                 ctx: Some(p.ctx.clone()),
-            },
+            }
         };
         vec![Effect::Outcome(p.ctx, "refused"), tell]
     }
@@ -338,50 +355,21 @@ impl<C: Clone> TransferTable<C> {
     pub fn decided(
         &mut self,
         source: &InstanceKey,
-        local: TransferId,
+        id: TransferId,
         commit: bool,
     ) -> Vec<Effect<C>> {
-        let found = self.pending.iter().find_map(|(id, t)| match &t.source {
-            TransferSource::Local { key, local: l } if key == source && *l == local => Some(*id),
-            _ => None,
-        });
-        let Some((id, p)) = found.and_then(|id| self.pending.remove(&id).map(|p| (id, p))) else {
+        if self.outgoing.get(&id).is_none_or(|o| o.source != *source) {
+            return vec![Effect::Count(Count::Refused)];
+        }
+        let Some(p) = self.outgoing.remove(&id) else {
             return vec![Effect::Count(Count::Refused)];
         };
         let mut out = vec![Effect::Outcome(
             p.ctx.clone(),
             if commit { "committed" } else { "aborted" },
         )];
-        match (!p.via_gateway, commit) {
-            (true, true) => {
-                out.push(Effect::Count(Count::Local));
-                if let Some(player) = p.player {
-                    out.push(Effect::Route {
-                        session: player.0,
-                        to: p.dest.clone(),
-                    });
-                    out.push(Effect::Send {
-                        msg: Msg::PlayerMoved {
-                            session: player.0,
-                            key: p.dest.clone(),
-                        },
-                        ctx: None,
-                    });
-                }
-                out.push(Effect::Push(
-                    p.dest,
-                    ZoneInput::TransferCommit {
-                        transfer_id: TransferId(id),
-                    },
-                ));
-            }
-            (true, false) => out.push(Effect::Push(
-                p.dest,
-                ZoneInput::TransferAbort {
-                    transfer_id: TransferId(id),
-                },
-            )),
-            (false, true) => {
+        if p.via_gateway {
+            if commit {
                 // Gone through the gateway: forget the session here (a source rebuilt
                 // after a panic must not restore the player). The commit tells the
                 // gateway the session left; no `PlayerDetached`, which would read as a
@@ -396,24 +384,56 @@ impl<C: Clone> TransferTable<C> {
                     msg: Msg::TransferCommit { transfer_id: id },
                     ctx: Some(p.ctx),
                 });
+            } else {
+                out.push(Effect::Send {
+                    msg: Msg::TransferAbort { transfer_id: id },
+                    ctx: Some(p.ctx),
+                });
             }
-            (false, false) => out.push(Effect::Send {
-                msg: Msg::TransferAbort { transfer_id: id },
-                ctx: Some(p.ctx),
-            }),
+            return out;
+        }
+        // Between two local instances: the decision goes straight to the destination (one
+        // that dropped its copy meanwhile has no entry left, and hears nothing).
+        let arrived = self.incoming.remove(&id);
+        if commit {
+            out.push(Effect::Count(Count::Local));
+            if let Some(player) = p.player {
+                out.push(Effect::Route {
+                    session: player.0,
+                    to: p.dest.clone(),
+                });
+                out.push(Effect::Send {
+                    msg: Msg::PlayerMoved {
+                        session: player.0,
+                        key: p.dest.clone(),
+                    },
+                    ctx: None,
+                });
+            }
+        }
+        if arrived.is_some() {
+            out.push(Effect::Push(
+                p.dest,
+                if commit {
+                    ZoneInput::TransferCommit { transfer_id: id }
+                } else {
+                    ZoneInput::TransferAbort { transfer_id: id }
+                },
+            ));
         }
         out
     }
 
-    /// Transfers out of `key` still waiting for an answer: `(sim id, player)`.
+    /// Transfers out of `key` still waiting for an answer: `(id, player)`.
     pub fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
-        self.pending
-            .values()
-            .filter_map(|t| match &t.source {
-                TransferSource::Local { key: k, local } if k == key => Some((*local, t.player)),
-                _ => None,
-            })
-            .collect()
+        let mut v: Vec<_> = self
+            .outgoing
+            .iter()
+            .filter(|(_, t)| t.source == *key)
+            .map(|(id, t)| (*id, t.player))
+            .collect();
+        v.sort_unstable_by_key(|(id, _)| *id);
+        v
     }
 
     /// The instance `key` stopped: transfers into it can no longer arrive (a prepared copy
@@ -421,8 +441,8 @@ impl<C: Clone> TransferTable<C> {
     /// and transfers out of it that its sim did not decide are aborted (its players were
     /// saved and removed with it).
     pub fn instance_stopped(&mut self, key: &InstanceKey) -> Vec<Effect<C>> {
-        let mut ids: Vec<u64> = self
-            .pending
+        let mut ids: Vec<TransferId> = self
+            .incoming
             .iter()
             .filter(|(_, t)| t.dest == *key)
             .map(|(id, _)| *id)
@@ -432,8 +452,8 @@ impl<C: Clone> TransferTable<C> {
         for id in ids {
             out.extend(self.refused(id, "the destination instance stopped".into()));
         }
-        for (local, _) in self.pending_from(key) {
-            out.extend(self.decided(key, local, false));
+        for (id, _) in self.pending_from(key) {
+            out.extend(self.decided(key, id, false));
         }
         out
     }
@@ -441,49 +461,53 @@ impl<C: Clone> TransferTable<C> {
     /// The gateway's answer to a transfer this node sent to another node: an ack (the
     /// remote destination is prepared) goes to the source instance, which decides; a
     /// refusal restores the actor there. An ack for a transfer no longer known is aborted.
-    pub fn remote_answer(&mut self, id: u64, result: Result<(), String>) -> Vec<Effect<C>> {
-        let source = self.pending.get(&id).map(|p| p.source.clone());
+    pub fn remote_answer(&mut self, id: TransferId, result: Result<(), String>) -> Vec<Effect<C>> {
+        let source = self
+            .outgoing
+            .get(&id)
+            .filter(|o| o.via_gateway)
+            .map(|o| o.source.clone());
         match (source, result) {
-            (Some(TransferSource::Local { key, local }), Ok(())) => {
-                if let Some(p) = self.pending.get_mut(&id) {
-                    p.prepared = true;
+            (Some(key), Ok(())) => {
+                if let Some(o) = self.outgoing.get_mut(&id) {
+                    o.prepared = true;
                 }
                 vec![Effect::Push(
                     key,
-                    ZoneInput::TransferAck { transfer_id: local },
+                    ZoneInput::TransferAck { transfer_id: id },
                 )]
             }
-            (Some(TransferSource::Local { key, local }), Err(reason)) => {
+            (Some(key), Err(reason)) => {
                 let mut out = Vec::new();
-                if let Some(p) = self.pending.remove(&id) {
-                    out.push(Effect::Outcome(p.ctx, "refused"));
+                if let Some(o) = self.outgoing.remove(&id) {
+                    out.push(Effect::Outcome(o.ctx, "refused"));
                 }
                 out.push(Effect::Push(
                     key,
                     ZoneInput::TransferNack {
-                        transfer_id: local,
+                        transfer_id: id,
                         reason,
                     },
                 ));
                 out
             }
-            (_, Ok(())) => vec![
+            (None, Ok(())) => vec![
                 Effect::Count(Count::Refused),
                 Effect::Send {
                     msg: Msg::TransferAbort { transfer_id: id },
                     ctx: None,
                 },
             ],
-            (_, Err(_)) => vec![Effect::Count(Count::Refused)],
+            (None, Err(_)) => vec![Effect::Count(Count::Refused)],
         }
     }
 
     /// The gateway passes on the source's decision for a transfer into this node.
-    pub fn remote_decided(&mut self, gateway_id: u64, commit: bool) -> Vec<Effect<C>> {
-        let Some(id) = self.remote_in.remove(&gateway_id) else {
+    pub fn remote_decided(&mut self, id: TransferId, commit: bool) -> Vec<Effect<C>> {
+        if self.incoming.get(&id).is_none_or(|p| p.local) {
             return vec![Effect::Count(Count::Refused)];
-        };
-        let Some(p) = self.pending.remove(&id) else {
+        }
+        let Some(p) = self.incoming.remove(&id) else {
             return vec![Effect::Count(Count::Refused)];
         };
         let mut out = vec![Effect::Outcome(
@@ -500,16 +524,12 @@ impl<C: Clone> TransferTable<C> {
             }
             out.push(Effect::Push(
                 p.dest,
-                ZoneInput::TransferCommit {
-                    transfer_id: TransferId(id),
-                },
+                ZoneInput::TransferCommit { transfer_id: id },
             ));
         } else {
             out.push(Effect::Push(
                 p.dest,
-                ZoneInput::TransferAbort {
-                    transfer_id: TransferId(id),
-                },
+                ZoneInput::TransferAbort { transfer_id: id },
             ));
         }
         out
@@ -525,6 +545,15 @@ mod tests {
 
     type Table = TransferTable<&'static str>;
 
+    /// A transfer id as a source zone mints it.
+    fn tx(serial: u32) -> TransferId {
+        TransferId {
+            block: 1,
+            minter: 1,
+            serial,
+        }
+    }
+
     fn key(area: &str, instance: u16) -> InstanceKey {
         InstanceKey {
             area: area.into(),
@@ -532,9 +561,9 @@ mod tests {
         }
     }
 
-    fn out(to: &InstanceKey, local: u64, player: u64) -> TransferOut {
+    fn out(to: &InstanceKey, id: u32, player: u64) -> TransferOut {
         TransferOut {
-            transfer_id: TransferId(local),
+            transfer_id: tx(id),
             player: Some(PlayerKey(player)),
             is_dm: false,
             area: to.area.clone(),
@@ -544,9 +573,9 @@ mod tests {
         }
     }
 
-    fn dto(their_id: u64, to: &InstanceKey, generation: Generation) -> TransferDto {
+    fn dto(id: u32, to: &InstanceKey, generation: Generation) -> TransferDto {
         TransferDto {
-            transfer_id: their_id,
+            transfer_id: tx(id),
             generation,
             session: Some(7),
             is_dm: false,
@@ -563,7 +592,18 @@ mod tests {
             .iter()
             .map(|e| match e {
                 Effect::Push(k, i) => format!("push {}#{} {}", k.area, k.instance, input(i)),
-                Effect::Send { msg, ctx } => format!("send {} {}", msg.name(), ctx.unwrap_or("-")),
+                Effect::Send { msg, ctx } => {
+                    let id = match msg {
+                        Msg::Transfer(t) => Some(t.transfer_id),
+                        Msg::TransferAck { transfer_id, .. }
+                        | Msg::TransferNack { transfer_id, .. }
+                        | Msg::TransferCommit { transfer_id }
+                        | Msg::TransferAbort { transfer_id } => Some(*transfer_id),
+                        _ => None,
+                    };
+                    let id = id.map_or_else(String::new, |i| format!(" {}", i.serial));
+                    format!("send {}{id} {}", msg.name(), ctx.unwrap_or("-"))
+                }
                 Effect::Route { session, to } => {
                     format!("route {session} {}#{}", to.area, to.instance)
                 }
@@ -578,11 +618,15 @@ mod tests {
 
     fn input(i: &ZoneInput) -> String {
         match i {
-            ZoneInput::TransferIn { transfer_id, .. } => format!("in {}", transfer_id.0),
-            ZoneInput::TransferAck { transfer_id } => format!("ack {}", transfer_id.0),
-            ZoneInput::TransferNack { transfer_id, .. } => format!("nack {}", transfer_id.0),
-            ZoneInput::TransferCommit { transfer_id } => format!("commit {}", transfer_id.0),
-            ZoneInput::TransferAbort { transfer_id } => format!("abort {}", transfer_id.0),
+            ZoneInput::TransferIn { transfer_id, .. } => format!("in {}", transfer_id.serial),
+            ZoneInput::TransferAck { transfer_id } => format!("ack {}", transfer_id.serial),
+            ZoneInput::TransferNack { transfer_id, .. } => {
+                format!("nack {}", transfer_id.serial)
+            }
+            ZoneInput::TransferCommit { transfer_id } => {
+                format!("commit {}", transfer_id.serial)
+            }
+            ZoneInput::TransferAbort { transfer_id } => format!("abort {}", transfer_id.serial),
             _ => "other".into(),
         }
     }
@@ -591,81 +635,87 @@ mod tests {
     fn a_local_handoff_prepares_acks_commits_and_moves_the_route() {
         let (a, b) = (key("A", 0), key("B", 0));
         let mut t = Table::new();
-        let e = t.start(10, a.clone(), &out(&b, 3, 7), true, "src");
-        assert_eq!(show(&e), ["push B#0 in 10"]);
+        let e = t.start(a.clone(), &out(&b, 3, 7), true, "src");
         assert_eq!(
-            t.pending_from(&a),
-            vec![(TransferId(3), Some(PlayerKey(7)))]
+            show(&e),
+            ["push B#0 in 3"],
+            "the destination sees the source's id"
         );
-        assert_eq!(show(&t.prepared(10, |_| 1)), ["push A#0 ack 3"]);
-        assert!(t.prepared(10, |_| 1).is_empty(), "acknowledged once");
+        assert_eq!(t.pending_from(&a), vec![(tx(3), Some(PlayerKey(7)))]);
+        assert_eq!(t.len(), 1, "one transfer, in both roles");
+        assert_eq!(show(&t.prepared(tx(3), |_| 1)), ["push A#0 ack 3"]);
+        assert!(t.prepared(tx(3), |_| 1).is_empty(), "acknowledged once");
         assert_eq!(
-            show(&t.decided(&a, TransferId(3), true)),
+            show(&t.decided(&a, tx(3), true)),
             [
                 "outcome src committed",
                 "count Local",
                 "route 7 B#0",
                 "send PlayerMoved -",
-                "push B#0 commit 10"
+                "push B#0 commit 3"
             ]
         );
         assert!(t.is_empty());
-        assert_eq!(show(&t.decided(&a, TransferId(3), true)), ["count Refused"]);
+        assert_eq!(show(&t.decided(&a, tx(3), true)), ["count Refused"]);
     }
 
     #[test]
     fn a_local_handoff_aborted_or_refused_goes_back_to_its_source() {
         let (a, b) = (key("A", 0), key("B", 0));
         let mut t = Table::new();
-        t.start(10, a.clone(), &out(&b, 3, 7), true, "src");
-        t.prepared(10, |_| 1);
+        t.start(a.clone(), &out(&b, 3, 7), true, "src");
+        t.prepared(tx(3), |_| 1);
         assert_eq!(
-            show(&t.decided(&a, TransferId(3), false)),
-            ["outcome src aborted", "push B#0 abort 10"]
+            show(&t.decided(&a, tx(3), false)),
+            ["outcome src aborted", "push B#0 abort 3"]
         );
-        t.start(11, a.clone(), &out(&b, 4, 7), true, "src");
+        t.start(a.clone(), &out(&b, 4, 7), true, "src");
         assert_eq!(
-            show(&t.refused(11, "full".into())),
+            show(&t.refused(tx(4), "full".into())),
             ["outcome src refused", "push A#0 nack 4"]
         );
         // A prepared arrival dropped without a decision expires; nobody is told.
-        t.start(12, a.clone(), &out(&b, 5, 7), true, "src");
-        t.prepared(12, |_| 1);
+        t.start(a.clone(), &out(&b, 5, 7), true, "src");
+        t.prepared(tx(5), |_| 1);
         assert_eq!(
-            show(&t.refused(12, "gone".into())),
+            show(&t.refused(tx(5), "gone".into())),
             ["outcome src expired", "count Expired"]
         );
         assert!(t.is_empty());
+        // Only the source instance decides its transfer.
+        t.start(a.clone(), &out(&b, 6, 7), true, "src");
+        assert_eq!(show(&t.decided(&b, tx(6), true)), ["count Refused"]);
+        assert_eq!(t.len(), 1);
     }
 
     #[test]
-    fn a_handoff_to_another_node_goes_through_the_gateway() {
+    fn a_handoff_to_another_node_goes_through_the_gateway_under_its_own_id() {
         let (a, b) = (key("A", 0), key("B", 1));
         let mut t = Table::new();
-        let e = t.start(20, a.clone(), &out(&b, 3, 7), false, "src");
-        assert_eq!(show(&e), ["send Transfer src"]);
-        assert_eq!(show(&t.remote_answer(20, Ok(()))), ["push A#0 ack 3"]);
+        let e = t.start(a.clone(), &out(&b, 3, 7), false, "src");
+        assert_eq!(show(&e), ["send Transfer 3 src"]);
+        assert_eq!(show(&t.remote_answer(tx(3), Ok(()))), ["push A#0 ack 3"]);
         assert_eq!(
-            show(&t.decided(&a, TransferId(3), true)),
+            show(&t.decided(&a, tx(3), true)),
             [
                 "outcome src committed",
                 "unroute 7 A#0",
-                "send TransferCommit src"
+                "send TransferCommit 3 src"
             ]
         );
         // Refused by the destination: the source restores the actor.
-        t.start(21, a.clone(), &out(&b, 4, 7), false, "src");
+        t.start(a.clone(), &out(&b, 4, 7), false, "src");
         assert_eq!(
-            show(&t.remote_answer(21, Err("no".into()))),
+            show(&t.remote_answer(tx(4), Err("no".into()))),
             ["outcome src refused", "push A#0 nack 4"]
         );
         // An ack for a transfer no longer known is aborted at once.
         assert_eq!(
-            show(&t.remote_answer(99, Ok(()))),
-            ["count Refused", "send TransferAbort -"]
+            show(&t.remote_answer(tx(99), Ok(()))),
+            ["count Refused", "send TransferAbort 99 -"]
         );
         assert_eq!(
-            show(&t.remote_answer(98, Err("x".into()))),
+            show(&t.remote_answer(tx(98), Err("x".into()))),
             ["count Refused"]
         );
     }
@@ -686,47 +736,104 @@ mod tests {
             t.admit(&dto(5, &b, 3), Some(4), false),
             Err(InRefusal::StaleGeneration { have: 4 })
         );
-        let e = t.arrive(30, dto(5, &b, 4), Some(4), false, "dst").unwrap();
-        assert_eq!(show(&e), ["push B#1 in 30"]);
+        let e = t.arrive(dto(5, &b, 4), Some(4), false, "dst").unwrap();
+        assert_eq!(show(&e), ["push B#1 in 5"]);
         assert!(matches!(
-            t.arrive(31, dto(5, &b, 0), Some(4), false, "dst"),
+            t.arrive(dto(5, &b, 0), Some(4), false, "dst"),
             Err(InRefusal::Duplicate)
         ));
-        let e = t.prepared(30, |k| if *k == b { 4 } else { 0 });
-        assert_eq!(show(&e), ["send TransferAck dst"]);
+        let e = t.prepared(tx(5), |k| if *k == b { 4 } else { 0 });
+        assert_eq!(show(&e), ["send TransferAck 5 dst"]);
         assert!(matches!(
             &e[0],
             Effect::Send {
-                msg: Msg::TransferAck {
-                    transfer_id: 5,
-                    generation: 4
-                },
+                msg: Msg::TransferAck { generation: 4, .. },
                 ..
             }
         ));
         assert_eq!(
-            show(&t.remote_decided(5, true)),
+            show(&t.remote_decided(tx(5), true)),
             [
                 "outcome dst committed",
                 "count Remote",
                 "route 7 B#1",
-                "push B#1 commit 30"
+                "push B#1 commit 5"
             ]
         );
-        assert_eq!(show(&t.remote_decided(5, true)), ["count Refused"]);
+        assert_eq!(show(&t.remote_decided(tx(5), true)), ["count Refused"]);
         // Aborted, and refused before it was prepared.
-        t.arrive(32, dto(6, &b, 0), Some(4), false, "dst").unwrap();
+        t.arrive(dto(6, &b, 0), Some(4), false, "dst").unwrap();
         assert_eq!(
-            show(&t.remote_decided(6, false)),
-            ["outcome dst aborted", "push B#1 abort 32"]
+            show(&t.remote_decided(tx(6), false)),
+            ["outcome dst aborted", "push B#1 abort 6"]
         );
-        t.arrive(33, dto(8, &b, 0), Some(4), false, "dst").unwrap();
+        t.arrive(dto(8, &b, 0), Some(4), false, "dst").unwrap();
         assert_eq!(
-            show(&t.refused(33, "full".into())),
-            ["outcome dst refused", "send TransferNack dst"]
+            show(&t.refused(tx(8), "full".into())),
+            ["outcome dst refused", "send TransferNack 8 dst"]
         );
         assert!(t.is_empty());
-        // The gateway's id is free again once the transfer ended.
+        // The id is free again once the transfer ended: the gateway may send it again.
         assert!(t.admit(&dto(8, &b, 0), Some(4), false).is_ok());
+    }
+
+    #[test]
+    fn a_handoff_the_gateway_routes_back_to_this_node_keeps_both_roles_apart() {
+        // The destination was not here when the source froze the actor; by the time the
+        // gateway forwards it, it is placed here.
+        let (a, b) = (key("A", 0), key("B", 1));
+        let mut t = Table::new();
+        assert_eq!(
+            show(&t.start(a.clone(), &out(&b, 3, 7), false, "src")),
+            ["send Transfer 3 src"]
+        );
+        let mut d = dto(3, &b, 0);
+        d.session = Some(7);
+        assert_eq!(
+            show(&t.arrive(d, Some(2), false, "dst").unwrap()),
+            ["push B#1 in 3"]
+        );
+        assert_eq!(t.len(), 1);
+        // The destination role answers the gateway, the source role hears the gateway.
+        assert_eq!(show(&t.prepared(tx(3), |_| 2)), ["send TransferAck 3 dst"]);
+        assert_eq!(show(&t.remote_answer(tx(3), Ok(()))), ["push A#0 ack 3"]);
+        assert_eq!(
+            show(&t.decided(&a, tx(3), true)),
+            [
+                "outcome src committed",
+                "unroute 7 A#0",
+                "send TransferCommit 3 src"
+            ]
+        );
+        assert_eq!(t.len(), 1, "the arrival waits for the gateway's commit");
+        assert_eq!(
+            show(&t.remote_decided(tx(3), true)),
+            [
+                "outcome dst committed",
+                "count Remote",
+                "route 7 B#1",
+                "push B#1 commit 3"
+            ]
+        );
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_stopped_instance_refuses_what_comes_in_and_aborts_what_it_sent() {
+        let (a, b, c) = (key("A", 0), key("B", 0), key("C", 2));
+        let mut t = Table::new();
+        t.start(a.clone(), &out(&b, 3, 7), false, "src");
+        t.arrive(dto(4, &a, 0), Some(1), false, "dst").unwrap();
+        t.start(c.clone(), &out(&b, 5, 8), false, "other");
+        assert_eq!(
+            show(&t.instance_stopped(&a)),
+            [
+                "outcome dst refused",
+                "send TransferNack 4 dst",
+                "outcome src aborted",
+                "send TransferAbort 3 src"
+            ]
+        );
+        assert_eq!(t.pending_from(&c), vec![(tx(5), Some(PlayerKey(8)))]);
     }
 }

@@ -500,6 +500,8 @@ impl ZoneActor {
             players = self.players.len(),
             "zone tick panicked; rebuilding the instance from the last snapshots"
         );
+        // A minter of its own: the old sim's ids may still be pending (held below).
+        (self.cfg.transfer_block, self.cfg.transfer_minter) = self.reg.next_minter();
         self.sim = ZoneSim::new(self.cfg.clone(), self.content.clone());
         // Arrivals not yet committed: prepared again in the new sim (the registry sends
         // the source at most one ack), so neither side loses them.
@@ -605,19 +607,19 @@ impl Router<'_> {
                     self.reg.player_removed(self.key, player.0);
                 }
                 ZoneOutput::AckTransfer { transfer_id } => {
-                    self.reg.transfer_prepared(transfer_id.0);
+                    self.reg.transfer_prepared(*transfer_id);
                 }
                 ZoneOutput::NackTransfer {
                     transfer_id,
                     reason,
                 } => {
                     self.arriving.remove(transfer_id);
-                    self.reg.transfer_refused(transfer_id.0, reason.clone());
+                    self.reg.transfer_refused(*transfer_id, reason.clone());
                 }
                 ZoneOutput::PreparedExpired { transfer_id } => {
                     self.arriving.remove(transfer_id);
                     self.reg
-                        .transfer_refused(transfer_id.0, "no commit came in time".into());
+                        .transfer_refused(*transfer_id, "no commit came in time".into());
                 }
                 ZoneOutput::CommitTransfer { transfer_id } => {
                     self.reg.transfer_decided(self.key, *transfer_id, true);
@@ -832,6 +834,15 @@ impl Handler<InjectPanic> for ZoneActor {
 mod tests {
     use super::*;
 
+    /// A transfer id as a source zone mints it.
+    fn tx(serial: u32) -> TransferId {
+        TransferId {
+            block: 1,
+            minter: 1,
+            serial,
+        }
+    }
+
     fn player(p: u64, action: PlayerAction) -> ZoneInput {
         ZoneInput::Player {
             player: PlayerKey(p),
@@ -873,9 +884,7 @@ mod tests {
             player(2, PlayerAction::AreaAck),
             warp(2),
             warp(3),
-            ZoneInput::TransferAbort {
-                transfer_id: TransferId(4),
-            },
+            ZoneInput::TransferAbort { transfer_id: tx(4) },
         ];
         let (now, later) = take_handoff(batch);
         // Player 1's warp waits behind its chat; player 2's acknowledgement and warp go
@@ -886,9 +895,7 @@ mod tests {
                 player(2, PlayerAction::AreaAck),
                 warp(2),
                 warp(3),
-                ZoneInput::TransferAbort {
-                    transfer_id: TransferId(4),
-                },
+                ZoneInput::TransferAbort { transfer_id: tx(4) },
             ]
         );
         // A movement datagram does not hold its player's warp back.

@@ -18,9 +18,9 @@ pub struct PlayerKey(pub u64);
 /// allocated, because a mount RID of 0 means "no mount" on the wire.
 pub type RuntimeId = u16;
 
-/// Identifies one cross-instance transfer (SetArea to another AreaInstance).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct TransferId(pub u64);
+/// Identifies one cross-instance transfer (SetArea to another AreaInstance), the same id
+/// at every hop of the handoff; the zone mints its own with [`TransferMinter`].
+pub use shared::internal::{TransferId, TransferMinter};
 
 /// Number of attribute slots (`Attributes\Value[40]`).
 pub const ATTRIBUTE_COUNT: usize = 40;

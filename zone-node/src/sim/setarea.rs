@@ -578,9 +578,7 @@ pub(crate) fn transfer_out(
         };
         super::checkpoint::persist(st, id, snapshot);
     }
-    let tid =
-        TransferId((u64::from(st.cfg.instance) << 48) | (st.next_transfer & 0xFFFF_FFFF_FFFF));
-    st.next_transfer += 1;
+    let tid = st.transfer_ids.mint();
     let companions = freeze(st, id, tid);
     let deadline_ms = st.now_ms + st.cfg.transfer_timeout_ms;
     st.transfers.insert(
@@ -844,8 +842,11 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
     }
 }
 
-/// The source rolled back or is gone: forget the prepared actor (no one ever saw it).
+/// The source rolled back or is gone: forget the prepared actor (no one ever saw it). The
+/// id is forgotten too: the gateway may send the same transfer again under it (a copy it
+/// re-fenced, or one re-sent after this node's link closed), always after this abort.
 pub(crate) fn transfer_abort(st: &mut ZoneState, tid: TransferId) {
+    st.seen_transfers.remove(&tid);
     if st.prepared.remove(&tid).is_none() {
         st.reject(None, Rejection::UnknownTransfer);
     }

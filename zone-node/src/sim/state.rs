@@ -24,7 +24,7 @@ use super::area::{Environment, TemplateProps, ZoneContent};
 use super::events::{
     ATTRIBUTE_COUNT, ActorState, Arrival, Counters, FACTION_COUNT, INVENTORY_SLOTS, InvSlot,
     KnownSpell, MEMORISED_EMPTY, MEMORISED_SLOTS, PlayerKey, RESISTANCE_COUNT, Rejection,
-    RuntimeId, TransferId, ZoneOutput,
+    RuntimeId, TransferId, TransferMinter, ZoneOutput,
 };
 use super::grid::Grid;
 use super::instances::{Handle, Scripts};
@@ -945,6 +945,12 @@ pub struct ZoneConfig {
     pub npc_handle_base: u32,
     /// How many NPC handles the zone may number before wrapping.
     pub npc_handle_span: u32,
+    /// The id block this zone's transfers are minted in (the node's registration's, from
+    /// the gateway; 0 before the node has one). See [`TransferId`].
+    pub transfer_block: u64,
+    /// This zone's minter number in [`Self::transfer_block`] (the node gives every sim it
+    /// creates, a rebuild included, its own).
+    pub transfer_minter: u32,
     /// Items on the ground: lifetime, cap and pickup reach (`sim::items::ground`).
     pub ground: GroundConfig,
 }
@@ -1031,6 +1037,8 @@ impl Default for ZoneConfig {
             clock_epoch_ms: 0,
             npc_handle_base: NPC_HANDLE_BASE,
             npc_handle_span: 1 << 20,
+            transfer_block: 0,
+            transfer_minter: 1,
             ground: GroundConfig::default(),
         }
     }
@@ -1111,8 +1119,8 @@ pub struct ZoneState {
     pub awaiting_area_ack: Vec<ActorId>,
     /// Recently seen incoming transfer ids (duplicates refused).
     pub seen_transfers: BTreeMap<TransferId, u64>,
-    /// Next outgoing transfer id.
-    pub next_transfer: u64,
+    /// Mints this zone's outgoing transfer ids.
+    pub transfer_ids: TransferMinter,
     /// Current weather (0 sun .. 5 wind).
     pub weather: u8,
     /// When the current weather ends, as an absolute deadline in units of
@@ -1211,6 +1219,7 @@ impl ZoneState {
         let n_spawns = content.area.spawns.len();
         let rng = SimRng::new(cfg.seed);
         let npc_cursor = cfg.rids.npc_lo;
+        let transfer_ids = TransferMinter::new(cfg.transfer_block, cfg.transfer_minter);
         let clock_epoch = if cfg.clock_epoch_ms != 0 {
             cfg.clock_epoch_ms
         } else {
@@ -1239,7 +1248,7 @@ impl ZoneState {
             prepared: BTreeMap::new(),
             awaiting_area_ack: Vec::new(),
             seen_transfers: BTreeMap::new(),
-            next_transfer: 1,
+            transfer_ids,
             weather: 0,
             weather_time: 0,
             spawned: vec![0; n_spawns],
