@@ -1205,6 +1205,17 @@ impl Control {
         }
         // Instances it no longer runs (it restarted) are lost: their players come back.
         self.apply(actions, Trace::Current, chars);
+        // What waited for one of them (a transfer whose prepared copy died with the
+        // restart) has it placed again now, not once its wait times out.
+        let lost: Vec<InstanceKey> = self
+            .waiting
+            .keys()
+            .filter(|k| self.dir.placement(k).is_none())
+            .cloned()
+            .collect();
+        let again: Vec<directory::Action> =
+            lost.iter().filter_map(|k| self.dir.ensure(k)).collect();
+        self.apply(again, Trace::Current, chars);
         // What waits for an instance it runs (a transfer whose copy there went with the old
         // link, a login) goes now.
         let ready_here: Vec<InstanceKey> = self

@@ -229,6 +229,29 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// Let `ms` pass and run what is due; every assignment is answered ready at once.
+    fn timeouts(&mut self, ms: u64) -> Vec<Action> {
+        self.now += ms;
+        let mut out = self.c.on_timeout(at(self.now), &self.chars);
+        let assigns: Vec<(String, InstanceKey, Generation)> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::Assign {
+                    node,
+                    key,
+                    generation,
+                    ..
+                } => Some((node.clone(), key.clone(), *generation)),
+                _ => None,
+            })
+            .collect();
+        for (node, key, generation) in assigns {
+            self.gens.insert((node.clone(), key.clone()), generation);
+            out.extend(self.msg(&node, Msg::InstanceReady { key, generation }));
+        }
+        out
+    }
+
     /// n2 acknowledges transfer `id` prepared at `generation`.
     fn ack_on_n2(&mut self, id: TransferId, generation: Generation) -> Vec<Action> {
         self.msg(
@@ -629,4 +652,149 @@ fn a_player_put_back_while_its_node_is_connected_is_detached_there() {
             .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
         "{a:?}"
     );
+}
+
+#[test]
+fn a_destination_registering_again_before_its_old_link_closed_is_sent_the_transfer_again() {
+    // Seed 9,069 of the simulator: n2 restarted and registered on a new link before the
+    // gateway saw its old one close. The copy it had prepared died with it, so the
+    // source's commit must not go to it as if it still held one.
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    let up = cl.up("n2", 3, Vec::new());
+    assert!(
+        !sent(&up)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::TransferCommit { .. })),
+        "{up:?}"
+    );
+    // n1 lets go: the copy it was told of is gone, so nothing commits yet.
+    let a = cl.msg("n1", Msg::TransferCommit { transfer_id: id });
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::TransferCommit { .. })),
+        "committed into a copy that died with the restart: {a:?}"
+    );
+    assert!(cl.c.transfers().any(|(t, ..)| t == id), "still in flight");
+    // The transfer (it carries Ann) went out again once Meadow#1 was ready, under the same
+    // id, and commits as soon as it is prepared.
+    let mut all: Vec<Action> = up.into_iter().chain(a).collect();
+    for _ in 0..10 {
+        if sent(&all)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::Transfer(_)))
+        {
+            break;
+        }
+        all.extend(cl.timeouts(500));
+    }
+    let dest = sent(&all)
+        .into_iter()
+        .find_map(|(n, m)| match m {
+            Msg::Transfer(t) if t.transfer_id == id => Some(n),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("not sent again: {all:?}"));
+    let generation = cl.gens[&(dest.clone(), key("Meadow", 1))];
+    let a = cl.msg(
+        &dest,
+        Msg::TransferAck {
+            transfer_id: id,
+            generation,
+        },
+    );
+    assert!(
+        sent(&a).contains(&(dest.clone(), Msg::TransferCommit { transfer_id: id })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some(dest.as_str()));
+}
+
+#[test]
+fn a_transfer_into_a_copy_that_a_newer_generation_replaces_goes_to_the_newer_copy() {
+    // Seed 195,377 of the simulator: after a gateway restart, n2 reported Meadow#1 and was
+    // sent a transfer; then n3 reported a newer generation of it, which won, and n2's copy
+    // was stopped with the prepared arrival in it. The source's commit must not go there.
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.up("n2", 2, vec![running(key("Meadow", 1), 500, Vec::new())]);
+    cl.login(1, 1);
+    let a = cl.msg(
+        "n1",
+        Msg::Transfer(Box::new(TransferDto {
+            transfer_id: T9,
+            generation: 0,
+            session: Some(1),
+            is_dm: false,
+            area: "Meadow".into(),
+            instance: 1,
+            arrival: ArrivalDto::Saved,
+            state: character("Ann"),
+        })),
+    );
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2" && matches!(m, Msg::Transfer(t) if t.generation == 500)),
+        "{a:?}"
+    );
+    // n3 runs a newer generation of Meadow#1: it wins, n2's copy is stopped, and the
+    // transfer goes to n3 under the same id.
+    let a = cl.up("n3", 3, vec![running(key("Meadow", 1), 600, Vec::new())]);
+    let s = sent(&a);
+    assert!(
+        s.iter().any(|(n, m)| n == "n2"
+            && matches!(
+                m,
+                Msg::StopInstance {
+                    generation: 500,
+                    ..
+                }
+            )),
+        "{a:?}"
+    );
+    assert!(
+        s.iter().any(|(n, m)| n == "n3"
+            && matches!(m, Msg::Transfer(t) if t.transfer_id == T9 && t.generation == 600)),
+        "not sent to the copy that won: {a:?}"
+    );
+    // The stopped copy's late ack counts for nothing; n3's goes to the source, whose
+    // commit goes to n3.
+    let a = cl.msg(
+        "n2",
+        Msg::TransferAck {
+            transfer_id: T9,
+            generation: 500,
+        },
+    );
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::TransferAck { .. })),
+        "{a:?}"
+    );
+    let a = cl.msg(
+        "n3",
+        Msg::TransferAck {
+            transfer_id: T9,
+            generation: 600,
+        },
+    );
+    assert!(
+        sent(&a).contains(&(
+            "n1".into(),
+            Msg::TransferAck {
+                transfer_id: T9,
+                generation: 600
+            }
+        )),
+        "{a:?}"
+    );
+    let a = cl.msg("n1", Msg::TransferCommit { transfer_id: T9 });
+    assert!(
+        sent(&a).contains(&("n3".into(), Msg::TransferCommit { transfer_id: T9 })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n3"));
 }
