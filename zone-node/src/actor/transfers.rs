@@ -317,10 +317,7 @@ impl<C: Clone> TransferTable<C> {
             return Vec::new();
         };
         if p.prepared {
-            if p.local {
-                // The source's decision finds nothing here then.
-                self.outgoing.remove(&id);
-            }
+            // A local source still decides: its decision finds no arrival then (`decided`).
             return vec![
                 Effect::Outcome(p.ctx, "expired"),
                 Effect::Count(Count::Expired),
@@ -392,9 +389,31 @@ impl<C: Clone> TransferTable<C> {
             }
             return out;
         }
-        // Between two local instances: the decision goes straight to the destination (one
-        // that dropped its copy meanwhile has no entry left, and hears nothing).
-        let arrived = self.incoming.remove(&id);
+        // Between two local instances: the decision goes straight to the destination.
+        let Some(_) = self.incoming.remove(&id) else {
+            // The destination dropped its prepared copy (it stopped, or the copy expired)
+            // after the source heard it was prepared.
+            if let (true, Some(player)) = (commit, p.player) {
+                // The source let go too: no copy is left on this node. The gateway puts
+                // the player back from its last save, as for any player a node let go.
+                out = vec![
+                    Effect::Outcome(p.ctx, "lost at the destination"),
+                    Effect::Count(Count::Expired),
+                    Effect::Unroute {
+                        session: player.0,
+                        from: source.clone(),
+                    },
+                    Effect::Send {
+                        msg: Msg::PlayerDetached {
+                            session: player.0,
+                            key: Some(source.clone()),
+                        },
+                        ctx: None,
+                    },
+                ];
+            }
+            return out;
+        };
         if commit {
             out.push(Effect::Count(Count::Local));
             if let Some(player) = p.player {
@@ -411,16 +430,14 @@ impl<C: Clone> TransferTable<C> {
                 });
             }
         }
-        if arrived.is_some() {
-            out.push(Effect::Push(
-                p.dest,
-                if commit {
-                    ZoneInput::TransferCommit { transfer_id: id }
-                } else {
-                    ZoneInput::TransferAbort { transfer_id: id }
-                },
-            ));
-        }
+        out.push(Effect::Push(
+            p.dest,
+            if commit {
+                ZoneInput::TransferCommit { transfer_id: id }
+            } else {
+                ZoneInput::TransferAbort { transfer_id: id }
+            },
+        ));
         out
     }
 
@@ -674,17 +691,37 @@ mod tests {
             show(&t.refused(tx(4), "full".into())),
             ["outcome src refused", "push A#0 nack 4"]
         );
-        // A prepared arrival dropped without a decision expires; nobody is told.
+        // A prepared arrival dropped without a decision expires. A source that then
+        // aborts restores the actor itself; one that commits let go of the only copy
+        // left, so the gateway is told the player left (it puts it back from its save).
         t.start(a.clone(), &out(&b, 5, 7), true, "src");
         t.prepared(tx(5), |_| 1);
         assert_eq!(
             show(&t.refused(tx(5), "gone".into())),
             ["outcome src expired", "count Expired"]
         );
+        assert_eq!(show(&t.decided(&a, tx(5), false)), ["outcome src aborted"]);
+        t.start(a.clone(), &out(&b, 6, 7), true, "src");
+        t.prepared(tx(6), |_| 1);
+        t.instance_stopped(&b);
+        let e = t.decided(&a, tx(6), true);
+        assert_eq!(
+            show(&e),
+            [
+                "outcome src lost at the destination",
+                "count Expired",
+                "unroute 7 A#0",
+                "send PlayerDetached -"
+            ]
+        );
+        assert!(matches!(
+            &e[3],
+            Effect::Send { msg: Msg::PlayerDetached { session: 7, key: Some(k) }, .. } if *k == a
+        ));
         assert!(t.is_empty());
         // Only the source instance decides its transfer.
-        t.start(a.clone(), &out(&b, 6, 7), true, "src");
-        assert_eq!(show(&t.decided(&b, tx(6), true)), ["count Refused"]);
+        t.start(a.clone(), &out(&b, 8, 7), true, "src");
+        assert_eq!(show(&t.decided(&b, tx(8), true)), ["count Refused"]);
         assert_eq!(t.len(), 1);
     }
 
