@@ -1340,6 +1340,14 @@ impl Control {
                     p.key = key;
                     // A handoff inside the node: the new zone learns the party too.
                     self.out.push(Action::ZoneChanged { session });
+                } else {
+                    // A copy this gateway does not place there moved inside its node: an
+                    // orphan (its `DetachPlayer` may have reached the instance it was
+                    // leaving just after it left; seed 189,143 of the simulator). Told
+                    // again where it lives now; its saves are fenced meanwhile.
+                    tracing::info!(session, node, instance = %key, "an orphan moved inside its node: detaching it");
+                    self.count(Count::InternalRefused);
+                    self.send(node, Msg::DetachPlayer { session }, Trace::Current);
                 }
             }
             Msg::Transfer(t) => self.transfer_from(node, t, chars),

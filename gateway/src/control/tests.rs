@@ -798,3 +798,50 @@ fn a_transfer_into_a_copy_that_a_newer_generation_replaces_goes_to_the_newer_cop
     );
     assert_eq!(cl.c.node_of(1), Some("n3"));
 }
+
+#[test]
+fn an_orphan_that_moves_inside_its_node_is_detached_where_it_now_lives() {
+    // Seed 189,143 of the simulator: a node that came back after a pause was told to
+    // detach a player who had logged out meanwhile, but its `DetachPlayer` reached the
+    // instance the player was just leaving in a handoff inside the node; the moved copy
+    // lived on as a ghost, and the account's next login made it live twice.
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.up("n2", 2, Vec::new());
+    cl.login(1, 1);
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+    // A session this gateway no longer has.
+    let a = cl.msg(
+        "n1",
+        Msg::PlayerMoved {
+            session: 7,
+            key: key("Meadow", 0),
+        },
+    );
+    assert!(
+        sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
+        "{a:?}"
+    );
+    // A copy of Ann on a node that is not hers.
+    let a = cl.msg(
+        "n2",
+        Msg::PlayerMoved {
+            session: 1,
+            key: key("Darkwood", 0),
+        },
+    );
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::DetachPlayer { session: 1 })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n1"), "her own copy is untouched");
+    // Her own node moving her is a handoff inside the node, nothing more.
+    let a = cl.msg(
+        "n1",
+        Msg::PlayerMoved {
+            session: 1,
+            key: key("Darkwood", 0),
+        },
+    );
+    assert!(sent(&a).is_empty(), "{a:?}");
+}
