@@ -105,7 +105,13 @@ impl Cluster {
     /// Feed an event; every assignment is answered ready at once.
     fn ev(&mut self, e: Event) -> Vec<Action> {
         self.now += 10;
-        let mut out = self.c.handle(at(self.now), e, &self.chars);
+        let out = self.c.handle(at(self.now), e, &self.chars);
+        self.answer_assignments(out)
+    }
+
+    /// `out`, with the actions of each of its assignments answered ready at once (and
+    /// theirs, in turn) appended.
+    fn answer_assignments(&mut self, mut out: Vec<Action>) -> Vec<Action> {
         let mut i = 0;
         while i < out.len() {
             if let Action::Assign {
@@ -229,27 +235,21 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// Two nodes, and Ann (session 1) playing on n1.
+    fn ann_on_n1_of_two() -> Self {
+        let mut cl = Cluster::new();
+        cl.up("n1", 1, Vec::new());
+        cl.up("n2", 2, Vec::new());
+        cl.login(1, 1);
+        assert_eq!(cl.c.node_of(1), Some("n1"));
+        cl
+    }
+
     /// Let `ms` pass and run what is due; every assignment is answered ready at once.
     fn timeouts(&mut self, ms: u64) -> Vec<Action> {
         self.now += ms;
-        let mut out = self.c.on_timeout(at(self.now), &self.chars);
-        let assigns: Vec<(String, InstanceKey, Generation)> = out
-            .iter()
-            .filter_map(|a| match a {
-                Action::Assign {
-                    node,
-                    key,
-                    generation,
-                    ..
-                } => Some((node.clone(), key.clone(), *generation)),
-                _ => None,
-            })
-            .collect();
-        for (node, key, generation) in assigns {
-            self.gens.insert((node.clone(), key.clone()), generation);
-            out.extend(self.msg(&node, Msg::InstanceReady { key, generation }));
-        }
-        out
+        let out = self.c.on_timeout(at(self.now), &self.chars);
+        self.answer_assignments(out)
     }
 
     /// n2 acknowledges transfer `id` prepared at `generation`.
@@ -549,11 +549,7 @@ fn a_stale_copy_leaving_its_node_does_not_detach_the_copy_placed_there() {
 /// before the last save came, was put back into the world as a ghost session.
 #[test]
 fn a_leaving_player_whose_node_is_lost_is_released_not_put_back() {
-    let mut cl = Cluster::new();
-    cl.up("n1", 1, Vec::new());
-    cl.up("n2", 2, Vec::new());
-    cl.login(1, 1);
-    assert_eq!(cl.c.node_of(1), Some("n1"));
+    let mut cl = Cluster::ann_on_n1_of_two();
     let a = cl.ev(Event::Gone { session: 1 });
     assert!(
         sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 1 })),
@@ -805,11 +801,7 @@ fn an_orphan_that_moves_inside_its_node_is_detached_where_it_now_lives() {
     // detach a player who had logged out meanwhile, but its `DetachPlayer` reached the
     // instance the player was just leaving in a handoff inside the node; the moved copy
     // lived on as a ghost, and the account's next login made it live twice.
-    let mut cl = Cluster::new();
-    cl.up("n1", 1, Vec::new());
-    cl.up("n2", 2, Vec::new());
-    cl.login(1, 1);
-    assert_eq!(cl.c.node_of(1), Some("n1"));
+    let mut cl = Cluster::ann_on_n1_of_two();
     // A session this gateway no longer has.
     let a = cl.msg(
         "n1",

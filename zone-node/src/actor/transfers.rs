@@ -648,6 +648,18 @@ mod tests {
         }
     }
 
+    /// The source `a` commits transfer `id` (serial) sent through the gateway.
+    fn committed_through_the_gateway(t: &mut Table, a: &InstanceKey, id: u32) {
+        assert_eq!(
+            show(&t.decided(a, tx(id), true)),
+            [
+                "outcome src committed",
+                "unroute 7 A#0",
+                format!("send TransferCommit {id} src").as_str()
+            ]
+        );
+    }
+
     #[test]
     fn a_local_handoff_prepares_acks_commits_and_moves_the_route() {
         let (a, b) = (key("A", 0), key("B", 0));
@@ -732,14 +744,7 @@ mod tests {
         let e = t.start(a.clone(), &out(&b, 3, 7), false, "src");
         assert_eq!(show(&e), ["send Transfer 3 src"]);
         assert_eq!(show(&t.remote_answer(tx(3), Ok(()))), ["push A#0 ack 3"]);
-        assert_eq!(
-            show(&t.decided(&a, tx(3), true)),
-            [
-                "outcome src committed",
-                "unroute 7 A#0",
-                "send TransferCommit 3 src"
-            ]
-        );
+        committed_through_the_gateway(&mut t, &a, 3);
         // Refused by the destination: the source restores the actor.
         t.start(a.clone(), &out(&b, 4, 7), false, "src");
         assert_eq!(
@@ -834,14 +839,7 @@ mod tests {
         // The destination role answers the gateway, the source role hears the gateway.
         assert_eq!(show(&t.prepared(tx(3), |_| 2)), ["send TransferAck 3 dst"]);
         assert_eq!(show(&t.remote_answer(tx(3), Ok(()))), ["push A#0 ack 3"]);
-        assert_eq!(
-            show(&t.decided(&a, tx(3), true)),
-            [
-                "outcome src committed",
-                "unroute 7 A#0",
-                "send TransferCommit 3 src"
-            ]
-        );
+        committed_through_the_gateway(&mut t, &a, 3);
         assert_eq!(t.len(), 1, "the arrival waits for the gateway's commit");
         assert_eq!(
             show(&t.remote_decided(tx(3), true)),
