@@ -802,38 +802,23 @@ fn an_orphan_that_moves_inside_its_node_is_detached_where_it_now_lives() {
     // instance the player was just leaving in a handoff inside the node; the moved copy
     // lived on as a ghost, and the account's next login made it live twice.
     let mut cl = Cluster::ann_on_n1_of_two();
-    // A session this gateway no longer has.
-    let a = cl.msg(
-        "n1",
-        Msg::PlayerMoved {
-            session: 7,
-            key: key("Meadow", 0),
-        },
-    );
+    let mut moved = |node: &str, session: SessionId, area: &str| {
+        let key = key(area, 0);
+        sent(&cl.msg(node, Msg::PlayerMoved { session, key }))
+    };
+    // A session this gateway no longer has, and a copy of Ann on a node that is not hers.
+    let a = moved("n1", 7, "Meadow");
     assert!(
-        sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
+        a.contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
         "{a:?}"
     );
-    // A copy of Ann on a node that is not hers.
-    let a = cl.msg(
-        "n2",
-        Msg::PlayerMoved {
-            session: 1,
-            key: key("Darkwood", 0),
-        },
-    );
+    let a = moved("n2", 1, "Darkwood");
     assert!(
-        sent(&a).contains(&("n2".into(), Msg::DetachPlayer { session: 1 })),
+        a.contains(&("n2".into(), Msg::DetachPlayer { session: 1 })),
         "{a:?}"
     );
-    assert_eq!(cl.c.node_of(1), Some("n1"), "her own copy is untouched");
     // Her own node moving her is a handoff inside the node, nothing more.
-    let a = cl.msg(
-        "n1",
-        Msg::PlayerMoved {
-            session: 1,
-            key: key("Darkwood", 0),
-        },
-    );
-    assert!(sent(&a).is_empty(), "{a:?}");
+    let a = moved("n1", 1, "Darkwood");
+    assert!(a.is_empty(), "{a:?}");
+    assert_eq!(cl.c.node_of(1), Some("n1"), "her own copy is untouched");
 }
