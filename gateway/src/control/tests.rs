@@ -48,6 +48,20 @@ const T9: TransferId = TransferId {
     serial: 9,
 };
 
+/// n1's zone sends Ann (session 1) to Meadow#1 as transfer [`T9`].
+fn ann_to_meadow_1() -> Msg {
+    Msg::Transfer(Box::new(TransferDto {
+        transfer_id: T9,
+        generation: 0,
+        session: Some(1),
+        is_dm: false,
+        area: "Meadow".into(),
+        instance: 1,
+        arrival: ArrivalDto::Saved,
+        state: character("Ann"),
+    }))
+}
+
 fn at(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
@@ -199,17 +213,7 @@ impl Cluster {
                 .any(|(n, m)| n == "n1" && matches!(m, Msg::AttachPlayer { session: 1, .. })),
             "{a:?}"
         );
-        let t = TransferDto {
-            transfer_id: T9,
-            generation: 0,
-            session: Some(1),
-            is_dm: false,
-            area: "Meadow".into(),
-            instance: 1,
-            arrival: ArrivalDto::Saved,
-            state: character("Ann"),
-        };
-        let a = self.msg("n1", Msg::Transfer(Box::new(t)));
+        let a = self.msg("n1", ann_to_meadow_1());
         let id = sent(&a)
             .iter()
             .find_map(|(n, m)| match m {
@@ -716,19 +720,7 @@ fn a_transfer_into_a_copy_that_a_newer_generation_replaces_goes_to_the_newer_cop
     cl.up("n1", 1, Vec::new());
     cl.up("n2", 2, vec![running(key("Meadow", 1), 500, Vec::new())]);
     cl.login(1, 1);
-    let a = cl.msg(
-        "n1",
-        Msg::Transfer(Box::new(TransferDto {
-            transfer_id: T9,
-            generation: 0,
-            session: Some(1),
-            is_dm: false,
-            area: "Meadow".into(),
-            instance: 1,
-            arrival: ArrivalDto::Saved,
-            state: character("Ann"),
-        })),
-    );
+    let a = cl.msg("n1", ann_to_meadow_1());
     assert!(
         sent(&a)
             .iter()
