@@ -258,8 +258,13 @@ impl Cluster {
 
     /// n2 acknowledges transfer `id` prepared at `generation`.
     fn ack_on_n2(&mut self, id: TransferId, generation: Generation) -> Vec<Action> {
+        self.ack_on("n2", id, generation)
+    }
+
+    /// `node` acknowledges transfer `id` prepared at `generation`.
+    fn ack_on(&mut self, node: &str, id: TransferId, generation: Generation) -> Vec<Action> {
         self.msg(
-            "n2",
+            node,
             Msg::TransferAck {
                 transfer_id: id,
                 generation,
@@ -697,13 +702,7 @@ fn a_destination_registering_again_before_its_old_link_closed_is_sent_the_transf
         })
         .unwrap_or_else(|| panic!("not sent again: {all:?}"));
     let generation = cl.gens[&(dest.clone(), key("Meadow", 1))];
-    let a = cl.msg(
-        &dest,
-        Msg::TransferAck {
-            transfer_id: id,
-            generation,
-        },
-    );
+    let a = cl.ack_on(&dest, id, generation);
     assert!(
         sent(&a).contains(&(dest.clone(), Msg::TransferCommit { transfer_id: id })),
         "{a:?}"
@@ -749,26 +748,14 @@ fn a_transfer_into_a_copy_that_a_newer_generation_replaces_goes_to_the_newer_cop
     );
     // The stopped copy's late ack counts for nothing; n3's goes to the source, whose
     // commit goes to n3.
-    let a = cl.msg(
-        "n2",
-        Msg::TransferAck {
-            transfer_id: T9,
-            generation: 500,
-        },
-    );
+    let a = cl.ack_on("n2", T9, 500);
     assert!(
         !sent(&a)
             .iter()
             .any(|(_, m)| matches!(m, Msg::TransferAck { .. })),
         "{a:?}"
     );
-    let a = cl.msg(
-        "n3",
-        Msg::TransferAck {
-            transfer_id: T9,
-            generation: 600,
-        },
-    );
+    let a = cl.ack_on("n3", T9, 600);
     assert!(
         sent(&a).contains(&(
             "n1".into(),
