@@ -320,11 +320,12 @@ impl Control {
         commit: bool,
         chars: &dyn Characters,
     ) {
-        let mine = self
+        let Some(prepared) = self
             .transfers
             .get(&id)
-            .is_some_and(|t| t.source.as_deref() == Some(from));
-        if !mine {
+            .filter(|t| t.source.as_deref() == Some(from))
+            .map(|t| t.prepared)
+        else {
             tracing::debug!(
                 node = from,
                 transfer = %id,
@@ -333,9 +334,8 @@ impl Control {
             );
             self.count(Count::InternalRefused);
             return;
-        }
+        };
         tracing::debug!(transfer = %id, node = from, commit, "the source decided");
-        let prepared = self.transfers.get(&id).is_some_and(|t| t.prepared);
         if commit && prepared {
             self.commit(id, chars);
         } else if commit {

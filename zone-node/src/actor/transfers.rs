@@ -16,6 +16,7 @@
 //! effects that belong to the transfer's trace.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use shared::internal::{Generation, InstanceKey, Msg, TransferDto};
 
@@ -355,11 +356,9 @@ impl<C: Clone> TransferTable<C> {
         id: TransferId,
         commit: bool,
     ) -> Vec<Effect<C>> {
-        if self.outgoing.get(&id).is_none_or(|o| o.source != *source) {
-            return vec![Effect::Count(Count::Refused)];
-        }
-        let Some(p) = self.outgoing.remove(&id) else {
-            return vec![Effect::Count(Count::Refused)];
+        let p = match self.outgoing.entry(id) {
+            Entry::Occupied(e) if e.get().source == *source => e.remove(),
+            _ => return vec![Effect::Count(Count::Refused)],
         };
         let mut out = vec![Effect::Outcome(
             p.ctx.clone(),
@@ -521,11 +520,9 @@ impl<C: Clone> TransferTable<C> {
 
     /// The gateway passes on the source's decision for a transfer into this node.
     pub fn remote_decided(&mut self, id: TransferId, commit: bool) -> Vec<Effect<C>> {
-        if self.incoming.get(&id).is_none_or(|p| p.local) {
-            return vec![Effect::Count(Count::Refused)];
-        }
-        let Some(p) = self.incoming.remove(&id) else {
-            return vec![Effect::Count(Count::Refused)];
+        let p = match self.incoming.entry(id) {
+            Entry::Occupied(e) if !e.get().local => e.remove(),
+            _ => return vec![Effect::Count(Count::Refused)],
         };
         let mut out = vec![Effect::Outcome(
             p.ctx,
