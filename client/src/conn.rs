@@ -183,6 +183,11 @@ pub struct ConnectOptions {
     pub endpoint: Option<quinn::Endpoint>,
     /// The position profile. Default [`Profile::Rc`].
     pub profile: Profile,
+    /// How many bytes of the server's stream QUIC accepts ahead of [`Connection::recv`]
+    /// (the stream's and the connection's flow-control window); `None`: quinn's default.
+    /// A small window makes a client that stops reading stall the server at once (the
+    /// slow-reader tests).
+    pub receive_window: Option<u32>,
 }
 
 impl ConnectOptions {
@@ -198,6 +203,7 @@ impl ConnectOptions {
             max_frame_len: MAX_FRAME_LEN,
             endpoint: None,
             profile: Profile::Rc,
+            receive_window: None,
         }
     }
 }
@@ -314,6 +320,10 @@ impl Connection {
             .map_err(|e| ClientError::Config(format!("idle timeout: {e}")))?;
         transport.max_idle_timeout(Some(idle));
         transport.datagram_receive_buffer_size(Some(DATAGRAM_RECEIVE_BUFFER));
+        if let Some(w) = opts.receive_window {
+            transport.stream_receive_window(quinn::VarInt::from_u32(w));
+            transport.receive_window(quinn::VarInt::from_u32(w));
+        }
         // The gateway may hold its acknowledgement of our moves for a while, so it rides
         // the next batch of updates instead of a packet of its own (QUIC ACK frequency
         // extension; servers that do not support it ignore this): 50 ms on rc/1; on the

@@ -22,6 +22,9 @@ pub enum CloseCode {
     RateLimited,
     /// 5: the account's saved data could not be read (the operator must repair it).
     Unavailable,
+    /// 6: the client did not read what the server sent (its send queue passed the
+    /// server's byte limit).
+    TooSlow,
     /// Any other code.
     Other(u64),
 }
@@ -36,6 +39,7 @@ impl CloseCode {
             3 => Self::ShuttingDown,
             4 => Self::RateLimited,
             5 => Self::Unavailable,
+            6 => Self::TooSlow,
             other => Self::Other(other),
         }
     }
@@ -49,6 +53,7 @@ impl CloseCode {
             Self::ShuttingDown => 3,
             Self::RateLimited => 4,
             Self::Unavailable => 5,
+            Self::TooSlow => 6,
             Self::Other(c) => c,
         }
     }
@@ -79,6 +84,7 @@ impl fmt::Display for CloseCode {
             Self::ShuttingDown => "server shutting down",
             Self::RateLimited => "rate limited",
             Self::Unavailable => "account data unreadable",
+            Self::TooSlow => "too slow: the client did not read what the server sent",
             Self::Other(_) => "unknown code",
         };
         write!(f, "{} ({what})", self.as_u64())

@@ -97,6 +97,20 @@ pub struct GatewayConfig {
     /// Bearer token of the admin API (`POST /admin`, `gateway admin …`); empty: the API is
     /// off. Give it as `GATEWAY_ADMIN_TOKEN_FILE` (a file) or `GATEWAY_ADMIN_TOKEN`.
     pub admin_token: String,
+    /// Per-player input budgets beside the defaults (docs/operations.md, "Input budgets"):
+    /// `action=RATE/BURST` pairs, e.g. `jump=2/4, inventory=8/24, bytes=32768/65536`.
+    /// Chat is `chat_per_second` and `chat_burst`.
+    pub input_budgets: String,
+    /// Abuse score (inputs dropped past their budget, less 20 a second) past which a player
+    /// is disconnected with code 4; 0 never disconnects.
+    pub input_kick_drops: u32,
+    /// Bytes queued for one client (reliable frames not yet written to its connection)
+    /// past which it is disconnected as too slow (code 6).
+    pub client_queue_bytes: usize,
+    /// Bytes of one client's reliable frames on their way to its zone (in the gateway's
+    /// hub and node links, not yet sent) past which the gateway stops reading that client
+    /// until they drain.
+    pub client_inflight_bytes: usize,
 }
 
 impl Default for GatewayConfig {
@@ -137,6 +151,10 @@ impl Default for GatewayConfig {
             limit_loopback: false,
             admin_token: String::new(),
             placement_hold_ms: 6_000,
+            input_budgets: String::new(),
+            input_kick_drops: 200,
+            client_queue_bytes: 1024 * 1024,
+            client_inflight_bytes: 256 * 1024,
         }
     }
 }
@@ -181,6 +199,10 @@ impl Settings for GatewayConfig {
             "limit_loopback" => self.limit_loopback = boolean(value)?,
             "admin_token" => self.admin_token = value.trim().to_owned(),
             "placement_hold_ms" => self.placement_hold_ms = num(value)?,
+            "input_budgets" => self.input_budgets = value.trim().to_owned(),
+            "input_kick_drops" => self.input_kick_drops = num(value)?,
+            "client_queue_bytes" => self.client_queue_bytes = num(value)?,
+            "client_inflight_bytes" => self.client_inflight_bytes = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -291,7 +313,35 @@ impl GatewayConfig {
         if !(1_000..=3_600_000).contains(&self.login_deadline_ms) {
             return bad("login_deadline_ms", "must be 1000..=3600000");
         }
+        self.budgets()?;
+        if !(64 * 1024..=1024 * 1024 * 1024).contains(&self.client_queue_bytes) {
+            return bad("client_queue_bytes", "must be 65536..=1073741824");
+        }
+        if !(self.max_frame_len..=1024 * 1024 * 1024).contains(&self.client_inflight_bytes) {
+            return bad(
+                "client_inflight_bytes",
+                "must be max_frame_len..=1073741824",
+            );
+        }
         Ok(())
+    }
+
+    /// Each player's input budgets: the defaults, `chat_per_second`/`chat_burst`, then
+    /// `input_budgets` and `input_kick_drops`.
+    pub fn budgets(&self) -> Result<crate::session::budget::Budgets, ConfigError> {
+        use crate::session::budget::{Action, Budgets, Rate};
+        let mut b = Budgets::default();
+        b.set(
+            Action::Chat,
+            Rate::new(self.chat_per_second.max(1), self.chat_burst.max(1)),
+        );
+        b.apply_spec(&self.input_budgets)
+            .map_err(|e| ConfigError::Invalid {
+                field: "input_budgets",
+                message: e.to_string(),
+            })?;
+        b.kick_drops = self.input_kick_drops;
+        Ok(b)
     }
 
     /// The idle timeout.

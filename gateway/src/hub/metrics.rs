@@ -178,6 +178,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_handoff_latency_seconds",
         "From a node's Transfer to the commit sent to its destination.",
     ),
+    (
+        "rc_gateway_input_dropped_total",
+        "In-game client inputs dropped past the player's budget for their action (input_budgets, chat_per_second), by action.",
+    ),
+    (
+        "rc_gateway_input_kicks_total",
+        "Players disconnected for sustained input past their budgets (input_kick_drops; close code 4).",
+    ),
 ];
 
 shared::counters! {
@@ -294,8 +302,13 @@ shared::counters! {
         bytes_down_stream => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "stream"];
         /// Payload bytes of the datagrams sent to clients.
         bytes_down_datagram => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "datagram"];
+        /// Players disconnected for sustained input past their budgets.
+        input_kicks => "rc_gateway_input_kicks_total";
     }
     extra {
+        /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)
+        /// in `Action::ALL` order (`rc_gateway_input_dropped_total{action}`).
+        input_dropped: [AtomicU64; crate::session::budget::Action::ALL.len()],
         /// From a node's `Transfer` to the commit sent to its destination
         /// (`rc_gateway_handoff_latency_seconds`).
         handoff_latency: Histogram,
@@ -321,6 +334,18 @@ impl Metrics {
     /// Every counter and the handoff histogram, into `t`.
     pub fn render(&self, t: &mut MetricsText) {
         render_series(t, FAMILIES, &self.series());
+        let dropped = "rc_gateway_input_dropped_total";
+        for (a, c) in crate::session::budget::Action::ALL
+            .iter()
+            .zip(&self.input_dropped)
+        {
+            t.counter_with(
+                dropped,
+                family_help(FAMILIES, dropped),
+                &[("action", a.name())],
+                Self::get(c),
+            );
+        }
         let latency = "rc_gateway_handoff_latency_seconds";
         t.histogram_of(
             latency,
@@ -341,7 +366,10 @@ mod tests {
         let errors = shared::metrics_text::declaration_errors(
             FAMILIES,
             &m.series(),
-            &["rc_gateway_handoff_latency_seconds"],
+            &[
+                "rc_gateway_handoff_latency_seconds",
+                "rc_gateway_input_dropped_total",
+            ],
         );
         assert_eq!(errors, Vec::<String>::new());
         let mut t = MetricsText::new();

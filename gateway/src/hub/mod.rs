@@ -45,7 +45,8 @@ pub use control::{
     ATTACH_TIMEOUT, DETACH_TIMEOUT, MAX_PLAYER_RID, MAX_QUEUED_FRAMES, MIN_PLAYER_RID,
     REMOVE_TIMEOUT, STARTUP_FUNC, STARTUP_SCRIPT,
 };
-/// Depth of each client's outbound queue; a client that cannot keep up is closed.
+/// Most entries in each client's outbound queue (its bytes are bounded by
+/// `client_queue_bytes`); a client that cannot keep up is closed.
 pub const CLIENT_QUEUE: usize = 4_096;
 
 /// Something for a client connection task.
@@ -67,6 +68,10 @@ pub enum ClientOut {
 pub struct ClientHandle {
     /// Its outbound queue.
     pub tx: mpsc::Sender<ClientOut>,
+    /// Bytes in `tx` not yet written to the connection (the task subtracts what it wrote).
+    pub queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// `client_queue_bytes`: past it the client is closed as too slow.
+    pub queue_limit: usize,
     /// Its connection (datagrams are sent on it directly).
     pub conn: quinn::Connection,
     /// The compact profile's encoder when the client negotiated `rc-compact/1` (its
@@ -75,12 +80,23 @@ pub struct ClientHandle {
 }
 
 impl ClientHandle {
-    /// Queue frames; a full queue closes the client (it cannot keep up).
+    /// Queue frames; a queue past `client_queue_bytes` (or [`CLIENT_QUEUE`] entries) closes
+    /// the client with code 6: it cannot keep up, and must not cost anyone memory.
     pub fn frames(&self, frames: Bytes, metrics: &Metrics) {
-        if self.tx.try_send(ClientOut::Frames(frames)).is_err() {
+        let len = frames.len();
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        if before.saturating_add(len) > self.queue_limit
+            || self.tx.try_send(ClientOut::Frames(frames)).is_err()
+        {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
             Metrics::inc(&metrics.client_queue_overflows);
+            tracing::info!(
+                queued = before,
+                limit = self.queue_limit,
+                "client too slow: send queue past its limit"
+            );
             self.conn.close(
-                close::NORMAL.into(),
+                close::TOO_SLOW.into(),
                 b"send queue overflow: the client is too slow",
             );
         }
@@ -102,11 +118,23 @@ impl ClientHandle {
     }
 }
 
+/// Most bytes of messages queued for one node link's writer; past it the link is closed
+/// (the node cannot keep up, or its connection stalled) and the node reconnects.
+pub const NODE_LINK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most bytes of client frames in the hub's inbox, all clients together; past it every
+/// client task stops reading its stream until the hub catches up.
+pub const HUB_INBOX_BYTES: usize = 32 * 1024 * 1024;
+
 /// A registered node link, as the hub reaches it.
 #[derive(Debug, Clone)]
 pub struct NodeLink {
-    /// Control messages to the node (the link's writer task encodes them).
+    /// Control messages to the node (the link's writer task encodes them); send through
+    /// [`NodeLink::send`], which counts them against [`NODE_LINK_BYTES`].
     pub tx: mpsc::UnboundedSender<Envelope>,
+    /// Bytes queued in `tx` (estimated by [`queued_len`]; the writer subtracts what it
+    /// wrote); bounded by [`NODE_LINK_BYTES`].
+    pub queued: Arc<std::sync::atomic::AtomicUsize>,
     /// The QUIC connection (datagrams).
     pub conn: quinn::Connection,
     /// Connection serial (fencing stale connections of the same node id).
@@ -115,9 +143,84 @@ pub struct NodeLink {
 
 impl NodeLink {
     /// Queue `msg`, carrying the current span's trace context when it is exported (a
-    /// handoff's, a login's, a placement's); false when the link is gone.
+    /// handoff's, a login's, a placement's); false when the link is gone, or past
+    /// [`NODE_LINK_BYTES`] (then the link is closed: the node reconnects and registers
+    /// again, as after any link loss).
     pub fn send(&self, msg: Msg) -> bool {
-        self.tx.send(ops::telemetry::envelope_current(msg)).is_ok()
+        self.send_envelope(ops::telemetry::envelope_current(msg))
+    }
+
+    /// As [`send`](Self::send), with no trace context (from outside any span: the store
+    /// writer's thread).
+    pub fn send_untraced(&self, msg: Msg) -> bool {
+        self.send_envelope(Envelope::new(msg))
+    }
+
+    fn send_envelope(&self, env: Envelope) -> bool {
+        let len = queued_len(&env.msg);
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        if before.saturating_add(len) > NODE_LINK_BYTES {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            tracing::warn!(
+                serial = self.serial,
+                queued = before,
+                "node link writer past its byte limit: closing the link"
+            );
+            self.conn.close(2u32.into(), b"link writer backlog");
+            return false;
+        }
+        if self.tx.send(env).is_ok() {
+            true
+        } else {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+/// What a message counts against its link's [`NODE_LINK_BYTES`]: the client bytes it
+/// carries, plus a fixed allowance for the rest of its encoding.
+pub fn queued_len(msg: &Msg) -> usize {
+    const FIXED: usize = 64;
+    match msg {
+        Msg::ClientFrames { frames, .. } => FIXED + frames.len(),
+        _ => FIXED,
+    }
+}
+
+/// Client bytes on their way through the hub: added when a client task sends them, given
+/// back when the event is dropped (handled, or the hub gone). Each client task reads its
+/// stream only while its own and the hub's totals are under their limits
+/// (`client_inflight_bytes`, [`HUB_INBOX_BYTES`]), so a client the hub cannot keep up with
+/// waits in QUIC's flow control instead of in the gateway's memory.
+#[derive(Debug)]
+pub struct InFlight {
+    client: Arc<std::sync::atomic::AtomicUsize>,
+    hub: Arc<std::sync::atomic::AtomicUsize>,
+    len: usize,
+}
+
+impl InFlight {
+    /// Count `len` bytes against `client` and the hub's total.
+    pub fn new(
+        client: &Arc<std::sync::atomic::AtomicUsize>,
+        hub: &Arc<std::sync::atomic::AtomicUsize>,
+        len: usize,
+    ) -> Self {
+        client.fetch_add(len, Ordering::Relaxed);
+        hub.fetch_add(len, Ordering::Relaxed);
+        Self {
+            client: client.clone(),
+            hub: hub.clone(),
+            len,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.client.fetch_sub(self.len, Ordering::Relaxed);
+        self.hub.fetch_sub(self.len, Ordering::Relaxed);
     }
 }
 
@@ -145,6 +248,8 @@ pub enum HubEvent {
         session: SessionId,
         /// Frames.
         frames: Bytes,
+        /// Their bytes in the client's and the hub's in-flight totals.
+        inflight: InFlight,
     },
     /// An in-game chat command (`/...`): the hub decides whether the gateway or the zone
     /// handles it.
@@ -276,6 +381,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The hub's inbox.
     pub hub: mpsc::UnboundedSender<HubEvent>,
+    /// Client bytes in the hub's inbox ([`InFlight`], bounded by [`HUB_INBOX_BYTES`]).
+    pub hub_bytes: Arc<std::sync::atomic::AtomicUsize>,
     /// The latest cluster view (republished by the hub every 200 ms; session counts are
     /// filled in per request).
     pub view: Mutex<ClusterView>,
@@ -341,6 +448,7 @@ impl Shared {
             routes: DashMap::new(),
             metrics: Metrics::default(),
             hub,
+            hub_bytes: Arc::default(),
             view: Mutex::new(ClusterView::default()),
             shutting_down: AtomicBool::new(false),
             clock_epoch_ms: AtomicU64::new(0),
@@ -535,8 +643,13 @@ impl Hub {
                     self.logins.remove(&session);
                 }
             }
-            HubEvent::Frames { session, frames } => {
+            HubEvent::Frames {
+                session,
+                frames,
+                inflight,
+            } => {
                 self.control(control::Event::Frames { session, frames });
+                drop(inflight);
             }
             HubEvent::Chat { session, frame } => self.chat(session, frame),
             HubEvent::Gone { session } => self.control(control::Event::Gone { session }),
@@ -1148,9 +1261,7 @@ impl Hub {
                         Metrics::inc(&s.metrics.snapshots_saved);
                     }
                 }
-                let _ = link
-                    .tx
-                    .send(Envelope::new(Msg::SnapshotAck { snapshot_id }));
+                link.send_untraced(Msg::SnapshotAck { snapshot_id });
             } else {
                 tracing::error!(snapshot_id, instance = ?group,
                     "snapshot write failed; the node will resend it");

@@ -9,9 +9,7 @@
 
 use std::sync::Arc;
 
-use shared::internal::{
-    AccountActionDto, Envelope, Msg, ScriptStoreOp, ScriptStoreResult, SessionId,
-};
+use shared::internal::{AccountActionDto, Msg, ScriptStoreOp, ScriptStoreResult, SessionId};
 use shared::proto::{KickedPlayer, ServerPacket};
 
 use super::{Book, Hub, Metrics};
@@ -90,9 +88,7 @@ impl Hub {
                 tracing::error!(op = what, "script store write failed");
                 ScriptStoreResult::Error("the script store could not save the change".into())
             };
-            let _ = link
-                .tx
-                .send(Envelope::new(Msg::ScriptStoreReply { req, result }));
+            link.send_untraced(Msg::ScriptStoreReply { req, result });
         });
         if let Err(e) = r {
             tracing::error!(error = %e, "store writer unavailable");

@@ -14,7 +14,8 @@ use shared::proto::{ClientPacket, Creds, DecodeCtx, ServerPacket, VerifyAccountR
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use crate::hub::{CLIENT_QUEUE, ClientHandle, ClientOut, HubEvent, Metrics, Shared};
+use crate::hub::{CLIENT_QUEUE, ClientHandle, ClientOut, HubEvent, InFlight, Metrics, Shared};
+use crate::session::budget::{Budgets, InputBudget, Verdict};
 use crate::session::{Ctx, PeerKey, Precomputed, Session, SessionEvent, close, latin1};
 
 /// Accept client connections until `shutdown` turns true.
@@ -136,12 +137,9 @@ pub fn peer_key(addr: SocketAddr) -> PeerKey {
     PeerKey::network(v6.octets())
 }
 
-/// The per-player chat quota.
-fn chat_quota(cfg: &crate::config::GatewayConfig) -> governor::Quota {
-    let per_second =
-        std::num::NonZeroU32::new(cfg.chat_per_second).unwrap_or(std::num::NonZeroU32::MIN);
-    let burst = std::num::NonZeroU32::new(cfg.chat_burst).unwrap_or(std::num::NonZeroU32::MIN);
-    governor::Quota::per_second(per_second).allow_burst(burst)
+/// Each player's input budgets (validated with the configuration; the defaults if not).
+fn budgets(cfg: &crate::config::GatewayConfig) -> Budgets {
+    cfg.budgets().unwrap_or_default()
 }
 
 /// Why the connection task ends: the close code and reason to send (`None`: the peer or
@@ -157,8 +155,10 @@ struct Conn {
     in_game: bool,
     /// This connection in the connection limits.
     slot: ConnSlot,
-    /// Chat messages this player may send (`chat_per_second`, `chat_burst`).
-    chat: governor::DefaultDirectRateLimiter,
+    /// What this player may still send (`input_budgets`, `chat_per_second`, ...).
+    budget: InputBudget,
+    /// This client's bytes on their way through the hub (`client_inflight_bytes`).
+    inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// Reused buffer for frames forwarded to the zone.
     batch: Vec<u8>,
     /// Pooled buffer the forwarded datagrams are cut from (no allocation per datagram).
@@ -235,10 +235,13 @@ async fn connection(
             shared::compact::DownEncoder::default(),
         ))
     });
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     shared.clients.insert(
         session_id,
         ClientHandle {
             tx,
+            queued: queued.clone(),
+            queue_limit: shared.cfg.client_queue_bytes,
             conn: conn.clone(),
             compact: compact.clone(),
         },
@@ -252,7 +255,8 @@ async fn connection(
         session: Session::new(peer_key(peer)),
         in_game: false,
         slot,
-        chat: governor::RateLimiter::direct(chat_quota(&shared.cfg)),
+        budget: InputBudget::new(budgets(&shared.cfg), 0),
+        inflight: Arc::default(),
         batch: Vec::with_capacity(4096),
         pool: BytesMut::new(),
         rng: os_rng(),
@@ -271,7 +275,10 @@ async fn connection(
                 tracing::info!("no login within the deadline");
                 break Some((close::RATE_LIMITED, "no login in time".into()));
             }
-            r = recv.read(&mut buf) => match r {
+            // The hub has not caught up with this client's frames (or anyone's): read on
+            // once it has; meanwhile the client waits in QUIC's flow control.
+            () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
+            r = recv.read(&mut buf), if c.may_read() => match r {
                 Ok(Some(n)) => {
                     Metrics::add(&shared.metrics.bytes_up_stream, n);
                     dec.push(buf.get(..n).unwrap_or(&[]));
@@ -293,7 +300,9 @@ async fn connection(
                 Some(ClientOut::Frames(b)) => {
                     Metrics::inc(&shared.metrics.frames_down);
                     Metrics::add(&shared.metrics.bytes_down_stream, b.len());
-                    if c.send.write_all(&b).await.is_err() {
+                    let sent = c.send.write_all(&b).await;
+                    queued.fetch_sub(b.len(), Ordering::Relaxed);
+                    if sent.is_err() {
                         break None;
                     }
                 }
@@ -363,10 +372,46 @@ impl Conn {
         }
         let frames = Bytes::copy_from_slice(&self.batch);
         self.batch.clear();
+        let inflight = InFlight::new(&self.inflight, &self.shared.hub_bytes, frames.len());
         self.shared.to_hub(HubEvent::Frames {
             session: self.session_id,
             frames,
+            inflight,
         });
+    }
+
+    /// Whether to read more of the client's stream: its frames (and everyone's) on their
+    /// way through the hub are under their limits.
+    fn may_read(&self) -> bool {
+        self.inflight.load(Ordering::Relaxed) < self.shared.cfg.client_inflight_bytes
+            && self.shared.hub_bytes.load(Ordering::Relaxed) < crate::hub::HUB_INBOX_BYTES
+    }
+
+    /// An in-game input against the player's budget: `None` to forward it, `Some(None)` to
+    /// drop it (counted), `Some(Some(end))` to disconnect a flooder.
+    fn over_budget(&mut self, verdict: Verdict) -> Option<End> {
+        let (action, kick) = match verdict {
+            Verdict::Admit => return None,
+            Verdict::Drop(a) => (a, false),
+            Verdict::Kick(a) => (a, true),
+        };
+        let m = &self.shared.metrics;
+        if let Some(c) = m.input_dropped.get(action.index()) {
+            Metrics::inc(c);
+        }
+        if !kick {
+            return Some(None);
+        }
+        Metrics::inc(&m.input_kicks);
+        tracing::info!(
+            action = action.name(),
+            dropped = self.budget.dropped(),
+            "input flood: disconnecting the player"
+        );
+        Some(Some((
+            close::RATE_LIMITED,
+            format!("input flood ({action})"),
+        )))
     }
 
     /// One in-game frame: menu packets are violations; chat commands go to the hub on their
@@ -381,9 +426,17 @@ impl Conn {
         if shared::frame::write_frame(&mut frame, ty, payload).is_err() {
             return Some(Some(self.violation("oversized frame")));
         }
-        if ty == ids::P_CHAT_MESSAGE && self.chat.check().is_err() {
-            // Over the chat limit: the flood costs the flooder (dropped here, before any
-            // zone or other player sees it).
+        let now = self.now_ms();
+        let verdict = self.budget.admit(now, ty, frame.len());
+        if let Some(end) = self.over_budget(verdict) {
+            // Past its budget: the flood costs the flooder (dropped here, before any zone
+            // or other player sees it); a flood that goes on is disconnected.
+            if end.is_some() {
+                return Some(end);
+            }
+            if ty != ids::P_CHAT_MESSAGE {
+                return None;
+            }
             Metrics::inc(&self.shared.metrics.chat_limited);
             let note = ServerPacket::ChatMessage(shared::proto::ChatMessageS2C::system(
                 "You are sending messages too fast.",
@@ -623,11 +676,24 @@ impl Conn {
                 None => return,
             },
         };
-        let ok = split_datagram(d, Some(ids::P_STANDARD_UPDATE)).is_ok();
-        if !ok {
-            Metrics::inc(&m.bad_datagrams);
+        let frames = match split_datagram(d, Some(ids::P_STANDARD_UPDATE)) {
+            Ok(f) => f.count(),
+            Err(_) => {
+                Metrics::inc(&m.bad_datagrams);
+                return;
+            }
+        };
+        let now = self.now_ms();
+        let verdict = self.budget.admit_positions(now, frames);
+        if let Some(end) = self.over_budget(verdict) {
+            if let Some((code, reason)) = end
+                && let Some(h) = self.shared.clients.get(&self.session_id)
+            {
+                h.close(code, &reason);
+            }
             return;
         }
+        let m = &self.shared.metrics;
         let Some(node) = self.shared.routes.get(&self.session_id).map(|c| c.clone()) else {
             Metrics::inc(&m.bad_datagrams);
             return;

@@ -161,21 +161,24 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
     let node = reg.node.clone();
     tracing::info!(node = %node, serial, "node link up");
     let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let link = NodeLink {
+        tx,
+        queued: queued.clone(),
+        conn: conn.clone(),
+        serial,
+    };
     shared.to_hub(HubEvent::NodeUp {
         node: node.clone(),
         addr: reg.addr,
         capacity: reg.capacity,
         running: reg.running,
-        link: NodeLink {
-            tx: tx.clone(),
-            conn: conn.clone(),
-            serial,
-        },
+        link: link.clone(),
         trace: reg.trace,
     });
-    let writer = tokio::spawn(writer(send, rx));
+    let writer = tokio::spawn(writer(send, rx, queued));
     let pump = tokio::spawn(refuse_datagrams(conn.clone(), shared.clone()));
-    let reason = reader(&shared, &node, serial, conn.stable_id(), &tx, recv, dec).await;
+    let reason = reader(&shared, &node, serial, conn.stable_id(), &link, recv, dec).await;
     pump.abort();
     writer.abort();
     shared.to_hub(HubEvent::NodeDown {
@@ -186,16 +189,26 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
 }
 
 /// The hub's messages to the node, batched into few writes.
-async fn writer(mut send: quinn::SendStream, mut rx: mpsc::UnboundedReceiver<Envelope>) {
+/// Each message's bytes leave `queued` once it is encoded (`NodeLink::send` bounds them).
+async fn writer(
+    mut send: quinn::SendStream,
+    mut rx: mpsc::UnboundedReceiver<Envelope>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+) {
     let mut buf = Vec::with_capacity(64 * 1024);
+    let take = |env: &Envelope, buf: &mut Vec<u8>| {
+        let _ = encode_frame(env, buf);
+        queued.fetch_sub(
+            crate::hub::queued_len(&env.msg),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    };
     while let Some(env) = rx.recv().await {
         buf.clear();
-        let _ = encode_frame(&env, &mut buf);
+        take(&env, &mut buf);
         while buf.len() < 256 * 1024 {
             match rx.try_recv() {
-                Ok(env) => {
-                    let _ = encode_frame(&env, &mut buf);
-                }
+                Ok(env) => take(&env, &mut buf),
                 Err(_) => break,
             }
         }
@@ -364,7 +377,7 @@ async fn reader(
     node: &str,
     serial: u64,
     conn_id: usize,
-    tx: &mpsc::UnboundedSender<Envelope>,
+    link: &NodeLink,
     mut recv: quinn::RecvStream,
     mut dec: FrameDecoder,
 ) -> String {
@@ -398,18 +411,18 @@ async fn reader(
                 Ok(None) => break,
                 Err(CodecError::VersionMismatch { ours, theirs }) => {
                     Metrics::inc(&shared.metrics.internal_refused);
-                    let _ = tx.send(Envelope::new(Msg::Refused {
+                    link.send(Msg::Refused {
                         reason: RefuseReason::VersionMismatch { ours, theirs },
-                    }));
+                    });
                     return format!("protocol version mismatch (node speaks {theirs})");
                 }
                 Err(CodecError::Malformed(e)) => {
                     Metrics::inc(&shared.metrics.internal_refused);
                     tracing::warn!(node, error = %e, "malformed internal message");
-                    let _ = tx.send(Envelope::new(Msg::Error {
+                    link.send(Msg::Error {
                         code: ErrorCode::Malformed,
                         reason: e.to_string(),
-                    }));
+                    });
                 }
                 Err(e) => return e.to_string(),
             }

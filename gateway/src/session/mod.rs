@@ -26,6 +26,7 @@
 
 mod accounts;
 mod blocks;
+pub mod budget;
 mod password;
 mod throttle;
 
@@ -63,6 +64,9 @@ pub mod close {
     /// The account's stored data could not be read (it is quarantined until an operator
     /// repairs it).
     pub const UNAVAILABLE: u32 = 5;
+    /// The client did not read what the server sent: its send queue passed
+    /// `client_queue_bytes`.
+    pub const TOO_SLOW: u32 = 6;
 }
 
 /// Longest user name (bytes).
