@@ -129,9 +129,12 @@ impl Cluster {
             // Nodes start one at a time, each placed as it registers (deterministic
             // placement: the first takes instance 0s up to its capacity).
             placement_hold_ms: 0,
-            // Scenario tests send commands faster than a player types.
+            // Scenario tests send commands faster than a player types, and actions faster
+            // than a player plays (hostile item requests, 250 dialog answers in a row):
+            // the input budgets are for the flood tests to set (`tests/flood.rs`).
             chat_per_second: 1_000,
             chat_burst: 1_000,
+            input_budgets: generous_budgets(),
             ..GatewayConfig::default()
         };
         let mut cfg = cfg;
@@ -166,16 +169,21 @@ impl Cluster {
     /// One node with its admin endpoint (`/metrics`) on a free loopback port; returns the
     /// cluster and that address.
     pub async fn start_with_admin(name: &str) -> (Self, SocketAddr) {
+        Self::start_with_admin_and(name, |_| {}).await
+    }
+
+    /// As [`start_with_admin`](Self::start_with_admin), with the gateway's configuration
+    /// changed by `tweak`.
+    pub async fn start_with_admin_and(
+        name: &str,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> (Self, SocketAddr) {
         let admin = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port");
         let admin_s = admin.to_string();
-        let c = Self::start_with_env(
-            name,
-            &[("n1", 64)],
-            &[("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())],
-        )
-        .await;
+        let env = [("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())];
+        let c = Self::start_full(name, &[("n1", 64)], &env, None, tweak).await;
         (c, admin)
     }
 
@@ -531,6 +539,17 @@ pub async fn next_change_area(
         .map(|i| (i, t.elapsed()))
 }
 
+/// An `input_budgets` setting no scenario test reaches: 100,000 a second of every action.
+pub fn generous_budgets() -> String {
+    let mut spec: Vec<String> = gateway::session::budget::Action::ALL
+        .iter()
+        .filter(|a| **a != gateway::session::budget::Action::Chat)
+        .map(|a| format!("{}=100000/100000", a.name()))
+        .collect();
+    spec.push("bytes=1000000/10000000".into());
+    spec.join(",")
+}
+
 /// A zone node's `rc_zone_rejections_total{reason=...}` from its admin `/metrics` (blocking:
 /// call it from `spawn_blocking`); panics if the node does not answer or has no such line.
 pub fn zone_rejections(admin: SocketAddr, reason: &str) -> u64 {
@@ -585,4 +604,34 @@ pub async fn echo(c: &mut Connection, rid: u16, at: (f32, f32, f32), within: Dur
         }
     }
     false
+}
+
+/// A bot walking in a small square, counting its own authoritative updates, until `stop`;
+/// any error on its connection fails it, and so does a connection the server closed.
+pub async fn walking_bot(
+    mut c: Connection,
+    rid: u16,
+    start: (f32, f32, f32),
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> u64 {
+    let mut own = 0u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut i = 0u32;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::select! {
+            _ = tick.tick() => {
+                i += 1;
+                let (dx, dz) = match (i / 5) % 4 { 0 => (1.0, 0.0), 1 => (1.0, 1.0), 2 => (0.0, 1.0), _ => (0.0, 0.0) };
+                c.move_to(start.0 + dx, start.1, start.2 + dz, false).unwrap();
+            }
+            e = c.next_event() => match e {
+                Ok(client::Event::ActorMoved { runtime_id, .. }) if runtime_id == rid => own += 1,
+                Ok(_) => {}
+                Err(e) => panic!("a bot saw an error: {e}"),
+            },
+        }
+    }
+    assert!(c.close_reason().is_none(), "the bot's connection stayed up");
+    c.close(client::CloseCode::Normal).await;
+    own
 }

@@ -73,6 +73,23 @@ pub fn render(reg: &Registry) -> String {
             &labels,
             s.script_stats.reply_timeouts,
         );
+        t.counter_with(
+            "rc_zone_instance_script_starts_coalesced_total",
+            "Script starts of a client's action merged into an identical start already queued for the tick (Equip Change, item scripts, triggers, right-clicks, commands).",
+            &labels,
+            s.script_stats.coalesced,
+        );
+        for (limit, n) in [
+            ("actor", s.script_stats.refused_actor),
+            ("zone", s.script_stats.refused_zone),
+        ] {
+            t.counter_with(
+                "rc_zone_instance_script_starts_refused_total",
+                "Script starts refused because their actor had scripts_per_actor, or the zone scripts_per_zone, scripts running or queued.",
+                &[labels[0], labels[1], ("limit", limit)],
+                n,
+            );
+        }
         t.gauge_with(
             "rc_zone_instance_tick_p99_seconds",
             "p99 of the last 256 tick durations.",

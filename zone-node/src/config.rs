@@ -79,6 +79,16 @@ pub struct NodeConfig {
     /// Pickup reach: XZ distance from the player to the item (Realm Crafter's squared
     /// `InteractDist` 400 is a radius of 20); `0 < r <= 1000`.
     pub pickup_radius: f32,
+    /// Inputs of one player an AreaInstance queues between two ticks; more are dropped and
+    /// counted (`rc_zone_inbox_refused_total{limit="player"}`).
+    pub inbox_per_player: u32,
+    /// Inputs of all players together an AreaInstance queues between two ticks.
+    pub inbox_total: u32,
+    /// Script instances, live and queued, one actor may have in a zone (`Actor()`); a
+    /// start past it is refused, logged and counted.
+    pub scripts_per_actor: u32,
+    /// Script instances, live and queued, in one AreaInstance.
+    pub scripts_per_zone: u32,
 }
 
 /// The longest ground item lifetime accepted: 7 days.
@@ -133,6 +143,10 @@ impl Default for NodeConfig {
             ground_item_lifetime_ms: GroundConfig::LIFETIME_MS,
             ground_item_cap: GroundConfig::CAP,
             pickup_radius: GroundConfig::PICKUP_RADIUS,
+            inbox_per_player: crate::actor::inbox::InboxLimits::default().per_player,
+            inbox_total: crate::actor::inbox::InboxLimits::default().total,
+            scripts_per_actor: 64,
+            scripts_per_zone: 4_096,
         }
     }
 }
@@ -176,6 +190,10 @@ impl Settings for NodeConfig {
             "ground_item_lifetime_ms" => self.ground_item_lifetime_ms = num(value)?,
             "ground_item_cap" => self.ground_item_cap = num(value)?,
             "pickup_radius" => self.pickup_radius = num(value)?,
+            "inbox_per_player" => self.inbox_per_player = num(value)?,
+            "inbox_total" => self.inbox_total = num(value)?,
+            "scripts_per_actor" => self.scripts_per_actor = num(value)?,
+            "scripts_per_zone" => self.scripts_per_zone = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -250,6 +268,16 @@ impl NodeConfig {
         }
         if !(self.pickup_radius > 0.0 && self.pickup_radius <= 1000.0) {
             return bad("pickup_radius", "must be a number above 0 and at most 1000");
+        }
+        for (field, v, max) in [
+            ("inbox_per_player", self.inbox_per_player, 100_000),
+            ("inbox_total", self.inbox_total, 10_000_000),
+            ("scripts_per_actor", self.scripts_per_actor, 100_000),
+            ("scripts_per_zone", self.scripts_per_zone, 10_000_000),
+        ] {
+            if !(1..=max).contains(&v) {
+                return bad(field, format!("must be 1..={max}"));
+            }
         }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();

@@ -991,6 +991,8 @@ mod tests {
                     datagram_budget: 1100,
                     trace_tick_every: 0,
                     ground: crate::sim::state::GroundConfig::default(),
+                    inbox: crate::actor::inbox::InboxLimits::default(),
+                    scripts: (64, 4_096),
                 },
                 Arc::new(world),
                 tx,
@@ -1115,6 +1117,8 @@ mod tests {
             datagram_budget: 1100,
             trace_tick_every: 0,
             ground: crate::sim::state::GroundConfig::default(),
+            inbox: crate::actor::inbox::InboxLimits::default(),
+            scripts: (64, 4_096),
         };
         let reg = Registry::new(cfg, Arc::new(shared::content::demo_world()), tx, Vec::new());
         let mut state = LinkState {

@@ -72,6 +72,11 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
             datagram_budget: cfg.datagram_budget,
             trace_tick_every: cfg.trace_tick_every,
             ground: cfg.ground(),
+            inbox: crate::actor::inbox::InboxLimits {
+                per_player: cfg.inbox_per_player,
+                total: cfg.inbox_total,
+            },
+            scripts: (cfg.scripts_per_actor, cfg.scripts_per_zone),
         },
         Arc::new(world),
         out_tx,

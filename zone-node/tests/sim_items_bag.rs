@@ -730,3 +730,83 @@ fn the_demo_world_gives_a_kit_and_equip_change_adds_bonuses() {
     );
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
 }
+
+/// Issue 36: a client swapping its sword in and out of the weapon slot thousands of times a
+/// tick starts `Equip Change` once a tick (identical starts are coalesced), and an Equip
+/// Change that waits piles up to `scripts_per_actor` instances and no more: further starts
+/// are refused, counted and logged once a second, and the zone's scripts stay bounded.
+#[test]
+fn an_equipment_swap_flood_starts_equip_change_once_a_tick_up_to_the_cap() {
+    let equip: &[u8] = b"Function Main()\n  DoEvents(600000)\nEnd Function\n";
+    let cfg = ZoneConfig {
+        scripts_per_actor: 16,
+        ..ZoneConfig::default()
+    };
+    let mut h = SimHarness::with(cfg, content(&[("Equip Change", equip)]));
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    put(&mut h, pid, 14, SWORD, 1);
+    let rid = h.actor(pid).rid;
+    h.clear();
+    // One tick's worth of a flood: 2,000 swaps in and out.
+    for _ in 0..1_000 {
+        h.act(p, swap(rid, 14, 0, 0));
+        h.act(p, swap(rid, 0, 14, 0));
+    }
+    h.tick();
+    let stats = h.sim.state().scripts.stats.clone();
+    assert_eq!(stats.started, 1, "one Equip Change for the tick: {stats:?}");
+    assert_eq!(stats.coalesced, 1_999);
+    // The flood goes on for 100 ticks: one more waiting instance a tick up to the cap.
+    for _ in 0..100 {
+        for _ in 0..50 {
+            h.act(p, swap(rid, 14, 0, 0));
+            h.act(p, swap(rid, 0, 14, 0));
+        }
+        h.tick();
+    }
+    let s = &h.sim.state().scripts;
+    assert_eq!(s.len(), 16, "live instances capped at scripts_per_actor");
+    assert_eq!(s.stats.started, 16);
+    assert_eq!(s.stats.refused_actor, 85);
+    assert_eq!(s.stats.refused_zone, 0);
+    let logs: Vec<String> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptLog { message, .. } if message.contains("refused") => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    // 85 refusals over 3.3 s of zone time: the first at once, then one line a second.
+    assert!((3..=5).contains(&logs.len()), "{logs:?}");
+    assert!(logs[0].contains("scripts_per_actor") || logs[0].contains("16 scripts"));
+    // The items are where the last swap left them, whatever was refused.
+    assert_eq!(slot(&h, pid, 14), Some((SWORD, 1)));
+}
+
+/// A zone's scripts are capped in total too: starts past `scripts_per_zone` are refused.
+#[test]
+fn the_zone_caps_its_scripts_in_total() {
+    let equip: &[u8] = b"Function Main()\n  DoEvents(600000)\nEnd Function\n";
+    let cfg = ZoneConfig {
+        scripts_per_zone: 5,
+        ..ZoneConfig::default()
+    };
+    let mut h = SimHarness::with(cfg, content(&[("Equip Change", equip)]));
+    let mut players = Vec::new();
+    for i in 0..8 {
+        let (p, pid) = h.spawn_player(&format!("P{i}"), i as f32, 0.0);
+        put(&mut h, pid, 14, SWORD, 1);
+        players.push((p, h.actor(pid).rid));
+    }
+    h.clear();
+    for (p, rid) in &players {
+        h.act(*p, swap(*rid, 14, 0, 0));
+    }
+    h.tick();
+    let s = &h.sim.state().scripts;
+    assert_eq!(s.len(), 5);
+    assert_eq!(s.stats.refused_zone, 3);
+}

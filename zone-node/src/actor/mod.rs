@@ -10,6 +10,7 @@
 
 pub mod convert;
 pub mod decode;
+pub mod inbox;
 pub mod schedule;
 pub mod transfers;
 pub mod zone;
@@ -86,8 +87,9 @@ impl Outbound {
 /// Where zone actors send what the link must carry.
 pub type OutboundTx = tokio::sync::mpsc::UnboundedSender<Outbound>;
 
-/// An instance's input queue, filled from any thread, drained by its actor each tick.
-pub type Inbox = Mutex<Vec<ZoneInput>>;
+/// An instance's input queue, filled from any thread, drained by its actor each tick;
+/// what players send is bounded per player and in total ([`inbox::InboxLimits`]).
+pub type Inbox = Mutex<inbox::InboxQueue>;
 
 /// Every family of the node's counters ([`Metrics`]) and its help; `rc_zone_rejections_total`
 /// (one series per [`Rejection`]) is rendered from [`Metrics::rejections`].
@@ -161,6 +163,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_zone_snapshot_group_entries_total",
         "Character snapshots sent inside checkpoint groups.",
     ),
+    (
+        "rc_zone_inbox_refused_total",
+        "Player inputs dropped because the instance's inbox held inbox_per_player of that player's, or inbox_total of all players', since the last tick.",
+    ),
 ];
 
 shared::counters! {
@@ -211,6 +217,10 @@ shared::counters! {
         snapshot_groups => "rc_zone_snapshot_groups_total";
         /// Character snapshots sent inside those groups.
         snapshot_group_entries => "rc_zone_snapshot_group_entries_total";
+        /// Player inputs dropped: the player had `inbox_per_player` queued.
+        inbox_refused_player => "rc_zone_inbox_refused_total" ["limit" = "player"];
+        /// Player inputs dropped: the instance had `inbox_total` queued.
+        inbox_refused_total => "rc_zone_inbox_refused_total" ["limit" = "total"];
     }
     extra {
         /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
@@ -351,6 +361,10 @@ pub struct ShellConfig {
     pub trace_tick_every: u32,
     /// Items on the ground: lifetime, cap, pickup reach.
     pub ground: GroundConfig,
+    /// Player inputs an instance's inbox holds between ticks.
+    pub inbox: inbox::InboxLimits,
+    /// `scripts_per_actor` and `scripts_per_zone` of every zone.
+    pub scripts: (u32, u32),
 }
 
 /// The node's instance directory and router; shared (`Arc`) by the link and every actor.
@@ -707,6 +721,8 @@ impl Registry {
             persist_every_ms: self.cfg.persist_every_ms,
             datagram_budget: self.cfg.datagram_budget,
             ground: self.cfg.ground,
+            scripts_per_actor: self.cfg.scripts.0,
+            scripts_per_zone: self.cfg.scripts.1,
             ..ZoneConfig::default()
         };
         // Every super global first, then changes as they come: the lock is held until the
@@ -719,7 +735,7 @@ impl Registry {
                 items: ground.clone(),
             });
         }
-        let inbox: Arc<Inbox> = Arc::new(Mutex::new(first));
+        let inbox: Arc<Inbox> = Arc::new(Mutex::new(inbox::InboxQueue::with(first)));
         let n = self.arbiters.len().max(1);
         let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
         let reg = self.clone();
@@ -918,13 +934,13 @@ impl Registry {
             Err(p) => p.into_inner(),
         };
         let mut kick = false;
+        let limits = self.inbox_limits();
         let (_, bad) = decode::reliable_actions(frames, |action| {
-            let input = ZoneInput::Player {
-                player: PlayerKey(session),
-                action,
-            };
-            kick |= crate::sim::ingest::is_handoff(&input);
-            q.push(input);
+            let handoff = matches!(action, PlayerAction::Warp { .. } | PlayerAction::AreaAck);
+            match q.push_player(limits, session, action) {
+                Ok(()) => kick |= handoff,
+                Err(r) => self.inbox_refused(r),
+            }
         });
         drop(q);
         for _ in 0..bad {
@@ -956,16 +972,29 @@ impl Registry {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
+        let limits = self.inbox_limits();
         let r = decode::datagram_actions(frames, |action: PlayerAction| {
-            q.push(ZoneInput::Player {
-                player: PlayerKey(session),
-                action,
-            });
+            if let Err(refused) = q.push_player(limits, session, action) {
+                self.inbox_refused(refused);
+            }
         });
         drop(q);
         if r.is_err() {
             Metrics::inc(&self.metrics.bad_client_input);
         }
+    }
+
+    /// How many player inputs an instance's inbox holds between ticks.
+    fn inbox_limits(&self) -> inbox::InboxLimits {
+        self.cfg.inbox
+    }
+
+    /// Count a player input the inbox refused.
+    fn inbox_refused(&self, r: inbox::Refused) {
+        Metrics::inc(match r {
+            inbox::Refused::Player => &self.metrics.inbox_refused_player,
+            inbox::Refused::Total => &self.metrics.inbox_refused_total,
+        });
     }
 
     fn lock_transfers(&self) -> std::sync::MutexGuard<'_, transfers::TransferTable<tracing::Span>> {
@@ -1427,6 +1456,8 @@ mod tests {
             datagram_budget: 1100,
             trace_tick_every: 0,
             ground: GroundConfig::default(),
+            inbox: crate::actor::inbox::InboxLimits::default(),
+            scripts: (64, 4_096),
         };
         let world = shared::content::demo_world();
         let key = InstanceKey {

@@ -255,7 +255,7 @@ impl ZoneActor {
                 Ok(q) => q,
                 Err(p) => p.into_inner(),
             };
-            std::mem::swap(&mut *q, &mut self.batch);
+            q.drain_into(&mut self.batch);
         }
         let mut batch = std::mem::take(&mut self.batch);
         self.batch_left.clear();
@@ -333,7 +333,7 @@ impl ZoneActor {
             if !q.iter().any(crate::sim::ingest::is_handoff) {
                 return;
             }
-            std::mem::take(&mut *q)
+            std::mem::take(&mut **q)
         };
         // (resolve_held may turn an answer into a rejoin, which is not a handoff message:
         // it then waits for the tick, as it would have.)
@@ -377,8 +377,8 @@ impl ZoneActor {
             Ok(q) => q,
             Err(p) => p.into_inner(),
         };
-        let newer = std::mem::take(&mut *q);
-        *q = items;
+        let newer = std::mem::take(&mut **q);
+        **q = items;
         q.extend(newer);
     }
 
@@ -558,7 +558,7 @@ impl ZoneActor {
         );
         rejoin.extend(again);
         rejoin.append(&mut q);
-        *q = rejoin;
+        **q = rejoin;
     }
 }
 

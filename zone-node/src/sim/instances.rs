@@ -292,6 +292,13 @@ pub struct ScriptStats {
     pub native_calls: u64,
     /// Questions to a client (dialogs, input, progress bars) given up unanswered.
     pub reply_timeouts: u64,
+    /// Engine starts merged into an identical start already queued for the same tick
+    /// (the same entry point, actor, context actor and parameter).
+    pub coalesced: u64,
+    /// Starts refused because their actor had `scripts_per_actor` instances.
+    pub refused_actor: u64,
+    /// Starts refused because the zone had `scripts_per_zone` instances.
+    pub refused_zone: u64,
 }
 
 /// The zone's script instances, in creation order, with the indexes that let a tick skip
@@ -326,6 +333,40 @@ pub struct Scripts {
     pub stats: ScriptStats,
     /// Actors warped by the running script, applied once it is parked again.
     pub deferred_warps: Vec<DeferredWarp>,
+    /// Live instances by their `Actor()` (for `scripts_per_actor`).
+    pub live_by_actor: HashMap<Handle, u32>,
+    /// Queued starts by their `Actor()`.
+    pub queued_by_actor: HashMap<Handle, u32>,
+    /// The engine starts queued for the next scripts phase, as coalescing keys.
+    pub queued_keys: std::collections::HashSet<StartKey>,
+    /// Refused starts not yet logged, and when the last log line was written.
+    pub refusals_unlogged: u64,
+    /// Zone time of the last refusal log line.
+    pub refusal_logged_ms: Option<u64>,
+}
+
+/// What makes two engine starts the same start: entry point (case-insensitive), actor,
+/// context actor and parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StartKey {
+    script: String,
+    func: String,
+    actor: Handle,
+    context: Handle,
+    param: RStr,
+}
+
+impl StartKey {
+    /// The key of a start request.
+    pub fn of(req: &StartRequest) -> Self {
+        Self {
+            script: req.script.to_ascii_lowercase(),
+            func: req.func.to_ascii_lowercase(),
+            actor: req.actor,
+            context: req.context,
+            param: req.param.clone(),
+        }
+    }
 }
 
 /// A `Warp` to apply after the running script is back in the table.

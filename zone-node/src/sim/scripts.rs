@@ -26,6 +26,11 @@
 //! | trigger entered | `<TriggerScript>.<Method>` | actor | 0 | trigger index |
 //! | item used / spell cast | `<Script>.<Method>` ([`item_script`], [`spell_script`]) | user | target | (spell level) |
 //! | P_Examine / P_Trade | `Default.Examine` / `Default.Trade` ([`examine`], [`trade`]) | player | target | |
+//!
+//! Starts a client's action causes (an equipment change, a command, a right-click, a
+//! trigger, an item used, a spell, examine, trade) are coalesced: an identical start
+//! already queued for this tick is that start (`runtime::queue_coalesced`). Every start is
+//! held to the zone's `scripts_per_actor` and `scripts_per_zone` (`runtime::queue`).
 
 use std::sync::Arc;
 
@@ -163,7 +168,7 @@ pub trait ScriptHooks: Send + Sync {
 
     /// `Equip Change.Main`: an actor's equipment changed (call site for the items code).
     fn on_equip_change(&self, st: &mut ZoneState, actor: ActorId) {
-        start(st, "Equip Change", "Main", Some(actor), None, "");
+        start_coalesced(st, "Equip Change", "Main", Some(actor), None, "");
     }
 
     /// A [`Scheduled::Script`] timer came due.
@@ -196,7 +201,7 @@ pub trait ScriptHooks: Send + Sync {
             runtime::natives::actor::send(st, actor, &p);
             return true;
         }
-        runtime::queue_for(st, SCRIPT, word, Some(actor), None, params);
+        runtime::queue_coalesced(st, SCRIPT, word, Some(actor), None, params);
         true
     }
 
@@ -211,7 +216,7 @@ pub trait ScriptHooks: Send + Sync {
         if runtime::running(st, &script, clicker, target) {
             return true;
         }
-        runtime::queue_for(st, &script, "Main", Some(clicker), Some(target), "");
+        runtime::queue_coalesced(st, &script, "Main", Some(clicker), Some(target), "");
         true
     }
 
@@ -226,7 +231,7 @@ pub trait ScriptHooks: Send + Sync {
         } else {
             method
         };
-        start(
+        start_coalesced(
             st,
             &script,
             &method,
@@ -253,6 +258,23 @@ fn start(
     runtime::queue_for(st, script, func, actor, context, param)
 }
 
+/// [`start`] for a client's action: an identical start already queued this tick is this
+/// one (`runtime::queue_coalesced`), so repeating an action faster than the zone ticks
+/// starts its script once a tick.
+fn start_coalesced(
+    st: &mut ZoneState,
+    script: &str,
+    func: &str,
+    actor: Option<ActorId>,
+    context: Option<ActorId>,
+    param: &str,
+) -> bool {
+    if script.is_empty() || !st.content.scripts.has_script(script) {
+        return false;
+    }
+    runtime::queue_coalesced(st, script, func, actor, context, param)
+}
+
 /// Create `script.func` for `actor` and run it at once to its end (or its first wait).
 fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
     if !runtime::has_entry(st, script, func) {
@@ -273,7 +295,7 @@ pub fn item_script(
     target: Option<ActorId>,
 ) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
-    start(st, script, method, Some(user), target, "")
+    start_coalesced(st, script, method, Some(user), target, "")
 }
 
 /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
@@ -287,7 +309,7 @@ pub fn spell_script(
     level: u16,
 ) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
-    start(st, script, method, Some(caster), target, &level.to_string())
+    start_coalesced(st, script, method, Some(caster), target, &level.to_string())
 }
 
 /// `P_Examine`: the target's own `Examine` method if it has a script, else
@@ -297,12 +319,12 @@ pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
     let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
     if runtime::has_entry(st, &script, "Examine") {
         if !runtime::running(st, &script, player, target) {
-            start(st, &script, "Examine", Some(player), Some(target), "");
+            start_coalesced(st, &script, "Examine", Some(player), Some(target), "");
         }
         return true;
     }
     if runtime::has_entry(st, "Default", "Examine") {
-        return start(st, "Default", "Examine", Some(player), Some(target), "");
+        return start_coalesced(st, "Default", "Examine", Some(player), Some(target), "");
     }
     let name = st.get(target).map(|t| t.name.clone()).unwrap_or_default();
     let p = shared::proto::ChatMessageS2C {
@@ -324,7 +346,7 @@ pub(crate) fn examine_request(st: &mut ZoneState, id: ActorId, target: super::ev
 
 /// `P_Trade`: `Default.Trade` (the items code calls this).
 pub fn trade(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
-    start(st, "Default", "Trade", Some(player), Some(target), "")
+    start_coalesced(st, "Default", "Trade", Some(player), Some(target), "")
 }
 
 /// The default project's hooks.

@@ -953,6 +953,11 @@ pub struct ZoneConfig {
     pub transfer_minter: u32,
     /// Items on the ground: lifetime, cap and pickup reach (`sim::items::ground`).
     pub ground: GroundConfig,
+    /// Most script instances, live and queued, whose `Actor()` is one actor; a start past
+    /// it is refused (logged and counted). Default 64.
+    pub scripts_per_actor: u32,
+    /// Most script instances, live and queued, in the zone. Default 4096.
+    pub scripts_per_zone: u32,
 }
 
 /// Items on the ground (`docs/items.md`, "Items on the ground"): Realm Crafter kept a
@@ -989,6 +994,10 @@ impl Default for GroundConfig {
         }
     }
 }
+
+/// Bytes of zone-wide frames a player's outbox holds before they are sent with the current
+/// tick rather than with the player's broadcast.
+pub const OUTBOX_FLUSH_BYTES: usize = 64 * 1024;
 
 /// Script handles at and above this are NPCs'; below, players' (from the gateway).
 pub const NPC_HANDLE_BASE: u32 = 1 << 30;
@@ -1040,6 +1049,8 @@ impl Default for ZoneConfig {
             transfer_block: 0,
             transfer_minter: 1,
             ground: GroundConfig::default(),
+            scripts_per_actor: 64,
+            scripts_per_zone: 4_096,
         }
     }
 }
@@ -1793,6 +1804,12 @@ impl ZoneState {
                 && let Some(pd) = a.player_data.as_mut()
             {
                 pd.outbox.extend_from_slice(&frame);
+                // Past its bound the player's zone-wide frames leave with this tick instead
+                // of waiting for its broadcast: the gateway's byte-bounded send queue then
+                // holds them, and disconnects a player who cannot keep up.
+                if pd.outbox.len() >= OUTBOX_FLUSH_BYTES {
+                    pd.outbox_urgent = true;
+                }
             }
             cur = next;
         }

@@ -31,7 +31,7 @@ use script::{RStr, Value};
 use super::events::{ScriptErrorKind, ZoneOutput};
 use super::instances::{
     BUNDLE_VERSION, DeferredWarp, Handle, Instance, InstanceCx, InstanceId, SavedInstance,
-    SavedWait, ScriptBundle, StartRequest, Wait,
+    SavedWait, ScriptBundle, StartKey, StartRequest, Wait,
 };
 use super::state::{ActorId, ZoneState};
 
@@ -46,7 +46,8 @@ pub fn has_entry(st: &ZoneState, script: &str, func: &str) -> bool {
 }
 
 /// `ThreadScript(script, func, actor, context, param)`: queue a start for the next scripts
-/// phase. An unknown script or function is logged and nothing runs (returns `false`).
+/// phase. An unknown script or function is logged and nothing runs, and so is a start past
+/// the zone's limits (`scripts_per_actor`, `scripts_per_zone`); both return `false`.
 #[doc(alias = "ThreadScript")]
 pub fn queue(
     st: &mut ZoneState,
@@ -59,17 +60,127 @@ pub fn queue(
     if !check_entry(st, script, func) {
         return false;
     }
-    st.scripts.queue.push(StartRequest {
-        script: script.to_owned(),
-        func: func.to_owned(),
-        actor,
-        context,
-        param,
-    });
+    admit(
+        st,
+        StartRequest {
+            script: script.to_owned(),
+            func: func.to_owned(),
+            actor,
+            context,
+            param,
+        },
+        false,
+    )
+}
+
+/// A start the engine makes for a client's action (an equipment change, an item used, a
+/// trigger, a right-click): as [`queue`], but merged into an identical start already
+/// queued for this tick, so that a client repeating an action faster than the zone ticks
+/// starts the script once a tick, not once a packet.
+pub fn queue_coalesced(
+    st: &mut ZoneState,
+    script: &str,
+    func: &str,
+    actor: Option<ActorId>,
+    context: Option<ActorId>,
+    param: &str,
+) -> bool {
+    if !check_entry(st, script, func) {
+        return false;
+    }
+    let actor = actor.map_or(0, |a| st.handle_of(a));
+    let context = context.map_or(0, |c| st.handle_of(c));
+    admit(
+        st,
+        StartRequest {
+            script: script.to_owned(),
+            func: func.to_owned(),
+            actor,
+            context,
+            param: RStr::from_latin1(param),
+        },
+        true,
+    )
+}
+
+/// Why a start was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Limit {
+    Actor,
+    Zone,
+}
+
+/// Queue `req` unless a limit refuses it (or, when `coalesce`, an identical start is
+/// queued already: then it is that start).
+fn admit(st: &mut ZoneState, req: StartRequest, coalesce: bool) -> bool {
+    let key = coalesce.then(|| StartKey::of(&req));
+    if let Some(k) = &key
+        && st.scripts.queued_keys.contains(k)
+    {
+        st.scripts.stats.coalesced += 1;
+        return true;
+    }
+    let sc = &st.scripts;
+    let zone = sc.instances.len().saturating_add(sc.queue.len());
+    let limit = if zone >= usize::try_from(st.cfg.scripts_per_zone).unwrap_or(usize::MAX) {
+        Some(Limit::Zone)
+    } else if req.actor != 0 {
+        let live = sc.live_by_actor.get(&req.actor).copied().unwrap_or(0);
+        let queued = sc.queued_by_actor.get(&req.actor).copied().unwrap_or(0);
+        (live.saturating_add(queued) >= st.cfg.scripts_per_actor).then_some(Limit::Actor)
+    } else {
+        None
+    };
+    if let Some(limit) = limit {
+        refuse(st, &req, limit);
+        if let Some(k) = key {
+            // The same start again this tick is refused as this one was, uncounted.
+            st.scripts.queued_keys.insert(k);
+        }
+        return false;
+    }
+    if req.actor != 0 {
+        *st.scripts.queued_by_actor.entry(req.actor).or_insert(0) += 1;
+    }
+    if let Some(k) = key {
+        st.scripts.queued_keys.insert(k);
+    }
+    st.scripts.queue.push(req);
     true
 }
 
-/// Queue a start for actors (their handles; `None` is 0).
+/// Count a refused start, and log it: the first at once, then at most one line a second
+/// with how many were refused since.
+fn refuse(st: &mut ZoneState, req: &StartRequest, limit: Limit) {
+    let (what, n) = match limit {
+        Limit::Actor => {
+            st.scripts.stats.refused_actor += 1;
+            ("its actor has", st.cfg.scripts_per_actor)
+        }
+        Limit::Zone => {
+            st.scripts.stats.refused_zone += 1;
+            ("the zone has", st.cfg.scripts_per_zone)
+        }
+    };
+    st.scripts.refusals_unlogged += 1;
+    let now = st.now_ms;
+    if st
+        .scripts
+        .refusal_logged_ms
+        .is_some_and(|at| now.saturating_sub(at) < 1_000)
+    {
+        return;
+    }
+    let refused = std::mem::take(&mut st.scripts.refusals_unlogged);
+    st.scripts.refusal_logged_ms = Some(now);
+    let message = format!(
+        "start of {}.{} for actor {} refused: {what} {n} scripts running or queued ({refused} refused since the last such line)",
+        req.script, req.func, req.actor
+    );
+    log(st, &req.script, message);
+}
+
+/// Queue a start for actors (their handles; `None` is 0); see [`queue`].
 pub fn queue_for(
     st: &mut ZoneState,
     script: &str,
@@ -177,6 +288,9 @@ pub(crate) fn create(st: &mut ZoneState, req: StartRequest) -> Option<InstanceId
 /// Put an instance into the table and its indexes.
 fn insert(st: &mut ZoneState, inst: Instance) {
     let id = inst.id;
+    if inst.cx.actor != 0 {
+        *st.scripts.live_by_actor.entry(inst.cx.actor).or_insert(0) += 1;
+    }
     for h in [inst.cx.actor, inst.cx.context] {
         if h != 0 {
             st.scripts.by_handle.entry(h).or_default().insert(id);
@@ -189,6 +303,12 @@ fn insert(st: &mut ZoneState, inst: Instance) {
 /// Take an instance out of the table and its indexes.
 fn remove(st: &mut ZoneState, id: InstanceId) -> Option<Instance> {
     let inst = st.scripts.instances.remove(&id)?;
+    if let Some(n) = st.scripts.live_by_actor.get_mut(&inst.cx.actor) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            st.scripts.live_by_actor.remove(&inst.cx.actor);
+        }
+    }
     for h in [inst.cx.actor, inst.cx.context] {
         if let Some(s) = st.scripts.by_handle.get_mut(&h) {
             s.remove(&id);
@@ -327,8 +447,10 @@ pub(crate) fn create_for(
 #[doc(alias = "UpdateScripts")]
 pub(crate) fn phase(st: &mut ZoneState) {
     // 1. Queued starts.
+    st.scripts.queued_keys.clear();
     if !st.scripts.queue.is_empty() {
         let queue = std::mem::take(&mut st.scripts.queue);
+        st.scripts.queued_by_actor.clear();
         for req in queue {
             create(st, req);
         }
