@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use client::{CloseCode, CloseReason, ConnectOptions, Connection, Event, Verify};
-use cluster_tests::{Cluster, WAIT, connect, echo, new_player};
+use client::{CloseCode, CloseReason, ConnectOptions, Connection, Verify};
+use cluster_tests::{Cluster, WAIT, connect, echo, new_player, walking_bot};
 use gateway::hub::Metrics;
 use shared::proto::StandardUpdateC2S;
 
@@ -24,31 +24,6 @@ async fn expect_closed(c: &Connection, want: CloseCode) {
         _ => None,
     };
     assert_eq!(got, Some(want), "closed with {r:?}");
-}
-
-/// A bot walking in a small square, counting its own authoritative updates; any error
-/// on its connection fails it.
-async fn bot(mut c: Connection, rid: u16, start: (f32, f32, f32), stop: Arc<AtomicBool>) -> u64 {
-    let mut own = 0u64;
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut i = 0u32;
-    while !stop.load(Ordering::Relaxed) {
-        tokio::select! {
-            _ = tick.tick() => {
-                i += 1;
-                let (dx, dz) = match (i / 5) % 4 { 0 => (1.0, 0.0), 1 => (1.0, 1.0), 2 => (0.0, 1.0), _ => (0.0, 0.0) };
-                c.move_to(start.0 + dx, start.1, start.2 + dz, false).unwrap();
-            }
-            e = c.next_event() => match e {
-                Ok(Event::ActorMoved { runtime_id, .. }) if runtime_id == rid => own += 1,
-                Ok(_) => {}
-                Err(e) => panic!("a bot saw an error: {e}"),
-            },
-        }
-    }
-    assert!(c.close_reason().is_none(), "the bot's connection stayed up");
-    c.close(CloseCode::Normal).await;
-    own
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,7 +40,7 @@ async fn a_hostile_client_is_refused_while_bots_keep_playing() {
     for i in 0..4 {
         let (conn, g) = new_player(addr, &format!("bot{i}")).await;
         let start = (g.area.x + i as f32, g.area.y, g.area.z);
-        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+        bots.spawn(walking_bot(conn, g.runtime_id, start, stop.clone()));
     }
 
     // Frames: zero length, over the limit, undecodable, in-game before login.
@@ -177,7 +152,7 @@ async fn a_hostile_compact_client_is_refused_while_a_bot_keeps_playing() {
     let stop = Arc::new(AtomicBool::new(false));
     let (conn, g) = new_player(addr, "bot").await;
     let start = (g.area.x, g.area.y, g.area.z);
-    let bot = tokio::spawn(bot(conn, g.runtime_id, start, stop.clone()));
+    let bot = tokio::spawn(walking_bot(conn, g.runtime_id, start, stop.clone()));
 
     let (mut bad, g) = cluster_tests::new_player_with(addr, "eve", client::Profile::Compact).await;
     // A zigzag LEB128 varint, as the profile writes them.
@@ -281,7 +256,7 @@ async fn floods_cost_the_flooder_and_no_honest_bot() {
     for i in 0..3 {
         let (conn, g) = new_player(addr, &format!("honest{i}")).await;
         let start = (g.area.x + i as f32, g.area.y, g.area.z);
-        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+        bots.spawn(walking_bot(conn, g.runtime_id, start, stop.clone()));
     }
     let (mut yeller, _) = new_player(addr, "yeller").await;
     // Four of the network's ten verifications are spent (three bots and the yeller).

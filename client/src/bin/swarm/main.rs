@@ -172,6 +172,15 @@ struct Args {
     /// (from 127.0.0.2 when the gateway is on loopback: another network than the bots').
     #[arg(long, default_value_t = 0)]
     attack_guessers: u32,
+    /// A flood beside the play (issue 36): this many players of their own flood the zone
+    /// with `--flood-kind` frames as fast as their stream carries them, logging in again
+    /// whenever the gateway disconnects them.
+    #[arg(long, default_value_t = 0)]
+    attack_flooders: u32,
+    /// What the flooders send: `equip` (the starter sword in and out of the weapon slot)
+    /// or `jump`.
+    #[arg(long, default_value = "equip")]
+    flood_kind: String,
     /// `/warp` back and forth between these two `AREA[#INSTANCE]`s every `--warp-every`
     /// seconds instead of walking through portals (the accounts must be DMs).
     #[arg(long, value_name = "A,B")]
@@ -208,6 +217,10 @@ struct Stats {
     guesses_answered: AtomicU64,
     guesses_refused: AtomicU64,
     guess_connections: AtomicU64,
+    /// Frames the flooders wrote (`--attack-flooders`).
+    flood_frames: AtomicU64,
+    /// Flooder connections the gateway closed.
+    flood_disconnects: AtomicU64,
     attacks: AtomicU64,
     kills: AtomicU64,
     xp_gains: AtomicU64,
@@ -450,6 +463,79 @@ async fn guesser(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
             }
         }
         c.close(CloseCode::Normal).await;
+    }
+}
+
+/// `--attack-flooders`: from the end of the ramp to the end of the run, a player of its own
+/// (`user`) writes batches of 1,000 equipment swaps or jumps as fast as its stream takes
+/// them, and logs in again whenever the gateway disconnects it (its input budget).
+async fn flooder(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant, end: Instant) {
+    use shared::proto::{ClientPacket, InventoryUpdateC2S, JumpC2S};
+    tokio::time::sleep_until(from).await;
+    let mut created = false;
+    while Instant::now() < end {
+        let mut opts = ConnectOptions::new(Verify::Insecure);
+        opts.reply_timeout = Duration::from_secs(10);
+        let Ok(mut c) = Connection::connect_with(args.gateway, "localhost", opts).await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        if !created {
+            let _ = c
+                .create_account(&user, "swarm", "flood@example.invalid")
+                .await;
+        }
+        let g = match c.login(&user, "swarm").await {
+            Ok(chars) if chars.is_empty() => {
+                let t = match c.fetch_catalogue().await {
+                    Ok(cat) => cat.playable().next().map(|t| t.id),
+                    Err(_) => None,
+                };
+                let Some(t) = t else { return };
+                let ok = c
+                    .create_character(&NewCharacter::new(&user, t))
+                    .await
+                    .is_ok()
+                    && c.login(&user, "swarm").await.is_ok();
+                if ok { c.start_game(0).await.ok() } else { None }
+            }
+            Ok(_) => c.start_game(0).await.ok(),
+            Err(_) => None,
+        };
+        let Some(g) = g else {
+            c.close(CloseCode::Normal).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        };
+        created = true;
+        let mut batch = Vec::new();
+        for i in 0..1_000u32 {
+            let p = if args.flood_kind == "jump" {
+                ClientPacket::Jump(JumpC2S {})
+            } else {
+                let (from, to) = if i % 2 == 0 { (0, 30) } else { (30, 0) };
+                ClientPacket::InventoryUpdate(InventoryUpdateC2S::Swap {
+                    runtime_id: g.runtime_id,
+                    from,
+                    to,
+                    amount: 0,
+                })
+            };
+            let _ = p.encode_frame(&mut batch);
+        }
+        while Instant::now() < end && c.close_reason().is_none() {
+            if c.send_raw(&batch).await.is_err() {
+                break;
+            }
+            stats.flood_frames.fetch_add(1_000, Ordering::Relaxed);
+            // Drain what the server sent, without waiting.
+            while let Ok(Ok(_)) = tokio::time::timeout(Duration::ZERO, c.recv()).await {}
+        }
+        if c.close_reason().is_some() {
+            stats.flood_disconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        c.close(CloseCode::Normal).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -1191,6 +1277,15 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             bot(ctx).await;
         });
     }
+    for i in 0..args.attack_flooders {
+        tasks.spawn(flooder(
+            args.clone(),
+            stats.clone(),
+            format!("{prefix}flood{i}"),
+            t0 + ramp,
+            end,
+        ));
+    }
     for _ in 0..args.attack_guessers {
         tasks.spawn(guesser(
             args.clone(),
@@ -1250,6 +1345,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             "guess_connections": stats.guess_connections.load(Ordering::Relaxed),
             "guesses_answered": stats.guesses_answered.load(Ordering::Relaxed),
             "guesses_refused": stats.guesses_refused.load(Ordering::Relaxed),
+            "flooders": args.attack_flooders,
+            "flood_kind": args.flood_kind,
+            "flood_frames": stats.flood_frames.load(Ordering::Relaxed),
+            "flood_disconnects": stats.flood_disconnects.load(Ordering::Relaxed),
         },
         "attacks_sent": stats.attacks.load(Ordering::Relaxed),
         "spells": {
