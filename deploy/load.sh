@@ -32,11 +32,14 @@ sleep 1
 if [ "${STANDALONE:-0}" = 1 ]; then
   NODE=
 else
-  ZONE_NODE_GATEWAY_ADDR=127.0.0.1:28001 ZONE_NODE_BROADCAST_MS=$BC $R/zone-node run --node-id n1 > $D/n1.log 2>&1 &
+  ZONE_NODE_GATEWAY_ADDR=127.0.0.1:28001 ZONE_NODE_BROADCAST_MS=$BC ZONE_NODE_ADMIN_LISTEN=127.0.0.1:28081 $R/zone-node run --node-id n1 > $D/n1.log 2>&1 &
   NODE=$!
 fi
 sleep 2
 cpu() { if [ -n "${1:-}" ]; then awk '{print $14+$15}' /proc/$1/stat; else echo 0; fi; }
+# The largest resident set of the gateway and the node during the run (kB), every second.
+rss() { if [ -n "${1:-}" ] && [ -r /proc/$1/status ]; then awk '/^VmRSS:/{print $2}' /proc/$1/status; else echo 0; fi; }
+( gmax=0; nmax=0; while kill -0 $GW 2>/dev/null; do g=$(rss $GW); n=$(rss $NODE); [ "${g:-0}" -gt $gmax ] && gmax=$g; [ "${n:-0}" -gt $nmax ] && nmax=$n; echo "$gmax $nmax" > $D/rss; sleep 1; done ) &
 udp_in() { awk '/^Udp:/{getline; print $2; exit}' /proc/net/snmp; }
 ( sleep $((RAMP+SETTLE+5)); SW=$(pgrep -n -f "$R/swarm --gateway 127.0.0.1:28000"); echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N) $(udp_in)" > $D/cpu0; sleep 30; echo "$(cpu $GW) $(cpu $NODE) $(cpu $SW) $(date +%s.%N) $(udp_in)" > $D/cpu1 ) &
 (sleep $((RAMP+SETTLE+20)); curl -s 127.0.0.1:28080/metrics | grep -E "datagrams" | grep -v "^#" > $D/metrics.txt) &
@@ -53,6 +56,7 @@ U1=$(rcvbuf)
 if [ $SWARM_EXIT -ne 0 ]; then echo "swarm failed (exit $SWARM_EXIT):" >&2; tail -5 $D/swarm.err >&2; kill $NODE $GW 2>/dev/null; exit 1; fi
 [ -n "$IP" ] && wait $IP
 read g0 n0 s0 t0 p0 < $D/cpu0; read g1 n1 s1 t1 p1 < $D/cpu1
+read GRSS NRSS < $D/rss; export GRSS NRSS
 TCK=$(getconf CLK_TCK)
 python3 - "$g0" "$n0" "$s0" "$t0" "$g1" "$n1" "$s1" "$t1" "$TCK" "$N" "$D" "$((U1-U0))" "$((p1-p0))" <<'PY'
 import sys, json, os
@@ -67,6 +71,6 @@ if os.path.exists(d+"/interop.log"):
 print(json.dumps({"bots":int(n),"settle_s":s.get("settle_s"),"chat_every_s":int(os.environ.get("CHAT_EVERY","60")),"swarm_args":os.environ.get("SWARM_ARGS",""),"interop":interop,"standalone":os.environ.get("STANDALONE","0")=="1","gateway_cores":round(gw,3),"node_cores":round(nd,3),"swarm_cores":round(sw,3),"udp_rcvbuf_errors":int(rcvbuf),"udp_packets_per_s_per_bot":round(int(pkts)/dt/max(s["in_game"],1),2),
   "in_game":s["in_game"],"failed":s["failed"],"protocol_errors":s["protocol_errors"],"errors":s["errors"],
   "move_to_own_update":s["move_to_own_update"],"own_update_gap":s.get("own_update_gap"),"never_own_update":s.get("never_own_update"),"bytes_per_s_per_bot":s["bytes_per_s_per_bot"],"packets_per_s_per_bot":s.get("packets_per_s_per_bot"),"frames_down_per_s_per_bot":s.get("frames_down_per_s_per_bot"),
-  "profile":s.get("profile"),"datagrams_dropped":s.get("datagrams_dropped"),"compact_refused":s.get("compact_refused"),"updates_received":s["updates_received"],"updates_per_s_per_bot":s.get("updates_per_s_per_bot"),"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"],"items":s.get("items"),"attack":s.get("attack")}))
+  "profile":s.get("profile"),"datagrams_dropped":s.get("datagrams_dropped"),"compact_refused":s.get("compact_refused"),"updates_received":s["updates_received"],"updates_per_s_per_bot":s.get("updates_per_s_per_bot"),"handoffs":s["handoffs"],"npcs_killed":s["npcs_killed"],"items":s.get("items"),"attack":s.get("attack"),"gateway_rss_max_mb":round(int(os.environ.get("GRSS","0"))/1024,1),"node_rss_max_mb":round(int(os.environ.get("NRSS","0"))/1024,1)}))
 PY
 kill $NODE $GW 2>/dev/null; wait 2>/dev/null
