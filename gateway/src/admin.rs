@@ -362,6 +362,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_public_admin_bind_without_a_token_is_named() {
+        let public: SocketAddr = "0.0.0.0:9180".parse().unwrap();
+        assert!(exposure_warning(public, false).is_some_and(|w| w.contains("/cluster")));
+        assert_eq!(exposure_warning(public, true), None);
+        assert_eq!(exposure_warning(DEFAULT_ADDR, false), None);
+        assert_eq!(exposure_warning("[::1]:9180".parse().unwrap(), false), None);
+    }
+
+    #[test]
     fn counters_and_gauges() {
         let mut m = MetricsText::new();
         m.counter("gw_frames_total", "Frames routed.", 42)

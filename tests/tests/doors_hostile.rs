@@ -190,17 +190,30 @@ async fn menu_idlers_are_closed_and_idle_crowds_cannot_keep_an_honest_login_out(
     let idler_since = std::time::Instant::now();
 
     // The crowd: forty idle connections from twenty networks, all at once.
+    let resolved = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let mut crowd = tokio::task::JoinSet::new();
     for i in 0..40u8 {
+        let resolved = resolved.clone();
         crowd.spawn(async move {
             let ep = endpoint_at(100 + i / 2);
-            match connect_from(addr, &ep).await {
+            let r = connect_from(addr, &ep).await;
+            resolved.fetch_add(1, Ordering::Relaxed);
+            match r {
                 Ok(h) => Some(tokio::time::timeout(WAIT, h.closed()).await.ok()),
                 Err(_) => None,
             }
         });
     }
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while resolved.load(Ordering::Relaxed) < 40 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the crowd connected"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The crowd's oldest have had their grace.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
     let m = &c.gw.shared().metrics;
     assert!(
         Metrics::get(&m.refused_lobby) >= 1,
