@@ -138,6 +138,7 @@ async fn guessing_one_account_from_many_networks_gets_one_answer_per_wait() {
         refused += r;
     }
     let took = t0.elapsed();
+    eprintln!("guessing from 30 networks: {answered} answered, {refused} refused in {took:?}");
     // Waits of 1, 2, 4, 4, ... s: at most one answer at once and one per second after.
     let bound = 2 + u32::try_from(took.as_secs()).unwrap();
     assert!(
