@@ -41,4 +41,7 @@ WORKDIR /data
 # Players (QUIC), zone nodes (QUIC), admin HTTP.
 EXPOSE 25000/udp 25001/udp 9180/tcp
 ENV GATEWAY_DATA_DIR=/data
+# Zone nodes in other containers reach the gateway here (the gateway's own default is
+# loopback only); the container's network decides who can.
+ENV GATEWAY_INTERNAL_LISTEN=0.0.0.0:25001
 ENTRYPOINT ["/usr/local/bin/gateway"]

@@ -1,6 +1,8 @@
 //! The gateway's admin HTTP endpoint: `GET /healthz`, `GET /metrics` (Prometheus text
-//! exposition format 0.0.4) and `GET /cluster` (a JSON [`ClusterView`]), served on a
-//! loopback address by default ([`DEFAULT_ADDR`]); and, with an admin token configured,
+//! exposition format 0.0.4) and `GET /cluster` (a JSON [`ClusterView`]; with an admin
+//! token configured it needs the token), served on a loopback address by default
+//! ([`DEFAULT_ADDR`]; [`exposure_warning`] names a public bind without a token); and, with
+//! an admin token configured,
 //! `POST /admin`: one [`AdminCommand`] as JSON with `Authorization: Bearer TOKEN`, for an
 //! operator who must not stop the server (accounts, DM and ban flags, kick, warp,
 //! broadcast, who is online; `gateway admin …` is its command line).
@@ -25,6 +27,15 @@ use shared::internal::Generation;
 
 /// The default admin address: loopback only (the endpoint has no authentication).
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9180));
+
+/// What is open to anyone on a non-loopback admin bind without an admin token (`None`:
+/// nothing worth a warning). `/healthz` and `/metrics` stay open by design (orchestrators
+/// and Prometheus read them without credentials; they carry counts, no names).
+pub fn exposure_warning(addr: SocketAddr, token_set: bool) -> Option<&'static str> {
+    (!addr.ip().is_loopback() && !token_set).then_some(
+        "admin_listen is not a loopback address and no admin_token is set: /cluster (node addresses and load) and /metrics answer anyone who reaches it; set GATEWAY_ADMIN_TOKEN_FILE or bind to 127.0.0.1",
+    )
+}
 
 /// Content type of `/metrics` (Prometheus text exposition format 0.0.4).
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
@@ -257,7 +268,36 @@ async fn metrics(State(source): State<Source>) -> Response {
         .into_response()
 }
 
-async fn cluster(State(source): State<Source>) -> Response {
+/// The bearer token of a request (empty when none).
+fn bearer(headers: &axum::http::HeaderMap) -> &str {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .trim()
+}
+
+/// 401 with `WWW-Authenticate: Bearer`.
+fn unauthorized() -> Response {
+    let mut r = text(
+        StatusCode::UNAUTHORIZED,
+        "bad or missing admin token".to_owned(),
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// `/cluster` names every node, its address and its load: with an admin token set it
+/// needs the token; without one it is served to whoever reaches the admin endpoint
+/// (loopback by default; the gateway warns at start when that is not loopback).
+async fn cluster(State(source): State<Source>, headers: axum::http::HeaderMap) -> Response {
+    if source.admin_token_ok(bearer(&headers)) == Some(false) {
+        return unauthorized();
+    }
     match serde_json::to_vec(&source.cluster()) {
         Ok(body) => (
             StatusCode::OK,
@@ -277,29 +317,14 @@ async fn admin(
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    match source.admin_token_ok(token.trim()) {
+    match source.admin_token_ok(bearer(&headers)) {
         None => {
             return text(
                 StatusCode::NOT_FOUND,
                 "the admin API is off: set admin_token (GATEWAY_ADMIN_TOKEN_FILE)".to_owned(),
             );
         }
-        Some(false) => {
-            let mut r = text(
-                StatusCode::UNAUTHORIZED,
-                "bad or missing admin token".to_owned(),
-            );
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
-            return r;
-        }
+        Some(false) => return unauthorized(),
         Some(true) => {}
     }
     if body.len() > MAX_ADMIN_BODY {
@@ -335,6 +360,15 @@ async fn method_not_allowed() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_public_admin_bind_without_a_token_is_named() {
+        let public: SocketAddr = "0.0.0.0:9180".parse().unwrap();
+        assert!(exposure_warning(public, false).is_some_and(|w| w.contains("/cluster")));
+        assert_eq!(exposure_warning(public, true), None);
+        assert_eq!(exposure_warning(DEFAULT_ADDR, false), None);
+        assert_eq!(exposure_warning("[::1]:9180".parse().unwrap(), false), None);
+    }
 
     #[test]
     fn counters_and_gauges() {

@@ -96,6 +96,7 @@ pub struct GatewayConfig {
     pub placement_hold_ms: u64,
     /// Bearer token of the admin API (`POST /admin`, `gateway admin …`); empty: the API is
     /// off. Give it as `GATEWAY_ADMIN_TOKEN_FILE` (a file) or `GATEWAY_ADMIN_TOKEN`.
+    /// With a token, `GET /cluster` needs it too.
     pub admin_token: String,
     /// Per-player input budgets beside the defaults (docs/operations.md, "Input budgets"):
     /// `action=RATE/BURST` pairs, e.g. `jump=2/4, inventory=8/24, bytes=32768/65536`.
@@ -111,6 +112,26 @@ pub struct GatewayConfig {
     /// hub and node links, not yet sent) past which the gateway stops reading that client
     /// until they drain.
     pub client_inflight_bytes: usize,
+    /// A connection must enter the world (`P_StartGame`) within this time of connecting,
+    /// logged in or not (ms); past it, it is closed with code 4.
+    pub menu_deadline_ms: u64,
+    /// Connections not yet in the world may hold at most this share of `max_connections`
+    /// (percent); the rest is room for players in the world. See `session::lobby`.
+    pub pregame_share_percent: u32,
+    /// When there is no room, a new connection displaces the oldest one that has not
+    /// logged in within this time (ms).
+    pub lobby_grace_ms: u64,
+    /// Wait after the first failed password check of one account name, whatever network
+    /// made it (ms; 0: off); each further failure doubles it.
+    pub login_account_delay_ms: u64,
+    /// Longest wait per account name (ms).
+    pub login_account_delay_max_ms: u64,
+    /// Most account names whose failed checks are remembered.
+    pub login_accounts_tracked: u32,
+    /// Most zone-node connections not yet authenticated at once; more are refused.
+    pub internal_preauth_max: u32,
+    /// Largest internal frame accepted before a node has proven the cluster secret (bytes).
+    pub internal_preauth_frame_len: u32,
 }
 
 impl Default for GatewayConfig {
@@ -118,7 +139,8 @@ impl Default for GatewayConfig {
         Self {
             gateway_id: "gateway".into(),
             listen: SocketAddr::from(([0, 0, 0, 0], 25000)),
-            internal_listen: SocketAddr::from(([0, 0, 0, 0], 25001)),
+            // Private by default: a zone node on another host needs it set explicitly.
+            internal_listen: SocketAddr::from(([127, 0, 0, 1], 25001)),
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
             world: None,
@@ -155,6 +177,14 @@ impl Default for GatewayConfig {
             input_kick_drops: 200,
             client_queue_bytes: 1024 * 1024,
             client_inflight_bytes: 256 * 1024,
+            menu_deadline_ms: 300_000,
+            pregame_share_percent: 50,
+            lobby_grace_ms: 3_000,
+            login_account_delay_ms: 1_000,
+            login_account_delay_max_ms: 30_000,
+            login_accounts_tracked: 100_000,
+            internal_preauth_max: 16,
+            internal_preauth_frame_len: 16 * 1024,
         }
     }
 }
@@ -203,6 +233,14 @@ impl Settings for GatewayConfig {
             "input_kick_drops" => self.input_kick_drops = num(value)?,
             "client_queue_bytes" => self.client_queue_bytes = num(value)?,
             "client_inflight_bytes" => self.client_inflight_bytes = num(value)?,
+            "menu_deadline_ms" => self.menu_deadline_ms = num(value)?,
+            "pregame_share_percent" => self.pregame_share_percent = num(value)?,
+            "lobby_grace_ms" => self.lobby_grace_ms = num(value)?,
+            "login_account_delay_ms" => self.login_account_delay_ms = num(value)?,
+            "login_account_delay_max_ms" => self.login_account_delay_max_ms = num(value)?,
+            "login_accounts_tracked" => self.login_accounts_tracked = num(value)?,
+            "internal_preauth_max" => self.internal_preauth_max = num(value)?,
+            "internal_preauth_frame_len" => self.internal_preauth_frame_len = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -322,6 +360,33 @@ impl GatewayConfig {
                 "client_inflight_bytes",
                 "must be max_frame_len..=1073741824",
             );
+        }
+        if !(1_000..=86_400_000).contains(&self.menu_deadline_ms) {
+            return bad("menu_deadline_ms", "must be 1000..=86400000");
+        }
+        if !(1..=100).contains(&self.pregame_share_percent) {
+            return bad("pregame_share_percent", "must be 1..=100");
+        }
+        if self.lobby_grace_ms > 600_000 {
+            return bad("lobby_grace_ms", "must be at most 600000");
+        }
+        if self.login_account_delay_ms > 3_600_000 {
+            return bad("login_account_delay_ms", "must be at most 3600000");
+        }
+        if !(self.login_account_delay_ms..=3_600_000).contains(&self.login_account_delay_max_ms) {
+            return bad(
+                "login_account_delay_max_ms",
+                "must be login_account_delay_ms..=3600000",
+            );
+        }
+        if !(1..=10_000_000).contains(&self.login_accounts_tracked) {
+            return bad("login_accounts_tracked", "must be 1..=10000000");
+        }
+        if !(1..=100_000).contains(&self.internal_preauth_max) {
+            return bad("internal_preauth_max", "must be 1..=100000");
+        }
+        if !(1_024..=1_048_576).contains(&self.internal_preauth_frame_len) {
+            return bad("internal_preauth_frame_len", "must be 1024..=1048576");
         }
         Ok(())
     }

@@ -42,7 +42,8 @@ struct RunArgs {
     /// Client endpoint, UDP (default 0.0.0.0:25000).
     #[arg(long)]
     listen: Option<String>,
-    /// Internal endpoint for zone nodes, UDP (default 0.0.0.0:25001).
+    /// Internal endpoint for zone nodes, UDP (default 127.0.0.1:25001: set it to an
+    /// address the nodes reach when they run on other hosts).
     #[arg(long)]
     internal_listen: Option<String>,
     /// Admin HTTP endpoint, TCP (default 127.0.0.1:9180).

@@ -218,6 +218,9 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             addr: cfg.admin_listen,
             source,
         })?;
+    if let Some(w) = admin::exposure_warning(admin_addr, !cfg.admin_token.is_empty()) {
+        tracing::warn!(addr = %admin_addr, "{w}");
+    }
     let hasher: Arc<dyn PasswordHasher + Send + Sync> = if cfg.password_hash == "fast" {
         tracing::warn!("password_hash = fast: weak argon2 parameters, for tests only");
         Arc::new(Argon2Hasher::fast_for_tests())

@@ -39,6 +39,8 @@ impl Env {
             throttle: LoginThrottle::with_limits(ThrottleLimits {
                 attempts_per_minute: 5,
                 creations_per_hour: 1_000,
+                // The per-account wait has its own test.
+                account_delay_ms: 0,
                 ..ThrottleLimits::default()
             }),
             hasher: Argon2Hasher::fast_for_tests(),
@@ -314,6 +316,54 @@ fn throttle_after_five_attempts_one_more_every_twelve_seconds() {
     let (out, ev) = env.send(&mut s4, 24_100, verify("erin", "pw"));
     assert_eq!(closes_with(&ev), None);
     assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn failed_checks_make_the_account_wait_whatever_network_asks() {
+    let mut env = Env::new();
+    env.throttle = LoginThrottle::with_limits(ThrottleLimits {
+        attempts_per_minute: 1_000,
+        creations_per_hour: 1_000,
+        account_delay_ms: 1_000,
+        account_delay_max_ms: 4_000,
+        ..ThrottleLimits::default()
+    });
+    let _ = env.account("fay", "pw");
+    let _ = env.account("gus", "pw");
+    let bad = [ServerPacket::VerifyAccount(VerifyAccountReply::BadPassword)];
+    let net = |n: u8| Session::new(PeerKey([n; 16]));
+    let (out, ev) = env.send(&mut net(20), 10_000, verify("fay", "bad"));
+    assert_eq!((out.as_slice(), closes_with(&ev)), (&bad[..], None));
+    // Another network during the wait, even with the right password and the name in
+    // another case: closed with code 4, unverified.
+    let mut s = net(21);
+    let (out, ev) = env.send(&mut s, 10_500, verify("FAY", "pw"));
+    assert!(out.is_empty());
+    assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
+    // Other accounts are not held.
+    let (out, _) = env.send(&mut net(21), 10_500, verify("gus", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
+    // The wait over, the owner logs in, and that clears it: one failure waits 1 s again.
+    let (out, _) = env.send(&mut net(22), 11_000, verify("fay", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
+    let (out, _) = env.send(&mut net(23), 11_100, verify("fay", "bad"));
+    assert_eq!(out, bad);
+    let (_, ev) = env.send(&mut net(24), 12_099, verify("fay", "bad"));
+    assert_eq!(closes_with(&ev), Some(close::RATE_LIMITED));
+    let (out, _) = env.send(&mut net(24), 12_100, verify("fay", "bad"));
+    assert_eq!(out, bad, "answered once the wait is over");
+    // The owner's network is not held to the wait while the guessing goes on.
+    let (out, _) = env.send(&mut net(22), 12_101, verify("fay", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
 }
 
 #[test]

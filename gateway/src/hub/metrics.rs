@@ -186,6 +186,22 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_input_kicks_total",
         "Players disconnected for sustained input past their budgets (input_kick_drops; close code 4).",
     ),
+    (
+        "rc_gateway_lobby_refused_total",
+        "Client connections refused because connections not yet in the world hold pregame_share_percent of max_connections and none could be displaced.",
+    ),
+    (
+        "rc_gateway_lobby_displaced_total",
+        "Connections not logged in after lobby_grace_ms closed (code 4) to make room for a new one.",
+    ),
+    (
+        "rc_gateway_menu_deadlines_total",
+        "Connections closed for not entering the world within menu_deadline_ms.",
+    ),
+    (
+        "rc_gateway_internal_preauth_refused_total",
+        "Zone-node connections refused before authentication, by reason: cap (internal_preauth_max not yet authenticated), frame (a frame above internal_preauth_frame_len).",
+    ),
 ];
 
 shared::counters! {
@@ -304,6 +320,18 @@ shared::counters! {
         bytes_down_datagram => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "datagram"];
         /// Players disconnected for sustained input past their budgets.
         input_kicks => "rc_gateway_input_kicks_total";
+        /// Connections refused: the lobby (`pregame_share_percent`) is full, no idler to
+        /// displace.
+        refused_lobby => "rc_gateway_lobby_refused_total";
+        /// Idle connections closed to make room for a new one.
+        displaced => "rc_gateway_lobby_displaced_total";
+        /// Connections closed for not entering the world within `menu_deadline_ms`.
+        menu_deadlines => "rc_gateway_menu_deadlines_total";
+        /// Node connections refused: `internal_preauth_max` not yet authenticated.
+        internal_preauth_cap => "rc_gateway_internal_preauth_refused_total" ["reason" = "cap"];
+        /// Node connections closed for a frame above `internal_preauth_frame_len` before
+        /// authentication.
+        internal_preauth_frame => "rc_gateway_internal_preauth_refused_total" ["reason" = "frame"];
     }
     extra {
         /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)

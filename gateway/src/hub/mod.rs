@@ -432,6 +432,9 @@ impl Shared {
             connections_per_minute: cfg.connections_per_ip_per_minute,
             handshakes_per_second: cfg.retry_above_rate,
             limit_loopback: cfg.limit_loopback,
+            account_delay_ms: cfg.login_account_delay_ms,
+            account_delay_max_ms: cfg.login_account_delay_max_ms,
+            accounts_tracked: usize::try_from(cfg.login_accounts_tracked).unwrap_or(usize::MAX),
         });
         let hash_slots = usize::try_from(cfg.max_concurrent_hashes)
             .unwrap_or(1)

@@ -16,7 +16,9 @@ use tracing::Instrument as _;
 
 use crate::hub::{CLIENT_QUEUE, ClientHandle, ClientOut, HubEvent, InFlight, Metrics, Shared};
 use crate::session::budget::{Budgets, InputBudget, Verdict};
-use crate::session::{Ctx, PeerKey, Precomputed, Session, SessionEvent, close, latin1};
+use crate::session::{
+    Admit, Ctx, Lobby, PeerKey, Precomputed, Session, SessionEvent, close, latin1,
+};
 
 /// Accept client connections until `shutdown` turns true.
 pub async fn serve(
@@ -24,17 +26,16 @@ pub async fn serve(
     shared: Arc<Shared>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
+    let doors = Arc::new(Doors {
+        lobby: std::sync::Mutex::new(Lobby::new(
+            Lobby::cap_for(shared.cfg.max_connections, shared.cfg.pregame_share_percent),
+            shared.cfg.lobby_grace_ms,
+        )),
+        kicks: dashmap::DashMap::new(),
+    });
     while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
-        let full = shared.open.load(Ordering::Relaxed)
-            >= usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
-        let closing = shared.shutting_down.load(Ordering::Relaxed);
-        if full || closing {
-            let m = &shared.metrics;
-            Metrics::inc(if closing {
-                &m.refused_shutting_down
-            } else {
-                &m.refused_full
-            });
+        if shared.shutting_down.load(Ordering::Relaxed) {
+            Metrics::inc(&shared.metrics.refused_shutting_down);
             incoming.refuse();
             continue;
         }
@@ -61,14 +62,21 @@ pub async fn serve(
             incoming.refuse();
             continue;
         }
-        let Some(slot) = ConnSlot::take(&shared, peer) else {
-            Metrics::inc(&shared.metrics.refused_per_ip);
-            incoming.refuse();
-            continue;
+        let session = shared.next_session();
+        let slot = match ConnSlot::take(&shared, &doors, peer, session, now_ms) {
+            Ok(slot) => slot,
+            Err(why) => {
+                Metrics::inc(match why {
+                    NoSlot::PerIp => &shared.metrics.refused_per_ip,
+                    NoSlot::Full => &shared.metrics.refused_full,
+                    NoSlot::Lobby => &shared.metrics.refused_lobby,
+                });
+                incoming.refuse();
+                continue;
+            }
         };
         let shared = shared.clone();
         tokio::spawn(async move {
-            let session = shared.next_session();
             let span = tracing::info_span!("session", session, peer = %incoming.remote_address());
             connection(incoming, shared, session, slot)
                 .instrument(span)
@@ -77,17 +85,57 @@ pub async fn serve(
     }
 }
 
+/// The room for connections not yet in the world ([`Lobby`]) and, per connection in it,
+/// how to close it when a newcomer displaces it.
+struct Doors {
+    lobby: std::sync::Mutex<Lobby>,
+    kicks: dashmap::DashMap<u64, Arc<tokio::sync::Notify>>,
+}
+
+impl Doors {
+    fn lobby(&self) -> std::sync::MutexGuard<'_, Lobby> {
+        match self.lobby.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+/// Why a connection got no slot.
+enum NoSlot {
+    /// Its network has `max_connections_per_ip` open.
+    PerIp,
+    /// `max_connections` open, and no idler to displace.
+    Full,
+    /// Connections not yet in the world hold `pregame_share_percent`, none displaceable.
+    Lobby,
+}
+
 /// One open client connection as the limits count it: in `open`, in its network's
-/// `per_ip` count and, until it enters the world, in `pregame`. Dropping it gives all back.
+/// `per_ip` count and, until it enters the world, in `pregame` and the [`Lobby`].
+/// Dropping it gives all back.
 struct ConnSlot {
     shared: Arc<Shared>,
+    doors: Arc<Doors>,
     peer: PeerKey,
+    session: u64,
     pregame: bool,
+    logged_in: bool,
+    /// Notified when a newcomer displaces this connection (it has not logged in in time).
+    kick: Arc<tokio::sync::Notify>,
 }
 
 impl ConnSlot {
-    /// A slot for a connection from `peer`, unless its network has `max_connections_per_ip`.
-    fn take(shared: &Arc<Shared>, peer: PeerKey) -> Option<Self> {
+    /// A slot for connection `session` from `peer`, unless its network has
+    /// `max_connections_per_ip` or there is no room (see [`Lobby`]); a displaced idler is
+    /// told to close.
+    fn take(
+        shared: &Arc<Shared>,
+        doors: &Arc<Doors>,
+        peer: PeerKey,
+        session: u64,
+        now_ms: u64,
+    ) -> Result<Self, NoSlot> {
         let cap = if peer.is_loopback() && !shared.cfg.limit_loopback {
             u32::MAX
         } else {
@@ -96,23 +144,69 @@ impl ConnSlot {
         {
             let mut n = shared.per_ip.entry(peer).or_insert(0);
             if *n >= cap {
-                return None;
+                return Err(NoSlot::PerIp);
             }
             *n += 1;
         }
+        let max_open = usize::try_from(shared.cfg.max_connections).unwrap_or(usize::MAX);
+        let open = shared.open.load(Ordering::Relaxed);
+        let kick = Arc::new(tokio::sync::Notify::new());
+        let admit = {
+            let mut lobby = doors.lobby();
+            let a = lobby.admit(session, now_ms, open, max_open);
+            if a != Admit::Full {
+                // Registered under the lobby's lock: a displacer finds it.
+                doors.kicks.insert(session, kick.clone());
+            }
+            a
+        };
+        match admit {
+            Admit::Yes => {}
+            Admit::Displace(victim) => {
+                Metrics::inc(&shared.metrics.displaced);
+                if let Some((_, k)) = doors.kicks.remove(&victim) {
+                    k.notify_one();
+                }
+            }
+            Admit::Full => {
+                shared.per_ip.remove_if_mut(&peer, |_, n| {
+                    *n = n.saturating_sub(1);
+                    *n == 0
+                });
+                return Err(if open >= max_open {
+                    NoSlot::Full
+                } else {
+                    NoSlot::Lobby
+                });
+            }
+        }
         shared.open.fetch_add(1, Ordering::Relaxed);
         shared.pregame.fetch_add(1, Ordering::Relaxed);
-        Some(Self {
+        Ok(Self {
             shared: shared.clone(),
+            doors: doors.clone(),
             peer,
+            session,
             pregame: true,
+            logged_in: false,
+            kick,
         })
+    }
+
+    /// The connection verified an account: it can no longer be displaced.
+    fn logged_in(&mut self) {
+        if self.pregame && !std::mem::replace(&mut self.logged_in, true) {
+            self.doors.lobby().logged_in(self.session);
+            self.doors.kicks.remove(&self.session);
+        }
     }
 
     /// The connection entered the world.
     fn entered(&mut self) {
         if std::mem::take(&mut self.pregame) {
             self.shared.pregame.fetch_sub(1, Ordering::Relaxed);
+            self.doors.lobby().left(self.session);
+            self.doors.kicks.remove(&self.session);
         }
     }
 }
@@ -196,7 +290,15 @@ async fn connection(
     slot: ConnSlot,
 ) {
     let hs = Duration::from_millis(shared.cfg.handshake_timeout_ms);
-    let conn = match tokio::time::timeout(hs, incoming).await {
+    let kick = slot.kick.clone();
+    let handshake = tokio::select! {
+        r = tokio::time::timeout(hs, incoming) => r,
+        () = kick.notified() => {
+            tracing::debug!("displaced while handshaking");
+            return;
+        }
+    };
+    let conn = match handshake {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "handshake failed");
@@ -266,14 +368,26 @@ async fn connection(
     };
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(shared.cfg.login_deadline_ms);
+    let start = tokio::time::Instant::now();
+    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
+    // A logged-in connection must also choose a character in time: the lobby is not a
+    // place to stay.
+    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
     let end: End = loop {
         tokio::select! {
             () = tokio::time::sleep_until(deadline), if !c.session.is_logged_in() && !c.in_game => {
                 Metrics::inc(&shared.metrics.login_deadlines);
                 tracing::info!("no login within the deadline");
                 break Some((close::RATE_LIMITED, "no login in time".into()));
+            }
+            () = tokio::time::sleep_until(menu_deadline), if !c.in_game => {
+                Metrics::inc(&shared.metrics.menu_deadlines);
+                tracing::info!("no character chosen within the menu deadline");
+                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
+            }
+            () = kick.notified(), if !c.in_game => {
+                tracing::info!("displaced: the lobby is full and this connection had not logged in");
+                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
             }
             // The hub has not caught up with this client's frames (or anyone's): read on
             // once it has; meanwhile the client waits in QUIC's flow control.
@@ -284,6 +398,9 @@ async fn connection(
                     dec.push(buf.get(..n).unwrap_or(&[]));
                     if let Some(end) = c.frames(&mut dec).await {
                         break end;
+                    }
+                    if c.session.is_logged_in() {
+                        c.slot.logged_in();
                     }
                 }
                 Ok(None) => break match dec.finish() {
@@ -598,15 +715,35 @@ impl Conn {
         let md5 = creds.password_md5.0.clone();
         let verified_before = self.session.has_verified(creds);
         let stored = {
+            let (peer, now) = (self.session_peer(), self.now_ms());
             let mut acc = self.shared.accounts();
-            if acc.throttle.is_blocked(self.session_peer(), self.now_ms()) {
+            if acc.throttle.is_blocked(peer, now) {
                 // The session closes with code 4 without hashing anything.
                 return Pre::default();
             }
-            acc.book
+            if !creating
+                && !verified_before
+                && acc.throttle.account_wait_ms(&creds.user.0, peer, now) > 0
+            {
+                // The account name waits: the session closes with code 4, unhashed.
+                return Pre::default();
+            }
+            let stored = acc
+                .book
                 .find_user(&latin1(&creds.user.0))
                 .and_then(|id| acc.book.get(id))
-                .map(|a| a.row.password_hash.clone())
+                .map(|a| a.row.password_hash.clone());
+            // A creation the session will refuse costs no hash: the creation cell is
+            // taken here, before hashing (the session then uses it).
+            if creating
+                && stored.is_none()
+                && (!self.shared.world.misc.allow_account_creation
+                    || !crate::session::valid_user_name(&creds.user.0)
+                    || !acc.throttle.reserve_create(peer, now))
+            {
+                return Pre::default();
+            }
+            stored
         };
         let hasher = self.shared.hasher.clone();
         // At most `max_concurrent_hashes` at once (each argon2 hash takes 19 MiB).

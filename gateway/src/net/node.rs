@@ -31,10 +31,41 @@ pub async fn serve(
     shared: Arc<Shared>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
+    // Connections not yet authenticated (handshaking, or before the proof): capped, so
+    // that anyone who can reach the endpoint cannot hold many of them.
+    let preauth = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cap = usize::try_from(shared.cfg.internal_preauth_max).unwrap_or(usize::MAX);
     while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
+        let Some(slot) = PreAuth::take(&preauth, cap) else {
+            Metrics::inc(&shared.metrics.internal_preauth_cap);
+            tracing::warn!(peer = %incoming.remote_address(), cap, "internal endpoint: too many connections not yet authenticated; refused");
+            incoming.refuse();
+            continue;
+        };
         let shared = shared.clone();
         let span = tracing::info_span!("node_link", peer = %incoming.remote_address());
-        tokio::spawn(connection(incoming, shared).instrument(span));
+        tokio::spawn(connection(incoming, shared, slot).instrument(span));
+    }
+}
+
+/// One node connection not yet authenticated, in the `internal_preauth_max` count until
+/// dropped (the handshake ended either way).
+struct PreAuth(Arc<std::sync::atomic::AtomicUsize>);
+
+impl PreAuth {
+    fn take(n: &Arc<std::sync::atomic::AtomicUsize>, cap: usize) -> Option<Self> {
+        use std::sync::atomic::Ordering;
+        n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            (v < cap).then_some(v + 1)
+        })
+        .ok()?;
+        Some(Self(n.clone()))
+    }
+}
+
+impl Drop for PreAuth {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -97,6 +128,14 @@ async fn handshake(
                 _ => return None,
             }
         };
+        if let Err(CodecError::TooLong { len, max }) = &env {
+            Metrics::inc(&shared.metrics.internal_preauth_frame);
+            tracing::warn!(
+                len,
+                max,
+                "internal endpoint: frame too large before authentication; closing"
+            );
+        }
         if let Ok(Envelope {
             msg: Msg::Register { .. },
             trace,
@@ -108,12 +147,18 @@ async fn handshake(
         match hs.on_envelope(env) {
             Step::Continue => {}
             Step::Send(m) => {
+                if matches!(m, Msg::Proven { .. }) {
+                    // The node proved the cluster secret: its frames may be large now
+                    // (`Register` lists the sessions it still hosts; then snapshots).
+                    dec.set_max(shared::internal::MAX_FRAME_LEN);
+                }
                 if !write(send, m).await {
                     return None;
                 }
             }
             Step::Refuse(m) => {
                 Metrics::inc(&shared.metrics.internal_refused);
+
                 tracing::warn!(msg = ?m, "refused a node");
                 refuse(conn, send, m, "refused").await;
                 return None;
@@ -140,23 +185,29 @@ async fn handshake(
     }
 }
 
-async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
+async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, preauth: PreAuth) {
     let Ok(Ok(conn)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, incoming).await else {
         return;
     };
+    // Datagrams are drained from the start: none is buffered for a stranger either.
+    let pump = AbortOnDrop(tokio::spawn(refuse_datagrams(conn.clone(), shared.clone())));
     let Ok(Ok((mut send, mut recv))) =
         tokio::time::timeout(HANDSHAKE_TIMEOUT, conn.accept_bi()).await
     else {
         conn.close(2u32.into(), b"no control stream");
         return;
     };
-    let mut dec = FrameDecoder::new();
+    // Small frames until the node has proven the secret: a stranger cannot make the
+    // gateway buffer a large frame (`handshake` raises the limit after the proof).
+    let small = usize::try_from(shared.cfg.internal_preauth_frame_len).unwrap_or(usize::MAX);
+    let mut dec = FrameDecoder::with_max(small);
     let hs = handshake(&shared, &conn, &mut send, &mut recv, &mut dec);
     let Ok(Some(reg)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, hs).await else {
         Metrics::inc(&shared.metrics.internal_refused);
         conn.close(2u32.into(), b"handshake not completed");
         return;
     };
+    drop(preauth);
     let serial = shared.next_serial();
     let node = reg.node.clone();
     tracing::info!(node = %node, serial, "node link up");
@@ -177,15 +228,23 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
         trace: reg.trace,
     });
     let writer = tokio::spawn(writer(send, rx, queued));
-    let pump = tokio::spawn(refuse_datagrams(conn.clone(), shared.clone()));
     let reason = reader(&shared, &node, serial, conn.stable_id(), &link, recv, dec).await;
-    pump.abort();
+    drop(pump);
     writer.abort();
     shared.to_hub(HubEvent::NodeDown {
         node,
         serial,
         reason,
     });
+}
+
+/// A task aborted when this is dropped (on every way out of the connection task).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The hub's messages to the node, batched into few writes.

@@ -27,6 +27,7 @@
 mod accounts;
 mod blocks;
 pub mod budget;
+mod lobby;
 mod password;
 mod throttle;
 
@@ -46,6 +47,7 @@ pub use accounts::{
     name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
+pub use lobby::{Admit, Lobby};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
 pub use throttle::{LoginThrottle, PeerKey, ThrottleLimits};
 
@@ -423,6 +425,20 @@ impl Session {
         {
             return Ok(id);
         }
+        // The account name's own wait first, whatever network asks (see `throttle`).
+        let wait = ctx
+            .throttle
+            .account_wait_ms(&creds.user.0, self.peer, now_ms);
+        if wait > 0 {
+            self.close(
+                close::RATE_LIMITED,
+                format!(
+                    "too many failed logins for this account: try again in {} s",
+                    wait.div_ceil(1000)
+                ),
+            );
+            return Err(AuthFail::Throttled);
+        }
         // Every verification takes a cell, before its answer is known (see `throttle`).
         if !ctx.throttle.try_attempt(self.peer, now_ms) {
             self.close(close::RATE_LIMITED, "too many login attempts");
@@ -449,9 +465,12 @@ impl Session {
                     ctx.book.set_password_hash(id, h);
                 }
                 self.verified = Some((id, creds.password_md5.0.clone()));
+                ctx.throttle.account_ok(&creds.user.0, self.peer);
                 Ok(id)
             }
             None => {
+                ctx.throttle
+                    .account_failed(&creds.user.0, self.peer, now_ms);
                 if found.is_none() {
                     // Same cost as a real verification: no user enumeration by timing.
                     ctx.hasher.burn(&creds.password_md5.0);

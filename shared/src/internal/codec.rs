@@ -179,6 +179,11 @@ impl FrameDecoder {
             n => Err(CodecError::Truncated(n)),
         }
     }
+
+    /// Change the limit (a gateway raises it once a node has authenticated).
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+    }
 }
 
 #[cfg(test)]
