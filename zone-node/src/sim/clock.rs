@@ -91,6 +91,10 @@ pub(crate) fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value]) -> runtime::
 /// Release the `WaitTime` scripts whose time of day has come.
 pub(crate) fn check_waiters(st: &mut ZoneState) {
     let now = game_time(st).minute_of_day();
+    if st.scripts.time_checked_minute == Some(now) {
+        return;
+    }
+    st.scripts.time_checked_minute = Some(now);
     let ids: Vec<InstanceId> = st.scripts.time_waiters.iter().copied().collect();
     for id in ids {
         match st.scripts.instances.get(&id).map(|i| &i.wait) {

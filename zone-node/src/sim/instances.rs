@@ -343,6 +343,10 @@ pub struct Scripts {
     pub refusals_unlogged: u64,
     /// Zone time of the last refusal log line.
     pub refusal_logged_ms: Option<u64>,
+    /// The game minute the `WaitTime` waiters were last checked at (`None`: a waiter was
+    /// added since): they are checked again only when it changes, so a scripts phase costs
+    /// nothing per waiting script.
+    pub time_checked_minute: Option<i32>,
 }
 
 /// What makes two engine starts the same start: entry point (case-insensitive), actor,

@@ -335,6 +335,8 @@ fn index_wait(st: &mut ZoneState, id: InstanceId, wait: &Wait) {
         }
         Wait::GameTime { .. } => {
             st.scripts.time_waiters.insert(id);
+            // Checked at the next scripts phase even if the game minute has not changed.
+            st.scripts.time_checked_minute = None;
         }
         Wait::Store { req } => {
             st.scripts.requests.insert(*req, id);
