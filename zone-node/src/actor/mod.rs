@@ -1456,7 +1456,7 @@ mod tests {
             datagram_budget: 1100,
             trace_tick_every: 0,
             ground: GroundConfig::default(),
-            inbox: crate::actor::inbox::InboxLimits::default(),
+            inbox: inbox::InboxLimits::default(),
             scripts: (64, 4_096),
         };
         let world = shared::content::demo_world();
