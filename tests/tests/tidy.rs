@@ -355,6 +355,7 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("script/src"),
         root.join("zone-node/src/script_store.rs"),
         root.join("zone-node/src/actor/transfers.rs"),
+        root.join("zone-node/src/actor/inbox.rs"),
         root.join("gateway/src/control"),
         root.join("gateway/src/party.rs"),
         root.join("gateway/src/script_store.rs"),
@@ -560,4 +561,29 @@ fn the_sims_lower_layers_import_only_what_is_below_them() {
     offences.sort();
     offences.dedup();
     assert!(offences.is_empty(), "{offences:#?}");
+}
+
+/// Every queue a client feeds is bounded in bytes (issue 36): the client connection task
+/// makes no unbounded channel, every batch of client frames it hands the hub carries its
+/// `InFlight` bytes, and the zone queues a player's inputs only through the inbox's bounded
+/// `push_player`.
+#[test]
+fn client_fed_queues_are_bounded() {
+    let root = workspace_root();
+    let client = std::fs::read_to_string(root.join("gateway/src/net/client.rs")).unwrap();
+    assert!(
+        !client.contains("unbounded_channel"),
+        "gateway/src/net/client.rs: a client's queues are bounded (client_queue_bytes)"
+    );
+    let frames = client.matches("HubEvent::Frames {").count();
+    let carried = client.matches("inflight,").count();
+    assert!(
+        frames >= 1 && carried >= frames,
+        "every HubEvent::Frames from a client carries its InFlight bytes"
+    );
+    let registry = std::fs::read_to_string(root.join("zone-node/src/actor/mod.rs")).unwrap();
+    assert!(
+        !registry.contains("ZoneInput::Player {"),
+        "zone-node/src/actor/mod.rs: player inputs enter an inbox only through InboxQueue::push_player"
+    );
 }
