@@ -380,6 +380,19 @@ impl AdminSource for Admin {
             &[],
             &st.write_latency,
         );
+        for cause in crate::store::FailCause::ALL {
+            t.counter_with(
+                "rc_gateway_store_write_failures_total",
+                "Failed writes (submitted batches, each stored whole or not at all), by cause: disk_full (SQLITE_FULL), io, read_only, busy, corrupt, constraint, encode, other.",
+                &[("cause", cause.label())],
+                st.failed_writes(cause),
+            );
+        }
+        t.gauge(
+            "rc_gateway_store_up",
+            "1 while the store takes writes; 0 from a failed write of the disk or the file until a write succeeds again (logins and new accounts are refused meanwhile).",
+            if s.writer.is_failing() { 0.0 } else { 1.0 },
+        );
         t.gauge(
             "rc_gateway_sessions_connected",
             "Open client connections.",

@@ -79,6 +79,10 @@ pub struct NodeConfig {
     /// Pickup reach: XZ distance from the player to the item (Realm Crafter's squared
     /// `InteractDist` 400 is a radius of 20); `0 < r <= 1000`.
     pub pickup_radius: f32,
+    /// A snapshot the gateway has not acknowledged this long is sent again, ms (the
+    /// gateway acknowledges only what it stored: a failing store gets it again once it
+    /// heals, not only after a reconnect); 100..=600000.
+    pub snapshot_resend_ms: u64,
 }
 
 /// The longest ground item lifetime accepted: 7 days.
@@ -133,6 +137,7 @@ impl Default for NodeConfig {
             ground_item_lifetime_ms: GroundConfig::LIFETIME_MS,
             ground_item_cap: GroundConfig::CAP,
             pickup_radius: GroundConfig::PICKUP_RADIUS,
+            snapshot_resend_ms: 3_000,
         }
     }
 }
@@ -176,6 +181,7 @@ impl Settings for NodeConfig {
             "ground_item_lifetime_ms" => self.ground_item_lifetime_ms = num(value)?,
             "ground_item_cap" => self.ground_item_cap = num(value)?,
             "pickup_radius" => self.pickup_radius = num(value)?,
+            "snapshot_resend_ms" => self.snapshot_resend_ms = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -250,6 +256,9 @@ impl NodeConfig {
         }
         if !(self.pickup_radius > 0.0 && self.pickup_radius <= 1000.0) {
             return bad("pickup_radius", "must be a number above 0 and at most 1000");
+        }
+        if !(100..=600_000).contains(&self.snapshot_resend_ms) {
+            return bad("snapshot_resend_ms", "must be 100..=600000");
         }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();

@@ -292,13 +292,15 @@ enum Saves {
     Ground(shared::internal::InstanceKey),
 }
 
-/// One unacknowledged snapshot: its frame, what it saves, and whether it is only periodic
-/// (a checkpoint a newer one of the same characters makes useless).
+/// One unacknowledged snapshot: its frame, what it saves, whether it is only periodic
+/// (a checkpoint a newer one of the same characters makes useless), and when it was last
+/// sent (`None`: never, the link was down).
 #[derive(Debug)]
 struct Unacked {
     frame: Vec<u8>,
     saves: Vec<Saves>,
     periodic: bool,
+    sent: Option<Instant>,
 }
 
 impl Unacked {
@@ -327,6 +329,7 @@ impl Unacked {
             frame,
             saves,
             periodic,
+            sent: None,
         }
     }
 }
@@ -346,6 +349,30 @@ impl LinkState {
             std::sync::atomic::Ordering::Relaxed,
         );
         self.unacked.insert(id, u);
+    }
+
+    /// The snapshots sent at least `every` ago (or never) and still unacknowledged, marked
+    /// sent at `now`: the gateway acknowledges a snapshot only once it is stored, so one it
+    /// could not store (a full disk) is offered again until it is, without waiting for a
+    /// reconnect. Oldest first.
+    fn due_for_resend(&mut self, now: Instant, every: Duration) -> Vec<u64> {
+        let mut due = Vec::new();
+        for (&id, u) in &mut self.unacked {
+            if u.sent
+                .is_none_or(|t| now.saturating_duration_since(t) >= every)
+            {
+                u.sent = Some(now);
+                due.push(id);
+            }
+        }
+        due
+    }
+
+    /// Marks every kept snapshot sent at `now` (all re-sent after a reconnect).
+    fn all_sent(&mut self, now: Instant) {
+        for u in self.unacked.values_mut() {
+            u.sent = Some(now);
+        }
     }
 }
 
@@ -622,6 +649,7 @@ async fn session(
             .await
             .map_err(|e| SessionEnd::Lost(e.to_string()))?;
     }
+    state.all_sent(Instant::now());
     if state.drain_deadline.is_some() {
         write_msg(&mut send, Msg::Drain).await?;
     }
@@ -713,6 +741,9 @@ async fn session_loop(
     let mut heartbeat = tokio::time::interval(Duration::from_millis(heartbeat_ms));
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut check = tokio::time::interval(Duration::from_millis(20));
+    let resend_every = Duration::from_millis(cfg.snapshot_resend_ms);
+    let mut resend = tokio::time::interval((resend_every / 4).max(Duration::from_millis(25)));
+    resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_overruns = Metrics::get(&reg.metrics.overruns);
     let mut wbuf = Vec::with_capacity(64 * 1024);
     loop {
@@ -776,6 +807,21 @@ async fn session_loop(
             _ = check.tick() => {
                 reg.expire_script_store(std::time::Instant::now());
             }
+            _ = resend.tick() => {
+                let due = state.due_for_resend(Instant::now(), resend_every);
+                if !due.is_empty() {
+                    wbuf.clear();
+                    for id in &due {
+                        if let Some(u) = state.unacked.get(id) {
+                            wbuf.extend_from_slice(&u.frame);
+                        }
+                    }
+                    Metrics::add(&reg.metrics.snapshots_resent, due.len() as u64);
+                    tracing::warn!(node = %cfg.node_id, snapshots = due.len(),
+                        "snapshots unacknowledged past snapshot_resend_ms sent again");
+                    send.write_all(&wbuf).await.map_err(|e| SessionEnd::Lost(e.to_string()))?;
+                }
+            }
             r = conn.closed() => return Err(SessionEnd::Lost(r.to_string())),
         }
         if let Some(deadline) = state.drain_deadline {
@@ -838,7 +884,9 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
                 return;
             }
             if let (Some(id), Some(frame)) = (snapshot_id, wbuf.get(start..)) {
-                state.keep(id, Unacked::of(&env.msg, frame.to_vec()), &reg.metrics);
+                let mut u = Unacked::of(&env.msg, frame.to_vec());
+                u.sent = Some(Instant::now());
+                state.keep(id, u, &reg.metrics);
             }
         }
     }
@@ -1021,6 +1069,40 @@ mod tests {
                 "{got:?}"
             );
         });
+    }
+
+    #[test]
+    fn an_unacknowledged_snapshot_is_sent_again_on_the_timer_until_acknowledged() {
+        use shared::internal::SnapshotReasonDto::Logout;
+        let m = Metrics::default();
+        let mut state = LinkState {
+            unacked: BTreeMap::new(),
+            drain_deadline: None,
+        };
+        let t0 = Instant::now();
+        let every = Duration::from_secs(3);
+        let msg = Msg::Snapshot {
+            snapshot_id: 1,
+            session: 7,
+            reason: Logout,
+            state: Box::default(),
+        };
+        let mut u = Unacked::of(&msg, vec![1]);
+        u.sent = Some(t0);
+        state.keep(1, u, &m);
+        // Kept while the link was down: never sent, due at once.
+        state.keep(2, Unacked::of(&msg, vec![2]), &m);
+        assert_eq!(state.due_for_resend(t0, every), [2]);
+        assert!(
+            state
+                .due_for_resend(t0 + Duration::from_secs(1), every)
+                .is_empty()
+        );
+        assert_eq!(state.due_for_resend(t0 + every, every), [1, 2]);
+        assert!(state.due_for_resend(t0 + every, every).is_empty());
+        // Acknowledged (what `dispatch` does with a `SnapshotAck`): never again.
+        state.unacked.remove(&1);
+        assert_eq!(state.due_for_resend(t0 + every * 2, every), [2]);
     }
 
     #[test]

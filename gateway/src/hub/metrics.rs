@@ -178,6 +178,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_handoff_latency_seconds",
         "From a node's Transfer to the commit sent to its destination.",
     ),
+    (
+        "rc_gateway_store_refused_total",
+        "Client requests refused for the store (closed with code 5), by reason: out_of_service (a login, new account or character change while the store fails), write_failed (the change was tried, its write failed, and it was undone).",
+    ),
+    (
+        "rc_gateway_store_rewrites_total",
+        "Writes submitted again from the gateway's memory after the store healed (what failed writes had left unsaved: an account, an instance's ground, the handle floor).",
+    ),
 ];
 
 shared::counters! {
@@ -294,6 +302,12 @@ shared::counters! {
         bytes_down_stream => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "stream"];
         /// Payload bytes of the datagrams sent to clients.
         bytes_down_datagram => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "datagram"];
+        /// Client requests refused while the store was out of service (code 5).
+        store_refused_down => "rc_gateway_store_refused_total" ["reason" = "out_of_service"];
+        /// Client changes whose write failed: undone and refused (code 5).
+        store_refused_failed => "rc_gateway_store_refused_total" ["reason" = "write_failed"];
+        /// Writes submitted again from memory after the store healed.
+        store_rewrites => "rc_gateway_store_rewrites_total";
     }
     extra {
         /// From a node's `Transfer` to the commit sent to its destination

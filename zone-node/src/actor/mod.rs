@@ -161,6 +161,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_zone_snapshot_group_entries_total",
         "Character snapshots sent inside checkpoint groups.",
     ),
+    (
+        "rc_zone_snapshots_resent_total",
+        "Snapshots sent again because the gateway had not acknowledged them within snapshot_resend_ms (it acknowledges only what it stored).",
+    ),
 ];
 
 shared::counters! {
@@ -211,6 +215,8 @@ shared::counters! {
         snapshot_groups => "rc_zone_snapshot_groups_total";
         /// Character snapshots sent inside those groups.
         snapshot_group_entries => "rc_zone_snapshot_group_entries_total";
+        /// Snapshots sent again, unacknowledged past `snapshot_resend_ms`.
+        snapshots_resent => "rc_zone_snapshots_resent_total";
     }
     extra {
         /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
