@@ -320,6 +320,12 @@ impl Gateway {
         }
         let shared = self.shared.clone();
         let _ = tokio::task::spawn_blocking(move || shared.writer.flush()).await;
+        if let Some(e) = self.shared.writer.last_error() {
+            let unsaved = self.shared.writer.take_dirty();
+            tracing::error!(error = %e, accounts = unsaved.accounts.len(),
+                instances = unsaved.ground.len(),
+                "stopping while the store fails: the latest changes of these were not written");
+        }
         self.client_ep.close(3u32.into(), b"server shutting down");
         self.internal_ep
             .close(0u32.into(), b"gateway shutting down");

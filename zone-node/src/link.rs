@@ -354,10 +354,25 @@ impl LinkState {
     /// The snapshots sent at least `every` ago (or never) and still unacknowledged, marked
     /// sent at `now`: the gateway acknowledges a snapshot only once it is stored, so one it
     /// could not store (a full disk) is offered again until it is, without waiting for a
-    /// reconnect. Oldest first.
+    /// reconnect. Oldest first. One a newer unacknowledged snapshot covers (it saves
+    /// nothing the newer one does not) is not sent again: the newer one stores a newer
+    /// state, and the older one would overwrite it if it came after.
     fn due_for_resend(&mut self, now: Instant, every: Duration) -> Vec<u64> {
+        let covered: Vec<u64> = self
+            .unacked
+            .iter()
+            .filter(|&(&id, u)| {
+                self.unacked
+                    .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded))
+                    .any(|(_, newer)| u.saves.iter().all(|s| newer.saves.binary_search(s).is_ok()))
+            })
+            .map(|(&id, _)| id)
+            .collect();
         let mut due = Vec::new();
         for (&id, u) in &mut self.unacked {
+            if covered.binary_search(&id).is_ok() {
+                continue;
+            }
             if u.sent
                 .is_none_or(|t| now.saturating_duration_since(t) >= every)
             {
@@ -366,6 +381,17 @@ impl LinkState {
             }
         }
         due
+    }
+
+    /// Snapshot `id` is stored: it is forgotten, and so is every older one that saves
+    /// nothing it does not (their state is older than what is stored now; sent again,
+    /// after a write of theirs failed, they would overwrite it).
+    fn acked(&mut self, id: u64) {
+        if let Some(u) = self.unacked.remove(&id) {
+            self.unacked.retain(|&old, e| {
+                !(old < id && e.saves.iter().all(|s| u.saves.binary_search(s).is_ok()))
+            });
+        }
     }
 
     /// Marks every kept snapshot sent at `now` (all re-sent after a reconnect).
@@ -943,7 +969,7 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         } => reg.warp(session, area, instance).err().map(err),
         Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
         Msg::SnapshotAck { snapshot_id } => {
-            state.unacked.remove(&snapshot_id);
+            state.acked(snapshot_id);
             None
         }
         Msg::Transfer(t) => {
@@ -1081,17 +1107,20 @@ mod tests {
         };
         let t0 = Instant::now();
         let every = Duration::from_secs(3);
-        let msg = Msg::Snapshot {
-            snapshot_id: 1,
-            session: 7,
-            reason: Logout,
-            state: Box::default(),
+        let snap = |id: u64, session: u64| {
+            let msg = Msg::Snapshot {
+                snapshot_id: id,
+                session,
+                reason: Logout,
+                state: Box::default(),
+            };
+            Unacked::of(&msg, vec![1])
         };
-        let mut u = Unacked::of(&msg, vec![1]);
+        let mut u = snap(1, 7);
         u.sent = Some(t0);
         state.keep(1, u, &m);
         // Kept while the link was down: never sent, due at once.
-        state.keep(2, Unacked::of(&msg, vec![2]), &m);
+        state.keep(2, snap(2, 8), &m);
         assert_eq!(state.due_for_resend(t0, every), [2]);
         assert!(
             state
@@ -1100,9 +1129,18 @@ mod tests {
         );
         assert_eq!(state.due_for_resend(t0 + every, every), [1, 2]);
         assert!(state.due_for_resend(t0 + every, every).is_empty());
-        // Acknowledged (what `dispatch` does with a `SnapshotAck`): never again.
-        state.unacked.remove(&1);
+        // Acknowledged: never again.
+        state.acked(1);
         assert_eq!(state.due_for_resend(t0 + every * 2, every), [2]);
+        // A newer save of the same character: the older one is not sent again while the
+        // newer one is on its way (it would overwrite the newer state), and is forgotten
+        // once the newer one is stored.
+        let mut u = snap(3, 8);
+        u.sent = Some(t0 + every * 2);
+        state.keep(3, u, &m);
+        assert_eq!(state.due_for_resend(t0 + every * 5, every), [3]);
+        state.acked(3);
+        assert!(state.unacked.is_empty());
     }
 
     #[test]

@@ -191,7 +191,7 @@ impl Health {
         Change::Outage
     }
 
-    /// One write succeeded: an outage ends.
+    /// A write that needs new pages succeeded (the writer's probe): an outage ends.
     pub fn succeeded(&mut self) -> Change {
         if self.root.is_none() {
             return Change::None;

@@ -14,8 +14,9 @@
 //! # Failure
 //! A failed write is logged with its cause ([`FailCause`], `SQLITE_FULL` named as such) and
 //! counted; a failure of the disk or the file puts the store out of service ([`Health`], its
-//! root cause kept however many errors follow) until a write, or the writer's probe,
-//! succeeds again. What a failed write left unsaved is rewritten from the gateway's memory
+//! root cause kept however many errors follow) until a write that needs new pages (the
+//! writer's probe, tried every 2 s and after any write that succeeds meanwhile) succeeds
+//! again. What a failed write left unsaved is rewritten from the gateway's memory
 //! then ([`Dirty`], [`resync_ops`]); changes a client waits for are undone instead
 //! ([`Writer::submit_or_undo`]).
 //!
@@ -787,10 +788,13 @@ pub const MAX_BATCH_OPS: usize = 512;
 /// it heals once space is back even when nothing else writes.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
 
+/// The least time between two probes run because a write succeeded while out of service.
+const PROBE_MIN_GAP: Duration = Duration::from_millis(250);
+
 /// The `meta` key of the probe row (written and deleted in one transaction, never seen).
 const META_PROBE: &str = "store_probe";
 /// Bytes of the probe row: a write that needs new pages, as a player's save does.
-const PROBE_BYTES: i64 = 64 * 1024;
+pub const PROBE_BYTES: i64 = 64 * 1024;
 
 /// The batching writer: a dedicated thread owning the [`Store`], fed through a channel.
 /// Dropping it (or [`Writer::shutdown`]) drains the queue and joins the thread.
@@ -798,7 +802,9 @@ const PROBE_BYTES: i64 = 64 * 1024;
 /// Every failed write is logged with its cause (`SQLITE_FULL` named as such) and counted
 /// ([`WriterStats::failed_writes`]); a failure of the disk or the file puts the store out
 /// of service ([`Writer::is_failing`]: logins and account creation are refused, `/healthz`
-/// answers 503) until a write succeeds again (a probe is tried every [`PROBE_EVERY`]).
+/// answers 503) until a write that needs new pages succeeds again: a probe write
+/// ([`PROBE_BYTES`], undone in its transaction) tried every [`PROBE_EVERY`] and after any
+/// write that succeeds meanwhile.
 /// What a failed plain [`Writer::submit`] did not store is listed in [`Writer::take_dirty`]
 /// for the gateway to rewrite from memory once the store heals.
 pub struct Writer {
@@ -834,6 +840,8 @@ struct Worker {
     failed_since_after: bool,
     /// The page limit the database opened with (restored by `set_max_pages(None)`).
     default_max_pages: u64,
+    /// When the last probe ran.
+    last_probe: Option<Instant>,
 }
 
 impl Worker {
@@ -1001,14 +1009,16 @@ impl Worker {
         if let Some(c) = self.stats.failed_writes.get(f.cause.index()) {
             c.fetch_add(1, Ordering::Relaxed);
         }
-        if dirty {
-            lock(&self.dirty).add(batch);
-        }
         let (change, root) = {
             let mut h = lock(&self.health);
             let change = h.failed(f.clone());
             (change, h.root.clone())
         };
+        // Only what an outage left unsaved is rewritten once it heals: a write refused for
+        // its own data alone would only fail again.
+        if dirty && change != Change::DataError {
+            lock(&self.dirty).add(batch);
+        }
         let cause = f.cause.label();
         let sqlite = f.cause.sqlite_name();
         let ops = batch.len();
@@ -1032,7 +1042,21 @@ impl Worker {
         f
     }
 
+    /// A write succeeded. While out of service, a write that fit in pages freed by the
+    /// rows it replaced proves little (on a full disk, rewriting a player in place may
+    /// work while nothing new fits): the store is back once a write that needs new pages
+    /// succeeds, so the probe runs now (at most every [`PROBE_MIN_GAP`]).
     fn succeeded(&mut self) {
+        if !self.stats.failing.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.last_probe.is_some_and(|t| t.elapsed() < PROBE_MIN_GAP) {
+            return;
+        }
+        self.probe();
+    }
+
+    fn healed(&mut self) {
         let (change, root) = {
             let mut h = lock(&self.health);
             let root = h.root.clone();
@@ -1048,8 +1072,9 @@ impl Worker {
 
     /// While out of service: one write that needs new pages, undone in its transaction.
     fn probe(&mut self) {
+        self.last_probe = Some(Instant::now());
         match self.store.probe() {
-            Ok(()) => self.succeeded(),
+            Ok(()) => self.healed(),
             Err(e) => {
                 let f = Failure::of(&e);
                 tracing::debug!(error = %f, "store probe failed; still out of service");
@@ -1113,6 +1138,7 @@ impl Writer {
             health: Arc::clone(&health),
             dirty: Arc::clone(&dirty),
             failed_since_after: false,
+            last_probe: None,
         };
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
