@@ -114,6 +114,17 @@ async fn a_full_store_refuses_loses_nothing_acknowledged_and_heals() {
         shared.accounts().book.find_user(&refused).is_none(),
         "a refused account is not kept in memory either"
     );
+    // "Created" means on disk: a crash now would lose none of them.
+    let on_disk = Store::open_dir(&c.dir.join("data"))
+        .unwrap()
+        .load_book()
+        .unwrap();
+    for user in &created {
+        assert!(
+            on_disk.find_user(user).is_some(),
+            "{user} was answered created before it was stored"
+        );
+    }
 
     eprintln!("step: /healthz, /metrics, logins and new accounts while it fails");
     let (status, body) = admin_get(&c, "/healthz").await;
