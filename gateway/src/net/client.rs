@@ -510,11 +510,13 @@ impl Conn {
                 SessionEvent::Close { code, reason } => {
                     match code {
                         close::RATE_LIMITED => Metrics::inc(&shared.metrics.rate_limited),
-                        close::UNAVAILABLE if reason == crate::session::STORE_UNAVAILABLE => {
-                            if store_down {
-                                Metrics::inc(&shared.metrics.store_refused_down);
-                            }
+                        close::UNAVAILABLE
+                            if store_down && reason == crate::session::STORE_UNAVAILABLE =>
+                        {
+                            Metrics::inc(&shared.metrics.store_refused_down);
                         }
+                        // A failed write: counted as `write_failed` above.
+                        close::UNAVAILABLE if reason == crate::session::STORE_UNAVAILABLE => {}
                         close::UNAVAILABLE => Metrics::inc(&shared.metrics.login_unavailable),
                         close::PROTOCOL => Metrics::inc(&shared.metrics.protocol_violations),
                         _ => {}

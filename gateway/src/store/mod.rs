@@ -874,6 +874,12 @@ impl Worker {
                 }
             }
             self.group(&ops, items);
+            // A busy queue never times out: probe on time anyway.
+            if self.stats.failing.load(Ordering::Relaxed)
+                && self.last_probe.is_none_or(|t| t.elapsed() >= probe_every)
+            {
+                self.probe();
+            }
         }
     }
 
