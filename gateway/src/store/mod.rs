@@ -793,6 +793,8 @@ const PROBE_MIN_GAP: Duration = Duration::from_millis(250);
 
 /// The `meta` key of the probe row (written and deleted in one transaction, never seen).
 const META_PROBE: &str = "store_probe";
+/// The `meta` key prefix of the rows [`Store::fill_to`] fills the free pages with.
+const META_FILL: &str = "store_fill_";
 /// Bytes of the probe row: a write that needs new pages, as a player's save does.
 pub const PROBE_BYTES: i64 = 64 * 1024;
 
@@ -998,8 +1000,11 @@ impl Worker {
                     f(!std::mem::take(&mut self.failed_since_after));
                 }
                 Item::MaxPages(p, t) => {
-                    let want = p.unwrap_or(self.default_max_pages);
-                    let r = self.store.set_max_pages(want).map_err(|e| e.to_string());
+                    let r = match p {
+                        Some(n) => self.store.fill_to(n),
+                        None => self.store.unfill(self.default_max_pages),
+                    }
+                    .map_err(|e| e.to_string());
                     if let Ok(n) = &r {
                         tracing::warn!(max_pages = n, "store page limit set");
                     }
@@ -1101,6 +1106,37 @@ impl Store {
             |r| r.get(0),
         )?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Limits the database to `pages` pages (never below its size) and fills its free
+    /// pages, as a full disk leaves none: writes that need a page more fail with
+    /// `SQLITE_FULL`. Returns the limit. Tests fill a store this way.
+    pub fn fill_to(&mut self, pages: u64) -> Result<u64, StoreError> {
+        let n = self.set_max_pages(pages)?;
+        let page: i64 = self
+            .conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))?;
+        // Rows of half a page each take a page of their own (overflow), until none is left.
+        for i in 0..100_000u32 {
+            let r = self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, zeroblob(?2))",
+                params![format!("{META_FILL}{i}"), page / 2],
+            );
+            if r.is_err() {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Undoes [`Store::fill_to`]: the filler rows go and the page limit is `pages`.
+    pub fn unfill(&mut self, pages: u64) -> Result<u64, StoreError> {
+        let n = self.set_max_pages(pages)?;
+        self.conn.execute(
+            "DELETE FROM meta WHERE key LIKE ?1",
+            [format!("{META_FILL}%")],
+        )?;
+        Ok(n)
     }
 
     /// The database's page limit (`PRAGMA max_page_count`).
@@ -1240,9 +1276,11 @@ impl Writer {
     }
 
     /// Limits the database to `pages` pages (`PRAGMA max_page_count` on the writer's
-    /// connection, after everything queued before): writes past it fail with `SQLITE_FULL`
-    /// as on a full disk. `None` restores the limit the database opened with. Returns the
-    /// limit now in force. Tests fill the store this way, and heal it.
+    /// connection, after everything queued before; never below its size) and fills its
+    /// free pages ([`Store::fill_to`]): writes that need a page more fail with
+    /// `SQLITE_FULL` as on a full disk. `None` removes the filler and restores the limit
+    /// the database opened with. Returns the limit now in force. Tests fill the store this
+    /// way, and heal it.
     pub fn set_max_pages(&self, pages: Option<u64>) -> Result<u64, StoreError> {
         let (done_tx, done_rx) = mpsc::channel();
         let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
