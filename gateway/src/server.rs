@@ -323,6 +323,12 @@ impl Gateway {
         }
         let shared = self.shared.clone();
         let _ = tokio::task::spawn_blocking(move || shared.writer.flush()).await;
+        if let Some(e) = self.shared.writer.last_error() {
+            let unsaved = self.shared.writer.take_dirty();
+            tracing::error!(error = %e, accounts = unsaved.accounts.len(),
+                instances = unsaved.ground.len(),
+                "stopping while the store fails: the latest changes of these were not written");
+        }
         self.client_ep.close(3u32.into(), b"server shutting down");
         self.internal_ep
             .close(0u32.into(), b"gateway shutting down");
@@ -382,6 +388,19 @@ impl AdminSource for Admin {
             "Duration of each persistence batch (one SQLite transaction).",
             &[],
             &st.write_latency,
+        );
+        for cause in crate::store::FailCause::ALL {
+            t.counter_with(
+                "rc_gateway_store_write_failures_total",
+                "Failed writes (submitted batches, each stored whole or not at all), by cause: disk_full (SQLITE_FULL), io, read_only, busy, corrupt, constraint, encode, other.",
+                &[("cause", cause.label())],
+                st.failed_writes(cause),
+            );
+        }
+        t.gauge(
+            "rc_gateway_store_up",
+            "1 while the store takes writes; 0 from a failed write of the disk or the file until a write succeeds again (logins and new accounts are refused meanwhile).",
+            if s.writer.is_failing() { 0.0 } else { 1.0 },
         );
         t.gauge(
             "rc_gateway_sessions_connected",

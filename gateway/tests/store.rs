@@ -1,12 +1,14 @@
 //! Store tests: migrations from empty (and from schema 2), a full character round trip
 //! through SQLite, the batching writer (a submitted batch lands whole or not at all), the
-//! ground items of each instance, and the `Accounts.dat` parser.
+//! ground items of each instance, and the `Accounts.dat` parser. A full store
+//! (`PRAGMA max_page_count`, a real `SQLITE_FULL`) fails loudly, refuses and undoes what a
+//! client waits for, and heals.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gateway::accounts_dat::{self, LegacyAccount};
 use gateway::session::{AccountBook, AccountRow, PersistOp};
-use gateway::store::{STATE_VERSION, Store, Writer};
+use gateway::store::{FailCause, STATE_VERSION, Store, Writer, resync_ops};
 use proptest::prelude::*;
 use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey, InvSlotDto, KnownSpellDto};
 
@@ -452,7 +454,9 @@ fn writer_drops_only_the_failing_batch() {
     w.flush().unwrap();
     assert_eq!(w.stats().failures.load(Relaxed), 1);
     assert_eq!(w.stats().ops_written.load(Relaxed), 2);
-    assert!(w.last_error().is_some());
+    // Counted by cause; a problem of one write's data is no outage of the store.
+    assert_eq!(w.stats().failed_writes(FailCause::Constraint), 1);
+    assert!(!w.is_failing() && w.last_error().is_none());
     w.shutdown();
     assert_eq!(Store::open_dir(&d).unwrap().load_all().unwrap().len(), 2);
 }
@@ -888,4 +892,245 @@ fn an_unreadable_row_quarantines_its_account_and_no_other() {
     assert_eq!(book.len(), 2);
     assert!(book.is_quarantined(2) && !book.is_quarantined(1));
     assert_eq!(book.quarantined_count(), 1);
+}
+
+/// A writer over a fresh store holding Alice (account 1) with one character, probing
+/// every 50 ms while out of service.
+fn alice_writer(name: &str) -> (std::path::PathBuf, Writer, AccountBook) {
+    let d = tmp(name);
+    let s = Store::open_dir(&d).unwrap();
+    let w = Writer::spawn_probing(s, std::time::Duration::from_millis(50)).unwrap();
+    let mut book = AccountBook::new();
+    let id = book
+        .create_account("Alice".into(), "h".into(), String::new())
+        .unwrap();
+    book.add_character(id, full_character("Aria")).unwrap();
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+    (d, w, book)
+}
+
+fn result_of(w: &Writer, ops: Vec<PersistOp>) -> Result<(), gateway::store::Failure> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    w.submit_then(ops, move |r| tx.send(r).unwrap()).unwrap();
+    rx.recv().unwrap()
+}
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_full_store_names_sqlite_full_keeps_its_root_cause_and_heals() {
+    let (d, w, mut book) = alice_writer("full");
+    assert!(!w.is_failing());
+    // The database may not grow: every write that needs a page fails with SQLITE_FULL.
+    w.set_max_pages(Some(1)).unwrap();
+    let mut richer = full_character("Aria");
+    richer.gold = 1_000_000;
+    richer.script_globals = (0..4_000).map(|i| format!("global {i}")).collect();
+    assert!(book.save_character(1, 0, richer.clone()));
+    let err = result_of(&w, book.take_persist()).unwrap_err();
+    assert_eq!(err.cause, FailCause::DiskFull, "{err}");
+    assert!(w.is_failing());
+    assert_eq!(w.stats().failed_writes(FailCause::DiskFull), 1);
+    let e = w.last_error().unwrap();
+    assert!(e.contains("SQLITE_FULL"), "{e}");
+    // An account the full disk never took: its characters fail on the foreign key. The
+    // root cause stays the full disk.
+    let fk = result_of(
+        &w,
+        vec![PersistOp::SaveCharacter {
+            account: 42,
+            slot: 0,
+            state: Box::new(ActorStateDto {
+                name: "Ghost".into(),
+                ..ActorStateDto::default()
+            }),
+        }],
+    )
+    .unwrap_err();
+    assert_eq!(fk.cause, FailCause::Constraint, "{fk}");
+    let e = w.last_error().unwrap();
+    assert!(
+        e.starts_with("store writes failing") && e.contains("disk_full (SQLITE_FULL)"),
+        "{e}"
+    );
+    assert_eq!(w.health().root.map(|r| r.cause), Some(FailCause::DiskFull));
+    // Space is back: the probe heals the store with nobody writing, and what the failed
+    // write left unsaved is written again from memory.
+    w.set_max_pages(None).unwrap();
+    wait_until("the store heals", || !w.is_failing());
+    assert!(w.last_error().is_none());
+    let dirty = w.take_dirty();
+    assert!(dirty.accounts.contains(&1), "{dirty:?}");
+    for ops in resync_ops(&dirty, &book, &Default::default()) {
+        assert_eq!(result_of(&w, ops), Ok(()));
+    }
+    w.shutdown();
+    let rows = Store::open_dir(&d).unwrap().load_all().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].1[0].gold, 1_000_000);
+}
+
+#[test]
+fn each_submission_learns_its_own_result() {
+    let (_d, w, _book) = alice_writer("own");
+    // Queued together (one transaction); the second fails (a name taken): the first and
+    // third are told they are stored, the second that it is not.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (i, user) in [(2, "Bob"), (3, "ALICE"), (4, "Carol")] {
+        let tx = tx.clone();
+        w.submit_or_undo(vec![PersistOp::UpsertAccount(row(i, user))], move |r| {
+            tx.send((i, r.map_err(|f| f.cause))).unwrap();
+        })
+        .unwrap();
+    }
+    let mut got: Vec<_> = (0..3).map(|_| rx.recv().unwrap()).collect();
+    got.sort_by_key(|(i, _)| *i);
+    assert_eq!(
+        got,
+        [(2, Ok(())), (3, Err(FailCause::Constraint)), (4, Ok(()))]
+    );
+    // A change its submitter undoes is not left for a rewrite.
+    assert!(!w.has_dirty());
+}
+
+/// The session's side: a reply that waits for the store, undone when it fails.
+mod session_replies {
+    use super::*;
+    use gateway::session::{
+        Argon2Hasher, Ctx, LoginThrottle, PeerKey, STORE_UNAVAILABLE, Session, SessionEvent, close,
+    };
+    use rand::SeedableRng;
+    use shared::proto::{
+        ClientPacket, CreateAccount, CreateAccountReply, Creds, ServerPacket, VerifyAccount,
+    };
+
+    struct Env {
+        world: shared::content::World,
+        book: AccountBook,
+        throttle: LoginThrottle,
+        hasher: Argon2Hasher,
+        rng: rand_chacha::ChaCha8Rng,
+    }
+
+    impl Env {
+        fn new() -> Self {
+            let mut world = shared::content::demo_world();
+            world.misc.allow_account_creation = true;
+            Self {
+                world,
+                book: AccountBook::new(),
+                throttle: LoginThrottle::default(),
+                hasher: Argon2Hasher::fast_for_tests(),
+                rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            }
+        }
+
+        fn send(&mut self, s: &mut Session, p: &ClientPacket) {
+            let mut ctx = Ctx {
+                world: &self.world,
+                book: &mut self.book,
+                throttle: &mut self.throttle,
+                hasher: &self.hasher,
+                rng: &mut self.rng,
+                clock: None,
+            };
+            s.handle_packet(0, &mut ctx, p);
+        }
+    }
+
+    fn drain(s: &mut Session) -> (Vec<ServerPacket>, Vec<SessionEvent>) {
+        let mut out = Vec::new();
+        while let Some(p) = s.poll_transmit() {
+            out.push(p);
+        }
+        let mut ev = Vec::new();
+        while let Some(e) = s.poll_event() {
+            ev.push(e);
+        }
+        (out, ev)
+    }
+
+    fn create(user: &str) -> ClientPacket {
+        ClientPacket::CreateAccount(CreateAccount {
+            creds: Creds::from_password(user, "secret"),
+            email: b"a@b.c".to_vec().into(),
+        })
+    }
+
+    #[test]
+    fn a_new_account_whose_write_fails_is_refused_and_forgotten() {
+        let mut env = Env::new();
+        let mut s = Session::new(PeerKey([1; 16]));
+        env.send(&mut s, &create("Dora"));
+        assert!(s.awaits_commit(), "the reply waits for the write");
+        // The write failed: the book forgets the account, the client hears "refused".
+        s.commit_failed(&mut env.book);
+        let (out, ev) = drain(&mut s);
+        assert_eq!(
+            out,
+            [ServerPacket::CreateAccount(CreateAccountReply::Refused)]
+        );
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, SessionEvent::Close { code, reason }
+            if *code == close::UNAVAILABLE && reason == STORE_UNAVAILABLE))
+        );
+        assert_eq!(env.book.find_user("Dora"), None);
+        assert!(env.book.take_persist().is_empty());
+        // Once stored, the same name is created and stays.
+        let mut s = Session::new(PeerKey([1; 16]));
+        env.send(&mut s, &create("Dora"));
+        s.committed();
+        let (out, _) = drain(&mut s);
+        assert_eq!(
+            out,
+            [ServerPacket::CreateAccount(CreateAccountReply::Created)]
+        );
+        assert!(env.book.find_user("Dora").is_some());
+    }
+
+    #[test]
+    fn logins_and_new_accounts_are_refused_with_code_5_while_the_store_is_down() {
+        let mut env = Env::new();
+        let mut s = Session::new(PeerKey([2; 16]));
+        s.set_store_down(true);
+        env.send(&mut s, &create("Eve"));
+        let (out, ev) = drain(&mut s);
+        assert_eq!(
+            out,
+            [ServerPacket::CreateAccount(CreateAccountReply::Refused)]
+        );
+        assert!(
+            matches!(ev.as_slice(), [SessionEvent::Close { code, .. }] if *code == close::UNAVAILABLE)
+        );
+        assert_eq!(env.book.find_user("Eve"), None);
+        let mut s = Session::new(PeerKey([2; 16]));
+        s.set_store_down(true);
+        env.send(
+            &mut s,
+            &ClientPacket::VerifyAccount(VerifyAccount {
+                creds: Creds::from_password("Eve", "secret"),
+            }),
+        );
+        let (out, ev) = drain(&mut s);
+        assert!(out.is_empty());
+        assert!(
+            matches!(ev.as_slice(), [SessionEvent::Close { code, .. }] if *code == close::UNAVAILABLE)
+        );
+        // Healed: accepted again.
+        let mut s = Session::new(PeerKey([2; 16]));
+        env.send(&mut s, &create("Eve"));
+        let (out, _) = drain(&mut s);
+        assert_eq!(
+            out,
+            [ServerPacket::CreateAccount(CreateAccountReply::Created)]
+        );
+    }
 }

@@ -89,6 +89,10 @@ pub struct NodeConfig {
     pub scripts_per_actor: u32,
     /// Script instances, live and queued, in one AreaInstance.
     pub scripts_per_zone: u32,
+    /// A snapshot the gateway has not acknowledged this long is sent again, ms (the
+    /// gateway acknowledges only what it stored: a failing store gets it again once it
+    /// heals, not only after a reconnect); 100..=600000.
+    pub snapshot_resend_ms: u64,
 }
 
 /// The longest ground item lifetime accepted: 7 days.
@@ -147,6 +151,7 @@ impl Default for NodeConfig {
             inbox_total: crate::actor::inbox::InboxLimits::default().total,
             scripts_per_actor: 64,
             scripts_per_zone: 4_096,
+            snapshot_resend_ms: 3_000,
         }
     }
 }
@@ -194,6 +199,7 @@ impl Settings for NodeConfig {
             "inbox_total" => self.inbox_total = num(value)?,
             "scripts_per_actor" => self.scripts_per_actor = num(value)?,
             "scripts_per_zone" => self.scripts_per_zone = num(value)?,
+            "snapshot_resend_ms" => self.snapshot_resend_ms = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -278,6 +284,9 @@ impl NodeConfig {
             if !(1..=max).contains(&v) {
                 return bad(field, format!("must be 1..={max}"));
             }
+        }
+        if !(100..=600_000).contains(&self.snapshot_resend_ms) {
+            return bad("snapshot_resend_ms", "must be 100..=600000");
         }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();

@@ -292,13 +292,15 @@ enum Saves {
     Ground(shared::internal::InstanceKey),
 }
 
-/// One unacknowledged snapshot: its frame, what it saves, and whether it is only periodic
-/// (a checkpoint a newer one of the same characters makes useless).
+/// One unacknowledged snapshot: its frame, what it saves, whether it is only periodic
+/// (a checkpoint a newer one of the same characters makes useless), and when it was last
+/// sent (`None`: never, the link was down).
 #[derive(Debug)]
 struct Unacked {
     frame: Vec<u8>,
     saves: Vec<Saves>,
     periodic: bool,
+    sent: Option<Instant>,
 }
 
 impl Unacked {
@@ -327,6 +329,7 @@ impl Unacked {
             frame,
             saves,
             periodic,
+            sent: None,
         }
     }
 }
@@ -346,6 +349,56 @@ impl LinkState {
             std::sync::atomic::Ordering::Relaxed,
         );
         self.unacked.insert(id, u);
+    }
+
+    /// The snapshots sent at least `every` ago (or never) and still unacknowledged, marked
+    /// sent at `now`: the gateway acknowledges a snapshot only once it is stored, so one it
+    /// could not store (a full disk) is offered again until it is, without waiting for a
+    /// reconnect. Oldest first. One a newer unacknowledged snapshot covers (it saves
+    /// nothing the newer one does not) is not sent again: the newer one stores a newer
+    /// state, and the older one would overwrite it if it came after.
+    fn due_for_resend(&mut self, now: Instant, every: Duration) -> Vec<u64> {
+        let covered: Vec<u64> = self
+            .unacked
+            .iter()
+            .filter(|&(&id, u)| {
+                self.unacked
+                    .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded))
+                    .any(|(_, newer)| u.saves.iter().all(|s| newer.saves.binary_search(s).is_ok()))
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        let mut due = Vec::new();
+        for (&id, u) in &mut self.unacked {
+            if covered.binary_search(&id).is_ok() {
+                continue;
+            }
+            if u.sent
+                .is_none_or(|t| now.saturating_duration_since(t) >= every)
+            {
+                u.sent = Some(now);
+                due.push(id);
+            }
+        }
+        due
+    }
+
+    /// Snapshot `id` is stored: it is forgotten, and so is every older one that saves
+    /// nothing it does not (their state is older than what is stored now; sent again,
+    /// after a write of theirs failed, they would overwrite it).
+    fn acked(&mut self, id: u64) {
+        if let Some(u) = self.unacked.remove(&id) {
+            self.unacked.retain(|&old, e| {
+                !(old < id && e.saves.iter().all(|s| u.saves.binary_search(s).is_ok()))
+            });
+        }
+    }
+
+    /// Marks every kept snapshot sent at `now` (all re-sent after a reconnect).
+    fn all_sent(&mut self, now: Instant) {
+        for u in self.unacked.values_mut() {
+            u.sent = Some(now);
+        }
     }
 }
 
@@ -622,6 +675,7 @@ async fn session(
             .await
             .map_err(|e| SessionEnd::Lost(e.to_string()))?;
     }
+    state.all_sent(Instant::now());
     if state.drain_deadline.is_some() {
         write_msg(&mut send, Msg::Drain).await?;
     }
@@ -713,6 +767,9 @@ async fn session_loop(
     let mut heartbeat = tokio::time::interval(Duration::from_millis(heartbeat_ms));
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut check = tokio::time::interval(Duration::from_millis(20));
+    let resend_every = Duration::from_millis(cfg.snapshot_resend_ms);
+    let mut resend = tokio::time::interval((resend_every / 4).max(Duration::from_millis(25)));
+    resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_overruns = Metrics::get(&reg.metrics.overruns);
     let mut wbuf = Vec::with_capacity(64 * 1024);
     loop {
@@ -776,6 +833,21 @@ async fn session_loop(
             _ = check.tick() => {
                 reg.expire_script_store(std::time::Instant::now());
             }
+            _ = resend.tick() => {
+                let due = state.due_for_resend(Instant::now(), resend_every);
+                if !due.is_empty() {
+                    wbuf.clear();
+                    for id in &due {
+                        if let Some(u) = state.unacked.get(id) {
+                            wbuf.extend_from_slice(&u.frame);
+                        }
+                    }
+                    Metrics::add(&reg.metrics.snapshots_resent, due.len() as u64);
+                    tracing::warn!(node = %cfg.node_id, snapshots = due.len(),
+                        "snapshots unacknowledged past snapshot_resend_ms sent again");
+                    send.write_all(&wbuf).await.map_err(|e| SessionEnd::Lost(e.to_string()))?;
+                }
+            }
             r = conn.closed() => return Err(SessionEnd::Lost(r.to_string())),
         }
         if let Some(deadline) = state.drain_deadline {
@@ -838,7 +910,9 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
                 return;
             }
             if let (Some(id), Some(frame)) = (snapshot_id, wbuf.get(start..)) {
-                state.keep(id, Unacked::of(&env.msg, frame.to_vec()), &reg.metrics);
+                let mut u = Unacked::of(&env.msg, frame.to_vec());
+                u.sent = Some(Instant::now());
+                state.keep(id, u, &reg.metrics);
             }
         }
     }
@@ -895,7 +969,7 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         } => reg.warp(session, area, instance).err().map(err),
         Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
         Msg::SnapshotAck { snapshot_id } => {
-            state.unacked.remove(&snapshot_id);
+            state.acked(snapshot_id);
             None
         }
         Msg::Transfer(t) => {
@@ -1023,6 +1097,52 @@ mod tests {
                 "{got:?}"
             );
         });
+    }
+
+    #[test]
+    fn an_unacknowledged_snapshot_is_sent_again_on_the_timer_until_acknowledged() {
+        use shared::internal::SnapshotReasonDto::Logout;
+        let m = Metrics::default();
+        let mut state = LinkState {
+            unacked: BTreeMap::new(),
+            drain_deadline: None,
+        };
+        let t0 = Instant::now();
+        let every = Duration::from_secs(3);
+        let snap = |id: u64, session: u64| {
+            let msg = Msg::Snapshot {
+                snapshot_id: id,
+                session,
+                reason: Logout,
+                state: Box::default(),
+            };
+            Unacked::of(&msg, vec![1])
+        };
+        let mut u = snap(1, 7);
+        u.sent = Some(t0);
+        state.keep(1, u, &m);
+        // Kept while the link was down: never sent, due at once.
+        state.keep(2, snap(2, 8), &m);
+        assert_eq!(state.due_for_resend(t0, every), [2]);
+        assert!(
+            state
+                .due_for_resend(t0 + Duration::from_secs(1), every)
+                .is_empty()
+        );
+        assert_eq!(state.due_for_resend(t0 + every, every), [1, 2]);
+        assert!(state.due_for_resend(t0 + every, every).is_empty());
+        // Acknowledged: never again.
+        state.acked(1);
+        assert_eq!(state.due_for_resend(t0 + every * 2, every), [2]);
+        // A newer save of the same character: the older one is not sent again while the
+        // newer one is on its way (it would overwrite the newer state), and is forgotten
+        // once the newer one is stored.
+        let mut u = snap(3, 8);
+        u.sent = Some(t0 + every * 2);
+        state.keep(3, u, &m);
+        assert_eq!(state.due_for_resend(t0 + every * 5, every), [3]);
+        state.acked(3);
+        assert!(state.unacked.is_empty());
     }
 
     #[test]

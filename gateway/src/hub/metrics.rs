@@ -202,6 +202,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_internal_preauth_refused_total",
         "Zone-node connections refused before authentication, by reason: cap (internal_preauth_max not yet authenticated), frame (a frame above internal_preauth_frame_len).",
     ),
+    (
+        "rc_gateway_store_refused_total",
+        "Client requests refused for the store (closed with code 5), by reason: out_of_service (a login, new account or character change while the store fails), write_failed (the change was tried, its write failed, and it was undone).",
+    ),
+    (
+        "rc_gateway_store_rewrites_total",
+        "Writes submitted again from the gateway's memory after the store healed (what failed writes had left unsaved: an account, an instance's ground, the handle floor).",
+    ),
 ];
 
 shared::counters! {
@@ -332,6 +340,12 @@ shared::counters! {
         /// Node connections closed for a frame above `internal_preauth_frame_len` before
         /// authentication.
         internal_preauth_frame => "rc_gateway_internal_preauth_refused_total" ["reason" = "frame"];
+        /// Client requests refused while the store was out of service (code 5).
+        store_refused_down => "rc_gateway_store_refused_total" ["reason" = "out_of_service"];
+        /// Client changes whose write failed: undone and refused (code 5).
+        store_refused_failed => "rc_gateway_store_refused_total" ["reason" = "write_failed"];
+        /// Writes submitted again from memory after the store healed.
+        store_rewrites => "rc_gateway_store_rewrites_total";
     }
     extra {
         /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)

@@ -1234,7 +1234,8 @@ impl Hub {
     }
 
     /// Submit `ops` as one transaction and acknowledge `snapshot_id` to `node` once it is
-    /// committed (a failed write is not acknowledged: the node sends it again).
+    /// committed (on disk). A failed write is not acknowledged: the node sends it again on
+    /// its timer, and what it changed is rewritten from the book once the store heals.
     fn commit_then_ack(
         &self,
         node: &str,
@@ -1243,16 +1244,11 @@ impl Hub {
         entries: usize,
         group: Option<InstanceKey>,
     ) {
-        if let Err(e) = self.shared.writer.submit(ops) {
-            tracing::error!(error = %e, "store writer unavailable; snapshot not acknowledged");
-            return;
-        }
-        let Some(link) = self.links.get(node).cloned() else {
-            return;
-        };
+        let link = self.links.get(node).cloned();
         let shared = Arc::downgrade(&self.shared);
-        let r = self.shared.writer.after_commit(move |ok| {
-            if ok {
+        let node_id = node.to_owned();
+        let r = self.shared.writer.submit_then(ops, move |r| match r {
+            Ok(()) => {
                 if let Some(s) = shared.upgrade() {
                     if group.is_some() {
                         Metrics::inc(&s.metrics.snapshot_groups_saved);
@@ -1264,14 +1260,45 @@ impl Hub {
                         Metrics::inc(&s.metrics.snapshots_saved);
                     }
                 }
-                link.send_untraced(Msg::SnapshotAck { snapshot_id });
-            } else {
-                tracing::error!(snapshot_id, instance = ?group,
-                    "snapshot write failed; the node will resend it");
+                if let Some(link) = link {
+                    link.send_untraced(Msg::SnapshotAck { snapshot_id });
+                }
+            }
+            Err(f) => {
+                tracing::error!(node = %node_id, snapshot_id, instance = ?group, cause = f.cause.label(),
+                    error = %f.message, "snapshot not stored nor acknowledged; the node will send it again");
             }
         });
         if let Err(e) = r {
-            tracing::error!(error = %e, "store writer unavailable");
+            tracing::error!(error = %e, "store writer unavailable; snapshot not acknowledged");
+        }
+    }
+
+    /// Once the store takes writes again: what failed writes left unsaved is written again
+    /// from the book and the stored ground (the newest state the gateway accepted), one
+    /// account per submission. A rewrite that fails is listed again.
+    fn rewrite_unsaved(&self) {
+        let w = &self.shared.writer;
+        if w.is_failing() || !w.has_dirty() {
+            return;
+        }
+        let dirty = w.take_dirty();
+        let batches = {
+            let acc = self.shared.accounts();
+            let ground = self.shared.ground();
+            crate::store::resync_ops(&dirty, &acc.book, &ground)
+        };
+        tracing::warn!(
+            accounts = dirty.accounts.len(),
+            instances = dirty.ground.len(),
+            script_changes_lost = dirty.script_ops,
+            "the store is back: writing again what failed writes left unsaved"
+        );
+        for ops in batches {
+            Metrics::inc(&self.shared.metrics.store_rewrites);
+            if let Err(e) = w.submit(ops) {
+                tracing::error!(error = %e, "store writer unavailable");
+            }
         }
     }
 
@@ -1298,6 +1325,7 @@ impl Hub {
         let actions = self.control.on_timeout(now, &Book(&shared));
         self.apply(actions);
         self.publish();
+        self.rewrite_unsaved();
     }
 
     fn publish(&self) {

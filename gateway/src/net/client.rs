@@ -597,7 +597,10 @@ impl Conn {
             login.record("account", latin1(&creds.user.0).as_str());
             self.login_account.clone_from(&creds.user.0);
         }
+        // Read once per packet: the session and the password work agree on it.
+        let store_down = self.shared.writer.is_failing();
         let pre = match &packet {
+            Some(p) if store_down && crate::session::refused_while_store_down(p) => Pre::default(),
             Some(p) => self.precompute(p).await,
             None => Pre::default(),
         };
@@ -626,9 +629,30 @@ impl Conn {
                         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)),
                 }),
             };
+            self.session.set_store_down(store_down);
             match &packet {
                 Some(p) => self.session.handle_packet(now, &mut ctx, p),
                 None => self.session.handle_frame(now, &mut ctx, ty, payload),
+            }
+        }
+        let mut events = Vec::new();
+        while let Some(e) = self.session.poll_event() {
+            match e {
+                SessionEvent::Persist(op) => ops.push(op),
+                e => events.push(e),
+            }
+        }
+        if self.session.awaits_commit() {
+            // "Created", "deleted", "changed" only once it is on disk; otherwise the change
+            // is undone in the book, refused, and the connection closed with code 5.
+            if self.commit(std::mem::take(&mut ops)).await {
+                self.session.committed();
+            } else {
+                Metrics::inc(&shared.metrics.store_refused_failed);
+                self.session.commit_failed(&mut shared.accounts().book);
+                while let Some(e) = self.session.poll_event() {
+                    events.push(e);
+                }
             }
         }
         let mut out = Vec::new();
@@ -651,11 +675,18 @@ impl Conn {
             return Some(None);
         }
         let mut end = None;
-        while let Some(e) = self.session.poll_event() {
+        for e in events {
             match e {
                 SessionEvent::Close { code, reason } => {
                     match code {
                         close::RATE_LIMITED => Metrics::inc(&shared.metrics.rate_limited),
+                        close::UNAVAILABLE
+                            if store_down && reason == crate::session::STORE_UNAVAILABLE =>
+                        {
+                            Metrics::inc(&shared.metrics.store_refused_down);
+                        }
+                        // A failed write: counted as `write_failed` above.
+                        close::UNAVAILABLE if reason == crate::session::STORE_UNAVAILABLE => {}
                         close::UNAVAILABLE => Metrics::inc(&shared.metrics.login_unavailable),
                         close::PROTOCOL => Metrics::inc(&shared.metrics.protocol_violations),
                         _ => {}
@@ -696,6 +727,27 @@ impl Conn {
             tracing::error!(error = %e, "store writer unavailable");
         }
         end
+    }
+
+    /// Submits a client's change and waits for its write: true once committed; false
+    /// (logged) when it failed, so the caller undoes it and refuses.
+    async fn commit(&self, ops: Vec<crate::session::PersistOp>) -> bool {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let r = self.shared.writer.submit_or_undo(ops, move |r| {
+            let _ = tx.send(r);
+        });
+        if let Err(e) = r {
+            tracing::error!(error = %e, "store writer unavailable; the change is refused");
+            return false;
+        }
+        match rx.await {
+            Ok(Ok(())) => true,
+            Ok(Err(f)) => {
+                tracing::warn!(error = %f, "a client's change was not stored: undone and refused");
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// Run the expensive password work for `p` on the blocking pool.

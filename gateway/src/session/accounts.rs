@@ -395,6 +395,52 @@ impl AccountBook {
         true
     }
 
+    /// Forgets an account the store never took (its creation failed to write); nothing is
+    /// queued. False when it is unknown or in the world.
+    pub fn remove_account(&mut self, id: AccountId) -> bool {
+        if self.accounts.get(&id).is_none_or(|a| a.logged_on) {
+            return false;
+        }
+        let Some(a) = self.accounts.remove(&id) else {
+            return false;
+        };
+        self.by_user.remove(&name_key(&a.row.user));
+        for c in &a.characters {
+            self.by_character.remove(&name_key(&c.name));
+        }
+        true
+    }
+
+    /// Forgets a character the store never took (its creation failed to write); nothing
+    /// is queued. False when the account has no character of that name.
+    pub fn remove_character_named(&mut self, id: AccountId, name: &str) -> bool {
+        let Some(a) = self.accounts.get_mut(&id) else {
+            return false;
+        };
+        let key = name_key(name);
+        let Some(i) = a.characters.iter().position(|c| name_key(&c.name) == key) else {
+            return false;
+        };
+        a.characters.remove(i);
+        self.by_character.remove(&key);
+        true
+    }
+
+    /// Puts back a character whose deletion the store never took, in its slot (at the end
+    /// if the list is shorter now); nothing is queued. False when its name was taken since.
+    pub fn restore_character(&mut self, id: AccountId, slot: u8, state: ActorStateDto) -> bool {
+        if self.character_name_taken(&state.name) {
+            return false;
+        }
+        let Some(a) = self.accounts.get_mut(&id) else {
+            return false;
+        };
+        self.by_character.insert(name_key(&state.name), id);
+        let i = usize::from(slot).min(a.characters.len());
+        a.characters.insert(i, state);
+        true
+    }
+
     /// The account and slot of the character called `name` (case-insensitive).
     pub fn find_character(&self, name: &str) -> Option<(AccountId, u8)> {
         let id = *self.by_character.get(&name_key(name))?;

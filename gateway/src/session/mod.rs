@@ -64,7 +64,8 @@ pub mod close {
     /// Too many failed logins.
     pub const RATE_LIMITED: u32 = 4;
     /// The account's stored data could not be read (it is quarantined until an operator
-    /// repairs it).
+    /// repairs it), or the store cannot save right now (a full disk): logins, new accounts
+    /// and character changes are refused until it heals.
     pub const UNAVAILABLE: u32 = 5;
     /// The client did not read what the server sent: its send queue passed
     /// `client_queue_bytes`.
@@ -148,6 +149,31 @@ enum Phase {
     Closed,
 }
 
+/// Why a store-unavailable session closes (code 5).
+pub const STORE_UNAVAILABLE: &str = "the server cannot save right now; try again later";
+
+/// A change to the book a reply waits on: undone when its write fails, so the book never
+/// keeps what the database does not hold.
+#[derive(Debug, Clone, PartialEq)]
+enum Undo {
+    /// A new account.
+    Account(AccountId),
+    /// A character added at the end of an account's list.
+    CharacterAdded { account: AccountId, name: String },
+    /// A character deleted from its slot.
+    CharacterDeleted {
+        account: AccountId,
+        slot: u8,
+        state: Box<ActorStateDto>,
+    },
+    /// A password changed; the old hash and the connection's verified credentials.
+    Password {
+        account: AccountId,
+        old: String,
+        verified: Option<(AccountId, Vec<u8>)>,
+    },
+}
+
 /// Why a credential check failed.
 enum AuthFail {
     /// Wrong user or password (already counted).
@@ -177,6 +203,25 @@ pub struct Session {
     verified: Option<(AccountId, Vec<u8>)>,
     transmit: VecDeque<ServerPacket>,
     events: VecDeque<SessionEvent>,
+    /// The store is out of service (set by the shell before each packet).
+    store_down: bool,
+    /// The last packet's change to the book and the refusal sent instead of its reply if
+    /// its write fails.
+    pending: Option<(Undo, ServerPacket)>,
+}
+
+/// Whether a menu packet is refused while the store is out of service (it logs in or
+/// writes): the shell skips its password work then.
+pub fn refused_while_store_down(p: &ClientPacket) -> bool {
+    matches!(
+        p,
+        ClientPacket::CreateAccount(_)
+            | ClientPacket::VerifyAccount(_)
+            | ClientPacket::CreateCharacter(_)
+            | ClientPacket::DeleteCharacter(_)
+            | ClientPacket::ChangePassword(_)
+            | ClientPacket::StartGame(_)
+    )
 }
 
 /// Whether a user name is acceptable: 1..=50 bytes of `[0-9A-Za-z_]` or bytes ≥ 192.
@@ -232,7 +277,95 @@ impl Session {
             verified: None,
             transmit: VecDeque::new(),
             events: VecDeque::new(),
+            store_down: false,
+            pending: None,
         }
+    }
+
+    /// Whether the store is out of service: while it is, logins, account creation and
+    /// character changes are refused (their refusal, then close code 5,
+    /// [`STORE_UNAVAILABLE`]) without hashing anything; the catalogue and the character
+    /// screen still answer. The shell sets it before each packet.
+    pub fn set_store_down(&mut self, down: bool) {
+        self.store_down = down;
+    }
+
+    /// Whether the last packet's reply must wait until its [`SessionEvent::Persist`] ops
+    /// are committed (a new account, a character created or deleted, a password changed):
+    /// the shell then holds [`Session::poll_transmit`] back until it knows, and calls
+    /// [`Session::commit_failed`] if the write failed.
+    pub fn awaits_commit(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The last packet's write failed: its change to the book is undone, its reply
+    /// replaced by the refusal, and the session closes with code 5.
+    pub fn commit_failed(&mut self, book: &mut AccountBook) {
+        let Some((undo, refusal)) = self.pending.take() else {
+            return;
+        };
+        match undo {
+            Undo::Account(id) => {
+                book.remove_account(id);
+            }
+            Undo::CharacterAdded { account, name } => {
+                book.remove_character_named(account, &name);
+            }
+            Undo::CharacterDeleted {
+                account,
+                slot,
+                state,
+            } => {
+                book.restore_character(account, slot, *state);
+            }
+            Undo::Password {
+                account,
+                old,
+                verified,
+            } => {
+                book.set_password_hash(account, old);
+                self.verified = verified;
+            }
+        }
+        // The undo is what the database holds already: nothing to write.
+        let _ = book.take_persist();
+        self.transmit.clear();
+        self.send(refusal);
+        self.close(close::UNAVAILABLE, STORE_UNAVAILABLE);
+    }
+
+    /// The last packet's write is committed: its reply stands.
+    pub fn committed(&mut self) {
+        self.pending = None;
+    }
+
+    /// Refuses a packet that would log in or write while the store is out of service;
+    /// true when it did.
+    fn refuse_store_down(&mut self, p: &ClientPacket) -> bool {
+        if !refused_while_store_down(p) {
+            return false;
+        }
+        let refusal = match p {
+            ClientPacket::CreateAccount(_) => {
+                Some(ServerPacket::CreateAccount(CreateAccountReply::Refused))
+            }
+            ClientPacket::CreateCharacter(_) => {
+                Some(ServerPacket::CreateCharacter(CreateCharacterReply::Refused))
+            }
+            ClientPacket::DeleteCharacter(_) => {
+                Some(ServerPacket::DeleteCharacter(DeleteCharacterReply::Refused))
+            }
+            ClientPacket::ChangePassword(_) => {
+                Some(ServerPacket::ChangePassword(ChangePasswordReply::Refused))
+            }
+            ClientPacket::StartGame(_) => Some(ServerPacket::StartGame(StartGameReply::Failed)),
+            _ => None,
+        };
+        if let Some(r) = refusal {
+            self.send(r);
+        }
+        self.close(close::UNAVAILABLE, STORE_UNAVAILABLE);
+        true
     }
 
     /// Whether the session has closed.
@@ -369,6 +502,10 @@ impl Session {
             }
             Phase::Menu => {}
         }
+        self.pending = None;
+        if self.store_down && self.refuse_store_down(p) {
+            return;
+        }
         match p {
             ClientPacket::NewClient(_) => {}
             ClientPacket::FetchUpdateFiles(_) => self.update_files(),
@@ -500,13 +637,21 @@ impl Session {
             && valid_md5_hex(&creds.password_md5.0)
             && email.len() <= 255
             && ctx.book.find_user(&latin1(&creds.user.0)).is_none();
-        let created = ok
-            && Self::new_hash(ctx, &creds.password_md5.0).is_some_and(|hash| {
+        let created = if ok {
+            Self::new_hash(ctx, &creds.password_md5.0).and_then(|hash| {
                 ctx.book
                     .create_account(latin1(&creds.user.0), hash, latin1(email))
-                    .is_some()
-            });
-        self.send(ServerPacket::CreateAccount(if created {
+            })
+        } else {
+            None
+        };
+        if let Some(id) = created {
+            self.pending = Some((
+                Undo::Account(id),
+                ServerPacket::CreateAccount(CreateAccountReply::Refused),
+            ));
+        }
+        self.send(ServerPacket::CreateAccount(if created.is_some() {
             CreateAccountReply::Created
         } else {
             CreateAccountReply::Refused
@@ -629,21 +774,44 @@ impl Session {
         if filtered || ctx.book.character_name_taken(&name) {
             return CreateCharacterReply::InvalidName;
         }
-        let state = new_character(world, t, m, name);
+        let state = new_character(world, t, m, name.clone());
         match ctx.book.add_character(id, state) {
-            Some(_) => CreateCharacterReply::Created,
+            Some(_) => {
+                self.pending = Some((
+                    Undo::CharacterAdded { account: id, name },
+                    ServerPacket::CreateCharacter(CreateCharacterReply::Refused),
+                ));
+                CreateCharacterReply::Created
+            }
             None => CreateCharacterReply::Refused,
         }
     }
 
     #[doc(alias = "P_DeleteCharacter")]
     fn delete_character(&mut self, now_ms: u64, ctx: &mut Ctx<'_>, creds: &Creds, index: u8) {
+        let mut gone = None;
         let reply = self
             .auth_usable(now_ms, ctx, creds)
             .filter(|&id| ctx.book.get(id).is_some_and(|a| !a.logged_on))
-            .filter(|&id| ctx.book.delete_character(id, index))
+            .filter(|&id| {
+                gone = ctx
+                    .book
+                    .get(id)
+                    .and_then(|a| a.characters.get(usize::from(index)).cloned());
+                ctx.book.delete_character(id, index)
+            })
             .and_then(|id| ctx.book.get(id))
             .map_or(DeleteCharacterReply::Refused, |a| {
+                if let Some(state) = gone.take() {
+                    self.pending = Some((
+                        Undo::CharacterDeleted {
+                            account: a.row.id,
+                            slot: index,
+                            state: Box::new(state),
+                        },
+                        ServerPacket::DeleteCharacter(DeleteCharacterReply::Refused),
+                    ));
+                }
                 DeleteCharacterReply::List {
                     characters: summaries(a),
                 }
@@ -663,8 +831,17 @@ impl Session {
                     ChangePasswordReply::Refused
                 } else {
                     let hash = Self::new_hash(ctx, new_md5);
+                    let old = ctx.book.get(id).map(|a| a.row.password_hash.clone());
                     match hash.map(|h| ctx.book.set_password_hash(id, h)) {
                         Some(true) => {
+                            self.pending = Some((
+                                Undo::Password {
+                                    account: id,
+                                    old: old.unwrap_or_default(),
+                                    verified: self.verified.clone(),
+                                },
+                                ServerPacket::ChangePassword(ChangePasswordReply::Refused),
+                            ));
                             self.verified = Some((id, new_md5.to_vec()));
                             ChangePasswordReply::Changed
                         }

@@ -8,8 +8,17 @@
 //! gateway as zone snapshots — on logout, after every handoff, on shutdown and on the periodic
 //! checkpoint (default every 30 s, sent by the zone nodes) — so a crash of a zone node, or of
 //! the gateway, loses at most one checkpoint interval of a character's progress plus the
-//! writer's queue (milliseconds). `synchronous=NORMAL` in WAL mode may lose the last commits
-//! on power loss, but never corrupts the file.
+//! writer's queue (milliseconds). `synchronous=FULL`: a commit is fsynced before the writer
+//! reports it, so nothing acknowledged (to a zone node, to a client) is lost on power loss.
+//!
+//! # Failure
+//! A failed write is logged with its cause ([`FailCause`], `SQLITE_FULL` named as such) and
+//! counted; a failure of the disk or the file puts the store out of service ([`Health`], its
+//! root cause kept however many errors follow) until a write that needs new pages (the
+//! writer's probe, tried every 2 s and after any write that succeeds meanwhile) succeeds
+//! again. What a failed write left unsaved is rewritten from the gateway's memory
+//! then ([`Dirty`], [`resync_ops`]); changes a client waits for are undone instead
+//! ([`Writer::submit_or_undo`]).
 //!
 //! # Schema
 //! * `accounts(id, user UNIQUE NOCASE, password_hash, email, is_dm, banned, ignore_list)`;
@@ -32,18 +41,21 @@
 //! One [`Writer::submit`] call is never split over two transactions: a zone's checkpoint
 //! group (entangled players and the ground) is stored entirely or not at all.
 
+mod health;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey};
 use shared::metrics_text::Histogram;
+
+pub use health::{Change, Dirty, FailCause, Failure, Health, resync_ops};
 
 use crate::script_store::{ScriptStore, StoredEntry};
 use crate::session::{AccountBook, AccountId, AccountRow, PersistOp};
@@ -207,7 +219,7 @@ pub fn backup(dir: &Path, to: &Path) -> Result<(), StoreError> {
         &src_path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    src.busy_timeout(std::time::Duration::from_secs(10))?;
+    src.busy_timeout(Duration::from_secs(10))?;
     let mut dst = Connection::open(to)?;
     {
         use rusqlite::backup::StepResult;
@@ -226,7 +238,7 @@ pub fn backup(dir: &Path, to: &Path) -> Result<(), StoreError> {
                 }
                 _ => {
                     tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             }
         }
@@ -287,9 +299,12 @@ impl Store {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL: a commit is on disk (the WAL fsynced) before the writer reports it, so a
+        // snapshot acknowledged to a zone node (which then forgets its copy) survives a
+        // power cut; NORMAL could lose the last commits (docs/operations.md).
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(Duration::from_secs(5))?;
         let mut s = Self { conn };
         s.migrate()?;
         Ok(s)
@@ -690,10 +705,15 @@ pub struct WriterStats {
     pub ops_written: AtomicU64,
     /// Transactions committed.
     pub batches: AtomicU64,
-    /// Ops that failed and were dropped (see [`Writer::last_error`]); a failing
-    /// transaction is replayed one submitted batch per transaction, so the other batches
-    /// still land (a submitted batch is never split: it lands whole or not at all).
+    /// Ops that failed and were dropped (see [`Writer::health`]); a failing transaction
+    /// is replayed one submitted batch per transaction, so the other batches still land (a
+    /// submitted batch is never split: it lands whole or not at all).
     pub failures: AtomicU64,
+    /// Failed writes (submitted batches) by cause, in [`FailCause::ALL`]'s order.
+    pub failed_writes: [AtomicU64; FailCause::ALL.len()],
+    /// Whether the store is out of service (a write failed for a cause of the disk or the
+    /// file, and none has succeeded since).
+    pub failing: AtomicBool,
     /// Duration of the last batch, µs.
     pub last_batch_us: AtomicU64,
     /// Total time spent writing, µs.
@@ -709,6 +729,8 @@ impl Default for WriterStats {
             ops_written: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            failed_writes: std::array::from_fn(|_| AtomicU64::new(0)),
+            failing: AtomicBool::new(false),
             last_batch_us: AtomicU64::new(0),
             total_write_us: AtomicU64::new(0),
             write_latency: Histogram::new(Histogram::DISK),
@@ -716,25 +738,83 @@ impl Default for WriterStats {
     }
 }
 
+impl WriterStats {
+    /// Failed writes of one cause.
+    pub fn failed_writes(&self, cause: FailCause) -> u64 {
+        self.failed_writes
+            .get(cause.index())
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// What a submission's callback is told: stored, or why not.
+pub type WriteResult = Result<(), Failure>;
+
 /// A callback run on the writer thread once everything queued before it is committed.
 type AfterCommit = Box<dyn FnOnce(bool) + Send>;
+/// A submission's own callback.
+type Done = Box<dyn FnOnce(WriteResult) + Send>;
 
 enum Msg {
-    Ops(Vec<PersistOp>),
+    Ops {
+        ops: Vec<PersistOp>,
+        done: Option<Done>,
+        /// Whether a failure is recorded in [`Dirty`] (rewritten from memory later);
+        /// false when the submitter undoes its change instead.
+        dirty: bool,
+    },
     Flush(mpsc::Sender<()>),
     After(AfterCommit),
+    MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
+}
+
+/// One drained message, with its ops' range in the transaction.
+enum Item {
+    Ops {
+        start: usize,
+        end: usize,
+        done: Option<Done>,
+        dirty: bool,
+    },
+    Flush(mpsc::Sender<()>),
+    After(AfterCommit),
+    MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
 }
 
 /// Most ops committed in one transaction.
 pub const MAX_BATCH_OPS: usize = 512;
 
+/// How often the writer tries a probe write while the store is out of service, so that
+/// it heals once space is back even when nothing else writes.
+pub const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+/// The least time between two probes run because a write succeeded while out of service.
+const PROBE_MIN_GAP: Duration = Duration::from_millis(250);
+
+/// The `meta` key of the probe row (written and deleted in one transaction, never seen).
+const META_PROBE: &str = "store_probe";
+/// The `meta` key prefix of the rows [`Store::fill_to`] fills the free pages with.
+const META_FILL: &str = "store_fill_";
+/// Bytes of the probe row: a write that needs new pages, as a player's save does.
+pub const PROBE_BYTES: i64 = 64 * 1024;
+
 /// The batching writer: a dedicated thread owning the [`Store`], fed through a channel.
 /// Dropping it (or [`Writer::shutdown`]) drains the queue and joins the thread.
+///
+/// Every failed write is logged with its cause (`SQLITE_FULL` named as such) and counted
+/// ([`WriterStats::failed_writes`]); a failure of the disk or the file puts the store out
+/// of service ([`Writer::is_failing`]: logins and account creation are refused, `/healthz`
+/// answers 503) until a write that needs new pages succeeds again: a probe write
+/// ([`PROBE_BYTES`], undone in its transaction) tried every [`PROBE_EVERY`] and after any
+/// write that succeeds meanwhile.
+/// What a failed plain [`Writer::submit`] did not store is listed in [`Writer::take_dirty`]
+/// for the gateway to rewrite from memory once the store heals.
 pub struct Writer {
     tx: Option<mpsc::Sender<Msg>>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<WriterStats>,
-    last_error: Arc<std::sync::Mutex<Option<String>>>,
+    health: Arc<Mutex<Health>>,
+    dirty: Arc<Mutex<Dirty>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -745,92 +825,366 @@ impl std::fmt::Debug for Writer {
     }
 }
 
-impl Writer {
-    /// Starts the writer thread over `store`.
-    pub fn spawn(mut store: Store) -> Result<Self, StoreError> {
-        let (tx, rx) = mpsc::channel::<Msg>();
-        let stats = Arc::new(WriterStats::default());
-        let last_error = Arc::new(std::sync::Mutex::new(None));
-        let (st, le) = (Arc::clone(&stats), Arc::clone(&last_error));
-        let thread = std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    // The ops of this transaction, and where each submitted batch ends.
-                    let mut ops = Vec::new();
-                    let mut ends: Vec<usize> = Vec::new();
-                    let mut flushes = Vec::new();
-                    let mut afters: Vec<AfterCommit> = Vec::new();
-                    let mut take = |m: Msg, ops: &mut Vec<PersistOp>| match m {
-                        Msg::Ops(v) => {
-                            ops.extend(v);
-                            ends.push(ops.len());
-                        }
-                        Msg::Flush(done) => flushes.push(done),
-                        Msg::After(f) => afters.push(f),
-                    };
-                    take(first, &mut ops);
-                    // Whole submitted batches only: the last one may take it past the cap.
-                    while ops.len() < MAX_BATCH_OPS {
-                        match rx.try_recv() {
-                            Ok(m) => take(m, &mut ops),
-                            Err(_) => break,
-                        }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// The writer thread's state.
+struct Worker {
+    store: Store,
+    stats: Arc<WriterStats>,
+    health: Arc<Mutex<Health>>,
+    dirty: Arc<Mutex<Dirty>>,
+    /// A write failed since the last [`Writer::after_commit`] callback ran.
+    failed_since_after: bool,
+    /// The page limit the database opened with (restored by `set_max_pages(None)`).
+    default_max_pages: u64,
+    /// When the last probe ran.
+    last_probe: Option<Instant>,
+}
+
+impl Worker {
+    fn run(mut self, rx: &mpsc::Receiver<Msg>, probe_every: Duration) {
+        loop {
+            let first = if self.stats.failing.load(Ordering::Relaxed) {
+                match rx.recv_timeout(probe_every) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.probe();
+                        continue;
                     }
-                    let failures_before = st.failures.load(Ordering::Relaxed);
-                    if !ops.is_empty() {
-                        // One trace per batch (one transaction, or its op-by-op replay).
-                        let span = tracing::info_span!(parent: None, "store.write_batch",
-                            ops = ops.len(), failed = tracing::field::Empty);
-                        let _span = span.enter();
-                        let t0 = Instant::now();
-                        let n = u64::try_from(ops.len()).unwrap_or(u64::MAX);
-                        match store.apply(&ops) {
-                            Ok(()) => {
-                                st.ops_written.fetch_add(n, Ordering::Relaxed);
-                                st.batches.fetch_add(1, Ordering::Relaxed);
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => return,
+                }
+            };
+            let mut ops: Vec<PersistOp> = Vec::new();
+            let mut items: Vec<Item> = Vec::new();
+            let mut last = Self::take(first, &mut ops, &mut items);
+            // Whole submitted batches only: the last one may take it past the cap. A page
+            // limit change ends the group (it applies to what comes after it).
+            while !last && ops.len() < MAX_BATCH_OPS {
+                match rx.try_recv() {
+                    Ok(m) => last = Self::take(m, &mut ops, &mut items),
+                    Err(_) => break,
+                }
+            }
+            self.group(&ops, items);
+            // A busy queue never times out: probe on time anyway.
+            if self.stats.failing.load(Ordering::Relaxed)
+                && self.last_probe.is_none_or(|t| t.elapsed() >= probe_every)
+            {
+                self.probe();
+            }
+        }
+    }
+
+    /// Adds one message to the group; true when the group must end after it.
+    fn take(m: Msg, ops: &mut Vec<PersistOp>, items: &mut Vec<Item>) -> bool {
+        match m {
+            Msg::Ops {
+                ops: v,
+                done,
+                dirty,
+            } => {
+                let start = ops.len();
+                ops.extend(v);
+                items.push(Item::Ops {
+                    start,
+                    end: ops.len(),
+                    done,
+                    dirty,
+                });
+                false
+            }
+            Msg::Flush(t) => {
+                items.push(Item::Flush(t));
+                false
+            }
+            Msg::After(f) => {
+                items.push(Item::After(f));
+                false
+            }
+            Msg::MaxPages(p, t) => {
+                items.push(Item::MaxPages(p, t));
+                true
+            }
+        }
+    }
+
+    /// Writes one group: one transaction, or, when it fails, one per submitted batch.
+    fn group(&mut self, ops: &[PersistOp], items: Vec<Item>) {
+        let batches = items
+            .iter()
+            .filter(|i| matches!(i, Item::Ops { .. }))
+            .count();
+        let mut results: Vec<Result<(), StoreError>> = Vec::new();
+        if !ops.is_empty() {
+            // One trace per batch (one transaction, or its op-by-op replay).
+            let span = tracing::info_span!(parent: None, "store.write_batch",
+                ops = ops.len(), failed = tracing::field::Empty);
+            let _span = span.enter();
+            let t0 = Instant::now();
+            match self.store.apply(ops) {
+                Ok(()) => {
+                    self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) if batches == 1 => {
+                    span.record("failed", true);
+                    results.push(Err(e));
+                }
+                Err(_) => {
+                    // One bad op must not lose the other batches: replay one submitted
+                    // batch per transaction and drop only the failing ones, each whole (a
+                    // checkpoint group is all or nothing).
+                    for i in &items {
+                        if let Item::Ops { start, end, .. } = i {
+                            let r = self.store.apply(ops.get(*start..*end).unwrap_or(&[]));
+                            if r.is_ok() {
+                                self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                span.record("failed", true);
                             }
-                            Err(_) => {
-                                // One bad op must not lose the other batches: replay one
-                                // submitted batch per transaction and drop only the failing
-                                // ones, each whole (a checkpoint group is all or nothing).
-                                let mut start = 0;
-                                for &end in &ends {
-                                    let batch = ops.get(start..end).unwrap_or(&[]);
-                                    start = end;
-                                    let k = u64::try_from(batch.len()).unwrap_or(u64::MAX);
-                                    match store.apply(batch) {
-                                        Ok(()) => {
-                                            st.ops_written.fetch_add(k, Ordering::Relaxed);
-                                            st.batches.fetch_add(1, Ordering::Relaxed);
-                                        }
-                                        Err(e) => {
-                                            span.record("failed", true);
-                                            st.failures.fetch_add(k, Ordering::Relaxed);
-                                            if let Ok(mut g) = le.lock() {
-                                                *g = Some(e.to_string());
-                                            }
-                                        }
-                                    }
-                                }
-                            }
+                            results.push(r);
                         }
-                        let took = t0.elapsed();
-                        st.write_latency.observe(took);
-                        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-                        st.last_batch_us.store(us, Ordering::Relaxed);
-                        st.total_write_us.fetch_add(us, Ordering::Relaxed);
-                        st.queue_depth.fetch_sub(n, Ordering::Relaxed);
-                    }
-                    for f in flushes {
-                        let _ = f.send(());
-                    }
-                    let ok = st.failures.load(Ordering::Relaxed) == failures_before;
-                    for f in afters {
-                        f(ok);
                     }
                 }
-            })
+            }
+            let took = t0.elapsed();
+            self.stats.write_latency.observe(took);
+            let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            self.stats.last_batch_us.store(us, Ordering::Relaxed);
+            self.stats.total_write_us.fetch_add(us, Ordering::Relaxed);
+        }
+        let mut results = results.into_iter();
+        for item in items {
+            match item {
+                Item::Ops {
+                    start,
+                    end,
+                    done,
+                    dirty,
+                } => {
+                    let batch = ops.get(start..end).unwrap_or(&[]);
+                    let k = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+                    self.stats.queue_depth.fetch_sub(k, Ordering::Relaxed);
+                    // No entry: the whole group committed.
+                    let r = match results.next() {
+                        None | Some(Ok(())) => {
+                            self.stats.ops_written.fetch_add(k, Ordering::Relaxed);
+                            if !batch.is_empty() {
+                                self.succeeded();
+                            }
+                            Ok(())
+                        }
+                        Some(Err(e)) => {
+                            self.failed_since_after = true;
+                            self.stats.failures.fetch_add(k, Ordering::Relaxed);
+                            Err(self.failed(&e, batch, dirty))
+                        }
+                    };
+                    if let Some(f) = done {
+                        f(r);
+                    }
+                }
+                Item::Flush(t) => {
+                    let _ = t.send(());
+                }
+                Item::After(f) => {
+                    f(!std::mem::take(&mut self.failed_since_after));
+                }
+                Item::MaxPages(p, t) => {
+                    let r = match p {
+                        Some(n) => self.store.fill_to(n),
+                        None => self.store.unfill(self.default_max_pages),
+                    }
+                    .map_err(|e| e.to_string());
+                    if let Ok(n) = &r {
+                        tracing::warn!(max_pages = n, "store page limit set");
+                    }
+                    let _ = t.send(r);
+                }
+            }
+        }
+    }
+
+    /// Records, logs and counts one failed write; returns it.
+    fn failed(&mut self, e: &StoreError, batch: &[PersistOp], dirty: bool) -> Failure {
+        let f = Failure::of(e);
+        if let Some(c) = self.stats.failed_writes.get(f.cause.index()) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let (change, root) = {
+            let mut h = lock(&self.health);
+            let change = h.failed(f.clone());
+            (change, h.root.clone())
+        };
+        // Only what an outage left unsaved is rewritten once it heals: a write refused for
+        // its own data alone would only fail again.
+        if dirty && change != Change::DataError {
+            lock(&self.dirty).add(batch);
+        }
+        let cause = f.cause.label();
+        let sqlite = f.cause.sqlite_name();
+        let ops = batch.len();
+        match (change, root) {
+            (Change::Outage, _) => {
+                self.stats.failing.store(true, Ordering::Relaxed);
+                tracing::error!(cause, sqlite, error = %f.message, ops,
+                    "store write failed, nothing of it stored; the store is out of service \
+                     (logins and new accounts refused) until a write succeeds again");
+            }
+            (_, Some(root)) if root.cause != f.cause => {
+                tracing::error!(cause, sqlite, error = %f.message, ops,
+                    root_cause = root.cause.label(), root_error = %root.message,
+                    "store write failed, nothing of it stored (the root cause is earlier)");
+            }
+            _ => {
+                tracing::error!(cause, sqlite, error = %f.message, ops,
+                    "store write failed, nothing of it stored");
+            }
+        }
+        f
+    }
+
+    /// A write succeeded. While out of service, a write that fit in pages freed by the
+    /// rows it replaced proves little (on a full disk, rewriting a player in place may
+    /// work while nothing new fits): the store is back once a write that needs new pages
+    /// succeeds, so the probe runs now (at most every [`PROBE_MIN_GAP`]).
+    fn succeeded(&mut self) {
+        if !self.stats.failing.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.last_probe.is_some_and(|t| t.elapsed() < PROBE_MIN_GAP) {
+            return;
+        }
+        self.probe();
+    }
+
+    fn healed(&mut self) {
+        let (change, root) = {
+            let mut h = lock(&self.health);
+            let root = h.root.clone();
+            (h.succeeded(), root)
+        };
+        if let Change::Healed { failures } = change {
+            self.stats.failing.store(false, Ordering::Relaxed);
+            let root = root.map(|r| r.to_string()).unwrap_or_default();
+            tracing::warn!(failures, root_cause = %root,
+                "store writes succeed again: the store is back in service");
+        }
+    }
+
+    /// While out of service: one write that needs new pages, undone in its transaction.
+    fn probe(&mut self) {
+        self.last_probe = Some(Instant::now());
+        match self.store.probe() {
+            Ok(()) => self.healed(),
+            Err(e) => {
+                let f = Failure::of(&e);
+                tracing::debug!(error = %f, "store probe failed; still out of service");
+                lock(&self.health).latest = Some(f);
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Sets the database's page limit (`PRAGMA max_page_count`; never below its size);
+    /// returns the limit now in force. Writes that need pages past it fail with
+    /// `SQLITE_FULL`, as on a full disk.
+    pub fn set_max_pages(&self, pages: u64) -> Result<u64, StoreError> {
+        let n: i64 = self.conn.query_row(
+            &format!("PRAGMA max_page_count = {}", to_i64(pages)),
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Limits the database to `pages` pages (never below its size) and fills its free
+    /// pages, as a full disk leaves none: writes that need a page more fail with
+    /// `SQLITE_FULL`. Returns the limit. Tests fill a store this way.
+    pub fn fill_to(&mut self, pages: u64) -> Result<u64, StoreError> {
+        let n = self.set_max_pages(pages)?;
+        let page: i64 = self
+            .conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))?;
+        // Rows of half a page each take a page of their own (overflow), until none is left.
+        for i in 0..100_000u32 {
+            let r = self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, zeroblob(?2))",
+                params![format!("{META_FILL}{i}"), page / 2],
+            );
+            if r.is_err() {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Undoes [`Store::fill_to`]: the filler rows go and the page limit is `pages`.
+    pub fn unfill(&mut self, pages: u64) -> Result<u64, StoreError> {
+        let n = self.set_max_pages(pages)?;
+        self.conn.execute(
+            "DELETE FROM meta WHERE key LIKE ?1",
+            [format!("{META_FILL}%")],
+        )?;
+        Ok(n)
+    }
+
+    /// The database's page limit (`PRAGMA max_page_count`).
+    pub fn max_pages(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .pragma_query_value(None, "max_page_count", |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// A write of [`PROBE_BYTES`] new bytes, deleted in the same transaction: it succeeds
+    /// only when the store can take a player's save again.
+    fn probe(&mut self) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, zeroblob(?2))",
+            params![META_PROBE, PROBE_BYTES],
+        )?;
+        tx.execute("DELETE FROM meta WHERE key = ?1", [META_PROBE])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Writer {
+    /// Starts the writer thread over `store`.
+    pub fn spawn(store: Store) -> Result<Self, StoreError> {
+        Self::spawn_probing(store, PROBE_EVERY)
+    }
+
+    /// [`Writer::spawn`], probing every `probe_every` while out of service (tests).
+    pub fn spawn_probing(store: Store, probe_every: Duration) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let stats = Arc::new(WriterStats::default());
+        let health = Arc::new(Mutex::new(Health::default()));
+        let dirty = Arc::new(Mutex::new(Dirty::default()));
+        let worker = Worker {
+            default_max_pages: store.max_pages()?,
+            store,
+            stats: Arc::clone(&stats),
+            health: Arc::clone(&health),
+            dirty: Arc::clone(&dirty),
+            failed_since_after: false,
+            last_probe: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || worker.run(&rx, probe_every))
             .map_err(|source| StoreError::Dir {
                 path: PathBuf::from("<store-writer thread>"),
                 source,
@@ -839,28 +1193,73 @@ impl Writer {
             tx: Some(tx),
             thread: Some(thread),
             stats,
-            last_error,
+            health,
+            dirty,
         })
     }
 
-    /// Queues ops (never blocks).
+    fn send_ops(
+        &self,
+        ops: Vec<PersistOp>,
+        done: Option<Done>,
+        dirty: bool,
+    ) -> Result<(), StoreError> {
+        let n = u64::try_from(ops.len()).unwrap_or(u64::MAX);
+        self.stats.queue_depth.fetch_add(n, Ordering::Relaxed);
+        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone);
+        let sent = tx.and_then(|tx| {
+            tx.send(Msg::Ops { ops, done, dirty })
+                .map_err(|_| StoreError::WriterGone)
+        });
+        if sent.is_err() {
+            self.stats.queue_depth.fetch_sub(n, Ordering::Relaxed);
+        }
+        sent
+    }
+
+    /// Queues ops (never blocks). If they fail, what they change is listed in
+    /// [`Writer::take_dirty`], to be written again from memory.
     pub fn submit(&self, ops: Vec<PersistOp>) -> Result<(), StoreError> {
         if ops.is_empty() {
             return Ok(());
         }
-        let n = u64::try_from(ops.len()).unwrap_or(u64::MAX);
-        self.stats.queue_depth.fetch_add(n, Ordering::Relaxed);
-        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
-        tx.send(Msg::Ops(ops)).map_err(|_| {
-            self.stats.queue_depth.fetch_sub(n, Ordering::Relaxed);
-            StoreError::WriterGone
-        })
+        self.send_ops(ops, None, true)
+    }
+
+    /// [`Writer::submit`], then `f` on the writer thread with this submission's own result:
+    /// `Ok` once it is committed (on disk: `synchronous=FULL`), the failure otherwise. The
+    /// gateway acknowledges a zone's snapshot this way.
+    pub fn submit_then(
+        &self,
+        ops: Vec<PersistOp>,
+        f: impl FnOnce(WriteResult) + Send + 'static,
+    ) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            f(Ok(()));
+            return Ok(());
+        }
+        self.send_ops(ops, Some(Box::new(f)), true)
+    }
+
+    /// [`Writer::submit_then`] for a change its submitter undoes in memory when it fails (a
+    /// new account, a character created or deleted, a password): nothing of it is listed
+    /// as dirty. The client's reply waits for `f`.
+    pub fn submit_or_undo(
+        &self,
+        ops: Vec<PersistOp>,
+        f: impl FnOnce(WriteResult) + Send + 'static,
+    ) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            f(Ok(()));
+            return Ok(());
+        }
+        self.send_ops(ops, Some(Box::new(f)), false)
     }
 
     /// Runs `f(ok)` on the writer thread once everything queued before this call has been
-    /// written; `ok` is false when an op of that batch failed (see [`Writer::last_error`]).
-    /// The gateway acknowledges a zone's snapshot this way, so an acknowledged snapshot is
-    /// on disk.
+    /// written; `ok` is false when a write queued since the previous `after_commit`
+    /// callback (and before this one's group was written) failed. Prefer
+    /// [`Writer::submit_then`], which reports one submission's own result.
     pub fn after_commit(&self, f: impl FnOnce(bool) + Send + 'static) -> Result<(), StoreError> {
         let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
         tx.send(Msg::After(Box::new(f)))
@@ -876,14 +1275,58 @@ impl Writer {
         done_rx.recv().map_err(|_| StoreError::WriterGone)
     }
 
+    /// Limits the database to `pages` pages (`PRAGMA max_page_count` on the writer's
+    /// connection, after everything queued before; never below its size) and fills its
+    /// free pages ([`Store::fill_to`]): writes that need a page more fail with
+    /// `SQLITE_FULL` as on a full disk. `None` removes the filler and restores the limit
+    /// the database opened with. Returns the limit now in force. Tests fill the store this
+    /// way, and heal it.
+    pub fn set_max_pages(&self, pages: Option<u64>) -> Result<u64, StoreError> {
+        let (done_tx, done_rx) = mpsc::channel();
+        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
+        tx.send(Msg::MaxPages(pages, done_tx))
+            .map_err(|_| StoreError::WriterGone)?;
+        done_rx
+            .recv()
+            .map_err(|_| StoreError::WriterGone)?
+            .map_err(|e| {
+                StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                    Some(e),
+                ))
+            })
+    }
+
     /// The counters.
     pub fn stats(&self) -> &WriterStats {
         &self.stats
     }
 
-    /// The last batch error, if any.
+    /// Whether the store is out of service (see [`Health`]).
+    pub fn is_failing(&self) -> bool {
+        self.stats.failing.load(Ordering::Relaxed)
+    }
+
+    /// The store's service state: the root cause and the latest failure of an outage.
+    pub fn health(&self) -> Health {
+        lock(&self.health).clone()
+    }
+
+    /// While the store is out of service: what is wrong, the root cause first; `None` once
+    /// a write succeeds again.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().ok().and_then(|g| g.clone())
+        lock(&self.health).describe()
+    }
+
+    /// Takes what failed plain submissions left unsaved (submit it again from memory with
+    /// [`resync_ops`]).
+    pub fn take_dirty(&self) -> Dirty {
+        std::mem::take(&mut *lock(&self.dirty))
+    }
+
+    /// Whether failed writes left something unsaved.
+    pub fn has_dirty(&self) -> bool {
+        !lock(&self.dirty).is_empty()
     }
 
     /// Drains the queue and stops the thread.

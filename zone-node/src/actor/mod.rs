@@ -167,6 +167,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_zone_inbox_refused_total",
         "Player inputs dropped because the instance's inbox held inbox_per_player of that player's, or inbox_total of all players', since the last tick.",
     ),
+    (
+        "rc_zone_snapshots_resent_total",
+        "Snapshots sent again because the gateway had not acknowledged them within snapshot_resend_ms (it acknowledges only what it stored).",
+    ),
 ];
 
 shared::counters! {
@@ -221,6 +225,8 @@ shared::counters! {
         inbox_refused_player => "rc_zone_inbox_refused_total" ["limit" = "player"];
         /// Player inputs dropped: the instance had `inbox_total` queued.
         inbox_refused_total => "rc_zone_inbox_refused_total" ["limit" = "total"];
+        /// Snapshots sent again, unacknowledged past `snapshot_resend_ms`.
+        snapshots_resent => "rc_zone_snapshots_resent_total";
     }
     extra {
         /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
