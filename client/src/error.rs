@@ -20,7 +20,8 @@ pub enum CloseCode {
     ShuttingDown,
     /// 4: too many failed logins, rate limited.
     RateLimited,
-    /// 5: the account's saved data could not be read (the operator must repair it).
+    /// 5: the account's saved data could not be read (the operator must repair it), or
+    /// the server cannot save right now (its store fails): try again later.
     Unavailable,
     /// 6: the client did not read what the server sent (its send queue passed the
     /// server's byte limit).
