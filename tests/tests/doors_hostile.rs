@@ -14,34 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use client::{CloseCode, CloseReason, ConnectOptions, Connection, Event, Verify};
+use client::{CloseCode, CloseReason, ConnectOptions, Connection, Verify};
 use cluster_tests::{Cluster, WAIT, new_player};
 use gateway::hub::Metrics;
-
-/// A bot walking in a small square, counting its own authoritative updates; any error
-/// on its connection fails it.
-async fn bot(mut c: Connection, rid: u16, start: (f32, f32, f32), stop: Arc<AtomicBool>) -> u64 {
-    let mut own = 0u64;
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut i = 0u32;
-    while !stop.load(Ordering::Relaxed) {
-        tokio::select! {
-            _ = tick.tick() => {
-                i += 1;
-                let (dx, dz) = match (i / 5) % 4 { 0 => (1.0, 0.0), 1 => (1.0, 1.0), 2 => (0.0, 1.0), _ => (0.0, 0.0) };
-                c.move_to(start.0 + dx, start.1, start.2 + dz, false).unwrap();
-            }
-            e = c.next_event() => match e {
-                Ok(Event::ActorMoved { runtime_id, .. }) if runtime_id == rid => own += 1,
-                Ok(_) => {}
-                Err(e) => panic!("a bot saw an error: {e}"),
-            },
-        }
-    }
-    assert!(c.close_reason().is_none(), "the bot's connection stayed up");
-    c.close(CloseCode::Normal).await;
-    own
-}
 
 /// `n` honest bots in the world, playing until `stop`.
 async fn honest_bots(
@@ -53,7 +28,12 @@ async fn honest_bots(
     for i in 0..n {
         let (conn, g) = new_player(addr, &format!("honest{i}")).await;
         let start = (g.area.x + i as f32, g.area.y, g.area.z);
-        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+        bots.spawn(cluster_tests::walking_bot(
+            conn,
+            g.runtime_id,
+            start,
+            stop.clone(),
+        ));
     }
     bots
 }

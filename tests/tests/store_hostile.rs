@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use client::{CloseCode, CloseReason, Connection, Event};
+use client::{CloseCode, CloseReason, Connection};
 use cluster_tests::{Cluster, WAIT, connect, new_player};
 use gateway::store::{FailCause, Store};
 use shared::proto::CreateAccountReply;
@@ -27,31 +27,6 @@ async fn expect_closed(c: &Connection, want: CloseCode) {
         _ => None,
     };
     assert_eq!(got, Some(want), "closed with {r:?}");
-}
-
-/// A bot walking in a small square, counting its own authoritative updates; any error
-/// on its connection fails it.
-async fn bot(mut c: Connection, rid: u16, start: (f32, f32, f32), stop: Arc<AtomicBool>) -> u64 {
-    let mut own = 0u64;
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut i = 0u32;
-    while !stop.load(Ordering::Relaxed) {
-        tokio::select! {
-            _ = tick.tick() => {
-                i += 1;
-                let (dx, dz) = match (i / 5) % 4 { 0 => (1.0, 0.0), 1 => (1.0, 1.0), 2 => (0.0, 1.0), _ => (0.0, 0.0) };
-                c.move_to(start.0 + dx, start.1, start.2 + dz, false).unwrap();
-            }
-            e = c.next_event() => match e {
-                Ok(Event::ActorMoved { runtime_id, .. }) if runtime_id == rid => own += 1,
-                Ok(_) => {}
-                Err(e) => panic!("a bot saw an error: {e}"),
-            },
-        }
-    }
-    assert!(c.close_reason().is_none(), "the bot's connection stayed up");
-    c.close(CloseCode::Normal).await;
-    own
 }
 
 /// `GET path` on the gateway's admin endpoint.
@@ -125,7 +100,12 @@ async fn a_full_store_refuses_loses_nothing_acknowledged_and_heals() {
     for i in 0..3 {
         let (conn, g) = new_player(addr, &format!("bot{i}")).await;
         let start = (g.area.x + i as f32, g.area.y, g.area.z);
-        bots.spawn(bot(conn, g.runtime_id, start, stop.clone()));
+        bots.spawn(cluster_tests::walking_bot(
+            conn,
+            g.runtime_id,
+            start,
+            stop.clone(),
+        ));
     }
     // Quinn has an account and stays out; Pat plays through the outage.
     let (q, _) = new_player(addr, "quinn").await;

@@ -571,7 +571,7 @@ fn the_sims_lower_layers_import_only_what_is_below_them() {
 #[test]
 fn client_fed_queues_are_bounded() {
     let root = workspace_root();
-    let client = std::fs::read_to_string(root.join("gateway/src/net/client.rs")).unwrap();
+    let client = fs::read_to_string(root.join("gateway/src/net/client.rs")).unwrap();
     assert!(
         !client.contains("unbounded_channel"),
         "gateway/src/net/client.rs: a client's queues are bounded (client_queue_bytes)"
@@ -582,7 +582,7 @@ fn client_fed_queues_are_bounded() {
         frames >= 1 && carried >= frames,
         "every HubEvent::Frames from a client carries its InFlight bytes"
     );
-    let registry = std::fs::read_to_string(root.join("zone-node/src/actor/mod.rs")).unwrap();
+    let registry = fs::read_to_string(root.join("zone-node/src/actor/mod.rs")).unwrap();
     assert!(
         !registry.contains("ZoneInput::Player {"),
         "zone-node/src/actor/mod.rs: player inputs enter an inbox only through InboxQueue::push_player"

@@ -69,14 +69,22 @@ pub trait ScriptHooks: Send + Sync {
     /// [`default_level_up`].
     #[doc(alias = "LevelUp")]
     fn on_xp(&self, st: &mut ZoneState, actor: ActorId) {
-        if !start(st, "LevelUp", "Main", Some(actor), None, "") {
+        if !start(st, Start::Each, "LevelUp", "Main", Some(actor), None, "") {
             default_level_up(st, actor);
         }
     }
 
     /// `Attack.Main(A1, A2)`: combat formula 4 (the script does all damage and packets).
     fn on_attack(&self, st: &mut ZoneState, attacker: ActorId, victim: ActorId) {
-        start(st, "Attack", "Main", Some(attacker), Some(victim), "");
+        start(
+            st,
+            Start::Each,
+            "Attack",
+            "Main",
+            Some(attacker),
+            Some(victim),
+            "",
+        );
     }
 
     /// A spawn point's `SpawnScript.Main` for the NPC it just spawned.
@@ -88,7 +96,7 @@ pub trait ScriptHooks: Send + Sync {
             .get(usize::from(spawn_point))
             .map(|s| s.spawn_script.clone())
             .unwrap_or_default();
-        start(st, &script, "Main", Some(npc), None, "");
+        start(st, Start::Each, &script, "Main", Some(npc), None, "");
     }
 
     /// An NPC's `DeathScript.Main` with `Actor()` = the killer and Realm Crafter's
@@ -119,7 +127,7 @@ pub trait ScriptHooks: Send + Sync {
 
     /// `Login.Main`, after a player joins the game here.
     fn on_login(&self, st: &mut ZoneState, actor: ActorId) {
-        start(st, "Login", "Main", Some(actor), None, "");
+        start(st, Start::Each, "Login", "Main", Some(actor), None, "");
     }
 
     /// `Logout.Main`, when a player leaves the game: run at once, while its player is still
@@ -131,7 +139,7 @@ pub trait ScriptHooks: Send + Sync {
     /// The area's Entry script, when a player arrives by login or transfer.
     fn on_area_entry(&self, st: &mut ZoneState, actor: ActorId) {
         let script = st.content.area.entry_script.clone();
-        start(st, &script, "Main", Some(actor), None, "");
+        start(st, Start::Each, &script, "Main", Some(actor), None, "");
     }
 
     /// The old area's Exit script, when a player leaves by transfer (SetArea elsewhere).
@@ -147,28 +155,44 @@ pub trait ScriptHooks: Send + Sync {
     /// `Party.Join`: `actor` joined party `party` (an index into `ZoneState::parties`).
     fn on_party_join(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
         let _ = party;
-        start(st, "Party", "Join", Some(actor), None, "");
+        start(st, Start::Each, "Party", "Join", Some(actor), None, "");
     }
 
     /// `Party.Leave`: `actor` left party `party`.
     fn on_party_leave(&self, st: &mut ZoneState, actor: ActorId, party: u32) {
         let _ = party;
-        start(st, "Party", "Leave", Some(actor), None, "");
+        start(st, Start::Each, "Party", "Leave", Some(actor), None, "");
     }
 
     /// `Mount.Mount`: `rider` mounted `mount`.
     fn on_mount(&self, st: &mut ZoneState, rider: ActorId, mount: ActorId) {
-        start(st, "Mount", "Mount", Some(rider), Some(mount), "");
+        start(
+            st,
+            Start::Each,
+            "Mount",
+            "Mount",
+            Some(rider),
+            Some(mount),
+            "",
+        );
     }
 
     /// `Mount.Dismount`: `rider` got off `mount`.
     fn on_dismount(&self, st: &mut ZoneState, rider: ActorId, mount: Option<ActorId>) {
-        start(st, "Mount", "Dismount", Some(rider), mount, "");
+        start(st, Start::Each, "Mount", "Dismount", Some(rider), mount, "");
     }
 
     /// `Equip Change.Main`: an actor's equipment changed (call site for the items code).
     fn on_equip_change(&self, st: &mut ZoneState, actor: ActorId) {
-        start_coalesced(st, "Equip Change", "Main", Some(actor), None, "");
+        start(
+            st,
+            Start::OncePerTick,
+            "Equip Change",
+            "Main",
+            Some(actor),
+            None,
+            "",
+        );
     }
 
     /// A [`Scheduled::Script`] timer came due.
@@ -231,8 +255,9 @@ pub trait ScriptHooks: Send + Sync {
         } else {
             method
         };
-        start_coalesced(
+        start(
             st,
+            Start::OncePerTick,
             &script,
             &method,
             Some(actor),
@@ -242,10 +267,22 @@ pub trait ScriptHooks: Send + Sync {
     }
 }
 
+/// How an engine start is queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// Every time (`runtime::queue_for`).
+    Each,
+    /// A client's action: an identical start already queued this tick is this one
+    /// (`runtime::queue_coalesced`), so repeating the action faster than the zone ticks
+    /// starts its script once a tick.
+    OncePerTick,
+}
+
 /// Start `script.func` if the world has it (logged and skipped if a named script or
 /// function is missing). Returns whether it was queued.
 fn start(
     st: &mut ZoneState,
+    how: Start,
     script: &str,
     func: &str,
     actor: Option<ActorId>,
@@ -255,24 +292,10 @@ fn start(
     if script.is_empty() || !st.content.scripts.has_script(script) {
         return false;
     }
-    runtime::queue_for(st, script, func, actor, context, param)
-}
-
-/// [`start`] for a client's action: an identical start already queued this tick is this
-/// one (`runtime::queue_coalesced`), so repeating an action faster than the zone ticks
-/// starts its script once a tick.
-fn start_coalesced(
-    st: &mut ZoneState,
-    script: &str,
-    func: &str,
-    actor: Option<ActorId>,
-    context: Option<ActorId>,
-    param: &str,
-) -> bool {
-    if script.is_empty() || !st.content.scripts.has_script(script) {
-        return false;
+    match how {
+        Start::Each => runtime::queue_for(st, script, func, actor, context, param),
+        Start::OncePerTick => runtime::queue_coalesced(st, script, func, actor, context, param),
     }
-    runtime::queue_coalesced(st, script, func, actor, context, param)
 }
 
 /// Create `script.func` for `actor` and run it at once to its end (or its first wait).
@@ -295,7 +318,15 @@ pub fn item_script(
     target: Option<ActorId>,
 ) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
-    start_coalesced(st, script, method, Some(user), target, "")
+    start(
+        st,
+        Start::OncePerTick,
+        script,
+        method,
+        Some(user),
+        target,
+        "",
+    )
 }
 
 /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
@@ -309,7 +340,15 @@ pub fn spell_script(
     level: u16,
 ) -> bool {
     let method = if method.is_empty() { "Main" } else { method };
-    start_coalesced(st, script, method, Some(caster), target, &level.to_string())
+    start(
+        st,
+        Start::OncePerTick,
+        script,
+        method,
+        Some(caster),
+        target,
+        &level.to_string(),
+    )
 }
 
 /// `P_Examine`: the target's own `Examine` method if it has a script, else
@@ -319,12 +358,28 @@ pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
     let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
     if runtime::has_entry(st, &script, "Examine") {
         if !runtime::running(st, &script, player, target) {
-            start_coalesced(st, &script, "Examine", Some(player), Some(target), "");
+            start(
+                st,
+                Start::OncePerTick,
+                &script,
+                "Examine",
+                Some(player),
+                Some(target),
+                "",
+            );
         }
         return true;
     }
     if runtime::has_entry(st, "Default", "Examine") {
-        return start_coalesced(st, "Default", "Examine", Some(player), Some(target), "");
+        return start(
+            st,
+            Start::OncePerTick,
+            "Default",
+            "Examine",
+            Some(player),
+            Some(target),
+            "",
+        );
     }
     let name = st.get(target).map(|t| t.name.clone()).unwrap_or_default();
     let p = shared::proto::ChatMessageS2C {
@@ -346,7 +401,15 @@ pub(crate) fn examine_request(st: &mut ZoneState, id: ActorId, target: super::ev
 
 /// `P_Trade`: `Default.Trade` (the items code calls this).
 pub fn trade(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
-    start_coalesced(st, "Default", "Trade", Some(player), Some(target), "")
+    start(
+        st,
+        Start::OncePerTick,
+        "Default",
+        "Trade",
+        Some(player),
+        Some(target),
+        "",
+    )
 }
 
 /// The default project's hooks.

@@ -74,7 +74,7 @@ pub fn queue(
 }
 
 /// A start the engine makes for a client's action (an equipment change, an item used, a
-/// trigger, a right-click): as [`queue`], but merged into an identical start already
+/// trigger, a right-click): as [`queue_for`], but merged into an identical start already
 /// queued for this tick, so that a client repeating an action faster than the zone ticks
 /// starts the script once a tick, not once a packet.
 pub fn queue_coalesced(
@@ -85,22 +85,14 @@ pub fn queue_coalesced(
     context: Option<ActorId>,
     param: &str,
 ) -> bool {
-    if !check_entry(st, script, func) {
-        return false;
-    }
-    let actor = actor.map_or(0, |a| st.handle_of(a));
-    let context = context.map_or(0, |c| st.handle_of(c));
-    admit(
-        st,
-        StartRequest {
-            script: script.to_owned(),
-            func: func.to_owned(),
-            actor,
-            context,
-            param: RStr::from_latin1(param),
-        },
-        true,
-    )
+    let req = StartRequest {
+        script: script.to_owned(),
+        func: func.to_owned(),
+        actor: actor.map_or(0, |a| st.handle_of(a)),
+        context: context.map_or(0, |c| st.handle_of(c)),
+        param: RStr::from_latin1(param),
+    };
+    check_entry(st, script, func) && admit(st, req, true)
 }
 
 /// Why a start was refused.
