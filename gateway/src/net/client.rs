@@ -471,8 +471,17 @@ impl Conn {
             let end = if self.in_game {
                 self.game_frame(ty, &payload)
             } else {
-                let login = self.login.clone().unwrap_or_else(tracing::Span::none);
-                self.menu_frame(ty, &payload).instrument(login).await
+                // The menu has its budget too: each character created or deleted is a
+                // write to the store.
+                let now = self.now_ms();
+                let verdict = self.budget.admit(now, ty, payload.len() + 3);
+                match self.over_budget(verdict) {
+                    Some(end) => end.map(Some),
+                    None => {
+                        let login = self.login.clone().unwrap_or_else(tracing::Span::none);
+                        self.menu_frame(ty, &payload).instrument(login).await
+                    }
+                }
             };
             if end.is_some() {
                 self.flush_batch();

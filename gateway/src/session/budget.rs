@@ -51,11 +51,15 @@ pub enum Action {
     Chat,
     /// Anything else (the zone refuses it, but it still costs a trip).
     Other,
+    /// Before the game: the login flow's packets (`P_VerifyAccount`, `P_FetchCharacter`,
+    /// `P_CreateCharacter`, `P_DeleteCharacter`, `P_ChangePassword`, `P_StartGame`, ...;
+    /// each character created or deleted is a write to the store).
+    Menu,
 }
 
 impl Action {
     /// Every action, in [`Action::index`] order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Position,
         Self::Jump,
         Self::Inventory,
@@ -68,6 +72,7 @@ impl Action {
         Self::Area,
         Self::Chat,
         Self::Other,
+        Self::Menu,
     ];
 
     /// The action a client packet type stands for.
@@ -86,6 +91,17 @@ impl Action {
             ids::P_OPEN_TRADING | ids::P_UPDATE_TRADING | ids::P_CLOSE_TRADING => Self::Trading,
             ids::P_CHANGE_AREA | ids::P_REPOSITION_ACTOR | ids::P_DISMOUNT => Self::Area,
             ids::P_CHAT_MESSAGE => Self::Chat,
+            ids::NEW_CLIENT
+            | ids::P_CREATE_ACCOUNT
+            | ids::P_VERIFY_ACCOUNT
+            | ids::P_FETCH_CHARACTER
+            | ids::P_CREATE_CHARACTER
+            | ids::P_DELETE_CHARACTER
+            | ids::P_CHANGE_PASSWORD
+            | ids::P_FETCH_ACTORS
+            | ids::P_FETCH_ITEMS
+            | ids::P_FETCH_UPDATE_FILES
+            | ids::P_START_GAME => Self::Menu,
             _ => Self::Other,
         }
     }
@@ -110,6 +126,7 @@ impl Action {
             Self::Area => "area",
             Self::Chat => "chat",
             Self::Other => "other",
+            Self::Menu => "menu",
         }
     }
 
@@ -172,6 +189,7 @@ impl Default for Budgets {
             (Action::Area, Rate::new(4, 8)),
             (Action::Chat, Rate::new(2, 8)),
             (Action::Other, Rate::new(4, 8)),
+            (Action::Menu, Rate::new(4, 20)),
         ] {
             if let Some(slot) = actions.get_mut(a.index()) {
                 *slot = r;
@@ -513,5 +531,7 @@ mod tests {
             let _ = Action::of(ty);
         }
         assert_eq!(Action::of(ids::P_JUMP), Action::Jump);
+        assert_eq!(Action::of(ids::P_CREATE_CHARACTER), Action::Menu);
+        assert_eq!(Action::of(ids::P_START_GAME), Action::Menu);
     }
 }
