@@ -15,7 +15,7 @@
 # QUIC's ACK-only packets and, in separate mode, the node link) over the CPU window, per bot in game.
 # Build first: cargo build --release -p gateway -p zone-node -p client
 # CHAT_EVERY=S: each bot says a line of zone chat every S seconds (default 60; 0: none).
-# usage: [STANDALONE=1] [SETTLE=S] [CHAT_EVERY=S] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--spread 2000 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
+# usage: [STANDALONE=1] [GW_TOML='key = value'] [SETTLE=S] [CHAT_EVERY=S] [INTEROP=/tmp/venv/bin/python] [SWARM_ARGS="--spread 2000 ..."] deploy/load.sh BOTS RAMP DURATION [BROADCAST_MS]
 set -u
 N=$1; RAMP=$2; DUR=$3; BC=${4:-200}; SETTLE=${SETTLE:-0}; CHAT=${CHAT_EVERY:-60}
 case "$N$RAMP$DUR$BC$SETTLE$CHAT" in *[!0-9]*) echo "BOTS, RAMP, DURATION, BROADCAST_MS, SETTLE and CHAT_EVERY are whole numbers" >&2; exit 2;; esac
@@ -24,6 +24,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 R=${R:-$ROOT/target/release}
 D=${TMPDIR:-/tmp}/rc-load-$N-$BC; rm -rf "$D"; mkdir -p "$D"
 printf 'password_hash = "fast"\nbroadcast_ms = %s\n' "$BC" > $D/gw.toml
+# GW_TOML: more lines for the gateway's configuration (e.g. input_budgets, to measure the
+# zone's own defences with the gateway's budgets opened wide).
+[ -n "${GW_TOML:-}" ] && printf '%s\n' "$GW_TOML" >> $D/gw.toml
 export GATEWAY_CLUSTER_SECRET=load-secret-0123456789abcdef0123456789 ZONE_NODE_CLUSTER_SECRET=load-secret-0123456789abcdef0123456789
 SA=(); [ "${STANDALONE:-0}" = 1 ] && SA=(--standalone)
 $R/gateway "${SA[@]}" --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:28000 --internal-listen 127.0.0.1:28001 --admin-listen 127.0.0.1:28080 > $D/gw.log 2>&1 &
