@@ -79,6 +79,16 @@ pub struct NodeConfig {
     /// Pickup reach: XZ distance from the player to the item (Realm Crafter's squared
     /// `InteractDist` 400 is a radius of 20); `0 < r <= 1000`.
     pub pickup_radius: f32,
+    /// Tick watchdog: an instance that has not completed a tick for this long (ms) is
+    /// stuck: logged, counted, reported in the heartbeat, and the node is not ready
+    /// (`/readyz` answers 503) until it ticks again or is given up.
+    pub stuck_tick_ms: u64,
+    /// Tick watchdog: an instance stuck this long (ms, since its last tick) is given up:
+    /// dropped by the node (its later output fenced off) and re-placed by the gateway,
+    /// its players put back from their last saves. 0: never give up.
+    pub give_up_tick_ms: u64,
+    /// Test hooks on the admin endpoint (`POST /test/stall`): never in production.
+    pub test_hooks: bool,
 }
 
 /// The longest ground item lifetime accepted: 7 days.
@@ -133,6 +143,9 @@ impl Default for NodeConfig {
             ground_item_lifetime_ms: GroundConfig::LIFETIME_MS,
             ground_item_cap: GroundConfig::CAP,
             pickup_radius: GroundConfig::PICKUP_RADIUS,
+            stuck_tick_ms: 2_000,
+            give_up_tick_ms: 10_000,
+            test_hooks: false,
         }
     }
 }
@@ -176,6 +189,9 @@ impl Settings for NodeConfig {
             "ground_item_lifetime_ms" => self.ground_item_lifetime_ms = num(value)?,
             "ground_item_cap" => self.ground_item_cap = num(value)?,
             "pickup_radius" => self.pickup_radius = num(value)?,
+            "stuck_tick_ms" => self.stuck_tick_ms = num(value)?,
+            "give_up_tick_ms" => self.give_up_tick_ms = num(value)?,
+            "test_hooks" => self.test_hooks = boolean(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -250,6 +266,17 @@ impl NodeConfig {
         }
         if !(self.pickup_radius > 0.0 && self.pickup_radius <= 1000.0) {
             return bad("pickup_radius", "must be a number above 0 and at most 1000");
+        }
+        if !(100..=600_000).contains(&self.stuck_tick_ms) {
+            return bad("stuck_tick_ms", "must be 100..=600000");
+        }
+        if self.give_up_tick_ms != 0
+            && !(self.stuck_tick_ms..=3_600_000).contains(&self.give_up_tick_ms)
+        {
+            return bad(
+                "give_up_tick_ms",
+                "must be 0 (never) or between stuck_tick_ms and 3600000",
+            );
         }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();
@@ -356,6 +383,8 @@ mod tests {
             ("ground_item_lifetime_ms", "604800001"),
             ("pickup_radius", "0"),
             ("pickup_radius", "NaN"),
+            ("stuck_tick_ms", "10"),
+            ("give_up_tick_ms", "500"),
         ] {
             let mut c = ok();
             c.apply_overrides([(key, value)]).unwrap();

@@ -162,10 +162,12 @@ impl Control {
             return;
         };
         let trace = Trace::Transfer(id);
+        // A stuck instance (its node's watchdog says so) takes no one until it ticks again
+        // or is placed anew.
         let ready = self
             .dir
             .placement(&key)
-            .filter(|p| p.ready)
+            .filter(|p| p.ready && !p.stuck)
             .map(|p| (p.node.clone(), p.generation));
         // A draining node takes no one: wait until its instance is placed elsewhere.
         let usable =

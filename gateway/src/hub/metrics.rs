@@ -178,6 +178,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_handoff_latency_seconds",
         "From a node's Transfer to the commit sent to its destination.",
     ),
+    (
+        "rc_gateway_instances_stuck_total",
+        "Times a node reported an AreaInstance stuck (its tick watchdog: no tick completed for stuck_tick_ms); no new player goes to it meanwhile.",
+    ),
+    (
+        "rc_gateway_instances_given_up_total",
+        "AreaInstances a node's tick watchdog gave up: placed anew with a new generation, their players put back from their last saves.",
+    ),
 ];
 
 shared::counters! {
@@ -294,6 +302,10 @@ shared::counters! {
         bytes_down_stream => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "stream"];
         /// Payload bytes of the datagrams sent to clients.
         bytes_down_datagram => "rc_gateway_client_bytes_total" ["direction" = "down", "kind" = "datagram"];
+        /// AreaInstances a node reported stuck (its tick watchdog).
+        instances_stuck => "rc_gateway_instances_stuck_total";
+        /// AreaInstances a node's tick watchdog gave up (placed anew).
+        instances_given_up => "rc_gateway_instances_given_up_total";
     }
     extra {
         /// From a node's `Transfer` to the commit sent to its destination
