@@ -805,7 +805,7 @@ fn an_orphan_that_moves_inside_its_node_is_detached_where_it_now_lives() {
 // ----- the tick watchdog ---------------------------------------------------------------
 
 /// n1's heartbeat: every listed instance with its tick age and whether it is stuck.
-fn heartbeat(loads: &[(InstanceKey, u64, bool)]) -> Msg {
+fn watch_heartbeat(loads: &[(InstanceKey, u64, bool)]) -> Msg {
     Msg::Heartbeat {
         instances: u32::try_from(loads.len()).unwrap(),
         players: 0,
@@ -832,7 +832,7 @@ fn counted(a: &[Action], c: Count) -> usize {
 fn a_stuck_instance_takes_no_login_until_it_ticks_again() {
     let mut cl = Cluster::new();
     cl.up("n1", 1, Vec::new());
-    let a = cl.msg("n1", heartbeat(&[(key("Meadow", 0), 2_500, true)]));
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 2_500, true)]));
     assert_eq!(counted(&a, Count::InstanceStuck), 1, "{a:?}");
     assert!(cl.c.dir.placement(&key("Meadow", 0)).unwrap().stuck);
     // Ann's login waits: no AttachPlayer into the frozen instance.
@@ -844,10 +844,10 @@ fn a_stuck_instance_takes_no_login_until_it_ticks_again() {
         "{a:?}"
     );
     // Said once, not at every heartbeat.
-    let a = cl.msg("n1", heartbeat(&[(key("Meadow", 0), 3_000, true)]));
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 3_000, true)]));
     assert_eq!(counted(&a, Count::InstanceStuck), 0, "{a:?}");
     // It ticks again: the login goes on.
-    let a = cl.msg("n1", heartbeat(&[(key("Meadow", 0), 20, false)]));
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 20, false)]));
     assert!(
         sent(&a)
             .iter()
@@ -868,12 +868,12 @@ fn a_node_with_a_stuck_instance_gets_new_instances_only_when_no_other_node_can_t
         other => panic!("{other:?}"),
     };
     assert_eq!(place(&mut cl, key("Meadow", 3)), "n2");
-    cl.msg("n2", heartbeat(&[(key("Meadow", 3), 2_500, true)]));
+    cl.msg("n2", watch_heartbeat(&[(key("Meadow", 3), 2_500, true)]));
     // n2 is still the less loaded, but its instance is stuck: n1 gets the next one.
     assert_eq!(place(&mut cl, key("Meadow", 4)), "n1");
     // Both have a stuck instance: the less loaded takes it (on a thread that is not stuck;
     // a single node, `--standalone`, must take back what its watchdog gave up).
-    cl.msg("n1", heartbeat(&[(key("Meadow", 4), 2_500, true)]));
+    cl.msg("n1", watch_heartbeat(&[(key("Meadow", 4), 2_500, true)]));
     assert_eq!(place(&mut cl, key("Meadow", 5)), "n2");
 }
 
@@ -891,7 +891,7 @@ fn an_instance_given_up_by_its_node_is_placed_anew_and_its_players_put_back_with
         .unwrap();
     let meadow = key("Meadow", 0);
     let g = cl.gens[&("n1".to_owned(), meadow.clone())];
-    cl.msg("n1", heartbeat(&[(meadow.clone(), 2_500, true)]));
+    cl.msg("n1", watch_heartbeat(&[(meadow.clone(), 2_500, true)]));
     let a = cl.msg(
         "n1",
         Msg::InstanceGivenUp {
@@ -964,7 +964,7 @@ fn a_given_up_instance_goes_to_another_node_while_its_own_has_another_stuck() {
     // Two instances of n1 shared the frozen thread: both stuck.
     cl.msg(
         "n1",
-        heartbeat(&[
+        watch_heartbeat(&[
             (meadow.clone(), 2_500, true),
             (key("Darkwood", 0), 2_400, true),
         ]),

@@ -1832,6 +1832,88 @@ mod tests {
     }
 
     #[test]
+    fn a_stuck_instance_is_given_up_alone_and_fenced() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            let other = InstanceKey {
+                area: key.area.clone(),
+                instance: 1,
+            };
+            reg.assign(key.clone(), 4).unwrap();
+            reg.assign(other.clone(), 5).unwrap();
+            reg.attach(
+                7,
+                &key,
+                4,
+                1,
+                false,
+                ActorState::default(),
+                Arrival::Saved,
+            )
+            .unwrap();
+            sent(&mut rx);
+            assert!(reg.is_ready());
+            // The actors never run here (the test does not yield): only a tick age grows.
+            // `other` has just ticked; `key` has not for a while.
+            reg.set_watchdog(watchdog::Thresholds {
+                stuck_ms: 5,
+                give_up_ms: 50,
+            });
+            std::thread::sleep(Duration::from_millis(10));
+            reg.instance(&other)
+                .unwrap()
+                .last_tick
+                .store(reg.now_ms(), Ordering::Relaxed);
+            let v = reg.watchdog_check();
+            assert!(
+                matches!(v.as_slice(), [watchdog::Verdict::Stuck { key: k, .. }] if *k == key),
+                "{v:?}"
+            );
+            assert!(!reg.is_ready());
+            assert_eq!(reg.stuck_instances(), vec![key.clone()]);
+            let loads = reg.loads();
+            let stuck: Vec<(bool, bool)> = loads
+                .iter()
+                .map(|l| (l.stuck, l.tick_age_ms >= 5))
+                .collect();
+            assert_eq!(stuck, vec![(true, true), (false, false)]);
+            std::thread::sleep(Duration::from_millis(50));
+            reg.instance(&other)
+                .unwrap()
+                .last_tick
+                .store(reg.now_ms(), Ordering::Relaxed);
+            let h = reg.instance(&key).unwrap();
+            let v = reg.watchdog_check();
+            assert!(
+                matches!(v.as_slice(), [watchdog::Verdict::GiveUp { key: k, generation: 4, .. }] if *k == key),
+                "{v:?}"
+            );
+            // Dropped with its session, fenced, and the gateway told; the other instance
+            // stays, and the node is ready again.
+            assert!(reg.instance(&key).is_none());
+            assert!(reg.instance(&other).is_some());
+            assert_eq!(reg.session_instance(7), None);
+            assert!(h.fenced.load(Ordering::Relaxed));
+            assert_eq!(reg.generation_of_copy(&key, &h.fenced), 0);
+            assert!(reg.is_ready());
+            assert!(sent(&mut rx).contains(&Msg::InstanceGivenUp {
+                key: key.clone(),
+                generation: 4,
+                sessions: vec![7],
+            }));
+            assert_eq!(Metrics::get(&reg.metrics.stuck_instances), 1);
+            assert_eq!(Metrics::get(&reg.metrics.given_up), 1);
+            // Nothing reaches it any more; a second give-up is nothing.
+            assert!(reg.client_frames(7, &[]).is_err());
+            assert!(!reg.give_up(&key, 4));
+            // Placed anew (a new generation): a fresh instance, not stuck.
+            reg.assign(key.clone(), 9).unwrap();
+            assert_eq!(reg.generation_of(&key), 9);
+            assert!(reg.watchdog_check().is_empty());
+        });
+    }
+
+    #[test]
     fn every_zone_gets_the_super_globals_new_ones_first_and_then_each_change() {
         actix::System::new().block_on(async {
             let (reg, _rx, key) = registry();
