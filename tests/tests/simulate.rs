@@ -67,6 +67,7 @@ fn a_seed_replays_exactly() {
 fn schedules_exercise_handoffs_recoveries_and_faults() {
     let opts = Options::default();
     let (mut handoffs, mut recoveries, mut restarts, mut kills, mut pauses) = (0, 0, 0, 0, 0);
+    let mut given_up = 0;
     for seed in 0..100 {
         let r = simulate::run(seed, &opts);
         handoffs += r.handoffs;
@@ -78,6 +79,11 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
             .count();
         kills += r.trace.iter().filter(|l| l.contains(" killed")).count();
         pauses += r.trace.iter().filter(|l| l.contains(" paused for")).count();
+        given_up += r
+            .trace
+            .iter()
+            .filter(|l| l.contains("(its tick froze)"))
+            .count();
     }
     assert!(handoffs > 200, "{handoffs} handoffs");
     assert!(recoveries > 50, "{recoveries} recoveries");
@@ -85,6 +91,8 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
         restarts > 20 && kills > 50 && pauses > 50,
         "{restarts} {kills} {pauses}"
     );
+    // The tick watchdog giving one instance of a node up (issue 36).
+    assert!(given_up > 20, "{given_up} instances given up");
 }
 
 /// The seeds that found bugs, each named by what it found (docs/testing.md has the

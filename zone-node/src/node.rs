@@ -103,7 +103,9 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
         actix::spawn(async move {
             match crate::admin::serve(addr, reg, hooks).await {
                 Ok(bound) => {
-                    tracing::info!("zone node admin on http://{bound} (/healthz, /metrics)")
+                    tracing::info!(
+                        "zone node admin on http://{bound} (/healthz, /readyz, /metrics)"
+                    )
                 }
                 Err(e) => tracing::error!(%addr, error = %e, "admin endpoint could not bind"),
             }

@@ -980,13 +980,14 @@ fn a_given_up_instance_goes_to_another_node_while_its_own_has_another_stuck() {
     assert!(
         sent(&a)
             .iter()
-            .any(|(n, m)| n == "n2" && matches!(m, Msg::AssignInstance { key, .. } if *key == meadow)),
+            .any(|(n, m)| n == "n2"
+                && matches!(m, Msg::AssignInstance { key, .. } if *key == meadow)),
         "{a:?}"
     );
     assert!(
-        sent(&a).iter().any(
-            |(n, m)| n == "n2" && matches!(m, Msg::Transfer(t) if t.session == Some(1))
-        ),
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2" && matches!(m, Msg::Transfer(t) if t.session == Some(1))),
         "{a:?}"
     );
 }

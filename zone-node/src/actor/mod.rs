@@ -430,9 +430,7 @@ impl Registry {
             world,
             scripts,
             out,
-            next_arbiter_id: AtomicU64::new(
-                u64::try_from(arbiters.len()).unwrap_or(u64::MAX),
-            ),
+            next_arbiter_id: AtomicU64::new(u64::try_from(arbiters.len()).unwrap_or(u64::MAX)),
             arbiters: Mutex::new((0u64..).zip(arbiters).collect()),
             next_arbiter: AtomicUsize::new(0),
             epoch: Instant::now(),

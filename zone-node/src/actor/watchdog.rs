@@ -104,11 +104,8 @@ impl Watchdog {
         let mut out = Vec::new();
         let listed: BTreeMap<&InstanceKey, &Observed> = seen.iter().map(|o| (&o.key, o)).collect();
         // Forgotten: no longer hosted, or another copy (generation) of the key.
-        self.stuck.retain(|k, e| {
-            listed
-                .get(k)
-                .is_some_and(|o| o.generation == e.generation)
-        });
+        self.stuck
+            .retain(|k, e| listed.get(k).is_some_and(|o| o.generation == e.generation));
         for o in seen {
             let stuck_now = o.age_ms > t.stuck_ms;
             match self.stuck.get_mut(&o.key) {

@@ -260,8 +260,7 @@ impl ZoneActor {
             // Given up while this tick ran: its players live elsewhere now.
             return;
         }
-        self.last_tick
-            .store(self.reg.now_ms(), Ordering::Relaxed);
+        self.last_tick.store(self.reg.now_ms(), Ordering::Relaxed);
         if self.stopping && ran > 0 {
             self.stop_ticks += 1;
             if self.players.is_empty() || self.stop_ticks > 100 {
