@@ -186,6 +186,16 @@ async fn a_stuck_instance_is_given_up_its_player_comes_back_and_the_others_play_
     .await
     .unwrap();
     assert!(stuck_total >= 1.0, "counted: {stuck_total}");
+    // The new families keep Prometheus' conventions.
+    let (_, body) = tokio::task::spawn_blocking(move || http_get(admin, "/metrics"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        shared::metrics_text::lint(&body),
+        Vec::<String>::new(),
+        "{body}"
+    );
     c.wait_for("the gateway to show Darkwood#5 stuck", |v| {
         v.nodes
             .iter()

@@ -45,7 +45,7 @@ pub fn render(reg: &Registry) -> String {
         if reg.is_ready() { 1.0 } else { 0.0 },
     );
     t.gauge(
-        "rc_zone_stuck_instances",
+        "rc_zone_instances_stuck",
         "Instances the tick watchdog holds stuck now (not yet given up).",
         reg.stuck_instances().len() as f64,
     );
