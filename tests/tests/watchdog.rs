@@ -203,6 +203,28 @@ async fn a_stuck_instance_is_given_up_its_player_comes_back_and_the_others_play_
             .any(|i| i.area == "Darkwood" && i.instance == 5 && i.stuck && i.tick_age_ms >= 1_000)
     })
     .await;
+    // And on its /metrics (what a `--standalone` gateway, whose node has no admin
+    // endpoint, shows), in Prometheus' conventions.
+    let gw_admin = c.gw.admin_addr;
+    let (_, gm) = tokio::task::spawn_blocking(move || http_get(gw_admin, "/metrics"))
+        .await
+        .unwrap()
+        .unwrap();
+    let series =
+        "rc_gateway_instance_tick_age_seconds{node=\"n1\",area=\"Darkwood\",area_instance=\"5\"}";
+    let gw_age: f64 = gm
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in {gm}"));
+    assert!(gw_age >= 1.0, "{gw_age}");
+    assert!(gm.contains(
+        "rc_gateway_instance_stuck{node=\"n1\",area=\"Darkwood\",area_instance=\"5\"} 1"
+    ));
+    assert_eq!(
+        shared::metrics_text::lint(&gm),
+        Vec::<String>::new(),
+        "{gm}"
+    );
 
     // Given up and placed anew: Ann is put back (without reconnecting) from her last
     // checkpoint, into a new generation of Darkwood#5.
