@@ -91,8 +91,21 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
     actix::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last = std::time::Instant::now();
         loop {
             tick.tick().await;
+            let gap = last.elapsed();
+            last = std::time::Instant::now();
+            if gap > (every * 4).max(Duration::from_secs(1)) {
+                // The watchdog itself was held up: the whole process was (SIGSTOP, a VM
+                // paused, swapping), not one instance. Every instance gets a look's time
+                // to tick before any is judged.
+                tracing::warn!(
+                    gap_ms = gap.as_millis(),
+                    "the tick watchdog was held up (the process paused?): skipping a look"
+                );
+                continue;
+            }
             reg.watchdog_check();
         }
     });
