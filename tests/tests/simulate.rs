@@ -133,6 +133,10 @@ fn regression_seeds() {
         (48_324, "paused source restored its copy"),
         // The final checks ran between a handoff inside a node and its `PlayerMoved`.
         (90_146, "final check raced a local handoff"),
+        // A prepared destination given up by its node's watchdog (issue 36) while the
+        // placement was held after a gateway restart: the transfer was refused at once
+        // although its source had committed, and the player was lost.
+        (106_832, "prepared destination given up"),
     ];
     let opts = Options::default();
     for (seed, what) in found {

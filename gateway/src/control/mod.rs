@@ -1542,7 +1542,7 @@ impl Control {
         tracing::error!(node, instance = %key, generation, players = sessions.len(),
             "instance given up by its node's watchdog: re-placing it and recovering its players");
         // Transfers whose destination it was go out again once it is placed anew.
-        self.transfers_dest_withdrawn(node, &key, chars);
+        self.transfers_dest_given_up(node, &key);
         self.apply(actions, Trace::Current, chars);
         // Anyone still waiting for it (a login, a transfer, a recovery) needs a placement.
         if self.waiting.contains_key(&key)
