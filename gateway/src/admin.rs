@@ -196,6 +196,13 @@ pub struct InstanceView {
     pub npcs: u64,
     /// 99th percentile tick time, in milliseconds.
     pub tick_p99_ms: f64,
+    /// Time since it last completed a tick, in milliseconds: its node's last report plus
+    /// the time since that report (the tick watchdog's measure; a frozen instance's grows).
+    #[serde(default)]
+    pub tick_age_ms: u64,
+    /// Its node's watchdog holds it stuck: no new player goes to it.
+    #[serde(default)]
+    pub stuck: bool,
 }
 
 /// An AreaInstance with no node.
@@ -510,6 +517,8 @@ mod tests {
                     players: 2,
                     npcs: 30,
                     tick_p99_ms: 1.5,
+                    tick_age_ms: 20,
+                    stuck: false,
                 }],
             }],
             unplaced: vec![UnplacedInstance {
@@ -520,7 +529,7 @@ mod tests {
         let json = serde_json::to_string(&v).unwrap();
         assert_eq!(
             json,
-            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5}]}],"unplaced":[{"area":"Dark Wood","instance":1}]}"#
+            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}]}"#
         );
         let back: ClusterView = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v);

@@ -99,6 +99,11 @@ pub struct Placement {
     pub npcs: u32,
     /// Tick duration p99 (µs), from the node's last report.
     pub tick_p99_us: u32,
+    /// Time since the instance last completed a tick (ms), from the node's last report.
+    pub tick_age_ms: u64,
+    /// The node's watchdog holds it stuck (last report): no new player is sent to it, and
+    /// nothing new is placed on its node.
+    pub stuck: bool,
 }
 
 /// The directory.
@@ -185,7 +190,16 @@ impl Directory {
         (ratio, node.players, node.id.clone())
     }
 
-    /// The least loaded node that can take one more instance.
+    /// Whether `id` hosts an instance its watchdog holds stuck (it is not ready: nothing
+    /// new is placed on it while another node can take it).
+    pub fn has_stuck(&self, id: &str) -> bool {
+        self.placements.values().any(|p| p.node == id && p.stuck)
+    }
+
+    /// The least loaded node that can take one more instance, a node with a stuck
+    /// instance only when no other can (it places the instance on a thread of its own
+    /// that is not stuck; a single node, `--standalone`, must be able to take back what
+    /// its watchdog gave up).
     fn pick(&self) -> Option<NodeId> {
         self.nodes
             .values()
@@ -193,7 +207,7 @@ impl Directory {
             .filter(|n| {
                 u32::try_from(self.instances_of(&n.id).len()).unwrap_or(u32::MAX) < n.capacity
             })
-            .min_by_key(|n| self.load(n))
+            .min_by_key(|n| (self.has_stuck(&n.id), self.load(n)))
             .map(|n| n.id.clone())
     }
 
@@ -209,6 +223,8 @@ impl Directory {
                 players: 0,
                 npcs: 0,
                 tick_p99_us: 0,
+                tick_age_ms: 0,
+                stuck: false,
             },
         );
         Some(Action::Assign {
@@ -375,6 +391,8 @@ impl Directory {
                 players: 0,
                 npcs: 0,
                 tick_p99_us: 0,
+                tick_age_ms: 0,
+                stuck: false,
             },
         );
     }
@@ -422,6 +440,45 @@ impl Directory {
             p.npcs = npcs;
             p.tick_p99_us = tick_p99_us;
         }
+    }
+
+    /// The tick watchdog's figures for one instance from `id`'s report: its tick age and
+    /// whether it is stuck. Returns whether it was stuck before (so a caller can wake
+    /// what waits for it once it is not).
+    pub fn instance_watch(
+        &mut self,
+        id: &str,
+        key: &InstanceKey,
+        tick_age_ms: u64,
+        stuck: bool,
+    ) -> bool {
+        match self.placements.get_mut(key) {
+            Some(p) if p.node == id => {
+                let was = p.stuck;
+                p.tick_age_ms = tick_age_ms;
+                p.stuck = stuck;
+                was
+            }
+            _ => false,
+        }
+    }
+
+    /// `id`'s watchdog gave `key` up at `generation` (it dropped it; `InstanceGivenUp`):
+    /// the placement goes, the instance is lost (its players are put back from their last
+    /// saves) and, when wanted, placed again with a new generation on the least loaded
+    /// ready node (possibly `id` again: it runs the new copy on a fresh arbiter). Stale
+    /// (another generation or node): nothing.
+    pub fn given_up(&mut self, id: &str, key: &InstanceKey, generation: Generation) -> Vec<Action> {
+        if !self.owns(id, key, generation) {
+            return Vec::new();
+        }
+        self.placements.remove(key);
+        let mut out = vec![Action::Lost {
+            key: key.clone(),
+            node: id.to_owned(),
+        }];
+        out.extend(self.replace_lost(&out));
+        out
     }
 
     /// Whether `id` owns `key` at exactly `generation`: what a zone's checkpoint group must

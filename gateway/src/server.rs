@@ -465,6 +465,18 @@ impl AdminSource for Admin {
                     &labels,
                     i.tick_p99_ms / 1000.0,
                 );
+                t.gauge_with(
+                    "rc_gateway_instance_tick_age_seconds",
+                    "Time since the AreaInstance last completed a tick (its node's tick watchdog; also under --standalone).",
+                    &labels,
+                    i.tick_age_ms as f64 / 1000.0,
+                );
+                t.gauge_with(
+                    "rc_gateway_instance_stuck",
+                    "1 while the AreaInstance's node holds it stuck (no new player goes to it).",
+                    &labels,
+                    if i.stuck { 1.0 } else { 0.0 },
+                );
             }
         }
         t.render()

@@ -73,6 +73,7 @@ impl AdminSource for Fake {
                         players: 2,
                         npcs: 12,
                         tick_p99_ms: 0.75,
+                        ..InstanceView::default()
                     },
                     InstanceView {
                         area: "Dark Wood".into(),
@@ -81,6 +82,7 @@ impl AdminSource for Fake {
                         players: 1,
                         npcs: 0,
                         tick_p99_ms: 0.5,
+                        ..InstanceView::default()
                     },
                 ],
             }],

@@ -178,12 +178,23 @@ impl Cluster {
         name: &str,
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> (Self, SocketAddr) {
+        Self::start_with_admin_env(name, &[], tweak).await
+    }
+
+    /// As [`start_with_admin_and`](Self::start_with_admin_and), with more of the node's
+    /// environment (`ZONE_NODE_*` settings).
+    pub async fn start_with_admin_env(
+        name: &str,
+        env: &[(&str, &str)],
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> (Self, SocketAddr) {
         let admin = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port");
         let admin_s = admin.to_string();
-        let env = [("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())];
-        let c = Self::start_full(name, &[("n1", 64)], &env, None, tweak).await;
+        let mut all = vec![("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())];
+        all.extend_from_slice(env);
+        let c = Self::start_full(name, &[("n1", 64)], &all, None, tweak).await;
         (c, admin)
     }
 
@@ -214,6 +225,9 @@ impl Cluster {
             .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
             .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
             .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+            // Scenario tests send a player's inputs faster than one plays (250 dialog
+            // answers in a row): the zone's inbox bound is for the flood tests to set.
+            .env("ZONE_NODE_INBOX_PER_PLAYER", "100000")
             .env("ZONE_NODE_CAPACITY", capacity.to_string())
             .envs(self.node_env.iter().map(|(k, v)| (k, v)))
             .env(

@@ -137,9 +137,11 @@ async fn an_equipment_swap_flood_is_dropped_and_its_player_disconnected() {
 /// put, and the bots play on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_zone_holds_an_equipment_swap_flood_the_gateway_let_through() {
-    let (c, admin) = Cluster::start_with_admin_and("flood-zone", |cfg| {
-        cfg.input_kick_drops = 0;
-    })
+    let (c, admin) = Cluster::start_with_admin_env(
+        "flood-zone",
+        &[("ZONE_NODE_INBOX_PER_PLAYER", "64")],
+        |cfg| cfg.input_kick_drops = 0,
+    )
     .await;
     let addr = c.gw.client_addr;
     let stop = Arc::new(AtomicBool::new(false));

@@ -67,6 +67,7 @@ fn a_seed_replays_exactly() {
 fn schedules_exercise_handoffs_recoveries_and_faults() {
     let opts = Options::default();
     let (mut handoffs, mut recoveries, mut restarts, mut kills, mut pauses) = (0, 0, 0, 0, 0);
+    let mut given_up = 0;
     for seed in 0..100 {
         let r = simulate::run(seed, &opts);
         handoffs += r.handoffs;
@@ -78,6 +79,11 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
             .count();
         kills += r.trace.iter().filter(|l| l.contains(" killed")).count();
         pauses += r.trace.iter().filter(|l| l.contains(" paused for")).count();
+        given_up += r
+            .trace
+            .iter()
+            .filter(|l| l.contains("(its tick froze)"))
+            .count();
     }
     assert!(handoffs > 200, "{handoffs} handoffs");
     assert!(recoveries > 50, "{recoveries} recoveries");
@@ -85,6 +91,8 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
         restarts > 20 && kills > 50 && pauses > 50,
         "{restarts} {kills} {pauses}"
     );
+    // The tick watchdog giving one instance of a node up (issue 36).
+    assert!(given_up > 20, "{given_up} instances given up");
 }
 
 /// The seeds that found bugs, each named by what it found (docs/testing.md has the
@@ -125,6 +133,10 @@ fn regression_seeds() {
         (48_324, "paused source restored its copy"),
         // The final checks ran between a handoff inside a node and its `PlayerMoved`.
         (90_146, "final check raced a local handoff"),
+        // A prepared destination given up by its node's watchdog (issue 36) while the
+        // placement was held after a gateway restart: the transfer was refused at once
+        // although its source had committed, and the player was lost.
+        (106_832, "prepared destination given up"),
     ];
     let opts = Options::default();
     for (seed, what) in found {

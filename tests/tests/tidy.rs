@@ -360,6 +360,7 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("gateway/src/control"),
         root.join("gateway/src/party.rs"),
         root.join("gateway/src/script_store.rs"),
+        root.join("zone-node/src/actor/watchdog.rs"),
     ];
     let banned = [
         "DashMap",

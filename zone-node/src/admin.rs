@@ -1,7 +1,9 @@
 //! The zone node's admin HTTP endpoint, off unless `admin_listen` is set: `/healthz`
-//! (200 while the node runs) and `/metrics` (Prometheus text: per instance players,
-//! actors, ticks, overruns, tick p99 and histograms of tick and phase durations; node-wide
-//! handoffs, rejections by reason, refused messages and dropped output).
+//! (liveness: 200 while the process serves), `/readyz` (readiness: 503 while an instance
+//! is stuck or the node drains) and `/metrics` (Prometheus text: per instance players,
+//! actors, ticks, overruns, tick p99, tick age and histograms of tick and phase durations;
+//! node-wide handoffs, rejections by reason, refused messages, dropped output, the
+//! watchdog's counters). With `test_hooks`, `POST /test/stall` blocks one instance's tick.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +39,30 @@ pub fn render(reg: &Registry) -> String {
         "AreaInstances hosted.",
         reg.instance_count() as f64,
     );
+    t.gauge(
+        "rc_zone_ready",
+        "1 while the node takes new players (no instance stuck, not draining), else 0.",
+        if reg.is_ready() { 1.0 } else { 0.0 },
+    );
+    t.gauge(
+        "rc_zone_instances_stuck",
+        "Instances the tick watchdog holds stuck now (not yet given up).",
+        reg.stuck_instances().len() as f64,
+    );
+    // Computed now, from each instance's last completed tick: a frozen instance's grows
+    // even though it publishes nothing else.
+    for (key, age_ms) in reg.tick_ages() {
+        let inst = key.instance.to_string();
+        t.gauge_with(
+            "rc_zone_instance_tick_age_seconds",
+            "Time since the instance last completed a tick (the tick watchdog's measure).",
+            &[
+                ("area", key.area.as_str()),
+                ("area_instance", inst.as_str()),
+            ],
+            age_ms as f64 / 1e3,
+        );
+    }
     for (key, s) in reg.all_stats() {
         let inst = key.instance.to_string();
         let labels = [
@@ -143,14 +169,73 @@ async fn healthz() -> Response {
     (StatusCode::OK, "ok").into_response()
 }
 
-/// Bind `addr` and serve until the process ends; returns the bound address.
-pub async fn serve(addr: SocketAddr, reg: Arc<Registry>) -> std::io::Result<SocketAddr> {
+/// Readiness: 200 while the node takes new players; 503 naming the stuck instances (or
+/// the drain) otherwise.
+async fn readyz(State(reg): State<Arc<Registry>>) -> Response {
+    if reg.is_ready() {
+        return (StatusCode::OK, "ready").into_response();
+    }
+    let stuck = reg.stuck_instances();
+    let body = if stuck.is_empty() {
+        "not ready: draining".to_owned()
+    } else {
+        let names: Vec<String> = stuck.iter().map(ToString::to_string).collect();
+        format!("not ready: stuck instances: {}", names.join(", "))
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+}
+
+/// `area`, `instance` and `ms` of a `/test/stall` query (`+` or `%20` for a space).
+fn stall_query(q: &str) -> Option<(shared::internal::InstanceKey, u64)> {
+    let (mut area, mut instance, mut ms) = (None, None, None);
+    for pair in q.split('&') {
+        let (k, v) = pair.split_once('=')?;
+        match k {
+            "area" => area = Some(v.replace("%20", " ").replace('+', " ")),
+            "instance" => instance = v.parse::<u16>().ok(),
+            "ms" => ms = v.parse::<u64>().ok(),
+            _ => {}
+        }
+    }
+    Some((
+        shared::internal::InstanceKey {
+            area: area?,
+            instance: instance?,
+        },
+        ms?.min(600_000),
+    ))
+}
+
+/// Test hook: the instance's next tick blocks its arbiter for `ms`.
+async fn stall(State(reg): State<Arc<Registry>>, uri: axum::http::Uri) -> Response {
+    let Some((key, ms)) = uri.query().and_then(stall_query) else {
+        return (StatusCode::BAD_REQUEST, "expected ?area=&instance=&ms=").into_response();
+    };
+    if reg.inject_stall(&key, std::time::Duration::from_millis(ms)) {
+        tracing::warn!(instance = %key, ms, "test hook: stalling the instance's next tick");
+        (StatusCode::OK, "stalling").into_response()
+    } else {
+        (StatusCode::NOT_FOUND, "no such instance here").into_response()
+    }
+}
+
+/// Bind `addr` and serve until the process ends; returns the bound address. `test_hooks`
+/// adds `POST /test/stall`.
+pub async fn serve(
+    addr: SocketAddr,
+    reg: Arc<Registry>,
+    test_hooks: bool,
+) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
-        .with_state(reg);
+        .route("/readyz", get(readyz));
+    if test_hooks {
+        app = app.route("/test/stall", axum::routing::post(stall));
+    }
+    let app = app.with_state(reg);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!(error = %e, "admin endpoint stopped");

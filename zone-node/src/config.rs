@@ -93,6 +93,16 @@ pub struct NodeConfig {
     /// gateway acknowledges only what it stored: a failing store gets it again once it
     /// heals, not only after a reconnect); 100..=600000.
     pub snapshot_resend_ms: u64,
+    /// Tick watchdog: an instance that has not completed a tick for this long (ms) is
+    /// stuck: logged, counted, reported in the heartbeat, and the node is not ready
+    /// (`/readyz` answers 503) until it ticks again or is given up.
+    pub stuck_tick_ms: u64,
+    /// Tick watchdog: an instance stuck this long (ms, since its last tick) is given up:
+    /// dropped by the node (its later output fenced off) and re-placed by the gateway,
+    /// its players put back from their last saves. 0: never give up.
+    pub give_up_tick_ms: u64,
+    /// Test hooks on the admin endpoint (`POST /test/stall`): never in production.
+    pub test_hooks: bool,
 }
 
 /// The longest ground item lifetime accepted: 7 days.
@@ -152,6 +162,9 @@ impl Default for NodeConfig {
             scripts_per_actor: 64,
             scripts_per_zone: 4_096,
             snapshot_resend_ms: 3_000,
+            stuck_tick_ms: 2_000,
+            give_up_tick_ms: 10_000,
+            test_hooks: false,
         }
     }
 }
@@ -200,6 +213,9 @@ impl Settings for NodeConfig {
             "scripts_per_actor" => self.scripts_per_actor = num(value)?,
             "scripts_per_zone" => self.scripts_per_zone = num(value)?,
             "snapshot_resend_ms" => self.snapshot_resend_ms = num(value)?,
+            "stuck_tick_ms" => self.stuck_tick_ms = num(value)?,
+            "give_up_tick_ms" => self.give_up_tick_ms = num(value)?,
+            "test_hooks" => self.test_hooks = boolean(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -287,6 +303,17 @@ impl NodeConfig {
         }
         if !(100..=600_000).contains(&self.snapshot_resend_ms) {
             return bad("snapshot_resend_ms", "must be 100..=600000");
+        }
+        if !(100..=600_000).contains(&self.stuck_tick_ms) {
+            return bad("stuck_tick_ms", "must be 100..=600000");
+        }
+        if self.give_up_tick_ms != 0
+            && !(self.stuck_tick_ms..=3_600_000).contains(&self.give_up_tick_ms)
+        {
+            return bad(
+                "give_up_tick_ms",
+                "must be 0 (never) or between stuck_tick_ms and 3600000",
+            );
         }
         if let Some(fp) = &self.gateway_cert_sha256 {
             let clean: String = fp.chars().filter(|c| *c != ':').collect();
@@ -393,6 +420,8 @@ mod tests {
             ("ground_item_lifetime_ms", "604800001"),
             ("pickup_radius", "0"),
             ("pickup_radius", "NaN"),
+            ("stuck_tick_ms", "10"),
+            ("give_up_tick_ms", "500"),
         ] {
             let mut c = ok();
             c.apply_overrides([(key, value)]).unwrap();

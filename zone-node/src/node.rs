@@ -5,6 +5,7 @@
 //! arbiters). `main.rs` and the integration tests both use it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Arbiter;
 use shared::content::World;
@@ -43,6 +44,8 @@ impl NodeHandle {
         for a in &self.arbiters {
             a.stop();
         }
+        // Arbiters started in place of stuck ones too.
+        self.registry.stop_arbiters();
         r
     }
 }
@@ -82,13 +85,45 @@ pub fn start(cfg: NodeConfig, world: World) -> NodeHandle {
         out_tx,
         handles,
     );
+    registry.set_watchdog(crate::actor::watchdog::Thresholds {
+        stuck_ms: cfg.stuck_tick_ms,
+        give_up_ms: cfg.give_up_tick_ms,
+    });
+    // The tick watchdog runs here, on the system's arbiter (the link's), never on a zone
+    // arbiter: a stuck zone cannot stop it.
+    let reg = registry.clone();
+    let every = Duration::from_millis((cfg.stuck_tick_ms / 4).clamp(25, 250));
+    actix::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last = std::time::Instant::now();
+        loop {
+            tick.tick().await;
+            let gap = last.elapsed();
+            last = std::time::Instant::now();
+            if gap > (every * 4).max(Duration::from_secs(1)) {
+                // The watchdog itself was held up: the whole process was (SIGSTOP, a VM
+                // paused, swapping), not one instance. Every instance gets a look's time
+                // to tick before any is judged.
+                tracing::warn!(
+                    gap_ms = gap.as_millis(),
+                    "the tick watchdog was held up (the process paused?): skipping a look"
+                );
+                continue;
+            }
+            reg.watchdog_check();
+        }
+    });
     let (shutdown, shutdown_rx) = watch::channel(false);
     if let Some(addr) = cfg.admin_listen {
         let reg = registry.clone();
+        let hooks = cfg.test_hooks;
         actix::spawn(async move {
-            match crate::admin::serve(addr, reg).await {
+            match crate::admin::serve(addr, reg, hooks).await {
                 Ok(bound) => {
-                    tracing::info!("zone node admin on http://{bound} (/healthz, /metrics)")
+                    tracing::info!(
+                        "zone node admin on http://{bound} (/healthz, /readyz, /metrics)"
+                    )
                 }
                 Err(e) => tracing::error!(%addr, error = %e, "admin endpoint could not bind"),
             }

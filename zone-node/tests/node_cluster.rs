@@ -1216,3 +1216,90 @@ async fn the_admin_endpoint_serves_health_and_metrics() {
     }
     assert_eq!(node.join().await.unwrap(), LinkExit::Drained);
 }
+
+/// The tick watchdog (issue 36): a stalled instance is reported stuck in the heartbeat,
+/// given up alone (the other instance, on the other arbiter, keeps ticking), and what its
+/// tick produces once the stall ends — broadcasts, frames, checkpoints of its player — is
+/// never sent: the player was put back elsewhere from its last save.
+#[actix_rt::test]
+async fn a_stalled_instance_is_given_up_alone_and_its_late_output_is_never_sent() {
+    let gateway = Gateway::new(SECRET);
+    let mut cfg = node_config(gateway.addr());
+    cfg.stuck_tick_ms = 100;
+    cfg.give_up_tick_ms = 400;
+    cfg.persist_every_ms = 100;
+    cfg.validate().unwrap();
+    let world = node::load_world(&cfg).unwrap();
+    let node = node::start(cfg, world);
+    let mut gw = gateway.accept().await;
+    // Placed one after the other: the node's two arbiters.
+    assign(&mut gw, "Meadow", 1).await;
+    assign(&mut gw, "Darkwood", 1).await;
+    attach_at(&mut gw, 21, "Mia", 1).await;
+    let darkwood = |n: &NodeHandle| {
+        n.registry
+            .instance_stats(&key("Darkwood"))
+            .map_or(0, |s| s.ticks)
+    };
+    let stall = Duration::from_millis(1_500);
+    assert!(node.registry.inject_stall(&key("Meadow"), stall));
+    let t0 = tokio::time::Instant::now();
+    // Reported stuck in a heartbeat, then given up.
+    gw.until(|m| match m {
+        Msg::Heartbeat { loads, .. } => loads
+            .iter()
+            .any(|l| l.key == key("Meadow") && l.stuck && l.tick_age_ms > 100)
+            .then_some(()),
+        _ => None,
+    })
+    .await;
+    let before = darkwood(&node);
+    let (sessions, _) = gw
+        .until(|m| match m {
+            Msg::InstanceGivenUp {
+                key: k,
+                generation: 1,
+                sessions,
+            } if *k == key("Meadow") => Some(sessions.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(sessions, vec![21]);
+    assert!(node.registry.instance(&key("Meadow")).is_none());
+    assert_eq!(node.registry.session_instance(21), None);
+    assert!(node.registry.is_ready());
+    // Until well after the stall ended: nothing of Meadow's old copy reaches the gateway,
+    // while Darkwood ticked on throughout.
+    let end = t0 + stall + Duration::from_millis(800);
+    let (_, seen) = gw
+        .until(|_| (tokio::time::Instant::now() > end).then_some(()))
+        .await;
+    let leaked: Vec<&str> = seen
+        .iter()
+        .filter(|m| match m {
+            Msg::Snapshot { session, .. } | Msg::ToClient { session, .. } => *session == 21,
+            Msg::PlayerDetached { session, .. } => *session == 21,
+            Msg::SnapshotGroup(g) => g.key == key("Meadow"),
+            Msg::Broadcast(b) => b.datagrams.iter().any(|d| d.session == 21),
+            Msg::InstanceStopped { key: k, .. } => *k == key("Meadow"),
+            _ => false,
+        })
+        .map(Msg::name)
+        .collect();
+    assert_eq!(leaked, Vec::<&str>::new());
+    assert!(
+        darkwood(&node) > before + 20,
+        "Darkwood kept ticking: {before} → {}",
+        darkwood(&node)
+    );
+    assert_eq!(Metrics::get(&node.registry.metrics.given_up), 1);
+    // Placed anew (a new generation): a fresh copy on a healthy arbiter, ticking.
+    assign(&mut gw, "Meadow", 2).await;
+    eventually(|| {
+        node.registry
+            .instance_stats(&key("Meadow"))
+            .is_some_and(|s| s.ticks > 5)
+    })
+    .await;
+    assert!(node.registry.is_ready());
+}

@@ -162,10 +162,12 @@ impl Control {
             return;
         };
         let trace = Trace::Transfer(id);
+        // A stuck instance (its node's watchdog says so) takes no one until it ticks again
+        // or is placed anew.
         let ready = self
             .dir
             .placement(&key)
-            .filter(|p| p.ready)
+            .filter(|p| p.ready && !p.stuck)
             .map(|p| (p.node.clone(), p.generation));
         // A draining node takes no one: wait until its instance is placed elsewhere.
         let usable =
@@ -447,6 +449,30 @@ impl Control {
         }
         for (key, id) in waits {
             self.wait(key, Waiter::Transfer(id));
+        }
+    }
+
+    /// `node`'s watchdog gave its copy of `key` up: a transfer sent there, prepared or
+    /// not, waits for `key`'s next placement and goes out again once that is ready, as on
+    /// a link loss (the transfer carries the actor, so nothing is lost when the given-up
+    /// copy drops its prepared arrival, even after the source committed). Not refused at
+    /// once when no node can take it yet (placement held after a gateway restart): found
+    /// by the simulator, seed 106,832 (the player was lost).
+    pub(super) fn transfers_dest_given_up(&mut self, node: &str, key: &InstanceKey) {
+        let now = self.now;
+        let mut waits = Vec::new();
+        for (id, t) in &mut self.transfers {
+            if t.forwarded_to.as_deref() != Some(node) || t.key() != *key {
+                continue;
+            }
+            t.forwarded_to = None;
+            t.old_dest = Some(node.to_owned());
+            t.prepared = false;
+            t.deadline = (now + ATTACH_TIMEOUT).min(t.started + MAX_HANDOFF);
+            waits.push(*id);
+        }
+        for id in waits {
+            self.wait(key.clone(), Waiter::Transfer(id));
         }
     }
 

@@ -209,6 +209,10 @@ pub enum Count {
     HandoffCompleted,
     /// A player was put back from its last save.
     Recovery,
+    /// A node reported an instance stuck (its tick watchdog).
+    InstanceStuck,
+    /// A node's tick watchdog gave an instance up; it was placed anew.
+    InstanceGivenUp,
 }
 
 /// How a node's link ends ([`Action::CloseLink`]).
@@ -1003,10 +1007,12 @@ impl Control {
         // In the login's trace: the placement it waits for, and the AttachPlayer.
         let trace = Trace::Login(session);
         let key = p.key.clone();
+        // A stuck instance (its node's watchdog says so) takes no one until it ticks again
+        // or is given up and placed anew.
         let ready = self
             .dir
             .placement(&key)
-            .filter(|pl| pl.ready)
+            .filter(|pl| pl.ready && !pl.stuck)
             .map(|pl| (pl.node.clone(), pl.generation));
         let Some((node, generation)) = ready.filter(|(n, _)| self.nodes.contains_key(n)) else {
             tracing::debug!(session, instance = %key, "login waits for its instance");
@@ -1256,17 +1262,45 @@ impl Control {
                 ..
             } => {
                 self.dir.heartbeat(now, node, serial, players, overruns);
+                let was_stuck = self.dir.has_stuck(node);
+                let mut unstuck = Vec::new();
                 for InstanceLoad {
                     key,
                     players,
                     npcs,
                     tick_p99_us,
+                    tick_age_ms,
+                    stuck,
                 } in loads
                 {
                     self.dir
                         .instance_load(node, &key, players, npcs, tick_p99_us);
+                    let before = self.dir.instance_watch(node, &key, tick_age_ms, stuck);
+                    if before != stuck {
+                        if stuck {
+                            self.count(Count::InstanceStuck);
+                            tracing::warn!(node, instance = %key, tick_age_ms,
+                                "instance stuck on its node: no new player goes to it");
+                        } else {
+                            tracing::info!(node, instance = %key, "instance ticks again");
+                            unstuck.push(key);
+                        }
+                    }
+                }
+                // What waited for an instance that ticks again, then what waited for the
+                // node to take placements again.
+                for key in unstuck {
+                    self.wake(&key, chars);
+                }
+                if was_stuck && !self.dir.has_stuck(node) {
+                    self.node_unstuck(chars);
                 }
             }
+            Msg::InstanceGivenUp {
+                key,
+                generation,
+                sessions,
+            } => self.instance_given_up(node, key, generation, &sessions, chars),
             Msg::InstanceReady { key, generation } => {
                 self.dir.heartbeat(now, node, serial, 0, 0);
                 if self.dir.ready(node, &key, generation) {
@@ -1484,6 +1518,51 @@ impl Control {
             entries,
             ground,
         })));
+    }
+
+    /// A node's tick watchdog gave an instance up (`InstanceGivenUp`): it is lost as a
+    /// lost node's instances are — its players put back from their last saves with new
+    /// fencing tokens, the instance placed again with a new generation — while the node's
+    /// other instances run on. Stale (the node no longer owns it at that generation):
+    /// ignored.
+    fn instance_given_up(
+        &mut self,
+        node: &str,
+        key: InstanceKey,
+        generation: Generation,
+        sessions: &[SessionId],
+        chars: &dyn Characters,
+    ) {
+        let actions = self.dir.given_up(node, &key, generation);
+        if actions.is_empty() {
+            tracing::info!(node, instance = %key, generation, "stale InstanceGivenUp ignored");
+            return;
+        }
+        self.count(Count::InstanceGivenUp);
+        tracing::error!(node, instance = %key, generation, players = sessions.len(),
+            "instance given up by its node's watchdog: re-placing it and recovering its players");
+        // Transfers whose destination it was go out again once it is placed anew.
+        self.transfers_dest_given_up(node, &key);
+        self.apply(actions, Trace::Current, chars);
+        // Anyone still waiting for it (a login, a transfer, a recovery) needs a placement.
+        if self.waiting.contains_key(&key)
+            && let Some(a) = self.dir.ensure(&key)
+        {
+            self.apply(vec![a], Trace::Current, chars);
+        }
+    }
+
+    /// A node took placements again (no instance of it is stuck any more): place what is
+    /// wanted, and whatever logins, transfers and recoveries wait for.
+    fn node_unstuck(&mut self, chars: &dyn Characters) {
+        let mut actions = self.dir.place_wanted();
+        let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
+        for key in waited {
+            if let Some(a) = self.dir.ensure(&key) {
+                actions.push(a);
+            }
+        }
+        self.apply(actions, Trace::Current, chars);
     }
 
     fn node_down(&mut self, node: &str, serial: u64, reason: &str, chars: &dyn Characters) {

@@ -801,3 +801,193 @@ fn an_orphan_that_moves_inside_its_node_is_detached_where_it_now_lives() {
     assert!(a.is_empty(), "{a:?}");
     assert_eq!(cl.c.node_of(1), Some("n1"), "her own copy is untouched");
 }
+
+// ----- the tick watchdog ---------------------------------------------------------------
+
+/// n1's heartbeat: every listed instance with its tick age and whether it is stuck.
+fn watch_heartbeat(loads: &[(InstanceKey, u64, bool)]) -> Msg {
+    Msg::Heartbeat {
+        instances: u32::try_from(loads.len()).unwrap(),
+        players: 0,
+        overruns: 0,
+        loads: loads
+            .iter()
+            .map(|(key, tick_age_ms, stuck)| InstanceLoad {
+                key: key.clone(),
+                players: 0,
+                npcs: 0,
+                tick_p99_us: 1_000,
+                tick_age_ms: *tick_age_ms,
+                stuck: *stuck,
+            })
+            .collect(),
+    }
+}
+
+fn counted(a: &[Action], c: Count) -> usize {
+    a.iter().filter(|x| **x == Action::Count(c)).count()
+}
+
+#[test]
+fn a_stuck_instance_takes_no_login_until_it_ticks_again() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 2_500, true)]));
+    assert_eq!(counted(&a, Count::InstanceStuck), 1, "{a:?}");
+    assert!(cl.c.dir.placement(&key("Meadow", 0)).unwrap().stuck);
+    // Ann's login waits: no AttachPlayer into the frozen instance.
+    let a = cl.login(1, 1);
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::AttachPlayer { .. })),
+        "{a:?}"
+    );
+    // Said once, not at every heartbeat.
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 3_000, true)]));
+    assert_eq!(counted(&a, Count::InstanceStuck), 0, "{a:?}");
+    // It ticks again: the login goes on.
+    let a = cl.msg("n1", watch_heartbeat(&[(key("Meadow", 0), 20, false)]));
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n1" && matches!(m, Msg::AttachPlayer { session: 1, .. })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+}
+
+#[test]
+fn a_node_with_a_stuck_instance_gets_new_instances_only_when_no_other_node_can_take_them() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.up("n2", 2, Vec::new());
+    // n1 took every instance 0; a new instance goes to the less loaded n2.
+    let place = |cl: &mut Cluster, k: InstanceKey| match cl.c.dir.ensure(&k) {
+        Some(directory::Action::Assign { node, .. }) => node,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(place(&mut cl, key("Meadow", 3)), "n2");
+    cl.msg("n2", watch_heartbeat(&[(key("Meadow", 3), 2_500, true)]));
+    // n2 is still the less loaded, but its instance is stuck: n1 gets the next one.
+    assert_eq!(place(&mut cl, key("Meadow", 4)), "n1");
+    // Both have a stuck instance: the less loaded takes it (on a thread that is not stuck;
+    // a single node, `--standalone`, must take back what its watchdog gave up).
+    cl.msg("n1", watch_heartbeat(&[(key("Meadow", 4), 2_500, true)]));
+    assert_eq!(place(&mut cl, key("Meadow", 5)), "n2");
+}
+
+#[test]
+fn an_instance_given_up_by_its_node_is_placed_anew_and_its_players_put_back_with_new_tokens() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    let a = cl.login(1, 1);
+    let first_fence = a
+        .iter()
+        .find_map(|a| match a {
+            Action::HandOut { fence, .. } => Some(*fence),
+            _ => None,
+        })
+        .unwrap();
+    let meadow = key("Meadow", 0);
+    let g = cl.gens[&("n1".to_owned(), meadow.clone())];
+    cl.msg("n1", watch_heartbeat(&[(meadow.clone(), 2_500, true)]));
+    let a = cl.msg(
+        "n1",
+        Msg::InstanceGivenUp {
+            key: meadow.clone(),
+            generation: g,
+            sessions: vec![1],
+        },
+    );
+    assert_eq!(counted(&a, Count::InstanceGivenUp), 1, "{a:?}");
+    assert_eq!(counted(&a, Count::InstanceLost), 1, "{a:?}");
+    // Placed anew (n1 is the only node, and has no other stuck instance): a new generation.
+    let g2 = cl.gens[&("n1".to_owned(), meadow.clone())];
+    assert!(g2 > g, "{g} {g2}");
+    // Ann is put back from her last save, with a new fencing token, into the new copy.
+    let fence = a
+        .iter()
+        .find_map(|a| match a {
+            Action::HandOut {
+                account: 1, fence, ..
+            } => Some(*fence),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no new token: {a:?}"));
+    assert!(fence > first_fence);
+    assert!(
+        sent(&a).iter().any(|(n, m)| n == "n1"
+            && matches!(m, Msg::Transfer(t) if t.session == Some(1) && t.generation == g2 && t.state.fence == fence)),
+        "{a:?}"
+    );
+    // The node's other instances are left alone.
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::StopInstance { .. })),
+        "{a:?}"
+    );
+    // Until she is back, a save of the given-up copy is fenced off.
+    let a = cl.msg(
+        "n1",
+        Msg::Snapshot {
+            snapshot_id: 5,
+            session: 1,
+            reason: SnapshotReasonDto::Periodic,
+            state: Box::new(character("Ann")),
+        },
+    );
+    assert_eq!(counted(&a, Count::Fenced), 1, "{a:?}");
+    // A second (stale) word about the old copy changes nothing.
+    let a = cl.msg(
+        "n1",
+        Msg::InstanceGivenUp {
+            key: meadow.clone(),
+            generation: g,
+            sessions: vec![1],
+        },
+    );
+    assert!(a.is_empty(), "{a:?}");
+    assert_eq!(cl.gens[&("n1".to_owned(), meadow)], g2);
+}
+
+#[test]
+fn a_given_up_instance_goes_to_another_node_while_its_own_has_another_stuck() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    cl.up("n2", 2, Vec::new());
+    cl.login(1, 1);
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+    let meadow = key("Meadow", 0);
+    let g = cl.gens[&("n1".to_owned(), meadow.clone())];
+    // Two instances of n1 shared the frozen thread: both stuck.
+    cl.msg(
+        "n1",
+        watch_heartbeat(&[
+            (meadow.clone(), 2_500, true),
+            (key("Darkwood", 0), 2_400, true),
+        ]),
+    );
+    let a = cl.msg(
+        "n1",
+        Msg::InstanceGivenUp {
+            key: meadow.clone(),
+            generation: g,
+            sessions: vec![1],
+        },
+    );
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2"
+                && matches!(m, Msg::AssignInstance { key, .. } if *key == meadow)),
+        "{a:?}"
+    );
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2" && matches!(m, Msg::Transfer(t) if t.session == Some(1))),
+        "{a:?}"
+    );
+}

@@ -210,6 +210,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_gateway_store_rewrites_total",
         "Writes submitted again from the gateway's memory after the store healed (what failed writes had left unsaved: an account, an instance's ground, the handle floor).",
     ),
+    (
+        "rc_gateway_instances_stuck_total",
+        "Times a node reported an AreaInstance stuck (its tick watchdog: no tick completed for stuck_tick_ms); no new player goes to it meanwhile.",
+    ),
+    (
+        "rc_gateway_instances_given_up_total",
+        "AreaInstances a node's tick watchdog gave up: placed anew with a new generation, their players put back from their last saves.",
+    ),
 ];
 
 shared::counters! {
@@ -346,6 +354,10 @@ shared::counters! {
         store_refused_failed => "rc_gateway_store_refused_total" ["reason" = "write_failed"];
         /// Writes submitted again from memory after the store healed.
         store_rewrites => "rc_gateway_store_rewrites_total";
+        /// AreaInstances a node reported stuck (its tick watchdog).
+        instances_stuck => "rc_gateway_instances_stuck_total";
+        /// AreaInstances a node's tick watchdog gave up (placed anew).
+        instances_given_up => "rc_gateway_instances_given_up_total";
     }
     extra {
         /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)

@@ -893,6 +893,8 @@ impl Hub {
             Count::HandoffRolledBack => &m.handoffs_rolled_back,
             Count::HandoffCompleted => &m.handoffs_completed,
             Count::Recovery => &m.recoveries,
+            Count::InstanceStuck => &m.instances_stuck,
+            Count::InstanceGivenUp => &m.instances_given_up,
         }
     }
 
@@ -1344,6 +1346,12 @@ impl Hub {
                         players: u64::from(p.players),
                         npcs: u64::from(p.npcs),
                         tick_p99_ms: f64::from(p.tick_p99_us) / 1000.0,
+                        // The report's age plus the time since it (a silent node's
+                        // instances age too).
+                        tick_age_ms: p
+                            .tick_age_ms
+                            .saturating_add(now.saturating_sub(n.last_seen_ms)),
+                        stuck: p.stuck,
                     })
                     .collect();
                 AdminNode {

@@ -308,6 +308,30 @@ mod tests {
                 session: 3,
                 action: super::super::AccountActionDto::Kick,
             },
+            Msg::Heartbeat {
+                instances: 1,
+                players: 2,
+                overruns: 0,
+                loads: vec![super::super::InstanceLoad {
+                    key: InstanceKey {
+                        area: "Plains".into(),
+                        instance: 0,
+                    },
+                    players: 2,
+                    npcs: 30,
+                    tick_p99_us: 1_300,
+                    tick_age_ms: 12_000,
+                    stuck: true,
+                }],
+            },
+            Msg::InstanceGivenUp {
+                key: InstanceKey {
+                    area: "Plains".into(),
+                    instance: 2,
+                },
+                generation: 7,
+                sessions: vec![4, 5],
+            },
         ]
     }
 

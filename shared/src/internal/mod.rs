@@ -60,7 +60,9 @@ pub use transfer_id::{TransferId, TransferMinter};
 /// `AssignInstance`.
 /// 6: the game clock's epoch in `AssignInstance`.
 /// 8: one transfer id end to end ([`TransferId`], [`Msg::TransferIds`]).
-pub const PROTOCOL_VERSION: u16 = 8;
+/// 9: the tick watchdog: each [`InstanceLoad`] carries its tick age and whether it is
+/// stuck, and [`Msg::InstanceGivenUp`].
+pub const PROTOCOL_VERSION: u16 = 9;
 
 /// A zone node's tick by default (ms): Realm Crafter's server loop at about 30 Hz. The
 /// gateway checks `broadcast_ms` against it (a broadcast is at least one tick).
@@ -158,6 +160,12 @@ pub struct InstanceLoad {
     pub npcs: u32,
     /// 99th percentile tick duration over the recent ticks, µs.
     pub tick_p99_us: u32,
+    /// Time since the instance last completed a tick, ms, when the heartbeat was sent
+    /// (protocol version 9): a frozen instance's grows while its `tick_p99_us` stands still.
+    pub tick_age_ms: u64,
+    /// The node's watchdog holds the instance stuck (its tick age passed the node's
+    /// `stuck_tick_ms`): the gateway sends it no new player until it ticks again.
+    pub stuck: bool,
 }
 
 /// Why a peer was refused.
@@ -551,6 +559,19 @@ pub enum Msg {
         /// What.
         action: AccountActionDto,
     },
+    /// Node → gateway: the node's watchdog gave the instance up (no tick completed for
+    /// its `give_up_tick_ms`, protocol version 9). The node has dropped it (no input
+    /// reaches it; whatever it would still send is not sent); the gateway re-places it
+    /// with a new generation and puts its players back from their last saves with new
+    /// fencing tokens, as for a lost node (`docs/handoff.md`).
+    InstanceGivenUp {
+        /// Which.
+        key: InstanceKey,
+        /// The generation the node ran it at.
+        generation: Generation,
+        /// The sessions it hosted.
+        sessions: Vec<SessionId>,
+    },
 }
 
 impl Msg {
@@ -593,6 +614,7 @@ impl Msg {
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::RunScript { .. } => "RunScript",
             Self::AccountAction { .. } => "AccountAction",
+            Self::InstanceGivenUp { .. } => "InstanceGivenUp",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",
             Self::Error { .. } => "Error",

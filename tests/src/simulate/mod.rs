@@ -596,6 +596,20 @@ impl Sim {
                 Some(Fault::Pause { node, ms })
             }
             81..=82 => Some(Fault::RestartGateway),
+            83..=85 => {
+                let node = self.rng.gen_range(0..self.nodes.len());
+                let n = &self.nodes[node];
+                if !n.up || n.paused || n.instances.is_empty() {
+                    return None;
+                }
+                let keys: Vec<&InstanceKey> = n.instances.keys().collect();
+                let key = keys[self.rng.gen_range(0..keys.len())].clone();
+                Some(Fault::GiveUp {
+                    node,
+                    area: key.area,
+                    instance: key.instance,
+                })
+            }
             _ => None,
         }
     }
@@ -659,6 +673,26 @@ impl Sim {
             }
             Fault::RestartGateway => {
                 self.restart_gateway();
+                fault
+            }
+            Fault::GiveUp {
+                node,
+                ref area,
+                instance,
+            } => {
+                let key = InstanceKey {
+                    area: area.clone(),
+                    instance,
+                };
+                if !self
+                    .nodes
+                    .get(node)
+                    .is_some_and(|n| n.up && !n.paused && n.instances.contains_key(&key))
+                {
+                    return;
+                }
+                self.log(|| format!("node-{node} gives {key} up (its tick froze)"));
+                self.give_up(node, &key);
                 fault
             }
         };

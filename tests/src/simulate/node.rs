@@ -233,6 +233,38 @@ impl Sim {
         self.node_send(i, Msg::InstanceReady { key, generation }, Vec::new());
     }
 
+    /// `Registry::give_up`: the watchdog gave instance `key` up. The node forgets it and
+    /// its sessions (a stuck copy never runs again here: the real actor is fenced and sends
+    /// nothing), ends its handoffs as a stopped instance does, and tells the gateway; a
+    /// newer generation assigned while it was stopping starts now.
+    pub(super) fn give_up(&mut self, i: usize, key: &InstanceKey) {
+        let n = &mut self.nodes[i];
+        let Some(inst) = n.instances.remove(key) else {
+            return;
+        };
+        let sessions: Vec<u64> = n
+            .sessions
+            .iter()
+            .filter(|(_, k)| *k == key)
+            .map(|(s, _)| *s)
+            .collect();
+        n.sessions.retain(|_, k| k != key);
+        let fx = n.table.instance_stopped(key);
+        self.effects(i, fx);
+        self.node_send(
+            i,
+            Msg::InstanceGivenUp {
+                key: key.clone(),
+                generation: inst.generation,
+                sessions,
+            },
+            Vec::new(),
+        );
+        if let Some(g) = inst.then {
+            self.assign(i, key.clone(), g);
+        }
+    }
+
     /// The transfer table's effects (`Registry::apply`).
     fn effects(&mut self, i: usize, fx: Vec<Effect<()>>) {
         for e in fx {
@@ -299,6 +331,8 @@ impl Sim {
                     .unwrap_or(u32::MAX),
                 npcs: 0,
                 tick_p99_us: 0,
+                tick_age_ms: 0,
+                stuck: false,
             })
             .collect();
         let msg = Msg::Heartbeat {

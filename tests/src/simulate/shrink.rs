@@ -33,6 +33,13 @@ pub enum Fault {
     Pause { node: usize, ms: u64 },
     /// The gateway's process restarts: sessions and links end, the store stays.
     RestartGateway,
+    /// A node's tick watchdog gives one of its instances up (its tick froze): the node
+    /// drops it and says `InstanceGivenUp`; its other instances run on.
+    GiveUp {
+        node: usize,
+        area: String,
+        instance: u16,
+    },
 }
 
 /// A fault at its time (simulated ms).

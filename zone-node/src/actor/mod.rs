@@ -13,6 +13,7 @@ pub mod decode;
 pub mod inbox;
 pub mod schedule;
 pub mod transfers;
+pub mod watchdog;
 pub mod zone;
 
 use std::collections::{BTreeMap, HashMap};
@@ -171,6 +172,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "rc_zone_snapshots_resent_total",
         "Snapshots sent again because the gateway had not acknowledged them within snapshot_resend_ms (it acknowledges only what it stored).",
     ),
+    (
+        "rc_zone_stuck_instances_total",
+        "Times an instance went without a completed tick for longer than stuck_tick_ms (the tick watchdog).",
+    ),
+    (
+        "rc_zone_instances_given_up_total",
+        "Instances the tick watchdog gave up (stuck past give_up_tick_ms): dropped here, re-placed by the gateway.",
+    ),
 ];
 
 shared::counters! {
@@ -227,6 +236,10 @@ shared::counters! {
         inbox_refused_total => "rc_zone_inbox_refused_total" ["limit" = "total"];
         /// Snapshots sent again, unacknowledged past `snapshot_resend_ms`.
         snapshots_resent => "rc_zone_snapshots_resent_total";
+        /// Instances found stuck by the tick watchdog (each time one becomes stuck).
+        stuck_instances => "rc_zone_stuck_instances_total";
+        /// Instances the tick watchdog gave up.
+        given_up => "rc_zone_instances_given_up_total";
     }
     extra {
         /// Sim rejections by reason (index `Rejection as usize`, one per `Rejected` output).
@@ -275,6 +288,12 @@ pub struct InstanceHandle {
     /// A newer generation assigned while it was stopping: a fresh instance, started once
     /// this one has stopped (with the ground items of the assignment).
     pub then: Option<(Generation, Vec<GroundItemDto>)>,
+    /// The id of the arbiter (thread) it runs on (see [`Registry::give_up`]).
+    pub arbiter: u64,
+    /// When it last completed a tick ([`Registry::now_ms`]), stored by its actor.
+    pub last_tick: Arc<AtomicU64>,
+    /// Set when the watchdog gives it up: its actor sends nothing more and stops.
+    pub fenced: Arc<AtomicBool>,
 }
 
 /// How long a zone's script waits for the script store before it is answered with an
@@ -380,8 +399,15 @@ pub struct Registry {
     /// The world's compiled scripts, shared by every zone.
     scripts: Arc<script::bytecode::ScriptSet>,
     out: OutboundTx,
-    arbiters: Vec<ArbiterHandle>,
+    /// The arbiters instances are placed on, each with an id; one the watchdog found
+    /// stuck is replaced by a fresh one ([`Registry::give_up`]).
+    arbiters: Mutex<Vec<(u64, ArbiterHandle)>>,
     next_arbiter: AtomicUsize,
+    next_arbiter_id: AtomicU64,
+    /// The time base of the instances' `last_tick` ([`Registry::now_ms`]).
+    epoch: Instant,
+    /// The tick watchdog ([`watchdog::Watchdog`], pure).
+    watchdog: Mutex<watchdog::Watchdog>,
     instances: DashMap<InstanceKey, InstanceHandle>,
     sessions: DashMap<SessionId, InstanceKey>,
     /// Every handoff this node takes part in ([`transfers::TransferTable`], pure; its
@@ -424,8 +450,11 @@ impl Registry {
             world,
             scripts,
             out,
-            arbiters,
+            next_arbiter_id: AtomicU64::new(u64::try_from(arbiters.len()).unwrap_or(u64::MAX)),
+            arbiters: Mutex::new((0u64..).zip(arbiters).collect()),
             next_arbiter: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            watchdog: Mutex::new(watchdog::Watchdog::default()),
             instances: DashMap::new(),
             sessions: DashMap::new(),
             transfers: Mutex::new(transfers::TransferTable::new()),
@@ -531,17 +560,241 @@ impl Registry {
         self.sessions.len()
     }
 
-    /// Per-instance figures for the heartbeat.
+    /// Per-instance figures for the heartbeat: every hosted instance (one that has not
+    /// completed a tick yet too), with its tick age now.
     pub fn loads(&self) -> Vec<shared::internal::InstanceLoad> {
-        self.stats
+        let now = self.now_ms();
+        let stuck = self.lock_watchdog().stuck();
+        let mut v: Vec<shared::internal::InstanceLoad> = self
+            .instances
             .iter()
-            .map(|e| shared::internal::InstanceLoad {
-                key: e.key().clone(),
-                players: e.players,
-                npcs: e.actors.saturating_sub(e.players),
-                tick_p99_us: e.tick_p99_us,
+            .map(|h| {
+                let key = h.key().clone();
+                let tick_age_ms = now.saturating_sub(h.last_tick.load(Ordering::Relaxed));
+                let (players, actors, tick_p99_us) = self
+                    .stats
+                    .get(&key)
+                    .map_or((0, 0, 0), |s| (s.players, s.actors, s.tick_p99_us));
+                shared::internal::InstanceLoad {
+                    stuck: stuck.contains(&key),
+                    key,
+                    players,
+                    npcs: actors.saturating_sub(players),
+                    tick_p99_us,
+                    tick_age_ms,
+                }
             })
-            .collect()
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
+    // ----- the tick watchdog -------------------------------------------------------------
+
+    /// Milliseconds since the registry was made: the time base of every instance's
+    /// `last_tick`.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn lock_watchdog(&self) -> std::sync::MutexGuard<'_, watchdog::Watchdog> {
+        match self.watchdog.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The watchdog's thresholds (the node's `stuck_tick_ms`, `give_up_tick_ms`); the
+    /// instances it holds stuck are forgotten.
+    pub fn set_watchdog(&self, thresholds: watchdog::Thresholds) {
+        *self.lock_watchdog() = watchdog::Watchdog::new(thresholds);
+    }
+
+    /// Every hosted instance's tick age (ms since it last completed a tick), key order.
+    pub fn tick_ages(&self) -> Vec<(InstanceKey, u64)> {
+        let now = self.now_ms();
+        let mut v: Vec<(InstanceKey, u64)> = self
+            .instances
+            .iter()
+            .map(|h| {
+                let age = now.saturating_sub(h.last_tick.load(Ordering::Relaxed));
+                (h.key().clone(), age)
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Whether the node takes new players: not draining, and no instance stuck (the
+    /// node's `/readyz`).
+    pub fn is_ready(&self) -> bool {
+        !self.is_draining() && self.lock_watchdog().ready()
+    }
+
+    /// The instances the watchdog holds stuck (not yet given up), key order.
+    pub fn stuck_instances(&self) -> Vec<InstanceKey> {
+        self.lock_watchdog().stuck()
+    }
+
+    /// One look of the tick watchdog (the node runs it a few times a second, off the zone
+    /// arbiters): logs and counts newly stuck instances, and gives up those stuck past
+    /// `give_up_tick_ms` ([`Registry::give_up`]). Returns the verdicts.
+    pub fn watchdog_check(self: &Arc<Self>) -> Vec<watchdog::Verdict> {
+        let now = self.now_ms();
+        let seen: Vec<watchdog::Observed> = self
+            .instances
+            .iter()
+            .map(|h| watchdog::Observed {
+                key: h.key().clone(),
+                generation: h.generation,
+                age_ms: now.saturating_sub(h.last_tick.load(Ordering::Relaxed)),
+            })
+            .collect();
+        let (verdicts, t) = {
+            let mut w = self.lock_watchdog();
+            (w.check(&seen), w.thresholds())
+        };
+        for v in &verdicts {
+            match v {
+                watchdog::Verdict::Stuck { key, age_ms } => {
+                    Metrics::inc(&self.metrics.stuck_instances);
+                    tracing::error!(node = %self.cfg.node_id, instance = %key, age_ms,
+                        stuck_tick_ms = t.stuck_ms,
+                        "instance stuck: no tick completed; the node is not ready");
+                }
+                watchdog::Verdict::Recovered { key, age_ms } => {
+                    tracing::warn!(node = %self.cfg.node_id, instance = %key, age_ms,
+                        "stuck instance ticks again");
+                }
+                watchdog::Verdict::GiveUp {
+                    key,
+                    generation,
+                    age_ms,
+                } => {
+                    tracing::error!(node = %self.cfg.node_id, instance = %key, generation,
+                        age_ms, give_up_tick_ms = t.give_up_ms,
+                        "instance stuck too long: giving it up (the gateway re-places it)");
+                    self.give_up(key, *generation);
+                }
+            }
+        }
+        verdicts
+    }
+
+    /// Give an instance up (the watchdog's verdict): the registry forgets it and its
+    /// sessions (no input reaches it any more), fences its actor (whatever it still
+    /// produces is dropped; it stops if it ever runs again), replaces its arbiter with a
+    /// fresh one for new instances (a stuck OS thread cannot be killed), and tells the
+    /// gateway (`InstanceGivenUp`), which re-places it and puts its players back from their
+    /// last saves with new fencing tokens. Other instances keep running. Returns whether it
+    /// was hosted at that generation.
+    pub fn give_up(self: &Arc<Self>, key: &InstanceKey, generation: Generation) -> bool {
+        let Some((_, h)) = self
+            .instances
+            .remove_if(key, |_, h| h.generation == generation)
+        else {
+            return false;
+        };
+        h.fenced.store(true, Ordering::Relaxed);
+        Metrics::inc(&self.metrics.given_up);
+        let mut sessions: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|s| s.value() == key)
+            .map(|s| *s.key())
+            .collect();
+        sessions.sort_unstable();
+        for s in &sessions {
+            self.sessions.remove_if(s, |_, k| k == key);
+            self.warps.remove(s);
+        }
+        self.stats.remove(key);
+        // Handoffs into or out of it end with it, as for a stopped instance.
+        let effects = self.lock_transfers().instance_stopped(key);
+        self.apply(effects);
+        self.replace_arbiter(h.arbiter);
+        self.send(Msg::InstanceGivenUp {
+            key: key.clone(),
+            generation,
+            sessions,
+        });
+        // A newer generation assigned while it was stopping starts now, as it would have
+        // once the old copy stopped (on a healthy arbiter).
+        if let Some((newer, ground)) = h.then
+            && let Err(e) = self.assign_with_ground(key.clone(), newer, ground)
+        {
+            tracing::warn!(node = %self.cfg.node_id, instance = %key, generation = newer,
+                error = %e, "the generation assigned while stopping could not start");
+        }
+        true
+    }
+
+    /// A fresh arbiter in place of `id` (stuck); nothing when there is no actix system on
+    /// this thread to start one in (then `id` stays, skipped while it hosts a stuck
+    /// instance). The old thread is left alone: it cannot be killed, and instances still on
+    /// it either tick again or are given up in their turn.
+    fn replace_arbiter(&self, id: u64) {
+        if actix::System::try_current().is_none() {
+            return;
+        }
+        let mut slots = match self.arbiters.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(slot) = slots.iter_mut().find(|(i, _)| *i == id) {
+            let fresh = self.next_arbiter_id.fetch_add(1, Ordering::Relaxed);
+            // The handle is all the registry keeps: the thread lives until it is stopped
+            // ([`Registry::stop_arbiters`]).
+            let arbiter = actix::Arbiter::new();
+            *slot = (fresh, arbiter.handle());
+            tracing::warn!(node = %self.cfg.node_id, stuck = id, fresh, "arbiter replaced");
+        }
+    }
+
+    /// The arbiter for a new instance: round-robin over those that host no stuck instance
+    /// (`None`: no arbiters, the caller's own).
+    fn pick_arbiter(&self) -> Option<(u64, ArbiterHandle)> {
+        let stuck = self.stuck_instances();
+        let bad: Vec<u64> = stuck
+            .iter()
+            .filter_map(|k| self.instances.get(k).map(|h| h.arbiter))
+            .collect();
+        let slots = match self.arbiters.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let n = slots.len();
+        if n == 0 {
+            return None;
+        }
+        let start = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
+        (0..n)
+            .filter_map(|j| slots.get((start + j) % n))
+            .find(|(id, _)| !bad.contains(id))
+            .or_else(|| slots.get(start))
+            .cloned()
+    }
+
+    /// Stop every arbiter of the registry (the node's shutdown; those it started in place
+    /// of stuck ones too).
+    pub fn stop_arbiters(&self) {
+        let slots = match self.arbiters.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for (_, a) in slots.iter() {
+            a.stop();
+        }
+    }
+
+    /// The generation an instance's own copy writes its checkpoints under: the registry's,
+    /// unless the copy was given up (`fenced`), whose writes name no generation (0) so the
+    /// gateway refuses them even if a newer copy of the key runs here.
+    pub(crate) fn generation_of_copy(&self, key: &InstanceKey, fenced: &AtomicBool) -> Generation {
+        if fenced.load(Ordering::Relaxed) {
+            return 0;
+        }
+        self.generation_of(key)
     }
 
     /// Move a hosted player to another AreaInstance (`Msg::WarpPlayer`, the gateway's
@@ -742,15 +995,18 @@ impl Registry {
             });
         }
         let inbox: Arc<Inbox> = Arc::new(Mutex::new(inbox::InboxQueue::with(first)));
-        let n = self.arbiters.len().max(1);
-        let i = self.next_arbiter.fetch_add(1, Ordering::Relaxed) % n;
+        let picked = self.pick_arbiter();
+        let i = picked.as_ref().map_or(0, |(id, _)| *id);
+        let last_tick = Arc::new(AtomicU64::new(self.now_ms()));
+        let fenced = Arc::new(AtomicBool::new(false));
         let reg = self.clone();
         let (k2, ib2) = (key.clone(), inbox.clone());
+        let watch = (last_tick.clone(), fenced.clone());
         let make = move |_: &mut actix::Context<ZoneActor>| {
-            ZoneActor::new(reg, k2, generation, ib2, zcfg, content, ground)
+            ZoneActor::new(reg, k2, generation, ib2, zcfg, content, ground, watch)
         };
-        let addr = match self.arbiters.get(i) {
-            Some(arb) => ZoneActor::start_in_arbiter(arb, make),
+        let addr = match &picked {
+            Some((_, arb)) => ZoneActor::start_in_arbiter(arb, make),
             None => ZoneActor::create(make),
         };
         self.instances.insert(
@@ -761,6 +1017,9 @@ impl Registry {
                 addr,
                 stopping: false,
                 then: None,
+                arbiter: i,
+                last_tick,
+                fenced,
             },
         );
         drop(globals);
@@ -1388,6 +1647,14 @@ impl Registry {
         handles.len()
     }
 
+    /// Test hook: make the next tick of an instance block its arbiter for `for_` (the
+    /// watchdog's tests; the node's `POST /test/stall` with `test_hooks`).
+    pub fn inject_stall(&self, key: &InstanceKey, for_: Duration) -> bool {
+        self.instance(key)
+            .map(|h| h.addr.do_send(zone::InjectStall(for_)))
+            .is_some()
+    }
+
     /// Test hook: make the next tick of an instance panic.
     #[cfg(any(test, feature = "testing"))]
     pub fn inject_panic(&self, key: &InstanceKey) -> bool {
@@ -1596,6 +1863,88 @@ mod tests {
                 [(4, ScriptStoreResult::Error(_))]
             ));
             assert_eq!(Metrics::get(&reg.metrics.script_store_errors), 4);
+        });
+    }
+
+    #[test]
+    fn a_stuck_instance_is_given_up_alone_and_fenced() {
+        actix::System::new().block_on(async {
+            let (reg, mut rx, key) = registry();
+            let other = InstanceKey {
+                area: key.area.clone(),
+                instance: 1,
+            };
+            reg.assign(key.clone(), 4).unwrap();
+            reg.assign(other.clone(), 5).unwrap();
+            reg.attach(
+                7,
+                &key,
+                4,
+                1,
+                false,
+                ActorState::default(),
+                Arrival::Saved,
+            )
+            .unwrap();
+            sent(&mut rx);
+            assert!(reg.is_ready());
+            // The actors never run here (the test does not yield): only a tick age grows.
+            // `other` has just ticked; `key` has not for a while.
+            reg.set_watchdog(watchdog::Thresholds {
+                stuck_ms: 5,
+                give_up_ms: 50,
+            });
+            std::thread::sleep(Duration::from_millis(10));
+            reg.instance(&other)
+                .unwrap()
+                .last_tick
+                .store(reg.now_ms(), Ordering::Relaxed);
+            let v = reg.watchdog_check();
+            assert!(
+                matches!(v.as_slice(), [watchdog::Verdict::Stuck { key: k, .. }] if *k == key),
+                "{v:?}"
+            );
+            assert!(!reg.is_ready());
+            assert_eq!(reg.stuck_instances(), vec![key.clone()]);
+            let loads = reg.loads();
+            let stuck: Vec<(bool, bool)> = loads
+                .iter()
+                .map(|l| (l.stuck, l.tick_age_ms >= 5))
+                .collect();
+            assert_eq!(stuck, vec![(true, true), (false, false)]);
+            std::thread::sleep(Duration::from_millis(50));
+            reg.instance(&other)
+                .unwrap()
+                .last_tick
+                .store(reg.now_ms(), Ordering::Relaxed);
+            let h = reg.instance(&key).unwrap();
+            let v = reg.watchdog_check();
+            assert!(
+                matches!(v.as_slice(), [watchdog::Verdict::GiveUp { key: k, generation: 4, .. }] if *k == key),
+                "{v:?}"
+            );
+            // Dropped with its session, fenced, and the gateway told; the other instance
+            // stays, and the node is ready again.
+            assert!(reg.instance(&key).is_none());
+            assert!(reg.instance(&other).is_some());
+            assert_eq!(reg.session_instance(7), None);
+            assert!(h.fenced.load(Ordering::Relaxed));
+            assert_eq!(reg.generation_of_copy(&key, &h.fenced), 0);
+            assert!(reg.is_ready());
+            assert!(sent(&mut rx).contains(&Msg::InstanceGivenUp {
+                key: key.clone(),
+                generation: 4,
+                sessions: vec![7],
+            }));
+            assert_eq!(Metrics::get(&reg.metrics.stuck_instances), 1);
+            assert_eq!(Metrics::get(&reg.metrics.given_up), 1);
+            // Nothing reaches it any more; a second give-up is nothing.
+            assert!(reg.client_frames(7, &[]).is_err());
+            assert!(!reg.give_up(&key, 4));
+            // Placed anew (a new generation): a fresh instance, not stuck.
+            reg.assign(key.clone(), 9).unwrap();
+            assert_eq!(reg.generation_of(&key), 9);
+            assert!(reg.watchdog_check().is_empty());
         });
     }
 

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
@@ -110,6 +110,12 @@ pub struct Stop;
 #[rtype(result = "()")]
 pub struct InjectPanic;
 
+/// Test hook: the next tick blocks its thread (the arbiter) this long before it runs, as
+/// a tick stuck in a loop would: the watchdog's test.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct InjectStall(pub Duration);
+
 struct MonoClock(Instant);
 
 impl PhaseClock for MonoClock {
@@ -158,9 +164,18 @@ pub struct ZoneActor {
     panic_next: bool,
     stop_ticks: u32,
     span: tracing::Span,
+    /// When it last completed a tick (the registry's [`Registry::now_ms`]): the watchdog
+    /// reads it ([`super::InstanceHandle::last_tick`]).
+    last_tick: Arc<AtomicU64>,
+    /// Set by the registry when the watchdog gave this instance up: nothing it still
+    /// produces is sent, and it stops at its next chance.
+    fenced: Arc<AtomicBool>,
+    /// Test hook: the next tick first blocks the thread this long.
+    stall_next: Option<Duration>,
 }
 
 impl ZoneActor {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         reg: Arc<Registry>,
         key: InstanceKey,
@@ -169,6 +184,7 @@ impl ZoneActor {
         cfg: ZoneConfig,
         content: Arc<ZoneContent>,
         ground: Vec<GroundItemDto>,
+        watch: (Arc<AtomicU64>, Arc<AtomicBool>),
     ) -> Self {
         let span = tracing::info_span!("zone", node = %reg.config().node_id, zone = %key.area,
             instance = key.instance, generation);
@@ -196,6 +212,9 @@ impl ZoneActor {
             panic_next: false,
             stop_ticks: 0,
             span,
+            last_tick: watch.0,
+            fenced: watch.1,
+            stall_next: None,
         }
     }
 
@@ -218,6 +237,9 @@ impl ZoneActor {
 
     /// Run every due tick (bounded), re-baselining after a long stall.
     fn on_interval(&mut self, ctx: &mut Context<Self>) {
+        if self.is_fenced(ctx) {
+            return;
+        }
         let elapsed = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         let due = self.schedule.poll(elapsed);
         let ran = due.run;
@@ -234,6 +256,11 @@ impl ZoneActor {
             let _g = self.span.enter();
             tracing::warn!(skipped = due.skipped, "tick overrun: re-baselining");
         }
+        if self.is_fenced(ctx) {
+            // Given up while this tick ran: its players live elsewhere now.
+            return;
+        }
+        self.last_tick.store(self.reg.now_ms(), Ordering::Relaxed);
         if self.stopping && ran > 0 {
             self.stop_ticks += 1;
             if self.players.is_empty() || self.stop_ticks > 100 {
@@ -246,6 +273,21 @@ impl ZoneActor {
             }
         }
         self.reg.publish_stats(&self.key, self.stats.clone());
+    }
+
+    /// Whether the watchdog gave this instance up; if so, the actor stops (quietly: the
+    /// registry has forgotten it, the gateway has re-placed it).
+    fn is_fenced(&self, ctx: &mut Context<Self>) -> bool {
+        if !self.fenced.load(Ordering::Relaxed) {
+            return false;
+        }
+        let _g = self.span.enter();
+        tracing::warn!(
+            ticks = self.stats.ticks,
+            "a given-up instance ran again: stopping it, its output dropped"
+        );
+        ctx.stop();
+        true
     }
 
     /// One tick with panic containment.
@@ -270,6 +312,7 @@ impl ZoneActor {
         let now_ms = self.schedule.now_ms(n);
         let clock = MonoClock(Instant::now());
         let panic_now = std::mem::take(&mut self.panic_next);
+        let stall = self.stall_next.take();
         // One tick in `trace_tick_every` is traced (`zone.tick`); the others make no span.
         let traced = crate::telemetry::TickSampler::new(self.reg.config().trace_tick_every).start(
             n,
@@ -282,6 +325,9 @@ impl ZoneActor {
         let result = catch_unwind(AssertUnwindSafe(|| {
             if panic_now {
                 panic!("injected panic (test hook)");
+            }
+            if let Some(d) = stall {
+                std::thread::sleep(d);
             }
             let out = sim.tick_timed(now_ms, batch.drain(..), &clock);
             router.route(out)
@@ -394,6 +440,7 @@ impl ZoneActor {
             ground,
             stopping,
             broadcasts,
+            fenced,
             ..
         } = self;
         let groups = sim.state().cfg.groups();
@@ -406,6 +453,7 @@ impl ZoneActor {
             stopping: *stopping,
             broadcasts,
             groups,
+            fenced,
         };
         (sim, batch, router)
     }
@@ -492,6 +540,10 @@ impl ZoneActor {
     /// After a panic: a fresh sim with every player still placed here re-joined from its
     /// last snapshot; unacknowledged arrivals are refused (their source restores them).
     fn rebuild(&mut self) {
+        if self.fenced.load(Ordering::Relaxed) {
+            // Given up: its players were put back elsewhere; nothing to rebuild.
+            return;
+        }
         self.stats.panics += 1;
         Metrics::inc(&self.reg.metrics.panics);
         Metrics::inc(&self.reg.metrics.restarts);
@@ -573,10 +625,19 @@ struct Router<'a> {
     broadcasts: &'a Arc<AtomicU64>,
     /// The instance's broadcast groups.
     groups: u32,
+    /// Given up by the watchdog ([`ZoneActor::fenced`]): nothing is routed.
+    fenced: &'a AtomicBool,
 }
 
 impl Router<'_> {
     fn route(&mut self, out: &TickOutput) -> (u32, u32, [u64; 8]) {
+        let c = &out.stats.counters;
+        if self.fenced.load(Ordering::Relaxed) {
+            // The watchdog gave this instance up while the tick ran: its players were put
+            // back from their last saves elsewhere, so nothing of it may reach the gateway
+            // (its saves carry older fencing tokens and would be refused anyway).
+            return (c.players, c.actors, out.stats.phase_ns);
+        }
         for o in &out.outputs {
             match o {
                 ZoneOutput::Reliable { player, bytes } => {
@@ -681,7 +742,6 @@ impl Router<'_> {
             }
         }
         self.send_datagrams(out);
-        let c = &out.stats.counters;
         (c.players, c.actors, out.stats.phase_ns)
     }
 
@@ -714,7 +774,7 @@ impl Router<'_> {
         self.reg.send(Msg::SnapshotGroup(Box::new(SnapshotGroup {
             snapshot_id: self.reg.next_id(),
             key: self.key.clone(),
-            generation: self.reg.generation_of(self.key),
+            generation: self.reg.generation_of_copy(self.key, self.fenced),
             entries,
             ground: c.ground.clone(),
         })));
@@ -818,6 +878,9 @@ impl Handler<Kick> for ZoneActor {
     type Result = ();
 
     fn handle(&mut self, _: Kick, _ctx: &mut Self::Context) {
+        if self.fenced.load(Ordering::Relaxed) {
+            return;
+        }
         self.handoff_now();
     }
 }
@@ -827,6 +890,14 @@ impl Handler<InjectPanic> for ZoneActor {
 
     fn handle(&mut self, _: InjectPanic, _ctx: &mut Self::Context) {
         self.panic_next = true;
+    }
+}
+
+impl Handler<InjectStall> for ZoneActor {
+    type Result = ();
+
+    fn handle(&mut self, m: InjectStall, _ctx: &mut Self::Context) {
+        self.stall_next = Some(m.0);
     }
 }
 
