@@ -984,16 +984,5 @@ struct Pre {
 
 /// Whether `ty` is a login-phase packet (a violation once in game).
 pub fn is_menu_packet(ty: u8) -> bool {
-    matches!(
-        ty,
-        ids::NEW_CLIENT
-            | ids::P_CREATE_ACCOUNT
-            | ids::P_VERIFY_ACCOUNT
-            | ids::P_FETCH_CHARACTER
-            | ids::P_CREATE_CHARACTER
-            | ids::P_DELETE_CHARACTER
-            | ids::P_CHANGE_PASSWORD
-            | ids::P_FETCH_ACTORS
-            | ids::P_START_GAME
-    )
+    crate::session::MENU_PACKETS.contains(&ty)
 }

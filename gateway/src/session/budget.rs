@@ -91,17 +91,8 @@ impl Action {
             ids::P_OPEN_TRADING | ids::P_UPDATE_TRADING | ids::P_CLOSE_TRADING => Self::Trading,
             ids::P_CHANGE_AREA | ids::P_REPOSITION_ACTOR | ids::P_DISMOUNT => Self::Area,
             ids::P_CHAT_MESSAGE => Self::Chat,
-            ids::NEW_CLIENT
-            | ids::P_CREATE_ACCOUNT
-            | ids::P_VERIFY_ACCOUNT
-            | ids::P_FETCH_CHARACTER
-            | ids::P_CREATE_CHARACTER
-            | ids::P_DELETE_CHARACTER
-            | ids::P_CHANGE_PASSWORD
-            | ids::P_FETCH_ACTORS
-            | ids::P_FETCH_ITEMS
-            | ids::P_FETCH_UPDATE_FILES
-            | ids::P_START_GAME => Self::Menu,
+            ids::P_FETCH_ITEMS | ids::P_FETCH_UPDATE_FILES => Self::Menu,
+            ty if super::MENU_PACKETS.contains(&ty) => Self::Menu,
             _ => Self::Other,
         }
     }

@@ -1234,11 +1234,7 @@ impl Writer {
         ops: Vec<PersistOp>,
         f: impl FnOnce(WriteResult) + Send + 'static,
     ) -> Result<(), StoreError> {
-        if ops.is_empty() {
-            f(Ok(()));
-            return Ok(());
-        }
-        self.send_ops(ops, Some(Box::new(f)), true)
+        self.submit_with_result(ops, f, true)
     }
 
     /// [`Writer::submit_then`] for a change its submitter undoes in memory when it fails (a
@@ -1249,11 +1245,22 @@ impl Writer {
         ops: Vec<PersistOp>,
         f: impl FnOnce(WriteResult) + Send + 'static,
     ) -> Result<(), StoreError> {
+        self.submit_with_result(ops, f, false)
+    }
+
+    /// `ops` with `f` told their own result (at once for none); `dirty`: whether a failure
+    /// lists what they touch for the rewrite after healing.
+    fn submit_with_result(
+        &self,
+        ops: Vec<PersistOp>,
+        f: impl FnOnce(WriteResult) + Send + 'static,
+        dirty: bool,
+    ) -> Result<(), StoreError> {
         if ops.is_empty() {
             f(Ok(()));
             return Ok(());
         }
-        self.send_ops(ops, Some(Box::new(f)), false)
+        self.send_ops(ops, Some(Box::new(f)), dirty)
     }
 
     /// Runs `f(ok)` on the writer thread once everything queued before this call has been
