@@ -196,7 +196,7 @@ impl Default for Budgets {
 
 /// A `input_budgets` setting that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("input_budgets: {0}")]
+#[error("{0}")]
 pub struct BudgetSpecError(String);
 
 impl Budgets {
