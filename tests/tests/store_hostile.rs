@@ -133,8 +133,13 @@ async fn a_full_store_refuses_loses_nothing_acknowledged_and_heals() {
     eprintln!("step: the disk is full; Nina enters the world and gets her starter kit");
     shared.writer.set_max_pages(Some(1)).unwrap();
     let (nina, _) = cluster_tests::login_again(addr, "nina").await;
-    // Her saves grow with the kit (Login.rsl): they need pages the store no longer has,
-    // and are not acknowledged.
+    // Her saves grow with the kit (Login.rsl), and Pat (a DM) gives himself a pile of
+    // items: they need pages the store no longer has, and are not acknowledged. Nina's
+    // kit alone may still fit in the free space of the page her row is on (where rows
+    // land depends on timing); Pat's save grows by more than a page, so it cannot.
+    for _ in 0..30 {
+        pat.command("give Battle Axe").await.unwrap();
+    }
     wait_until("a snapshot write to fail", || shared.writer.has_dirty()).await;
     assert!(shared.writer.is_failing());
     assert!(shared.writer.stats().failed_writes(FailCause::DiskFull) >= 1);
