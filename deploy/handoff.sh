@@ -15,7 +15,7 @@ D=${TMPDIR:-/tmp}/rc-handoff; rm -rf "$D"; mkdir -p "$D"
 printf 'password_hash = "fast"\n' > $D/gw.toml
 export GATEWAY_CLUSTER_SECRET=mp-secret-0123456789abcdef0123456789 ZONE_NODE_CLUSTER_SECRET=mp-secret-0123456789abcdef0123456789
 for i in $(seq 0 19); do echo swarm | $R/gateway account create dm$i --password-stdin --dm --data-dir $D/data > /dev/null; done
-$R/gateway --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:27000 --internal-listen 127.0.0.1:27001 --admin-listen 127.0.0.1:27080 > $D/gw.log 2>&1 &
+$R/gateway --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:27000 --internal-listen 127.0.0.1:27001 --enet-listen 127.0.0.1:27002 --admin-listen 127.0.0.1:27080 > $D/gw.log 2>&1 &
 GW=$!
 sleep 1
 ZONE_NODE_GATEWAY_ADDR=127.0.0.1:27001 $R/zone-node run --node-id n1 > $D/n1.log 2>&1 &

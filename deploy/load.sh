@@ -29,7 +29,7 @@ printf 'password_hash = "fast"\nbroadcast_ms = %s\n' "$BC" > $D/gw.toml
 [ -n "${GW_TOML:-}" ] && printf '%s\n' "$GW_TOML" >> $D/gw.toml
 export GATEWAY_CLUSTER_SECRET=load-secret-0123456789abcdef0123456789 ZONE_NODE_CLUSTER_SECRET=load-secret-0123456789abcdef0123456789
 SA=(); [ "${STANDALONE:-0}" = 1 ] && SA=(--standalone)
-$R/gateway "${SA[@]}" --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:28000 --internal-listen 127.0.0.1:28001 --admin-listen 127.0.0.1:28080 > $D/gw.log 2>&1 &
+$R/gateway "${SA[@]}" --config $D/gw.toml --data-dir $D/data --listen 127.0.0.1:28000 --internal-listen 127.0.0.1:28001 --enet-listen 127.0.0.1:28002 --admin-listen 127.0.0.1:28080 > $D/gw.log 2>&1 &
 GW=$!
 sleep 1
 if [ "${STANDALONE:-0}" = 1 ]; then

@@ -11,6 +11,8 @@
 #                 unique project name and free loopback ports; /cluster shows 2 nodes
 #    health       every container healthy by its own healthcheck subcommand
 # 4. swarm        50 bots for 30 s warping between an instance on each node (host's swarm;
+#                 every other bot on RCEnet, ENet 1.1 as Realm Crafter's own client, through
+#                 the published RCEnet port, the rest on QUIC;
 #                 every 8 s, so that most are not mid-warp when a node dies: swarm counts a
 #                 P_ChangeArea after a /warp as the warp's, not as a recovery)
 # 5. scale        --scale zone-node=3: the third node registers ...
@@ -65,8 +67,9 @@ free_port() {
 t=getattr(socket,sys.argv[1])
 s=socket.socket(socket.AF_INET,t); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
 }
-export RC_CLIENT_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT
+export RC_CLIENT_PORT RC_ENET_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT
 RC_CLIENT_PORT=$(free_port SOCK_DGRAM)
+RC_ENET_PORT=$(free_port SOCK_DGRAM)
 RC_ADMIN_PORT=$(free_port SOCK_STREAM)
 RC_TRACES_PORT=$(free_port SOCK_STREAM)
 RC_PROMETHEUS_PORT=$(free_port SOCK_STREAM)
@@ -193,7 +196,7 @@ WARP="$FROM_AREA#0,$TO_AREA#1"
 
 # 4. The swarm: 50 DM bots warping between the two nodes for 30 s (plus a 5 s ramp).
 timeout 150 "$SWARM" --gateway "127.0.0.1:$RC_CLIENT_PORT" --bots 50 --existing --prefix smk \
-    --duration 30 --ramp 5 --warp "$WARP" --warp-every 8 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
+    --transport mixed --enet "127.0.0.1:$RC_ENET_PORT" --duration 30 --ramp 5 --warp "$WARP" --warp-every 8 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM_PID=$!
 instance_node() { # instance_node AREA#N: the id of the node hosting it
     cluster >"$WORK/c3.json" && python3 -c 'import json,sys

@@ -1,6 +1,8 @@
-//! [`Connection`]: one QUIC connection to the gateway speaking the client contract
-//! (transport.md): reliable packets as `[len][type][payload]` frames on one bidirectional
-//! stream that the client opens, `P_StandardUpdate` in datagrams.
+//! [`Connection`]: one connection to the gateway speaking the client contract
+//! (transport.md): on QUIC, reliable packets as `[len][type][payload]` frames on one
+//! bidirectional stream that the client opens, `P_StandardUpdate` in datagrams; on RCEnet
+//! (ENet 1.1, [`Transport::Enet`]), one RC packet per ENet packet, reliable on channel 1,
+//! `P_StandardUpdate` unreliable on channel 2, as Realm Crafter's own client.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -158,6 +160,29 @@ impl CompactState {
     }
 }
 
+/// The transport a connection speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// QUIC (ALPN `rc/1` or `rc-compact/1`): the gateway's `listen` port.
+    #[default]
+    Quic,
+    /// RCEnet, ENet 1.1 as Realm Crafter's own client speaks it: the gateway's
+    /// `enet_listen` port. No encryption; the profile is always [`Profile::Rc`].
+    #[doc(alias = "RCEnet")]
+    Enet,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "quic" => Ok(Self::Quic),
+            "enet" | "rcenet" => Ok(Self::Enet),
+            _ => Err(format!("unknown transport {s:?} (quic or enet)")),
+        }
+    }
+}
+
 /// Connection settings. Build with [`ConnectOptions::new`] and change the fields.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -188,6 +213,9 @@ pub struct ConnectOptions {
     /// A small window makes a client that stops reading stall the server at once (the
     /// slow-reader tests).
     pub receive_window: Option<u32>,
+    /// The transport. Default [`Transport::Quic`]; with [`Transport::Enet`] the
+    /// certificate check, keep-alive, endpoint, profile and window settings do not apply.
+    pub transport: Transport,
 }
 
 impl ConnectOptions {
@@ -204,6 +232,7 @@ impl ConnectOptions {
             endpoint: None,
             profile: Profile::Rc,
             receive_window: None,
+            transport: Transport::Quic,
         }
     }
 }
@@ -250,11 +279,7 @@ pub struct CompactRefused {
 ///
 /// Its `Debug` output shows the user name but never the password hash.
 pub struct Connection {
-    conn: quinn::Connection,
-    endpoint: quinn::Endpoint,
-    owns_endpoint: bool,
-    send: quinn::SendStream,
-    recv: quinn::RecvStream,
+    link: Link,
     /// Frames queued for the stream; `out[out_sent..]` is not yet written.
     out: Vec<u8>,
     out_sent: usize,
@@ -286,6 +311,39 @@ pub struct Connection {
     pacer: crate::pacer::InputPacer,
 }
 
+/// What carries a connection's packets.
+enum Link {
+    Quic(QuicLink),
+    Enet(crate::enet::EnetTransport),
+}
+
+/// A QUIC connection and its one stream.
+struct QuicLink {
+    conn: quinn::Connection,
+    endpoint: quinn::Endpoint,
+    owns_endpoint: bool,
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+}
+
+/// The largest rc/1 datagram of updates an RCEnet connection takes at once (its frames go
+/// as separate ENet packets).
+const ENET_DATAGRAM: usize = 1_200;
+
+/// Each rc/1 frame of `bytes` as an RC packet `[type][payload]`.
+fn rc_packets(bytes: &[u8]) -> Result<Vec<Vec<u8>>, ClientError> {
+    let frames = split_datagram(bytes, None)
+        .map_err(|e| ClientError::Stream(format!("not rc/1 frames: {e}")))?;
+    Ok(frames
+        .map(|f| {
+            let mut p = Vec::with_capacity(f.payload.len() + 1);
+            p.push(f.ty);
+            p.extend_from_slice(f.payload);
+            p
+        })
+        .collect())
+}
+
 impl Connection {
     /// Connects with the default [`ConnectOptions`], opens the reliable stream and sends
     /// `NewClient`.
@@ -306,6 +364,16 @@ impl Connection {
         server_name: &str,
         opts: ConnectOptions,
     ) -> Result<Self, ClientError> {
+        if opts.transport == Transport::Enet {
+            let link = crate::enet::EnetTransport::connect(
+                addr,
+                opts.connect_timeout,
+                opts.send_new_client,
+            )
+            .await?;
+            tracing::debug!(%addr, "connected (RCEnet)");
+            return Ok(Self::with_link(Link::Enet(link), &opts));
+        }
         if matches!(opts.verify, Verify::Insecure) {
             tracing::warn!(%addr, "server certificate verification is off (development mode)");
         }
@@ -340,7 +408,7 @@ impl Connection {
         transport.ack_frequency_config(Some(acks));
         config.transport_config(Arc::new(transport));
 
-        let (endpoint, owns_endpoint) = match opts.endpoint {
+        let (endpoint, owns_endpoint) = match opts.endpoint.clone() {
             Some(e) => (e, false),
             None => {
                 let bind = if addr.is_ipv4() {
@@ -376,12 +444,24 @@ impl Connection {
         }
         let (send, recv) = conn.open_bi().await?;
         tracing::debug!(%addr, "connected");
-        let mut c = Self {
+        let link = Link::Quic(QuicLink {
             conn,
             endpoint,
             owns_endpoint,
             send,
             recv,
+        });
+        let mut c = Self::with_link(link, &opts);
+        if opts.send_new_client {
+            c.send(&ClientPacket::NewClient(NewClient {})).await?;
+        }
+        Ok(c)
+    }
+
+    fn with_link(link: Link, opts: &ConnectOptions) -> Self {
+        let compact = matches!(link, Link::Quic(_)) && opts.profile == Profile::Compact;
+        Self {
+            link,
             out: Vec::new(),
             out_sent: 0,
             decoder: FrameDecoder::with_max_frame_len(opts.max_frame_len),
@@ -397,13 +477,9 @@ impl Connection {
             spells: crate::spells::Spellbook::default(),
             clock: None,
             ui: crate::ui::Ui::default(),
-            compact: (opts.profile == Profile::Compact).then(CompactState::default),
+            compact: compact.then(CompactState::default),
             pacer: crate::pacer::InputPacer::new(),
-        };
-        if opts.send_new_client {
-            c.send(&ClientPacket::NewClient(NewClient {})).await?;
         }
-        Ok(c)
     }
 
     // ---------------------------------------------------------------------------------
@@ -446,11 +522,27 @@ impl Connection {
         self.flush().await
     }
 
-    /// Writes out any frames still queued by a cancelled send.
+    /// Writes out any frames still queued by a cancelled send. On RCEnet each frame goes
+    /// as one reliable packet on channel 1 (bytes that are not whole frames are an error).
     pub async fn flush(&mut self) -> Result<(), ClientError> {
-        while let Some(rest) = self.out.get(self.out_sent..).filter(|r| !r.is_empty()) {
-            let n = self.send.write(rest).await?;
-            self.out_sent += n;
+        match &mut self.link {
+            Link::Quic(q) => {
+                while let Some(rest) = self.out.get(self.out_sent..).filter(|r| !r.is_empty()) {
+                    let n = q.send.write(rest).await?;
+                    self.out_sent += n;
+                }
+            }
+            Link::Enet(e) => {
+                let rest = self.out.get(self.out_sent..).unwrap_or(&[]);
+                if !rest.is_empty() {
+                    let packets = rc_packets(rest);
+                    self.out.clear();
+                    self.out_sent = 0;
+                    for p in packets? {
+                        e.send(crate::enet::CHANNEL_RELIABLE, p, true)?;
+                    }
+                }
+            }
         }
         self.out.clear();
         self.out_sent = 0;
@@ -458,12 +550,25 @@ impl Connection {
     }
 
     /// Flushes, then ends the client's side of the reliable stream (QUIC FIN). Nothing
-    /// more can be sent on it; receiving goes on.
+    /// more can be sent on it; receiving goes on. RCEnet has no stream to end: it only
+    /// flushes.
     pub async fn finish_stream(&mut self) -> Result<(), ClientError> {
         self.flush().await?;
-        self.send
-            .finish()
-            .map_err(|e| ClientError::Stream(e.to_string()))
+        match &mut self.link {
+            Link::Quic(q) => q
+                .send
+                .finish()
+                .map_err(|e| ClientError::Stream(e.to_string())),
+            Link::Enet(_) => Ok(()),
+        }
+    }
+
+    /// The transport this connection speaks.
+    pub fn transport(&self) -> Transport {
+        match self.link {
+            Link::Quic(_) => Transport::Quic,
+            Link::Enet(_) => Transport::Enet,
+        }
     }
 
     /// Sends `P_StandardUpdate` as a QUIC datagram holding exactly one frame (25 bytes);
@@ -497,7 +602,10 @@ impl Connection {
             Instant::now().into_std(),
             previous.into_std(),
             input_period,
-            self.conn.rtt(),
+            match &self.link {
+                Link::Quic(q) => q.conn.rtt(),
+                Link::Enet(e) => e.rtt(),
+            },
         ))
     }
 
@@ -516,10 +624,21 @@ impl Connection {
     }
 
     /// Sends a datagram with these exact bytes (for tests: batches, other types, garbage).
+    /// On RCEnet each rc/1 frame of it goes as one unreliable packet on channel 2 (bytes
+    /// that are not whole frames are an error).
     pub fn send_raw_datagram(&self, bytes: impl Into<Bytes>) -> Result<(), ClientError> {
         let bytes = bytes.into();
         let len = bytes.len();
-        self.conn.send_datagram(bytes).map_err(|e| {
+        let q = match &self.link {
+            Link::Quic(q) => q,
+            Link::Enet(e) => {
+                for p in rc_packets(&bytes)? {
+                    e.send(crate::enet::CHANNEL_UPDATES, p, false)?;
+                }
+                return Ok(());
+            }
+        };
+        q.conn.send_datagram(bytes).map_err(|e| {
             use quinn::SendDatagramError as E;
             match e {
                 E::UnsupportedByPeer => {
@@ -528,7 +647,7 @@ impl Connection {
                 E::Disabled => ClientError::DatagramsUnavailable("disabled on this side"),
                 E::TooLarge => ClientError::DatagramTooLarge {
                     len,
-                    max: self.conn.max_datagram_size(),
+                    max: q.conn.max_datagram_size(),
                 },
                 E::ConnectionLost(c) => c.into(),
             }
@@ -614,18 +733,25 @@ impl Connection {
                 return Ok(p);
             }
             let pending = self.out.len() > self.out_sent;
+            let q = match &mut self.link {
+                Link::Quic(q) => q,
+                Link::Enet(_) => {
+                    self.recv_enet(pending).await?;
+                    continue;
+                }
+            };
             tokio::select! {
                 biased;
                 // Frames queued by the connection itself (the P_ChangeArea acknowledgement)
                 // or by a cancelled send go out while waiting.
-                r = self.send.write(self.out.get(self.out_sent..).unwrap_or(&[])), if pending => {
+                r = q.send.write(self.out.get(self.out_sent..).unwrap_or(&[])), if pending => {
                     self.out_sent += r?;
                     if self.out_sent >= self.out.len() {
                         self.out.clear();
                         self.out_sent = 0;
                     }
                 }
-                r = self.recv.read_chunk(READ_CHUNK, true), if !self.stream_finished => match r {
+                r = q.recv.read_chunk(READ_CHUNK, true), if !self.stream_finished => match r {
                     Ok(Some(chunk)) => self.decoder.push(&chunk.bytes),
                     Ok(None) => {
                         // The server ended its side: a frame cut off here is a violation;
@@ -637,9 +763,37 @@ impl Connection {
                     }
                     Err(e) => return Err(e.into()),
                 },
-                r = self.conn.read_datagram() => self.on_datagram(r?),
+                r = q.conn.read_datagram() => self.on_datagram(r?),
             }
         }
+    }
+
+    /// One RC packet from the RCEnet transport, after sending what is queued: a reliable
+    /// one goes through the frame decoder as a stream frame would, a `P_StandardUpdate`
+    /// through the datagram path. Cancel-safe.
+    async fn recv_enet(&mut self, pending: bool) -> Result<(), ClientError> {
+        if pending {
+            self.flush().await?;
+        }
+        let Link::Enet(e) = &mut self.link else {
+            return Ok(());
+        };
+        let p = e.recv().await.map_err(ClientError::Closed)?;
+        let Some((&ty, payload)) = p.data.split_first() else {
+            return Ok(());
+        };
+        let mut frame = Vec::with_capacity(payload.len() + 3);
+        if write_frame(&mut frame, ty, payload).is_err() {
+            // Larger than a frame: not an RC packet the SDK can read.
+            self.stats.undecodable_packets += 1;
+            return Ok(());
+        }
+        if p.reliable {
+            self.decoder.push(&frame);
+        } else {
+            self.on_datagram(Bytes::from(frame));
+        }
+        Ok(())
     }
 
     /// The next complete frame on the stream, decoded.
@@ -673,8 +827,10 @@ impl Connection {
     /// The server broke the framing: close with code 2 (as the server would).
     fn violation(&mut self, e: FrameError) -> ClientError {
         tracing::debug!(error = %e, "malformed frame from the server");
-        self.conn
-            .close(CloseCode::ProtocolViolation.varint(), b"malformed frame");
+        if let Link::Quic(q) = &self.link {
+            q.conn
+                .close(CloseCode::ProtocolViolation.varint(), b"malformed frame");
+        }
         ClientError::Frame(e)
     }
 
@@ -753,26 +909,40 @@ impl Connection {
     /// finished and its data acknowledged, then the close is sent and, if the connection
     /// owns its endpoint, the endpoint drains.
     pub async fn close(mut self, code: CloseCode) {
-        let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            if self.flush().await.is_ok() && self.send.finish().is_ok() {
-                let _ = self.send.stopped().await;
+        let _ = tokio::time::timeout(CLOSE_GRACE, self.flush()).await;
+        match self.link {
+            Link::Quic(mut q) => {
+                let _ = tokio::time::timeout(CLOSE_GRACE, async {
+                    if q.send.finish().is_ok() {
+                        let _ = q.send.stopped().await;
+                    }
+                })
+                .await;
+                q.conn.close(code.varint(), b"");
+                if q.owns_endpoint {
+                    let _ = tokio::time::timeout(CLOSE_GRACE, q.endpoint.wait_idle()).await;
+                }
             }
-        })
-        .await;
-        self.conn.close(code.varint(), b"");
-        if self.owns_endpoint {
-            let _ = tokio::time::timeout(CLOSE_GRACE, self.endpoint.wait_idle()).await;
+            // A graceful ENet disconnect carrying the code.
+            Link::Enet(e) => e.close(code, CLOSE_GRACE).await,
         }
     }
 
-    /// Waits until the connection is closed, by either side, and says why.
+    /// Waits until the connection is closed, by either side, and says why. On RCEnet the
+    /// server's code comes as the ENet disconnect's data.
     pub async fn closed(&self) -> CloseReason {
-        self.conn.closed().await.into()
+        match &self.link {
+            Link::Quic(q) => q.conn.closed().await.into(),
+            Link::Enet(e) => e.closed().await,
+        }
     }
 
     /// Why the connection closed, or `None` while it is open.
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.conn.close_reason().map(Into::into)
+        match &self.link {
+            Link::Quic(q) => q.conn.close_reason().map(Into::into),
+            Link::Enet(e) => e.close_reason(),
+        }
     }
 
     // ---------------------------------------------------------------------------------
@@ -803,24 +973,34 @@ impl Connection {
     /// The largest datagram the path allows now, `None` if the server does not accept
     /// datagrams.
     pub fn max_datagram_size(&self) -> Option<usize> {
-        self.conn.max_datagram_size()
+        match &self.link {
+            Link::Quic(q) => q.conn.max_datagram_size(),
+            Link::Enet(_) => Some(ENET_DATAGRAM),
+        }
     }
 
     /// The server's address.
     pub fn remote_address(&self) -> SocketAddr {
-        self.conn.remote_address()
+        match &self.link {
+            Link::Quic(q) => q.conn.remote_address(),
+            Link::Enet(e) => e.remote_address(),
+        }
     }
 
-    /// The underlying quinn connection (RTT, statistics, ...).
-    pub fn quic(&self) -> &quinn::Connection {
-        &self.conn
+    /// The underlying quinn connection (RTT, statistics, ...); `None` on RCEnet.
+    pub fn quic(&self) -> Option<&quinn::Connection> {
+        match &self.link {
+            Link::Quic(q) => Some(&q.conn),
+            Link::Enet(_) => None,
+        }
     }
 }
 
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Connection")
-            .field("remote", &self.conn.remote_address())
+            .field("remote", &self.remote_address())
+            .field("transport", &self.transport())
             .field("user", &self.creds.as_ref().map(|c| c.user.to_latin1()))
             .field("stream_finished", &self.stream_finished)
             .field("unsent", &self.out.len().saturating_sub(self.out_sent))

@@ -91,6 +91,7 @@
 
 pub mod clock;
 pub mod conn;
+mod enet;
 pub mod error;
 pub mod event;
 pub mod items;
@@ -103,7 +104,7 @@ pub mod verify;
 pub use clock::SdkClock;
 pub use conn::{
     Channel, CompactRefused, ConnectOptions, Connection, ConnectionStats, DEFAULT_PORT, Incoming,
-    Profile, SOCKET_BUFFER, client_endpoint,
+    Profile, SOCKET_BUFFER, Transport, client_endpoint,
 };
 pub use error::{ClientError, CloseCode, CloseReason};
 pub use event::Event;

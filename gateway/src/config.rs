@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub use shared::settings::{ConfigError, Settings};
 use shared::settings::{boolean, num, opt_path as path};
 
+/// RCEnet's default port: Realm Crafter's own 25000 is the QUIC endpoint's.
+pub const DEFAULT_ENET_PORT: u16 = 25002;
+
 /// Environment variable prefix.
 pub const ENV_PREFIX: &str = "GATEWAY_";
 
@@ -25,6 +28,18 @@ pub struct GatewayConfig {
     pub listen: SocketAddr,
     /// Internal QUIC endpoint the zone nodes connect to (ALPN `rc-internal/1`), UDP.
     pub internal_listen: SocketAddr,
+    /// RCEnet endpoint (ENet 1.1, Realm Crafter's own clients), UDP; `off` to run without
+    /// it. QUIC holds 25000, so RCEnet's default is 25002: point a client at it in its
+    /// `Data\Game Data\Other.dat` or server list (docs/operations.md, "RCEnet").
+    #[doc(alias = "RCEnet")]
+    pub enet_listen: Option<SocketAddr>,
+    /// RCEnet connections not yet past ENet's handshake, all networks together (ENet has
+    /// no address validation: spoofed CONNECTs hold at most this many slots).
+    pub enet_half_open: u32,
+    /// ...and per client network (IPv4 address, IPv6 /64).
+    pub enet_half_open_per_ip: u32,
+    /// An RCEnet handshake not completed within this time frees its slot (ms).
+    pub enet_connect_timeout_ms: u64,
     /// Admin HTTP (`/healthz`, `/metrics`, `/cluster`), TCP; loopback by default.
     pub admin_listen: SocketAddr,
     /// Data directory: SQLite database and the generated certificate.
@@ -141,6 +156,10 @@ impl Default for GatewayConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 25000)),
             // Private by default: a zone node on another host needs it set explicitly.
             internal_listen: SocketAddr::from(([127, 0, 0, 1], 25001)),
+            enet_listen: Some(SocketAddr::from(([0, 0, 0, 0], DEFAULT_ENET_PORT))),
+            enet_half_open: 256,
+            enet_half_open_per_ip: 8,
+            enet_connect_timeout_ms: 5_000,
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
             world: None,
@@ -199,6 +218,15 @@ impl Settings for GatewayConfig {
             "gateway_id" => self.gateway_id = value.to_owned(),
             "listen" => self.listen = num(value)?,
             "internal_listen" => self.internal_listen = num(value)?,
+            "enet_listen" => {
+                self.enet_listen = match value.trim() {
+                    "" | "off" | "none" => None,
+                    v => Some(num(v)?),
+                }
+            }
+            "enet_half_open" => self.enet_half_open = num(value)?,
+            "enet_half_open_per_ip" => self.enet_half_open_per_ip = num(value)?,
+            "enet_connect_timeout_ms" => self.enet_connect_timeout_ms = num(value)?,
             "admin_listen" => self.admin_listen = num(value)?,
             "data_dir" => self.data_dir = PathBuf::from(value),
             "world" => self.world = path(value),
@@ -381,6 +409,23 @@ impl GatewayConfig {
         }
         if !(1..=10_000_000).contains(&self.login_accounts_tracked) {
             return bad("login_accounts_tracked", "must be 1..=10000000");
+        }
+        if !(1..=1_000_000).contains(&self.enet_half_open) {
+            return bad("enet_half_open", "must be 1..=1000000");
+        }
+        if !(1..=self.enet_half_open).contains(&self.enet_half_open_per_ip) {
+            return bad("enet_half_open_per_ip", "must be 1..=enet_half_open");
+        }
+        if !(500..=60_000).contains(&self.enet_connect_timeout_ms) {
+            return bad("enet_connect_timeout_ms", "must be 500..=60000");
+        }
+        if let Some(e) = self.enet_listen
+            && (e == self.listen || e == self.internal_listen)
+        {
+            return bad(
+                "enet_listen",
+                "must differ from listen and internal_listen (both are UDP too)",
+            );
         }
         if !(1..=100_000).contains(&self.internal_preauth_max) {
             return bad("internal_preauth_max", "must be 1..=100000");

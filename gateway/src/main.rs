@@ -46,6 +46,10 @@ struct RunArgs {
     /// address the nodes reach when they run on other hosts).
     #[arg(long)]
     internal_listen: Option<String>,
+    /// RCEnet endpoint for Realm Crafter's own clients (ENet 1.1), UDP (default
+    /// 0.0.0.0:25002; `off` to disable).
+    #[arg(long)]
+    enet_listen: Option<String>,
     /// Admin HTTP endpoint, TCP (default 127.0.0.1:9180).
     #[arg(long)]
     admin_listen: Option<String>,
@@ -61,6 +65,7 @@ impl RunArgs {
             ("data_dir", &self.data_dir),
             ("listen", &self.listen),
             ("internal_listen", &self.internal_listen),
+            ("enet_listen", &self.enet_listen),
             ("admin_listen", &self.admin_listen),
             ("checkpoint_ms", &self.checkpoint_ms),
         ]

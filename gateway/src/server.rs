@@ -52,6 +52,8 @@ pub struct Gateway {
     pub client_addr: SocketAddr,
     /// Internal endpoint address (ALPN `rc-internal/1`).
     pub internal_addr: SocketAddr,
+    /// RCEnet endpoint address (ENet 1.1, Realm Crafter's own clients), when enabled.
+    pub enet_addr: Option<SocketAddr>,
     /// Admin HTTP address.
     pub admin_addr: SocketAddr,
     /// SHA-256 of the client certificate (hex).
@@ -87,6 +89,19 @@ fn wall_ms() -> u64 {
 /// UDP receive and send buffer asked of the kernel for both endpoints (capped by
 /// `net.core.rmem_max` / `wmem_max`; docs/operations.md says how to raise them).
 const SOCKET_BUFFER: usize = 4 << 20;
+
+/// A UDP socket on `addr` with [`SOCKET_BUFFER`]-sized buffers (best effort).
+fn udp_socket(what: &'static str, addr: SocketAddr) -> Result<std::net::UdpSocket, StartError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let err = |source| StartError::Bind { what, addr, source };
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.bind(&addr.into()).map_err(err)?;
+    socket.set_nonblocking(true).map_err(err)?;
+    Ok(socket.into())
+}
 
 /// A server endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (best effort).
 /// Every client's 5 Hz updates and acknowledgements land on one socket; with the kernel's
@@ -204,6 +219,21 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             addr: cfg.internal_listen,
             source,
         })?;
+    let enet = match cfg.enet_listen {
+        Some(addr) => {
+            let err = |source| StartError::Bind {
+                what: "RCEnet clients",
+                addr,
+                source,
+            };
+            let socket = tokio::net::UdpSocket::from_std(udp_socket("RCEnet clients", addr)?)
+                .map_err(err)?;
+            let local = socket.local_addr().map_err(err)?;
+            Some((socket, local))
+        }
+        None => None,
+    };
+    let enet_addr = enet.as_ref().map(|(_, a)| *a);
     let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -243,11 +273,21 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     shared.clock_epoch_ms.store(clock_epoch, Ordering::Relaxed);
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
+    let doors = net::client::Doors::new(&shared);
     tokio::spawn(net::client::serve(
         client_ep.clone(),
         shared.clone(),
+        doors.clone(),
         stop_rx.clone(),
     ));
+    if let Some((socket, _)) = enet {
+        tokio::spawn(net::enet::serve(
+            socket,
+            shared.clone(),
+            doors,
+            stop_rx.clone(),
+        ));
+    }
     tokio::spawn(net::node::serve(
         internal_ep.clone(),
         shared.clone(),
@@ -269,6 +309,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     });
     tracing::info!(
         clients = %client_addr,
+        enet = %enet_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         internal = %internal_addr,
         admin = %admin_addr,
         accounts,
@@ -288,6 +329,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     Ok(Gateway {
         client_addr,
         internal_addr,
+        enet_addr,
         admin_addr,
         fingerprint,
         internal_fingerprint: internal_fp.clone(),

@@ -85,6 +85,7 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
     let cfg = GatewayConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        enet_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: dir.join("data"),
         standalone: true,

@@ -28,6 +28,7 @@ fn config(data: &Path, world: Option<PathBuf>) -> GatewayConfig {
     GatewayConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        enet_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data.to_path_buf(),
         world,

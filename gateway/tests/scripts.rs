@@ -79,6 +79,7 @@ fn config(data: &Path) -> GatewayConfig {
     GatewayConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        enet_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data.to_path_buf(),
         standalone: true,

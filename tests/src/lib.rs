@@ -117,6 +117,7 @@ impl Cluster {
         let cfg = GatewayConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             internal_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            enet_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: dir.join("data"),
             standalone: false,
@@ -407,6 +408,82 @@ pub async fn connect_with_profile(addr: SocketAddr, profile: client::Profile) ->
     Connection::connect_with(addr, "gateway", opts)
         .await
         .expect("connected")
+}
+
+/// Connect over RCEnet (ENet 1.1, Realm Crafter's own transport) to the gateway's
+/// `enet_listen`.
+pub async fn connect_enet(addr: SocketAddr) -> Connection {
+    let mut opts = client::ConnectOptions::new(Verify::Insecure);
+    opts.transport = client::Transport::Enet;
+    Connection::connect_with(addr, "gateway", opts)
+        .await
+        .expect("connected over RCEnet")
+}
+
+/// A new player over RCEnet, as Realm Crafter's own client goes about it: the update list
+/// on a first connection, the account and the character on a second, and `P_StartGame`
+/// alone (no login on it) on a third, the game connection. Returns the update list's
+/// packets too.
+pub async fn new_enet_player(
+    addr: SocketAddr,
+    user: &str,
+) -> (Connection, GameStart, Vec<ServerPacket>) {
+    let updates = enet_update_list(addr).await;
+    let mut m = connect_enet(addr).await;
+    m.create_account(user, "secret", "a@b.c").await.unwrap();
+    assert!(m.login(user, "secret").await.unwrap().is_empty());
+    let cat = m.fetch_catalogue().await.unwrap();
+    let t = cat.playable().next().expect("a playable template").id;
+    m.create_character(&NewCharacter::new(user, t))
+        .await
+        .unwrap();
+    m.close(client::CloseCode::Normal).await;
+    let (g, start) = enet_game(addr, user).await;
+    (g, start, updates)
+}
+
+/// `P_FetchUpdateFiles` on a connection of its own, as the original client's first step;
+/// every chunk of the answer, up to the one carrying the total.
+pub async fn enet_update_list(addr: SocketAddr) -> Vec<ServerPacket> {
+    let mut u = connect_enet(addr).await;
+    u.send_frame(shared::proto::ids::P_FETCH_UPDATE_FILES, &[])
+        .await
+        .unwrap();
+    let mut chunks = Vec::new();
+    loop {
+        let p = u
+            .recv_until(|i| i.id() == shared::proto::ids::P_FETCH_UPDATE_FILES, WAIT)
+            .await
+            .expect("the update list");
+        let last = matches!(&p.packet, ServerPacket::FetchUpdateFiles(f) if f.total.is_some());
+        chunks.push(p.packet);
+        if last {
+            break;
+        }
+    }
+    u.close(client::CloseCode::Normal).await;
+    chunks
+}
+
+/// The original client's game connection: `P_StartGame` with the account's credentials
+/// and nothing before it (retried while a previous session's logout is in flight).
+pub async fn enet_game(addr: SocketAddr, user: &str) -> (Connection, GameStart) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut g = connect_enet(addr).await;
+        g.set_credentials(user, "secret");
+        match g.start_game(0).await {
+            Ok(start) => return (g, start),
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "{user} could not start the game: {e}"
+                );
+                g.close(client::CloseCode::Normal).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
 }
 
 /// Create an account and a character (the first playable template), enter the world.

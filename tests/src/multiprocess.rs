@@ -307,6 +307,7 @@ impl ProcessCluster {
             .arg(self.dir.join("data"))
             .env("GATEWAY_CLUSTER_SECRET", SECRET)
             .env("GATEWAY_PLACEMENT_HOLD_MS", hold_ms.to_string())
+            .env("GATEWAY_ENET_LISTEN", "127.0.0.1:0")
             .env("GATEWAY_PASSWORD_HASH", "fast")
             .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
             .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())

@@ -40,12 +40,16 @@ const CLICK_RETRY: Duration = Duration::from_secs(3);
 #[command(
     name = "rcclient",
     version,
-    about = "Talks to the gateway over QUIC (rc/1) like a Realm Crafter client."
+    about = "Talks to the gateway over QUIC (rc/1) or RCEnet (ENet 1.1) like a Realm Crafter client."
 )]
 struct Cli {
-    /// The gateway's address.
-    #[arg(long, global = true, default_value = "127.0.0.1:25000")]
-    addr: SocketAddr,
+    /// The gateway's address (its QUIC `listen`, or with `--transport enet` its
+    /// `enet_listen`, 127.0.0.1:25002 by default).
+    #[arg(long, global = true)]
+    addr: Option<SocketAddr>,
+    /// `quic` or `enet` (RCEnet: no certificate, no encryption, as the original client).
+    #[arg(long, global = true, default_value = "quic")]
+    transport: client::Transport,
     /// TLS server name (checked only against a CA-issued certificate).
     #[arg(long, global = true, default_value = "localhost")]
     server_name: String,
@@ -151,15 +155,22 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let enet = cli.transport == client::Transport::Enet;
     let verify = match (&cli.pin, cli.insecure) {
         (Some(pin), _) => Verify::pin_from_hex(pin)?,
         (None, true) => Verify::Insecure,
+        // RCEnet has no certificate to check.
+        (None, false) if enet => Verify::Insecure,
         (None, false) => bail!("say how to check the gateway: --pin HEX or --insecure"),
     };
-    let mut conn =
-        Connection::connect_with(cli.addr, &cli.server_name, ConnectOptions::new(verify))
-            .await
-            .with_context(|| format!("connecting to {}", cli.addr))?;
+    let addr = cli
+        .addr
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], if enet { 25_002 } else { 25_000 })));
+    let mut opts = ConnectOptions::new(verify);
+    opts.transport = cli.transport;
+    let mut conn = Connection::connect_with(addr, &cli.server_name, opts)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
     println!("connected to {}", conn.remote_address());
 
     let (user, password) = match &cli.cmd {

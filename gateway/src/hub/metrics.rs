@@ -215,6 +215,35 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Times a node reported an AreaInstance stuck (its tick watchdog: no tick completed for stuck_tick_ms); no new player goes to it meanwhile.",
     ),
     (
+        "rc_gateway_enet_connections_total",
+        "RCEnet (ENet 1.1) peers past the handshake that got a session (also in rc_gateway_connections_accepted_total).",
+    ),
+    (
+        "rc_gateway_enet_bytes_total",
+        "Bytes of RCEnet UDP datagrams, by direction (ENet headers included).",
+    ),
+    (
+        "rc_gateway_enet_packets_total",
+        "RC packets carried by RCEnet, by direction.",
+    ),
+    (
+        "rc_gateway_enet_dropped_total",
+        "RCEnet input dropped, by reason: malformed (datagrams ENet refuses), reserved_type (RC types 200-202 from the network), bad_packet (empty, or an unreliable packet other than P_StandardUpdate on channel 2), half_open (CONNECTs past enet_half_open or enet_half_open_per_ip), half_open_expired (handshakes not completed in enet_connect_timeout_ms), inbound_overflow (a peer disconnected for flooding its session).",
+    ),
+    (
+        "rc_gateway_enet_timeouts_total",
+        "RCEnet peers dropped by ENet's timeout (no acknowledgement), as Realm Crafter's PlayerHasLeft.",
+    ),
+    (
+        "rc_gateway_enet_retransmits_total",
+        "Reliable ENet commands sent again.",
+    ),
+    ("rc_gateway_enet_peers", "RCEnet peers connected now."),
+    (
+        "rc_gateway_enet_half_open",
+        "RCEnet connections in ENet's handshake now (half-open).",
+    ),
+    (
         "rc_gateway_instances_given_up_total",
         "AreaInstances a node's tick watchdog gave up: placed anew with a new generation, their players put back from their last saves.",
     ),
@@ -358,6 +387,33 @@ shared::counters! {
         instances_stuck => "rc_gateway_instances_stuck_total";
         /// AreaInstances a node's tick watchdog gave up (placed anew).
         instances_given_up => "rc_gateway_instances_given_up_total";
+        /// RCEnet peers that got a session.
+        enet_connections => "rc_gateway_enet_connections_total";
+        /// RCEnet datagram bytes received.
+        enet_bytes_in => "rc_gateway_enet_bytes_total" ["direction" = "in"];
+        /// RCEnet datagram bytes sent.
+        enet_bytes_out => "rc_gateway_enet_bytes_total" ["direction" = "out"];
+        /// RC packets received over RCEnet.
+        enet_packets_in => "rc_gateway_enet_packets_total" ["direction" = "in"];
+        /// RC packets sent over RCEnet.
+        enet_packets_out => "rc_gateway_enet_packets_total" ["direction" = "out"];
+        /// Datagrams the ENet host refused (copied from its counters).
+        enet_malformed => "rc_gateway_enet_dropped_total" ["reason" = "malformed"];
+        /// RC types 200-202 from the network.
+        enet_reserved_types => "rc_gateway_enet_dropped_total" ["reason" = "reserved_type"];
+        /// Empty packets, unreliable packets other than `P_StandardUpdate`, positions a
+        /// busy session had no room for.
+        enet_bad_packets => "rc_gateway_enet_dropped_total" ["reason" = "bad_packet"];
+        /// CONNECTs refused past the half-open caps (copied from the host).
+        enet_half_open_refused => "rc_gateway_enet_dropped_total" ["reason" = "half_open"];
+        /// Handshakes that expired (copied from the host).
+        enet_half_open_expired => "rc_gateway_enet_dropped_total" ["reason" = "half_open_expired"];
+        /// Peers disconnected for flooding their session's inbound queue.
+        enet_inbound_overflows => "rc_gateway_enet_dropped_total" ["reason" = "inbound_overflow"];
+        /// Peers dropped by ENet's timeout (copied from the host).
+        enet_timeouts => "rc_gateway_enet_timeouts_total";
+        /// Reliable commands sent again (copied from the host).
+        enet_retransmits => "rc_gateway_enet_retransmits_total";
     }
     extra {
         /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)
@@ -366,6 +422,10 @@ shared::counters! {
         /// From a node's `Transfer` to the commit sent to its destination
         /// (`rc_gateway_handoff_latency_seconds`).
         handoff_latency: Histogram,
+        /// RCEnet peers connected now (`rc_gateway_enet_peers`, a gauge).
+        enet_peers: AtomicU64,
+        /// RCEnet handshakes under way (`rc_gateway_enet_half_open`, a gauge).
+        enet_half_open: AtomicU64,
     }
 }
 
@@ -400,6 +460,13 @@ impl Metrics {
                 Self::get(c),
             );
         }
+        for (name, v) in [
+            ("rc_gateway_enet_peers", &self.enet_peers),
+            ("rc_gateway_enet_half_open", &self.enet_half_open),
+        ] {
+            #[allow(clippy::cast_precision_loss)]
+            t.gauge(name, family_help(FAMILIES, name), Self::get(v) as f64);
+        }
         let latency = "rc_gateway_handoff_latency_seconds";
         t.histogram_of(
             latency,
@@ -423,6 +490,8 @@ mod tests {
             &[
                 "rc_gateway_handoff_latency_seconds",
                 "rc_gateway_input_dropped_total",
+                "rc_gateway_enet_peers",
+                "rc_gateway_enet_half_open",
             ],
         );
         assert_eq!(errors, Vec::<String>::new());

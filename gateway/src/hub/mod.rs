@@ -37,8 +37,10 @@ use crate::script_store::ScriptStore;
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, PersistOp, close};
 use crate::store::Writer;
 
+mod link;
 mod metrics;
 mod scripts;
+pub use link::{ClientLink, ENET_COMMANDS, ENET_DATAGRAM, EnetCmd, EnetLink, LinkError};
 pub use metrics::{FAMILIES, Metrics};
 
 pub use control::{
@@ -72,8 +74,8 @@ pub struct ClientHandle {
     pub queued: Arc<std::sync::atomic::AtomicUsize>,
     /// `client_queue_bytes`: past it the client is closed as too slow.
     pub queue_limit: usize,
-    /// Its connection (datagrams are sent on it directly).
-    pub conn: quinn::Connection,
+    /// Its connection (datagrams are sent on it directly), QUIC or RCEnet.
+    pub link: ClientLink,
     /// The compact profile's encoder when the client negotiated `rc-compact/1` (its
     /// position datagrams are transcoded here, at the edge; the zones speak rc/1 only).
     pub compact: Option<Arc<Mutex<shared::compact::DownEncoder>>>,
@@ -95,9 +97,9 @@ impl ClientHandle {
                 limit = self.queue_limit,
                 "client too slow: send queue past its limit"
             );
-            self.conn.close(
-                close::TOO_SLOW.into(),
-                b"send queue overflow: the client is too slow",
+            self.link.close(
+                close::TOO_SLOW,
+                "send queue overflow: the client is too slow",
             );
         }
     }
@@ -113,7 +115,7 @@ impl ClientHandle {
             })
             .is_err()
         {
-            self.conn.close(code.into(), reason.as_bytes());
+            self.link.close(code, &reason);
         }
     }
 }

@@ -24,15 +24,9 @@ use crate::session::{
 pub async fn serve(
     endpoint: quinn::Endpoint,
     shared: Arc<Shared>,
+    doors: Arc<Doors>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let doors = Arc::new(Doors {
-        lobby: std::sync::Mutex::new(Lobby::new(
-            Lobby::cap_for(shared.cfg.max_connections, shared.cfg.pregame_share_percent),
-            shared.cfg.lobby_grace_ms,
-        )),
-        kicks: dashmap::DashMap::new(),
-    });
     while let Some(incoming) = super::next_incoming(&endpoint, &mut shutdown).await {
         if shared.shutting_down.load(Ordering::Relaxed) {
             Metrics::inc(&shared.metrics.refused_shutting_down);
@@ -86,13 +80,25 @@ pub async fn serve(
 }
 
 /// The room for connections not yet in the world ([`Lobby`]) and, per connection in it,
-/// how to close it when a newcomer displaces it.
-struct Doors {
+/// how to close it when a newcomer displaces it: one for every transport.
+pub struct Doors {
     lobby: std::sync::Mutex<Lobby>,
     kicks: dashmap::DashMap<u64, Arc<tokio::sync::Notify>>,
 }
 
 impl Doors {
+    /// The doors of `shared`'s configuration (`max_connections`, `pregame_share_percent`,
+    /// `lobby_grace_ms`).
+    pub fn new(shared: &Shared) -> Arc<Self> {
+        Arc::new(Self {
+            lobby: std::sync::Mutex::new(Lobby::new(
+                Lobby::cap_for(shared.cfg.max_connections, shared.cfg.pregame_share_percent),
+                shared.cfg.lobby_grace_ms,
+            )),
+            kicks: dashmap::DashMap::new(),
+        })
+    }
+
     fn lobby(&self) -> std::sync::MutexGuard<'_, Lobby> {
         match self.lobby.lock() {
             Ok(g) => g,
@@ -102,7 +108,7 @@ impl Doors {
 }
 
 /// Why a connection got no slot.
-enum NoSlot {
+pub(super) enum NoSlot {
     /// Its network has `max_connections_per_ip` open.
     PerIp,
     /// `max_connections` open, and no idler to displace.
@@ -114,7 +120,7 @@ enum NoSlot {
 /// One open client connection as the limits count it: in `open`, in its network's
 /// `per_ip` count and, until it enters the world, in `pregame` and the [`Lobby`].
 /// Dropping it gives all back.
-struct ConnSlot {
+pub(super) struct ConnSlot {
     shared: Arc<Shared>,
     doors: Arc<Doors>,
     peer: PeerKey,
@@ -129,7 +135,7 @@ impl ConnSlot {
     /// A slot for connection `session` from `peer`, unless its network has
     /// `max_connections_per_ip` or there is no room (see [`Lobby`]); a displaced idler is
     /// told to close.
-    fn take(
+    pub(super) fn take(
         shared: &Arc<Shared>,
         doors: &Arc<Doors>,
         peer: PeerKey,
@@ -193,6 +199,11 @@ impl ConnSlot {
         })
     }
 
+    /// Notified when a newcomer displaces this connection.
+    pub(super) fn kicked(&self) -> Arc<tokio::sync::Notify> {
+        self.kick.clone()
+    }
+
     /// The connection verified an account: it can no longer be displaced.
     fn logged_in(&mut self) {
         if self.pregame && !std::mem::replace(&mut self.logged_in, true) {
@@ -238,13 +249,15 @@ fn budgets(cfg: &crate::config::GatewayConfig) -> Budgets {
 
 /// Why the connection task ends: the close code and reason to send (`None`: the peer or
 /// the network already closed it).
-type End = Option<(u32, String)>;
+pub(super) type End = Option<(u32, String)>;
 
-struct Conn {
+pub(super) struct Conn {
     shared: Arc<Shared>,
     session_id: u64,
-    conn: quinn::Connection,
-    send: quinn::SendStream,
+    /// The client's address when it connected.
+    peer_addr: SocketAddr,
+    /// Where replies go: the QUIC stream or the RCEnet peer.
+    out: Out,
     session: Session,
     in_game: bool,
     /// This connection in the connection limits.
@@ -269,6 +282,24 @@ struct Conn {
     compact: Option<Arc<std::sync::Mutex<shared::compact::DownEncoder>>>,
 }
 
+/// Where a connection's reliable replies are written.
+pub(super) enum Out {
+    /// The connection's QUIC stream.
+    Quic(quinn::SendStream),
+    /// The RCEnet host task (channel 1, one packet per frame).
+    Enet(crate::hub::EnetLink),
+}
+
+impl Out {
+    /// Writes rc/1 frames; false once the connection is gone.
+    async fn write(&mut self, frames: &[u8]) -> bool {
+        match self {
+            Self::Quic(s) => s.write_all(frames).await.is_ok(),
+            Self::Enet(e) => e.frames(Bytes::copy_from_slice(frames)).await.is_ok(),
+        }
+    }
+}
+
 /// The ALPN the client negotiated.
 fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
     conn.handshake_data()
@@ -290,7 +321,7 @@ async fn connection(
     slot: ConnSlot,
 ) {
     let hs = Duration::from_millis(shared.cfg.handshake_timeout_ms);
-    let kick = slot.kick.clone();
+    let kick = slot.kicked();
     let handshake = tokio::select! {
         r = tokio::time::timeout(hs, incoming) => r,
         () = kick.notified() => {
@@ -344,28 +375,20 @@ async fn connection(
             tx,
             queued: queued.clone(),
             queue_limit: shared.cfg.client_queue_bytes,
-            conn: conn.clone(),
+            link: crate::hub::ClientLink::Quic(conn.clone()),
             compact: compact.clone(),
         },
     );
     tracing::debug!("client connected");
-    let mut c = Conn {
-        shared: shared.clone(),
+    let mut c = Conn::new(
+        shared.clone(),
         session_id,
-        conn: conn.clone(),
-        send,
-        session: Session::new(peer_key(peer)),
-        in_game: false,
+        peer,
+        Out::Quic(send),
         slot,
-        budget: InputBudget::new(budgets(&shared.cfg), 0),
-        inflight: Arc::default(),
-        batch: Vec::with_capacity(4096),
-        pool: BytesMut::new(),
-        rng: os_rng(),
-        login: Some(login),
-        login_account: Vec::new(),
-        compact,
-    };
+        login,
+    );
+    c.compact = compact;
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
     let start = tokio::time::Instant::now();
@@ -417,9 +440,9 @@ async fn connection(
                 Some(ClientOut::Frames(b)) => {
                     Metrics::inc(&shared.metrics.frames_down);
                     Metrics::add(&shared.metrics.bytes_down_stream, b.len());
-                    let sent = c.send.write_all(&b).await;
+                    let sent = c.out.write(&b).await;
                     queued.fetch_sub(b.len(), Ordering::Relaxed);
-                    if sent.is_err() {
+                    if !sent {
                         break None;
                     }
                 }
@@ -428,26 +451,71 @@ async fn connection(
             },
         }
     };
-    shared.clients.remove(&session_id);
-    shared.routes.remove(&session_id);
-    if let Some(login) = c.login.take() {
-        login.record("outcome", "closed before entering the world");
-    }
-    if c.in_game {
-        shared.to_hub(HubEvent::Gone {
-            session: session_id,
-        });
-    }
-    if let Some((code, reason)) = end {
+    c.ended();
+    if let (Some((code, reason)), Out::Quic(send)) = (end, &mut c.out) {
         // Let queued packets (a P_KickedPlayer, a refusal) reach the client first.
-        let _ = c.send.finish();
-        let _ = tokio::time::timeout(Duration::from_millis(500), c.send.stopped()).await;
+        let _ = send.finish();
+        let _ = tokio::time::timeout(Duration::from_millis(500), send.stopped()).await;
         tracing::debug!(code, %reason, "closing");
         conn.close(code.into(), reason.as_bytes());
     }
 }
 
 impl Conn {
+    /// A new connection's session task state.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        session_id: u64,
+        peer_addr: SocketAddr,
+        out: Out,
+        slot: ConnSlot,
+        login: tracing::Span,
+    ) -> Self {
+        Self {
+            session_id,
+            peer_addr,
+            out,
+            session: Session::new(peer_key(peer_addr)),
+            in_game: false,
+            slot,
+            budget: InputBudget::new(budgets(&shared.cfg), 0),
+            inflight: Arc::default(),
+            batch: Vec::with_capacity(4096),
+            pool: BytesMut::new(),
+            rng: os_rng(),
+            login: Some(login),
+            login_account: Vec::new(),
+            compact: None,
+            shared,
+        }
+    }
+
+    /// The connection is over: it leaves the client table and its route, and a player in
+    /// the world is logged out (Realm Crafter's 201, `PlayerHasLeft`).
+    #[doc(alias = "PlayerHasLeft")]
+    pub(super) fn ended(&mut self) {
+        self.shared.clients.remove(&self.session_id);
+        self.shared.routes.remove(&self.session_id);
+        if let Some(login) = self.login.take() {
+            login.record("outcome", "closed before entering the world");
+        }
+        if self.in_game {
+            self.shared.to_hub(HubEvent::Gone {
+                session: self.session_id,
+            });
+        }
+    }
+
+    /// Whether the player is in the world.
+    pub(super) fn in_game(&self) -> bool {
+        self.in_game
+    }
+
+    /// Whether the connection verified an account.
+    pub(super) fn is_logged_in(&self) -> bool {
+        self.session.is_logged_in()
+    }
+
     /// The gateway's clock (one for every connection: the login limiter must not see a
     /// clock per connection).
     fn now_ms(&self) -> u64 {
@@ -468,21 +536,7 @@ impl Conn {
                 Ok(None) => break,
                 Err(e) => return Some(Some(self.violation(&e.to_string()))),
             };
-            let end = if self.in_game {
-                self.game_frame(ty, &payload)
-            } else {
-                // The menu has its budget too: each character created or deleted is a
-                // write to the store.
-                let now = self.now_ms();
-                let verdict = self.budget.admit(now, ty, payload.len() + 3);
-                match self.over_budget(verdict) {
-                    Some(end) => end.map(Some),
-                    None => {
-                        let login = self.login.clone().unwrap_or_else(tracing::Span::none);
-                        self.menu_frame(ty, &payload).instrument(login).await
-                    }
-                }
-            };
+            let end = self.frame(ty, &payload).await;
             if end.is_some() {
                 self.flush_batch();
                 return end;
@@ -492,7 +546,31 @@ impl Conn {
         None
     }
 
-    fn flush_batch(&mut self) {
+    /// One reliable packet from the client, whatever its transport: through the login
+    /// session before `P_StartGame`, batched for the zone after it (call
+    /// [`flush_batch`](Self::flush_batch) after a run of them).
+    pub(super) async fn frame(&mut self, ty: u8, payload: &[u8]) -> Option<End> {
+        if self.in_game {
+            return self.game_frame(ty, payload);
+        }
+        // The menu has its budget too: each character created or deleted is a write to
+        // the store.
+        let now = self.now_ms();
+        let verdict = self.budget.admit(now, ty, payload.len() + 3);
+        match self.over_budget(verdict) {
+            Some(end) => end.map(Some),
+            None => {
+                let login = self.login.clone().unwrap_or_else(tracing::Span::none);
+                let end = self.menu_frame(ty, payload).instrument(login).await;
+                if self.session.is_logged_in() {
+                    self.slot.logged_in();
+                }
+                end
+            }
+        }
+    }
+
+    pub(super) fn flush_batch(&mut self) {
         if self.batch.is_empty() {
             return;
         }
@@ -508,7 +586,7 @@ impl Conn {
 
     /// Whether to read more of the client's stream: its frames (and everyone's) on their
     /// way through the hub are under their limits.
-    fn may_read(&self) -> bool {
+    pub(super) fn may_read(&self) -> bool {
         self.inflight.load(Ordering::Relaxed) < self.shared.cfg.client_inflight_bytes
             && self.shared.hub_bytes.load(Ordering::Relaxed) < crate::hub::HUB_INBOX_BYTES
     }
@@ -680,7 +758,7 @@ impl Conn {
             }
         }
         Metrics::add(&shared.metrics.bytes_down_stream, out.len());
-        if !out.is_empty() && self.send.write_all(&out).await.is_err() {
+        if !out.is_empty() && !self.out.write(&out).await {
             return Some(None);
         }
         let mut end = None;
@@ -849,14 +927,14 @@ impl Conn {
     }
 
     fn session_peer(&self) -> PeerKey {
-        peer_key(self.conn.remote_address())
+        peer_key(self.peer_addr)
     }
 
     /// A client datagram: only well-formed `P_StandardUpdate` frames (or, on a compact
     /// connection, a well-formed compact input or ack, transcoded to the rc/1 frame), only
     /// in game; then `[session][frames]` to the zone node without a per-datagram
     /// allocation.
-    fn datagram(&mut self, d: Bytes) {
+    pub(super) fn datagram(&mut self, d: Bytes) {
         let m = &self.shared.metrics;
         Metrics::add(&m.bytes_up_datagram, d.len());
         if !self.in_game {

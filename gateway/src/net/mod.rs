@@ -1,7 +1,10 @@
-//! The QUIC shells around the sans-IO cores: [`client`] for players (ALPN `rc/1`), [`node`]
-//! for zone nodes (ALPN `rc-internal/1`).
+//! The network shells around the sans-IO cores: [`client`] for players on QUIC (ALPN
+//! `rc/1`), [`enet`] for Realm Crafter's own clients on RCEnet (ENet 1.1), [`node`] for zone
+//! nodes (ALPN `rc-internal/1`).
 
 pub mod client;
+#[doc(alias = "RCEnet")]
+pub mod enet;
 pub mod node;
 
 /// The next connection attempt, or `None` once the endpoint closed or `shutdown` turned

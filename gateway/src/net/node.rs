@@ -338,7 +338,7 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, fs: &mut FanScratch) 
             }
             continue;
         }
-        let max = c.conn.max_datagram_size().unwrap_or(0);
+        let max = c.link.max_datagram_size().unwrap_or(0);
         let bytes = match b.gather(d, max, &mut fs.buf) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -349,10 +349,10 @@ fn fan_out(shared: &Shared, conn_id: usize, b: &Broadcast, fs: &mut FanScratch) 
         };
         let len = bytes.len();
         // quinn makes room by dropping the oldest queued datagram: count that loss.
-        if c.conn.datagram_send_buffer_space() < len {
+        if c.link.datagram_send_buffer_space() < len {
             Metrics::inc(&shared.metrics.datagrams_down_dropped);
         }
-        match c.conn.send_datagram(bytes) {
+        match c.link.send_datagram(bytes) {
             Ok(()) => {
                 Metrics::inc(&shared.metrics.datagrams_down);
                 Metrics::add(&shared.metrics.bytes_down_datagram, len);
@@ -398,7 +398,7 @@ fn collect_updates(bytes: &[u8], out: &mut Vec<Entry>) {
 fn send_compact(shared: &Shared, c: &ClientHandle, entries: &[Entry]) {
     let Some(enc) = &c.compact else { return };
     let m = &shared.metrics;
-    let max = c.conn.max_datagram_size().unwrap_or(0);
+    let max = c.link.max_datagram_size().unwrap_or(0);
     let out = match enc.lock() {
         Ok(mut e) => e.encode_entries(entries, max),
         Err(_) => return,
@@ -414,10 +414,10 @@ fn send_compact(shared: &Shared, c: &ClientHandle, entries: &[Entry]) {
     Metrics::add(&m.compact_entries_dropped, out.dropped);
     for d in out.datagrams {
         let len = d.len();
-        if c.conn.datagram_send_buffer_space() < len {
+        if c.link.datagram_send_buffer_space() < len {
             Metrics::inc(&m.datagrams_down_dropped);
         }
-        match c.conn.send_datagram(Bytes::from(d)) {
+        match c.link.send_datagram(Bytes::from(d)) {
             Ok(()) => {
                 Metrics::inc(&m.datagrams_down);
                 Metrics::add(&m.bytes_down_datagram, len);

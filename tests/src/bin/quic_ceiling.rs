@@ -131,7 +131,8 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let end = start + Duration::from_secs(args.seconds);
     let mut tasks = tokio::task::JoinSet::new();
     for c in &conns {
-        tasks.spawn(ping(c.quic().clone(), args.window, done.clone(), end));
+        let Some(q) = c.quic() else { continue };
+        tasks.spawn(ping(q.clone(), args.window, done.clone(), end));
     }
     while tasks.join_next().await.is_some() {}
     let secs = start.elapsed().as_secs_f64();

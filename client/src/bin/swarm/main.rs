@@ -82,6 +82,14 @@ struct Args {
     /// The gateway's client address.
     #[arg(long, default_value = "127.0.0.1:25000")]
     gateway: SocketAddr,
+    /// The bots' transport: `quic` (the gateway's `--gateway` address), `enet` (RCEnet,
+    /// ENet 1.1 as Realm Crafter's own client: the gateway's `--enet` address), or `mixed`
+    /// (every other bot on each).
+    #[arg(long, default_value = "quic")]
+    transport: TransportChoice,
+    /// The gateway's RCEnet address (default: `--gateway`'s host, port 25002).
+    #[arg(long)]
+    enet: Option<SocketAddr>,
     /// Number of bots.
     #[arg(long, default_value_t = 10)]
     bots: u32,
@@ -195,6 +203,50 @@ struct Args {
     /// or `compact` (ALPN rc-compact/1, quantised delta-coded positions).
     #[arg(long, default_value = "rc")]
     profile: client::Profile,
+}
+
+/// `--transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TransportChoice {
+    Quic,
+    Enet,
+    Mixed,
+}
+
+impl std::str::FromStr for TransportChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "quic" => Ok(Self::Quic),
+            "enet" | "rcenet" => Ok(Self::Enet),
+            "mixed" => Ok(Self::Mixed),
+            _ => Err(format!("unknown transport {s:?} (quic, enet or mixed)")),
+        }
+    }
+}
+
+impl Args {
+    /// Bot `index`'s transport and the address it connects to.
+    fn transport_of(&self, index: u32) -> (client::Transport, SocketAddr) {
+        let enet = match self.transport {
+            TransportChoice::Quic => false,
+            TransportChoice::Enet => true,
+            TransportChoice::Mixed => index % 2 == 1,
+        };
+        if enet {
+            let addr = self
+                .enet
+                .unwrap_or_else(|| SocketAddr::new(self.gateway.ip(), gateway_enet_port()));
+            (client::Transport::Enet, addr)
+        } else {
+            (client::Transport::Quic, self.gateway)
+        }
+    }
+}
+
+/// The gateway's default RCEnet port.
+const fn gateway_enet_port() -> u16 {
+    25_002
 }
 
 /// What every bot adds to.
@@ -553,7 +605,9 @@ async fn enter(
     opts.endpoint = Some(ctx.endpoint.clone());
     opts.reply_timeout = Duration::from_secs(30);
     opts.profile = ctx.args.profile;
-    let mut c = Connection::connect_with(ctx.args.gateway, "localhost", opts).await?;
+    let (transport, addr) = ctx.args.transport_of(ctx.index);
+    opts.transport = transport;
+    let mut c = Connection::connect_with(addr, "localhost", opts).await?;
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
     let password = "swarm";
     if !ctx.args.existing {
@@ -725,7 +779,7 @@ impl Walk {
 }
 
 /// A connection's UDP traffic so far (quinn's counters).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct UdpCounts {
     bytes_up: u64,
     bytes_down: u64,
@@ -739,7 +793,11 @@ struct UdpCounts {
 
 impl UdpCounts {
     fn of(c: &Connection) -> Self {
-        let s = c.quic().stats();
+        // RCEnet connections have no QUIC counters.
+        let Some(q) = c.quic() else {
+            return Self::default();
+        };
+        let s = q.stats();
         Self {
             bytes_up: s.udp_tx.bytes,
             bytes_down: s.udp_rx.bytes,
@@ -1364,6 +1422,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "respawns_and_server_warps": stats.server_moves.load(Ordering::Relaxed),
         "handoffs": stats.handoffs.load(Ordering::Relaxed),
         "profile": format!("{:?}", args.profile).to_lowercase(),
+        "transport": format!("{:?}", args.transport).to_lowercase(),
         "bytes_per_s_per_bot": {
             "up": per_bot(&stats.bytes_up),
             "down": per_bot(&stats.bytes_down),

@@ -1,0 +1,160 @@
+//! How the rest of the gateway reaches a client's connection, whatever its transport: a
+//! QUIC connection (`rc/1`), or a peer of the RCEnet host (ENet 1.1, Realm Crafter's own
+//! clients; `net/enet.rs`). Closing, the size of a datagram and sending one are the only
+//! things the hub and the broadcast fan-out need.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+/// A client connection as the hub and the fan-out reach it.
+#[derive(Debug, Clone)]
+pub enum ClientLink {
+    /// A QUIC connection: reliable frames on its stream, positions as QUIC datagrams.
+    Quic(quinn::Connection),
+    /// A peer of the RCEnet host.
+    Enet(EnetLink),
+}
+
+/// The largest rc/1 datagram the fan-out gathers for an RCEnet peer: its frames are cut
+/// apart again and each `P_StandardUpdate` goes as one unreliable ENet packet, so this only
+/// bounds the batch.
+pub const ENET_DATAGRAM: usize = 1_200;
+
+impl ClientLink {
+    /// Closes the connection with `code` (transport.md). An RCEnet client is sent
+    /// `P_KickedPlayer` first unless the close is normal: the original client ignores
+    /// ENet disconnects and only reacts to that packet.
+    pub fn close(&self, code: u32, reason: &str) {
+        match self {
+            Self::Quic(c) => c.close(code.into(), reason.as_bytes()),
+            Self::Enet(e) => e.close(code, reason),
+        }
+    }
+
+    /// The largest datagram the fan-out may gather for this client.
+    pub fn max_datagram_size(&self) -> Option<usize> {
+        match self {
+            Self::Quic(c) => c.max_datagram_size(),
+            Self::Enet(_) => Some(ENET_DATAGRAM),
+        }
+    }
+
+    /// Room in the datagram send buffer (QUIC drops its oldest datagram past it; the
+    /// RCEnet host's command queue is bounded instead).
+    pub fn datagram_send_buffer_space(&self) -> usize {
+        match self {
+            Self::Quic(c) => c.datagram_send_buffer_space(),
+            Self::Enet(e) => e.room(),
+        }
+    }
+
+    /// Sends rc/1 datagram frames (`P_StandardUpdate`s) unreliably.
+    pub fn send_datagram(&self, d: Bytes) -> Result<(), LinkError> {
+        match self {
+            Self::Quic(c) => c.send_datagram(d).map_err(|_| LinkError),
+            Self::Enet(e) => e.send(EnetCmd::Datagram {
+                peer: e.peer,
+                frames: d,
+            }),
+        }
+    }
+
+    /// The client's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        match self {
+            Self::Quic(c) => c.remote_address(),
+            Self::Enet(e) => e.addr,
+        }
+    }
+}
+
+/// A datagram or command could not be queued (the connection is gone or its queue full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client link cannot take it")]
+pub struct LinkError;
+
+/// What a session task, the hub or the fan-out asks of the RCEnet host task about one
+/// peer.
+#[derive(Debug)]
+pub enum EnetCmd {
+    /// rc/1 frames (`[len u16][type][payload]`, one or more) to send reliably on channel
+    /// 1, one ENet packet `[type][payload]` each.
+    Frames {
+        /// The peer.
+        peer: rcenet::PeerId,
+        /// The frames.
+        frames: Bytes,
+    },
+    /// rc/1 datagram frames to send unreliably on channel 2, one packet each.
+    Datagram {
+        /// The peer.
+        peer: rcenet::PeerId,
+        /// The frames.
+        frames: Bytes,
+    },
+    /// End the connection: `P_KickedPlayer` first when `kick`, then an ENet disconnect
+    /// once it is delivered (or after a grace period).
+    Close {
+        /// The peer.
+        peer: rcenet::PeerId,
+        /// Whether to send `P_KickedPlayer` first.
+        kick: bool,
+        /// The close code (transport.md), sent as the ENet DISCONNECT's data: the SDK
+        /// reports it; the original client ignores it.
+        code: u32,
+    },
+}
+
+/// Most commands queued for the RCEnet host task, every peer together; past it datagrams
+/// are dropped (counted) and frames wait.
+pub const ENET_COMMANDS: usize = 16_384;
+
+/// One RCEnet peer as the gateway reaches it: commands to the host task.
+#[derive(Debug, Clone)]
+pub struct EnetLink {
+    /// The host's id of the peer.
+    pub peer: rcenet::PeerId,
+    /// Its address when it connected.
+    pub addr: SocketAddr,
+    /// The host task's command queue.
+    pub tx: mpsc::Sender<EnetCmd>,
+}
+
+impl EnetLink {
+    fn send(&self, cmd: EnetCmd) -> Result<(), LinkError> {
+        self.tx.try_send(cmd).map_err(|_| LinkError)
+    }
+
+    /// Room left in the host's command queue, in bytes of datagrams (an estimate: the
+    /// fan-out compares it with one datagram's length).
+    pub fn room(&self) -> usize {
+        self.tx.capacity().saturating_mul(ENET_DATAGRAM)
+    }
+
+    /// Queues reliable frames, waiting for room in the host task's queue.
+    pub async fn frames(&self, frames: Bytes) -> Result<(), LinkError> {
+        self.tx
+            .send(EnetCmd::Frames {
+                peer: self.peer,
+                frames,
+            })
+            .await
+            .map_err(|_| LinkError)
+    }
+
+    /// Asks the host task to end the connection (see [`EnetCmd::Close`]).
+    pub fn close(&self, code: u32, reason: &str) {
+        tracing::debug!(code, reason, "closing an RCEnet peer");
+        use crate::session::close;
+        // A kick (code 1) has had its `P_KickedPlayer` already.
+        let kick = code != close::NORMAL && code != close::KICKED;
+        // A full queue: the host task ends peers whose session task is gone anyway.
+        let _ = self.send(EnetCmd::Close {
+            peer: self.peer,
+            kick,
+            code,
+        });
+    }
+}

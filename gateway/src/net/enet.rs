@@ -1,0 +1,557 @@
+//! The RCEnet endpoint (ENet 1.1, Realm Crafter's own clients; docs/rcenet.md): one task
+//! owns the UDP socket and the sans-IO [`rcenet::Host`]; each peer past ENet's handshake
+//! gets a session task that is a QUIC connection's in all but its transport (the same
+//! [`Conn`]: login flow, limits, budgets, routing, logout on disconnect).
+//!
+//! Realm Crafter's framing: one ENet packet is one RC packet `[type u8][payload]`; reliable
+//! packets on channel 1, `P_StandardUpdate` unreliable on channel 2. Types 200–202 are the
+//! server's own messages (`PlayerTimedOut`, `PlayerHasLeft`, `PlayerKicked`) and are never
+//! taken from the network; type 0 is never sent to a client (its menu reads it as "lost
+//! connection").
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rcenet::{Event, Host, HostConfig, PeerId};
+use shared::frame::split_datagram;
+use shared::proto::{KickedPlayer, ServerPacket, ids};
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, peer_key};
+use crate::hub::{
+    CLIENT_QUEUE, ClientHandle, ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics,
+    Shared,
+};
+use crate::session::close;
+
+/// The RC channel of reliable packets.
+pub const CHANNEL_RELIABLE: u8 = 1;
+/// The RC channel of `P_StandardUpdate` (unreliable).
+pub const CHANNEL_UPDATES: u8 = 2;
+
+/// Most bytes of one peer's packets waiting for its session task (its login's password
+/// hash, a slow hub); past it the peer is disconnected as a flood.
+pub const INBOUND_BYTES: usize = 256 * 1024;
+/// ...and most packets.
+const INBOUND_PACKETS: usize = 1_024;
+/// How long a closing peer has to receive its `P_KickedPlayer` before the disconnect.
+const KICK_GRACE_MS: u64 = 1_000;
+/// How long a disconnecting peer has to acknowledge it before it is forgotten.
+const DISCONNECT_GRACE_MS: u64 = 3_000;
+/// Datagrams read in one go before the task looks at its other work.
+const READ_BURST: usize = 64;
+/// The host's wake-up when it has nothing scheduled (ms).
+const IDLE_WAKE_MS: u64 = 250;
+
+/// Something from the host task for one peer's session task.
+enum Inbound {
+    /// A reliable RC packet `[type][payload]`.
+    Reliable(Bytes),
+    /// A `P_StandardUpdate` as an rc/1 datagram frame `[len u16][14][payload]`.
+    Update(Bytes),
+}
+
+/// The host task's view of one peer.
+struct Peer {
+    /// To its session task (`None` once closing: the task has ended or is told to).
+    inbound: Option<mpsc::Sender<Inbound>>,
+    /// Bytes in `inbound`.
+    inbound_bytes: Arc<AtomicUsize>,
+    /// When closing: the time by which the disconnect goes out, whether it went, and the
+    /// close code it carries.
+    closing: Option<(u64, bool, u32)>,
+}
+
+/// The ENet host's settings from the gateway's.
+pub fn host_config(cfg: &crate::config::GatewayConfig) -> HostConfig {
+    let half_open = usize::try_from(cfg.enet_half_open).unwrap_or(usize::MAX);
+    let peers = usize::try_from(cfg.max_connections)
+        .unwrap_or(usize::MAX)
+        .saturating_add(half_open)
+        // ENet 1.1's peer ids are 15 bits.
+        .min(0x7FFF);
+    HostConfig {
+        max_peers: peers,
+        max_half_open: half_open,
+        max_half_open_per_ip: usize::try_from(cfg.enet_half_open_per_ip).unwrap_or(usize::MAX),
+        connect_timeout_ms: cfg.enet_connect_timeout_ms,
+        // A client's RC packet is at most one frame's payload and type.
+        max_packet_bytes: cfg.max_frame_len.saturating_add(1),
+        max_outgoing_bytes: cfg.client_queue_bytes,
+        ..HostConfig::default()
+    }
+}
+
+/// Serve RCEnet on `socket` until `shutdown` turns true.
+pub async fn serve(
+    socket: UdpSocket,
+    shared: Arc<Shared>,
+    doors: Arc<Doors>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let (tx, mut cmds) = mpsc::channel(ENET_COMMANDS);
+    let mut t = HostTask {
+        host: Host::new(host_config(&shared.cfg)),
+        peers: HashMap::new(),
+        epoch: Instant::now(),
+        shared,
+        doors,
+        tx,
+    };
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let now = t.now();
+        let wake = t
+            .host
+            .poll_timeout()
+            .unwrap_or(now + IDLE_WAKE_MS)
+            .min(now + IDLE_WAKE_MS);
+        let wake = t.epoch + Duration::from_millis(wake);
+        tokio::select! {
+            r = socket.recv_from(&mut buf) => {
+                if let Ok((n, from)) = r {
+                    t.datagram(from, buf.get(..n).unwrap_or(&[]));
+                }
+                // More that already arrived, before anything else.
+                for _ in 1..READ_BURST {
+                    match socket.try_recv_from(&mut buf) {
+                        Ok((n, from)) => t.datagram(from, buf.get(..n).unwrap_or(&[])),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Some(cmd) = cmds.recv() => {
+                t.command(cmd);
+                for _ in 1..READ_BURST {
+                    match cmds.try_recv() {
+                        Ok(cmd) => t.command(cmd),
+                        Err(_) => break,
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(wake) => {}
+            r = shutdown.changed() => {
+                if r.is_err() || *shutdown.borrow() {
+                    break;
+                }
+            }
+        }
+        let now = t.now();
+        t.host.handle_timeout(now);
+        t.closing(now);
+        t.events();
+        while let Some(out) = t.host.poll_transmit(now) {
+            match socket.send_to(&out.data, out.dest).await {
+                Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
+                Err(e) => tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent"),
+            }
+        }
+        t.sync_metrics();
+    }
+    // Shutting down: every player is told, and the datagrams go out once.
+    let ids: Vec<PeerId> = t.peers.keys().copied().collect();
+    let now = t.now();
+    for p in ids {
+        t.kick(p);
+        t.host.disconnect(now, p, close::SHUTDOWN);
+    }
+    while let Some(out) = t.host.poll_transmit(now) {
+        let _ = socket.send_to(&out.data, out.dest).await;
+    }
+}
+
+struct HostTask {
+    host: Host,
+    peers: HashMap<PeerId, Peer>,
+    epoch: Instant,
+    shared: Arc<Shared>,
+    doors: Arc<Doors>,
+    tx: mpsc::Sender<EnetCmd>,
+}
+
+impl HostTask {
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn datagram(&mut self, from: SocketAddr, data: &[u8]) {
+        Metrics::add(&self.shared.metrics.enet_bytes_in, data.len());
+        let now = self.now();
+        self.host.handle_datagram(now, from, data);
+        // Packets go to their session tasks as they come: a datagram may carry the end of
+        // the handshake, then data (the original client's ACK + NewClient + login).
+        self.events();
+    }
+
+    /// Copies the host's counters into the gateway's metrics.
+    fn sync_metrics(&self) {
+        let s = self.host.stats();
+        let m = &self.shared.metrics;
+        let set = |c: &std::sync::atomic::AtomicU64, v: u64| c.store(v, Ordering::Relaxed);
+        // Datagrams ENet refuses: unreadable, for no peer, from the wrong address or
+        // session, or whose commands fail.
+        set(
+            &m.enet_malformed,
+            s.malformed
+                .saturating_add(s.bad_session)
+                .saturating_add(s.unknown_peer)
+                .saturating_add(s.wrong_address)
+                .saturating_add(s.command_errors),
+        );
+        set(
+            &m.enet_half_open_refused,
+            s.half_open_refused_total
+                .saturating_add(s.half_open_refused_per_ip),
+        );
+        set(&m.enet_half_open_expired, s.half_open_expired);
+        set(&m.enet_timeouts, s.timeouts);
+        set(&m.enet_retransmits, s.retransmits);
+        m.enet_peers.store(
+            u64::try_from(self.host.connected_peers()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        m.enet_half_open.store(
+            u64::try_from(self.host.half_open()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    fn events(&mut self) {
+        while let Some(e) = self.host.poll_event() {
+            match e {
+                Event::Connect { peer, addr } => self.connected(peer, addr),
+                Event::Receive {
+                    peer,
+                    channel,
+                    data,
+                    reliable,
+                } => self.received(peer, channel, data, reliable),
+                Event::Disconnect { peer, .. } => {
+                    // The session task sees its queue close: the player is logged out
+                    // (Realm Crafter's 201), each peer on its own.
+                    self.peers.remove(&peer);
+                }
+            }
+        }
+    }
+
+    /// A peer finished ENet's handshake: the same doors as a QUIC connection (network
+    /// rate, per-network cap, the lobby), then its session task.
+    fn connected(&mut self, peer: PeerId, addr: SocketAddr) {
+        let shared = self.shared.clone();
+        let m = &shared.metrics;
+        let refuse = |host: &mut Host, now: u64, c: &std::sync::atomic::AtomicU64| {
+            Metrics::inc(c);
+            host.disconnect_now(now, peer, 0);
+        };
+        let now = self.now();
+        let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if shared.shutting_down.load(Ordering::Relaxed) {
+            refuse(&mut self.host, now, &m.refused_shutting_down);
+            return;
+        }
+        let net = peer_key(addr);
+        if !shared.accounts().throttle.try_connect(net, now_ms) {
+            refuse(&mut self.host, now, &m.refused_rate);
+            return;
+        }
+        let session = shared.next_session();
+        let slot = match ConnSlot::take(&shared, &self.doors, net, session, now_ms) {
+            Ok(s) => s,
+            Err(why) => {
+                let c = match why {
+                    NoSlot::PerIp => &m.refused_per_ip,
+                    NoSlot::Full => &m.refused_full,
+                    NoSlot::Lobby => &m.refused_lobby,
+                };
+                refuse(&mut self.host, now, c);
+                return;
+            }
+        };
+        Metrics::inc(&m.connections_accepted);
+        Metrics::inc(&m.enet_connections);
+        let (in_tx, in_rx) = mpsc::channel(INBOUND_PACKETS);
+        let inbound_bytes = Arc::new(AtomicUsize::new(0));
+        self.peers.insert(
+            peer,
+            Peer {
+                inbound: Some(in_tx),
+                inbound_bytes: inbound_bytes.clone(),
+                closing: None,
+            },
+        );
+        let link = EnetLink {
+            peer,
+            addr,
+            tx: self.tx.clone(),
+        };
+        let span = tracing::info_span!("session", session, peer = %addr, transport = "enet");
+        tokio::spawn(
+            session_task(shared.clone(), session, link, in_rx, inbound_bytes, slot)
+                .instrument(span),
+        );
+    }
+
+    fn received(&mut self, peer: PeerId, channel: u8, data: Bytes, reliable: bool) {
+        let m = &self.shared.metrics;
+        Metrics::inc(&m.enet_packets_in);
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        let Some(&ty) = data.first() else {
+            Metrics::inc(&m.enet_bad_packets);
+            return;
+        };
+        if (200..=202).contains(&ty) {
+            // The server's own messages (PlayerTimedOut, PlayerHasLeft, PlayerKicked): the
+            // original server took them from anyone; never from the network here.
+            Metrics::inc(&m.enet_reserved_types);
+            return;
+        }
+        let msg = if reliable {
+            Inbound::Reliable(data)
+        } else if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
+            let payload = data.get(1..).unwrap_or(&[]);
+            let Ok(len) = u16::try_from(payload.len() + 1) else {
+                Metrics::inc(&m.enet_bad_packets);
+                return;
+            };
+            let mut f = Vec::with_capacity(payload.len() + 3);
+            f.extend_from_slice(&len.to_le_bytes());
+            f.push(ty);
+            f.extend_from_slice(payload);
+            Inbound::Update(Bytes::from(f))
+        } else {
+            // Realm Crafter sends only P_StandardUpdate unreliably.
+            Metrics::inc(&m.enet_bad_packets);
+            return;
+        };
+        let Some(tx) = &p.inbound else { return };
+        let len = match &msg {
+            Inbound::Reliable(b) | Inbound::Update(b) => b.len(),
+        };
+        let before = p.inbound_bytes.fetch_add(len, Ordering::Relaxed);
+        if before.saturating_add(len) > INBOUND_BYTES || tx.try_send(msg).is_err() {
+            p.inbound_bytes.fetch_sub(len, Ordering::Relaxed);
+            if !reliable {
+                // A position the session task had no room for: dropped, as UDP would.
+                Metrics::inc(&m.enet_bad_packets);
+                return;
+            }
+            // A reliable packet cannot be dropped without breaking the stream: the peer
+            // sends faster than its session is served.
+            Metrics::inc(&m.enet_inbound_overflows);
+            tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
+            self.close(peer, true, close::RATE_LIMITED);
+        }
+    }
+
+    fn command(&mut self, cmd: EnetCmd) {
+        match cmd {
+            EnetCmd::Frames { peer, frames } => self.frames(peer, &frames, true),
+            EnetCmd::Datagram { peer, frames } => self.frames(peer, &frames, false),
+            EnetCmd::Close { peer, kick, code } => self.close(peer, kick, code),
+        }
+    }
+
+    /// rc/1 frames to the peer, one ENet packet `[type][payload]` each: reliable on
+    /// channel 1, or (datagrams) only `P_StandardUpdate`, unreliable on channel 2.
+    fn frames(&mut self, peer: PeerId, frames: &[u8], reliable: bool) {
+        if self.peers.get(&peer).is_none_or(|p| p.closing.is_some()) {
+            return;
+        }
+        let shared = self.shared.clone();
+        let m = &shared.metrics;
+        let Ok(it) = split_datagram(frames, (!reliable).then_some(ids::P_STANDARD_UPDATE)) else {
+            Metrics::inc(&m.datagrams_down_dropped);
+            return;
+        };
+        let mut packet = Vec::new();
+        for f in it {
+            if f.ty == 0 {
+                // The original client's menu reads a type-0 packet as "connection lost".
+                continue;
+            }
+            packet.clear();
+            packet.push(f.ty);
+            packet.extend_from_slice(f.payload);
+            let channel = if reliable {
+                CHANNEL_RELIABLE
+            } else {
+                CHANNEL_UPDATES
+            };
+            match self.host.send(peer, channel, &packet, reliable) {
+                Ok(()) => Metrics::inc(&m.enet_packets_out),
+                Err(_) if !reliable => Metrics::inc(&m.datagrams_down_dropped),
+                Err(_) => {
+                    // More unacknowledged than `client_queue_bytes`: it cannot keep up.
+                    Metrics::inc(&m.client_queue_overflows);
+                    tracing::info!(?peer, "RCEnet client too slow: disconnecting");
+                    let now = self.now();
+                    self.host.disconnect_now(now, peer, 0);
+                    self.peers.remove(&peer);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sends `P_KickedPlayer` (60): the only way to tell the original client it is out.
+    fn kick(&mut self, peer: PeerId) {
+        let packet = ServerPacket::KickedPlayer(KickedPlayer {}).to_bytes();
+        let _ = self.host.send(peer, CHANNEL_RELIABLE, &packet, true);
+    }
+
+    /// Begins closing a peer: its session task is let go (it logs the player out), a
+    /// kick is sent when asked, and the disconnect follows once it is delivered.
+    fn close(&mut self, peer: PeerId, kick: bool, code: u32) {
+        let now = self.now();
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if p.closing.is_some() {
+            return;
+        }
+        p.inbound = None;
+        p.closing = Some((now + KICK_GRACE_MS, false, code));
+        if kick {
+            self.kick(peer);
+        }
+    }
+
+    /// Closing peers: the disconnect once their last packets are acknowledged (or the
+    /// grace passed); forgotten if they never acknowledge it.
+    fn closing(&mut self, now: u64) {
+        let mut gone = Vec::new();
+        for (&peer, p) in &mut self.peers {
+            let Some((at, sent, code)) = p.closing else {
+                continue;
+            };
+            if !sent && (now >= at || self.host.outgoing_bytes(peer) == 0) {
+                self.host.disconnect(now, peer, code);
+                p.closing = Some((now + DISCONNECT_GRACE_MS, true, code));
+            } else if sent && now >= at {
+                self.host.reset(peer);
+                gone.push(peer);
+            }
+        }
+        for p in gone {
+            self.peers.remove(&p);
+        }
+    }
+}
+
+/// One RCEnet peer's session: the QUIC connection task's loop, fed by the host task.
+async fn session_task(
+    shared: Arc<Shared>,
+    session_id: u64,
+    link: EnetLink,
+    mut inbound: mpsc::Receiver<Inbound>,
+    inbound_bytes: Arc<AtomicUsize>,
+    slot: ConnSlot,
+) {
+    let peer = link.addr;
+    let kick = slot.kicked();
+    let login = tracing::info_span!(parent: None, "session.login", session = session_id,
+        peer = %peer, transport = "enet", account = tracing::field::Empty,
+        character = tracing::field::Empty, outcome = tracing::field::Empty);
+    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
+    let queued = Arc::new(AtomicUsize::new(0));
+    shared.clients.insert(
+        session_id,
+        ClientHandle {
+            tx,
+            queued: queued.clone(),
+            queue_limit: shared.cfg.client_queue_bytes,
+            link: ClientLink::Enet(link.clone()),
+            compact: None,
+        },
+    );
+    tracing::debug!("RCEnet client connected");
+    let mut c = Conn::new(
+        shared.clone(),
+        session_id,
+        peer,
+        Out::Enet(link.clone()),
+        slot,
+        login,
+    );
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
+    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
+    let end: End = loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline), if !c.is_logged_in() && !c.in_game() => {
+                Metrics::inc(&shared.metrics.login_deadlines);
+                tracing::info!("no login within the deadline");
+                break Some((close::RATE_LIMITED, "no login in time".into()));
+            }
+            () = tokio::time::sleep_until(menu_deadline), if !c.in_game() => {
+                Metrics::inc(&shared.metrics.menu_deadlines);
+                tracing::info!("no character chosen within the menu deadline");
+                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
+            }
+            () = kick.notified(), if !c.in_game() => {
+                tracing::info!("displaced: the lobby is full and this connection had not logged in");
+                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
+            }
+            () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
+            m = inbound.recv(), if c.may_read() => match m {
+                Some(Inbound::Reliable(p)) => {
+                    inbound_bytes.fetch_sub(p.len(), Ordering::Relaxed);
+                    Metrics::add(&shared.metrics.bytes_up_stream, p.len());
+                    let ty = p.first().copied().unwrap_or(0);
+                    let end = c.frame(ty, p.get(1..).unwrap_or(&[])).await;
+                    c.flush_batch();
+                    if let Some(end) = end {
+                        break end;
+                    }
+                }
+                Some(Inbound::Update(f)) => {
+                    inbound_bytes.fetch_sub(f.len(), Ordering::Relaxed);
+                    c.datagram(f);
+                }
+                // The peer disconnected or timed out.
+                None => break None,
+            },
+            o = rx.recv() => match o {
+                Some(ClientOut::Frames(b)) => {
+                    Metrics::inc(&shared.metrics.frames_down);
+                    Metrics::add(&shared.metrics.bytes_down_stream, b.len());
+                    let sent = link.frames(b.clone()).await;
+                    queued.fetch_sub(b.len(), Ordering::Relaxed);
+                    if sent.is_err() {
+                        break None;
+                    }
+                }
+                Some(ClientOut::Close { code, reason }) => break Some((code, reason)),
+                None => break None,
+            },
+        }
+    };
+    c.ended();
+    let kick = end
+        .as_ref()
+        .is_some_and(|(code, _)| *code != close::NORMAL && *code != close::KICKED);
+    if let Some((code, reason)) = &end {
+        tracing::debug!(code, %reason, "closing");
+    }
+    let code = end.as_ref().map_or(close::NORMAL, |(code, _)| *code);
+    // Waits for room: the host must hear of it (it forgets the peer otherwise only when
+    // the peer goes silent).
+    let _ = link
+        .tx
+        .send(EnetCmd::Close {
+            peer: link.peer,
+            kick,
+            code,
+        })
+        .await;
+}
