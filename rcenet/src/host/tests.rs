@@ -1,0 +1,1 @@
+//! Host-level unit tests: the handshake in both roles and the intake checks.

@@ -1,0 +1,1 @@
+//! Peer-level unit tests: time reconstruction, RTT.

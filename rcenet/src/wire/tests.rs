@@ -1,0 +1,1 @@
+//! Golden datagrams from the spec and round trips.
