@@ -45,6 +45,8 @@
 mod config;
 mod error;
 mod event;
+#[cfg(test)]
+mod golden;
 mod host;
 mod peer;
 mod seq;
