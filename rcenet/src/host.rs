@@ -676,7 +676,9 @@ impl Host {
                 self.free_slot(id);
                 continue;
             }
-            if peer.has_sent_reliable() && now >= peer.next_timeout {
+            if peer.has_sent_reliable()
+                && (now >= peer.next_timeout || peer.timeout_deadline().is_some_and(|d| now >= d))
+            {
                 match peer.check_timeouts(now) {
                     Err(()) => {
                         self.stats.timeouts += 1;
@@ -737,6 +739,9 @@ impl Host {
             }
             if p.has_sent_reliable() {
                 consider(p.next_timeout);
+                if let Some(d) = p.timeout_deadline() {
+                    consider(d);
+                }
             }
         }
         if self.recalc_bandwidth {

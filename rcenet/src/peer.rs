@@ -804,6 +804,9 @@ impl Peer {
     /// Retransmission and timeout check (ENet 1.1 `check_timeouts`). Returns `Err(())` when
     /// the peer must be dropped, else the number of commands queued again.
     pub fn check_timeouts(&mut self, now: u64) -> Result<usize, ()> {
+        if self.timeout_deadline().is_some_and(|d| now >= d) {
+            return Err(());
+        }
         let mut keep = VecDeque::with_capacity(self.sent_reliable.len());
         let mut resend = Vec::new();
         while let Some(mut cmd) = self.sent_reliable.pop_front() {
@@ -833,6 +836,14 @@ impl Peer {
             self.next_timeout = front.sent_time.saturating_add(front.rto);
         }
         Ok(n)
+    }
+
+    /// When the 30 s rule drops this peer: 30 s after the oldest unacknowledged send that
+    /// timed out (stock ENet checks it only at the next retransmission, up to 63 timer
+    /// starts later).
+    pub fn timeout_deadline(&self) -> Option<u64> {
+        self.earliest_timeout
+            .map(|e| e.saturating_add(TIMEOUT_MAXIMUM))
     }
 
     /// Server, resent CONNECT while half-open: put the VERIFY_CONNECT back at the front of
