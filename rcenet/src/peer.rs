@@ -1,7 +1,7 @@
 //! One connection: sequence numbers, outgoing queues and retransmission, incoming ordering
 //! and reassembly, acknowledgements and the RTT estimate (ENet 1.1 peer.c and protocol.c).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 use bytes::Bytes;
@@ -33,6 +33,9 @@ pub(crate) const THROTTLE_DECELERATION: u32 = 2;
 const MAX_PENDING_ACKS: usize = 4096;
 /// Bandwidth per 4096 bytes of window (ENet's window size scale).
 const WINDOW_SIZE_SCALE: u32 = 64 * 1024;
+/// Most reliable numbers a channel may span from its oldest unacknowledged command to the
+/// next one sent (see `span_ok`).
+const MAX_SEQ_SPAN: u64 = 0x0FFF;
 /// ENet 1.1's unsequenced window, in groups.
 const UNSEQUENCED_WINDOW: u32 = 128;
 
@@ -45,6 +48,9 @@ pub(crate) struct OutCmd {
     sent_time: u64,
     rto: u64,
     rto_limit: u64,
+    /// The channel's reliable number without wrap (0 on the system channel and for
+    /// unreliable commands).
+    ext: u64,
 }
 
 impl OutCmd {
@@ -56,6 +62,7 @@ impl OutCmd {
             sent_time: 0,
             rto: 0,
             rto_limit: 0,
+            ext: 0,
         }
     }
 
@@ -81,10 +88,11 @@ struct Ack {
     disconnect: bool,
 }
 
-/// Per-channel sequence counters (8 bytes: a client asks for 254 channels).
+/// Per-channel sequence counters (small: a client asks for 254 channels).
 #[derive(Debug, Clone, Copy, Default)]
 struct Channel {
-    out_reliable: u16,
+    /// Reliable numbers handed out, without wrap; the wire carries the low 16 bits.
+    out_reliable: u64,
     out_unreliable: u16,
     in_reliable: u16,
     in_unreliable: u16,
@@ -174,6 +182,8 @@ pub(crate) struct Peer {
     queued_bytes: usize,
     held: BTreeMap<(u8, u16), Held>,
     held_bytes: usize,
+    /// `(channel, ext)` of every reliable data command not yet acknowledged.
+    unacked: BTreeSet<(u8, u64)>,
     in_unsequenced_group: u32,
     unsequenced_window: [u32; 4],
     incoming_bandwidth: u32,
@@ -221,6 +231,7 @@ impl Peer {
             queued_bytes: 0,
             held: BTreeMap::new(),
             held_bytes: 0,
+            unacked: BTreeSet::new(),
             in_unsequenced_group: 0,
             unsequenced_window: [0; 4],
             incoming_bandwidth: 0,
@@ -363,6 +374,7 @@ impl Peer {
         self.outgoing_unreliable.clear();
         self.held.clear();
         self.held_bytes = 0;
+        self.unacked.clear();
         self.in_transit = 0;
         self.queued_bytes = 0;
     }
@@ -395,11 +407,12 @@ impl Peer {
             .get_mut(usize::from(channel))
             .ok_or(SendError::InvalidChannel)?;
         let payload = Bytes::copy_from_slice(data);
+        let mut reliable_cmds = Vec::new();
         if len > fragment_len {
-            let start_seq = ch.out_reliable.wrapping_add(1);
+            let start_seq = (ch.out_reliable + 1) as u16;
             let count32 = u32::try_from(count).map_err(|_| SendError::TooLarge)?;
             for (number, offset) in (0..count32).zip((0..len).step_by(fragment_len)) {
-                ch.out_reliable = ch.out_reliable.wrapping_add(1);
+                ch.out_reliable += 1;
                 let end = offset.saturating_add(fragment_len).min(len);
                 let info = FragmentInfo {
                     start_seq,
@@ -411,33 +424,29 @@ impl Peer {
                 let header = CommandHeader {
                     command: FLAG_ACKNOWLEDGE | kind::SEND_FRAGMENT,
                     channel,
-                    reliable_seq: ch.out_reliable,
+                    reliable_seq: ch.out_reliable as u16,
                 };
                 let body = Command::SendFragment { info, data: &[] };
-                self.outgoing_reliable.push_back(OutCmd::new(
-                    header,
-                    body,
-                    payload.slice(offset..end),
-                ));
+                let mut cmd = OutCmd::new(header, body, payload.slice(offset..end));
+                cmd.ext = ch.out_reliable;
+                reliable_cmds.push(cmd);
             }
         } else if reliable {
-            ch.out_reliable = ch.out_reliable.wrapping_add(1);
+            ch.out_reliable += 1;
             let header = CommandHeader {
                 command: FLAG_ACKNOWLEDGE | kind::SEND_RELIABLE,
                 channel,
-                reliable_seq: ch.out_reliable,
+                reliable_seq: ch.out_reliable as u16,
             };
-            self.outgoing_reliable.push_back(OutCmd::new(
-                header,
-                Command::SendReliable { data: &[] },
-                payload,
-            ));
+            let mut cmd = OutCmd::new(header, Command::SendReliable { data: &[] }, payload);
+            cmd.ext = ch.out_reliable;
+            reliable_cmds.push(cmd);
         } else {
             ch.out_unreliable = ch.out_unreliable.wrapping_add(1);
             let header = CommandHeader {
                 command: kind::SEND_UNRELIABLE,
                 channel,
-                reliable_seq: ch.out_reliable,
+                reliable_seq: ch.out_reliable as u16,
             };
             let body = Command::SendUnreliable {
                 unreliable_seq: ch.out_unreliable,
@@ -445,6 +454,10 @@ impl Peer {
             };
             self.outgoing_unreliable
                 .push_back(OutCmd::new(header, body, payload));
+        }
+        for cmd in reliable_cmds {
+            self.unacked.insert((channel, cmd.ext));
+            self.outgoing_reliable.push_back(cmd);
         }
         self.queued_bytes = self.queued_bytes.saturating_add(len);
         Ok(())
@@ -506,6 +519,7 @@ impl Peer {
             self.outgoing_reliable.remove(i)?
         };
         self.queued_bytes = self.queued_bytes.saturating_sub(found.payload.len());
+        self.unacked.remove(&(channel, found.ext));
         Some(found.body.kind())
     }
 
@@ -866,10 +880,10 @@ impl Peer {
     pub fn has_sendable(&self) -> bool {
         !self.acks.is_empty()
             || !self.outgoing_unreliable.is_empty()
-            || self
-                .outgoing_reliable
-                .front()
-                .is_some_and(|c| self.in_transit + c.payload.len() <= self.window as usize)
+            || self.outgoing_reliable.front().is_some_and(|c| {
+                self.in_transit + c.payload.len() <= self.window as usize
+                    && span_ok(&self.unacked, c)
+            })
     }
 
     /// Builds the next datagram for this peer (ENet 1.1 `send_outgoing_commands` for one
@@ -917,6 +931,9 @@ impl Peer {
             if plen > 0
                 && (self.in_transit + plen > self.window as usize || room(size) < fixed + plen)
             {
+                break;
+            }
+            if !span_ok(&self.unacked, cmd) {
                 break;
             }
             if cmd.rto == 0 {
@@ -978,6 +995,22 @@ impl Peer {
             acked_disconnect,
         })
     }
+}
+
+/// Whether sending `cmd` keeps its channel's unacknowledged reliable numbers within
+/// [`MAX_SEQ_SPAN`] of each other. A 1.1 receiver tells old from new only by the
+/// 0xF000/0x1000 wrap rule, so a wider span across the wrap would be taken as old,
+/// acknowledged and lost for good (stock 1.1 senders have this flaw with many small packets;
+/// 1.2 added reliable windows for it). Nothing changes on the wire.
+fn span_ok(unacked: &BTreeSet<(u8, u64)>, cmd: &OutCmd) -> bool {
+    if cmd.ext == 0 {
+        return true;
+    }
+    let ch = cmd.header.channel;
+    unacked
+        .range((ch, 0)..=(ch, u64::MAX))
+        .next()
+        .is_none_or(|&(_, oldest)| cmd.ext.saturating_sub(oldest) < MAX_SEQ_SPAN)
 }
 
 /// MTU clamped to 576..=4096.
