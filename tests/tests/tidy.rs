@@ -34,6 +34,7 @@ const CRATES: &[&str] = &[
     "zone-node",
     "client",
     "tests",
+    "rcenet",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -99,6 +100,56 @@ fn shared_and_script_have_no_runtime_dependencies() {
             assert!(!found, "{krate}/Cargo.toml must not depend on {banned}");
         }
     }
+}
+
+/// `rcenet` is sans-IO and stands alone: addresses are data, but no socket, clock, thread,
+/// runtime or randomness, and no dependency besides `thiserror` and `bytes`
+/// (docs/rcenet.md).
+#[test]
+fn rcenet_is_sans_io_and_standalone() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("rcenet/src"), &mut files);
+    assert!(!files.is_empty());
+    let banned = [
+        "UdpSocket",
+        "Instant",
+        "SystemTime",
+        "std::thread",
+        "std::fs",
+        "tokio",
+        "rand::",
+        "Mutex",
+    ];
+    let mut offences = Vec::new();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for b in &banned {
+                if code.contains(b) {
+                    offences.push(format!("{}:{}: {b}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "rcenet must stay sans-IO:\n{}",
+        offences.join("\n")
+    );
+    let manifest = fs::read_to_string(root.join("rcenet/Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap_or_default();
+    let names: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split(['.', '=', ' ']).next())
+        .filter(|n| !n.is_empty() && !n.starts_with('#'))
+        .collect();
+    assert_eq!(names, ["thiserror", "bytes"], "rcenet's dependencies");
 }
 
 /// The simulation's lower layers hold data; the rules are built on them, never the other

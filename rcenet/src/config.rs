@@ -1,0 +1,57 @@
+//! Host configuration: slots, MTU and the bounds that keep a server's memory finite.
+
+/// How a [`crate::Host`] behaves. [`Default`] is a Realm Crafter server; [`HostConfig::client`]
+/// a one-slot client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Peer slots (Realm Crafter's server uses 5000; at most 0x7FFF).
+    pub max_peers: usize,
+    /// This host's MTU (1400, as ENet 1.1); peers use the smaller of both, clamped 576..4096.
+    pub mtu: u16,
+    /// Most channels accepted (server) or requested (client); at most 255.
+    pub channel_limit: usize,
+    /// Server: most slots in ACKNOWLEDGING_CONNECT at once (half-open), in total.
+    pub max_half_open: usize,
+    /// Server: most half-open slots per network (an IPv4 address, an IPv6 /64).
+    pub max_half_open_per_ip: usize,
+    /// Server: a half-open slot is freed this long after its CONNECT.
+    pub connect_timeout_ms: u64,
+    /// Server: when `max_half_open` is reached, a new CONNECT evicts the oldest half-open
+    /// slot if that one is at least this old (a real client answers within one round trip);
+    /// `None` refuses instead. Keeps a sustained spoofed flood from locking real clients out.
+    pub evict_half_open_after_ms: Option<u64>,
+    /// Largest reassembled packet accepted; a larger fragment total is a protocol error.
+    pub max_packet_bytes: usize,
+    /// Per peer: bytes held in partial fragments and early reliable packets; past it the
+    /// peer is dropped.
+    pub max_reassembly_bytes: usize,
+    /// Per peer: outgoing bytes queued or in flight; `send` fails past it.
+    pub max_outgoing_bytes: usize,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            max_peers: 5000,
+            mtu: 1400,
+            channel_limit: 255,
+            max_half_open: 256,
+            max_half_open_per_ip: 8,
+            connect_timeout_ms: 5000,
+            evict_half_open_after_ms: Some(1000),
+            max_packet_bytes: 64 * 1024,
+            max_reassembly_bytes: 256 * 1024,
+            max_outgoing_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl HostConfig {
+    /// A client: one slot, otherwise the defaults.
+    pub fn client() -> Self {
+        Self {
+            max_peers: 1,
+            ..Self::default()
+        }
+    }
+}

@@ -1,0 +1,1043 @@
+//! One connection: sequence numbers, outgoing queues and retransmission, incoming ordering
+//! and reassembly, acknowledgements and the RTT estimate (ENet 1.1 peer.c and protocol.c).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+
+use crate::config::HostConfig;
+use crate::error::SendError;
+use crate::event::{PeerId, PeerState};
+use crate::seq::{Order, classify};
+use crate::wire::{
+    self, Command, CommandHeader, ConnectParams, FLAG_ACKNOWLEDGE, FragmentInfo, Frame, Header,
+    SYSTEM_CHANNEL, kind,
+};
+
+/// RTT a connection starts with (ms).
+pub(crate) const DEFAULT_RTT: u32 = 500;
+/// A PING goes out after this long without an ACK and with nothing reliable in flight.
+pub(crate) const PING_INTERVAL: u64 = 500;
+/// A command's retransmission timer may grow to this many times its start.
+const TIMEOUT_LIMIT: u64 = 32;
+/// Below this wait since the oldest unacknowledged send a peer is never dropped.
+pub(crate) const TIMEOUT_MINIMUM: u64 = 5000;
+/// Past this wait since the oldest unacknowledged send a peer is always dropped.
+pub(crate) const TIMEOUT_MAXIMUM: u64 = 30000;
+/// Default packet throttle parameters (sent in CONNECT, echoed in VERIFY_CONNECT).
+pub(crate) const THROTTLE_INTERVAL: u32 = 5000;
+pub(crate) const THROTTLE_ACCELERATION: u32 = 2;
+pub(crate) const THROTTLE_DECELERATION: u32 = 2;
+/// Most ACKs queued for one peer; a reliable flood beyond it is simply not acknowledged.
+const MAX_PENDING_ACKS: usize = 4096;
+/// Bandwidth per 4096 bytes of window (ENet's window size scale).
+const WINDOW_SIZE_SCALE: u32 = 64 * 1024;
+/// Most reliable numbers a channel may span from its oldest unacknowledged command to the
+/// next one sent (see `span_ok`).
+const MAX_SEQ_SPAN: u64 = 0x0FFF;
+/// ENet 1.1's unsequenced window, in groups.
+const UNSEQUENCED_WINDOW: u32 = 128;
+
+/// A queued or sent command. Its body is stored without data; the payload travels apart.
+#[derive(Debug, Clone)]
+pub(crate) struct OutCmd {
+    header: CommandHeader,
+    body: Command<'static>,
+    payload: Bytes,
+    sent_time: u64,
+    rto: u64,
+    rto_limit: u64,
+    /// The channel's reliable number without wrap (0 on the system channel and for
+    /// unreliable commands).
+    ext: u64,
+}
+
+impl OutCmd {
+    fn new(header: CommandHeader, body: Command<'static>, payload: Bytes) -> Self {
+        Self {
+            header,
+            body,
+            payload,
+            sent_time: 0,
+            rto: 0,
+            rto_limit: 0,
+            ext: 0,
+        }
+    }
+
+    fn fixed_size(&self) -> usize {
+        wire::command_size(self.body.kind()).unwrap_or(0)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        Frame {
+            header: self.header,
+            command: self.body.with_data(&self.payload),
+        }
+        .encode(out);
+    }
+}
+
+/// An acknowledgement waiting to be sent.
+#[derive(Debug, Clone, Copy)]
+struct Ack {
+    channel: u8,
+    seq: u16,
+    sent_time: u16,
+    disconnect: bool,
+}
+
+/// Per-channel sequence counters (small: a client asks for 254 channels).
+#[derive(Debug, Clone, Copy, Default)]
+struct Channel {
+    /// Reliable numbers handed out, without wrap; the wire carries the low 16 bits.
+    out_reliable: u64,
+    out_unreliable: u16,
+    in_reliable: u16,
+    in_unreliable: u16,
+}
+
+/// An early reliable packet or a fragmented packet being assembled.
+#[derive(Debug)]
+enum Held {
+    Packet(Bytes),
+    Fragments {
+        count: u32,
+        remaining: u32,
+        bitmap: Vec<u32>,
+        buf: Vec<u8>,
+    },
+}
+
+impl Held {
+    fn footprint(&self) -> usize {
+        match self {
+            Self::Packet(b) => b.len(),
+            Self::Fragments { bitmap, buf, .. } => buf.len() + bitmap.len() * 4,
+        }
+    }
+}
+
+/// A packet ready for the application.
+#[derive(Debug)]
+pub(crate) struct Delivery {
+    pub channel: u8,
+    pub data: Bytes,
+    pub reliable: bool,
+}
+
+/// Why a received command was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// ENet 1.1's command failure: stop reading the datagram.
+    Command,
+    /// Client: VERIFY_CONNECT did not echo our parameters.
+    Refused,
+    /// More than `max_reassembly_bytes` held: drop the peer.
+    Overflow,
+    /// A fragmented packet larger than `max_packet_bytes`: drop the peer.
+    Oversized,
+}
+
+/// What an ACK did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AckResult {
+    /// Its sentTime lies in the future: ignored.
+    Future,
+    /// Accepted; the kind of the command it removed, if any.
+    Removed(Option<u8>),
+}
+
+/// The result of one datagram built for a peer.
+#[derive(Debug, Default)]
+pub(crate) struct Built {
+    pub data: Vec<u8>,
+    pub acked_disconnect: bool,
+}
+
+/// One connection.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub id: PeerId,
+    pub state: PeerState,
+    pub addr: SocketAddr,
+    pub session: u32,
+    /// The remote slot: put in every header we send.
+    pub outgoing_peer_id: u16,
+    pub mtu: u16,
+    window: u32,
+    channels: Vec<Channel>,
+    system_seq: u16,
+    pub rtt: u32,
+    rtt_var: u32,
+    pub last_receive: u64,
+    pub next_timeout: u64,
+    earliest_timeout: Option<u64>,
+    acks: VecDeque<Ack>,
+    outgoing_reliable: VecDeque<OutCmd>,
+    sent_reliable: VecDeque<OutCmd>,
+    outgoing_unreliable: VecDeque<OutCmd>,
+    in_transit: usize,
+    queued_bytes: usize,
+    held: BTreeMap<(u8, u16), Held>,
+    held_bytes: usize,
+    /// `(channel, ext)` of every reliable data command not yet acknowledged.
+    unacked: BTreeSet<(u8, u64)>,
+    in_unsequenced_group: u32,
+    unsequenced_window: [u32; 4],
+    incoming_bandwidth: u32,
+    outgoing_bandwidth: u32,
+    throttle: (u32, u32, u32),
+    pub disconnect_data: u32,
+    /// When the slot was taken (half-open expiry).
+    pub created: u64,
+    /// Whether the application knows this peer (a Connect event, or its own `connect`):
+    /// only those get a Disconnect event.
+    pub visible: bool,
+    /// Whether the slot sits in the host's transmit queue.
+    pub queued_for_transmit: bool,
+}
+
+impl Peer {
+    fn blank(
+        id: PeerId,
+        addr: SocketAddr,
+        session: u32,
+        channels: usize,
+        mtu: u16,
+        now: u64,
+    ) -> Self {
+        Self {
+            id,
+            state: PeerState::Connecting,
+            addr,
+            session,
+            outgoing_peer_id: wire::NO_PEER,
+            mtu,
+            window: wire::MAX_WINDOW,
+            channels: vec![Channel::default(); channels],
+            system_seq: 0,
+            rtt: DEFAULT_RTT,
+            rtt_var: 0,
+            last_receive: now,
+            next_timeout: 0,
+            earliest_timeout: None,
+            acks: VecDeque::new(),
+            outgoing_reliable: VecDeque::new(),
+            sent_reliable: VecDeque::new(),
+            outgoing_unreliable: VecDeque::new(),
+            in_transit: 0,
+            queued_bytes: 0,
+            held: BTreeMap::new(),
+            held_bytes: 0,
+            unacked: BTreeSet::new(),
+            in_unsequenced_group: 0,
+            unsequenced_window: [0; 4],
+            incoming_bandwidth: 0,
+            outgoing_bandwidth: 0,
+            throttle: (
+                THROTTLE_INTERVAL,
+                THROTTLE_ACCELERATION,
+                THROTTLE_DECELERATION,
+            ),
+            disconnect_data: 0,
+            created: now,
+            visible: false,
+            queued_for_transmit: false,
+        }
+    }
+
+    /// Client: a new connection with its CONNECT queued (system sequence 1).
+    pub fn new_client(
+        id: PeerId,
+        addr: SocketAddr,
+        session: u32,
+        channels: u8,
+        cfg: &HostConfig,
+        now: u64,
+    ) -> Self {
+        let mut p = Self::blank(id, addr, session, usize::from(channels), cfg.mtu, now);
+        p.visible = true;
+        let params = ConnectParams {
+            outgoing_peer_id: id.slot,
+            mtu: p.mtu,
+            window_size: p.window,
+            channel_count: u32::from(channels),
+            incoming_bandwidth: 0,
+            outgoing_bandwidth: 0,
+            throttle_interval: p.throttle.0,
+            throttle_acceleration: p.throttle.1,
+            throttle_deceleration: p.throttle.2,
+        };
+        p.queue_system(FLAG_ACKNOWLEDGE, Command::Connect { params, session });
+        p
+    }
+
+    /// Server: a half-open connection with its VERIFY_CONNECT queued (system sequence 1).
+    /// `params.channel_count` must already be checked to lie in 1..=255.
+    pub fn new_server(
+        id: PeerId,
+        addr: SocketAddr,
+        session: u32,
+        params: &ConnectParams,
+        cfg: &HostConfig,
+        now: u64,
+    ) -> Self {
+        let channels = usize::try_from(params.channel_count).unwrap_or(0);
+        let mtu = clamp_mtu(params.mtu).min(clamp_mtu(cfg.mtu));
+        let mut p = Self::blank(id, addr, session, channels, mtu, now);
+        p.state = PeerState::AcknowledgingConnect;
+        p.outgoing_peer_id = params.outgoing_peer_id & wire::NO_PEER;
+        p.incoming_bandwidth = params.incoming_bandwidth;
+        p.outgoing_bandwidth = params.outgoing_bandwidth;
+        p.throttle = (
+            params.throttle_interval,
+            params.throttle_acceleration,
+            params.throttle_deceleration,
+        );
+        p.window = window_for(p.incoming_bandwidth);
+        let verify = ConnectParams {
+            outgoing_peer_id: id.slot,
+            mtu,
+            window_size: params.window_size.clamp(wire::MIN_WINDOW, wire::MAX_WINDOW),
+            channel_count: params.channel_count,
+            incoming_bandwidth: 0,
+            outgoing_bandwidth: 0,
+            throttle_interval: p.throttle.0,
+            throttle_acceleration: p.throttle.1,
+            throttle_deceleration: p.throttle.2,
+        };
+        p.queue_system(FLAG_ACKNOWLEDGE, Command::VerifyConnect(verify));
+        p
+    }
+
+    /// Queues a command on the system channel with the next system sequence number.
+    pub fn queue_system(&mut self, flags: u8, body: Command<'static>) {
+        self.system_seq = self.system_seq.wrapping_add(1);
+        let header = CommandHeader {
+            command: flags | body.kind(),
+            channel: SYSTEM_CHANNEL,
+            reliable_seq: self.system_seq,
+        };
+        let cmd = OutCmd::new(header, body, Bytes::new());
+        if flags & FLAG_ACKNOWLEDGE != 0 {
+            self.outgoing_reliable.push_back(cmd);
+        } else {
+            self.outgoing_unreliable.push_back(cmd);
+        }
+    }
+
+    /// A one-off datagram holding a DISCONNECT 0x44 (unsequenced, not acknowledged) with
+    /// the next system sequence number; for `disconnect_now`.
+    pub fn disconnect_now_datagram(&mut self, data: u32) -> Vec<u8> {
+        self.system_seq = self.system_seq.wrapping_add(1);
+        let frame = Frame {
+            header: CommandHeader {
+                command: wire::FLAG_UNSEQUENCED | kind::DISCONNECT,
+                channel: SYSTEM_CHANNEL,
+                reliable_seq: self.system_seq,
+            },
+            command: Command::Disconnect { data },
+        };
+        let mut out = Vec::with_capacity(14);
+        Header {
+            session: self.session,
+            peer_id: self.outgoing_peer_id,
+            sent_time: None,
+        }
+        .encode(&mut out);
+        frame.encode(&mut out);
+        out
+    }
+
+    /// Queued plus unacknowledged payload bytes.
+    pub fn outgoing_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
+    /// Whether nothing reliable is queued or in flight (the PING condition).
+    pub fn reliable_idle(&self) -> bool {
+        self.outgoing_reliable.is_empty() && self.sent_reliable.is_empty()
+    }
+
+    /// Whether reliable commands await their ACK.
+    pub fn has_sent_reliable(&self) -> bool {
+        !self.sent_reliable.is_empty()
+    }
+
+    /// Drops every queue, as ENet does on DISCONNECT (acks, outgoing, sent, held).
+    pub fn reset_queues(&mut self) {
+        self.acks.clear();
+        self.outgoing_reliable.clear();
+        self.sent_reliable.clear();
+        self.outgoing_unreliable.clear();
+        self.held.clear();
+        self.held_bytes = 0;
+        self.unacked.clear();
+        self.in_transit = 0;
+        self.queued_bytes = 0;
+    }
+
+    /// Queues an application packet (ENet 1.1 `enet_peer_send`).
+    pub fn send(
+        &mut self,
+        channel: u8,
+        data: &[u8],
+        reliable: bool,
+        cfg: &HostConfig,
+    ) -> Result<(), SendError> {
+        if self.state != PeerState::Connected {
+            return Err(SendError::NotConnected);
+        }
+        let fragment_len = usize::from(self.mtu)
+            .saturating_sub(wire::HEADER_SIZE + 24)
+            .max(1);
+        let len = data.len();
+        if self.queued_bytes.saturating_add(len) > cfg.max_outgoing_bytes {
+            return Err(SendError::QueueFull);
+        }
+        let count = len.div_ceil(fragment_len);
+        if len > fragment_len && count > usize::from(u16::MAX) {
+            return Err(SendError::TooLarge);
+        }
+        let total = u32::try_from(len).map_err(|_| SendError::TooLarge)?;
+        let ch = self
+            .channels
+            .get_mut(usize::from(channel))
+            .ok_or(SendError::InvalidChannel)?;
+        let payload = Bytes::copy_from_slice(data);
+        let mut reliable_cmds = Vec::new();
+        if len > fragment_len {
+            let start_seq = (ch.out_reliable + 1) as u16;
+            let count32 = u32::try_from(count).map_err(|_| SendError::TooLarge)?;
+            for (number, offset) in (0..count32).zip((0..len).step_by(fragment_len)) {
+                ch.out_reliable += 1;
+                let end = offset.saturating_add(fragment_len).min(len);
+                let info = FragmentInfo {
+                    start_seq,
+                    count: count32,
+                    number,
+                    total_length: total,
+                    offset: u32::try_from(offset).map_err(|_| SendError::TooLarge)?,
+                };
+                let header = CommandHeader {
+                    command: FLAG_ACKNOWLEDGE | kind::SEND_FRAGMENT,
+                    channel,
+                    reliable_seq: ch.out_reliable as u16,
+                };
+                let body = Command::SendFragment { info, data: &[] };
+                let mut cmd = OutCmd::new(header, body, payload.slice(offset..end));
+                cmd.ext = ch.out_reliable;
+                reliable_cmds.push(cmd);
+            }
+        } else if reliable {
+            ch.out_reliable += 1;
+            let header = CommandHeader {
+                command: FLAG_ACKNOWLEDGE | kind::SEND_RELIABLE,
+                channel,
+                reliable_seq: ch.out_reliable as u16,
+            };
+            let mut cmd = OutCmd::new(header, Command::SendReliable { data: &[] }, payload);
+            cmd.ext = ch.out_reliable;
+            reliable_cmds.push(cmd);
+        } else {
+            ch.out_unreliable = ch.out_unreliable.wrapping_add(1);
+            let header = CommandHeader {
+                command: kind::SEND_UNRELIABLE,
+                channel,
+                reliable_seq: ch.out_reliable as u16,
+            };
+            let body = Command::SendUnreliable {
+                unreliable_seq: ch.out_unreliable,
+                data: &[],
+            };
+            self.outgoing_unreliable
+                .push_back(OutCmd::new(header, body, payload));
+        }
+        for cmd in reliable_cmds {
+            self.unacked.insert((channel, cmd.ext));
+            self.outgoing_reliable.push_back(cmd);
+        }
+        self.queued_bytes = self.queued_bytes.saturating_add(len);
+        Ok(())
+    }
+
+    /// Queues the ACK of a received command (the caller applies the state rules).
+    /// Returns false if the ACK queue was full.
+    pub fn queue_ack(&mut self, header: &CommandHeader, sent_time: u16) -> bool {
+        if self.acks.len() >= MAX_PENDING_ACKS {
+            return false;
+        }
+        self.acks.push_back(Ack {
+            channel: header.channel,
+            seq: header.reliable_seq,
+            sent_time,
+            disconnect: header.kind() == kind::DISCONNECT,
+        });
+        true
+    }
+
+    /// Handles an ACK: RTT update, removal of the acknowledged command (spec §4.4).
+    pub fn handle_ack(
+        &mut self,
+        now: u64,
+        channel: u8,
+        received_seq: u16,
+        sent16: u16,
+    ) -> AckResult {
+        let Some(sent) = reconstruct_time(now, sent16).filter(|&t| t <= now) else {
+            return AckResult::Future;
+        };
+        self.last_receive = now;
+        self.earliest_timeout = None;
+        let sample = u32::try_from(now - sent).unwrap_or(u32::MAX);
+        self.rtt_var -= self.rtt_var / 4;
+        if sample >= self.rtt {
+            self.rtt += (sample - self.rtt) / 8;
+            self.rtt_var = self.rtt_var.saturating_add((sample - self.rtt) / 4);
+        } else {
+            self.rtt -= (self.rtt - sample) / 8;
+            self.rtt_var = self.rtt_var.saturating_add((self.rtt - sample) / 4);
+        }
+        AckResult::Removed(self.remove_sent(received_seq, channel))
+    }
+
+    /// Removes the command `(channel, seq)` from the sent list (or, unlike ENet 1.1, from
+    /// the outgoing list if it waits there for retransmission); returns its kind.
+    pub fn remove_sent(&mut self, seq: u16, channel: u8) -> Option<u8> {
+        let matches = |c: &OutCmd| c.header.reliable_seq == seq && c.header.channel == channel;
+        let found = if let Some(i) = self.sent_reliable.iter().position(matches) {
+            let cmd = self.sent_reliable.remove(i)?;
+            self.in_transit = self.in_transit.saturating_sub(cmd.payload.len());
+            if let Some(front) = self.sent_reliable.front() {
+                self.next_timeout = front.sent_time.saturating_add(front.rto);
+            }
+            cmd
+        } else {
+            let i = self.outgoing_reliable.iter().position(matches)?;
+            self.outgoing_reliable.remove(i)?
+        };
+        self.queued_bytes = self.queued_bytes.saturating_sub(found.payload.len());
+        self.unacked.remove(&(channel, found.ext));
+        Some(found.body.kind())
+    }
+
+    /// Client: VERIFY_CONNECT arrived (ENet 1.1 `handle_verify_connect`).
+    pub fn handle_verify_connect(&mut self, now: u64, v: &ConnectParams) -> Result<(), Fault> {
+        if self.state != PeerState::Connecting {
+            return Err(Fault::Command);
+        }
+        if usize::try_from(v.channel_count).ok() != Some(self.channels.len())
+            || (
+                v.throttle_interval,
+                v.throttle_acceleration,
+                v.throttle_deceleration,
+            ) != self.throttle
+        {
+            self.state = PeerState::Zombie;
+            return Err(Fault::Refused);
+        }
+        self.remove_sent(1, SYSTEM_CHANNEL);
+        self.outgoing_peer_id = v.outgoing_peer_id & wire::NO_PEER;
+        self.mtu = self.mtu.min(clamp_mtu(v.mtu));
+        self.window = self
+            .window
+            .min(v.window_size.clamp(wire::MIN_WINDOW, wire::MAX_WINDOW));
+        self.incoming_bandwidth = v.incoming_bandwidth;
+        self.outgoing_bandwidth = v.outgoing_bandwidth;
+        self.state = PeerState::Connected;
+        self.last_receive = now;
+        Ok(())
+    }
+
+    /// Server: the handshake is complete (the VERIFY_CONNECT is acknowledged, explicitly or
+    /// by the client's first datagram to our slot).
+    pub fn complete_handshake(&mut self, now: u64) {
+        self.remove_sent(1, SYSTEM_CHANNEL);
+        self.state = PeerState::Connected;
+        self.visible = true;
+        self.last_receive = now;
+    }
+
+    /// BANDWIDTH_LIMIT received: store the limits, recompute the window.
+    pub fn handle_bandwidth_limit(&mut self, incoming: u32, outgoing: u32) {
+        self.incoming_bandwidth = incoming;
+        self.outgoing_bandwidth = outgoing;
+        self.window = window_for(incoming);
+    }
+
+    /// THROTTLE_CONFIGURE received.
+    pub fn handle_throttle_configure(
+        &mut self,
+        interval: u32,
+        acceleration: u32,
+        deceleration: u32,
+    ) {
+        self.throttle = (interval, acceleration, deceleration);
+    }
+
+    fn check_data_state(&self, channel: u8) -> Result<(), Fault> {
+        if self.state != PeerState::Connected || usize::from(channel) >= self.channels.len() {
+            return Err(Fault::Command);
+        }
+        Ok(())
+    }
+
+    /// SEND_RELIABLE received. `Ok(false)`: a duplicate or old command (still acknowledged).
+    pub fn receive_reliable(
+        &mut self,
+        header: &CommandHeader,
+        data: &[u8],
+        cfg: &HostConfig,
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, Fault> {
+        self.check_data_state(header.channel)?;
+        let ch = header.channel;
+        let incoming = self.channel(ch)?.in_reliable;
+        let seq = header.reliable_seq;
+        if classify(incoming, seq) != Order::New || self.held.contains_key(&(ch, seq)) {
+            return Ok(false);
+        }
+        self.hold(ch, seq, Held::Packet(Bytes::copy_from_slice(data)));
+        self.drain(ch, out);
+        self.check_held(cfg)?;
+        Ok(true)
+    }
+
+    /// SEND_FRAGMENT received. `Ok(false)`: old or duplicate (still acknowledged).
+    pub fn receive_fragment(
+        &mut self,
+        header: &CommandHeader,
+        info: &FragmentInfo,
+        data: &[u8],
+        cfg: &HostConfig,
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, Fault> {
+        self.check_data_state(header.channel)?;
+        let ch = header.channel;
+        let incoming = self.channel(ch)?.in_reliable;
+        if classify(incoming, info.start_seq) != Order::New {
+            return Ok(false);
+        }
+        let offset = u64::from(info.offset);
+        let total = u64::from(info.total_length);
+        let len = data.len() as u64;
+        if offset >= total || offset + len > total || info.number >= info.count {
+            return Err(Fault::Command);
+        }
+        if total > cfg.max_packet_bytes as u64 {
+            return Err(Fault::Oversized);
+        }
+        if u64::from(info.count) > total || info.count > u32::from(u16::MAX) {
+            return Err(Fault::Command);
+        }
+        let key = (ch, info.start_seq);
+        match self.held.get(&key) {
+            Some(Held::Fragments { count, buf, .. }) => {
+                if *count != info.count || buf.len() as u64 != total {
+                    return Err(Fault::Command);
+                }
+            }
+            Some(Held::Packet(_)) => return Err(Fault::Command),
+            None => {
+                let words = usize::try_from(info.count.div_ceil(32)).unwrap_or(usize::MAX);
+                let size = usize::try_from(total).map_err(|_| Fault::Oversized)?;
+                let fresh = Held::Fragments {
+                    count: info.count,
+                    remaining: info.count,
+                    bitmap: vec![0; words],
+                    buf: vec![0; size],
+                };
+                self.hold(ch, info.start_seq, fresh);
+            }
+        }
+        let mut fresh_piece = false;
+        if let Some(Held::Fragments {
+            remaining,
+            bitmap,
+            buf,
+            ..
+        }) = self.held.get_mut(&key)
+        {
+            let word = usize::try_from(info.number / 32).unwrap_or(usize::MAX);
+            let bit = 1u32 << (info.number % 32);
+            if let Some(w) = bitmap.get_mut(word)
+                && *w & bit == 0
+            {
+                *w |= bit;
+                *remaining = remaining.saturating_sub(1);
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                if let Some(dst) = buf.get_mut(start..start.saturating_add(data.len())) {
+                    dst.copy_from_slice(data);
+                }
+                fresh_piece = true;
+            }
+        }
+        self.drain(ch, out);
+        self.check_held(cfg)?;
+        Ok(fresh_piece)
+    }
+
+    /// SEND_UNRELIABLE received: delivered at once if it belongs to the channel's current
+    /// reliable number and is newer than the last unreliable delivered; else dropped.
+    pub fn receive_unreliable(
+        &mut self,
+        header: &CommandHeader,
+        unreliable_seq: u16,
+        data: &[u8],
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, Fault> {
+        self.check_data_state(header.channel)?;
+        let chan = self.channel_mut(header.channel)?;
+        if header.reliable_seq != chan.in_reliable
+            || classify(chan.in_unreliable, unreliable_seq) != Order::New
+        {
+            return Ok(false);
+        }
+        chan.in_unreliable = unreliable_seq;
+        out.push(Delivery {
+            channel: header.channel,
+            data: Bytes::copy_from_slice(data),
+            reliable: false,
+        });
+        Ok(true)
+    }
+
+    /// SEND_UNSEQUENCED received (ENet 1.1's 128-group window).
+    pub fn receive_unsequenced(
+        &mut self,
+        header: &CommandHeader,
+        group: u16,
+        data: &[u8],
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, Fault> {
+        self.check_data_state(header.channel)?;
+        let group = u32::from(group);
+        let index = group % UNSEQUENCED_WINDOW;
+        if group >= self.in_unsequenced_group + UNSEQUENCED_WINDOW
+            || (self.in_unsequenced_group >= 0xF000 && group < 0x1000)
+        {
+            self.in_unsequenced_group = group - index;
+            self.unsequenced_window = [0; 4];
+        } else {
+            let word = self
+                .unsequenced_window
+                .get(usize::try_from(index / 32).unwrap_or(0));
+            if group < self.in_unsequenced_group
+                || word.is_some_and(|w| w & (1 << (index % 32)) != 0)
+            {
+                return Ok(false);
+            }
+        }
+        if let Some(w) = self
+            .unsequenced_window
+            .get_mut(usize::try_from(index / 32).unwrap_or(0))
+        {
+            *w |= 1 << (index % 32);
+        }
+        out.push(Delivery {
+            channel: header.channel,
+            data: Bytes::copy_from_slice(data),
+            reliable: false,
+        });
+        Ok(true)
+    }
+
+    fn channel(&self, ch: u8) -> Result<&Channel, Fault> {
+        self.channels.get(usize::from(ch)).ok_or(Fault::Command)
+    }
+
+    fn channel_mut(&mut self, ch: u8) -> Result<&mut Channel, Fault> {
+        self.channels.get_mut(usize::from(ch)).ok_or(Fault::Command)
+    }
+
+    fn hold(&mut self, ch: u8, seq: u16, held: Held) {
+        self.held_bytes = self.held_bytes.saturating_add(held.footprint());
+        self.held.insert((ch, seq), held);
+    }
+
+    /// After delivery: whether what is still held fits the bound.
+    fn check_held(&self, cfg: &HostConfig) -> Result<(), Fault> {
+        if self.held_bytes > cfg.max_reassembly_bytes {
+            Err(Fault::Overflow)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Delivers the channel's next reliable packets while they are complete and in order.
+    fn drain(&mut self, ch: u8, out: &mut Vec<Delivery>) {
+        loop {
+            let Some(chan) = self.channels.get(usize::from(ch)) else {
+                return;
+            };
+            let next = chan.in_reliable.wrapping_add(1);
+            let key = (ch, next);
+            let advance = match self.held.get(&key) {
+                Some(Held::Packet(_)) => 1u16,
+                Some(Held::Fragments {
+                    remaining: 0,
+                    count,
+                    ..
+                }) => u16::try_from(*count).unwrap_or(u16::MAX).max(1),
+                _ => return,
+            };
+            let Some(held) = self.held.remove(&key) else {
+                return;
+            };
+            self.held_bytes = self.held_bytes.saturating_sub(held.footprint());
+            let data = match held {
+                Held::Packet(b) => b,
+                Held::Fragments { buf, .. } => Bytes::from(buf),
+            };
+            if let Some(chan) = self.channels.get_mut(usize::from(ch)) {
+                chan.in_reliable = next.wrapping_add(advance - 1);
+            }
+            if advance > 1 {
+                // Sequence numbers the fragments used can never be delivered: drop anything
+                // (inconsistent) held there.
+                let mut freed = 0;
+                self.held.retain(|&(c, s), h| {
+                    let covered = c == ch && s.wrapping_sub(next) < advance;
+                    if covered {
+                        freed += h.footprint();
+                    }
+                    !covered
+                });
+                self.held_bytes = self.held_bytes.saturating_sub(freed);
+            }
+            out.push(Delivery {
+                channel: ch,
+                data,
+                reliable: true,
+            });
+        }
+    }
+
+    /// Retransmission and timeout check (ENet 1.1 `check_timeouts`). Returns `Err(())` when
+    /// the peer must be dropped, else the number of commands queued again.
+    pub fn check_timeouts(&mut self, now: u64) -> Result<usize, ()> {
+        if self.timeout_deadline().is_some_and(|d| now >= d) {
+            return Err(());
+        }
+        let mut keep = VecDeque::with_capacity(self.sent_reliable.len());
+        let mut resend = Vec::new();
+        while let Some(mut cmd) = self.sent_reliable.pop_front() {
+            if now.saturating_sub(cmd.sent_time) < cmd.rto {
+                keep.push_back(cmd);
+                continue;
+            }
+            let earliest = self
+                .earliest_timeout
+                .map_or(cmd.sent_time, |e| e.min(cmd.sent_time));
+            self.earliest_timeout = Some(earliest);
+            let waited = now.saturating_sub(earliest);
+            if waited >= TIMEOUT_MAXIMUM || (cmd.rto >= cmd.rto_limit && waited >= TIMEOUT_MINIMUM)
+            {
+                return Err(());
+            }
+            self.in_transit = self.in_transit.saturating_sub(cmd.payload.len());
+            cmd.rto = cmd.rto.saturating_mul(2);
+            resend.push(cmd);
+        }
+        self.sent_reliable = keep;
+        let n = resend.len();
+        for cmd in resend.into_iter().rev() {
+            self.outgoing_reliable.push_front(cmd);
+        }
+        if let Some(front) = self.sent_reliable.front() {
+            self.next_timeout = front.sent_time.saturating_add(front.rto);
+        }
+        Ok(n)
+    }
+
+    /// When the 30 s rule drops this peer: 30 s after the oldest unacknowledged send that
+    /// timed out (stock ENet checks it only at the next retransmission, up to 63 timer
+    /// starts later).
+    pub fn timeout_deadline(&self) -> Option<u64> {
+        self.earliest_timeout
+            .map(|e| e.saturating_add(TIMEOUT_MAXIMUM))
+    }
+
+    /// Server, resent CONNECT while half-open: put the VERIFY_CONNECT back at the front of
+    /// the queue to go out at once (its timer is kept; this is not counted as a loss).
+    pub fn resend_verify_now(&mut self) -> bool {
+        let is_verify = |c: &OutCmd| c.body.kind() == kind::VERIFY_CONNECT;
+        if let Some(i) = self.sent_reliable.iter().position(is_verify)
+            && let Some(cmd) = self.sent_reliable.remove(i)
+        {
+            self.outgoing_reliable.push_front(cmd);
+            if let Some(front) = self.sent_reliable.front() {
+                self.next_timeout = front.sent_time.saturating_add(front.rto);
+            }
+            return true;
+        }
+        self.outgoing_reliable.iter().any(is_verify)
+    }
+
+    /// Whether `build` would put anything in a datagram now.
+    pub fn has_sendable(&self) -> bool {
+        !self.acks.is_empty()
+            || !self.outgoing_unreliable.is_empty()
+            || self.outgoing_reliable.front().is_some_and(|c| {
+                self.in_transit + c.payload.len() <= self.window as usize
+                    && span_ok(&self.unacked, c)
+            })
+    }
+
+    /// Builds the next datagram for this peer (ENet 1.1 `send_outgoing_commands` for one
+    /// peer): ACKs first, then reliable commands within the flow window, then unreliable
+    /// ones; at most 32 commands and `mtu` bytes. `None` if there is nothing to send.
+    /// Nothing ever follows a VERIFY_CONNECT (a 1.1 client stops reading at a duplicate one).
+    pub fn build(&mut self, now: u64) -> Option<Built> {
+        let mtu = usize::from(self.mtu);
+        let mut size = wire::HEADER_SIZE;
+        let mut n = 0usize;
+        let mut body = Vec::with_capacity(mtu);
+        let mut wants_sent_time = false;
+        let mut acked_disconnect = false;
+        let room = |size: usize| mtu.saturating_sub(size);
+
+        while let Some(ack) = self.acks.front().copied() {
+            if n >= wire::MAX_COMMANDS_PER_DATAGRAM || room(size) < 8 {
+                break;
+            }
+            self.acks.pop_front();
+            Frame {
+                header: CommandHeader {
+                    command: kind::ACKNOWLEDGE,
+                    channel: ack.channel,
+                    reliable_seq: ack.seq,
+                },
+                command: Command::Acknowledge {
+                    received_seq: ack.seq,
+                    received_sent_time: ack.sent_time,
+                },
+            }
+            .encode(&mut body);
+            size += 8;
+            n += 1;
+            acked_disconnect |= ack.disconnect;
+        }
+
+        let mut stop = false;
+        while let Some(cmd) = self.outgoing_reliable.front_mut() {
+            let fixed = cmd.fixed_size();
+            let plen = cmd.payload.len();
+            if n >= wire::MAX_COMMANDS_PER_DATAGRAM || room(size) < fixed {
+                break;
+            }
+            if plen > 0
+                && (self.in_transit + plen > self.window as usize || room(size) < fixed + plen)
+            {
+                break;
+            }
+            if !span_ok(&self.unacked, cmd) {
+                break;
+            }
+            if cmd.rto == 0 {
+                cmd.rto = (u64::from(self.rtt) + 4 * u64::from(self.rtt_var)).max(1);
+                cmd.rto_limit = TIMEOUT_LIMIT * cmd.rto;
+            }
+            if self.sent_reliable.is_empty() {
+                self.next_timeout = now.saturating_add(cmd.rto);
+            }
+            cmd.sent_time = now;
+            cmd.encode(&mut body);
+            size += fixed + plen;
+            n += 1;
+            wants_sent_time = true;
+            self.in_transit += plen;
+            stop = cmd.body.kind() == kind::VERIFY_CONNECT;
+            if let Some(cmd) = self.outgoing_reliable.pop_front() {
+                self.sent_reliable.push_back(cmd);
+            }
+            if stop {
+                break;
+            }
+        }
+
+        while !stop && let Some(cmd) = self.outgoing_unreliable.front() {
+            let need = cmd.fixed_size() + cmd.payload.len();
+            if n >= wire::MAX_COMMANDS_PER_DATAGRAM || room(size) < need {
+                if n == 0 && need > room(wire::HEADER_SIZE) {
+                    // Can never fit (cannot happen with ENet's fragment threshold): drop it.
+                    if let Some(c) = self.outgoing_unreliable.pop_front() {
+                        self.queued_bytes = self.queued_bytes.saturating_sub(c.payload.len());
+                    }
+                    continue;
+                }
+                break;
+            }
+            cmd.encode(&mut body);
+            size += need;
+            n += 1;
+            wants_sent_time |= cmd.header.wants_ack();
+            if let Some(c) = self.outgoing_unreliable.pop_front() {
+                self.queued_bytes = self.queued_bytes.saturating_sub(c.payload.len());
+            }
+        }
+
+        if n == 0 {
+            return None;
+        }
+        let header = Header {
+            session: self.session,
+            peer_id: self.outgoing_peer_id,
+            sent_time: wants_sent_time.then_some((now & 0xFFFF) as u16),
+        };
+        let mut data = Vec::with_capacity(header.size() + body.len());
+        header.encode(&mut data);
+        data.extend_from_slice(&body);
+        Some(Built {
+            data,
+            acked_disconnect,
+        })
+    }
+}
+
+/// Whether sending `cmd` keeps its channel's unacknowledged reliable numbers within
+/// [`MAX_SEQ_SPAN`] of each other. A 1.1 receiver tells old from new only by the
+/// 0xF000/0x1000 wrap rule, so a wider span across the wrap would be taken as old,
+/// acknowledged and lost for good (stock 1.1 senders have this flaw with many small packets;
+/// 1.2 added reliable windows for it). Nothing changes on the wire.
+fn span_ok(unacked: &BTreeSet<(u8, u64)>, cmd: &OutCmd) -> bool {
+    if cmd.ext == 0 {
+        return true;
+    }
+    let ch = cmd.header.channel;
+    unacked
+        .range((ch, 0)..=(ch, u64::MAX))
+        .next()
+        .is_none_or(|&(_, oldest)| cmd.ext.saturating_sub(oldest) < MAX_SEQ_SPAN)
+}
+
+/// MTU clamped to 576..=4096.
+pub(crate) fn clamp_mtu(mtu: u16) -> u16 {
+    mtu.clamp(wire::MIN_MTU, wire::MAX_MTU)
+}
+
+/// The flow window for a peer's announced incoming bandwidth (ours is unlimited).
+fn window_for(incoming_bandwidth: u32) -> u32 {
+    if incoming_bandwidth == 0 {
+        wire::MAX_WINDOW
+    } else {
+        ((incoming_bandwidth / WINDOW_SIZE_SCALE).saturating_mul(wire::MIN_WINDOW))
+            .clamp(wire::MIN_WINDOW, wire::MAX_WINDOW)
+    }
+}
+
+/// A 16-bit sentTime made whole against the local clock, as ENet 1.1 does: `None` if that
+/// would lie before time 0.
+pub(crate) fn reconstruct_time(now: u64, sent16: u16) -> Option<u64> {
+    let t = (now & !0xFFFF) | u64::from(sent16);
+    if (t & 0x8000) > (now & 0x8000) {
+        t.checked_sub(0x10000)
+    } else {
+        Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+//! Peer-level unit tests: sentTime reconstruction, the RTT update, fragment checks, the
+//! sequence-span rule and the retransmission schedule.
+
+use std::net::SocketAddr;
+
+use super::*;
+use crate::wire::Datagram;
+
+fn peer() -> Peer {
+    let id = PeerId {
+        slot: 0,
+        generation: 0,
+    };
+    let addr: SocketAddr = "10.0.0.1:25000".parse().unwrap();
+    let mut p = Peer::new_client(id, addr, 41, 4, &HostConfig::client(), 0);
+    let v = ConnectParams {
+        outgoing_peer_id: 3,
+        mtu: 1400,
+        window_size: 32768,
+        channel_count: 4,
+        incoming_bandwidth: 0,
+        outgoing_bandwidth: 0,
+        throttle_interval: THROTTLE_INTERVAL,
+        throttle_acceleration: THROTTLE_ACCELERATION,
+        throttle_deceleration: THROTTLE_DECELERATION,
+    };
+    p.handle_verify_connect(0, &v).unwrap();
+    p
+}
+
+#[test]
+fn sent_time_reconstruction_follows_the_clock_period() {
+    assert_eq!(reconstruct_time(0x1_0010, 0x0005), Some(0x1_0005));
+    assert_eq!(
+        reconstruct_time(0x1_0010, 0xFFF0),
+        Some(0x0_FFF0),
+        "previous period"
+    );
+    assert_eq!(reconstruct_time(0x10, 0xFFF0), None, "before time 0");
+    assert_eq!(reconstruct_time(0x1_8010, 0x8005), Some(0x1_8005));
+}
+
+#[test]
+fn rtt_update_and_future_acks() {
+    let mut p = peer();
+    assert_eq!(p.handle_ack(1000, 0xFF, 9, 900), AckResult::Removed(None));
+    // Sample 100: rtt 500 - 400/8 = 450, var (450 - 100)/4 = 87.
+    assert_eq!((p.rtt, p.rtt_var), (450, 87));
+    // Sample 1000: var 87 - 21 = 66; rtt 450 + 550/8 = 518; var += (1000 - 518)/4 = 120 → 186.
+    p.handle_ack(2000, 0xFF, 9, 1000);
+    assert_eq!((p.rtt, p.rtt_var), (518, 186));
+    assert_eq!(p.handle_ack(2000, 0xFF, 9, 2001), AckResult::Future);
+    assert_eq!(p.last_receive, 2000);
+}
+
+#[test]
+fn retransmission_doubles_and_the_peer_times_out() {
+    let mut p = peer();
+    let cfg = HostConfig::client();
+    p.send(1, b"hello", true, &cfg).unwrap();
+    assert!(p.build(0).is_some());
+    let mut resends = Vec::new();
+    let mut now = 0;
+    loop {
+        now = now.max(p.next_timeout.min(p.timeout_deadline().unwrap_or(u64::MAX)));
+        match p.check_timeouts(now) {
+            Ok(n) => {
+                assert_eq!(n, 1);
+                resends.push(now);
+                p.build(now).unwrap();
+            }
+            Err(()) => break,
+        }
+    }
+    assert_eq!(resends, vec![500, 1500, 3500, 7500, 15500]);
+    assert_eq!(now, 30_000, "30 s after the oldest unacknowledged send");
+}
+
+#[test]
+fn fragment_checks() {
+    let mut p = peer();
+    let cfg = HostConfig::client();
+    let mut out = Vec::new();
+    let h = CommandHeader {
+        command: 0x88,
+        channel: 1,
+        reliable_seq: 1,
+    };
+    let info = |count, number, total, offset| FragmentInfo {
+        start_seq: 1,
+        count,
+        number,
+        total_length: total,
+        offset,
+    };
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 2, 10, 0), &[0; 5], &cfg, &mut out),
+        Err(Fault::Command)
+    );
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 0, 10, 8), &[0; 5], &cfg, &mut out),
+        Err(Fault::Command)
+    );
+    assert_eq!(
+        p.receive_fragment(&h, &info(11, 0, 10, 0), &[0; 5], &cfg, &mut out),
+        Err(Fault::Command)
+    );
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 0, 70_000, 0), &[0; 5], &cfg, &mut out),
+        Err(Fault::Oversized)
+    );
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 1, 10, 5), &[2; 5], &cfg, &mut out),
+        Ok(true)
+    );
+    // Inconsistent with the first fragment seen.
+    assert_eq!(
+        p.receive_fragment(&h, &info(3, 0, 10, 0), &[1; 5], &cfg, &mut out),
+        Err(Fault::Command)
+    );
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 1, 10, 5), &[2; 5], &cfg, &mut out),
+        Ok(false)
+    );
+    assert!(out.is_empty());
+    assert_eq!(
+        p.receive_fragment(&h, &info(2, 0, 10, 0), &[1; 5], &cfg, &mut out),
+        Ok(true)
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].data[..], [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
+    // The packet took sequence numbers 1 and 2: 2 is next-to-old, 3 is new.
+    let h3 = CommandHeader {
+        command: 0x86,
+        channel: 1,
+        reliable_seq: 2,
+    };
+    assert_eq!(p.receive_reliable(&h3, b"x", &cfg, &mut out), Ok(false));
+    let h3 = CommandHeader {
+        reliable_seq: 3,
+        ..h3
+    };
+    assert_eq!(p.receive_reliable(&h3, b"y", &cfg, &mut out), Ok(true));
+    assert_eq!(out.len(), 2);
+}
+
+#[test]
+fn a_channel_never_spans_more_than_4095_unacknowledged_numbers() {
+    let mut p = peer();
+    let cfg = HostConfig::client();
+    for _ in 0..5000 {
+        p.send(1, &[0], true, &cfg).unwrap();
+    }
+    let mut sent = 0;
+    while let Some(b) = p.build(0) {
+        sent += Datagram::decode(&b.data).unwrap().frames.len();
+    }
+    assert_eq!(sent, MAX_SEQ_SPAN as usize);
+    // Acknowledging the oldest lets exactly one more go.
+    p.remove_sent(1, 1);
+    let b = p.build(1).unwrap();
+    assert_eq!(Datagram::decode(&b.data).unwrap().frames.len(), 1);
+    assert!(p.build(1).is_none());
+}

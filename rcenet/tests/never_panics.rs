@@ -1,0 +1,103 @@
+//! Arbitrary bytes into `handle_datagram` of a server and a client host (fresh, and with a
+//! live connection so the bytes reach the per-peer paths) never panic, and the hosts keep
+//! their bounds.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+
+use proptest::prelude::*;
+use rcenet::{Event, Host, HostConfig};
+
+fn server_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 25000))
+}
+
+fn client_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 2], 50000))
+}
+
+/// A connected client/server pair (lossless, instant).
+fn pair() -> (Host, Host) {
+    let mut c = Host::new(HostConfig::client());
+    let mut s = Host::new(HostConfig {
+        max_peers: 8,
+        ..HostConfig::default()
+    });
+    c.connect(0, server_addr(), 4, 41).unwrap();
+    for _ in 0..10 {
+        while let Some(t) = c.poll_transmit(0) {
+            s.handle_datagram(0, client_addr(), &t.data);
+        }
+        while let Some(t) = s.poll_transmit(0) {
+            c.handle_datagram(0, server_addr(), &t.data);
+        }
+    }
+    assert_eq!(s.connected_peers(), 1);
+    assert_eq!(c.connected_peers(), 1);
+    (c, s)
+}
+
+/// Feeds `datagrams` (each optionally behind a valid header for slot 0, session 41) and
+/// services the host after each.
+fn feed(h: &mut Host, from: SocketAddr, datagrams: &[(bool, bool, Vec<u8>)]) {
+    let mut now = 1;
+    for (with_header, sent_time, body) in datagrams {
+        let mut d = Vec::new();
+        if *with_header {
+            d.extend(41u32.to_le_bytes());
+            d.extend(if *sent_time {
+                [0x80, 0, 0, 5].as_slice()
+            } else {
+                [0, 0].as_slice()
+            });
+        }
+        d.extend(body);
+        h.handle_datagram(now, from, &d);
+        while let Some(t) = h.poll_transmit(now) {
+            assert!(t.data.len() <= 4096);
+        }
+        while let Some(e) = h.poll_event() {
+            if let Event::Receive { data, .. } = e {
+                assert!(data.len() <= h.config().max_packet_bytes);
+            }
+        }
+        now += 37;
+        h.handle_timeout(now);
+        while h.poll_transmit(now).is_some() {}
+        assert!(h.half_open() <= h.config().max_half_open);
+    }
+}
+
+fn datagrams() -> impl Strategy<Value = Vec<(bool, bool, Vec<u8>)>> {
+    let body = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..64),
+        // Command-shaped bodies: a known kind byte, a small channel, then noise.
+        (
+            1u8..12,
+            0u8..6,
+            proptest::collection::vec(any::<u8>(), 0..80)
+        )
+            .prop_map(|(k, ch, mut v)| {
+                v.splice(0..0, [0x80 | k, ch]);
+                v
+            }),
+    ];
+    proptest::collection::vec((any::<bool>(), any::<bool>(), body), 1..12)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fresh_hosts_never_panic(ds in datagrams()) {
+        feed(&mut Host::new(HostConfig::default()), client_addr(), &ds);
+        feed(&mut Host::new(HostConfig::client()), server_addr(), &ds);
+    }
+
+    #[test]
+    fn connected_hosts_never_panic(ds in datagrams()) {
+        let (mut c, mut s) = pair();
+        feed(&mut s, client_addr(), &ds);
+        feed(&mut c, server_addr(), &ds);
+    }
+}
