@@ -399,6 +399,9 @@ pub struct Shared {
     pub hashes: tokio::sync::Semaphore,
     /// Open client connections (handshaking included) per client network.
     pub per_ip: DashMap<crate::session::PeerKey, u32>,
+    /// Accounts whose player's connection ended and whose logout (detach, save) is still
+    /// in flight: a new login of one waits for it a moment (`net/client.rs`).
+    pub leaving: DashMap<AccountId, ()>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -460,6 +463,7 @@ impl Shared {
             started: Instant::now(),
             hashes: tokio::sync::Semaphore::new(hash_slots),
             per_ip: DashMap::new(),
+            leaving: DashMap::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
@@ -812,6 +816,7 @@ impl Hub {
                 }
                 Action::LoggedOff { account } => {
                     self.shared.accounts().book.set_logged_on(account, false);
+                    self.shared.leaving.remove(&account);
                 }
                 Action::Released { session, name } => {
                     self.logins.remove(&session);

@@ -280,7 +280,13 @@ pub(super) struct Conn {
     login_account: Vec<u8>,
     /// The compact profile's encoder (shared with the broadcast fan-out), when negotiated.
     compact: Option<Arc<std::sync::Mutex<shared::compact::DownEncoder>>>,
+    /// The account in the world, once `P_StartGame` succeeded.
+    account: Option<crate::session::AccountId>,
 }
+
+/// How long a login waits for its account's previous connection to finish logging out
+/// (Realm Crafter's server logged out at once: its clients reconnect at once).
+const LOGOUT_WAIT: Duration = Duration::from_secs(3);
 
 /// Where a connection's reliable replies are written.
 pub(super) enum Out {
@@ -486,6 +492,7 @@ impl Conn {
             login: Some(login),
             login_account: Vec::new(),
             compact: None,
+            account: None,
             shared,
         }
     }
@@ -500,9 +507,38 @@ impl Conn {
             login.record("outcome", "closed before entering the world");
         }
         if self.in_game {
+            if let Some(a) = self.account {
+                self.shared.leaving.insert(a, ());
+            }
             self.shared.to_hub(HubEvent::Gone {
                 session: self.session_id,
             });
+        }
+    }
+
+    /// A login (`P_VerifyAccount`, `P_StartGame`) of an account whose last connection just
+    /// ended waits up to [`LOGOUT_WAIT`] for that logout to finish, so that a client that
+    /// reconnects at once is not told "already logged in".
+    async fn await_logout(&self, p: &ClientPacket) {
+        let creds = match p {
+            ClientPacket::VerifyAccount(m) => &m.creds,
+            ClientPacket::StartGame(m) => &m.creds,
+            _ => return,
+        };
+        let user = latin1(&creds.user.0);
+        let deadline = tokio::time::Instant::now() + LOGOUT_WAIT;
+        loop {
+            let leaving = {
+                let acc = self.shared.accounts();
+                acc.book.find_user(&user).is_some_and(|id| {
+                    self.shared.leaving.contains_key(&id)
+                        && acc.book.get(id).is_some_and(|a| a.logged_on)
+                })
+            };
+            if !leaving || tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -684,6 +720,9 @@ impl Conn {
             login.record("account", latin1(&creds.user.0).as_str());
             self.login_account.clone_from(&creds.user.0);
         }
+        if let Some(p) = &packet {
+            self.await_logout(p).await;
+        }
         // Read once per packet: the session and the password work agree on it.
         let store_down = self.shared.writer.is_failing();
         let pre = match &packet {
@@ -789,6 +828,7 @@ impl Conn {
                     state,
                 } => {
                     self.in_game = true;
+                    self.account = Some(account);
                     self.slot.entered();
                     tracing::info!(account, character = %state.name, "entering the world");
                     let login = self.login.take().unwrap_or_else(tracing::Span::none);
