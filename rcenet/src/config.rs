@@ -27,6 +27,16 @@ pub struct HostConfig {
     pub max_reassembly_bytes: usize,
     /// Per peer: outgoing bytes queued or in flight; `send` fails past it.
     pub max_outgoing_bytes: usize,
+    /// Server: when a CONNECT would be refused for a half-open cap, answer it with a
+    /// stateless VERIFY_CONNECT carrying a cookie instead of refusing (see `docs/rcenet.md`,
+    /// "Stateless cookies under a flood"). The half-open caps then bound memory only.
+    pub cookies: bool,
+    /// Server: the key of the cookie MAC and of the stateless slot choice. Keep it secret
+    /// and random (the default takes one from std's per-process random hash keys).
+    pub cookie_secret: [u8; 16],
+    /// Server: most cookie replies per second, host-wide (a token bucket on `now`); past it
+    /// the CONNECT is refused as without cookies (`Stats::cookies_refused`).
+    pub max_cookie_replies_per_sec: u32,
 }
 
 impl Default for HostConfig {
@@ -42,6 +52,9 @@ impl Default for HostConfig {
             max_packet_bytes: 64 * 1024,
             max_reassembly_bytes: 256 * 1024,
             max_outgoing_bytes: 1024 * 1024,
+            cookies: true,
+            cookie_secret: crate::cookie::default_secret(),
+            max_cookie_replies_per_sec: 20_000,
         }
     }
 }

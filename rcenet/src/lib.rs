@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod cookie;
 mod error;
 mod event;
 #[cfg(test)]

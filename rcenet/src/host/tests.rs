@@ -382,6 +382,7 @@ fn half_open_expires_silently_and_caps_hold() {
         max_half_open: 3,
         max_half_open_per_ip: 2,
         evict_half_open_after_ms: None,
+        cookies: false,
         ..HostConfig::default()
     };
     let mut s = Host::new(cfg);
@@ -418,6 +419,7 @@ fn half_open_expires_silently_and_caps_hold() {
 fn full_half_open_table_evicts_the_oldest_after_a_second() {
     let cfg = HostConfig {
         max_half_open: 2,
+        cookies: false,
         ..HostConfig::default()
     };
     let mut s = Host::new(cfg);
