@@ -83,9 +83,14 @@ fn mac(secret: &[u8; 16], tag: u8, from: SocketAddr, session: u32, extra: &[u8])
     siphash24(secret, m.get(..len).unwrap_or_default())
 }
 
-/// Where the slot search for this client starts (keyed, so a spoofer cannot aim at slots).
-pub(crate) fn slot_hint(secret: &[u8; 16], from: SocketAddr, session: u32) -> u64 {
-    mac(secret, 0, from, session, &[])
+/// Where the search for a free slot for this client starts, among `n` slots: a keyed hash
+/// (a spoofer cannot aim at slots) into the upper half, as far as possible from the lowest
+/// free slots that ordinary CONNECTs take, so an offered slot is rarely taken by someone
+/// else before the client's ACK comes back.
+pub(crate) fn first_slot(n: usize, secret: &[u8; 16], from: SocketAddr, session: u32) -> usize {
+    let low = n / 2;
+    let span = n.saturating_sub(low).max(1) as u64;
+    low + (mac(secret, 0, from, session, &[]) % span) as usize
 }
 
 /// The 16-bit cookie for this client, epoch and offered slot.

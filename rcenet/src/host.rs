@@ -533,8 +533,7 @@ impl Host {
             return false;
         }
         let n = self.slots.len();
-        let hint = cookie::slot_hint(&self.cfg.cookie_secret, from, session);
-        let start = (hint % n as u64) as usize;
+        let start = cookie::first_slot(n, &self.cfg.cookie_secret, from, session);
         let free = (0..cookie::PROBE.min(n))
             .map(|k| (start + k) % n)
             .find(|&i| self.slots.get(i).is_some_and(|s| s.peer.is_none()));
@@ -591,9 +590,9 @@ impl Host {
             }
         };
         let slot = header.peer_id;
-        let n = self.slots.len() as u64;
-        let hint = cookie::slot_hint(&self.cfg.cookie_secret, from, header.session) % n;
-        let near = (u64::from(slot) + n - hint) % n < cookie::PROBE as u64;
+        let n = self.slots.len();
+        let start = cookie::first_slot(n, &self.cfg.cookie_secret, from, header.session);
+        let near = (usize::from(slot) + n - start) % n < cookie::PROBE;
         let epoch = now / cookie::EPOCH_MS;
         let valid = near
             && [Some(epoch), epoch.checked_sub(1)]

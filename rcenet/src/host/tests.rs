@@ -911,7 +911,8 @@ fn cookie_ack_in_a_6_byte_header_datagram_connects() {
 #[test]
 fn bad_cookies_are_refused() {
     // Issued at 4999 (epoch 0); valid in epochs 0 and 1, i.e. until 9999.
-    let cases: [(&str, u64, fn(u16, u16) -> (u16, u16)); 5] = [
+    type Tamper = fn(u16, u16) -> (u16, u16);
+    let cases: [(&str, u64, Tamper); 5] = [
         ("wrong cookie", 5000, |s, c| (s, c ^ 1)),
         ("wrong slot", 5000, |s, c| (s + 1, c)),
         ("old epoch", 10_000, |s, c| (s, c)),
