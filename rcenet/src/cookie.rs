@@ -3,7 +3,6 @@
 //! and the slot offered, carried in the VERIFY_CONNECT's 16-bit header sentTime and echoed
 //! by the client in its ACK of it; and the token bucket bounding cookie replies.
 
-use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
 /// A cookie is issued in epoch `now / EPOCH_MS` and accepted in that epoch and the next.
@@ -111,24 +110,6 @@ pub(crate) fn cookie(
     (mac(secret, 1, from, session, &extra) & 0xFFFF) as u16
 }
 
-/// A secret for [`crate::HostConfig::default`] from std's per-process random hash keys (the
-/// OS's randomness); a server should still set its own.
-pub(crate) fn default_secret() -> [u8; 16] {
-    let a = std::collections::hash_map::RandomState::new().build_hasher();
-    let mut b = std::collections::hash_map::RandomState::new().build_hasher();
-    b.write_u8(1);
-    let mut out = [0u8; 16];
-    for (d, s) in out.iter_mut().zip(
-        a.finish()
-            .to_le_bytes()
-            .into_iter()
-            .chain(b.finish().to_le_bytes()),
-    ) {
-        *d = s;
-    }
-    out
-}
-
 /// A token bucket of cookie replies: `rate` per second, bursts up to `rate`.
 #[derive(Debug)]
 pub(crate) struct ReplyBudget {
@@ -179,6 +160,7 @@ mod tests {
     #[test]
     #[allow(deprecated)]
     fn siphash24_matches_std_sip_hasher_for_all_tail_lengths() {
+        use std::hash::Hasher as _;
         let key: [u8; 16] = std::array::from_fn(|i| (i * 7 + 3) as u8);
         let (k0, k1) = (
             u64::from_le_bytes(key[..8].try_into().unwrap()),

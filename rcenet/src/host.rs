@@ -349,7 +349,7 @@ impl Host {
             self.stats.unknown_peer += 1;
             return;
         };
-        if slot.peer.is_none() && self.cfg.cookies {
+        if slot.peer.is_none() && cookies_on(&self.cfg) {
             self.cookie_ack(now, from, &header, body);
             return;
         }
@@ -516,7 +516,7 @@ impl Host {
 
     /// A CONNECT the half-open caps would refuse: answer it with a stateless VERIFY_CONNECT
     /// whose header sentTime is a cookie, without taking a slot. Returns false (refuse as
-    /// without cookies) when cookies are off, the CONNECT does not fit the stateless
+    /// without cookies) when cookies are off or unkeyed, the CONNECT does not fit the stateless
     /// defaults (client slot 0, mtu ≥ ours), no slot near the keyed hint is free, or the
     /// reply budget is spent.
     fn cookie_reply(
@@ -526,7 +526,7 @@ impl Host {
         params: &wire::ConnectParams,
         session: u32,
     ) -> bool {
-        if !self.cfg.cookies
+        if !cookies_on(&self.cfg)
             || params.outgoing_peer_id != 0
             || clamp_mtu(params.mtu) < clamp_mtu(self.cfg.mtu)
         {
@@ -941,6 +941,11 @@ impl Host {
         self.stats.datagrams_out += 1;
         self.stats.bytes_out += t.data.len() as u64;
     }
+}
+
+/// Cookies are on and keyed (an all-zero key would be public).
+fn cookies_on(cfg: &HostConfig) -> bool {
+    cfg.cookies && cfg.cookie_secret != [0; 16]
 }
 
 fn is_half_open(slots: &[Slot], id: PeerId) -> bool {

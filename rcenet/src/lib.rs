@@ -27,7 +27,8 @@
 //! `connect_timeout_ms` (no event); held early packets and fragment buffers are bounded per
 //! peer; every peer the application knows gets its own `Disconnect` event. A CONNECT the
 //! half-open caps would refuse is answered statelessly with a cookie in the VERIFY_CONNECT's
-//! sentTime (`HostConfig::cookies`), so a flood cannot lock real clients out. See
+//! sentTime (`HostConfig::cookies`, keyed by `HostConfig::cookie_secret`, which the caller
+//! must set), so a flood cannot lock real clients out. See
 //! `docs/rcenet.md` for the full list.
 //!
 //! # Layout

@@ -103,7 +103,12 @@ proptest! {
     #[test]
     fn cookie_servers_never_panic(ds in datagrams()) {
         // Every CONNECT is answered with a cookie; slot 0 is free.
-        let cfg = HostConfig { max_half_open: 0, max_peers: 8, ..HostConfig::default() };
+        let cfg = HostConfig {
+            max_half_open: 0,
+            max_peers: 8,
+            cookie_secret: [3; 16],
+            ..HostConfig::default()
+        };
         let mut s = Host::new(cfg);
         feed(&mut s, client_addr(), &ds);
         prop_assert_eq!(s.stats().cookie_connects, 0, "a guessed cookie was accepted");

@@ -63,7 +63,7 @@ impl Sim {
             queue: BinaryHeap::new(),
             seq: 0,
             client: Host::new(HostConfig::client()),
-            // A fixed cookie secret keeps the runs reproducible.
+            // Cookies need a key.
             server: Host::new(HostConfig {
                 cookie_secret: [0x5e; 16],
                 ..server_cfg

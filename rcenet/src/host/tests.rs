@@ -752,12 +752,19 @@ fn unreliable_newer_only_on_the_current_reliable_number() {
 
 // ---- Stateless cookies ----
 
+/// The default server with a cookie key.
+fn keyed() -> HostConfig {
+    HostConfig {
+        cookie_secret: [7; 16],
+        ..HostConfig::default()
+    }
+}
+
 /// A server whose half-open table (one slot, no eviction) is already taken by someone else.
 fn full_server(cfg: HostConfig) -> Host {
     let mut s = Host::new(HostConfig {
         max_half_open: 1,
         evict_half_open_after_ms: None,
-        cookie_secret: [7; 16],
         ..cfg
     });
     s.handle_datagram(0, addr("10.9.9.9:1"), &hex(golden::CONNECT));
@@ -793,7 +800,7 @@ fn ack_and_data(slot: u16, cookie: u16) -> Vec<u8> {
 
 #[test]
 fn cookie_verify_is_a_normal_verify_and_takes_no_slot() {
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     let (slot, cookie, d) = cookie_verify(&mut s, 0x1_a671, CLIENT);
     let golden = hex(golden::VERIFY);
     assert_eq!(d.len(), 44, "never larger than the 48-byte CONNECT");
@@ -823,8 +830,7 @@ fn cookie_verify_is_a_normal_verify_and_takes_no_slot() {
 fn per_ip_cap_also_answers_with_a_cookie() {
     let mut s = Host::new(HostConfig {
         max_half_open_per_ip: 1,
-        cookie_secret: [7; 16],
-        ..HostConfig::default()
+        ..keyed()
     });
     s.handle_datagram(0, addr("10.0.0.2:40000"), &hex(golden::CONNECT));
     drain(&mut s, 0);
@@ -838,7 +844,7 @@ fn per_ip_cap_also_answers_with_a_cookie() {
 
 #[test]
 fn cookie_ack_connects_and_the_same_datagram_is_delivered() {
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     let (slot, cookie, _) = cookie_verify(&mut s, 0x1_a671, CLIENT);
     s.handle_datagram(0x1_a680, addr(CLIENT), &ack_and_data(slot, cookie));
     let ev = events(&mut s);
@@ -897,7 +903,7 @@ fn cookie_ack_connects_and_the_same_datagram_is_delivered() {
 
 #[test]
 fn cookie_ack_in_a_6_byte_header_datagram_connects() {
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     let (slot, cookie, _) = cookie_verify(&mut s, 100, CLIENT);
     let mut d = hex("29 00 00 00");
     d.extend(slot.to_be_bytes());
@@ -920,7 +926,7 @@ fn bad_cookies_are_refused() {
         ("right, at the end of the next epoch", 9_999, |s, c| (s, c)),
     ];
     for (what, at, tamper) in cases {
-        let mut s = full_server(HostConfig::default());
+        let mut s = full_server(keyed());
         let (slot, cookie, _) = cookie_verify(&mut s, 4999, CLIENT);
         let (slot, cookie) = tamper(slot, cookie);
         s.handle_datagram(at, addr(CLIENT), &ack_and_data(slot, cookie));
@@ -931,7 +937,7 @@ fn bad_cookies_are_refused() {
         assert!(ok || drain(&mut s, at).is_empty(), "{what}");
     }
     // Another source port (or IP, or session) than the CONNECT's.
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     let (slot, cookie, _) = cookie_verify(&mut s, 10, CLIENT);
     s.handle_datagram(20, addr("10.0.0.2:50001"), &ack_and_data(slot, cookie));
     s.handle_datagram(20, addr("10.0.0.3:50000"), &ack_and_data(slot, cookie));
@@ -953,23 +959,30 @@ fn bad_cookies_are_refused() {
 }
 
 #[test]
-fn cookies_off_means_refused_and_acks_to_free_slots_are_unknown() {
-    let mut s = full_server(HostConfig {
+fn cookies_off_or_unkeyed_means_refused_and_acks_to_free_slots_are_unknown() {
+    let off = HostConfig {
         cookies: false,
-        ..HostConfig::default()
-    });
-    s.handle_datagram(10, addr(CLIENT), &hex(golden::CONNECT));
-    assert!(drain(&mut s, 10).is_empty());
-    assert_eq!(s.stats().half_open_refused_total, 1);
-    let cookie = cookie::cookie(&[7; 16], 0, addr(CLIENT), 41, 5);
-    s.handle_datagram(20, addr(CLIENT), &ack_and_data(5, cookie));
-    assert_eq!(s.connected_peers(), 0);
-    assert_eq!((s.stats().unknown_peer, s.stats().bad_cookies), (1, 0));
+        ..keyed()
+    };
+    // The default all-zero key would let anyone forge cookies: it turns them off.
+    for (cfg, key) in [(off, [7; 16]), (HostConfig::default(), [0; 16])] {
+        let mut s = full_server(cfg);
+        s.handle_datagram(10, addr(CLIENT), &hex(golden::CONNECT));
+        assert!(drain(&mut s, 10).is_empty());
+        assert_eq!(s.stats().half_open_refused_total, 1);
+        assert_eq!(s.stats().cookies_sent, 0);
+        for slot in 0..s.config().max_peers as u16 {
+            let cookie = cookie::cookie(&key, 0, addr(CLIENT), 41, slot);
+            s.handle_datagram(20, addr(CLIENT), &ack_and_data(slot, cookie));
+        }
+        assert_eq!(s.connected_peers(), 0);
+        assert_eq!(s.stats().bad_cookies, 0);
+    }
 }
 
 #[test]
 fn connects_that_do_not_fit_the_stateless_defaults_are_refused() {
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     // mtu 1280 < 1400: the server could not know the MTU later.
     let mut small = hex(golden::CONNECT);
     small[14..16].copy_from_slice(&1280u16.to_be_bytes());
@@ -993,7 +1006,7 @@ fn connects_that_do_not_fit_the_stateless_defaults_are_refused() {
 fn cookie_replies_are_rate_bounded() {
     let mut s = full_server(HostConfig {
         max_cookie_replies_per_sec: 5,
-        ..HostConfig::default()
+        ..keyed()
     });
     let flood = |s: &mut Host, now: u64| {
         for i in 0..10 {
@@ -1016,7 +1029,7 @@ fn cookie_replies_are_rate_bounded() {
 
 #[test]
 fn resent_connect_gets_a_fresh_cookie_for_the_same_slot() {
-    let mut s = full_server(HostConfig::default());
+    let mut s = full_server(keyed());
     let (slot, c1, _) = cookie_verify(&mut s, 4000, CLIENT);
     let (slot2, c2, _) = cookie_verify(&mut s, 6000, CLIENT);
     assert_eq!(slot, slot2);
@@ -1035,7 +1048,7 @@ fn our_client_connects_to_a_cookie_server() {
     // Every CONNECT is answered with a cookie.
     let mut s = Host::new(HostConfig {
         max_half_open: 0,
-        ..HostConfig::default()
+        ..keyed()
     });
     let cp = c.connect(0, addr(SERVER), 254, 41).unwrap();
     pump(&mut c, &mut s, 0);
