@@ -27,6 +27,19 @@ pub struct HostConfig {
     pub max_reassembly_bytes: usize,
     /// Per peer: outgoing bytes queued or in flight; `send` fails past it.
     pub max_outgoing_bytes: usize,
+    /// Server: when a CONNECT would be refused for a half-open cap, answer it with a
+    /// stateless VERIFY_CONNECT carrying a cookie instead of refusing (see `docs/rcenet.md`,
+    /// "Stateless cookies under a flood"). The half-open caps then bound memory only.
+    /// Needs a non-zero `cookie_secret`.
+    pub cookies: bool,
+    /// Server: the key of the cookie MAC and of the stateless slot choice; set it from the
+    /// OS's randomness and keep it secret. The crate has no randomness of its own, so the
+    /// default is all zeros, and an all-zero key turns cookies off: anyone could forge
+    /// cookies under a known key.
+    pub cookie_secret: [u8; 16],
+    /// Server: most cookie replies per second, host-wide (a token bucket on `now`); past it
+    /// the CONNECT is refused as without cookies (`Stats::cookies_refused`).
+    pub max_cookie_replies_per_sec: u32,
 }
 
 impl Default for HostConfig {
@@ -42,6 +55,9 @@ impl Default for HostConfig {
             max_packet_bytes: 64 * 1024,
             max_reassembly_bytes: 256 * 1024,
             max_outgoing_bytes: 1024 * 1024,
+            cookies: true,
+            cookie_secret: [0; 16],
+            max_cookie_replies_per_sec: 20_000,
         }
     }
 }

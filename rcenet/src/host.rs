@@ -5,9 +5,10 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use crate::config::HostConfig;
+use crate::cookie::{self, ReplyBudget};
 use crate::error::{ConnectError, SendError};
 use crate::event::{DisconnectReason, Event, PeerId, PeerState, Transmit};
-use crate::peer::{AckResult, Delivery, Fault, PING_INTERVAL, Peer};
+use crate::peer::{AckResult, Delivery, Fault, PING_INTERVAL, Peer, clamp_mtu, verify_params};
 use crate::stats::Stats;
 use crate::wire::{self, Command, Commands, FLAG_ACKNOWLEDGE, Frame, Header, SYSTEM_CHANNEL, kind};
 
@@ -64,6 +65,7 @@ pub struct Host {
     stats: Stats,
     recalc_bandwidth: bool,
     bandwidth_epoch: u64,
+    cookie_budget: ReplyBudget,
 }
 
 impl Host {
@@ -74,6 +76,7 @@ impl Host {
         slots.resize_with(n, Slot::default);
         let free = (0..n).filter_map(|i| u16::try_from(i).ok()).collect();
         Self {
+            cookie_budget: ReplyBudget::new(cfg.max_cookie_replies_per_sec),
             cfg,
             slots,
             free,
@@ -346,6 +349,10 @@ impl Host {
             self.stats.unknown_peer += 1;
             return;
         };
+        if slot.peer.is_none() && cookies_on(&self.cfg) {
+            self.cookie_ack(now, from, &header, body);
+            return;
+        }
         let Some(peer) = slot
             .peer
             .as_deref_mut()
@@ -394,12 +401,17 @@ impl Host {
                 }
             }
         }
-        for item in Commands::new(body) {
+        self.run_commands(now, id, &header, body, 0);
+    }
+
+    /// Handles a datagram's commands for a live peer, from the `skip`-th on.
+    fn run_commands(&mut self, now: u64, id: PeerId, header: &Header, body: &[u8], skip: usize) {
+        for item in Commands::new(body).skip(skip) {
             let Ok(frame) = item else {
                 self.stats.malformed += 1;
                 break;
             };
-            match self.handle_command(now, id, &header, &frame) {
+            match self.handle_command(now, id, header, &frame) {
                 After::Continue => {}
                 After::Stop => break,
                 After::Gone => return,
@@ -466,11 +478,15 @@ impl Host {
         }
         let net = NetKey::of(from.ip());
         if self.half_open_by_net.get(&net).copied().unwrap_or(0) >= self.cfg.max_half_open_per_ip {
-            self.stats.half_open_refused_per_ip += 1;
+            if !self.cookie_reply(now, from, &params, session) {
+                self.stats.half_open_refused_per_ip += 1;
+            }
             return;
         }
         if self.half_open_count >= self.cfg.max_half_open && !self.evict_half_open(now) {
-            self.stats.half_open_refused_total += 1;
+            if !self.cookie_reply(now, from, &params, session) {
+                self.stats.half_open_refused_total += 1;
+            }
             return;
         }
         let Some(slot) = self.free.pop_first() else {
@@ -496,6 +512,140 @@ impl Host {
             self.half_open_fifo.retain(|&id| is_half_open(slots, id));
         }
         self.schedule(id);
+    }
+
+    /// A CONNECT the half-open caps would refuse: answer it with a stateless VERIFY_CONNECT
+    /// whose header sentTime is a cookie, without taking a slot. Returns false (refuse as
+    /// without cookies) when cookies are off or unkeyed, the CONNECT does not fit the stateless
+    /// defaults (client slot 0, mtu ≥ ours), no slot near the keyed hint is free, or the
+    /// reply budget is spent.
+    fn cookie_reply(
+        &mut self,
+        now: u64,
+        from: SocketAddr,
+        params: &wire::ConnectParams,
+        session: u32,
+    ) -> bool {
+        if !cookies_on(&self.cfg)
+            || params.outgoing_peer_id != 0
+            || clamp_mtu(params.mtu) < clamp_mtu(self.cfg.mtu)
+        {
+            return false;
+        }
+        let n = self.slots.len();
+        let start = cookie::first_slot(n, &self.cfg.cookie_secret, from, session);
+        let free = (0..cookie::PROBE.min(n))
+            .map(|k| (start + k) % n)
+            .find(|&i| self.slots.get(i).is_some_and(|s| s.peer.is_none()));
+        let Some(slot) = free.and_then(|i| u16::try_from(i).ok()) else {
+            return false;
+        };
+        if !self
+            .cookie_budget
+            .take(now, self.cfg.max_cookie_replies_per_sec)
+        {
+            self.stats.cookies_refused += 1;
+            return false;
+        }
+        let epoch = now / cookie::EPOCH_MS;
+        let mac = cookie::cookie(&self.cfg.cookie_secret, epoch, from, session, slot);
+        let mut data = Vec::with_capacity(wire::HEADER_SIZE + 36);
+        Header {
+            session,
+            peer_id: params.outgoing_peer_id,
+            sent_time: Some(mac),
+        }
+        .encode(&mut data);
+        Frame {
+            header: wire::CommandHeader {
+                command: FLAG_ACKNOWLEDGE | kind::VERIFY_CONNECT,
+                channel: SYSTEM_CHANNEL,
+                reliable_seq: 1,
+            },
+            command: Command::VerifyConnect(verify_params(slot, params, &self.cfg)),
+        }
+        .encode(&mut data);
+        self.direct.push_back(Transmit { dest: from, data });
+        self.stats.cookies_sent += 1;
+        true
+    }
+
+    /// A datagram for a free slot with cookies on: if it starts with the ACK of a cookie
+    /// VERIFY_CONNECT (system channel, sequence 1) whose receivedSentTime is the cookie of
+    /// this epoch or the last one for (source address, session, slot), the slot becomes a
+    /// Connected peer (`Event::Connect`) and the rest of the datagram is read as usual.
+    fn cookie_ack(&mut self, now: u64, from: SocketAddr, header: &Header, body: &[u8]) {
+        let echoed = match Commands::new(body).next() {
+            Some(Ok(Frame {
+                header: h,
+                command:
+                    Command::Acknowledge {
+                        received_seq: 1,
+                        received_sent_time,
+                    },
+            })) if h.channel == SYSTEM_CHANNEL => received_sent_time,
+            _ => {
+                self.stats.unknown_peer += 1;
+                return;
+            }
+        };
+        let slot = header.peer_id;
+        let n = self.slots.len();
+        let start = cookie::first_slot(n, &self.cfg.cookie_secret, from, header.session);
+        let near = (usize::from(slot) + n - start) % n < cookie::PROBE;
+        let epoch = now / cookie::EPOCH_MS;
+        let valid = near
+            && [Some(epoch), epoch.checked_sub(1)]
+                .into_iter()
+                .flatten()
+                .any(|e| {
+                    cookie::cookie(&self.cfg.cookie_secret, e, from, header.session, slot) == echoed
+                });
+        if !valid {
+            self.stats.bad_cookies += 1;
+            return;
+        }
+        // The same client may also hold a half-open slot (a resent CONNECT that found room);
+        // it chose this one. A live peer with its address and session is a duplicate.
+        if let Some(&other) = self.by_addr_session.get(&(from, header.session)) {
+            let Some(other) = self
+                .slots
+                .get(usize::from(other))
+                .and_then(|s| s.peer.as_deref())
+                .map(|p| (p.id, p.state))
+            else {
+                return;
+            };
+            if other.1 != PeerState::AcknowledgingConnect {
+                self.stats.connect_refused += 1;
+                return;
+            }
+            self.free_slot(other.0);
+        }
+        let Some(s) = self.slots.get_mut(usize::from(slot)) else {
+            return;
+        };
+        let id = PeerId {
+            slot,
+            generation: s.generation,
+        };
+        s.peer = Some(Box::new(Peer::new_cookie(
+            id,
+            from,
+            header.session,
+            &self.cfg,
+            now,
+        )));
+        self.free.remove(&slot);
+        self.by_addr_session.insert((from, header.session), slot);
+        self.recalc_bandwidth = true;
+        self.stats.connects += 1;
+        self.stats.cookie_connects += 1;
+        self.events.push_back(Event::Connect {
+            peer: id,
+            addr: from,
+        });
+        self.run_commands(now, id, header, body, 1);
     }
 
     /// Frees the oldest half-open slot if it is older than `evict_half_open_after_ms`.
@@ -791,6 +941,11 @@ impl Host {
         self.stats.datagrams_out += 1;
         self.stats.bytes_out += t.data.len() as u64;
     }
+}
+
+/// Cookies are on and keyed (an all-zero key would be public).
+fn cookies_on(cfg: &HostConfig) -> bool {
+    cfg.cookies && cfg.cookie_secret != [0; 16]
 }
 
 fn is_half_open(slots: &[Slot], id: PeerId) -> bool {

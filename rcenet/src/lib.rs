@@ -25,7 +25,10 @@
 //!
 //! Also: half-open slots are capped in total and per network and expire after
 //! `connect_timeout_ms` (no event); held early packets and fragment buffers are bounded per
-//! peer; every peer the application knows gets its own `Disconnect` event. See
+//! peer; every peer the application knows gets its own `Disconnect` event. A CONNECT the
+//! half-open caps would refuse is answered statelessly with a cookie in the VERIFY_CONNECT's
+//! sentTime (`HostConfig::cookies`, keyed by `HostConfig::cookie_secret`, which the caller
+//! must set), so a flood cannot lock real clients out. See
 //! `docs/rcenet.md` for the full list.
 //!
 //! # Layout
@@ -33,6 +36,7 @@
 //! - `host`: slots, intake checks, handshake, timers, transmit scheduling.
 //! - `peer`: one connection's queues, sequencing, reassembly, ACKs, RTT, retransmission.
 //! - `seq`: 16-bit sequence comparison with ENet's wrap rule.
+//! - `cookie`: SipHash-2-4 and the stateless handshake cookies.
 //! - [`HostConfig`], [`Event`], [`Stats`], errors.
 #![deny(
     clippy::indexing_slicing,
@@ -43,6 +47,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod cookie;
 mod error;
 mod event;
 #[cfg(test)]

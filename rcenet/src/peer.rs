@@ -297,18 +297,30 @@ impl Peer {
             params.throttle_deceleration,
         );
         p.window = window_for(p.incoming_bandwidth);
-        let verify = ConnectParams {
-            outgoing_peer_id: id.slot,
-            mtu,
-            window_size: params.window_size.clamp(wire::MIN_WINDOW, wire::MAX_WINDOW),
-            channel_count: params.channel_count,
-            incoming_bandwidth: 0,
-            outgoing_bandwidth: 0,
-            throttle_interval: p.throttle.0,
-            throttle_acceleration: p.throttle.1,
-            throttle_deceleration: p.throttle.2,
-        };
+        let verify = verify_params(id.slot, params, cfg);
         p.queue_system(FLAG_ACKNOWLEDGE, Command::VerifyConnect(verify));
+        p
+    }
+
+    /// Server: a connection made by the ACK of a cookie VERIFY_CONNECT (no state was kept
+    /// for its CONNECT). It gets what a 1.1 server would have computed for a Realm Crafter
+    /// client's CONNECT: the client's slot 0, our MTU (the cookie was only given for a
+    /// CONNECT mtu ≥ ours), bandwidths 0 (window 32768), throttle 5000/2/2, start RTT; and
+    /// `channel_limit` channels, a superset of what the client asked for. System sequence 1
+    /// went out in the VERIFY_CONNECT.
+    pub fn new_cookie(
+        id: PeerId,
+        addr: SocketAddr,
+        session: u32,
+        cfg: &HostConfig,
+        now: u64,
+    ) -> Self {
+        let channels = cfg.channel_limit.clamp(1, 255);
+        let mut p = Self::blank(id, addr, session, channels, clamp_mtu(cfg.mtu), now);
+        p.state = PeerState::Connected;
+        p.visible = true;
+        p.outgoing_peer_id = 0;
+        p.system_seq = 1;
         p
     }
 
@@ -1011,6 +1023,22 @@ fn span_ok(unacked: &BTreeSet<(u8, u64)>, cmd: &OutCmd) -> bool {
         .range((ch, 0)..=(ch, u64::MAX))
         .next()
         .is_none_or(|&(_, oldest)| cmd.ext.saturating_sub(oldest) < MAX_SEQ_SPAN)
+}
+
+/// The VERIFY_CONNECT answering `params` from server slot `slot` (spec §4.1): our slot,
+/// the smaller MTU, the client's window clamped, its channel count and throttle echoed.
+pub(crate) fn verify_params(slot: u16, params: &ConnectParams, cfg: &HostConfig) -> ConnectParams {
+    ConnectParams {
+        outgoing_peer_id: slot,
+        mtu: clamp_mtu(params.mtu).min(clamp_mtu(cfg.mtu)),
+        window_size: params.window_size.clamp(wire::MIN_WINDOW, wire::MAX_WINDOW),
+        channel_count: params.channel_count,
+        incoming_bandwidth: 0,
+        outgoing_bandwidth: 0,
+        throttle_interval: params.throttle_interval,
+        throttle_acceleration: params.throttle_acceleration,
+        throttle_deceleration: params.throttle_deceleration,
+    }
 }
 
 /// MTU clamped to 576..=4096.

@@ -56,4 +56,12 @@ pub struct Stats {
     pub queue_full: u64,
     /// ACKs not queued because a peer had too many pending.
     pub acks_dropped: u64,
+    /// Stateless VERIFY_CONNECTs (cookies) sent instead of refusing at a half-open cap.
+    pub cookies_sent: u64,
+    /// Connections made by the ACK of a cookie VERIFY_CONNECT (also counted in `connects`).
+    pub cookie_connects: u64,
+    /// ACKs of VERIFY_CONNECT to a free slot whose cookie did not verify (dropped).
+    pub bad_cookies: u64,
+    /// CONNECTs refused because `max_cookie_replies_per_sec` was spent.
+    pub cookies_refused: u64,
 }

@@ -1,6 +1,6 @@
 //! Arbitrary bytes into `handle_datagram` of a server and a client host (fresh, and with a
 //! live connection so the bytes reach the per-peer paths) never panic, and the hosts keep
-//! their bounds.
+//! their bounds; a cookie server accepts no guessed cookie.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
@@ -81,6 +81,12 @@ fn datagrams() -> impl Strategy<Value = Vec<(bool, bool, Vec<u8>)>> {
                 v.splice(0..0, [0x80 | k, ch]);
                 v
             }),
+        // The ACK of a VERIFY_CONNECT with a guessed cookie, then noise (the cookie path).
+        (any::<u16>(), proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(c, mut v)| {
+            let [hi, lo] = c.to_be_bytes();
+            v.splice(0..0, [0x01, 0xFF, 0, 1, 0, 1, hi, lo]);
+            v
+        }),
     ];
     proptest::collection::vec((any::<bool>(), any::<bool>(), body), 1..12)
 }
@@ -92,6 +98,20 @@ proptest! {
     fn fresh_hosts_never_panic(ds in datagrams()) {
         feed(&mut Host::new(HostConfig::default()), client_addr(), &ds);
         feed(&mut Host::new(HostConfig::client()), server_addr(), &ds);
+    }
+
+    #[test]
+    fn cookie_servers_never_panic(ds in datagrams()) {
+        // Every CONNECT is answered with a cookie; slot 0 is free.
+        let cfg = HostConfig {
+            max_half_open: 0,
+            max_peers: 8,
+            cookie_secret: [3; 16],
+            ..HostConfig::default()
+        };
+        let mut s = Host::new(cfg);
+        feed(&mut s, client_addr(), &ds);
+        prop_assert_eq!(s.stats().cookie_connects, 0, "a guessed cookie was accepted");
     }
 
     #[test]

@@ -63,7 +63,11 @@ impl Sim {
             queue: BinaryHeap::new(),
             seq: 0,
             client: Host::new(HostConfig::client()),
-            server: Host::new(server_cfg),
+            // Cookies need a key.
+            server: Host::new(HostConfig {
+                cookie_secret: [0x5e; 16],
+                ..server_cfg
+            }),
             client_events: Vec::new(),
             server_events: Vec::new(),
             filter: None,
@@ -552,6 +556,16 @@ fn graceful_disconnect_one_event_each_side() {
     }
 }
 
+/// A CONNECT as the original client sends it (spec §9), session 41.
+fn connect_datagram() -> Vec<u8> {
+    let hex = "29000000 ffff 7055 82ff0001 0000 0578 00008000 000000fe 00000000 00000000 00001388 00000002 00000002 29000000";
+    let digits: Vec<u8> = hex.bytes().filter(u8::is_ascii_hexdigit).collect();
+    digits
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
+        .collect()
+}
+
 #[test]
 fn spoofed_connect_flood_is_capped_and_a_real_client_still_connects() {
     let connect: Vec<u8> = {
@@ -564,7 +578,11 @@ fn spoofed_connect_flood_is_capped_and_a_real_client_still_connects() {
     };
     assert_eq!(connect.len(), 48);
     for (seed, ips) in [(1u64, 0u32), (2, 3)] {
-        let cfg = HostConfig::default();
+        // The half-open table and its eviction alone (cookies are tested below).
+        let cfg = HostConfig {
+            cookies: false,
+            ..HostConfig::default()
+        };
         let (cap, per_ip) = (cfg.max_half_open, cfg.max_half_open_per_ip);
         let mut sim = Sim::new(
             seed,
@@ -623,4 +641,162 @@ fn spoofed_connect_flood_is_capped_and_a_real_client_still_connects() {
         let st = sim.server.stats();
         assert!(st.half_open_refused_total + st.half_open_refused_per_ip > 0);
     }
+}
+
+/// Cookies: a sustained flood far above 256 CONNECTs/s from random addresses AND from the
+/// real client's own IP (other ports) fills both half-open caps; with cookies the real client
+/// still connects, also without eviction; without cookies it is locked out (so the test can
+/// fail).
+#[test]
+fn cookies_let_a_real_client_in_during_a_sustained_flood() {
+    let connect = connect_datagram();
+    let client_ip = match client_addr().ip() {
+        std::net::IpAddr::V4(v4) => u32::from(v4),
+        std::net::IpAddr::V6(_) => unreachable!(),
+    };
+    for (seed, evict, cookies) in [
+        (1u64, None, true),
+        (2, Some(1000), true),
+        (3, None, false),
+        (4, Some(1000), false),
+    ] {
+        let cfg = HostConfig {
+            evict_half_open_after_ms: evict,
+            cookies,
+            ..HostConfig::default()
+        };
+        let cap = cfg.max_half_open;
+        let mut sim = Sim::new(
+            seed,
+            Link {
+                loss: 0.0,
+                dup: 0.0,
+                min_delay: 20,
+                jitter: 20,
+            },
+            cfg,
+        );
+        let mut flood_rng = ChaCha8Rng::seed_from_u64(seed);
+        let start = sim.now;
+        let end = start + 15_000;
+        let mut sent = 0u64;
+        let mut connected_at = None;
+        while sim.now < end {
+            // Four spoofed CONNECTs per millisecond (4000/s): two from random addresses, two
+            // from the client's own IP with random ports.
+            for i in 0..4 {
+                let ip: u32 = if i < 2 { flood_rng.r#gen() } else { client_ip };
+                let port = loop {
+                    let p = flood_rng.gen_range(1024..65535);
+                    if p != client_addr().port() {
+                        break p;
+                    }
+                };
+                let from = SocketAddr::from((ip.to_be_bytes(), port));
+                let mut d = connect.clone();
+                let session: u32 = flood_rng.r#gen();
+                d[..4].copy_from_slice(&session.to_le_bytes());
+                d[44..48].copy_from_slice(&session.to_le_bytes());
+                sim.server.handle_datagram(sim.now, from, &d);
+                sent += 1;
+            }
+            assert!(sim.server.half_open() <= cap);
+            if sim.now == start + 4_000 {
+                sim.connect();
+            }
+            if connected_at.is_none() && sim.connected_both() {
+                connected_at = Some(sim.now - start - 4_000);
+            }
+            let t = sim.now + 1;
+            sim.advance_to(t);
+        }
+        let st = sim.server.stats().clone();
+        eprintln!(
+            "evict {evict:?} cookies {cookies}: {sent} CONNECTs in 15 s, half-open {}, \
+             cookies sent {}, refused {}, client connected after {connected_at:?} ms",
+            sim.server.half_open(),
+            st.cookies_sent,
+            st.half_open_refused_total + st.half_open_refused_per_ip,
+        );
+        assert!(
+            sim.server.half_open() >= cap / 2,
+            "the flood fills the table"
+        );
+        if cookies {
+            assert!(
+                sim.connected_both(),
+                "evict {evict:?}: real client locked out"
+            );
+            assert!(connected_at.unwrap() < 1_000, "{connected_at:?}");
+            assert_eq!(st.cookie_connects, 1);
+            assert_eq!(sim.server.connected_peers(), 1);
+            assert!(st.cookies_sent > 10_000);
+            assert_eq!(st.cookies_refused, 0);
+            assert!(
+                sim.server_events
+                    .iter()
+                    .all(|e| !matches!(e, Event::Disconnect { .. }))
+            );
+            // And the connection works.
+            let cp = sim.client.peer_ids().next().unwrap();
+            sim.client.send(cp, 1, &[0], true).unwrap();
+            let ok = sim.run_until(sim.now + 5_000, |s| {
+                !received(&s.server_events, 1, true).is_empty()
+            });
+            assert!(ok, "NewClient delivered");
+        } else {
+            assert!(
+                !sim.connected_both(),
+                "evict {evict:?}: without cookies the client's IP is full"
+            );
+            assert_eq!(st.cookies_sent, 0);
+            assert!(st.half_open_refused_per_ip > 0);
+        }
+    }
+}
+
+/// Cookies under 20 % loss both ways: every CONNECT gets a cookie (no half-open slots at
+/// all). A lost CONNECT or VERIFY_CONNECT is retried by the client as usual; a lost ACK of
+/// VERIFY_CONNECT (trap 1) cannot be recovered without state: the client believes it is
+/// connected and times out. So about 80 % connect (the ACK survives with p = 0.8, a bit
+/// more with the link's 5 % duplication).
+#[test]
+fn cookie_handshake_under_20_percent_loss_mostly_connects() {
+    let mut ok = 0u64;
+    let mut lost_ack = 0u64;
+    for seed in 0..SEEDS {
+        let cfg = HostConfig {
+            max_half_open: 0,
+            ..HostConfig::default()
+        };
+        let mut sim = Sim::new(seed, lossy(0.20), cfg);
+        let start = sim.now;
+        let cp = sim.connect();
+        let client_up = |s: &Sim| {
+            s.client_events
+                .iter()
+                .any(|e| matches!(e, Event::Connect { .. }))
+        };
+        sim.run_until(start + 20_000, client_up);
+        assert!(client_up(&sim), "seed {seed}: no VERIFY_CONNECT in 20 s");
+        if sim.run_until(sim.now + 2_000, Sim::connected_both) {
+            sim.client.send(cp, 1, &[0], true).unwrap();
+            assert!(
+                sim.run_until(sim.now + 30_000, |s| {
+                    !received(&s.server_events, 1, true).is_empty()
+                }),
+                "seed {seed}: NewClient not delivered"
+            );
+            assert_eq!(sim.server.stats().cookie_connects, 1, "seed {seed}");
+            ok += 1;
+        } else {
+            // The ACK was lost: the server kept nothing, the client times out.
+            assert_eq!(sim.server.connected_peers(), 0, "seed {seed}");
+            lost_ack += 1;
+        }
+        assert_eq!(sim.server.half_open(), 0, "seed {seed}");
+    }
+    eprintln!("cookie handshakes under 20 % loss: {ok}/{SEEDS} connected, {lost_ack} lost the ACK");
+    assert!(ok >= SEEDS * 70 / 100, "{ok}/{SEEDS}");
+    assert!(ok < SEEDS, "the lost-ACK case exists: {lost_ack}");
 }

@@ -154,8 +154,8 @@ async fn an_rcenet_flood_hurts_no_honest_player() {
         "half-open connections capped: {half_open}"
     );
     assert!(
-        metric(&c, "rc_gateway_enet_dropped_total{reason=\"half_open\"}").await > 0,
-        "CONNECTs past the caps refused and counted"
+        metric(&c, "rc_gateway_enet_cookies_total{outcome=\"sent\"}").await > 0,
+        "CONNECTs past the caps answered with stateless cookies and counted"
     );
     late.close(CloseCode::Normal).await;
 }

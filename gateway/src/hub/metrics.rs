@@ -228,7 +228,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "rc_gateway_enet_dropped_total",
-        "RCEnet input dropped, by reason: malformed (datagrams ENet refuses), reserved_type (RC types 200-202 from the network), bad_packet (empty, or an unreliable packet other than P_StandardUpdate on channel 2), half_open (CONNECTs past enet_half_open or enet_half_open_per_ip), half_open_expired (handshakes not completed in enet_connect_timeout_ms), inbound_overflow (a peer disconnected for flooding its session).",
+        "RCEnet input dropped, by reason: malformed (datagrams ENet refuses), reserved_type (RC types 200-202 from the network), bad_packet (empty, or an unreliable packet other than P_StandardUpdate on channel 2), half_open (CONNECTs past enet_half_open or enet_half_open_per_ip that got no cookie), half_open_expired (handshakes not completed in enet_connect_timeout_ms), inbound_overflow (a peer disconnected for flooding its session).",
     ),
     (
         "rc_gateway_enet_timeouts_total",
@@ -237,6 +237,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
     (
         "rc_gateway_enet_retransmits_total",
         "Reliable ENet commands sent again.",
+    ),
+    (
+        "rc_gateway_enet_cookies_total",
+        "RCEnet stateless handshake cookies (CONNECTs past enet_half_open or enet_half_open_per_ip), by outcome: sent (a cookie VERIFY_CONNECT sent, no state kept), connected (a client's ACK carried a valid cookie: a peer made), bad (an ACK to a free slot with a wrong or expired cookie, dropped), refused (cookie replies past their per-second bound: the CONNECT refused).",
     ),
     ("rc_gateway_enet_peers", "RCEnet peers connected now."),
     (
@@ -414,6 +418,14 @@ shared::counters! {
         enet_timeouts => "rc_gateway_enet_timeouts_total";
         /// Reliable commands sent again (copied from the host).
         enet_retransmits => "rc_gateway_enet_retransmits_total";
+        /// Cookie VERIFY_CONNECTs sent past the half-open caps (copied from the host).
+        enet_cookies_sent => "rc_gateway_enet_cookies_total" ["outcome" = "sent"];
+        /// Peers made by a valid cookie (copied from the host).
+        enet_cookies_connected => "rc_gateway_enet_cookies_total" ["outcome" = "connected"];
+        /// ACKs with a wrong or expired cookie (copied from the host).
+        enet_cookies_bad => "rc_gateway_enet_cookies_total" ["outcome" = "bad"];
+        /// CONNECTs refused past the cookie reply bound (copied from the host).
+        enet_cookies_refused => "rc_gateway_enet_cookies_total" ["outcome" = "refused"];
     }
     extra {
         /// Inputs dropped past their budget, per [`Action`](crate::session::budget::Action)

@@ -85,8 +85,18 @@ pub fn host_config(cfg: &crate::config::GatewayConfig) -> HostConfig {
         // A client's RC packet is at most one frame's payload and type.
         max_packet_bytes: cfg.max_frame_len.saturating_add(1),
         max_outgoing_bytes: cfg.client_queue_bytes,
+        // Past the half-open caps, CONNECTs get stateless cookies keyed by this.
+        cookies: true,
+        cookie_secret: cookie_secret(),
         ..HostConfig::default()
     }
+}
+
+/// A fresh key for the ENet host's handshake cookies, from the operating system.
+fn cookie_secret() -> [u8; 16] {
+    let mut secret = [0u8; 16];
+    ops::random::fill(&mut secret);
+    secret
 }
 
 /// Serve RCEnet on `socket` until `shutdown` turns true.
@@ -211,6 +221,10 @@ impl HostTask {
                 .saturating_add(s.half_open_refused_per_ip),
         );
         set(&m.enet_half_open_expired, s.half_open_expired);
+        set(&m.enet_cookies_sent, s.cookies_sent);
+        set(&m.enet_cookies_connected, s.cookie_connects);
+        set(&m.enet_cookies_bad, s.bad_cookies);
+        set(&m.enet_cookies_refused, s.cookies_refused);
         set(&m.enet_timeouts, s.timeouts);
         set(&m.enet_retransmits, s.retransmits);
         m.enet_peers.store(

@@ -382,6 +382,7 @@ fn half_open_expires_silently_and_caps_hold() {
         max_half_open: 3,
         max_half_open_per_ip: 2,
         evict_half_open_after_ms: None,
+        cookies: false,
         ..HostConfig::default()
     };
     let mut s = Host::new(cfg);
@@ -418,6 +419,7 @@ fn half_open_expires_silently_and_caps_hold() {
 fn full_half_open_table_evicts_the_oldest_after_a_second() {
     let cfg = HostConfig {
         max_half_open: 2,
+        cookies: false,
         ..HostConfig::default()
     };
     let mut s = Host::new(cfg);
@@ -746,4 +748,347 @@ fn unreliable_newer_only_on_the_current_reliable_number() {
         .count();
     assert_eq!(n, 2, "2 and 5");
     assert_eq!(s.stats().unreliable_dropped, 3);
+}
+
+// ---- Stateless cookies ----
+
+/// The default server with a cookie key.
+fn keyed() -> HostConfig {
+    HostConfig {
+        cookie_secret: [7; 16],
+        ..HostConfig::default()
+    }
+}
+
+/// A server whose half-open table (one slot, no eviction) is already taken by someone else.
+fn full_server(cfg: HostConfig) -> Host {
+    let mut s = Host::new(HostConfig {
+        max_half_open: 1,
+        evict_half_open_after_ms: None,
+        ..cfg
+    });
+    s.handle_datagram(0, addr("10.9.9.9:1"), &hex(golden::CONNECT));
+    assert_eq!(drain(&mut s, 0).len(), 1);
+    assert_eq!(s.half_open(), 1);
+    s
+}
+
+/// The cookie VERIFY_CONNECT for the spec's CONNECT from `from` at `now`: (slot, cookie).
+fn cookie_verify(s: &mut Host, now: u64, from: &str) -> (u16, u16, Vec<u8>) {
+    let before = s.stats().cookies_sent;
+    s.handle_datagram(now, addr(from), &hex(golden::CONNECT));
+    let out = drain(s, now);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].dest, addr(from));
+    assert_eq!(s.stats().cookies_sent, before + 1);
+    let d = out[0].data.clone();
+    let slot = u16::from_be_bytes([d[12], d[13]]);
+    let cookie = u16::from_be_bytes([d[6], d[7]]);
+    (slot, cookie, d)
+}
+
+/// The original client's first datagram after VERIFY_CONNECT: its ACK (echoing `cookie`),
+/// then NewClient and P_VerifyAccount, to `slot`.
+fn ack_and_data(slot: u16, cookie: u16) -> Vec<u8> {
+    let mut d = hex("29 00 00 00");
+    d.extend((slot | 0x8000).to_be_bytes());
+    d.extend([0xa6, 0x80, 0x01, 0xff, 0x00, 0x01, 0x00, 0x01]);
+    d.extend(cookie.to_be_bytes());
+    d.extend(&hex(golden::RELIABLE_SEND)[8..]);
+    d
+}
+
+#[test]
+fn cookie_verify_is_a_normal_verify_and_takes_no_slot() {
+    let mut s = full_server(keyed());
+    let (slot, cookie, d) = cookie_verify(&mut s, 0x1_a671, CLIENT);
+    let golden = hex(golden::VERIFY);
+    assert_eq!(d.len(), 44, "never larger than the 48-byte CONNECT");
+    // Equal but for sentTime (the cookie) and outgoingPeerID (the offered slot).
+    assert_eq!(d[..6], golden[..6]);
+    assert_eq!(d[8..12], golden[8..12]);
+    assert_eq!(d[14..], golden[14..]);
+    assert_ne!(slot, 0, "slot 0 is the half-open one");
+    assert_eq!(
+        cookie,
+        cookie::cookie(&[7; 16], 0x1_a671 / 5000, addr(CLIENT), 41, slot)
+    );
+    assert_eq!(s.half_open(), 1, "no half-open slot taken");
+    assert_eq!(s.peer_ids().count(), 1, "no slot taken at all");
+    assert_eq!(s.stats().half_open_refused_total, 0);
+    assert!(events(&mut s).is_empty());
+    // No timer either: nothing is retransmitted.
+    s.handle_timeout(0x1_a671 + 600);
+    assert!(
+        drain(&mut s, 0x1_a671 + 600)
+            .iter()
+            .all(|t| t.dest != addr(CLIENT))
+    );
+}
+
+#[test]
+fn per_ip_cap_also_answers_with_a_cookie() {
+    let mut s = Host::new(HostConfig {
+        max_half_open_per_ip: 1,
+        ..keyed()
+    });
+    s.handle_datagram(0, addr("10.0.0.2:40000"), &hex(golden::CONNECT));
+    drain(&mut s, 0);
+    let (slot, cookie, _) = cookie_verify(&mut s, 10, CLIENT);
+    assert_eq!(s.half_open(), 1);
+    assert_eq!(s.stats().half_open_refused_per_ip, 0);
+    s.handle_datagram(20, addr(CLIENT), &ack_and_data(slot, cookie));
+    assert_eq!(s.connected_peers(), 1);
+    assert_eq!(s.half_open(), 1, "the other half-open slot is untouched");
+}
+
+#[test]
+fn cookie_ack_connects_and_the_same_datagram_is_delivered() {
+    let mut s = full_server(keyed());
+    let (slot, cookie, _) = cookie_verify(&mut s, 0x1_a671, CLIENT);
+    s.handle_datagram(0x1_a680, addr(CLIENT), &ack_and_data(slot, cookie));
+    let ev = events(&mut s);
+    let Event::Connect { peer, addr: a } = ev[0] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((peer.slot(), a), (slot, addr(CLIENT)));
+    assert!(
+        matches!(&ev[1], Event::Receive { channel: 1, data, reliable: true, .. } if data[..] == [0])
+    );
+    assert!(matches!(&ev[2], Event::Receive { data, .. } if data.len() == 38));
+    assert_eq!(ev.len(), 3);
+    assert_eq!(s.peer_state(peer), Some(PeerState::Connected));
+    assert_eq!(s.peer_rtt(peer), Some(500), "no RTT sample from a cookie");
+    let st = s.stats();
+    assert_eq!((st.cookie_connects, st.connects, st.bad_cookies), (1, 1, 0));
+    assert_eq!(s.half_open(), 1);
+    // Both packets are acknowledged, to the client's slot 0 with its session.
+    let out = drain(&mut s, 0x1_a690);
+    assert_eq!(out[0].dest, addr(CLIENT));
+    let d = Datagram::decode(&out[0].data).unwrap();
+    assert_eq!((d.header.session, d.header.peer_id), (41, 0));
+    assert_eq!(
+        d.frames
+            .iter()
+            .filter(|f| matches!(
+                f.command,
+                Command::Acknowledge {
+                    received_sent_time: 0xa680,
+                    ..
+                }
+            ))
+            .count(),
+        2
+    );
+    // The next system commands (a PING, then BANDWIDTH_LIMIT) follow VERIFY_CONNECT's 1.
+    s.handle_timeout(0x1_a690 + 1000);
+    let out = drain(&mut s, 0x1_a690 + 1000);
+    let d = Datagram::decode(&out[0].data).unwrap();
+    let system: Vec<_> = d
+        .frames
+        .iter()
+        .filter(|f| f.header.channel == 0xFF)
+        .map(|f| (f.header.command, f.header.reliable_seq))
+        .collect();
+    assert_eq!(system, vec![(0x85, 2), (0x8A, 3)]);
+    // Replies use the host's MTU and the peer can send on RC's channels.
+    s.send(peer, 2, &[7; 10], false).unwrap();
+    s.send(peer, 1, &[1; 3001], true).unwrap();
+    assert!(
+        drain(&mut s, 0x1_a690 + 1001)
+            .iter()
+            .all(|t| t.data.len() <= 1400)
+    );
+}
+
+#[test]
+fn cookie_ack_in_a_6_byte_header_datagram_connects() {
+    let mut s = full_server(keyed());
+    let (slot, cookie, _) = cookie_verify(&mut s, 100, CLIENT);
+    let mut d = hex("29 00 00 00");
+    d.extend(slot.to_be_bytes());
+    d.extend([0x01, 0xff, 0x00, 0x01, 0x00, 0x01]);
+    d.extend(cookie.to_be_bytes());
+    s.handle_datagram(120, addr(CLIENT), &d);
+    assert!(matches!(events(&mut s)[..], [Event::Connect { .. }]));
+    assert_eq!(s.stats().cookie_connects, 1);
+}
+
+#[test]
+fn bad_cookies_are_refused() {
+    // Issued at 4999 (epoch 0); valid in epochs 0 and 1, i.e. until 9999.
+    type Tamper = fn(u16, u16) -> (u16, u16);
+    let cases: [(&str, u64, Tamper); 5] = [
+        ("wrong cookie", 5000, |s, c| (s, c ^ 1)),
+        ("wrong slot", 5000, |s, c| (s + 1, c)),
+        ("old epoch", 10_000, |s, c| (s, c)),
+        ("much older epoch", 60_000, |s, c| (s, c)),
+        ("right, at the end of the next epoch", 9_999, |s, c| (s, c)),
+    ];
+    for (what, at, tamper) in cases {
+        let mut s = full_server(keyed());
+        let (slot, cookie, _) = cookie_verify(&mut s, 4999, CLIENT);
+        let (slot, cookie) = tamper(slot, cookie);
+        s.handle_datagram(at, addr(CLIENT), &ack_and_data(slot, cookie));
+        let ok = what.starts_with("right");
+        assert_eq!(s.connected_peers(), usize::from(ok), "{what}");
+        assert_eq!(s.stats().bad_cookies, u64::from(!ok), "{what}");
+        assert_eq!(events(&mut s).is_empty(), !ok, "{what}");
+        assert!(ok || drain(&mut s, at).is_empty(), "{what}");
+    }
+    // Another source port (or IP, or session) than the CONNECT's.
+    let mut s = full_server(keyed());
+    let (slot, cookie, _) = cookie_verify(&mut s, 10, CLIENT);
+    s.handle_datagram(20, addr("10.0.0.2:50001"), &ack_and_data(slot, cookie));
+    s.handle_datagram(20, addr("10.0.0.3:50000"), &ack_and_data(slot, cookie));
+    let mut other_session = ack_and_data(slot, cookie);
+    other_session[0] = 42;
+    s.handle_datagram(20, addr(CLIENT), &other_session);
+    assert_eq!(s.stats().bad_cookies, 3);
+    assert_eq!(s.connected_peers(), 0);
+    // Not an ACK of VERIFY_CONNECT: dropped as before, not a bad cookie.
+    let mut ping = hex("29 00 00 00");
+    ping.extend((slot | 0x8000).to_be_bytes());
+    ping.extend(hex("0001 85ff0005"));
+    s.handle_datagram(20, addr(CLIENT), &ping);
+    assert_eq!(s.stats().bad_cookies, 3);
+    assert_eq!(s.stats().unknown_peer, 1);
+    // The right one still works.
+    s.handle_datagram(30, addr(CLIENT), &ack_and_data(slot, cookie));
+    assert_eq!(s.connected_peers(), 1);
+}
+
+#[test]
+fn cookies_off_or_unkeyed_means_refused_and_acks_to_free_slots_are_unknown() {
+    let off = HostConfig {
+        cookies: false,
+        ..keyed()
+    };
+    // The default all-zero key would let anyone forge cookies: it turns them off.
+    for (cfg, key) in [(off, [7; 16]), (HostConfig::default(), [0; 16])] {
+        let mut s = full_server(cfg);
+        s.handle_datagram(10, addr(CLIENT), &hex(golden::CONNECT));
+        assert!(drain(&mut s, 10).is_empty());
+        assert_eq!(s.stats().half_open_refused_total, 1);
+        assert_eq!(s.stats().cookies_sent, 0);
+        for slot in 0..s.config().max_peers as u16 {
+            let cookie = cookie::cookie(&key, 0, addr(CLIENT), 41, slot);
+            s.handle_datagram(20, addr(CLIENT), &ack_and_data(slot, cookie));
+        }
+        assert_eq!(s.connected_peers(), 0);
+        assert_eq!(s.stats().bad_cookies, 0);
+    }
+}
+
+#[test]
+fn connects_that_do_not_fit_the_stateless_defaults_are_refused() {
+    let mut s = full_server(keyed());
+    // mtu 1280 < 1400: the server could not know the MTU later.
+    let mut small = hex(golden::CONNECT);
+    small[14..16].copy_from_slice(&1280u16.to_be_bytes());
+    s.handle_datagram(10, addr(CLIENT), &small);
+    // A client slot other than 0 cannot be learnt from the ACK.
+    let mut slot3 = hex(golden::CONNECT);
+    slot3[12..14].copy_from_slice(&3u16.to_be_bytes());
+    s.handle_datagram(10, addr(CLIENT), &slot3);
+    assert!(drain(&mut s, 10).is_empty());
+    assert_eq!(s.stats().half_open_refused_total, 2);
+    assert_eq!(s.stats().cookies_sent, 0);
+    // A larger mtu is fine: the peer uses ours.
+    let mut big = hex(golden::CONNECT);
+    big[14..16].copy_from_slice(&1500u16.to_be_bytes());
+    s.handle_datagram(10, addr(CLIENT), &big);
+    let out = drain(&mut s, 10);
+    assert_eq!(out[0].data[14..16], 1400u16.to_be_bytes());
+}
+
+#[test]
+fn cookie_replies_are_rate_bounded() {
+    let mut s = full_server(HostConfig {
+        max_cookie_replies_per_sec: 5,
+        ..keyed()
+    });
+    let flood = |s: &mut Host, now: u64| {
+        for i in 0..10 {
+            s.handle_datagram(now, addr(&format!("10.1.0.{i}:999")), &hex(golden::CONNECT));
+        }
+        drain(s, now).len()
+    };
+    assert_eq!(flood(&mut s, 1000), 5);
+    assert_eq!(s.stats().cookies_refused, 5);
+    assert_eq!(s.stats().half_open_refused_total, 5);
+    assert_eq!(flood(&mut s, 1400), 2, "2 tokens in 400 ms");
+    assert_eq!(
+        flood(&mut s, 60_000),
+        5,
+        "bursts stay at one second's worth"
+    );
+    assert_eq!(s.stats().cookies_sent, 12);
+    assert_eq!(s.half_open(), 1);
+}
+
+#[test]
+fn resent_connect_gets_a_fresh_cookie_for_the_same_slot() {
+    let mut s = full_server(keyed());
+    let (slot, c1, _) = cookie_verify(&mut s, 4000, CLIENT);
+    let (slot2, c2, _) = cookie_verify(&mut s, 6000, CLIENT);
+    assert_eq!(slot, slot2);
+    assert_ne!(c1, c2, "another epoch");
+    // Either is accepted in epoch 1.
+    s.handle_datagram(6100, addr(CLIENT), &ack_and_data(slot, c1));
+    assert_eq!(s.stats().cookie_connects, 1);
+    // A later duplicate ACK is for a live peer now (a duplicate ACK, no second peer).
+    s.handle_datagram(6200, addr(CLIENT), &ack_and_data(slot, c2));
+    assert_eq!(s.connected_peers(), 1);
+}
+
+#[test]
+fn our_client_connects_to_a_cookie_server() {
+    let mut c = Host::new(HostConfig::client());
+    // Every CONNECT is answered with a cookie.
+    let mut s = Host::new(HostConfig {
+        max_half_open: 0,
+        ..keyed()
+    });
+    let cp = c.connect(0, addr(SERVER), 254, 41).unwrap();
+    pump(&mut c, &mut s, 0);
+    assert!(matches!(events(&mut c)[..], [Event::Connect { .. }]));
+    let Some(Event::Connect { peer: sp, .. }) = events(&mut s).pop() else {
+        panic!()
+    };
+    assert_eq!(s.stats().cookie_connects, 1);
+    assert_eq!(s.half_open(), 0);
+    c.send(cp, 1, &[0], true).unwrap();
+    s.send(sp, 1, &[1; 3001], true).unwrap();
+    s.send(sp, 2, &[2; 20], false).unwrap();
+    pump(&mut c, &mut s, 10);
+    assert!(
+        matches!(&events(&mut s)[..], [Event::Receive { channel: 1, data, .. }] if data[..] == [0])
+    );
+    let got = events(&mut c);
+    assert!(matches!(&got[0], Event::Receive { channel: 1, data, .. } if data.len() == 3001));
+    assert!(matches!(
+        &got[1],
+        Event::Receive {
+            channel: 2,
+            reliable: false,
+            ..
+        }
+    ));
+    // Bandwidth notices and pings flow; no errors on either side; a graceful disconnect.
+    for t in [1000, 1600, 2200] {
+        c.handle_timeout(t);
+        s.handle_timeout(t);
+        pump(&mut c, &mut s, t);
+    }
+    assert_eq!(c.stats().command_errors + s.stats().command_errors, 0);
+    c.disconnect(3000, cp, 5);
+    pump(&mut c, &mut s, 3000);
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Disconnect {
+            peer: sp,
+            reason: DisconnectReason::Graceful(5)
+        }]
+    );
 }
