@@ -987,6 +987,14 @@ impl Connection {
         }
     }
 
+    /// An RCEnet connection's UDP traffic so far; `None` on QUIC (see [`quic`](Self::quic)).
+    pub fn enet_counts(&self) -> Option<crate::enet::EnetCounts> {
+        match &self.link {
+            Link::Quic(_) => None,
+            Link::Enet(e) => Some(e.counts()),
+        }
+    }
+
     /// The underlying quinn connection (RTT, statistics, ...); `None` on RCEnet.
     pub fn quic(&self) -> Option<&quinn::Connection> {
         match &self.link {

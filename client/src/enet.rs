@@ -49,6 +49,45 @@ pub(crate) struct Packet {
     pub reliable: bool,
 }
 
+/// An RCEnet connection's UDP traffic so far (the ENet host's counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EnetCounts {
+    /// Bytes of datagrams sent.
+    pub bytes_up: u64,
+    /// Bytes of datagrams received.
+    pub bytes_down: u64,
+    /// Datagrams sent.
+    pub datagrams_up: u64,
+    /// Datagrams received.
+    pub datagrams_down: u64,
+}
+
+/// The counters the task publishes.
+#[derive(Debug, Default)]
+struct Counts([std::sync::atomic::AtomicU64; 4]);
+
+impl Counts {
+    fn set(&self, s: &rcenet::Stats) {
+        for (c, v) in self
+            .0
+            .iter()
+            .zip([s.bytes_out, s.bytes_in, s.datagrams_out, s.datagrams_in])
+        {
+            c.store(v, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self) -> EnetCounts {
+        let [a, b, c, d] = &self.0;
+        EnetCounts {
+            bytes_up: a.load(Ordering::Relaxed),
+            bytes_down: b.load(Ordering::Relaxed),
+            datagrams_up: c.load(Ordering::Relaxed),
+            datagrams_down: d.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// The connection's side of the transport task. Dropping it ends the task (an immediate
 /// ENet disconnect).
 pub(crate) struct EnetTransport {
@@ -56,6 +95,7 @@ pub(crate) struct EnetTransport {
     inbound: mpsc::Receiver<Packet>,
     closed: watch::Receiver<Option<CloseReason>>,
     rtt_ms: Arc<AtomicU32>,
+    counts: Arc<Counts>,
     remote: SocketAddr,
     task: tokio::task::JoinHandle<()>,
 }
@@ -135,7 +175,9 @@ impl EnetTransport {
         let (in_tx, in_rx) = mpsc::channel(INBOUND);
         let (closed_tx, closed_rx) = watch::channel(None);
         let rtt_ms = Arc::new(AtomicU32::new(500));
+        let counts = Arc::new(Counts::default());
         let driver = Driver {
+            counts: counts.clone(),
             host,
             peer,
             socket,
@@ -151,6 +193,7 @@ impl EnetTransport {
             inbound: in_rx,
             closed: closed_rx,
             rtt_ms,
+            counts,
             remote: addr,
             task,
         })
@@ -215,6 +258,11 @@ impl EnetTransport {
         Duration::from_millis(u64::from(self.rtt_ms.load(Ordering::Relaxed)))
     }
 
+    /// The UDP traffic so far.
+    pub(crate) fn counts(&self) -> EnetCounts {
+        self.counts.get()
+    }
+
     /// The server's address.
     pub(crate) fn remote_address(&self) -> SocketAddr {
         self.remote
@@ -240,6 +288,7 @@ struct Driver {
     inbound: mpsc::Sender<Packet>,
     closed: watch::Sender<Option<CloseReason>>,
     rtt_ms: Arc<AtomicU32>,
+    counts: Arc<Counts>,
 }
 
 impl Driver {
@@ -321,6 +370,7 @@ impl Driver {
                 }
             }
             self.flush().await;
+            self.counts.set(self.host.stats());
             if let Some(r) = ended {
                 break r;
             }

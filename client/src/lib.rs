@@ -92,6 +92,7 @@
 pub mod clock;
 pub mod conn;
 mod enet;
+pub use enet::EnetCounts;
 pub mod error;
 pub mod event;
 pub mod items;

@@ -793,9 +793,16 @@ struct UdpCounts {
 
 impl UdpCounts {
     fn of(c: &Connection) -> Self {
-        // RCEnet connections have no QUIC counters.
+        // RCEnet connections count datagrams and bytes only.
         let Some(q) = c.quic() else {
-            return Self::default();
+            let e = c.enet_counts().unwrap_or_default();
+            return Self {
+                bytes_up: e.bytes_up,
+                bytes_down: e.bytes_down,
+                packets_up: e.datagrams_up,
+                packets_down: e.datagrams_down,
+                ..Self::default()
+            };
         };
         let s = q.stats();
         Self {
