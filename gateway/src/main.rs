@@ -52,6 +52,14 @@ struct RunArgs {
     /// Character checkpoint period of the embedded zone node (ms).
     #[arg(long)]
     checkpoint_ms: Option<String>,
+    /// The update host for Realm Crafter's client, HTTP, TCP (default off), e.g.
+    /// 0.0.0.0:80; needs --update-dir.
+    #[arg(long, value_name = "ADDR")]
+    update_listen: Option<String>,
+    /// The update host's files (`rccontent build-updates` output: Files.dat and the
+    /// `<NAME>.DAT` files).
+    #[arg(long, value_name = "PATH")]
+    update_dir: Option<String>,
 }
 
 impl RunArgs {
@@ -63,6 +71,8 @@ impl RunArgs {
             ("internal_listen", &self.internal_listen),
             ("admin_listen", &self.admin_listen),
             ("checkpoint_ms", &self.checkpoint_ms),
+            ("update_listen", &self.update_listen),
+            ("update_dir", &self.update_dir),
         ]
         .into_iter()
         .filter_map(|(k, x)| x.as_deref().map(|x| (k, x)))
@@ -83,7 +93,8 @@ enum Command {
     #[command(subcommand)]
     Account(AccountCmd),
     /// Operator commands on a running gateway, through its admin API (needs its
-    /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online.
+    /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online, lock,
+    /// unlock.
     Admin(admin_cli::AdminArgs),
     /// A consistent copy of the database to PATH (a new file), also while the gateway runs
     /// and players play (SQLite's online backup). Restore: stop the gateway, copy it back

@@ -344,6 +344,13 @@ pub enum HubAdmin {
     },
     /// Who is online.
     Online,
+    /// The server was just locked for maintenance ([`Shared::updates`]): tell every
+    /// player, send each `P_KickedPlayer` and close it with code 5 and `message`.
+    #[doc(alias = "ServerLocked")]
+    RemoveForLock {
+        /// The lock's message.
+        message: String,
+    },
 }
 
 /// Accounts and the login throttle, behind one lock (held for microseconds: argon2 runs
@@ -395,6 +402,8 @@ pub struct Shared {
     pub started: Instant,
     /// Slots for password hashing (`max_concurrent_hashes`).
     pub hashes: tokio::sync::Semaphore,
+    /// The update list and the maintenance lock (and the update host's counters).
+    pub updates: Arc<crate::updates::UpdateService>,
     /// Open client connections (handshaking included) per client network.
     pub per_ip: DashMap<crate::session::PeerKey, u32>,
     /// Open client connections, handshaking included (`max_connections`).
@@ -416,6 +425,7 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// Shared state; returns it with the hub's receiving end.
+    #[allow(clippy::too_many_arguments)] // Each is built (and can fail) in `server::start`.
     pub fn new(
         cfg: GatewayConfig,
         world: Arc<World>,
@@ -423,6 +433,7 @@ impl Shared {
         scripts: ScriptStore,
         writer: Writer,
         hasher: Arc<dyn PasswordHasher + Send + Sync>,
+        updates: Arc<crate::updates::UpdateService>,
         session_base: u64,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<HubEvent>) {
         let (hub, rx) = mpsc::unbounded_channel();
@@ -457,6 +468,7 @@ impl Shared {
             clock_epoch_ms: AtomicU64::new(0),
             started: Instant::now(),
             hashes: tokio::sync::Semaphore::new(hash_slots),
+            updates,
             per_ip: DashMap::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
@@ -644,6 +656,9 @@ impl Hub {
                 if !self.control.knows(session) {
                     // Refused: its trace ends here.
                     self.logins.remove(&session);
+                } else if let Some(message) = self.shared.updates.gate().lock_message() {
+                    // Locked between its P_StartGame and now: removed as the others were.
+                    self.remove_for_lock(session, &message);
                 }
             }
             HubEvent::Frames {
@@ -965,6 +980,13 @@ impl Hub {
                 }
                 Ok(format!("sent to {} players", sessions.len()))
             }
+            HubAdmin::RemoveForLock { message } => {
+                let sessions: Vec<SessionId> = self.control.players().map(|(s, ..)| s).collect();
+                for &s in &sessions {
+                    self.remove_for_lock(s, &message);
+                }
+                Ok(format!("{} players removed", sessions.len()))
+            }
             HubAdmin::Online => {
                 let mut lines: Vec<String> = self
                     .control
@@ -975,6 +997,26 @@ impl Hub {
                 Ok(lines.join("\n"))
             }
         }
+    }
+
+    /// Realm Crafter's lock boots every player with `P_KickedPlayer`; here each is told
+    /// why first (a system line), then kicked and closed with code 5 (its character is
+    /// saved as at any disconnect).
+    #[doc(alias = "P_KickedPlayer")]
+    fn remove_for_lock(&mut self, session: SessionId, message: &str) {
+        let mut line = message.to_owned();
+        if let Some(first) = line.get(..1) {
+            let upper = first.to_ascii_uppercase();
+            line.replace_range(..1, &upper);
+        }
+        let chat = ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::System,
+            text: shared::wire::RcString::from(format!("{line}.").as_str()),
+        });
+        self.send_packet(session, &chat);
+        self.send_packet(session, &ServerPacket::KickedPlayer(KickedPlayer {}));
+        tracing::info!(session, "removed: the server is locked");
+        self.close_client(session, close::UNAVAILABLE, message);
     }
 
     // ----- chat and parties (the gateway's, beyond one zone) ----------------------------
@@ -1382,6 +1424,8 @@ impl Hub {
                     instance: k.instance,
                 })
                 .collect(),
+            // Filled per request (`server.rs`), like the session counts.
+            ..ClusterView::default()
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,
