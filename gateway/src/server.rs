@@ -720,6 +720,7 @@ impl Admin {
         let connected = u64::try_from(s.clients.len()).unwrap_or(u64::MAX);
         v.sessions.connected = connected;
         v.sessions.in_menu = connected.saturating_sub(v.sessions.in_game);
+        // The lock as of this request (the hub's copy may be 200 ms old).
         let gate = s.updates.gate();
         v.locked = gate.is_locked();
         v.lock_reason.clone_from(&gate.lock);

@@ -1408,6 +1408,7 @@ impl Hub {
                 }
             })
             .collect();
+        let gate = self.shared.updates.gate();
         let view = ClusterView {
             gateway_id: self.shared.cfg.gateway_id.clone(),
             sessions: SessionCounts {
@@ -1424,8 +1425,9 @@ impl Hub {
                     instance: k.instance,
                 })
                 .collect(),
-            // Filled per request (`server.rs`), like the session counts.
-            ..ClusterView::default()
+            locked: gate.is_locked(),
+            lock_reason: gate.lock.clone(),
+            update_files: u64::try_from(gate.files().len()).unwrap_or(u64::MAX),
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,
