@@ -356,12 +356,15 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
-            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {} (certificate sha256 {}), admin on http://{}",
+            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {} (certificate sha256 {}), admin on http://{}{}",
             gw.client_addr,
             gw.fingerprint,
             gw.internal_addr,
             gw.internal_fingerprint,
-            gw.admin_addr
+            gw.admin_addr,
+            gw.update_addr
+                .map(|a| format!(", updates on http://{a}"))
+                .unwrap_or_default()
         );
         ops::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");
