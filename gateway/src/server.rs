@@ -233,7 +233,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         Arc::new(Argon2Hasher::production())
     };
     let updates = Arc::new(crate::updates::UpdateService::new(
-        crate::updates::list_source(cfg.update_dir.as_deref(), cfg.world.as_deref())?,
+        crate::updates::world_list_path(cfg.world.as_deref())?,
         world.update_files.clone(),
         cfg.update_dir.clone(),
         cfg.update_max_file_bytes,

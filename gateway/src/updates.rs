@@ -33,9 +33,8 @@ use crate::session::Gate;
 #[derive(Debug)]
 pub struct UpdateService {
     gate: RwLock<Arc<Gate>>,
-    /// The `Files.dat` the list was read from (re-read on unlock); `None`: the list came
-    /// with an embedded world and never changes.
-    source: Option<PathBuf>,
+    /// The world's own `Files.dat` ([`world_list_path`]).
+    world_list: Option<PathBuf>,
     /// The prebuilt `<NAME>.DAT` files (`update_dir`).
     dir: Option<PathBuf>,
     max_file_bytes: u64,
@@ -53,20 +52,11 @@ pub struct UpdateService {
     pub failed: AtomicU64,
 }
 
-/// The `Files.dat` the gateway serves and re-reads on unlock: `update_dir/Files.dat` when
-/// there is one (what `rccontent build-updates` wrote beside the files), else the world's
-/// own (`shared::content::fs::update_list_path`, where the world's loader read it); `None`
-/// for the embedded demo world.
-pub fn list_source(
-    update_dir: Option<&std::path::Path>,
+/// Where the world's own `Files.dat` is (`shared::content::fs::update_list_path`, where
+/// the world's loader read it); `None` for the embedded demo world.
+pub fn world_list_path(
     world_path: Option<&std::path::Path>,
 ) -> Result<Option<PathBuf>, ContentError> {
-    if let Some(d) = update_dir {
-        let p = d.join(shared::content::updates::FILES_DAT);
-        if p.is_file() {
-            return Ok(Some(p));
-        }
-    }
     world_path
         .map(|w| {
             shared::content::fs::detect(w).map(|k| shared::content::fs::update_list_path(w, k))
@@ -75,22 +65,18 @@ pub fn list_source(
 }
 
 impl UpdateService {
-    /// The service for a gateway: the list read from `source` when it exists, else
-    /// `world_list`; open (unlocked).
+    /// The service for a gateway, open (unlocked), with the list of [`Self::source`]
+    /// when it reads, else `loaded` (what the world was loaded with).
     pub fn new(
-        source: Option<PathBuf>,
-        world_list: Vec<UpdateFileEntry>,
+        world_list: Option<PathBuf>,
+        loaded: Vec<UpdateFileEntry>,
         dir: Option<PathBuf>,
         max_file_bytes: u64,
         max_downloads: u32,
     ) -> Result<Self, ContentError> {
-        let files = match &source {
-            Some(p) => shared::content::fs::read_update_list(p)?.unwrap_or(world_list),
-            None => world_list,
-        };
-        Ok(Self {
-            gate: RwLock::new(Arc::new(Gate::new(files))),
-            source,
+        let mut svc = Self {
+            gate: RwLock::new(Arc::new(Gate::default())),
+            world_list,
             dir,
             max_file_bytes,
             slots: tokio::sync::Semaphore::new(usize::try_from(max_downloads).unwrap_or(1)),
@@ -99,7 +85,24 @@ impl UpdateService {
             not_found: AtomicU64::new(0),
             busy: AtomicU64::new(0),
             failed: AtomicU64::new(0),
-        })
+        };
+        let files = match svc.source() {
+            Some(p) => shared::content::fs::read_update_list(&p)?.unwrap_or(loaded),
+            None => loaded,
+        };
+        svc.gate = RwLock::new(Arc::new(Gate::new(files)));
+        Ok(svc)
+    }
+
+    /// The `Files.dat` the gateway serves, read at start and again on unlock:
+    /// `update_dir/Files.dat` when there is one (what `rccontent build-updates` wrote
+    /// beside the files), else the world's own; `None` for the embedded demo world.
+    pub fn source(&self) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|d| d.join(shared::content::updates::FILES_DAT))
+            .filter(|p| p.is_file())
+            .or_else(|| self.world_list.clone())
     }
 
     /// The current list and lock (cheap: one `Arc`).
@@ -117,13 +120,15 @@ impl UpdateService {
         }
     }
 
-    /// Locks the server with `reason` (empty: none); a second lock changes the reason.
-    /// Returns the lock's message.
+    /// Locks the server with `reason` (empty: none; made one short line,
+    /// [`crate::session::clean_reason`]); a second lock changes the reason. Returns the
+    /// lock's message.
     pub fn lock(&self, reason: &str) -> String {
-        let g = self.gate().with_lock(Some(reason.trim().to_owned()));
+        let reason = crate::session::clean_reason(reason);
+        let g = self.gate().with_lock(Some(reason.clone()));
         let message = g.lock_message().unwrap_or_default();
         self.set(g);
-        tracing::warn!(reason, "server locked for maintenance");
+        tracing::warn!(%reason, "server locked for maintenance");
         message
     }
 
@@ -132,8 +137,8 @@ impl UpdateService {
     /// server locked, and the error says why. Returns the number of files listed.
     pub fn unlock(&self) -> Result<usize, String> {
         let current = self.gate();
-        let files = match &self.source {
-            Some(p) => shared::content::fs::read_update_list(p)
+        let files = match self.source() {
+            Some(p) => shared::content::fs::read_update_list(&p)
                 .map_err(|e| format!("still locked: the update list does not load: {e}"))?
                 .unwrap_or_else(|| current.files().to_vec()),
             None => current.files().to_vec(),
@@ -267,5 +272,46 @@ async fn download(State(svc): State<Arc<UpdateService>>, method: Method, uri: Ur
             svc.failed.fetch_add(1, Ordering::Relaxed);
             text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::content::updates::{FILES_DAT, write_files_dat};
+    use shared::wire::RcString;
+
+    fn entry(name: &str, crc: u32) -> UpdateFileEntry {
+        UpdateFileEntry {
+            crc,
+            name: RcString::from(name),
+        }
+    }
+
+    #[test]
+    fn update_dir_list_first_and_a_bad_list_keeps_the_lock() {
+        let dir = std::env::temp_dir().join(format!("gw-updates-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let world = vec![entry("Data\\a.txt", 1)];
+        let svc = UpdateService::new(None, world.clone(), Some(dir.clone()), 1 << 20, 4).unwrap();
+        assert_eq!(svc.gate().files(), world.as_slice());
+        // A Files.dat appears in update_dir: the next unlock serves it.
+        let new = vec![entry("Data\\b.txt", 2), entry("Data\\c d.txt", 3)];
+        std::fs::write(dir.join(FILES_DAT), write_files_dat(&new)).unwrap();
+        assert!(svc.lock("  patch\n2 ").contains("(patch 2)"));
+        assert_eq!(svc.gate().lock.as_deref(), Some("patch 2"));
+        assert_eq!(svc.unlock(), Ok(2));
+        assert!(!svc.gate().is_locked());
+        assert_eq!(svc.gate().files(), new.as_slice());
+        // A list that no longer reads: still locked, and the error says why.
+        svc.lock("");
+        std::fs::write(dir.join(FILES_DAT), [1, 2, 3]).unwrap();
+        let e = svc.unlock().unwrap_err();
+        assert!(e.contains("still locked") && e.contains(FILES_DAT), "{e}");
+        assert!(svc.gate().is_locked());
+        // At start, a bad list is an error.
+        assert!(UpdateService::new(None, world, Some(dir.clone()), 1, 1).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -79,6 +79,22 @@ impl Gate {
     }
 }
 
+/// Longest lock reason kept (bytes): it travels in a QUIC close reason and a chat line.
+pub const MAX_LOCK_REASON: usize = 160;
+
+/// An operator's lock reason made fit to show: one line (control characters become
+/// spaces), trimmed, at most [`MAX_LOCK_REASON`] bytes (cut at a character boundary).
+pub fn clean_reason(reason: &str) -> String {
+    let mut out = String::new();
+    for c in reason.trim().chars() {
+        if out.len() + c.len_utf8() > MAX_LOCK_REASON {
+            break;
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    out.trim_end().to_owned()
+}
+
 /// The message of a lock with `reason` (empty: none given).
 pub fn lock_message(reason: &str) -> String {
     let reason = reason.trim();
@@ -126,6 +142,13 @@ mod tests {
         ] {
             assert!(g.download(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn reasons_are_one_short_line() {
+        assert_eq!(clean_reason("  patch\n1.2 "), "patch 1.2");
+        let long = clean_reason(&"é".repeat(200));
+        assert!(long.len() <= MAX_LOCK_REASON && long.chars().all(|c| c == 'é'));
     }
 
     #[test]

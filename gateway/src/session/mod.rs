@@ -52,7 +52,7 @@ pub use accounts::{
     name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
-pub use gate::{Gate, lock_message};
+pub use gate::{Gate, MAX_LOCK_REASON, clean_reason, lock_message};
 pub use lobby::{Admit, Lobby};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
 pub use throttle::{LoginThrottle, PeerKey, ThrottleLimits};
