@@ -20,8 +20,10 @@ pub enum CloseCode {
     ShuttingDown,
     /// 4: too many failed logins, rate limited.
     RateLimited,
-    /// 5: the account's saved data could not be read (the operator must repair it), or
-    /// the server cannot save right now (its store fails): try again later.
+    /// 5: the server is locked for maintenance (the reason says so; players in the game
+    /// get `P_KickedPlayer` first), the account's saved data could not be read (the
+    /// operator must repair it), or the server cannot save right now (its store fails):
+    /// try again later.
     Unavailable,
     /// 6: the client did not read what the server sent (its send queue passed the
     /// server's byte limit).
@@ -84,7 +86,7 @@ impl fmt::Display for CloseCode {
             Self::ProtocolViolation => "protocol violation",
             Self::ShuttingDown => "server shutting down",
             Self::RateLimited => "rate limited",
-            Self::Unavailable => "account data unreadable",
+            Self::Unavailable => "unavailable: locked for maintenance, or data unreadable",
             Self::TooSlow => "too slow: the client did not read what the server sent",
             Self::Other(_) => "unknown code",
         };

@@ -1,6 +1,6 @@
 //! The menu flow of Realm Crafter (reference §5, transport.md "Session flow") as typed
-//! calls on [`Connection`]: create an account, log in, fetch the catalogue, create, fetch
-//! and delete characters, and enter the world.
+//! calls on [`Connection`]: fetch the update list, create an account, log in, fetch the
+//! catalogue, create, fetch and delete characters, and enter the world.
 //!
 //! Passwords are given as typed; [`Creds::from_password`] sends their lowercase hex MD5
 //! (`shared::wire::md5_hex`). After a successful [`Connection::login`] the credentials are
@@ -15,8 +15,9 @@ use shared::proto::{
     ActionSlot, ActorTemplateDef, AttributeDef, AttributePair, ChangeArea, CharacterSummary,
     ClientPacket, CreateAccount, CreateAccountReply, CreateCharacter, CreateCharacterReply, Creds,
     DeleteCharacter, DeleteCharacterReply, FactionDef, FetchActors, FetchActorsReply,
-    FetchCharacter, FetchCharacterReply, InventorySlot, ItemDef, KnownSpell, MonthDef, QuestEntry,
-    SeasonDef, ServerPacket, StartGame, StartGameReply, VerifyAccount, VerifyAccountReply, ids,
+    FetchCharacter, FetchCharacterReply, FetchUpdateFiles, InventorySlot, ItemDef, KnownSpell,
+    MonthDef, QuestEntry, SeasonDef, ServerPacket, StartGame, StartGameReply, UpdateFileEntry,
+    VerifyAccount, VerifyAccountReply, ids,
 };
 use shared::wire::RcString;
 use tokio::time::Instant;
@@ -265,6 +266,33 @@ impl Connection {
         match tokio::time::timeout_at(deadline, self.recv_network()).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Timeout(self.reply_timeout)),
+        }
+    }
+
+    /// `P_FetchUpdateFiles`: the game's update list (each file's name, relative to the
+    /// game folder with `\` separators, and its checksum,
+    /// `shared::content::updates::checksum`), collected over its chunks until the one
+    /// carrying the total; the count is checked. Realm Crafter's client asks for it first,
+    /// before logging in. A locked server closes the connection instead (code 5).
+    #[doc(alias = "P_FetchUpdateFiles")]
+    pub async fn fetch_update_files(&mut self) -> Result<Vec<UpdateFileEntry>, LoginError> {
+        self.send(&ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}))
+            .await?;
+        let deadline = self.deadline();
+        let mut files = Vec::new();
+        loop {
+            let chunk = match self
+                .await_reply(ids::P_FETCH_UPDATE_FILES, deadline)
+                .await?
+            {
+                ServerPacket::FetchUpdateFiles(c) => c,
+                other => return Err(unexpected("P_FetchUpdateFiles", other)),
+            };
+            files.extend(chunk.entries);
+            if let Some(total) = chunk.total {
+                check_count("update files", Some(total), files.len())?;
+                return Ok(files);
+            }
         }
     }
 

@@ -2,7 +2,8 @@
 //! sequence of client frames against a world and an account book with one account.
 //!
 //! Input: records `[ty][len][payload; len]` until the bytes run out (a record cut short
-//! keeps what there is); the clock advances 100 ms per record.
+//! keeps what there is); the clock advances 100 ms per record. An odd first byte runs the
+//! whole sequence with the server locked for maintenance.
 //!
 //! Invariants: nothing panics, whatever the order (packets before login, in-game
 //! packets, garbage); once the session is closed it stays closed and sends nothing more.
@@ -11,7 +12,7 @@
 use std::sync::OnceLock;
 
 use gateway::session::{
-    AccountBook, Argon2Hasher, Ctx, LoginThrottle, PeerKey, Session, ThrottleLimits,
+    AccountBook, Argon2Hasher, Ctx, Gate, LoginThrottle, PeerKey, Session, ThrottleLimits,
 };
 use libfuzzer_sys::fuzz_target;
 use rand::SeedableRng as _;
@@ -32,6 +33,15 @@ fuzz_target!(|data: &[u8]| {
     let mut throttle = LoginThrottle::with_limits(ThrottleLimits::default());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     let mut s = Session::new(PeerKey([3; 16]));
+    let files = vec![shared::proto::UpdateFileEntry {
+        crc: 7,
+        name: shared::wire::RcString::from("Data\\Game Data\\Hosts.dat"),
+    }];
+    let gate = if data.first().is_some_and(|b| b & 1 == 1) {
+        Gate::new(files).with_lock(Some("fuzz".into()))
+    } else {
+        Gate::new(files)
+    };
     let mut rest = data;
     let mut now = 0u64;
     while let [ty, len, tail @ ..] = rest {
@@ -47,6 +57,7 @@ fuzz_target!(|data: &[u8]| {
             hasher: &hasher,
             rng: &mut rng,
             clock: None,
+            gate: &gate,
         };
         s.handle_frame(now, &mut ctx, *ty, payload);
         let mut sent = 0;

@@ -5,7 +5,9 @@
 //! an admin token configured,
 //! `POST /admin`: one [`AdminCommand`] as JSON with `Authorization: Bearer TOKEN`, for an
 //! operator who must not stop the server (accounts, DM and ban flags, kick, warp,
-//! broadcast, who is online; `gateway admin …` is its command line).
+//! broadcast, who is online, the maintenance lock; `gateway admin …` is its command line),
+//! and `POST /lock` (an optional `{"reason": "..."}`) and `POST /unlock`, the same lock
+//! under the same token.
 //!
 //! The data comes from the rest of the gateway through [`AdminSource`]; this module only
 //! speaks HTTP. Other paths answer 404, other methods 405 (`HEAD` is answered like `GET`,
@@ -100,6 +102,18 @@ pub enum AdminCommand {
     },
     /// The characters online, one per line: name, area, instance.
     Online,
+    /// Lock the server for maintenance (Realm Crafter's "lock updates server"): no login,
+    /// account creation, game start, update list or download until `unlock`; every player
+    /// online is told, kicked (`P_KickedPlayer`) and disconnected with code 5.
+    #[doc(alias = "ServerLocked")]
+    Lock {
+        /// Why, shown to the players and to whoever is refused.
+        #[serde(default)]
+        reason: String,
+    },
+    /// Unlock: the update list is read again from its `Files.dat` (a list that does not
+    /// load leaves the server locked), then logins and downloads are open.
+    Unlock,
 }
 
 /// A boxed future of an admin command's outcome: `Ok(text)` answers 200 with the text,
@@ -138,6 +152,15 @@ pub struct ClusterView {
     pub nodes: Vec<NodeView>,
     /// AreaInstances wanted but placed on no node.
     pub unplaced: Vec<UnplacedInstance>,
+    /// Whether the server is locked for maintenance.
+    #[serde(default)]
+    pub locked: bool,
+    /// The lock's reason (empty: none given), while locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_reason: Option<String>,
+    /// Files in the update list (`Files.dat`).
+    #[serde(default)]
+    pub update_files: u64,
 }
 
 /// Client sessions by phase.
@@ -223,6 +246,8 @@ pub fn router(source: Arc<dyn AdminSource>) -> Router {
         .route("/metrics", get(metrics))
         .route("/cluster", get(cluster))
         .route("/admin", axum::routing::post(admin))
+        .route("/lock", axum::routing::post(lock))
+        .route("/unlock", axum::routing::post(unlock))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(source)
@@ -319,12 +344,57 @@ async fn cluster(State(source): State<Source>, headers: axum::http::HeaderMap) -
 /// Largest admin request body (bytes).
 const MAX_ADMIN_BODY: usize = 16 * 1024;
 
+/// The body of `POST /lock` (optional): `{"reason": "..."}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LockBody {
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /lock`: [`AdminCommand::Lock`], the reason from an optional JSON body.
+async fn lock(
+    State(source): State<Source>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let cmd = if body.iter().all(u8::is_ascii_whitespace) {
+        Ok(AdminCommand::Lock {
+            reason: String::new(),
+        })
+    } else {
+        serde_json::from_slice::<LockBody>(&body).map(|b| AdminCommand::Lock { reason: b.reason })
+    };
+    run(source, &headers, body.len(), cmd).await
+}
+
+/// `POST /unlock`: [`AdminCommand::Unlock`].
+async fn unlock(
+    State(source): State<Source>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    run(source, &headers, body.len(), Ok(AdminCommand::Unlock)).await
+}
+
 async fn admin(
     State(source): State<Source>,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    match source.admin_token_ok(bearer(&headers)) {
+    let cmd = serde_json::from_slice::<AdminCommand>(&body);
+    run(source, &headers, body.len(), cmd).await
+}
+
+/// One admin command, behind the token: 404 when the API is off, 401 without the token,
+/// 413 for a large body, 400 for a bad one.
+async fn run(
+    source: Source,
+    headers: &axum::http::HeaderMap,
+    body_len: usize,
+    cmd: Result<AdminCommand, serde_json::Error>,
+) -> Response {
+    match source.admin_token_ok(bearer(headers)) {
         None => {
             return text(
                 StatusCode::NOT_FOUND,
@@ -334,13 +404,13 @@ async fn admin(
         Some(false) => return unauthorized(),
         Some(true) => {}
     }
-    if body.len() > MAX_ADMIN_BODY {
+    if body_len > MAX_ADMIN_BODY {
         return text(
             StatusCode::PAYLOAD_TOO_LARGE,
             "request too large".to_owned(),
         );
     }
-    let cmd: AdminCommand = match serde_json::from_slice(&body) {
+    let cmd: AdminCommand = match cmd {
         Ok(c) => c,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("bad command: {e}")),
     };
@@ -525,11 +595,12 @@ mod tests {
                 area: "Dark Wood".into(),
                 instance: 1,
             }],
+            ..ClusterView::default()
         };
         let json = serde_json::to_string(&v).unwrap();
         assert_eq!(
             json,
-            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}]}"#
+            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}],"locked":false,"update_files":0}"#
         );
         let back: ClusterView = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v);

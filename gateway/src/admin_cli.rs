@@ -1,6 +1,7 @@
 //! `gateway admin …`: operator commands on a running gateway, through its admin API
 //! (`POST /admin` with the bearer token), so nobody has to stop the server to create an
-//! account, make a DM, ban, kick, warp, broadcast or see who is online.
+//! account, make a DM, ban, kick, warp, broadcast, see who is online, or lock the server
+//! for maintenance and unlock it.
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -80,6 +81,15 @@ enum AdminCmd {
     },
     /// The characters online: name, area, instance.
     Online,
+    /// Lock the server for maintenance (Realm Crafter's "lock updates server"): nobody
+    /// logs in or downloads updates; the players online are told and removed.
+    Lock {
+        /// Why (shown to the players and to whoever is refused).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Unlock: the update list is read again, then logins and downloads are open.
+    Unlock,
 }
 
 fn token(args: &AdminArgs) -> anyhow::Result<String> {
@@ -129,6 +139,8 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
         },
         AdminCmd::Broadcast { text } => AdminCommand::Broadcast { text },
         AdminCmd::Online => AdminCommand::Online,
+        AdminCmd::Lock { reason } => AdminCommand::Lock { reason },
+        AdminCmd::Unlock => AdminCommand::Unlock,
     };
     let body = serde_json::to_vec(&cmd)?;
     let (status, answer) = post(args.admin_addr, &token, &body)

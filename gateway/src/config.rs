@@ -147,6 +147,17 @@ pub struct GatewayConfig {
     pub internal_preauth_max: u32,
     /// Largest internal frame accepted before a node has proven the cluster secret (bytes).
     pub internal_preauth_frame_len: u32,
+    /// The update host (HTTP, TCP) Realm Crafter's client downloads changed files from
+    /// (`GET /<NAME>.DAT`); off by default. Needs `update_dir`.
+    pub update_listen: Option<SocketAddr>,
+    /// The update host's files: `<NAME>.DAT` per listed file, and `Files.dat`, the list
+    /// (`rccontent build-updates` writes both). Its `Files.dat` is the list answered to
+    /// `P_FetchUpdateFiles`; without one, the world's own `Files.dat` is.
+    pub update_dir: Option<PathBuf>,
+    /// Largest update file served (bytes; each download is read whole).
+    pub update_max_file_bytes: u64,
+    /// Most downloads sent at once; more are answered 503 (the client retries).
+    pub update_max_downloads: u32,
 }
 
 impl Default for GatewayConfig {
@@ -204,6 +215,10 @@ impl Default for GatewayConfig {
             login_accounts_tracked: 100_000,
             internal_preauth_max: 16,
             internal_preauth_frame_len: 16 * 1024,
+            update_listen: None,
+            update_dir: None,
+            update_max_file_bytes: 256 * 1024 * 1024,
+            update_max_downloads: 32,
         }
     }
 }
@@ -269,6 +284,16 @@ impl Settings for GatewayConfig {
             "login_accounts_tracked" => self.login_accounts_tracked = num(value)?,
             "internal_preauth_max" => self.internal_preauth_max = num(value)?,
             "internal_preauth_frame_len" => self.internal_preauth_frame_len = num(value)?,
+            "update_listen" => {
+                self.update_listen = if value.trim().is_empty() {
+                    None
+                } else {
+                    Some(num(value)?)
+                };
+            }
+            "update_dir" => self.update_dir = path(value),
+            "update_max_file_bytes" => self.update_max_file_bytes = num(value)?,
+            "update_max_downloads" => self.update_max_downloads = num(value)?,
             "config" => {}
             _ => return Err(format!("unknown setting `{key}`")),
         }
@@ -433,6 +458,18 @@ impl GatewayConfig {
         if !(1_024..=1_048_576).contains(&self.internal_preauth_frame_len) {
             return bad("internal_preauth_frame_len", "must be 1024..=1048576");
         }
+        if self.update_listen.is_some() && self.update_dir.is_none() {
+            return bad(
+                "update_listen",
+                "needs update_dir, the directory of the files it serves (rccontent build-updates)",
+            );
+        }
+        if !(1..=(4 << 30)).contains(&self.update_max_file_bytes) {
+            return bad("update_max_file_bytes", "must be 1..=4294967296");
+        }
+        if !(1..=10_000).contains(&self.update_max_downloads) {
+            return bad("update_max_downloads", "must be 1..=10000");
+        }
         Ok(())
     }
 
@@ -546,6 +583,26 @@ mod tests {
             .to_string();
         assert!(e.contains("cannot read"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_update_host_needs_its_directory() {
+        let mut c = GatewayConfig {
+            standalone: true,
+            ..GatewayConfig::default()
+        };
+        assert_eq!(c.update_listen, None);
+        c.apply_env([("GATEWAY_UPDATE_LISTEN".to_owned(), "0.0.0.0:80".to_owned())])
+            .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("update_listen") && e.contains("update_dir"),
+            "{e}"
+        );
+        c.apply_overrides([("update_dir", "updates")]).unwrap();
+        c.validate().unwrap();
+        c.apply_overrides([("update_listen", "")]).unwrap();
+        assert_eq!(c.update_listen, None);
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! * [`net`]: the QUIC shells: the client endpoint and the internal endpoint.
 //! * [`server`]: starting and stopping the whole gateway (and the embedded zone node of
 //!   `--standalone`).
+//! * [`updates`]: the update list answered to `P_FetchUpdateFiles`, the update host
+//!   (`update_listen`) and the maintenance lock (Realm Crafter's "lock updates server").
 
 pub mod accounts_dat;
 pub mod admin;
@@ -35,3 +37,4 @@ pub mod session;
 mod standalone;
 pub mod store;
 pub mod tls;
+pub mod updates;

@@ -56,6 +56,14 @@ struct RunArgs {
     /// Character checkpoint period of the embedded zone node (ms).
     #[arg(long)]
     checkpoint_ms: Option<String>,
+    /// The update host for Realm Crafter's client, HTTP, TCP (default off), e.g.
+    /// 0.0.0.0:80; needs --update-dir.
+    #[arg(long, value_name = "ADDR")]
+    update_listen: Option<String>,
+    /// The update host's files (`rccontent build-updates` output: Files.dat and the
+    /// `<NAME>.DAT` files).
+    #[arg(long, value_name = "PATH")]
+    update_dir: Option<String>,
 }
 
 impl RunArgs {
@@ -68,6 +76,8 @@ impl RunArgs {
             ("enet_listen", &self.enet_listen),
             ("admin_listen", &self.admin_listen),
             ("checkpoint_ms", &self.checkpoint_ms),
+            ("update_listen", &self.update_listen),
+            ("update_dir", &self.update_dir),
         ]
         .into_iter()
         .filter_map(|(k, x)| x.as_deref().map(|x| (k, x)))
@@ -88,7 +98,8 @@ enum Command {
     #[command(subcommand)]
     Account(AccountCmd),
     /// Operator commands on a running gateway, through its admin API (needs its
-    /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online.
+    /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online, lock,
+    /// unlock.
     Admin(admin_cli::AdminArgs),
     /// A consistent copy of the database to PATH (a new file), also while the gateway runs
     /// and players play (SQLite's online backup). Restore: stop the gateway, copy it back
@@ -350,12 +361,15 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         let gw = gateway::server::start(cfg, world).await?;
         println!(
-            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {} (certificate sha256 {}), admin on http://{}",
+            "gateway ready: clients on udp {} (ALPN rc/1 and rc-compact/1, certificate sha256 {}), zone nodes on udp {} (certificate sha256 {}), admin on http://{}{}",
             gw.client_addr,
             gw.fingerprint,
             gw.internal_addr,
             gw.internal_fingerprint,
-            gw.admin_addr
+            gw.admin_addr,
+            gw.update_addr
+                .map(|a| format!(", updates on http://{a}"))
+                .unwrap_or_default()
         );
         ops::shutdown_signal().await;
         tracing::info!("shutting down (a second signal forces the exit)");

@@ -44,6 +44,9 @@ pub enum StartError {
     /// The embedded zone node.
     #[error("embedded zone node: {0}")]
     Node(String),
+    /// The update list (`Files.dat`) does not load.
+    #[error("update list: {0}")]
+    Updates(#[from] shared::content::ContentError),
 }
 
 /// A running gateway.
@@ -56,6 +59,8 @@ pub struct Gateway {
     pub enet_addr: Option<SocketAddr>,
     /// Admin HTTP address.
     pub admin_addr: SocketAddr,
+    /// The update host's address (`update_listen`), when it is on.
+    pub update_addr: Option<SocketAddr>,
     /// SHA-256 of the client certificate (hex).
     pub fingerprint: String,
     /// SHA-256 of the internal endpoint's certificate (hex), for the nodes to pin.
@@ -257,6 +262,28 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     } else {
         Arc::new(Argon2Hasher::production())
     };
+    let updates = Arc::new(crate::updates::UpdateService::new(
+        crate::updates::world_list_path(cfg.world.as_deref())?,
+        world.update_files.clone(),
+        cfg.update_dir.clone(),
+        cfg.update_max_file_bytes,
+        cfg.update_max_downloads,
+    )?);
+    tracing::info!(files = updates.gate().files().len(), "update list");
+    let update_listener = match cfg.update_listen {
+        Some(addr) => {
+            let err = |source| StartError::Bind {
+                what: "update host",
+                addr,
+                source,
+            };
+            let l = tokio::net::TcpListener::bind(addr).await.map_err(err)?;
+            let local = l.local_addr().map_err(err)?;
+            Some((l, local))
+        }
+        None => None,
+    };
+    let update_addr = update_listener.as_ref().map(|(_, a)| *a);
     let world = Arc::new(world);
     let standalone = cfg.standalone;
     let (shared, rx) = Shared::new(
@@ -266,6 +293,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         scripts,
         writer,
         hasher,
+        updates.clone(),
         // Session ids never repeat across restarts: nodes may still hold old ones.
         wall_ms() << 16,
     );
@@ -307,11 +335,27 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             tracing::error!(error = %e, "admin endpoint failed");
         }
     });
+    if let Some((listener, addr)) = update_listener {
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let until = async move {
+                while stop.changed().await.is_ok() {
+                    if *stop.borrow() {
+                        return;
+                    }
+                }
+            };
+            if let Err(e) = crate::updates::serve(listener, updates, until).await {
+                tracing::error!(error = %e, %addr, "update host failed");
+            }
+        });
+    }
     tracing::info!(
         clients = %client_addr,
         enet = %enet_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         internal = %internal_addr,
         admin = %admin_addr,
+        updates = ?update_addr,
         accounts,
         areas = world.areas.len(),
         "gateway listening"
@@ -331,6 +375,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         internal_addr,
         enet_addr,
         admin_addr,
+        update_addr,
         fingerprint,
         internal_fingerprint: internal_fp.clone(),
         shared,
@@ -444,6 +489,36 @@ impl AdminSource for Admin {
             "1 while the store takes writes; 0 from a failed write of the disk or the file until a write succeeds again (logins and new accounts are refused meanwhile).",
             if s.writer.is_failing() { 0.0 } else { 1.0 },
         );
+        let u = &s.updates;
+        let gate = u.gate();
+        t.gauge(
+            "rc_gateway_locked",
+            "1 while an operator holds the server locked for maintenance (no logins, no update downloads), else 0.",
+            if gate.is_locked() { 1.0 } else { 0.0 },
+        );
+        t.counter(
+            "rc_gateway_lock_refusals_total",
+            "Logins, account creations, P_StartGame, P_FetchUpdateFiles and update downloads refused because the server was locked.",
+            u.lock_refusals.load(Ordering::Relaxed),
+        );
+        t.gauge(
+            "rc_gateway_update_files",
+            "Files in the update list answered to P_FetchUpdateFiles (Files.dat).",
+            gate.files().len() as f64,
+        );
+        for (outcome, n) in [
+            ("served", &u.served),
+            ("not_found", &u.not_found),
+            ("busy", &u.busy),
+            ("failed", &u.failed),
+        ] {
+            t.counter_with(
+                "rc_gateway_update_downloads_total",
+                "Update host requests by outcome: served, not_found (not listed or not built), busy (update_max_downloads), failed (unreadable or too large); refusals while locked are rc_gateway_lock_refusals_total.",
+                &[("outcome", outcome)],
+                n.load(Ordering::Relaxed),
+            );
+        }
         t.gauge(
             "rc_gateway_sessions_connected",
             "Open client connections.",
@@ -657,6 +732,23 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
         }
         AdminCommand::Broadcast { text } => hub(HubAdmin::Broadcast { text }).await,
         AdminCommand::Online => hub(HubAdmin::Online).await,
+        AdminCommand::Lock { reason } => {
+            // Locked first, so that no login gets in while the players are removed (one
+            // entering meanwhile is removed by the hub as it enters).
+            let message = shared.updates.lock(&reason);
+            let removed = hub(HubAdmin::RemoveForLock {
+                message: message.clone(),
+            })
+            .await?;
+            Ok(format!("locked: {message} ({removed})"))
+        }
+        AdminCommand::Unlock => {
+            let updates = shared.updates.clone();
+            let files = tokio::task::spawn_blocking(move || updates.unlock())
+                .await
+                .map_err(|e| format!("unlock failed: {e}"))??;
+            Ok(format!("unlocked; the update list has {files} files"))
+        }
     }
 }
 
@@ -670,6 +762,11 @@ impl Admin {
         let connected = u64::try_from(s.clients.len()).unwrap_or(u64::MAX);
         v.sessions.connected = connected;
         v.sessions.in_menu = connected.saturating_sub(v.sessions.in_game);
+        // The lock as of this request (the hub's copy may be 200 ms old).
+        let gate = s.updates.gate();
+        v.locked = gate.is_locked();
+        v.lock_reason.clone_from(&gate.lock);
+        v.update_files = u64::try_from(gate.files().len()).unwrap_or(u64::MAX);
         v
     }
 }

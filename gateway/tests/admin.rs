@@ -90,6 +90,7 @@ impl AdminSource for Fake {
                 area: "Shrine".into(),
                 instance: 0,
             }],
+            ..ClusterView::default()
         }
     }
 }

@@ -20,6 +20,7 @@ struct Env {
     throttle: LoginThrottle,
     hasher: Argon2Hasher,
     rng: ChaCha8Rng,
+    gate: gateway::session::Gate,
 }
 
 const PEER: PeerKey = PeerKey([7; 16]);
@@ -45,6 +46,7 @@ impl Env {
             }),
             hasher: Argon2Hasher::fast_for_tests(),
             rng: ChaCha8Rng::seed_from_u64(1),
+            gate: gateway::session::Gate::default(),
         }
     }
 
@@ -61,6 +63,7 @@ impl Env {
             hasher: &self.hasher,
             rng: &mut self.rng,
             clock: None,
+            gate: &self.gate,
         };
         s.handle_packet(now, &mut ctx, &p);
         drain(s)
@@ -80,6 +83,7 @@ impl Env {
             hasher: &self.hasher,
             rng: &mut self.rng,
             clock: None,
+            gate: &self.gate,
         };
         s.handle_frame(now, &mut ctx, ty, payload);
         drain(s)
@@ -708,6 +712,106 @@ fn fetch_update_files_answers_the_empty_list_and_keeps_the_connection() {
     );
     assert_eq!(out, vec![empty]);
     assert!(!s.is_closed());
+}
+
+/// With a `Files.dat`, `P_FetchUpdateFiles` answers its entries in Realm Crafter's chunks
+/// (the total last), whatever the payload.
+#[test]
+fn fetch_update_files_answers_the_games_list() {
+    let mut env = Env::new();
+    let files: Vec<UpdateFileEntry> = (0..300u32)
+        .map(|i| UpdateFileEntry {
+            crc: i.wrapping_mul(0x9E37_79B9),
+            name: RcString::from(format!("Data\\Textures\\texture number {i}.png").as_str()),
+        })
+        .collect();
+    env.gate = gateway::session::Gate::new(files.clone());
+    let want: Vec<ServerPacket> = update_file_chunks(&files)
+        .into_iter()
+        .map(ServerPacket::FetchUpdateFiles)
+        .collect();
+    assert!(want.len() > 1);
+    let mut s = Session::new(PEER);
+    let (out, ev) = env.send(
+        &mut s,
+        0,
+        ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}),
+    );
+    assert_eq!((out, ev), (want.clone(), vec![]));
+    let (out, _) = env.send_raw(&mut s, 0, ids::P_FETCH_UPDATE_FILES, &[9]);
+    assert_eq!(out, want);
+    // What the client reads back: every entry, the total last.
+    let got: Vec<UpdateFileEntry> = want
+        .iter()
+        .flat_map(|p| match p {
+            ServerPacket::FetchUpdateFiles(c) => c.entries.clone(),
+            _ => vec![],
+        })
+        .collect();
+    assert_eq!(got, files);
+    assert!(!s.is_closed());
+}
+
+/// While locked, nobody fetches the list, logs in, creates an account or enters the game:
+/// each gets its refusal (if it has one) and code 5 with the lock's message. The catalogue
+/// still answers. Unlocked, the same connection's successor logs in.
+#[test]
+fn the_maintenance_lock_refuses_logins_and_the_update_list() {
+    let mut env = Env::new();
+    let mut s = env.account("lock", "pw");
+    let (out, _) = env.send(&mut s, 0, verify("lock", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
+    env.gate = gateway::session::Gate::default().with_lock(Some("patch 2".into()));
+    let closes_locked = |ev: &[SessionEvent]| {
+        ev.iter().any(|e| {
+            matches!(e, SessionEvent::Close { code, reason }
+                if *code == close::UNAVAILABLE && reason.contains("locked for maintenance (patch 2)"))
+        })
+    };
+    let (out, ev) = env.send(&mut s, 0, ClientPacket::FetchActors(FetchActors {}));
+    assert!(
+        !out.is_empty() && ev.is_empty(),
+        "the catalogue still answers"
+    );
+    let (out, ev) = env.send(
+        &mut s,
+        0,
+        ClientPacket::StartGame(StartGame {
+            creds: Creds::from_password("lock", "pw"),
+            index: 0,
+        }),
+    );
+    assert_eq!(out, vec![ServerPacket::StartGame(StartGameReply::Failed)]);
+    assert!(closes_locked(&ev), "{ev:?}");
+    assert!(s.is_closed());
+    for p in [
+        ClientPacket::FetchUpdateFiles(FetchUpdateFiles {}),
+        verify("lock", "pw"),
+        create_account("newbie", "pw"),
+    ] {
+        let mut s = Session::new(PEER);
+        let (out, ev) = env.send(&mut s, 0, p.clone());
+        assert!(closes_locked(&ev), "{p:?}: {ev:?}");
+        assert!(
+            out.iter()
+                .all(|r| matches!(r, ServerPacket::CreateAccount(CreateAccountReply::Refused))),
+            "{out:?}"
+        );
+    }
+    let mut s = Session::new(PEER);
+    let (_, ev) = env.send_raw(&mut s, 0, ids::P_FETCH_UPDATE_FILES, &[1]);
+    assert!(closes_locked(&ev), "{ev:?}");
+    assert!(env.book.find_user("newbie").is_none());
+    env.gate = gateway::session::Gate::default();
+    let mut s = Session::new(PEER);
+    let (out, _) = env.send(&mut s, 0, verify("lock", "pw"));
+    assert!(matches!(
+        out.as_slice(),
+        [ServerPacket::VerifyAccount(VerifyAccountReply::Ok { .. })]
+    ));
 }
 
 /// `P_FetchItems` (8) and `P_SelectScenery` (42), which Realm Crafter never handled, are

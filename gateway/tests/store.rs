@@ -360,6 +360,7 @@ fn import_then_login_with_legacy_passwords() {
             hasher: &hasher,
             rng: &mut rng,
             clock: None,
+            gate: &gateway::session::Gate::default(),
         };
         let p = ClientPacket::VerifyAccount(VerifyAccount {
             creds: Creds::from_password(user, pw),
@@ -1040,6 +1041,7 @@ mod session_replies {
                 hasher: &self.hasher,
                 rng: &mut self.rng,
                 clock: None,
+                gate: &gateway::session::Gate::default(),
             };
             s.handle_packet(0, &mut ctx, p);
         }

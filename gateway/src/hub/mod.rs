@@ -346,6 +346,13 @@ pub enum HubAdmin {
     },
     /// Who is online.
     Online,
+    /// The server was just locked for maintenance ([`Shared::updates`]): tell every
+    /// player, send each `P_KickedPlayer` and close it with code 5 and `message`.
+    #[doc(alias = "ServerLocked")]
+    RemoveForLock {
+        /// The lock's message.
+        message: String,
+    },
 }
 
 /// Accounts and the login throttle, behind one lock (held for microseconds: argon2 runs
@@ -397,6 +404,8 @@ pub struct Shared {
     pub started: Instant,
     /// Slots for password hashing (`max_concurrent_hashes`).
     pub hashes: tokio::sync::Semaphore,
+    /// The update list and the maintenance lock (and the update host's counters).
+    pub updates: Arc<crate::updates::UpdateService>,
     /// Open client connections (handshaking included) per client network.
     pub per_ip: DashMap<crate::session::PeerKey, u32>,
     /// Accounts whose player's connection ended and whose logout (detach, save) is still
@@ -421,6 +430,7 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// Shared state; returns it with the hub's receiving end.
+    #[allow(clippy::too_many_arguments)] // Each is built (and can fail) in `server::start`.
     pub fn new(
         cfg: GatewayConfig,
         world: Arc<World>,
@@ -428,6 +438,7 @@ impl Shared {
         scripts: ScriptStore,
         writer: Writer,
         hasher: Arc<dyn PasswordHasher + Send + Sync>,
+        updates: Arc<crate::updates::UpdateService>,
         session_base: u64,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<HubEvent>) {
         let (hub, rx) = mpsc::unbounded_channel();
@@ -462,6 +473,7 @@ impl Shared {
             clock_epoch_ms: AtomicU64::new(0),
             started: Instant::now(),
             hashes: tokio::sync::Semaphore::new(hash_slots),
+            updates,
             per_ip: DashMap::new(),
             leaving: DashMap::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
@@ -650,6 +662,9 @@ impl Hub {
                 if !self.control.knows(session) {
                     // Refused: its trace ends here.
                     self.logins.remove(&session);
+                } else if let Some(message) = self.shared.updates.gate().lock_message() {
+                    // Locked between its P_StartGame and now: removed as the others were.
+                    self.remove_for_lock(session, &message);
                 }
             }
             HubEvent::Frames {
@@ -972,6 +987,13 @@ impl Hub {
                 }
                 Ok(format!("sent to {} players", sessions.len()))
             }
+            HubAdmin::RemoveForLock { message } => {
+                let sessions: Vec<SessionId> = self.control.players().map(|(s, ..)| s).collect();
+                for &s in &sessions {
+                    self.remove_for_lock(s, &message);
+                }
+                Ok(format!("{} players removed", sessions.len()))
+            }
             HubAdmin::Online => {
                 let mut lines: Vec<String> = self
                     .control
@@ -982,6 +1004,26 @@ impl Hub {
                 Ok(lines.join("\n"))
             }
         }
+    }
+
+    /// Realm Crafter's lock boots every player with `P_KickedPlayer`; here each is told
+    /// why first (a system line), then kicked and closed with code 5 (its character is
+    /// saved as at any disconnect).
+    #[doc(alias = "P_KickedPlayer")]
+    fn remove_for_lock(&mut self, session: SessionId, message: &str) {
+        let mut line = message.to_owned();
+        if let Some(first) = line.get(..1) {
+            let upper = first.to_ascii_uppercase();
+            line.replace_range(..1, &upper);
+        }
+        let chat = ServerPacket::ChatMessage(ChatMessageS2C {
+            colour: ChatColour::System,
+            text: shared::wire::RcString::from(format!("{line}.").as_str()),
+        });
+        self.send_packet(session, &chat);
+        self.send_packet(session, &ServerPacket::KickedPlayer(KickedPlayer {}));
+        tracing::info!(session, "removed: the server is locked");
+        self.close_client(session, close::UNAVAILABLE, message);
     }
 
     // ----- chat and parties (the gateway's, beyond one zone) ----------------------------
@@ -1373,6 +1415,7 @@ impl Hub {
                 }
             })
             .collect();
+        let gate = self.shared.updates.gate();
         let view = ClusterView {
             gateway_id: self.shared.cfg.gateway_id.clone(),
             sessions: SessionCounts {
@@ -1389,6 +1432,9 @@ impl Hub {
                     instance: k.instance,
                 })
                 .collect(),
+            locked: gate.is_locked(),
+            lock_reason: gate.lock.clone(),
+            update_files: u64::try_from(gate.files().len()).unwrap_or(u64::MAX),
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,

@@ -725,8 +725,14 @@ impl Conn {
         }
         // Read once per packet: the session and the password work agree on it.
         let store_down = self.shared.writer.is_failing();
+        let gate = self.shared.updates.gate();
         let pre = match &packet {
-            Some(p) if store_down && crate::session::refused_while_store_down(p) => Pre::default(),
+            Some(p)
+                if (store_down || gate.is_locked())
+                    && crate::session::refused_while_store_down(p) =>
+            {
+                Pre::default()
+            }
             Some(p) => self.precompute(p).await,
             None => Pre::default(),
         };
@@ -754,6 +760,7 @@ impl Conn {
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)),
                 }),
+                gate: &gate,
             };
             self.session.set_store_down(store_down);
             match &packet {
@@ -813,6 +820,9 @@ impl Conn {
                         }
                         // A failed write: counted as `write_failed` above.
                         close::UNAVAILABLE if reason == crate::session::STORE_UNAVAILABLE => {}
+                        close::UNAVAILABLE if gate.lock_message().is_some_and(|m| m == reason) => {
+                            shared.updates.refused();
+                        }
                         close::UNAVAILABLE => Metrics::inc(&shared.metrics.login_unavailable),
                         close::PROTOCOL => Metrics::inc(&shared.metrics.protocol_violations),
                         _ => {}

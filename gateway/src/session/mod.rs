@@ -17,9 +17,13 @@
 //!   credential-bearing packet closes the connection with code 4;
 //! * any packet that is not a menu packet before `P_StartGame` succeeded, any packet that does
 //!   not decode, and any menu packet after it, closes the connection with code 2, except:
-//! * `P_FetchUpdateFiles` (10), whatever its payload, is answered before login with what a
-//!   server without an update service sends, the empty file list (`0a 00 00`), and the
-//!   connection stays up (a stock client asks for it first);
+//! * `P_FetchUpdateFiles` (10), whatever its payload, is answered before login with the
+//!   game's update list (`Files.dat`, [`Gate`]; the empty list `0a 00 00` when there is
+//!   none), and the connection stays up (a stock client asks for it first);
+//! * while the server is locked for maintenance ([`Gate::lock`], Realm Crafter's "lock
+//!   updates server"), `P_FetchUpdateFiles` and every packet that logs in or writes
+//!   (account creation, `P_VerifyAccount`, character changes, `P_StartGame`) gets its
+//!   refusal, if it has one, and the connection closes with code 5 and the lock's message;
 //! * `P_FetchItems` (8) and `P_SelectScenery` (42), which Realm Crafter never handled, are
 //!   ignored before login, whatever their payload, and reported as
 //!   [`SessionEvent::Ignored`] for the shell to count.
@@ -27,6 +31,7 @@
 mod accounts;
 mod blocks;
 pub mod budget;
+mod gate;
 mod lobby;
 mod password;
 mod throttle;
@@ -47,6 +52,7 @@ pub use accounts::{
     name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
+pub use gate::{Gate, MAX_LOCK_REASON, clean_reason, lock_message};
 pub use lobby::{Admit, Lobby};
 pub use password::{Argon2Hasher, HashError, PasswordHasher, Precomputed, verify_rc_v1};
 pub use throttle::{LoginThrottle, PeerKey, ThrottleLimits};
@@ -131,6 +137,8 @@ pub struct Ctx<'a> {
     /// The game clock's epoch and the real time now (both Unix ms), for the clock block
     /// `"E"` of `P_FetchActors`; `None` sends `Environment.dat`'s stored time.
     pub clock: Option<ClockNow>,
+    /// The update list and the maintenance lock.
+    pub gate: &'a Gate,
 }
 
 /// The game clock's epoch and the real time (Unix ms) of the packet being handled.
@@ -339,12 +347,28 @@ impl Session {
         self.pending = None;
     }
 
+    /// Refuses a packet that would log in, write or fetch the update list while the
+    /// server is locked; true when it did.
+    fn refuse_locked(&mut self, p: &ClientPacket, message: String) -> bool {
+        if !refused_while_store_down(p) && !matches!(p, ClientPacket::FetchUpdateFiles(_)) {
+            return false;
+        }
+        self.refuse(p, message);
+        true
+    }
+
     /// Refuses a packet that would log in or write while the store is out of service;
     /// true when it did.
     fn refuse_store_down(&mut self, p: &ClientPacket) -> bool {
         if !refused_while_store_down(p) {
             return false;
         }
+        self.refuse(p, STORE_UNAVAILABLE.to_owned());
+        true
+    }
+
+    /// Sends `p`'s refusal (if it has one) and closes with code 5 and `reason`.
+    fn refuse(&mut self, p: &ClientPacket, reason: String) {
         let refusal = match p {
             ClientPacket::CreateAccount(_) => {
                 Some(ServerPacket::CreateAccount(CreateAccountReply::Refused))
@@ -364,8 +388,7 @@ impl Session {
         if let Some(r) = refusal {
             self.send(r);
         }
-        self.close(close::UNAVAILABLE, STORE_UNAVAILABLE);
-        true
+        self.close(close::UNAVAILABLE, reason);
     }
 
     /// Whether the session has closed.
@@ -450,16 +473,16 @@ impl Session {
             Ok(p) => self.handle_packet(now_ms, ctx, &p),
             // Realm Crafter reads nothing of these, so neither does the menu: an odd
             // payload is answered or ignored like a well-formed one.
-            Err(_) if self.phase == Phase::Menu && self.menu_any_payload(ty) => {}
+            Err(_) if self.phase == Phase::Menu && self.menu_any_payload(ctx, ty) => {}
             Err(e) => self.close(close::PROTOCOL, format!("undecodable packet {ty}: {e}")),
         }
     }
 
     /// Answers `P_FetchUpdateFiles` or ignores the unused ids, by type byte alone; `false`
     /// for any other id.
-    fn menu_any_payload(&mut self, ty: u8) -> bool {
+    fn menu_any_payload(&mut self, ctx: &Ctx<'_>, ty: u8) -> bool {
         match ty {
-            ids::P_FETCH_UPDATE_FILES => self.update_files(),
+            ids::P_FETCH_UPDATE_FILES => self.update_files(ctx.gate),
             ids::P_FETCH_ITEMS | ids::P_SELECT_SCENERY => {
                 self.events.push_back(SessionEvent::Ignored { id: ty });
             }
@@ -468,10 +491,17 @@ impl Session {
         true
     }
 
-    /// The update file list of a server without an update service: empty, so a stock
-    /// client's updater finishes at once and goes on to the login screen.
-    fn update_files(&mut self) {
-        for chunk in update_file_chunks(&[]) {
+    /// The game's update list, in Realm Crafter's chunks (SN:1542-1554); empty when the
+    /// game has none, so a stock client's updater finishes at once and goes on to the
+    /// login screen. Realm Crafter answers nothing while locked (its network is off): here
+    /// the connection closes with code 5 and the lock's message.
+    #[doc(alias = "P_FetchUpdateFiles")]
+    fn update_files(&mut self, gate: &Gate) {
+        if let Some(message) = gate.lock_message() {
+            self.close(close::UNAVAILABLE, message);
+            return;
+        }
+        for chunk in update_file_chunks(gate.files()) {
             self.send(ServerPacket::FetchUpdateFiles(chunk));
         }
     }
@@ -503,12 +533,17 @@ impl Session {
             Phase::Menu => {}
         }
         self.pending = None;
+        if let Some(message) = ctx.gate.lock_message()
+            && self.refuse_locked(p, message)
+        {
+            return;
+        }
         if self.store_down && self.refuse_store_down(p) {
             return;
         }
         match p {
             ClientPacket::NewClient(_) => {}
-            ClientPacket::FetchUpdateFiles(_) => self.update_files(),
+            ClientPacket::FetchUpdateFiles(_) => self.update_files(ctx.gate),
             ClientPacket::FetchItems(_) | ClientPacket::SelectScenery(_) => {
                 self.events.push_back(SessionEvent::Ignored { id: p.id() });
             }

@@ -3,7 +3,8 @@
 //!
 //! [`load_world`] accepts a Realm Crafter `Server Data` directory (detected by `Misc.dat`
 //! or an `Areas` directory), a native world directory (`world.toml`) or a single native
-//! `.toml` file.
+//! `.toml` file. A world's update list, `Files.dat`, is read beside it
+//! ([`update_list_path`]).
 
 use std::fs;
 use std::path::Path;
@@ -12,6 +13,7 @@ use super::error::{ContentError, ContentWarning};
 use super::model::World;
 use super::native::{self, NativeFiles};
 use super::rc::{self, RcFiles};
+use super::updates::FILES_DAT;
 
 /// The kind of world found at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +58,40 @@ pub fn detect(path: &Path) -> Result<SourceKind, ContentError> {
 /// Loads and validates the world at `path` (any supported kind).
 pub fn load_world(path: impl AsRef<Path>) -> Result<(World, Vec<ContentWarning>), ContentError> {
     let path = path.as_ref();
-    match detect(path)? {
+    let kind = detect(path)?;
+    let (mut world, warnings) = load_kind(path, kind)?;
+    world.update_files = read_update_list(&update_list_path(path, kind))?.unwrap_or_default();
+    Ok((world, warnings))
+}
+
+/// Where the update list of the world at `path` is: `Files.dat` in a Realm Crafter
+/// `Server Data` directory (where Realm Crafter's server reads it) or in a native world
+/// directory, and beside a single native `.toml` file.
+pub fn update_list_path(path: &Path, kind: SourceKind) -> std::path::PathBuf {
+    match kind {
+        SourceKind::RealmCrafter | SourceKind::NativeDir => path.join(FILES_DAT),
+        SourceKind::NativeFile => path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join(FILES_DAT),
+    }
+}
+
+/// Reads and checks an update list (`Files.dat`); `None` when there is no such file. A
+/// malformed list is an error naming the file and the entry.
+pub fn read_update_list(
+    path: &Path,
+) -> Result<Option<Vec<crate::proto::UpdateFileEntry>>, ContentError> {
+    let Some(bytes) = read_opt(path)? else {
+        return Ok(None);
+    };
+    super::updates::parse_files_dat(&bytes)
+        .map(Some)
+        .map_err(|e| ContentError::new(path.display().to_string(), "", e.to_string()))
+}
+
+fn load_kind(path: &Path, kind: SourceKind) -> Result<(World, Vec<ContentWarning>), ContentError> {
+    match kind {
         SourceKind::RealmCrafter => {
             let (mut w, warnings) = rc::load_server_data(&read_rc_dir(path)?)?;
             w.scripts = read_scripts(&path.join(SCRIPTS_DIR))?;

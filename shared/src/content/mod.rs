@@ -18,6 +18,7 @@ pub mod model;
 pub mod native;
 pub mod rc;
 mod serde_util;
+pub mod updates;
 pub mod validate;
 
 pub use error::{ContentError, ContentWarning};

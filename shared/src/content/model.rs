@@ -102,6 +102,12 @@ pub struct World {
     /// are files of their own beside it.
     #[serde(skip)]
     pub scripts: Vec<ScriptSource>,
+    /// The update list the updater of Realm Crafter's client checks its files against
+    /// (`Files.dat`, [`super::updates`]), empty when the world has none. Not part of the
+    /// TOML: a `Files.dat` beside it.
+    #[serde(skip)]
+    #[doc(alias = "UpdateFile")]
+    pub update_files: Vec<crate::proto::UpdateFileEntry>,
 }
 
 /// One script file of a world (`Scripts/Name.rsl`): its name without the extension, and
@@ -132,6 +138,7 @@ impl Default for World {
             actors: Vec::new(),
             areas: Vec::new(),
             scripts: Vec::new(),
+            update_files: Vec::new(),
         }
     }
 }
