@@ -444,7 +444,9 @@ impl GatewayConfig {
         if !(500..=60_000).contains(&self.enet_connect_timeout_ms) {
             return bad("enet_connect_timeout_ms", "must be 500..=60000");
         }
+        // Port 0 asks the system for a free port: never the same one twice.
         if let Some(e) = self.enet_listen
+            && e.port() != 0
             && (e == self.listen || e == self.internal_listen)
         {
             return bad(
@@ -603,6 +605,35 @@ mod tests {
         c.validate().unwrap();
         c.apply_overrides([("update_listen", "")]).unwrap();
         assert_eq!(c.update_listen, None);
+    }
+
+    #[test]
+    fn rcenet_is_on_by_default_on_its_own_port_and_can_be_turned_off() {
+        let mut c = GatewayConfig {
+            standalone: true,
+            ..GatewayConfig::default()
+        };
+        assert_eq!(c.enet_listen.map(|a| a.port()), Some(DEFAULT_ENET_PORT));
+        c.validate().unwrap();
+        c.apply_overrides([("enet_listen", "0.0.0.0:25000")])
+            .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("enet_listen"), "{e}");
+        // Port 0: a free port each, never a clash.
+        c.apply_overrides([("enet_listen", "127.0.0.1:0"), ("listen", "127.0.0.1:0")])
+            .unwrap();
+        c.validate().unwrap();
+        c.apply_env([("GATEWAY_ENET_LISTEN".to_owned(), "off".to_owned())])
+            .unwrap();
+        assert_eq!(c.enet_listen, None);
+        c.apply_overrides([("enet_half_open_per_ip", "300")])
+            .unwrap();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("enet_half_open_per_ip")
+        );
     }
 
     #[test]
