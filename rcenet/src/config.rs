@@ -40,6 +40,11 @@ pub struct HostConfig {
     /// Server: most cookie replies per second, host-wide (a token bucket on `now`); past it
     /// the CONNECT is refused as without cookies (`Stats::cookies_refused`).
     pub max_cookie_replies_per_sec: u32,
+    /// How long a connected peer with nothing reliable in flight and no ACK received may
+    /// go before this host PINGs it (ms). ENet 1.1's is 500; a server may ping less often
+    /// (its peers ping it on their own, and its timeout rules still drop a silent peer
+    /// within ENet's bounds), which saves a PING and its ACK each way per peer.
+    pub ping_interval_ms: u64,
 }
 
 impl Default for HostConfig {
@@ -58,6 +63,7 @@ impl Default for HostConfig {
             cookies: true,
             cookie_secret: [0; 16],
             max_cookie_replies_per_sec: 20_000,
+            ping_interval_ms: crate::peer::PING_INTERVAL,
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::config::HostConfig;
 use crate::cookie::{self, ReplyBudget};
 use crate::error::{ConnectError, SendError};
 use crate::event::{DisconnectReason, Event, PeerId, PeerState, Transmit};
-use crate::peer::{AckResult, Delivery, Fault, PING_INTERVAL, Peer, clamp_mtu, verify_params};
+use crate::peer::{AckResult, Delivery, Fault, Peer, clamp_mtu, verify_params};
 use crate::stats::Stats;
 use crate::wire::{self, Command, Commands, FLAG_ACKNOWLEDGE, Frame, Header, SYSTEM_CHANNEL, kind};
 
@@ -840,7 +840,7 @@ impl Host {
             }
             if peer.state == PeerState::Connected
                 && peer.reliable_idle()
-                && now.saturating_sub(peer.last_receive) >= PING_INTERVAL
+                && now.saturating_sub(peer.last_receive) >= self.cfg.ping_interval_ms.max(1)
             {
                 peer.queue_system(FLAG_ACKNOWLEDGE, Command::Ping);
             }
@@ -883,7 +883,10 @@ impl Host {
                     consider(p.created.saturating_add(self.cfg.connect_timeout_ms));
                 }
                 PeerState::Connected if p.reliable_idle() => {
-                    consider(p.last_receive.saturating_add(PING_INTERVAL));
+                    consider(
+                        p.last_receive
+                            .saturating_add(self.cfg.ping_interval_ms.max(1)),
+                    );
                 }
                 _ => {}
             }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{BufMut as _, Bytes, BytesMut};
 use rcenet::{Event, Host, HostConfig, PeerId};
 use shared::frame::split_datagram;
 use shared::proto::{KickedPlayer, ServerPacket, ids};
@@ -24,11 +24,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, peer_key};
+use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, budgets, peer_key};
 use crate::hub::{
     CLIENT_QUEUE, ClientHandle, ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics,
     Shared,
 };
+use crate::session::budget::{InputBudget, Verdict};
 use crate::session::close;
 
 /// The RC channel of reliable packets.
@@ -47,19 +48,25 @@ const KICK_GRACE_MS: u64 = 1_000;
 const DISCONNECT_GRACE_MS: u64 = 3_000;
 /// Datagrams read in one go before the task looks at its other work.
 const READ_BURST: usize = 64;
-/// The host's wake-up when it has nothing scheduled (ms).
-const IDLE_WAKE_MS: u64 = 250;
+/// How often the host's timers run (ms): ENet's retransmissions, pings and timeouts at
+/// this resolution, and no scan of every peer per datagram.
+const TIMER_MS: u64 = 10;
+/// How often the server PINGs an idle client (ms; ENet 1.1: 500).
+const PING_MS: u64 = 2_000;
+/// How often the host's counters are copied into the metrics (ms).
+const METRICS_MS: u64 = 1_000;
 
-/// Something from the host task for one peer's session task.
-enum Inbound {
-    /// A reliable RC packet `[type][payload]`.
-    Reliable(Bytes),
-    /// A `P_StandardUpdate` as an rc/1 datagram frame `[len u16][14][payload]`.
-    Update(Bytes),
-}
+/// Something from the host task for one peer's session task: a reliable RC packet
+/// `[type][payload]`. (Positions go from the host task straight to the player's zone
+/// node, as a QUIC connection task sends its datagrams: no hop through the session task.)
+struct Inbound(Bytes);
 
 /// The host task's view of one peer.
 struct Peer {
+    /// Its session (the key of its route to a zone node once in the world).
+    session: u64,
+    /// Its position budget (`input_budgets`' `position`): positions are admitted here.
+    positions: InputBudget,
     /// To its session task (`None` once closing: the task has ended or is told to).
     inbound: Option<mpsc::Sender<Inbound>>,
     /// Bytes in `inbound`.
@@ -88,6 +95,9 @@ pub fn host_config(cfg: &crate::config::GatewayConfig) -> HostConfig {
         // Past the half-open caps, CONNECTs get stateless cookies keyed by this.
         cookies: true,
         cookie_secret: cookie_secret(),
+        // The clients ping every 500 ms on their own; the server's own pings (and their
+        // ACKs) every 2 s are enough to notice a silent client within ENet's bounds.
+        ping_interval_ms: PING_MS,
         ..HostConfig::default()
     }
 }
@@ -110,20 +120,18 @@ pub async fn serve(
     let mut t = HostTask {
         host: Host::new(host_config(&shared.cfg)),
         peers: HashMap::new(),
+        pool: BytesMut::new(),
         epoch: Instant::now(),
         shared,
         doors,
         tx,
     };
     let mut buf = vec![0u8; 65_536];
+    let mut timers = tokio::time::interval(Duration::from_millis(TIMER_MS));
+    timers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_timers = 0u64;
+    let mut next_metrics = 0u64;
     loop {
-        let now = t.now();
-        let wake = t
-            .host
-            .poll_timeout()
-            .unwrap_or(now + IDLE_WAKE_MS)
-            .min(now + IDLE_WAKE_MS);
-        let wake = t.epoch + Duration::from_millis(wake);
         tokio::select! {
             r = socket.recv_from(&mut buf) => {
                 if let Ok((n, from)) = r {
@@ -146,7 +154,7 @@ pub async fn serve(
                     }
                 }
             }
-            () = tokio::time::sleep_until(wake) => {}
+            _ = timers.tick() => {}
             r = shutdown.changed() => {
                 if r.is_err() || *shutdown.borrow() {
                     break;
@@ -154,8 +162,11 @@ pub async fn serve(
             }
         }
         let now = t.now();
-        t.host.handle_timeout(now);
-        t.closing(now);
+        if now >= next_timers {
+            next_timers = now + TIMER_MS;
+            t.host.handle_timeout(now);
+            t.closing(now);
+        }
         t.events();
         while let Some(out) = t.host.poll_transmit(now) {
             match socket.send_to(&out.data, out.dest).await {
@@ -163,7 +174,10 @@ pub async fn serve(
                 Err(e) => tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent"),
             }
         }
-        t.sync_metrics();
+        if now >= next_metrics {
+            next_metrics = now + METRICS_MS;
+            t.sync_metrics();
+        }
     }
     // Shutting down: every player is told, and the datagrams go out once.
     let ids: Vec<PeerId> = t.peers.keys().copied().collect();
@@ -180,6 +194,8 @@ pub async fn serve(
 struct HostTask {
     host: Host,
     peers: HashMap<PeerId, Peer>,
+    /// Pooled buffer the forwarded positions are cut from (no allocation per datagram).
+    pool: BytesMut,
     epoch: Instant,
     shared: Arc<Shared>,
     doors: Arc<Doors>,
@@ -296,6 +312,8 @@ impl HostTask {
         self.peers.insert(
             peer,
             Peer {
+                session,
+                positions: InputBudget::new(budgets(&shared.cfg), 0),
                 inbound: Some(in_tx),
                 inbound_bytes: inbound_bytes.clone(),
                 closing: None,
@@ -314,11 +332,9 @@ impl HostTask {
     }
 
     fn received(&mut self, peer: PeerId, channel: u8, data: Bytes, reliable: bool) {
-        let m = &self.shared.metrics;
+        let shared = self.shared.clone();
+        let m = &shared.metrics;
         Metrics::inc(&m.enet_packets_in);
-        let Some(p) = self.peers.get(&peer) else {
-            return;
-        };
         let Some(&ty) = data.first() else {
             Metrics::inc(&m.enet_bad_packets);
             return;
@@ -329,41 +345,91 @@ impl HostTask {
             Metrics::inc(&m.enet_reserved_types);
             return;
         }
-        let msg = if reliable {
-            Inbound::Reliable(data)
-        } else if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
-            let payload = data.get(1..).unwrap_or(&[]);
-            let Ok(len) = u16::try_from(payload.len() + 1) else {
+        if !reliable {
+            if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
+                self.position(peer, &data);
+            } else {
+                // Realm Crafter sends only P_StandardUpdate unreliably.
                 Metrics::inc(&m.enet_bad_packets);
-                return;
-            };
-            let mut f = Vec::with_capacity(payload.len() + 3);
-            f.extend_from_slice(&len.to_le_bytes());
-            f.push(ty);
-            f.extend_from_slice(payload);
-            Inbound::Update(Bytes::from(f))
-        } else {
-            // Realm Crafter sends only P_StandardUpdate unreliably.
-            Metrics::inc(&m.enet_bad_packets);
+            }
+            return;
+        }
+        let Some(p) = self.peers.get(&peer) else {
             return;
         };
         let Some(tx) = &p.inbound else { return };
-        let len = match &msg {
-            Inbound::Reliable(b) | Inbound::Update(b) => b.len(),
-        };
+        let len = data.len();
         let before = p.inbound_bytes.fetch_add(len, Ordering::Relaxed);
-        if before.saturating_add(len) > INBOUND_BYTES || tx.try_send(msg).is_err() {
+        if before.saturating_add(len) > INBOUND_BYTES || tx.try_send(Inbound(data)).is_err() {
             p.inbound_bytes.fetch_sub(len, Ordering::Relaxed);
-            if !reliable {
-                // A position the session task had no room for: dropped, as UDP would.
-                Metrics::inc(&m.enet_bad_packets);
-                return;
-            }
             // A reliable packet cannot be dropped without breaking the stream: the peer
             // sends faster than its session is served.
             Metrics::inc(&m.enet_inbound_overflows);
             tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
             self.close(peer, true, close::RATE_LIMITED);
+        }
+    }
+
+    /// A `P_StandardUpdate` (`[14][payload]`): against the player's position budget, then
+    /// as an rc/1 frame `[session][len u16][14][payload]` straight to its zone node, as a
+    /// QUIC connection's datagram goes (`Conn::datagram`).
+    #[doc(alias = "P_StandardUpdate")]
+    fn position(&mut self, peer: PeerId, data: &[u8]) {
+        let shared = self.shared.clone();
+        let m = &shared.metrics;
+        Metrics::add(&m.bytes_up_datagram, data.len() + 2);
+        let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if p.closing.is_some() {
+            return;
+        }
+        let session = p.session;
+        match p.positions.admit_positions(now_ms, 1) {
+            Verdict::Admit => {}
+            Verdict::Drop(a) => {
+                if let Some(c) = m.input_dropped.get(a.index()) {
+                    Metrics::inc(c);
+                }
+                return;
+            }
+            Verdict::Kick(a) => {
+                if let Some(c) = m.input_dropped.get(a.index()) {
+                    Metrics::inc(c);
+                }
+                Metrics::inc(&m.input_kicks);
+                tracing::info!(action = a.name(), "input flood: disconnecting the player");
+                if let Some(h) = shared.clients.get(&session) {
+                    h.close(close::RATE_LIMITED, &format!("input flood ({a})"));
+                }
+                return;
+            }
+        }
+        // Only in the world has a route; before, a position is input out of place.
+        let Some(node) = shared.routes.get(&session).map(|c| c.clone()) else {
+            Metrics::inc(&m.bad_datagrams);
+            return;
+        };
+        let payload = data.get(1..).unwrap_or(&[]);
+        let Ok(len) = u16::try_from(payload.len() + 1) else {
+            Metrics::inc(&m.bad_datagrams);
+            return;
+        };
+        let need = shared::internal::datagram::HEADER_LEN + payload.len() + 3;
+        if self.pool.capacity() < need {
+            // One allocation serves many datagrams; space comes back once they are sent.
+            self.pool.reserve(need.max(64 * 1024));
+        }
+        self.pool.put_u64_le(session);
+        self.pool.put_u16_le(len);
+        self.pool.put_u8(ids::P_STANDARD_UPDATE);
+        self.pool.extend_from_slice(payload);
+        let out = self.pool.split().freeze();
+        if node.send_datagram(out).is_ok() {
+            Metrics::inc(&m.datagrams_up);
+        } else {
+            Metrics::inc(&m.bad_datagrams);
         }
     }
 
@@ -518,7 +584,7 @@ async fn session_task(
             }
             () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
             m = inbound.recv(), if c.may_read() => match m {
-                Some(Inbound::Reliable(p)) => {
+                Some(Inbound(p)) => {
                     inbound_bytes.fetch_sub(p.len(), Ordering::Relaxed);
                     Metrics::add(&shared.metrics.bytes_up_stream, p.len());
                     let ty = p.first().copied().unwrap_or(0);
@@ -527,10 +593,6 @@ async fn session_task(
                     if let Some(end) = end {
                         break end;
                     }
-                }
-                Some(Inbound::Update(f)) => {
-                    inbound_bytes.fetch_sub(f.len(), Ordering::Relaxed);
-                    c.datagram(f);
                 }
                 // The peer disconnected or timed out.
                 None => break None,

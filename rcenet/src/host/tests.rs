@@ -1092,3 +1092,29 @@ fn our_client_connects_to_a_cookie_server() {
         }]
     );
 }
+
+#[test]
+fn a_server_may_ping_less_often_than_enet_and_still_pings() {
+    let mut c = Host::new(HostConfig::client());
+    let mut s = Host::new(HostConfig {
+        ping_interval_ms: 2_000,
+        ..HostConfig::default()
+    });
+    let _ = c.connect(0, addr(SERVER), 254, 41).unwrap();
+    pump(&mut c, &mut s, 0);
+    assert!(matches!(events(&mut s).pop(), Some(Event::Connect { .. })));
+    // The handshake's BANDWIDTH_LIMIT and its ACK, then nothing in flight.
+    s.handle_timeout(1000);
+    pump(&mut c, &mut s, 1000);
+    let pings = |s: &mut Host, now: u64| {
+        s.handle_timeout(now);
+        drain(s, now)
+            .iter()
+            .filter_map(|t| Datagram::decode(&t.data).ok())
+            .flat_map(|d| d.frames.into_iter().map(|f| f.command))
+            .filter(|c| *c == Command::Ping)
+            .count()
+    };
+    assert_eq!(pings(&mut s, 1_600), 0, "not at ENet's 500 ms");
+    assert_eq!(pings(&mut s, 3_100), 1, "at 2 s");
+}
