@@ -116,23 +116,11 @@ fn bind(
     addr: SocketAddr,
     cfg: quinn::ServerConfig,
 ) -> Result<quinn::Endpoint, StartError> {
-    use socket2::{Domain, Protocol, Socket, Type};
     let err = |source| StartError::Bind { what, addr, source };
-    let socket =
-        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
-    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
-    socket.bind(&addr.into()).map_err(err)?;
-    socket.set_nonblocking(true).map_err(err)?;
+    let socket = udp_socket(what, addr)?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| err(std::io::Error::other("no async runtime for quinn")))?;
-    quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        Some(cfg),
-        socket.into(),
-        runtime,
-    )
-    .map_err(err)
+    quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(cfg), socket, runtime).map_err(err)
 }
 
 /// Load the configured world (`None`: the embedded demo world), logging warnings.

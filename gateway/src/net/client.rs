@@ -1019,24 +1019,33 @@ impl Conn {
             }
             return;
         }
-        let m = &self.shared.metrics;
-        let Some(node) = self.shared.routes.get(&self.session_id).map(|c| c.clone()) else {
-            Metrics::inc(&m.bad_datagrams);
-            return;
-        };
-        let need = shared::internal::datagram::HEADER_LEN + d.len();
-        if self.pool.capacity() < need {
-            // One allocation serves many datagrams; space comes back once they are sent.
-            self.pool.reserve(need.max(64 * 1024));
-        }
-        self.pool.put_u64_le(self.session_id);
-        self.pool.extend_from_slice(d);
-        let out = self.pool.split().freeze();
-        if node.send_datagram(out).is_ok() {
-            Metrics::inc(&m.datagrams_up);
-        } else {
-            Metrics::inc(&m.bad_datagrams);
-        }
+        let shared = self.shared.clone();
+        to_node(&shared, &mut self.pool, self.session_id, &[d]);
+    }
+}
+
+/// A player's positions to its zone node: `[session u64]` then `parts`, as one datagram
+/// cut from `pool` (one allocation serves many datagrams; space comes back once they are
+/// sent), counted. Only a player in the world has a route; without one it is dropped.
+pub(super) fn to_node(shared: &Shared, pool: &mut BytesMut, session: u64, parts: &[&[u8]]) {
+    let m = &shared.metrics;
+    let Some(node) = shared.routes.get(&session).map(|c| c.clone()) else {
+        Metrics::inc(&m.bad_datagrams);
+        return;
+    };
+    let need =
+        shared::internal::datagram::HEADER_LEN + parts.iter().map(|p| p.len()).sum::<usize>();
+    if pool.capacity() < need {
+        pool.reserve(need.max(64 * 1024));
+    }
+    pool.put_u64_le(session);
+    for p in parts {
+        pool.extend_from_slice(p);
+    }
+    if node.send_datagram(pool.split().freeze()).is_ok() {
+        Metrics::inc(&m.datagrams_up);
+    } else {
+        Metrics::inc(&m.bad_datagrams);
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::{BufMut as _, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use rcenet::{Event, Host, HostConfig, PeerId};
 use shared::frame::split_datagram;
 use shared::proto::{KickedPlayer, ServerPacket, ids};
@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, budgets, peer_key};
+use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, budgets, peer_key, to_node};
 use crate::hub::{
     CLIENT_QUEUE, ClientHandle, ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics,
     Shared,
@@ -406,31 +406,15 @@ impl HostTask {
                 return;
             }
         }
-        // Only in the world has a route; before, a position is input out of place.
-        let Some(node) = shared.routes.get(&session).map(|c| c.clone()) else {
-            Metrics::inc(&m.bad_datagrams);
-            return;
-        };
         let payload = data.get(1..).unwrap_or(&[]);
         let Ok(len) = u16::try_from(payload.len() + 1) else {
             Metrics::inc(&m.bad_datagrams);
             return;
         };
-        let need = shared::internal::datagram::HEADER_LEN + payload.len() + 3;
-        if self.pool.capacity() < need {
-            // One allocation serves many datagrams; space comes back once they are sent.
-            self.pool.reserve(need.max(64 * 1024));
-        }
-        self.pool.put_u64_le(session);
-        self.pool.put_u16_le(len);
-        self.pool.put_u8(ids::P_STANDARD_UPDATE);
-        self.pool.extend_from_slice(payload);
-        let out = self.pool.split().freeze();
-        if node.send_datagram(out).is_ok() {
-            Metrics::inc(&m.datagrams_up);
-        } else {
-            Metrics::inc(&m.bad_datagrams);
-        }
+        // The rc/1 frame: `[len u16][14][payload]`.
+        let head = len.to_le_bytes();
+        let parts: [&[u8]; 3] = [&head, &[ids::P_STANDARD_UPDATE], payload];
+        to_node(&shared, &mut self.pool, session, &parts);
     }
 
     fn command(&mut self, cmd: EnetCmd) {
