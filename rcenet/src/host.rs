@@ -4,6 +4,8 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use bytes::Bytes;
+
 use crate::config::HostConfig;
 use crate::cookie::{self, ReplyBudget};
 use crate::error::{ConnectError, SendError};
@@ -199,6 +201,18 @@ impl Host {
         peer: PeerId,
         channel: u8,
         data: &[u8],
+        reliable: bool,
+    ) -> Result<(), SendError> {
+        self.send_bytes(peer, channel, Bytes::copy_from_slice(data), reliable)
+    }
+
+    /// [`send`](Self::send) without a copy: the packet is kept as given until it is
+    /// sent (and, reliable, acknowledged). A slice of a larger buffer keeps that buffer.
+    pub fn send_bytes(
+        &mut self,
+        peer: PeerId,
+        channel: u8,
+        data: Bytes,
         reliable: bool,
     ) -> Result<(), SendError> {
         let cfg = &self.cfg;

@@ -395,7 +395,7 @@ impl Peer {
     pub fn send(
         &mut self,
         channel: u8,
-        data: &[u8],
+        data: Bytes,
         reliable: bool,
         cfg: &HostConfig,
     ) -> Result<(), SendError> {
@@ -418,7 +418,7 @@ impl Peer {
             .channels
             .get_mut(usize::from(channel))
             .ok_or(SendError::InvalidChannel)?;
-        let payload = Bytes::copy_from_slice(data);
+        let payload = data;
         let mut reliable_cmds = Vec::new();
         if len > fragment_len {
             let start_seq = (ch.out_reliable + 1) as u16;

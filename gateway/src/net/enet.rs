@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use rcenet::{Event, Host, HostConfig, PeerId};
-use shared::frame::split_datagram;
 use shared::proto::{KickedPlayer, ServerPacket, ids};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -51,6 +50,11 @@ const READ_BURST: usize = 64;
 /// How often the host's timers run (ms): ENet's retransmissions, pings and timeouts at
 /// this resolution, and no scan of every peer per datagram.
 const TIMER_MS: u64 = 10;
+/// How often the host's datagrams go out (ms): what a peer is sent within this window
+/// (its broadcast, the zone's reliable packets of the same tick, the ACK of its PING)
+/// shares datagrams, at the cost of at most this much latency. ENet 1.1 flushed at
+/// every service call; a datagram is a system call and a wake-up on each side.
+const FLUSH_MS: u64 = 5;
 /// How often the server PINGs an idle client (ms; ENet 1.1: 500).
 const PING_MS: u64 = 2_000;
 /// How often the host's counters are copied into the metrics (ms).
@@ -127,9 +131,10 @@ pub async fn serve(
         tx,
     };
     let mut buf = vec![0u8; 65_536];
-    let mut timers = tokio::time::interval(Duration::from_millis(TIMER_MS));
+    let mut timers = tokio::time::interval(Duration::from_millis(FLUSH_MS));
     timers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_timers = 0u64;
+    let mut next_flush = 0u64;
     let mut next_metrics = 0u64;
     loop {
         tokio::select! {
@@ -168,10 +173,15 @@ pub async fn serve(
             t.closing(now);
         }
         t.events();
-        while let Some(out) = t.host.poll_transmit(now) {
-            match socket.send_to(&out.data, out.dest).await {
-                Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
-                Err(e) => tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent"),
+        if now >= next_flush {
+            next_flush = now + FLUSH_MS;
+            while let Some(out) = t.host.poll_transmit(now) {
+                match socket.send_to(&out.data, out.dest).await {
+                    Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
+                    Err(e) => {
+                        tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent");
+                    }
+                }
             }
         }
         if now >= next_metrics {
@@ -426,32 +436,46 @@ impl HostTask {
     }
 
     /// rc/1 frames to the peer, one ENet packet `[type][payload]` each: reliable on
-    /// channel 1, or (datagrams) only `P_StandardUpdate`, unreliable on channel 2.
-    fn frames(&mut self, peer: PeerId, frames: &[u8], reliable: bool) {
+    /// channel 1, or (datagrams) only `P_StandardUpdate`, unreliable on channel 2. Each
+    /// packet is a slice of `frames` (a frame's `[type][payload]` is the RC packet): no
+    /// copy.
+    fn frames(&mut self, peer: PeerId, frames: &Bytes, reliable: bool) {
         if self.peers.get(&peer).is_none_or(|p| p.closing.is_some()) {
             return;
         }
         let shared = self.shared.clone();
         let m = &shared.metrics;
-        let Ok(it) = split_datagram(frames, (!reliable).then_some(ids::P_STANDARD_UPDATE)) else {
-            Metrics::inc(&m.datagrams_down_dropped);
-            return;
+        let channel = if reliable {
+            CHANNEL_RELIABLE
+        } else {
+            CHANNEL_UPDATES
         };
-        let mut packet = Vec::new();
-        for f in it {
-            if f.ty == 0 {
-                // The original client's menu reads a type-0 packet as "connection lost".
+        let mut at = 0usize;
+        while at < frames.len() {
+            let Some(&[lo, hi]) = frames.get(at..at + 2) else {
+                Metrics::inc(&m.datagrams_down_dropped);
+                return;
+            };
+            let len = usize::from(u16::from_le_bytes([lo, hi]));
+            let (start, end) = (at + 2, at + 2 + len);
+            at = end;
+            let Some(&ty) = frames.get(start) else {
+                Metrics::inc(&m.datagrams_down_dropped);
+                return;
+            };
+            if end > frames.len() || len == 0 {
+                Metrics::inc(&m.datagrams_down_dropped);
+                return;
+            }
+            // The original client's menu reads a type-0 packet as "connection lost"; a
+            // datagram carries positions only.
+            if ty == 0 || (!reliable && ty != ids::P_STANDARD_UPDATE) {
                 continue;
             }
-            packet.clear();
-            packet.push(f.ty);
-            packet.extend_from_slice(f.payload);
-            let channel = if reliable {
-                CHANNEL_RELIABLE
-            } else {
-                CHANNEL_UPDATES
-            };
-            match self.host.send(peer, channel, &packet, reliable) {
+            match self
+                .host
+                .send_bytes(peer, channel, frames.slice(start..end), reliable)
+            {
                 Ok(()) => Metrics::inc(&m.enet_packets_out),
                 Err(_) if !reliable => Metrics::inc(&m.datagrams_down_dropped),
                 Err(_) => {
@@ -459,7 +483,7 @@ impl HostTask {
                     Metrics::inc(&m.client_queue_overflows);
                     tracing::info!(?peer, "RCEnet client too slow: disconnecting");
                     let now = self.now();
-                    self.host.disconnect_now(now, peer, 0);
+                    self.host.disconnect_now(now, peer, close::TOO_SLOW);
                     self.peers.remove(&peer);
                     return;
                 }

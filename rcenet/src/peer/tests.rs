@@ -57,7 +57,7 @@ fn rtt_update_and_future_acks() {
 fn retransmission_doubles_and_the_peer_times_out() {
     let mut p = peer();
     let cfg = HostConfig::client();
-    p.send(1, b"hello", true, &cfg).unwrap();
+    p.send(1, Bytes::from_static(b"hello"), true, &cfg).unwrap();
     assert!(p.build(0).is_some());
     let mut resends = Vec::new();
     let mut now = 0;
@@ -149,7 +149,7 @@ fn a_channel_never_spans_more_than_4095_unacknowledged_numbers() {
     let mut p = peer();
     let cfg = HostConfig::client();
     for _ in 0..5000 {
-        p.send(1, &[0], true, &cfg).unwrap();
+        p.send(1, Bytes::from_static(&[0]), true, &cfg).unwrap();
     }
     let mut sent = 0;
     while let Some(b) = p.build(0) {
