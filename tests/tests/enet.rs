@@ -280,3 +280,30 @@ async fn rcenet_logs_in_and_plays_through_a_lossy_relay() {
     again.close(CloseCode::Normal).await;
     bob.close(CloseCode::Normal).await;
 }
+
+/// A DM's `/kick` of a player on RCEnet: the original client learns it only from
+/// `P_KickedPlayer` (it ignores ENet disconnects), so that comes first, then the ENet
+/// disconnect carrying close code 1; the player is logged out. The maintenance lock
+/// removes an RCEnet player the same way, with code 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kicked_rcenet_player_is_told_with_p_kickedplayer() {
+    let c = Cluster::start("enet-kick", &["n1"]).await;
+    let enet = c.gw.enet_addr.expect("the RCEnet endpoint is on");
+    let (mut dm, _) = c.strong_dm("warden").await;
+    let (mut ann, _, _) = new_enet_player(enet, "rowdy").await;
+    dm.command("kick rowdy").await.unwrap();
+    let kicked = ann
+        .recv_until(|i| matches!(i.packet, ServerPacket::KickedPlayer(_)), WAIT)
+        .await;
+    assert!(kicked.is_ok(), "P_KickedPlayer reached the RCEnet client");
+    let why = tokio::time::timeout(WAIT, ann.closed())
+        .await
+        .expect("closed");
+    assert_eq!(why.server_code(), Some(CloseCode::Kicked), "{why}");
+    let deadline = Instant::now() + WAIT;
+    while c.online("rowdy") {
+        assert!(Instant::now() < deadline, "logged out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    dm.close(CloseCode::Normal).await;
+}
