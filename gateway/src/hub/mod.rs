@@ -84,7 +84,32 @@ pub struct ClientHandle {
 impl ClientHandle {
     /// Queue frames; a queue past `client_queue_bytes` (or [`CLIENT_QUEUE`] entries) closes
     /// the client with code 6: it cannot keep up, and must not cost anyone memory.
+    ///
+    /// An RCEnet client's frames go straight to the RCEnet host task (no hop through its
+    /// session task, so they share datagrams with the broadcast of the same tick); the
+    /// host bounds what the client has not acknowledged by `client_queue_bytes`.
     pub fn frames(&self, frames: Bytes, metrics: &Metrics) {
+        if let ClientLink::Enet(e) = &self.link {
+            let len = frames.len();
+            if e.tx
+                .try_send(EnetCmd::Frames {
+                    peer: e.peer,
+                    frames,
+                })
+                .is_ok()
+            {
+                Metrics::inc(&metrics.frames_down);
+                Metrics::add(&metrics.bytes_down_stream, len);
+            } else {
+                Metrics::inc(&metrics.client_queue_overflows);
+                tracing::info!("RCEnet host queue full: closing the client as too slow");
+                self.close(
+                    close::TOO_SLOW,
+                    "send queue overflow: the client is too slow",
+                );
+            }
+            return;
+        }
         let len = frames.len();
         let before = self.queued.fetch_add(len, Ordering::Relaxed);
         if before.saturating_add(len) > self.queue_limit
