@@ -86,6 +86,9 @@ pub enum EnetCmd {
         peer: rcenet::PeerId,
         /// The frames.
         frames: Bytes,
+        /// Whether their bytes are counted in the client's `queued` (frames from the hub
+        /// and the node links; the host subtracts them once it has taken them).
+        counted: bool,
     },
     /// rc/1 datagram frames to send unreliably on channel 2, one packet each.
     Datagram {
@@ -107,9 +110,11 @@ pub enum EnetCmd {
     },
 }
 
-/// Most commands queued for the RCEnet host task, every peer together; past it datagrams
-/// are dropped (counted) and frames wait.
-pub const ENET_COMMANDS: usize = 16_384;
+/// Most commands queued for the RCEnet host task, every peer together (a broadcast tick
+/// brings one per player at once): past it datagrams are dropped (counted) and frames
+/// wait (a session's) or close their client as too slow (the hub's, which each client
+/// also bounds by `client_queue_bytes`). The channel's memory grows only as it fills.
+pub const ENET_COMMANDS: usize = 1 << 18;
 
 /// One RCEnet peer as the gateway reaches it: commands to the host task.
 #[derive(Debug, Clone)]
@@ -139,6 +144,7 @@ impl EnetLink {
             .send(EnetCmd::Frames {
                 peer: self.peer,
                 frames,
+                counted: false,
             })
             .await
             .map_err(|_| LinkError)

@@ -90,19 +90,27 @@ impl ClientHandle {
     /// host bounds what the client has not acknowledged by `client_queue_bytes`.
     pub fn frames(&self, frames: Bytes, metrics: &Metrics) {
         if let ClientLink::Enet(e) = &self.link {
+            // Counted until the host task takes them: one client cannot fill its queue.
             let len = frames.len();
-            if e.tx
-                .try_send(EnetCmd::Frames {
-                    peer: e.peer,
-                    frames,
-                })
-                .is_ok()
+            let before = self.queued.fetch_add(len, Ordering::Relaxed);
+            if before.saturating_add(len) <= self.queue_limit
+                && e.tx
+                    .try_send(EnetCmd::Frames {
+                        peer: e.peer,
+                        frames,
+                        counted: true,
+                    })
+                    .is_ok()
             {
                 Metrics::inc(&metrics.frames_down);
                 Metrics::add(&metrics.bytes_down_stream, len);
             } else {
+                self.queued.fetch_sub(len, Ordering::Relaxed);
                 Metrics::inc(&metrics.client_queue_overflows);
-                tracing::info!("RCEnet host queue full: closing the client as too slow");
+                tracing::info!(
+                    queued = before,
+                    "RCEnet client too slow: send queue past its limit"
+                );
                 self.close(
                     close::TOO_SLOW,
                     "send queue overflow: the client is too slow",

@@ -75,6 +75,9 @@ struct Peer {
     inbound: Option<mpsc::Sender<Inbound>>,
     /// Bytes in `inbound`.
     inbound_bytes: Arc<AtomicUsize>,
+    /// The client's `queued` (`ClientHandle`): frames from the hub and the node links
+    /// not yet taken by this task.
+    queued: Arc<AtomicUsize>,
     /// When closing: the time by which the disconnect goes out, whether it went, and the
     /// close code it carries.
     closing: Option<(u64, bool, u32)>,
@@ -319,6 +322,7 @@ impl HostTask {
         Metrics::inc(&m.enet_connections);
         let (in_tx, in_rx) = mpsc::channel(INBOUND_PACKETS);
         let inbound_bytes = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(AtomicUsize::new(0));
         self.peers.insert(
             peer,
             Peer {
@@ -326,6 +330,7 @@ impl HostTask {
                 positions: InputBudget::new(budgets(&shared.cfg), 0),
                 inbound: Some(in_tx),
                 inbound_bytes: inbound_bytes.clone(),
+                queued: queued.clone(),
                 closing: None,
             },
         );
@@ -336,8 +341,16 @@ impl HostTask {
         };
         let span = tracing::info_span!("session", session, peer = %addr, transport = "enet");
         tokio::spawn(
-            session_task(shared.clone(), session, link, in_rx, inbound_bytes, slot)
-                .instrument(span),
+            session_task(
+                shared.clone(),
+                session,
+                link,
+                in_rx,
+                inbound_bytes,
+                queued,
+                slot,
+            )
+            .instrument(span),
         );
     }
 
@@ -429,7 +442,16 @@ impl HostTask {
 
     fn command(&mut self, cmd: EnetCmd) {
         match cmd {
-            EnetCmd::Frames { peer, frames } => self.frames(peer, &frames, true),
+            EnetCmd::Frames {
+                peer,
+                frames,
+                counted,
+            } => {
+                if counted && let Some(p) = self.peers.get(&peer) {
+                    p.queued.fetch_sub(frames.len(), Ordering::Relaxed);
+                }
+                self.frames(peer, &frames, true);
+            }
             EnetCmd::Datagram { peer, frames } => self.frames(peer, &frames, false),
             EnetCmd::Close { peer, kick, code } => self.close(peer, kick, code),
         }
@@ -543,6 +565,7 @@ async fn session_task(
     link: EnetLink,
     mut inbound: mpsc::Receiver<Inbound>,
     inbound_bytes: Arc<AtomicUsize>,
+    queued: Arc<AtomicUsize>,
     slot: ConnSlot,
 ) {
     let peer = link.addr;
@@ -551,7 +574,6 @@ async fn session_task(
         peer = %peer, transport = "enet", account = tracing::field::Empty,
         character = tracing::field::Empty, outcome = tracing::field::Empty);
     let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
-    let queued = Arc::new(AtomicUsize::new(0));
     shared.clients.insert(
         session_id,
         ClientHandle {
