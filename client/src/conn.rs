@@ -778,20 +778,28 @@ impl Connection {
         let Link::Enet(e) = &mut self.link else {
             return Ok(());
         };
-        let p = e.recv().await.map_err(ClientError::Closed)?;
-        let Some((&ty, payload)) = p.data.split_first() else {
-            return Ok(());
-        };
-        let mut frame = Vec::with_capacity(payload.len() + 3);
-        if write_frame(&mut frame, ty, payload).is_err() {
-            // Larger than a frame: not an RC packet the SDK can read.
-            self.stats.undecodable_packets += 1;
-            return Ok(());
+        // A datagram's packets at once: its updates are read as one rc/1 datagram.
+        let batch = e.recv_batch().await.map_err(ClientError::Closed)?;
+        let mut updates = Vec::new();
+        let mut frame = Vec::new();
+        for p in batch {
+            let Some((&ty, payload)) = p.data.split_first() else {
+                continue;
+            };
+            frame.clear();
+            if write_frame(&mut frame, ty, payload).is_err() {
+                // Larger than a frame: not an RC packet the SDK can read.
+                self.stats.undecodable_packets += 1;
+                continue;
+            }
+            if p.reliable {
+                self.decoder.push(&frame);
+            } else {
+                updates.extend_from_slice(&frame);
+            }
         }
-        if p.reliable {
-            self.decoder.push(&frame);
-        } else {
-            self.on_datagram(Bytes::from(frame));
+        if !updates.is_empty() {
+            self.on_datagram(Bytes::from(updates));
         }
         Ok(())
     }

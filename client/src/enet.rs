@@ -24,8 +24,9 @@ pub const CHANNEL_UPDATES: u8 = 2;
 pub const CHANNELS: u8 = 254;
 /// Commands the connection may queue for the task before sends fail.
 const COMMANDS: usize = 4_096;
-/// Packets the task may queue for the connection before it stops reading the socket.
-const INBOUND: usize = 4_096;
+/// Batches (the packets of one datagram or one turn of the task) the task may queue for
+/// the connection before it stops reading the socket; at most 32 × this many packets.
+const INBOUND: usize = 128;
 /// The task's wake-up when ENet has nothing scheduled (ms).
 const IDLE_WAKE_MS: u64 = 100;
 
@@ -92,7 +93,7 @@ impl Counts {
 /// ENet disconnect).
 pub(crate) struct EnetTransport {
     cmd: mpsc::Sender<Cmd>,
-    inbound: mpsc::Receiver<Packet>,
+    inbound: mpsc::Receiver<Vec<Packet>>,
     closed: watch::Receiver<Option<CloseReason>>,
     rtt_ms: Arc<AtomicU32>,
     counts: Arc<Counts>,
@@ -220,11 +221,15 @@ impl EnetTransport {
             })
     }
 
-    /// The next packet, or why the connection ended. Cancel-safe.
-    pub(crate) async fn recv(&mut self) -> Result<Packet, CloseReason> {
-        match self.inbound.recv().await {
-            Some(p) => Ok(p),
-            None => Err(self.reason()),
+    /// The packets of the next datagram (at least one), or why the connection ended.
+    /// Cancel-safe.
+    pub(crate) async fn recv_batch(&mut self) -> Result<Vec<Packet>, CloseReason> {
+        loop {
+            match self.inbound.recv().await {
+                Some(batch) if batch.is_empty() => {}
+                Some(batch) => return Ok(batch),
+                None => return Err(self.reason()),
+            }
         }
     }
 
@@ -285,7 +290,7 @@ struct Driver {
     socket: UdpSocket,
     epoch: Instant,
     cmds: mpsc::Receiver<Cmd>,
-    inbound: mpsc::Sender<Packet>,
+    inbound: mpsc::Sender<Vec<Packet>>,
     closed: watch::Sender<Option<CloseReason>>,
     rtt_ms: Arc<AtomicU32>,
     counts: Arc<Counts>,
@@ -311,13 +316,15 @@ impl Driver {
             if let Some(c) = closing {
                 wake = wake.min(c);
             }
-            // Room for a whole datagram's packets (at most 32 commands each).
-            let room = self.inbound.capacity() >= 64;
+            // Room for another batch.
+            let room = self.inbound.capacity() >= 1;
             tokio::select! {
                 r = self.socket.recv_from(&mut buf), if room => {
                     if let Ok((n, from)) = r {
                         let now = self.now();
-                        self.host.handle_datagram(now, from, buf.get(..n).unwrap_or(&[]));
+                        // One allocation per datagram; its packets are slices of it.
+                        let data = Bytes::copy_from_slice(buf.get(..n).unwrap_or(&[]));
+                        self.host.handle_datagram_bytes(now, from, data);
                     }
                 }
                 c = self.cmds.recv(), if closing.is_none() => match c {
@@ -347,11 +354,11 @@ impl Driver {
                 self.rtt_ms.store(rtt, Ordering::Relaxed);
             }
             let mut ended = None;
+            let mut batch = Vec::new();
             while let Some(e) = self.host.poll_event() {
                 match e {
                     Event::Receive { data, reliable, .. } => {
-                        // Bounded: the socket is not read while the queue is full.
-                        let _ = self.inbound.try_send(Packet { data, reliable });
+                        batch.push(Packet { data, reliable });
                     }
                     Event::Disconnect { reason, .. } => {
                         ended = Some(match reason {
@@ -368,6 +375,10 @@ impl Driver {
                     }
                     Event::Connect { .. } => {}
                 }
+            }
+            if !batch.is_empty() {
+                // Bounded: the socket is read only with room for a batch (one producer).
+                let _ = self.inbound.try_send(batch);
             }
             self.flush().await;
             self.counts.set(self.host.stats());

@@ -40,6 +40,10 @@ pub struct GatewayConfig {
     pub enet_half_open_per_ip: u32,
     /// An RCEnet handshake not completed within this time frees its slot (ms).
     pub enet_connect_timeout_ms: u64,
+    /// RCEnet host tasks, each with its own socket on `enet_listen` (`SO_REUSEPORT`: the
+    /// kernel keeps each client on one); 0 = one per CPU, at most 8. Where the system has
+    /// no `SO_REUSEPORT`, one.
+    pub enet_shards: u32,
     /// Admin HTTP (`/healthz`, `/metrics`, `/cluster`), TCP; loopback by default.
     pub admin_listen: SocketAddr,
     /// Data directory: SQLite database and the generated certificate.
@@ -171,6 +175,7 @@ impl Default for GatewayConfig {
             enet_half_open: 256,
             enet_half_open_per_ip: 8,
             enet_connect_timeout_ms: 5_000,
+            enet_shards: 0,
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
             world: None,
@@ -242,6 +247,7 @@ impl Settings for GatewayConfig {
             "enet_half_open" => self.enet_half_open = num(value)?,
             "enet_half_open_per_ip" => self.enet_half_open_per_ip = num(value)?,
             "enet_connect_timeout_ms" => self.enet_connect_timeout_ms = num(value)?,
+            "enet_shards" => self.enet_shards = num(value)?,
             "admin_listen" => self.admin_listen = num(value)?,
             "data_dir" => self.data_dir = PathBuf::from(value),
             "world" => self.world = path(value),
@@ -443,6 +449,9 @@ impl GatewayConfig {
         }
         if !(500..=60_000).contains(&self.enet_connect_timeout_ms) {
             return bad("enet_connect_timeout_ms", "must be 500..=60000");
+        }
+        if self.enet_shards > 64 {
+            return bad("enet_shards", "must be 0..=64 (0: one per CPU)");
         }
         // Port 0 asks the system for a free port: never the same one twice.
         if let Some(e) = self.enet_listen

@@ -108,6 +108,66 @@ fn udp_socket(what: &'static str, addr: SocketAddr) -> Result<std::net::UdpSocke
     Ok(socket.into())
 }
 
+/// How many RCEnet host tasks: `enet_shards`, or one per CPU (at most 8) when 0.
+fn enet_shards(cfg: &GatewayConfig) -> usize {
+    match cfg.enet_shards {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+        n => usize::try_from(n).unwrap_or(1),
+    }
+}
+
+/// `n` UDP sockets on one `addr` for RCEnet's host tasks, with `SO_REUSEPORT` so that the
+/// kernel spreads clients over them by address (and keeps each client on one). Where the
+/// option is missing, one socket.
+fn enet_sockets(addr: SocketAddr, n: usize) -> Result<Vec<std::net::UdpSocket>, StartError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let what = "RCEnet clients";
+    let err = |source| StartError::Bind { what, addr, source };
+    if n <= 1 {
+        return Ok(vec![udp_socket(what, addr)?]);
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut bind_to = addr;
+    for i in 0..n {
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(err)?;
+        let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+        if !reuse_port(&socket) {
+            if i == 0 {
+                tracing::info!("no SO_REUSEPORT here: one RCEnet host task");
+                return Ok(vec![udp_socket(what, addr)?]);
+            }
+            break;
+        }
+        socket.bind(&bind_to.into()).map_err(err)?;
+        socket.set_nonblocking(true).map_err(err)?;
+        let socket: std::net::UdpSocket = socket.into();
+        if i == 0 {
+            // Port 0: the others join the port the first one got.
+            bind_to = socket.local_addr().map_err(err)?;
+        }
+        out.push(socket);
+    }
+    Ok(out)
+}
+
+#[cfg(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+))]
+fn reuse_port(socket: &socket2::Socket) -> bool {
+    socket.set_reuse_port(true).is_ok()
+}
+
+#[cfg(not(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+)))]
+fn reuse_port(_: &socket2::Socket) -> bool {
+    false
+}
+
 /// A server endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (best effort).
 /// Every client's 5 Hz updates and acknowledgements land on one socket; with the kernel's
 /// default 208 KiB the kernel drops them while the gateway is busy with a broadcast burst.
@@ -219,10 +279,15 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
                 addr,
                 source,
             };
-            let socket = tokio::net::UdpSocket::from_std(udp_socket("RCEnet clients", addr)?)
-                .map_err(err)?;
-            let local = socket.local_addr().map_err(err)?;
-            Some((socket, local))
+            let mut sockets = Vec::new();
+            for s in enet_sockets(addr, enet_shards(&cfg))? {
+                sockets.push(tokio::net::UdpSocket::from_std(s).map_err(err)?);
+            }
+            let local = match sockets.first() {
+                Some(s) => s.local_addr().map_err(err)?,
+                None => addr,
+            };
+            Some((sockets, local))
         }
         None => None,
     };
@@ -296,13 +361,17 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         doors.clone(),
         stop_rx.clone(),
     ));
-    if let Some((socket, _)) = enet {
-        tokio::spawn(net::enet::serve(
-            socket,
-            shared.clone(),
-            doors,
-            stop_rx.clone(),
-        ));
+    if let Some((sockets, _)) = enet {
+        let shards = sockets.len();
+        for socket in sockets {
+            tokio::spawn(net::enet::serve(
+                socket,
+                shards,
+                shared.clone(),
+                doors.clone(),
+                stop_rx.clone(),
+            ));
+        }
     }
     tokio::spawn(net::node::serve(
         internal_ep.clone(),

@@ -45,6 +45,13 @@ pub struct HostConfig {
     /// (its peers ping it on their own, and its timeout rules still drop a silent peer
     /// within ENet's bounds), which saves a PING and its ACK each way per peer.
     pub ping_interval_ms: u64,
+    /// Floor of a reliable command's first retransmission timer (ms). ENet 1.1 starts it at
+    /// `rtt + 4·var` with no floor: on a LAN or loopback that is a few milliseconds, so a
+    /// receiver that is late by a scheduler hiccup gets everything again, and under load
+    /// the resends feed themselves (measured: 125,000 spurious resends a second at 1,000
+    /// players on one machine). Nothing on the wire changes; the timeout rules still drop
+    /// a silent peer within ENet's 5–40 s. 1 restores ENet 1.1 exactly.
+    pub min_rto_ms: u64,
 }
 
 impl Default for HostConfig {
@@ -64,6 +71,7 @@ impl Default for HostConfig {
             cookie_secret: [0; 16],
             max_cookie_replies_per_sec: 20_000,
             ping_interval_ms: crate::peer::PING_INTERVAL,
+            min_rto_ms: 100,
         }
     }
 }

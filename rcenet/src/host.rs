@@ -64,6 +64,9 @@ pub struct Host {
     direct: VecDeque<Transmit>,
     events: VecDeque<Event>,
     deliveries: Vec<Delivery>,
+    /// The datagram being handled, when the caller gave it as `Bytes`: received packets
+    /// are slices of it instead of copies.
+    rx: Option<Bytes>,
     stats: Stats,
     recalc_bandwidth: bool,
     bandwidth_epoch: u64,
@@ -90,6 +93,7 @@ impl Host {
             direct: VecDeque::new(),
             events: VecDeque::new(),
             deliveries: Vec::new(),
+            rx: None,
             stats: Stats::default(),
             recalc_bandwidth: false,
             bandwidth_epoch: 0,
@@ -340,6 +344,18 @@ impl Host {
             p.queued_for_transmit = true;
             self.transmit_queue.push_back(id);
         }
+    }
+
+    /// One received UDP datagram as `Bytes`: as [`Host::handle_datagram`], but the packets
+    /// it delivers are slices of `data`, not copies (one allocation per datagram instead
+    /// of one per packet). A delivered slice keeps the whole datagram alive until it is
+    /// dropped, so a receiver that queues packets should bound its queue by datagrams
+    /// (as the SDK does), not only by packet bytes; early reliable packets and fragments
+    /// are still copied.
+    pub fn handle_datagram_bytes(&mut self, now: u64, from: SocketAddr, data: Bytes) {
+        self.rx = Some(data.clone());
+        self.handle_datagram(now, from, &data);
+        self.rx = None;
     }
 
     /// One received UDP datagram. Never panics; malformed input is dropped and counted.
@@ -690,6 +706,7 @@ impl Host {
     /// One command for a known peer.
     fn handle_command(&mut self, now: u64, id: PeerId, dgram: &Header, frame: &Frame<'_>) -> After {
         let cfg = &self.cfg;
+        let src = Src(self.rx.as_ref());
         let Some(peer) = self
             .slots
             .get_mut(usize::from(id.slot))
@@ -742,13 +759,14 @@ impl Host {
             }
             Command::Ping => Ok(true),
             Command::SendReliable { data } => {
-                peer.receive_reliable(&h, data, cfg, &mut self.deliveries)
+                peer.receive_reliable(&h, data, src, cfg, &mut self.deliveries)
             }
             Command::SendUnreliable {
                 unreliable_seq,
                 data,
             } => {
-                let r = peer.receive_unreliable(&h, unreliable_seq, data, &mut self.deliveries);
+                let r =
+                    peer.receive_unreliable(&h, unreliable_seq, data, src, &mut self.deliveries);
                 if r == Ok(false) {
                     self.stats.unreliable_dropped += 1;
                 }
@@ -758,7 +776,7 @@ impl Host {
                 peer.receive_fragment(&h, &info, data, cfg, &mut self.deliveries)
             }
             Command::SendUnsequenced { group, data } => peer
-                .receive_unsequenced(&h, group, data, &mut self.deliveries)
+                .receive_unsequenced(&h, group, data, src, &mut self.deliveries)
                 .map(|_| true),
             Command::BandwidthLimit { incoming, outgoing } => {
                 peer.handle_bandwidth_limit(incoming, outgoing);
@@ -957,6 +975,26 @@ impl Host {
     fn count_out(&mut self, t: &Transmit) {
         self.stats.datagrams_out += 1;
         self.stats.bytes_out += t.data.len() as u64;
+    }
+}
+
+/// Where received packet bytes come from: slices of the datagram when it was given as
+/// `Bytes`, else copies.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Src<'a>(Option<&'a Bytes>);
+
+impl Src<'_> {
+    /// `sub` (a slice of the datagram being handled) as `Bytes`.
+    pub(crate) fn bytes(self, sub: &[u8]) -> Bytes {
+        if let Some(whole) = self.0 {
+            let start = whole.as_ptr() as usize;
+            let at = sub.as_ptr() as usize;
+            if at >= start && at.saturating_add(sub.len()) <= start.saturating_add(whole.len()) {
+                let from = at - start;
+                return whole.slice(from..from + sub.len());
+            }
+        }
+        Bytes::copy_from_slice(sub)
     }
 }
 

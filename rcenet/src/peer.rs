@@ -9,6 +9,7 @@ use bytes::Bytes;
 use crate::config::HostConfig;
 use crate::error::SendError;
 use crate::event::{PeerId, PeerState};
+use crate::host::Src;
 use crate::seq::{Order, classify};
 use crate::wire::{
     self, Command, CommandHeader, ConnectParams, FLAG_ACKNOWLEDGE, FragmentInfo, Frame, Header,
@@ -21,6 +22,8 @@ pub(crate) const DEFAULT_RTT: u32 = 500;
 pub(crate) const PING_INTERVAL: u64 = 500;
 /// A command's retransmission timer may grow to this many times its start.
 const TIMEOUT_LIMIT: u64 = 32;
+/// Most expired reliable commands resent at one check when the peer is not in recovery.
+const RESEND_BURST: usize = 8;
 /// Below this wait since the oldest unacknowledged send a peer is never dropped.
 pub(crate) const TIMEOUT_MINIMUM: u64 = 5000;
 /// Past this wait since the oldest unacknowledged send a peer is always dropped.
@@ -159,6 +162,12 @@ pub(crate) struct Built {
 /// One connection.
 #[derive(Debug)]
 pub(crate) struct Peer {
+    /// Floor of a reliable command's first retransmission timer (`HostConfig::min_rto_ms`).
+    min_rto: u64,
+    /// A command was resent and no ACK has arrived since (see `check_timeouts`).
+    recovering: bool,
+    /// In recovery: when the next probe may go.
+    probe_due: u64,
     pub id: PeerId,
     pub state: PeerState,
     pub addr: SocketAddr,
@@ -206,9 +215,13 @@ impl Peer {
         session: u32,
         channels: usize,
         mtu: u16,
+        cfg: &HostConfig,
         now: u64,
     ) -> Self {
         Self {
+            min_rto: cfg.min_rto_ms.max(1),
+            recovering: false,
+            probe_due: 0,
             id,
             state: PeerState::Connecting,
             addr,
@@ -257,7 +270,7 @@ impl Peer {
         cfg: &HostConfig,
         now: u64,
     ) -> Self {
-        let mut p = Self::blank(id, addr, session, usize::from(channels), cfg.mtu, now);
+        let mut p = Self::blank(id, addr, session, usize::from(channels), cfg.mtu, cfg, now);
         p.visible = true;
         let params = ConnectParams {
             outgoing_peer_id: id.slot,
@@ -286,7 +299,7 @@ impl Peer {
     ) -> Self {
         let channels = usize::try_from(params.channel_count).unwrap_or(0);
         let mtu = clamp_mtu(params.mtu).min(clamp_mtu(cfg.mtu));
-        let mut p = Self::blank(id, addr, session, channels, mtu, now);
+        let mut p = Self::blank(id, addr, session, channels, mtu, cfg, now);
         p.state = PeerState::AcknowledgingConnect;
         p.outgoing_peer_id = params.outgoing_peer_id & wire::NO_PEER;
         p.incoming_bandwidth = params.incoming_bandwidth;
@@ -316,7 +329,7 @@ impl Peer {
         now: u64,
     ) -> Self {
         let channels = cfg.channel_limit.clamp(1, 255);
-        let mut p = Self::blank(id, addr, session, channels, clamp_mtu(cfg.mtu), now);
+        let mut p = Self::blank(id, addr, session, channels, clamp_mtu(cfg.mtu), cfg, now);
         p.state = PeerState::Connected;
         p.visible = true;
         p.outgoing_peer_id = 0;
@@ -503,6 +516,11 @@ impl Peer {
         };
         self.last_receive = now;
         self.earliest_timeout = None;
+        if self.recovering {
+            // The peer reads: the commands parked in recovery may go at the next check.
+            self.recovering = false;
+            self.next_timeout = now;
+        }
         let sample = u32::try_from(now - sent).unwrap_or(u32::MAX);
         self.rtt_var -= self.rtt_var / 4;
         if sample >= self.rtt {
@@ -522,9 +540,6 @@ impl Peer {
         let found = if let Some(i) = self.sent_reliable.iter().position(matches) {
             let cmd = self.sent_reliable.remove(i)?;
             self.in_transit = self.in_transit.saturating_sub(cmd.payload.len());
-            if let Some(front) = self.sent_reliable.front() {
-                self.next_timeout = front.sent_time.saturating_add(front.rto);
-            }
             cmd
         } else {
             let i = self.outgoing_reliable.iter().position(matches)?;
@@ -601,6 +616,7 @@ impl Peer {
         &mut self,
         header: &CommandHeader,
         data: &[u8],
+        src: Src<'_>,
         cfg: &HostConfig,
         out: &mut Vec<Delivery>,
     ) -> Result<bool, Fault> {
@@ -611,7 +627,14 @@ impl Peer {
         if classify(incoming, seq) != Order::New || self.held.contains_key(&(ch, seq)) {
             return Ok(false);
         }
-        self.hold(ch, seq, Held::Packet(Bytes::copy_from_slice(data)));
+        // An early packet is copied: a slice would keep its whole datagram alive for as
+        // long as it waits, beyond what `max_reassembly_bytes` counts.
+        let bytes = if seq == incoming.wrapping_add(1) {
+            src.bytes(data)
+        } else {
+            Bytes::copy_from_slice(data)
+        };
+        self.hold(ch, seq, Held::Packet(bytes));
         self.drain(ch, out);
         self.check_held(cfg)?;
         Ok(true)
@@ -698,6 +721,7 @@ impl Peer {
         header: &CommandHeader,
         unreliable_seq: u16,
         data: &[u8],
+        src: Src<'_>,
         out: &mut Vec<Delivery>,
     ) -> Result<bool, Fault> {
         self.check_data_state(header.channel)?;
@@ -710,7 +734,7 @@ impl Peer {
         chan.in_unreliable = unreliable_seq;
         out.push(Delivery {
             channel: header.channel,
-            data: Bytes::copy_from_slice(data),
+            data: src.bytes(data),
             reliable: false,
         });
         Ok(true)
@@ -722,6 +746,7 @@ impl Peer {
         header: &CommandHeader,
         group: u16,
         data: &[u8],
+        src: Src<'_>,
         out: &mut Vec<Delivery>,
     ) -> Result<bool, Fault> {
         self.check_data_state(header.channel)?;
@@ -750,7 +775,7 @@ impl Peer {
         }
         out.push(Delivery {
             channel: header.channel,
-            data: Bytes::copy_from_slice(data),
+            data: src.bytes(data),
             reliable: false,
         });
         Ok(true)
@@ -829,15 +854,34 @@ impl Peer {
 
     /// Retransmission and timeout check (ENet 1.1 `check_timeouts`). Returns `Err(())` when
     /// the peer must be dropped, else the number of commands queued again.
+    ///
+    /// One deviation, on the sender's side only: ENet 1.1 resends *every* command whose
+    /// timer ran out, at once. When a receiver is merely late (a busy machine, a scheduler
+    /// hiccup) that resends a whole window to a peer that still has it, and on a loaded
+    /// host the resends feed themselves until peers time out (measured: see
+    /// docs/rcenet.md). Here at most [`RESEND_BURST`] expired commands go at a time; then
+    /// the peer is in *recovery*: nothing more is resent until an ACK arrives (it reads:
+    /// the next check may send another burst) or the earliest resent command's doubled
+    /// timer runs out. Every command's timer still doubles on each resend and the drop
+    /// rules are unchanged.
     pub fn check_timeouts(&mut self, now: u64) -> Result<usize, ()> {
         if self.timeout_deadline().is_some_and(|d| now >= d) {
             return Err(());
         }
-        let mut keep = VecDeque::with_capacity(self.sent_reliable.len());
-        let mut resend = Vec::new();
-        while let Some(mut cmd) = self.sent_reliable.pop_front() {
-            if now.saturating_sub(cmd.sent_time) < cmd.rto {
-                keep.push_back(cmd);
+        if self.recovering && now < self.probe_due {
+            // Resent commands are in flight: nothing else goes until the earliest of them
+            // is due again or an ACK comes.
+            self.next_timeout = self.probe_due;
+            return Ok(0);
+        }
+        let mut resend: Vec<OutCmd> = Vec::new();
+        let mut next = u64::MAX;
+        let mut i = 0;
+        while let Some(cmd) = self.sent_reliable.get(i) {
+            let expiry = cmd.sent_time.saturating_add(cmd.rto);
+            if now < expiry {
+                next = next.min(expiry);
+                i += 1;
                 continue;
             }
             let earliest = self
@@ -849,18 +893,29 @@ impl Peer {
             {
                 return Err(());
             }
+            if resend.len() >= RESEND_BURST {
+                // Parked until an ACK shows the peer reading (`handle_ack` re-arms the check).
+                i += 1;
+                continue;
+            }
+            let Some(mut cmd) = self.sent_reliable.remove(i) else {
+                break;
+            };
             self.in_transit = self.in_transit.saturating_sub(cmd.payload.len());
             cmd.rto = cmd.rto.saturating_mul(2);
             resend.push(cmd);
         }
-        self.sent_reliable = keep;
         let n = resend.len();
+        if let Some(rto) = resend.iter().map(|c| c.rto).min() {
+            self.recovering = true;
+            self.probe_due = now.saturating_add(rto);
+            next = next.min(self.probe_due);
+        }
         for cmd in resend.into_iter().rev() {
             self.outgoing_reliable.push_front(cmd);
         }
-        if let Some(front) = self.sent_reliable.front() {
-            self.next_timeout = front.sent_time.saturating_add(front.rto);
-        }
+        // The resent commands arm their timers again when they go out (`build`).
+        self.next_timeout = next;
         Ok(n)
     }
 
@@ -949,10 +1004,10 @@ impl Peer {
                 break;
             }
             if cmd.rto == 0 {
-                cmd.rto = (u64::from(self.rtt) + 4 * u64::from(self.rtt_var)).max(1);
+                cmd.rto = (u64::from(self.rtt) + 4 * u64::from(self.rtt_var)).max(self.min_rto);
                 cmd.rto_limit = TIMEOUT_LIMIT * cmd.rto;
             }
-            if self.sent_reliable.is_empty() {
+            if self.sent_reliable.is_empty() || self.next_timeout > now.saturating_add(cmd.rto) {
                 self.next_timeout = now.saturating_add(cmd.rto);
             }
             cmd.sent_time = now;

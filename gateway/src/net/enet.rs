@@ -83,9 +83,15 @@ struct Peer {
     closing: Option<(u64, bool, u32)>,
 }
 
-/// The ENet host's settings from the gateway's.
-pub fn host_config(cfg: &crate::config::GatewayConfig) -> HostConfig {
-    let half_open = usize::try_from(cfg.enet_half_open).unwrap_or(usize::MAX);
+/// The settings of one of `shards` ENet hosts from the gateway's: the gateway-wide bounds
+/// (half-open slots, cookie replies) are split between them.
+pub fn host_config(cfg: &crate::config::GatewayConfig, shards: usize) -> HostConfig {
+    let shards = shards.max(1);
+    let half_open = (usize::try_from(cfg.enet_half_open).unwrap_or(usize::MAX) / shards).max(1);
+    let per_ip = usize::try_from(cfg.enet_half_open_per_ip)
+        .unwrap_or(usize::MAX)
+        .min(half_open);
+    let cookie_rate = HostConfig::default().max_cookie_replies_per_sec;
     let peers = usize::try_from(cfg.max_connections)
         .unwrap_or(usize::MAX)
         .saturating_add(half_open)
@@ -94,7 +100,8 @@ pub fn host_config(cfg: &crate::config::GatewayConfig) -> HostConfig {
     HostConfig {
         max_peers: peers,
         max_half_open: half_open,
-        max_half_open_per_ip: usize::try_from(cfg.enet_half_open_per_ip).unwrap_or(usize::MAX),
+        max_half_open_per_ip: per_ip,
+        max_cookie_replies_per_sec: (cookie_rate / u32::try_from(shards).unwrap_or(1)).max(1),
         connect_timeout_ms: cfg.enet_connect_timeout_ms,
         // A client's RC packet is at most one frame's payload and type.
         max_packet_bytes: cfg.max_frame_len.saturating_add(1),
@@ -116,16 +123,19 @@ fn cookie_secret() -> [u8; 16] {
     secret
 }
 
-/// Serve RCEnet on `socket` until `shutdown` turns true.
+/// Serve RCEnet on `socket` (one of `shards` on the same port) until `shutdown` turns
+/// true.
 pub async fn serve(
     socket: UdpSocket,
+    shards: usize,
     shared: Arc<Shared>,
     doors: Arc<Doors>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let (tx, mut cmds) = mpsc::channel(ENET_COMMANDS);
     let mut t = HostTask {
-        host: Host::new(host_config(&shared.cfg)),
+        host: Host::new(host_config(&shared.cfg, shards)),
+        synced: Synced::default(),
         peers: HashMap::new(),
         pool: BytesMut::new(),
         epoch: Instant::now(),
@@ -204,8 +214,25 @@ pub async fn serve(
     }
 }
 
+/// A host task's counters as last added to the gateway's metrics.
+#[derive(Default)]
+struct Synced {
+    malformed: u64,
+    half_open_refused: u64,
+    half_open_expired: u64,
+    cookies_sent: u64,
+    cookies_connected: u64,
+    cookies_bad: u64,
+    cookies_refused: u64,
+    timeouts: u64,
+    retransmits: u64,
+    peers: u64,
+    half_open: u64,
+}
+
 struct HostTask {
     host: Host,
+    synced: Synced,
     peers: HashMap<PeerId, Peer>,
     /// Pooled buffer the forwarded positions are cut from (no allocation per datagram).
     pool: BytesMut,
@@ -229,41 +256,66 @@ impl HostTask {
         self.events();
     }
 
-    /// Copies the host's counters into the gateway's metrics.
-    fn sync_metrics(&self) {
+    /// Adds what the host's counters gained since the last call to the gateway's metrics
+    /// (several host tasks share them).
+    fn sync_metrics(&mut self) {
         let s = self.host.stats();
-        let m = &self.shared.metrics;
-        let set = |c: &std::sync::atomic::AtomicU64, v: u64| c.store(v, Ordering::Relaxed);
-        // Datagrams ENet refuses: unreadable, for no peer, from the wrong address or
-        // session, or whose commands fail.
-        set(
-            &m.enet_malformed,
-            s.malformed
+        let now = Synced {
+            // Datagrams ENet refuses: unreadable, for no peer, from the wrong address or
+            // session, or whose commands fail.
+            malformed: s
+                .malformed
                 .saturating_add(s.bad_session)
                 .saturating_add(s.unknown_peer)
                 .saturating_add(s.wrong_address)
                 .saturating_add(s.command_errors),
-        );
-        set(
-            &m.enet_half_open_refused,
-            s.half_open_refused_total
+            half_open_refused: s
+                .half_open_refused_total
                 .saturating_add(s.half_open_refused_per_ip),
+            half_open_expired: s.half_open_expired,
+            cookies_sent: s.cookies_sent,
+            cookies_connected: s.cookie_connects,
+            cookies_bad: s.bad_cookies,
+            cookies_refused: s.cookies_refused,
+            timeouts: s.timeouts,
+            retransmits: s.retransmits,
+            peers: u64::try_from(self.host.connected_peers()).unwrap_or(u64::MAX),
+            half_open: u64::try_from(self.host.half_open()).unwrap_or(u64::MAX),
+        };
+        let m = &self.shared.metrics;
+        let before = std::mem::replace(&mut self.synced, now);
+        let now = &self.synced;
+        // Wrapping: the gauges (peers, half-open) also go down.
+        let add = |c: &std::sync::atomic::AtomicU64, new: u64, old: u64| {
+            c.fetch_add(new.wrapping_sub(old), Ordering::Relaxed);
+        };
+        add(&m.enet_malformed, now.malformed, before.malformed);
+        add(
+            &m.enet_half_open_refused,
+            now.half_open_refused,
+            before.half_open_refused,
         );
-        set(&m.enet_half_open_expired, s.half_open_expired);
-        set(&m.enet_cookies_sent, s.cookies_sent);
-        set(&m.enet_cookies_connected, s.cookie_connects);
-        set(&m.enet_cookies_bad, s.bad_cookies);
-        set(&m.enet_cookies_refused, s.cookies_refused);
-        set(&m.enet_timeouts, s.timeouts);
-        set(&m.enet_retransmits, s.retransmits);
-        m.enet_peers.store(
-            u64::try_from(self.host.connected_peers()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
+        add(
+            &m.enet_half_open_expired,
+            now.half_open_expired,
+            before.half_open_expired,
         );
-        m.enet_half_open.store(
-            u64::try_from(self.host.half_open()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
+        add(&m.enet_cookies_sent, now.cookies_sent, before.cookies_sent);
+        add(
+            &m.enet_cookies_connected,
+            now.cookies_connected,
+            before.cookies_connected,
         );
+        add(&m.enet_cookies_bad, now.cookies_bad, before.cookies_bad);
+        add(
+            &m.enet_cookies_refused,
+            now.cookies_refused,
+            before.cookies_refused,
+        );
+        add(&m.enet_timeouts, now.timeouts, before.timeouts);
+        add(&m.enet_retransmits, now.retransmits, before.retransmits);
+        add(&m.enet_peers, now.peers, before.peers);
+        add(&m.enet_half_open, now.half_open, before.half_open);
     }
 
     fn events(&mut self) {

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use super::*;
+use crate::host::Src;
 use crate::wire::Datagram;
 
 fn peer() -> Peer {
@@ -76,6 +77,98 @@ fn retransmission_doubles_and_the_peer_times_out() {
     assert_eq!(now, 30_000, "30 s after the oldest unacknowledged send");
 }
 
+/// A peer whose RTT estimate is `rtt` ms with no variance (a LAN or loopback).
+fn fast_peer(rtt: u32) -> Peer {
+    let mut p = peer();
+    p.rtt = rtt;
+    p.rtt_var = 0;
+    p
+}
+
+#[test]
+fn the_first_retransmission_timer_has_a_floor() {
+    let cfg = HostConfig::client();
+    assert_eq!(cfg.min_rto_ms, 100);
+    let mut p = fast_peer(2);
+    p.send(1, Bytes::from_static(b"hello"), true, &cfg).unwrap();
+    assert!(p.build(1000).is_some());
+    // ENet 1.1 would resend at 1002; the floor waits 100 ms.
+    assert_eq!(p.check_timeouts(1050), Ok(0));
+    assert_eq!(p.next_timeout, 1100);
+    assert_eq!(p.check_timeouts(1100), Ok(1));
+    // ...and `min_rto_ms = 1` is ENet 1.1's own rule.
+    let exact = HostConfig {
+        min_rto_ms: 1,
+        ..HostConfig::client()
+    };
+    let id = p.id;
+    let mut q = Peer::new_client(id, p.addr, 41, 4, &exact, 0);
+    q.state = PeerState::Connected;
+    q.rtt = 2;
+    q.rtt_var = 0;
+    q.send(1, Bytes::from_static(b"hello"), true, &exact)
+        .unwrap();
+    while q.build(1000).is_some() {}
+    assert!(q.check_timeouts(1002).is_ok_and(|n| n >= 1));
+}
+
+#[test]
+fn a_late_receiver_gets_bursts_not_the_whole_window_again() {
+    let cfg = HostConfig::client();
+    let mut p = fast_peer(2);
+    for i in 0..40u8 {
+        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
+    }
+    while p.build(0).is_some() {}
+    assert_eq!(p.sent_reliable.len(), 40);
+    // First expiry: a burst of RESEND_BURST (ENet 1.1 would resend all 40), then recovery.
+    assert_eq!(p.check_timeouts(100), Ok(RESEND_BURST));
+    while p.build(100).is_some() {}
+    // No ACK: the other 32 expired commands wait until the resent ones are due again
+    // (200 ms after their resend).
+    assert_eq!(p.check_timeouts(110), Ok(0));
+    assert_eq!(p.check_timeouts(250), Ok(0));
+    assert_eq!(p.next_timeout, 300);
+    assert_eq!(p.check_timeouts(300), Ok(RESEND_BURST));
+    while p.build(300).is_some() {}
+    assert_eq!(p.check_timeouts(310), Ok(0));
+    // An ACK shows the peer reading: the next check sends a burst at once.
+    let seq = p
+        .sent_reliable
+        .front()
+        .map(|c| c.header.reliable_seq)
+        .unwrap();
+    assert!(matches!(
+        p.handle_ack(320, 1, seq, 300),
+        AckResult::Removed(_)
+    ));
+    assert!(p.next_timeout <= 320);
+    assert_eq!(p.check_timeouts(320), Ok(RESEND_BURST));
+}
+
+#[test]
+fn a_silent_peer_in_recovery_is_still_dropped_within_enet_bounds() {
+    let cfg = HostConfig::client();
+    let mut p = fast_peer(2);
+    for i in 0..40u8 {
+        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
+    }
+    while p.build(0).is_some() {}
+    let mut now = 0;
+    let dropped_at = loop {
+        now = now.max(p.next_timeout.min(p.timeout_deadline().unwrap_or(u64::MAX)));
+        match p.check_timeouts(now) {
+            Ok(_) => while p.build(now).is_some() {},
+            Err(()) => break now,
+        }
+        assert!(now < 60_000, "never dropped");
+    };
+    assert!(
+        (5_000..=40_000).contains(&dropped_at),
+        "dropped at {dropped_at}"
+    );
+}
+
 #[test]
 fn fragment_checks() {
     let mut p = peer();
@@ -135,12 +228,18 @@ fn fragment_checks() {
         channel: 1,
         reliable_seq: 2,
     };
-    assert_eq!(p.receive_reliable(&h3, b"x", &cfg, &mut out), Ok(false));
+    assert_eq!(
+        p.receive_reliable(&h3, b"x", Src::default(), &cfg, &mut out),
+        Ok(false)
+    );
     let h3 = CommandHeader {
         reliable_seq: 3,
         ..h3
     };
-    assert_eq!(p.receive_reliable(&h3, b"y", &cfg, &mut out), Ok(true));
+    assert_eq!(
+        p.receive_reliable(&h3, b"y", Src::default(), &cfg, &mut out),
+        Ok(true)
+    );
     assert_eq!(out.len(), 2);
 }
 
