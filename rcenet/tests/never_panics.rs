@@ -68,6 +68,59 @@ fn feed(h: &mut Host, from: SocketAddr, datagrams: &[(bool, bool, Vec<u8>)]) {
     }
 }
 
+/// Feeds `datagrams` as `feed` does, through `handle_datagram` or `handle_datagram_bytes`,
+/// and returns everything the host did: events and datagrams, in order.
+fn trace(
+    h: &mut Host,
+    from: SocketAddr,
+    datagrams: &[(bool, bool, Vec<u8>)],
+    bytes: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut now = 1;
+    for (with_header, sent_time, body) in datagrams {
+        let mut d = Vec::new();
+        if *with_header {
+            d.extend(41u32.to_le_bytes());
+            d.extend(if *sent_time {
+                [0x80, 0, 0, 5].as_slice()
+            } else {
+                [0, 0].as_slice()
+            });
+        }
+        d.extend(body);
+        if bytes {
+            h.handle_datagram_bytes(now, from, bytes::Bytes::from(d));
+        } else {
+            h.handle_datagram(now, from, &d);
+        }
+        while let Some(t) = h.poll_transmit(now) {
+            out.push(format!("tx {:?}", t.data));
+        }
+        while let Some(e) = h.poll_event() {
+            out.push(format!("{e:?}"));
+        }
+        now += 37;
+    }
+    out
+}
+
+/// Real traffic: what a connected server sends (reliable, unreliable, fragmented).
+fn server_traffic(sizes: &[(usize, bool)]) -> Vec<(bool, bool, Vec<u8>)> {
+    let (_, mut s) = pair();
+    let peer = s.peer_ids().next().unwrap();
+    for (i, &(len, reliable)) in sizes.iter().enumerate() {
+        let data = vec![u8::try_from(i % 251).unwrap(); len.max(1)];
+        let _ = s.send(peer, if reliable { 1 } else { 2 }, &data, reliable);
+    }
+    let mut out = Vec::new();
+    while let Some(t) = s.poll_transmit(1) {
+        // Whole datagrams: no header to add.
+        out.push((false, false, t.data.to_vec()));
+    }
+    out
+}
+
 fn datagrams() -> impl Strategy<Value = Vec<(bool, bool, Vec<u8>)>> {
     let body = prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..64),
@@ -112,6 +165,27 @@ proptest! {
         let mut s = Host::new(cfg);
         feed(&mut s, client_addr(), &ds);
         prop_assert_eq!(s.stats().cookie_connects, 0, "a guessed cookie was accepted");
+    }
+
+    #[test]
+    fn bytes_input_delivers_exactly_what_slice_input_does(ds in datagrams()) {
+        let (mut c1, mut s1) = pair();
+        let (mut c2, mut s2) = pair();
+        prop_assert_eq!(trace(&mut s1, client_addr(), &ds, false), trace(&mut s2, client_addr(), &ds, true));
+        prop_assert_eq!(trace(&mut c1, server_addr(), &ds, false), trace(&mut c2, server_addr(), &ds, true));
+    }
+
+    #[test]
+    fn bytes_input_delivers_real_traffic_as_slice_input_does(
+        sizes in proptest::collection::vec((0usize..3000, any::<bool>()), 1..40)
+    ) {
+        let ds = server_traffic(&sizes);
+        let (mut c1, _) = pair();
+        let (mut c2, _) = pair();
+        let a = trace(&mut c1, server_addr(), &ds, false);
+        let b = trace(&mut c2, server_addr(), &ds, true);
+        prop_assert!(a.iter().any(|e| e.starts_with("Receive")));
+        prop_assert_eq!(a, b);
     }
 
     #[test]
