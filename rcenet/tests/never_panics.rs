@@ -37,21 +37,28 @@ fn pair() -> (Host, Host) {
     (c, s)
 }
 
+/// `body`, optionally behind a valid header for slot 0, session 41 (with or without a
+/// sentTime).
+fn datagram(with_header: bool, sent_time: bool, body: &[u8]) -> Vec<u8> {
+    let mut d = Vec::new();
+    if with_header {
+        d.extend(41u32.to_le_bytes());
+        d.extend(if sent_time {
+            [0x80, 0, 0, 5].as_slice()
+        } else {
+            [0, 0].as_slice()
+        });
+    }
+    d.extend(body);
+    d
+}
+
 /// Feeds `datagrams` (each optionally behind a valid header for slot 0, session 41) and
 /// services the host after each.
 fn feed(h: &mut Host, from: SocketAddr, datagrams: &[(bool, bool, Vec<u8>)]) {
     let mut now = 1;
     for (with_header, sent_time, body) in datagrams {
-        let mut d = Vec::new();
-        if *with_header {
-            d.extend(41u32.to_le_bytes());
-            d.extend(if *sent_time {
-                [0x80, 0, 0, 5].as_slice()
-            } else {
-                [0, 0].as_slice()
-            });
-        }
-        d.extend(body);
+        let d = datagram(*with_header, *sent_time, body);
         h.handle_datagram(now, from, &d);
         while let Some(t) = h.poll_transmit(now) {
             assert!(t.data.len() <= 4096);
@@ -79,16 +86,7 @@ fn trace(
     let mut out = Vec::new();
     let mut now = 1;
     for (with_header, sent_time, body) in datagrams {
-        let mut d = Vec::new();
-        if *with_header {
-            d.extend(41u32.to_le_bytes());
-            d.extend(if *sent_time {
-                [0x80, 0, 0, 5].as_slice()
-            } else {
-                [0, 0].as_slice()
-            });
-        }
-        d.extend(body);
+        let d = datagram(*with_header, *sent_time, body);
         if bytes {
             h.handle_datagram_bytes(now, from, bytes::Bytes::from(d));
         } else {

@@ -85,6 +85,17 @@ fn fast_peer(rtt: u32) -> Peer {
     p
 }
 
+/// A fast peer with 40 reliable packets of 100 bytes sent at time 0.
+fn forty_in_flight() -> Peer {
+    let cfg = HostConfig::client();
+    let mut p = fast_peer(2);
+    for i in 0..40u8 {
+        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
+    }
+    while p.build(0).is_some() {}
+    p
+}
+
 #[test]
 fn the_first_retransmission_timer_has_a_floor() {
     let cfg = HostConfig::client();
@@ -114,12 +125,7 @@ fn the_first_retransmission_timer_has_a_floor() {
 
 #[test]
 fn a_late_receiver_gets_bursts_not_the_whole_window_again() {
-    let cfg = HostConfig::client();
-    let mut p = fast_peer(2);
-    for i in 0..40u8 {
-        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
-    }
-    while p.build(0).is_some() {}
+    let mut p = forty_in_flight();
     assert_eq!(p.sent_reliable.len(), 40);
     // First expiry: a burst of RESEND_BURST (ENet 1.1 would resend all 40), then recovery.
     assert_eq!(p.check_timeouts(100), Ok(RESEND_BURST));
@@ -148,12 +154,7 @@ fn a_late_receiver_gets_bursts_not_the_whole_window_again() {
 
 #[test]
 fn a_silent_peer_in_recovery_is_still_dropped_within_enet_bounds() {
-    let cfg = HostConfig::client();
-    let mut p = fast_peer(2);
-    for i in 0..40u8 {
-        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
-    }
-    while p.build(0).is_some() {}
+    let mut p = forty_in_flight();
     let mut now = 0;
     let dropped_at = loop {
         now = now.max(p.next_timeout.min(p.timeout_deadline().unwrap_or(u64::MAX)));
