@@ -961,7 +961,12 @@ impl Peer {
         let mtu = usize::from(self.mtu);
         let mut size = wire::HEADER_SIZE;
         let mut n = 0usize;
+        if !self.has_sendable() {
+            return None;
+        }
+        // One buffer: room for the long header first, the commands after it.
         let mut body = Vec::with_capacity(mtu);
+        body.resize(wire::HEADER_SIZE, 0);
         let mut wants_sent_time = false;
         let mut acked_disconnect = false;
         let room = |size: usize| mtu.saturating_sub(size);
@@ -1054,11 +1059,16 @@ impl Peer {
             peer_id: self.outgoing_peer_id,
             sent_time: wants_sent_time.then_some((now & 0xFFFF) as u16),
         };
-        let mut data = Vec::with_capacity(header.size() + body.len());
-        header.encode(&mut data);
-        data.extend_from_slice(&body);
+        let mut head = Vec::with_capacity(wire::HEADER_SIZE);
+        header.encode(&mut head);
+        // A 6-byte header starts 2 bytes in.
+        let skip = wire::HEADER_SIZE.saturating_sub(head.len());
+        if let Some(dst) = body.get_mut(skip..wire::HEADER_SIZE) {
+            dst.copy_from_slice(&head);
+        }
+        body.drain(..skip);
         Some(Built {
-            data,
+            data: body,
             acked_disconnect,
         })
     }
