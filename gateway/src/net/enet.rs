@@ -45,10 +45,8 @@ const INBOUND_PACKETS: usize = 1_024;
 const KICK_GRACE_MS: u64 = 1_000;
 /// How long a disconnecting peer has to acknowledge it before it is forgotten.
 const DISCONNECT_GRACE_MS: u64 = 3_000;
-/// Most datagrams read in one round (the rest wait in the socket for the next).
-const ROUND_DATAGRAMS: usize = 8_192;
-/// Most hub commands taken in one round.
-const ROUND_COMMANDS: usize = 65_536;
+/// Datagrams read in one go before the task looks at its other work.
+const READ_BURST: usize = 64;
 /// How often the host's timers run (ms): ENet's retransmissions, pings and timeouts at
 /// this resolution, and no scan of every peer per datagram.
 const TIMER_MS: u64 = 10;
@@ -146,39 +144,39 @@ pub async fn serve(
         tx,
     };
     let mut buf = vec![0u8; 65_536];
-    // The task works in rounds, FLUSH_MS apart: it reads what arrived since the last
-    // round, takes the hub's commands, runs the timers and sends. It is not woken per
-    // datagram or per command (at 1,000 players that was tens of thousands of wake-ups a
-    // second); the socket's buffer holds a round's datagrams many times over, and a
-    // player's position waits at most one round (the zone ticks every 100 ms).
-    let mut rounds = tokio::time::interval(Duration::from_millis(FLUSH_MS));
-    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut timers = tokio::time::interval(Duration::from_millis(FLUSH_MS));
+    timers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_timers = 0u64;
+    let mut next_flush = 0u64;
     let mut next_metrics = 0u64;
     loop {
         tokio::select! {
-            _ = rounds.tick() => {}
+            r = socket.recv_from(&mut buf) => {
+                if let Ok((n, from)) = r {
+                    t.datagram(from, buf.get(..n).unwrap_or(&[]));
+                }
+                // More that already arrived, before anything else.
+                for _ in 1..READ_BURST {
+                    match socket.try_recv_from(&mut buf) {
+                        Ok((n, from)) => t.datagram(from, buf.get(..n).unwrap_or(&[])),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Some(cmd) = cmds.recv() => {
+                t.command(cmd);
+                for _ in 1..READ_BURST {
+                    match cmds.try_recv() {
+                        Ok(cmd) => t.command(cmd),
+                        Err(_) => break,
+                    }
+                }
+            }
+            _ = timers.tick() => {}
             r = shutdown.changed() => {
                 if r.is_err() || *shutdown.borrow() {
                     break;
                 }
-            }
-        }
-        // The hub's commands first (a close decided there applies before the peer's
-        // next packets), then everything that arrived, each in bounded slices so that a
-        // flood cannot hold the round (the rest waits for the next one).
-        for _ in 0..ROUND_COMMANDS {
-            match cmds.try_recv() {
-                Ok(cmd) => t.command(cmd),
-                Err(_) => break,
-            }
-        }
-        for _ in 0..ROUND_DATAGRAMS {
-            match socket.try_recv_from(&mut buf) {
-                Ok((n, from)) => t.datagram(from, buf.get(..n).unwrap_or(&[])),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                // ICMP errors of an earlier send and the like: read on.
-                Err(_) => {}
             }
         }
         let now = t.now();
@@ -188,11 +186,14 @@ pub async fn serve(
             t.closing(now);
         }
         t.events();
-        while let Some(out) = t.host.poll_transmit(now) {
-            match socket.send_to(&out.data, out.dest).await {
-                Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
-                Err(e) => {
-                    tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent");
+        if now >= next_flush {
+            next_flush = now + FLUSH_MS;
+            while let Some(out) = t.host.poll_transmit(now) {
+                match socket.send_to(&out.data, out.dest).await {
+                    Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
+                    Err(e) => {
+                        tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent");
+                    }
                 }
             }
         }
