@@ -1,5 +1,6 @@
-//! The RCEnet endpoint (ENet 1.1, Realm Crafter's own clients; docs/rcenet.md): one task
-//! owns the UDP socket and the sans-IO [`rcenet::Host`]; each peer past ENet's handshake
+//! The RCEnet endpoint (ENet 1.1, Realm Crafter's own clients; docs/rcenet.md): each host
+//! task owns one UDP socket on the RCEnet port (`enet_shards` of them, `SO_REUSEPORT`)
+//! and one sans-IO [`rcenet::Host`]; each peer past ENet's handshake
 //! gets a session task that is a QUIC connection's in all but its transport (the same
 //! [`Conn`]: login flow, limits, budgets, routing, logout on disconnect).
 //!
