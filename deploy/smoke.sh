@@ -10,6 +10,9 @@
 # 3. up           gateway, two zone nodes, the trace backend and Prometheus (observe profile) under a
 #                 unique project name and free loopback ports; /cluster shows 2 nodes
 #    health       every container healthy by its own healthcheck subcommand
+#    update host  the gateway as Realm Crafter's update host (deploy/compose.updates.yml):
+#                 a file built by `rccontent build-updates` downloads under the client's
+#                 mangled name and decompresses to the original
 # 4. swarm        50 bots for 30 s warping between an instance on each node (host's swarm;
 #                 every other bot on RCEnet, ENet 1.1 as Realm Crafter's own client, through
 #                 the published RCEnet port, the rest on QUIC;
@@ -68,6 +71,9 @@ t=getattr(socket,sys.argv[1])
 s=socket.socket(socket.AF_INET,t); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
 }
 export RC_CLIENT_PORT RC_ENET_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT
+export RC_UPDATE_DIR RC_UPDATE_BIND=127.0.0.1 RC_UPDATE_PORT
+RC_UPDATE_PORT=$(free_port SOCK_STREAM)
+RC_UPDATE_DIR=$WORK/updates
 RC_CLIENT_PORT=$(free_port SOCK_DGRAM)
 RC_ENET_PORT=$(free_port SOCK_DGRAM)
 RC_ADMIN_PORT=$(free_port SOCK_STREAM)
@@ -86,7 +92,10 @@ ADMIN=http://127.0.0.1:$RC_ADMIN_PORT
 TRACES=http://127.0.0.1:$RC_TRACES_PORT
 PROM=http://127.0.0.1:$RC_PROMETHEUS_PORT
 
-dc() { timeout 180 docker-compose -p "$PROJECT" --profile observe "$@"; }
+dc() {
+    timeout 180 docker-compose -p "$PROJECT" -f docker-compose.yml -f deploy/compose.updates.yml \
+        --profile observe "$@"
+}
 
 WATCHDOG=
 teardown() {
@@ -151,6 +160,16 @@ else
 fi
 [ -x "$SWARM" ] || { fail "swarm binary" "missing $SWARM"; exit 1; }
 
+# The update host's files, from a client Data folder of one file (before `up` mounts them).
+RCCONTENT=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE/rccontent
+mkdir -p "$WORK/client/Data/Game Data"
+printf 'game.example.com\nupdates.example.com\n' >"$WORK/client/Data/Game Data/Hosts.dat"
+if ! "$RCCONTENT" build-updates "$WORK/client/Data" "$RC_UPDATE_DIR" >"$WORK/updates.log" 2>&1; then
+    cat "$WORK/updates.log"
+    fail "update files" "rccontent build-updates failed"
+    exit 1
+fi
+
 # 2. Accounts: 50 for the main swarm, 6 for the one that fills the third node.
 # shellcheck disable=SC2016 # expanded by the container's shell
 if dc run -T --rm --no-deps --entrypoint sh gateway -c \
@@ -185,6 +204,15 @@ if wait_for 45 all_healthy; then
     pass "health" "gateway and both zone-node containers healthy"
 else
     fail "health" "$(docker ps --filter "name=$PROJECT" --format '{{.Names}}: {{.Status}}' | tr '\n' ' ')"
+fi
+
+# The update host: the client's mangled name, bzip2 of the original.
+UPDATE_URL="http://127.0.0.1:$RC_UPDATE_PORT/DATA!!GAME!!!DATA!!HOSTS.DAT.DAT"
+if wait_for 30 curl -fsS -m 3 -o "$WORK/hosts.bz2" "$UPDATE_URL" \
+    && bzip2 -dc "$WORK/hosts.bz2" | cmp -s - "$WORK/client/Data/Game Data/Hosts.dat"; then
+    pass "update host" "Hosts.dat downloaded as the client names it, bzip2 of the original"
+else
+    fail "update host" "$UPDATE_URL"
 fi
 
 # The warps: from an instance 0 on the node holding the most instances to a new instance,
