@@ -894,7 +894,8 @@ impl Peer {
                 return Err(());
             }
             if resend.len() >= RESEND_BURST {
-                // Parked until an ACK shows the peer reading (`handle_ack` re-arms the check).
+                // Parked until an ACK shows the peer reading (`handle_ack` re-arms the
+                // check) or the resent ones are due again (`probe_due`).
                 i += 1;
                 continue;
             }
