@@ -444,6 +444,10 @@ pub struct Shared {
     /// Accounts whose player's connection ended and whose logout (detach, save) is still
     /// in flight: a new login of one waits for it a moment (`net/client.rs`).
     pub leaving: DashMap<AccountId, ()>,
+    /// In-world sessions → their account, so a transport that sees its peer go (an
+    /// RCEnet DISCONNECT, handled by the host task before the session task hears of it)
+    /// can mark the logout in flight at once ([`Shared::peer_gone`]).
+    pub in_world: DashMap<SessionId, AccountId>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -462,6 +466,18 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The transport saw `session`'s peer go: if it was in the world, its logout is in
+    /// flight from now on (a login of the account waits for it). The session task may
+    /// lag behind its transport; a client that reconnects as soon as its disconnect was
+    /// acknowledged must not race it into "already logged in".
+    pub fn peer_gone(&self, session: SessionId) {
+        // The read guard is held while `leaving` is written: the session task's own
+        // `ended` removes the entry first, so the hub cannot clear `leaving` in between.
+        if let Some(account) = self.in_world.get(&session) {
+            self.leaving.insert(*account, ());
+        }
+    }
+
     /// Shared state; returns it with the hub's receiving end.
     #[allow(clippy::too_many_arguments)] // Each is built (and can fail) in `server::start`.
     pub fn new(
@@ -509,6 +525,7 @@ impl Shared {
             updates,
             per_ip: DashMap::new(),
             leaving: DashMap::new(),
+            in_world: DashMap::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),

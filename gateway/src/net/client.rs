@@ -506,6 +506,7 @@ impl Conn {
         if let Some(login) = self.login.take() {
             login.record("outcome", "closed before entering the world");
         }
+        self.shared.in_world.remove(&self.session_id);
         if self.in_game {
             if let Some(a) = self.account {
                 self.shared.leaving.insert(a, ());
@@ -839,6 +840,7 @@ impl Conn {
                 } => {
                     self.in_game = true;
                     self.account = Some(account);
+                    shared.in_world.insert(self.session_id, account);
                     self.slot.entered();
                     tracing::info!(account, character = %state.name, "entering the world");
                     let login = self.login.take().unwrap_or_else(tracing::Span::none);

@@ -331,8 +331,11 @@ impl HostTask {
                 } => self.received(peer, channel, data, reliable),
                 Event::Disconnect { peer, .. } => {
                     // The session task sees its queue close: the player is logged out
-                    // (Realm Crafter's 201), each peer on its own.
-                    self.peers.remove(&peer);
+                    // (Realm Crafter's 201), each peer on its own. Its logout is in
+                    // flight from now on, before the session task catches up.
+                    if let Some(p) = self.peers.remove(&peer) {
+                        self.shared.peer_gone(p.session);
+                    }
                 }
             }
         }
