@@ -780,22 +780,33 @@ impl Connection {
         };
         // A datagram's packets at once: its updates are read as one rc/1 datagram.
         let batch = e.recv_batch().await.map_err(ClientError::Closed)?;
-        let mut updates = Vec::new();
+        // Each packet becomes a frame ([len u16][type][payload]): sized once.
+        let room = batch
+            .iter()
+            .filter(|p| !p.reliable)
+            .map(|p| p.data.len() + 2)
+            .sum();
+        let mut updates = Vec::with_capacity(room);
         let mut frame = Vec::new();
         for p in batch {
             let Some((&ty, payload)) = p.data.split_first() else {
                 continue;
             };
-            frame.clear();
-            if write_frame(&mut frame, ty, payload).is_err() {
+            let out = if p.reliable {
+                frame.clear();
+                &mut frame
+            } else {
+                &mut updates
+            };
+            let mark = out.len();
+            if write_frame(out, ty, payload).is_err() {
                 // Larger than a frame: not an RC packet the SDK can read.
+                out.truncate(mark);
                 self.stats.undecodable_packets += 1;
                 continue;
             }
             if p.reliable {
                 self.decoder.push(&frame);
-            } else {
-                updates.extend_from_slice(&frame);
             }
         }
         if !updates.is_empty() {

@@ -10,7 +10,7 @@ use crate::config::HostConfig;
 use crate::cookie::{self, ReplyBudget};
 use crate::error::{ConnectError, SendError};
 use crate::event::{DisconnectReason, Event, PeerId, PeerState, Transmit};
-use crate::peer::{AckResult, Delivery, Fault, Peer, clamp_mtu, verify_params};
+use crate::peer::{AckResult, Delivery, Fault, Payload, Peer, clamp_mtu, verify_params};
 use crate::stats::Stats;
 use crate::wire::{self, Command, Commands, FLAG_ACKNOWLEDGE, Frame, Header, SYSTEM_CHANNEL, kind};
 
@@ -207,7 +207,7 @@ impl Host {
         data: &[u8],
         reliable: bool,
     ) -> Result<(), SendError> {
-        self.send_bytes(peer, channel, Bytes::copy_from_slice(data), reliable)
+        self.send_payload(peer, channel, Payload::Borrowed(data), reliable)
     }
 
     /// [`send`](Self::send) without a copy: the packet is kept as given until it is
@@ -217,6 +217,16 @@ impl Host {
         peer: PeerId,
         channel: u8,
         data: Bytes,
+        reliable: bool,
+    ) -> Result<(), SendError> {
+        self.send_payload(peer, channel, Payload::Shared(data), reliable)
+    }
+
+    fn send_payload(
+        &mut self,
+        peer: PeerId,
+        channel: u8,
+        data: Payload<'_>,
         reliable: bool,
     ) -> Result<(), SendError> {
         let cfg = &self.cfg;

@@ -82,6 +82,99 @@ impl OutCmd {
     }
 }
 
+/// Unreliable commands waiting to be sent, encoded when queued (header and payload side
+/// by side in one buffer): a broadcast goes to many peers, and each copies its few bytes
+/// here rather than sharing the broadcast's buffer (a reference count every peer's thread
+/// would touch) and keeping a command record per packet.
+#[derive(Debug, Default)]
+struct Unreliables {
+    /// Encoded commands; the oldest starts at `head`.
+    buf: Vec<u8>,
+    head: usize,
+    /// Each command's encoded size and its payload's size, oldest first.
+    sizes: VecDeque<(u16, u16)>,
+}
+
+impl Unreliables {
+    /// What a drained queue may keep of its buffer (a burst's buffer is given back).
+    const KEEP: usize = 16 * 1024;
+
+    fn push(&mut self, frame: &Frame<'_>, payload: usize) {
+        let before = self.buf.len();
+        frame.encode(&mut self.buf);
+        let size = self.buf.len() - before;
+        match (u16::try_from(size), u16::try_from(payload)) {
+            (Ok(size), Ok(payload)) => self.sizes.push_back((size, payload)),
+            // Larger than any MTU: such a packet goes as fragments, never here.
+            _ => self.buf.truncate(before),
+        }
+    }
+
+    /// The oldest command's encoded size.
+    fn front(&self) -> Option<usize> {
+        self.sizes.front().map(|&(size, _)| usize::from(size))
+    }
+
+    /// Removes the oldest command, appending its encoding to `out` if given; returns its
+    /// payload's size.
+    fn pop(&mut self, out: Option<&mut Vec<u8>>) -> Option<usize> {
+        let (size, payload) = self.sizes.pop_front()?;
+        let end = self.head + usize::from(size);
+        if let (Some(out), Some(bytes)) = (out, self.buf.get(self.head..end)) {
+            out.extend_from_slice(bytes);
+        }
+        self.head = end;
+        if self.sizes.is_empty() {
+            self.clear();
+        } else if self.head > Self::KEEP && self.head * 2 > self.buf.len() {
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+        Some(usize::from(payload))
+    }
+
+    fn clear(&mut self) {
+        self.sizes.clear();
+        self.head = 0;
+        self.buf.clear();
+        if self.buf.capacity() > Self::KEEP {
+            self.buf.shrink_to(Self::KEEP);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+}
+
+/// A packet to send: shared (kept as given until sent and, reliable, acknowledged), or
+/// borrowed (copied: into the encoded unreliable queue, or into a buffer of its own).
+#[derive(Debug)]
+pub enum Payload<'a> {
+    Shared(Bytes),
+    Borrowed(&'a [u8]),
+}
+
+impl Payload<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Shared(b) => b,
+            Self::Borrowed(s) => s,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Self::Shared(b) => b,
+            Self::Borrowed(s) => Bytes::copy_from_slice(s),
+        }
+    }
+}
+
 /// An acknowledgement waiting to be sent.
 #[derive(Debug, Clone, Copy)]
 struct Ack {
@@ -186,7 +279,7 @@ pub(crate) struct Peer {
     acks: VecDeque<Ack>,
     outgoing_reliable: VecDeque<OutCmd>,
     sent_reliable: VecDeque<OutCmd>,
-    outgoing_unreliable: VecDeque<OutCmd>,
+    outgoing_unreliable: Unreliables,
     in_transit: usize,
     queued_bytes: usize,
     held: BTreeMap<(u8, u16), Held>,
@@ -239,7 +332,7 @@ impl Peer {
             acks: VecDeque::new(),
             outgoing_reliable: VecDeque::new(),
             sent_reliable: VecDeque::new(),
-            outgoing_unreliable: VecDeque::new(),
+            outgoing_unreliable: Unreliables::default(),
             in_transit: 0,
             queued_bytes: 0,
             held: BTreeMap::new(),
@@ -345,11 +438,17 @@ impl Peer {
             channel: SYSTEM_CHANNEL,
             reliable_seq: self.system_seq,
         };
-        let cmd = OutCmd::new(header, body, Bytes::new());
         if flags & FLAG_ACKNOWLEDGE != 0 {
-            self.outgoing_reliable.push_back(cmd);
+            self.outgoing_reliable
+                .push_back(OutCmd::new(header, body, Bytes::new()));
         } else {
-            self.outgoing_unreliable.push_back(cmd);
+            self.outgoing_unreliable.push(
+                &Frame {
+                    header,
+                    command: body,
+                },
+                0,
+            );
         }
     }
 
@@ -408,7 +507,7 @@ impl Peer {
     pub fn send(
         &mut self,
         channel: u8,
-        data: Bytes,
+        data: Payload<'_>,
         reliable: bool,
         cfg: &HostConfig,
     ) -> Result<(), SendError> {
@@ -431,9 +530,9 @@ impl Peer {
             .channels
             .get_mut(usize::from(channel))
             .ok_or(SendError::InvalidChannel)?;
-        let payload = data;
         let mut reliable_cmds = Vec::new();
         if len > fragment_len {
+            let payload = data.into_bytes();
             let start_seq = (ch.out_reliable + 1) as u16;
             let count32 = u32::try_from(count).map_err(|_| SendError::TooLarge)?;
             for (number, offset) in (0..count32).zip((0..len).step_by(fragment_len)) {
@@ -463,7 +562,8 @@ impl Peer {
                 channel,
                 reliable_seq: ch.out_reliable as u16,
             };
-            let mut cmd = OutCmd::new(header, Command::SendReliable { data: &[] }, payload);
+            let body = Command::SendReliable { data: &[] };
+            let mut cmd = OutCmd::new(header, body, data.into_bytes());
             cmd.ext = ch.out_reliable;
             reliable_cmds.push(cmd);
         } else {
@@ -473,12 +573,12 @@ impl Peer {
                 channel,
                 reliable_seq: ch.out_reliable as u16,
             };
-            let body = Command::SendUnreliable {
+            let command = Command::SendUnreliable {
                 unreliable_seq: ch.out_unreliable,
-                data: &[],
+                data: data.as_slice(),
             };
             self.outgoing_unreliable
-                .push_back(OutCmd::new(header, body, payload));
+                .push(&Frame { header, command }, len);
         }
         for cmd in reliable_cmds {
             self.unacked.insert((channel, cmd.ext));
@@ -1031,25 +1131,23 @@ impl Peer {
             }
         }
 
-        while !stop && let Some(cmd) = self.outgoing_unreliable.front() {
-            let need = cmd.fixed_size() + cmd.payload.len();
+        // (Unreliable commands never ask for an ACK: they need no sent time.)
+        while !stop && let Some(need) = self.outgoing_unreliable.front() {
             if n >= wire::MAX_COMMANDS_PER_DATAGRAM || room(size) < need {
                 if n == 0 && need > room(wire::HEADER_SIZE) {
                     // Can never fit (cannot happen with ENet's fragment threshold): drop it.
-                    if let Some(c) = self.outgoing_unreliable.pop_front() {
-                        self.queued_bytes = self.queued_bytes.saturating_sub(c.payload.len());
+                    if let Some(len) = self.outgoing_unreliable.pop(None) {
+                        self.queued_bytes = self.queued_bytes.saturating_sub(len);
                     }
                     continue;
                 }
                 break;
             }
-            cmd.encode(&mut body);
+            if let Some(len) = self.outgoing_unreliable.pop(Some(&mut body)) {
+                self.queued_bytes = self.queued_bytes.saturating_sub(len);
+            }
             size += need;
             n += 1;
-            wants_sent_time |= cmd.header.wants_ack();
-            if let Some(c) = self.outgoing_unreliable.pop_front() {
-                self.queued_bytes = self.queued_bytes.saturating_sub(c.payload.len());
-            }
         }
 
         if n == 0 {

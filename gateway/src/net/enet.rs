@@ -569,10 +569,10 @@ impl HostTask {
             if ty == 0 || (!reliable && ty != ids::P_STANDARD_UPDATE) {
                 continue;
             }
-            match self
-                .host
-                .send_bytes(peer, channel, frames.slice(start..end), reliable)
-            {
+            // Copied, not shared: a broadcast's buffer goes to many peers on several
+            // host tasks, and counting references on it costs more than the few bytes.
+            let packet = frames.get(start..end).unwrap_or_default();
+            match self.host.send(peer, channel, packet, reliable) {
                 Ok(()) => sent += 1,
                 Err(_) if !reliable => Metrics::inc(&m.datagrams_down_dropped),
                 Err(_) => {

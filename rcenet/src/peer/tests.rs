@@ -58,7 +58,8 @@ fn rtt_update_and_future_acks() {
 fn retransmission_doubles_and_the_peer_times_out() {
     let mut p = peer();
     let cfg = HostConfig::client();
-    p.send(1, Bytes::from_static(b"hello"), true, &cfg).unwrap();
+    p.send(1, Payload::Shared(Bytes::from_static(b"hello")), true, &cfg)
+        .unwrap();
     assert!(p.build(0).is_some());
     let mut resends = Vec::new();
     let mut now = 0;
@@ -90,7 +91,8 @@ fn forty_in_flight() -> Peer {
     let cfg = HostConfig::client();
     let mut p = fast_peer(2);
     for i in 0..40u8 {
-        p.send(1, Bytes::from(vec![i; 100]), true, &cfg).unwrap();
+        p.send(1, Payload::Shared(Bytes::from(vec![i; 100])), true, &cfg)
+            .unwrap();
     }
     while p.build(0).is_some() {}
     p
@@ -101,7 +103,8 @@ fn the_first_retransmission_timer_has_a_floor() {
     let cfg = HostConfig::client();
     assert_eq!(cfg.min_rto_ms, 100);
     let mut p = fast_peer(2);
-    p.send(1, Bytes::from_static(b"hello"), true, &cfg).unwrap();
+    p.send(1, Payload::Shared(Bytes::from_static(b"hello")), true, &cfg)
+        .unwrap();
     assert!(p.build(1000).is_some());
     // ENet 1.1 would resend at 1002; the floor waits 100 ms.
     assert_eq!(p.check_timeouts(1050), Ok(0));
@@ -117,8 +120,13 @@ fn the_first_retransmission_timer_has_a_floor() {
     q.state = PeerState::Connected;
     q.rtt = 2;
     q.rtt_var = 0;
-    q.send(1, Bytes::from_static(b"hello"), true, &exact)
-        .unwrap();
+    q.send(
+        1,
+        Payload::Shared(Bytes::from_static(b"hello")),
+        true,
+        &exact,
+    )
+    .unwrap();
     while q.build(1000).is_some() {}
     assert!(q.check_timeouts(1002).is_ok_and(|n| n >= 1));
 }
@@ -249,7 +257,8 @@ fn a_channel_never_spans_more_than_4095_unacknowledged_numbers() {
     let mut p = peer();
     let cfg = HostConfig::client();
     for _ in 0..5000 {
-        p.send(1, Bytes::from_static(&[0]), true, &cfg).unwrap();
+        p.send(1, Payload::Shared(Bytes::from_static(&[0])), true, &cfg)
+            .unwrap();
     }
     let mut sent = 0;
     while let Some(b) = p.build(0) {
@@ -261,4 +270,58 @@ fn a_channel_never_spans_more_than_4095_unacknowledged_numbers() {
     let b = p.build(1).unwrap();
     assert_eq!(Datagram::decode(&b.data).unwrap().frames.len(), 1);
     assert!(p.build(1).is_none());
+}
+
+#[test]
+fn unreliable_packets_go_out_in_order_from_their_encoded_queue() {
+    let cfg = HostConfig::default();
+    let mut p = peer();
+    // Enough to cross the queue's compaction point more than once, borrowed and shared.
+    let packets: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| vec![(i % 251) as u8; 1 + (i as usize * 7) % 60])
+        .collect();
+    for (i, data) in packets.iter().enumerate() {
+        let payload = if i % 2 == 0 {
+            Payload::Borrowed(data)
+        } else {
+            Payload::Shared(Bytes::copy_from_slice(data))
+        };
+        p.send(2, payload, false, &cfg).unwrap();
+    }
+    assert_eq!(
+        p.outgoing_bytes(),
+        packets.iter().map(Vec::len).sum::<usize>()
+    );
+    let mut got = Vec::new();
+    let mut seqs = Vec::new();
+    let mut late_after = None;
+    while let Some(b) = p.build(1_000) {
+        assert!(b.data.len() <= usize::from(p.mtu));
+        for f in Datagram::decode(&b.data).unwrap().frames {
+            match f.command {
+                Command::SendUnreliable {
+                    unreliable_seq,
+                    data,
+                } => {
+                    assert_eq!(f.header.channel, 2);
+                    seqs.push(unreliable_seq);
+                    got.push(data.to_vec());
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // A send while the queue drains goes after what is already queued.
+        if late_after.is_none() && got.len() >= 1500 {
+            late_after = Some(got.len());
+            p.send(2, Payload::Borrowed(b"late"), false, &cfg).unwrap();
+        }
+    }
+    let mut want = packets.clone();
+    want.push(b"late".to_vec());
+    assert!(late_after.is_some_and(|n| n < packets.len()));
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the packets, in order");
+    assert!(seqs.windows(2).all(|w| w[1] == w[0].wrapping_add(1)));
+    assert_eq!(p.outgoing_bytes(), 0);
+    assert!(!p.has_sendable());
 }
