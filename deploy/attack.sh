@@ -7,7 +7,7 @@
 # All of it runs on this machine's loopback, which the per-network login limits exempt by
 # default (limit_loopback = false): what holds the attack here are the per-player chat
 # bucket, the password-hash slots and the connection limits; the login limiter itself is
-# exercised by tests/tests/hostile.rs (floods_cost_the_flooder_and_no_honest_bot).
+# exercised by tests/tests/cluster/hostile.rs (floods_cost_the_flooder_and_no_honest_bot).
 # Build first: cargo build --release -p gateway -p zone-node -p client
 # MODES picks the runs (default "quiet attack"); issue 36's floods are the modes `equip`
 # (FLOODERS players swapping the starter sword in and out of the weapon slot as fast as

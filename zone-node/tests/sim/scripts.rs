@@ -108,7 +108,7 @@ fn an_in_game_command_runs_with_its_parameters() {
 }
 
 /// The sample In-game Commands.rsl: `/wave` animates, `/heal` only works for a GM, and
-/// `/itempack` runs (`sim_items_bag.rs` runs it with the sample items).
+/// `/itempack` runs (`sim/items_bag.rs` runs it with the sample items).
 #[test]
 fn the_sample_in_game_commands_run() {
     let (Some(cmds), Some(pg)) = (sample("In-game Commands.rsl"), sample("ProcessGlobals.rsl"))

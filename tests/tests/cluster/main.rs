@@ -1,0 +1,21 @@
+//! Whole-cluster tests: gateways, zone nodes and clients as real processes and sockets (one binary: one link; each test still starts its own cluster).
+
+mod compact;
+mod doors_hostile;
+mod economy;
+mod effects_cluster;
+mod enet;
+mod enet_hostile;
+mod flood;
+mod handoff;
+mod hostile;
+mod items_hostile;
+mod multiprocess;
+mod play;
+mod quests;
+mod scripts;
+mod simulate;
+mod spells;
+mod store_hostile;
+mod updates;
+mod watchdog;
