@@ -164,6 +164,7 @@ fn sim_data_layers_do_not_import_the_rules() {
         "combat",
         "commands",
         "ingest",
+        "despawn",
         "kill",
         "mount",
         "movement",
@@ -333,6 +334,39 @@ fn item_persistence_state_has_one_owner() {
         offences.is_empty(),
         "item state changed outside its owner (see docs/items.md, \"Nothing duplicated, \
          nothing lost\"):\n{}",
+        offences.join("\n")
+    );
+}
+
+/// One way out of a zone (`docs/simulation.md`): only `sim/despawn.rs` frees an actor's
+/// slot, so every cause runs the same clean-ups.
+#[test]
+fn only_despawn_removes_an_actor() {
+    let sim = workspace_root().join("zone-node/src/sim");
+    let mut files = Vec::new();
+    rust_files(&sim, &mut files);
+    let mut offences = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&sim)
+            .unwrap_or(f)
+            .display()
+            .to_string()
+            .replace('\\', "/");
+        if rel == "despawn.rs" {
+            continue;
+        }
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains(".free_actor(") {
+                offences.push(format!("zone-node/src/sim/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "an actor freed outside sim::despawn::despawn:\n{}",
         offences.join("\n")
     );
 }

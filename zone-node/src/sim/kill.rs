@@ -14,7 +14,7 @@
 
 use shared::proto::{ActorDead, XpUpdate};
 
-use super::state::{ActorId, AiMode, ZoneState};
+use super::state::{ActorId, ZoneState};
 
 /// Upper bound on kill rounds per tick (a hook that kills again queues a new round).
 const MAX_ROUNDS: usize = 8;
@@ -88,39 +88,12 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
             a.dest_z = a.z;
             a.is_running = false;
         }
-        drop_target(st, victim);
+        super::despawn::drop_as_target(st, victim);
         hooks.on_player_death(st, victim, killer);
     } else {
-        // 5. NPC: death script, then gone for good.
+        // 5. NPC: death script, then gone for good (the one way out of a zone).
         hooks.on_npc_death(st, victim, killer);
-        drop_target(st, victim);
-        super::spawns::release(st, victim);
-        // `FreeActorScripts`: scripts that name the NPC end with it.
-        let h = st.handle_of(victim);
-        super::runtime::actor_freed(st, h);
-        st.free_actor(victim);
-    }
-}
-
-/// Every NPC chasing `victim` drops it (Chase → Patrol, PetChase → Pet).
-fn drop_target(st: &mut ZoneState, victim: ActorId) {
-    let members = st.chain_members(st.zone, super::state::ChainKind::Zone);
-    for idx in members {
-        let Some(a) = st.at_mut(idx) else { continue };
-        if a.ai_target != Some(victim) {
-            continue;
-        }
-        a.ai_target = None;
-        match a.ai_mode {
-            AiMode::Chase => {
-                a.ai_mode = AiMode::Patrol;
-                a.is_running = false;
-                a.dest_x = a.x;
-                a.dest_z = a.z;
-            }
-            AiMode::PetChase => a.ai_mode = AiMode::Pet,
-            _ => {}
-        }
+        super::despawn::despawn(st, victim, super::despawn::Cause::Killed);
     }
 }
 

@@ -60,6 +60,7 @@ pub mod state;
 
 pub mod broadcast;
 pub mod checkpoint;
+pub mod despawn;
 pub mod effects;
 pub mod ingest;
 pub mod movement;

@@ -323,37 +323,6 @@ pub(crate) fn spawn_npc(
     Some(id)
 }
 
-/// Tell the other players an actor is gone (2-byte `P_ActorGone`).
-fn announce_gone(st: &mut ZoneState, id: ActorId) {
-    let Some(rid) = st.get(id).map(|a| a.rid) else {
-        return;
-    };
-    st.send_packet_zone(&packets::actor_gone(rid), Some(id));
-}
-
-/// Remove an actor with its mount and pets, announcing each to the zone.
-fn remove_with_companions(st: &mut ZoneState, id: ActorId) -> Vec<Actor> {
-    let mut gone = Vec::new();
-    let mount = st.get(id).and_then(|a| a.mount);
-    let pets = st.slaves_of(id);
-    for c in mount.into_iter().chain(pets) {
-        if st.get(c).is_some_and(|a| !a.is_player()) {
-            gone.extend(remove_with_companions(st, c));
-        }
-    }
-    announce_gone(st, id);
-    if st.get(id).is_some_and(|a| !a.is_player()) {
-        let h = st.handle_of(id);
-        super::runtime::actor_freed(st, h);
-    }
-    // Rules: a spawned NPC leaving frees its spawn slot (`Spawned - 1`).
-    super::spawns::release(st, id);
-    if let Some(a) = st.free_actor(id) {
-        gone.push(a);
-    }
-    gone
-}
-
 /// The player disconnected: persist (by the checkpoint rule), tell the zone, free the
 /// actor with its companions.
 pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
@@ -404,7 +373,10 @@ pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterS
         st.outputs
             .push(ZoneOutput::AbortTransfer { transfer_id: tid });
     }
-    remove_with_companions(st, id);
+    // Its mount and pets go with it, then the player: the one way out of a zone.
+    for c in super::despawn::with_companions(st, id) {
+        super::despawn::despawn(st, c, super::despawn::Cause::LoggedOut);
+    }
     snapshot
 }
 
@@ -612,22 +584,12 @@ pub(crate) fn transfer_ack(st: &mut ZoneState, tid: TransferId) {
     };
     let player = st.get(t.actor).and_then(|a| a.player);
     if player.is_some() {
-        super::party::forget(st, t.actor);
+        // What it was sent here goes out before it is gone.
         st.flush_player(t.actor);
-        // Its scripts went with it.
-        super::runtime::drop_owned(st, t.actor);
     }
+    // Companions first, the player last; its scripts went with it (the one way out).
     for &c in t.companions.iter().rev() {
-        if st.get(c).is_some_and(|a| !a.is_player()) {
-            let h = st.handle_of(c);
-            super::runtime::actor_freed(st, h);
-        }
-        if let Some(rid) = st.get(c).map(|a| a.rid) {
-            st.send_packet_zone(&packets::actor_gone(rid), Some(c));
-        }
-        // Rules: a spawned NPC leaving frees its spawn slot.
-        super::spawns::release(st, c);
-        st.free_actor(c);
+        super::despawn::despawn(st, c, super::despawn::Cause::Transferred);
     }
     st.outputs
         .push(ZoneOutput::CommitTransfer { transfer_id: tid });
