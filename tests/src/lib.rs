@@ -132,7 +132,7 @@ impl Cluster {
             placement_hold_ms: 0,
             // Scenario tests send commands faster than a player types, and actions faster
             // than a player plays (hostile item requests, 250 dialog answers in a row):
-            // the input budgets are for the flood tests to set (`tests/flood.rs`).
+            // the input budgets are for the flood tests to set (`tests/cluster/flood.rs`).
             chat_per_second: 1_000,
             chat_burst: 1_000,
             input_budgets: generous_budgets(),
