@@ -338,6 +338,107 @@ fn item_persistence_state_has_one_owner() {
     );
 }
 
+/// The sim's one import circle may shrink, never grow (issue 38; the graph is drawn by
+/// `tests/tools/sim_imports.py`, recorded in ARCHITECTURE.md). The modules that reach the
+/// script runtime and are reached from it, through imports outside unit-test modules, must
+/// be among the ones recorded when the circle was first measured.
+#[test]
+fn the_sim_import_circle_does_not_grow() {
+    const RECORDED: &[&str] = &[
+        "ai",
+        "checkpoint",
+        "clock",
+        "combat",
+        "despawn",
+        "dialogs",
+        "ingest",
+        "items",
+        "mount",
+        "party",
+        "runtime",
+        "scripts",
+        "setarea",
+        "spawns",
+        "spells",
+    ];
+    let sim = workspace_root().join("zone-node/src/sim");
+    let mut modules: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for entry in fs::read_dir(&sim).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&path, &mut files);
+            modules.push((name, files));
+        } else if let Some(stem) = name.strip_suffix(".rs")
+            && !["mod", "testing", "tests"].contains(&stem)
+        {
+            modules.push((stem.to_owned(), vec![path]));
+        }
+    }
+    let names: Vec<String> = modules.iter().map(|(n, _)| n.clone()).collect();
+    let mut edges: Vec<(String, String)> = Vec::new();
+    for (m, files) in &modules {
+        for f in files {
+            if f.file_name().is_some_and(|n| n == "tests.rs") {
+                continue;
+            }
+            let text = fs::read_to_string(f).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                if line.trim() == "#[cfg(test)]"
+                    && lines
+                        .get(i + 1)
+                        .is_some_and(|l| l.trim_start().starts_with("mod "))
+                {
+                    break;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                for prefix in ["super::", "crate::sim::", "sim::"] {
+                    for (at, _) in code.match_indices(prefix) {
+                        let rest = &code[at + prefix.len()..];
+                        let ident: String = rest
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if ident != *m && names.contains(&ident) {
+                            edges.push((m.clone(), ident));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let reach = |from: &str, forward: bool| {
+        let mut seen = vec![from.to_owned()];
+        let mut todo = vec![from.to_owned()];
+        while let Some(v) = todo.pop() {
+            for (a, b) in &edges {
+                let (x, y) = if forward { (a, b) } else { (b, a) };
+                if *x == v && !seen.contains(y) {
+                    seen.push(y.clone());
+                    todo.push(y.clone());
+                }
+            }
+        }
+        seen
+    };
+    let forward = reach("runtime", true);
+    let circle: Vec<String> = reach("runtime", false)
+        .into_iter()
+        .filter(|m| forward.contains(m))
+        .collect();
+    let grown: Vec<&String> = circle
+        .iter()
+        .filter(|m| !RECORDED.contains(&m.as_str()))
+        .collect();
+    assert!(
+        grown.is_empty(),
+        "the sim's import circle grew: {grown:?} now import the script runtime and are \
+         imported by it (python3 tests/tools/sim_imports.py shows the graph)"
+    );
+}
+
 /// One way out of a zone (`docs/simulation.md`): only `sim/despawn.rs` frees an actor's
 /// slot, so every cause runs the same clean-ups.
 #[test]

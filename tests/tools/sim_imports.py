@@ -37,7 +37,8 @@ def modules():
 
 def imports(mods):
     names = set(mods)
-    pat = re.compile(r"\b(?:super|crate::sim|sim)::([a-z_][a-z0-9_]*)")
+    # `super::x`, `super::super::x` (from a folder module), `crate::sim::x`, `sim::x`.
+    pat = re.compile(r"\b(?:(?:super::)+|crate::sim::|sim::)([a-z_][a-z0-9_]*)")
     graph = {m: set() for m in mods}
     for m, files in mods.items():
         for f in files:
