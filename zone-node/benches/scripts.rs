@@ -14,7 +14,7 @@ fn zone_with(n: usize, src: &[u8]) -> SimHarness {
     let (_, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let handle = h.sim.state().handle_of(pid);
     for _ in 0..n {
-        zone_node::sim::runtime::queue(
+        zone_node::sim::script_table::queue(
             h.sim.state_mut(),
             "Bench",
             "Main",

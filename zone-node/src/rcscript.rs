@@ -31,7 +31,7 @@ use crate::sim::events::{Arrival, PlayerKey, ScriptErrorKind, TransferId, ZoneIn
 use crate::sim::instances::{Handle, InstanceId, StartRequest, Wait};
 use crate::sim::scripts::ScriptHooks;
 use crate::sim::state::{ActorId, ZoneState};
-use crate::sim::{ZoneConfig, ZoneContent, ZoneSim, runtime};
+use crate::sim::{ZoneConfig, ZoneContent, ZoneSim, script_table};
 
 /// Game time of one tick (ms), as on a zone node.
 pub const TICK_MS: u64 = 33;
@@ -596,7 +596,7 @@ impl Zone {
         self.actor = Some(actor);
         self.handle = st.handle_of(actor);
         self.printing = true;
-        let main = runtime::create(
+        let main = script_table::create(
             self.sim.state_mut(),
             StartRequest {
                 script: script.to_owned(),

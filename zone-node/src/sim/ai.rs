@@ -51,7 +51,7 @@ pub(crate) fn update_npc(st: &mut ZoneState, idx: u32) {
     }
     let (id, mode) = (a.id, a.ai_mode);
     // Killed earlier this tick (the kill is deferred): no more AI.
-    if !combat::alive(st, id) {
+    if !st.alive(id) {
         return;
     }
     match mode {
@@ -252,7 +252,7 @@ fn close_and_attack(st: &mut ZoneState, id: ActorId, target: ActorId) {
 fn chase(st: &mut ZoneState, id: ActorId) {
     let target = st.get(id).and_then(|a| a.ai_target);
     match target {
-        Some(t) if combat::alive(st, t) && t != id => close_and_attack(st, id, t),
+        Some(t) if st.alive(t) && t != id => close_and_attack(st, id, t),
         _ => to_patrol(st, id),
     }
 }
@@ -287,7 +287,7 @@ fn pet(st: &mut ZoneState, id: ActorId) {
     if aggr < 3
         && let Some(t) = ltarget
         && t != id
-        && combat::alive(st, t)
+        && st.alive(t)
         && xz_d2(st, t, leader).is_some_and(|d| d <= PET_ENGAGE_D2)
         && let Some(a) = st.get_mut(id)
     {
@@ -308,11 +308,11 @@ fn pet_chase(st: &mut ZoneState, id: ActorId) {
     let target = st
         .get(leader)
         .and_then(|l| l.ai_target)
-        .filter(|t| combat::alive(st, *t))
+        .filter(|t| st.alive(*t))
         .or_else(|| st.get(id).and_then(|a| a.ai_target));
     let leashed = xz_d2(st, id, leader).is_none_or(|d| d > PET_LEASH_D2);
     match target {
-        Some(t) if !leashed && t != id && t != leader && combat::alive(st, t) => {
+        Some(t) if !leashed && t != id && t != leader && st.alive(t) => {
             if let Some(a) = st.get_mut(id) {
                 a.ai_target = Some(t);
             }
@@ -352,7 +352,7 @@ pub fn look_for_targets(st: &mut ZoneState, id: ActorId) -> bool {
         |i| {
             let Some(c) = st.at(i) else { return };
             let cid = c.id;
-            if cid == id || c.aggressiveness == 3 || !combat::alive(st, cid) {
+            if cid == id || c.aggressiveness == 3 || !st.alive(cid) {
                 return;
             }
             if ratings

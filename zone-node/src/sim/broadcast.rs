@@ -332,7 +332,7 @@ fn encode(st: &ZoneState, sc: &mut Scratch, buf: &mut Vec<u8>) {
                         y = a.y + (wp.y - a.y) * (pd / od);
                     }
                 }
-                let y = super::ingest::clamp_world_coord(y);
+                let y = shared::wire::clamp_world_coord(y);
                 update_of(a, mount, UpdateTail::FlyY(y)).write_frame(buf);
             } else {
                 update_of(a, mount, UpdateTail::None).write_frame(buf);

@@ -18,9 +18,18 @@
 
 use shared::internal::GroundItemDto;
 
-use super::events::{CharacterSnapshot, Checkpoint, SnapshotReason, ZoneOutput};
-use super::setarea::player_state;
-use super::state::{ActorId, ChainKind, GroundItem, ZoneState};
+use super::events::{ActorState, CharacterSnapshot, Checkpoint, SnapshotReason, ZoneOutput};
+use super::state::{Actor, ActorId, ChainKind, GroundItem, ZoneState};
+
+/// The whole state of an actor with its mount and pets and, for a player, its running
+/// scripts (they travel with it and are saved with it).
+pub(crate) fn player_state(st: &ZoneState, id: ActorId) -> Option<ActorState> {
+    let mut s = st.actor_state(id)?;
+    if st.get(id).is_some_and(Actor::is_player) {
+        s.scripts = super::script_table::save_owned(st, id);
+    }
+    Some(s)
+}
 
 /// The area's ground items as saved: the time each may still lie there.
 pub(crate) fn ground_dto(st: &ZoneState) -> Vec<GroundItemDto> {
@@ -132,45 +141,11 @@ pub(crate) fn checkpoint_all(st: &mut ZoneState) {
     push_group(st, players, ground);
 }
 
-/// The instance stops (`StopInstance`, a drain): every player leaves, and their final
-/// snapshots and every ground item go out as one group, before any of them is reported
-/// removed. An instance that never had a player leave this way nor an item on its ground
-/// (no handle ever issued, none restored) has nothing to save and sends nothing.
-pub(crate) fn shutdown(st: &mut ZoneState) {
-    let mut players = Vec::new();
-    let mut removed = Vec::new();
-    for idx in st.chain_members(st.online, ChainKind::Online) {
-        let Some(player) = st.at(idx).and_then(|a| a.player) else {
-            continue;
-        };
-        if let Some(s) = super::setarea::depart(st, player) {
-            players.push(s);
-        }
-        removed.push(player);
-    }
-    // Whether the stored ground may differ from what lies here (an item now, or a change
-    // since the last save: all of them picked up).
-    let ground_matters = st.ground_dirty || !st.ground.is_empty();
-    st.entangled.clear();
-    st.ground_dirty = false;
-    if players.is_empty() && !ground_matters {
-        return;
-    }
-    let ground = Some(ground_dto(st));
-    st.outputs.push(ZoneOutput::Checkpoint(Box::new(Checkpoint {
-        players,
-        ground,
-    })));
-    for player in removed {
-        st.outputs.push(ZoneOutput::PlayerRemoved { player });
-    }
-}
-
 /// Put back the ground items an earlier run of this instance saved (before anyone is in
 /// it): fresh handles from 1 after the last one issued, each expiring `remaining_ms` from
 /// now. An item this world does not know, or an empty stack, is skipped.
 pub(crate) fn restore_ground(st: &mut ZoneState, items: Vec<GroundItemDto>) {
-    let c = super::ingest::clamp_world_coord;
+    let c = shared::wire::clamp_world_coord;
     for g in items {
         if g.item.amount == 0 || st.content.world.item(g.item.item).is_none() {
             continue;

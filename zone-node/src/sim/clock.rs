@@ -1,7 +1,7 @@
 //! The game clock in a zone (reference §8): the time the zone's [`shared::clock::GameClock`]
-//! reads at the tick's `now`, the chat commands `/time`, `/date` and `/season`, the
-//! `Year() Day() Hour() Minute() Month$() Season$()` natives and the release of scripts
-//! waiting in `WaitTime(h, m)`.
+//! reads at the tick's `now`, the chat commands `/time`, `/date` and `/season`, and the release of
+//! scripts waiting in `WaitTime(h, m)` (the clock's natives, `Year()` … `WaitTime`, are in
+//! `runtime::natives::clock`).
 //!
 //! The clock is a pure function of real time (`ZoneConfig::epoch_ms + now_ms`) and the
 //! cluster's clock epoch (`ZoneConfig::clock_epoch_ms`), so every AreaInstance on every node
@@ -9,14 +9,12 @@
 //! the day is at or past `h*60+m` (Realm Crafter compared hour and minute separately, so a
 //! 10:30 wait was also released at 11:30 but not at 11:00–11:29).
 
-use script::natives::Native;
-use script::{RuntimeError, Value};
+use script::Value;
 use shared::clock::{GameClock, GameTime};
 
 use super::instances::{InstanceId, Wait};
 use super::packets::{self, CHAT_SYSTEM};
-use super::runtime;
-use super::runtime::host::ZoneHost;
+use super::script_table;
 use super::state::{ActorId, ZoneState};
 
 /// Real time (Unix ms) of the current tick.
@@ -45,49 +43,6 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str) -> bool {
     true
 }
 
-/// Whether a native is one of the clock's.
-pub(crate) fn handles(n: Native) -> bool {
-    matches!(
-        n,
-        Native::Year
-            | Native::Day
-            | Native::Hour
-            | Native::Minute
-            | Native::Month
-            | Native::Season
-            | Native::WaitTime
-    )
-}
-
-/// Run a clock native.
-pub(crate) fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value]) -> runtime::natives::NResult {
-    let t = game_time(h.st);
-    let int = |v: i64| runtime::natives::int(i32::try_from(v).unwrap_or(i32::MAX));
-    match n {
-        Native::Year => int(t.year),
-        Native::Day => int(i64::from(t.day)),
-        Native::Hour => int(i64::from(t.hour)),
-        Native::Minute => int(i64::from(t.minute)),
-        Native::Month => runtime::natives::text(h.st.clock.month_name(t.month)),
-        Native::Season => runtime::natives::text(h.st.clock.season_name(t.season)),
-        Native::WaitTime => {
-            let a = runtime::natives::Args(args);
-            let (hour, minute) = (a.int(0), a.int(1));
-            if !(0..24).contains(&hour) || !(0..60).contains(&minute) {
-                // Realm Crafter's busy loop would never end for hour >= 24.
-                return Err(RuntimeError::Ended(format!(
-                    "WaitTime({hour}, {minute}): the time must be 0..23, 0..59, so the wait could never end"
-                )));
-            }
-            if t.minute_of_day() >= hour * 60 + minute {
-                return runtime::natives::int(0);
-            }
-            h.suspend(Wait::GameTime { hour, minute })
-        }
-        _ => runtime::natives::not_supported(n),
-    }
-}
-
 /// Release the `WaitTime` scripts whose time of day has come.
 pub(crate) fn check_waiters(st: &mut ZoneState) {
     let now = game_time(st).minute_of_day();
@@ -100,7 +55,7 @@ pub(crate) fn check_waiters(st: &mut ZoneState) {
         match st.scripts.instances.get(&id).map(|i| &i.wait) {
             Some(Wait::GameTime { hour, minute }) => {
                 if now >= hour * 60 + minute {
-                    runtime::wake(st, id, Value::Int(0));
+                    script_table::wake(st, id, Value::Int(0));
                 }
             }
             _ => {

@@ -20,6 +20,7 @@
 use super::events::{Rejection, RuntimeId};
 use shared::proto::{AttackActorS2C, ChatColour, ChatMessageS2C, ItemHealth};
 
+use super::engine::EngineEvent;
 use super::packets::{self, CHAT_RED};
 use super::state::{ActorId, AiMode, ZoneState};
 use super::{ai, stats};
@@ -32,19 +33,6 @@ pub const RATING_NO_ATTACK: u8 = 150;
 pub const SLOT_WEAPON: usize = 0;
 /// Armour slots (shield, hat, chest, hand, belt, legs, feet).
 pub const ARMOUR_SLOTS: std::ops::RangeInclusive<usize> = 1..=7;
-
-/// Whether an actor is alive for combat and AI purposes: exists, not dead, not frozen in a
-/// transfer, and Health > 0 when the game has a Health stat.
-pub fn alive(st: &ZoneState, id: ActorId) -> bool {
-    let Some(a) = st.get(id) else { return false };
-    if a.dead || a.frozen() {
-        return false;
-    }
-    match st.content.fixed.health {
-        Some(h) => a.attr_value(Some(h)).unwrap_or(1) > 0,
-        None => true,
-    }
-}
 
 /// Current Health (`None` without a Health stat).
 fn health(st: &ZoneState, id: ActorId) -> Option<i32> {
@@ -295,7 +283,7 @@ pub fn note_attacked(st: &mut ZoneState, victim: ActorId, now: u64) {
 #[doc(alias = "ActorAttack")]
 pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
     // 1. V1: no attacking the dead.
-    if !alive(st, a2) || !alive(st, a1) || a1 == a2 {
+    if !st.alive(a2) || !st.alive(a1) || a1 == a2 {
         return false;
     }
     let Some(d2) = combat_dist2(st, a1, a2) else {
@@ -325,8 +313,10 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
                 a.last_attack_ms = Some(now);
             }
             note_attacked(st, a2, now);
-            let hooks = crate::sim::scripts::hooks(st);
-            hooks.on_attack(st, a1, a2);
+            st.announce(EngineEvent::Attacked {
+                attacker: a1,
+                victim: a2,
+            });
             return true;
         }
         let reach = range.max(0.0) + r1 + r2;
@@ -356,8 +346,10 @@ pub fn actor_attack(st: &mut ZoneState, a1: ActorId, a2: ActorId) -> bool {
     provoke(st, a2, a1);
     if formula == 4 || formula == 0 || formula > 4 {
         // Formula 4: the Attack script decides everything (no engine damage or packets).
-        let hooks = crate::sim::scripts::hooks(st);
-        hooks.on_attack(st, a1, a2);
+        st.announce(EngineEvent::Attacked {
+            attacker: a1,
+            victim: a2,
+        });
         return true;
     }
     // 6. Damage.
@@ -446,7 +438,7 @@ fn projectile_packet(
 /// id does nothing.
 #[doc(alias = "FireProjectile")]
 pub fn fire_projectile(st: &mut ZoneState, projectile: u16, a1: ActorId, a2: ActorId) {
-    if !may_attack(st, a1, a2) || !alive(st, a2) {
+    if !may_attack(st, a1, a2) || !st.alive(a2) {
         return;
     }
     let Some(p) = st.content.world.projectile(projectile).cloned() else {

@@ -23,6 +23,7 @@
 
 use shared::proto::{ChatColour, ChatMessageS2C};
 
+use super::engine::EngineEvent;
 use super::events::Rejection;
 use super::packets::{self, CHAT_GREEN, CHAT_RED};
 use super::state::{ActorId, ZoneState};
@@ -104,7 +105,7 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             let name = parts.next().unwrap_or("").trim();
             let func = parts.next().unwrap_or("Main").trim();
             let func = if func.is_empty() { "Main" } else { func };
-            if !super::runtime::queue_for(st, name, func, Some(actor), None, "") {
+            if !super::script_table::queue_for(st, name, func, Some(actor), None, "") {
                 packets::send_chat(st, actor, CHAT_RED, "No such script or function");
             }
         }
@@ -125,10 +126,11 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             super::clock::command(st, actor, word);
         }
         _ => {
-            let hooks = crate::sim::scripts::hooks(st);
-            if !hooks.on_command(st, actor, word, params) {
-                packets::send_chat(st, actor, CHAT_RED, "Unknown command");
-            }
+            st.announce(EngineEvent::Command {
+                actor,
+                word: word.to_owned(),
+                params: params.to_owned(),
+            });
         }
     }
 }

@@ -43,10 +43,10 @@ pub(crate) fn despawn(st: &mut ZoneState, id: ActorId, cause: Cause) -> Option<A
     super::items::trade::cancel_for(st, id);
     super::party::forget(st, id);
     if is_player {
-        super::runtime::drop_owned(st, id);
+        super::script_table::drop_owned(st, id);
     } else {
         let h = st.handle_of(id);
-        super::runtime::actor_freed(st, h);
+        super::script_table::actor_freed(st, h);
     }
     super::spawns::release(st, id);
     if cause != Cause::Killed {

@@ -25,7 +25,7 @@ use script::{RStr, Value};
 
 use super::events::{Rejection, ScriptReply};
 use super::instances::{InstanceId, PendingReply, ReplyKind, Wait};
-use super::runtime;
+use super::script_table;
 use super::state::{ActorId, ZoneState};
 use shared::proto::DialogS2C;
 
@@ -35,14 +35,6 @@ pub const INPUT_MAX: usize = 150;
 /// The wire handle (`hSI`) of an instance, as the `hSI` host global reads it.
 pub fn script_handle(id: InstanceId) -> u32 {
     u32::try_from(id & 0x7fff_ffff).unwrap_or(0)
-}
-
-/// What a script sees when its question is never answered (timeout, warp, lost node).
-pub fn lost_answer(kind: ReplyKind) -> Value {
-    match kind {
-        ReplyKind::Input => Value::Str(RStr::EMPTY),
-        _ => Value::Int(0),
-    }
 }
 
 /// A handle as the script's Int (Blitz handles are positive).
@@ -138,7 +130,7 @@ fn answer(st: &mut ZoneState, id: InstanceId, value: Value, mailbox: RStr) {
         _ => false,
     };
     if waits {
-        runtime::wake(st, id, value);
+        script_table::wake(st, id, value);
     }
 }
 
@@ -165,7 +157,7 @@ pub(crate) fn time_out(st: &mut ZoneState, id: InstanceId) {
     if let Some(p) = st.actor_by_handle(r.player) {
         close_window_of(st, id, p, &r);
     }
-    answer(st, id, lost_answer(r.kind), RStr::EMPTY);
+    answer(st, id, script_table::lost_answer(r.kind), RStr::EMPTY);
 }
 
 /// Close the window a request is in (its dialog), if the instance still has it open.
@@ -224,26 +216,7 @@ pub(crate) fn close_for_departure(st: &mut ZoneState, player: ActorId) {
         }
         if let Some(r) = pending {
             close_window_of(st, id, player, &r);
-            answer(st, id, lost_answer(r.kind), RStr::EMPTY);
+            answer(st, id, script_table::lost_answer(r.kind), RStr::EMPTY);
         }
-    }
-}
-
-/// The windows of a restored instance (a login, an arrival, a recovery on another node
-/// from the player's last checkpoint) are not this zone's to use: forget them and its
-/// question, and return the dialogs to close on the client (after a node loss the client
-/// still shows them; a client that no longer has one ignores the close, as Realm
-/// Crafter's `FreeDialog` does). Progress bars are only forgotten: the original client
-/// does not check a bar handle before freeing it.
-pub(crate) fn forget_windows(cx: &mut super::instances::InstanceCx) -> Vec<u32> {
-    cx.bars.clear();
-    cx.reply = None;
-    std::mem::take(&mut cx.dialogs).into_iter().collect()
-}
-
-/// Close dialogs on a player's client.
-pub(crate) fn close_dialogs(st: &mut ZoneState, player: ActorId, dialogs: &[u32]) {
-    for &dialog in dialogs {
-        st.send_packet(player, &DialogS2C::Close { dialog });
     }
 }

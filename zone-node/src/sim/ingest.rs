@@ -21,12 +21,6 @@ use super::events::{PlayerAction, PlayerKey, Rejection, StandardUpdateIn, ZoneIn
 use super::state::{ActorId, ZoneState};
 use super::{checkpoint, combat, commands, items, mount, party, pets, setarea, spells, stats};
 
-/// `ClampWorldCoord`: `v` if `-100000 < v < 100000`, else 0 (NaN and ±Inf included).
-#[inline]
-pub fn clamp_world_coord(v: f32) -> f32 {
-    shared::wire::clamp_world_coord(v)
-}
-
 /// Whether a float passes `ClampWorldCoord` unchanged.
 #[inline]
 fn valid_coord(v: f32) -> bool {
@@ -89,12 +83,12 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         ZoneInput::ScriptStoreReply { req, result } => {
             super::runtime::store_reply(st, req, result);
         }
-        ZoneInput::SuperGlobal { slot, value } => super::runtime::superglobal(st, slot, value),
+        ZoneInput::SuperGlobal { slot, value } => super::script_table::superglobal(st, slot, value),
         ZoneInput::RunScript { script, func } => {
-            super::runtime::queue(st, &script, &func, 0, 0, script::RStr::EMPTY);
+            super::script_table::queue(st, &script, &func, 0, 0, script::RStr::EMPTY);
         }
         ZoneInput::RestoreGround { items } => checkpoint::restore_ground(st, items),
-        ZoneInput::Shutdown => checkpoint::shutdown(st),
+        ZoneInput::Shutdown => setarea::shutdown(st),
     }
 }
 
@@ -188,7 +182,7 @@ pub(crate) fn dispatch(st: &mut ZoneState, player: PlayerKey, id: ActorId, actio
         PlayerAction::UpdateTrading { slot, amount } => {
             items::trade::update_trading(st, player, id, slot, amount);
         }
-        PlayerAction::TradeWith { target } => items::shop::trade_with(st, player, id, target),
+        PlayerAction::TradeWith { target } => items::shop::trade_with(st, id, target),
         PlayerAction::Examine { target } => super::scripts::examine_request(st, id, target),
         PlayerAction::ScriptReply(r) => super::dialogs::on_reply(st, id, r),
         PlayerAction::Jump => jump(st, id),
@@ -232,16 +226,6 @@ pub(crate) fn jump(st: &mut ZoneState, id: ActorId) {
     st.send_packet_zone(&shared::proto::JumpS2C { runtime_id: rid }, Some(id));
 }
 
-/// The speed ratio `Speed.Value / Speed.Max` (1.0 when there is no Speed stat or Max is 0).
-pub fn speed_ratio(st: &ZoneState, id: ActorId) -> f32 {
-    let Some(a) = st.get(id) else { return 1.0 };
-    let stat = st.content.fixed.speed;
-    match (a.attr_value(stat), a.attr_maximum(stat)) {
-        (Some(v), Some(m)) if m != 0 => v as f32 / m as f32,
-        _ => 1.0,
-    }
-}
-
 /// C→S `P_StandardUpdate` (reference §4.1 with the V1 hardening).
 pub(crate) fn standard_update(
     st: &mut ZoneState,
@@ -267,7 +251,7 @@ pub(crate) fn standard_update(
         st.reject(Some(player), Rejection::RunningBackward);
     }
     // The speed clamp uses the speed that moves the actor: its mount's when riding.
-    let ratio = speed_ratio(st, mount.filter(|m| st.get(*m).is_some()).unwrap_or(id));
+    let ratio = st.speed_ratio(mount.filter(|m| st.get(*m).is_some()).unwrap_or(id));
     let Some(a) = st.get_mut(id) else { return };
     if valid_coord(u.dest_x) && valid_coord(u.dest_z) {
         a.dest_x = u.dest_x;

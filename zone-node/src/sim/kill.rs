@@ -14,6 +14,7 @@
 
 use shared::proto::{ActorDead, XpUpdate};
 
+use super::engine::{EngineEvent, NpcDeath};
 use super::state::{ActorId, ZoneState};
 
 /// Upper bound on kill rounds per tick (a hook that kills again queues a new round).
@@ -77,8 +78,7 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
     }
     // 3. WaitKill scripts waiting for this killer and template.
     let vtemplate = st.get(victim).map_or(0, |a| a.template);
-    super::runtime::on_kill(st, vtemplate, killer);
-    let hooks = crate::sim::scripts::hooks(st);
+    super::script_table::on_kill(st, vtemplate, killer);
     if is_player {
         // 4. Player: dead until the Death hook restores it; NPCs drop it. A trade ends.
         super::items::trade::cancel_for(st, victim);
@@ -89,12 +89,41 @@ pub fn kill_actor(st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) 
             a.is_running = false;
         }
         super::despawn::drop_as_target(st, victim);
-        hooks.on_player_death(st, victim, killer);
+        st.announce(EngineEvent::PlayerDied { victim, killer });
     } else {
-        // 5. NPC: death script, then gone for good (the one way out of a zone).
-        hooks.on_npc_death(st, victim, killer);
+        // 5. NPC: its death script's call (taken now), then gone for good (the one way
+        // out of a zone).
+        if let Some(death) = npc_death(st, victim, killer) {
+            st.announce(EngineEvent::NpcDied(death));
+        }
         super::despawn::despawn(st, victim, super::despawn::Cause::Killed);
     }
+}
+
+/// A dead NPC's `DeathScript` call with Realm Crafter's `Param`
+/// (`Race,Class, X,Y,Z,g0,…,g9`), taken while the NPC is still here.
+fn npc_death(st: &ZoneState, victim: ActorId, killer: Option<ActorId>) -> Option<NpcDeath> {
+    let v = st.get(victim)?;
+    let (race, class) = st
+        .content
+        .template(v.template)
+        .map(|t| (t.race.clone(), t.class.clone()))
+        .unwrap_or_default();
+    let f = script::value::blitz_float_string;
+    let mut param = format!("{race},{class}, {},{},{}", f(v.x), f(v.y), f(v.z));
+    for g in v.script_globals.iter().take(10) {
+        param.push(',');
+        param.push_str(g);
+    }
+    for _ in v.script_globals.len()..10 {
+        param.push(',');
+    }
+    Some(NpcDeath {
+        victim,
+        killer,
+        script: v.death_script.clone(),
+        param,
+    })
 }
 
 /// `GiveXP(A, xp, ignoreParty)`: a pet gives to its leader; a party member shares with the
@@ -133,8 +162,7 @@ fn give_xp_depth(st: &mut ZoneState, actor: ActorId, xp: u32, ignore_party: bool
     a.xp = a.xp.saturating_add(own);
     // 4. Players: LevelUp hook and "M".
     if a.is_player() {
-        let hooks = crate::sim::scripts::hooks(st);
-        hooks.on_xp(st, actor);
+        st.announce(EngineEvent::XpGained { actor });
         st.send_packet(actor, &XpUpdate::Gained { amount: own });
     }
 }

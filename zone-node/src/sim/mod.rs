@@ -51,6 +51,7 @@
 //! input. Never panic on input: count and return.
 
 pub mod area;
+pub mod engine;
 pub mod events;
 pub mod grid;
 pub mod instances;
@@ -58,6 +59,9 @@ pub mod packets;
 pub mod rng;
 pub mod state;
 
+pub mod script_table;
+
+pub mod appear;
 pub mod broadcast;
 pub mod checkpoint;
 pub mod despawn;
@@ -142,7 +146,7 @@ impl ZoneSim {
         hooks: Arc<dyn scripts::ScriptHooks>,
     ) -> Self {
         Self {
-            st: ZoneState::new(cfg, content, state::Hooks::new(hooks)),
+            st: ZoneState::new(cfg, content, Arc::new(scripts::Dispatcher::new(hooks))),
             out: TickOutput::default(),
             bcast: broadcast::Scratch::default(),
             first_tick: true,
@@ -162,7 +166,7 @@ impl ZoneSim {
     /// Spawn an NPC of a template at a position, with a fresh NPC RuntimeID, announcing it
     /// to the players in the zone (spawn points and scenario set-up use this).
     pub fn spawn_npc(&mut self, template: u16, x: f32, y: f32, z: f32) -> Option<ActorId> {
-        setarea::spawn_npc(&mut self.st, template, x, y, z)
+        appear::spawn_npc(&mut self.st, template, x, y, z)
     }
 
     /// Apply handoff messages between ticks, at the last tick's time, so that a SetArea
@@ -182,6 +186,7 @@ impl ZoneSim {
         for input in inputs {
             if ingest::is_handoff(&input) && !self.first_tick {
                 ingest::apply(st, input);
+                st.react();
             } else {
                 rest.push(input);
             }
@@ -227,6 +232,8 @@ impl ZoneSim {
             st.next_recharge_ms = now_ms + st.cfg.recharge_ms;
             spawns::start_instance(st);
         }
+        // Engine events announced between ticks (scenario set-up, an embedding game).
+        st.react();
         let mut phase_ns = [0u64; 8];
         let mut t = clock.now_ns();
         let mut lap = |p: Phase, t: &mut u64| {
@@ -241,17 +248,19 @@ impl ZoneSim {
         for input in inputs {
             st.counters.inputs += 1;
             ingest::apply(st, input);
+            st.react();
         }
         lap(Phase::Ingest, &mut t);
 
         // 2. Housekeeping.
         setarea::check_timeouts(st);
         setarea::periodic_snapshots(st);
-        scripts::run_scheduled(st);
+        st.run_scheduled();
         items::ground::expire(st);
         effects::expire(st);
         spells::memorise::complete_due(st);
         regen::step(st);
+        st.react();
         lap(Phase::Housekeeping, &mut t);
 
         // 3. Actor loop.
@@ -288,22 +297,26 @@ impl ZoneSim {
             }
         }
         st.scratch = order;
+        st.react();
         lap(Phase::Actors, &mut t);
 
         // 4. Deferred kills. RULES CALL SITE.
         kill::process_pending(st);
+        st.react();
         lap(Phase::Kills, &mut t);
 
         // 5. Round-robin visit. RULES CALL SITES.
         weather::visit(st);
         spawns::visit(st);
         portals::visit(st);
+        st.react();
         lap(Phase::Visit, &mut t);
 
         // 6. Scripts.
         runtime::phase(st);
         // Kills made by scripts.
         kill::process_pending(st);
+        st.react();
         lap(Phase::Scripts, &mut t);
 
         // 7. Broadcast: the groups due this tick (see `ZoneConfig::broadcast_groups`).

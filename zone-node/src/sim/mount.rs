@@ -8,6 +8,7 @@
 //! * `P_Dismount`: an NPC mount that is nobody's pet returns to Patrol; a pet mount
 //!   returns to Pet.
 
+use super::engine::EngineEvent;
 use super::events::{Rejection, RuntimeId};
 use super::state::{ActorId, AiMode, ZoneState};
 
@@ -50,12 +51,9 @@ pub(crate) fn right_click(st: &mut ZoneState, clicker: ActorId, target: RuntimeI
         return;
     };
     // `WaitSpeak`s this click satisfies.
-    super::runtime::on_right_click(st, clicker, t);
-    let hooks = crate::sim::scripts::hooks(st);
-    if hooks.on_right_click(st, clicker, t) {
-        return;
-    }
-    mount(st, clicker, t);
+    super::script_table::on_right_click(st, clicker, t);
+    // Its script, or else a mount (the dispatcher decides).
+    st.announce(EngineEvent::RightClicked { clicker, target: t });
 }
 
 /// `Mount.Mount`: `rider` mounts `mount` if allowed (silently refused otherwise, counted).
@@ -88,8 +86,7 @@ pub fn mount(st: &mut ZoneState, rider: ActorId, mount: ActorId) {
         m.dest_z = r.dest_z;
     }
     st.grid_update(mount.idx);
-    let hooks = crate::sim::scripts::hooks(st);
-    hooks.on_mount(st, rider, mount);
+    st.announce(EngineEvent::Mounted { rider, mount });
 }
 
 /// `P_Dismount`.
@@ -116,6 +113,8 @@ pub(crate) fn dismount(st: &mut ZoneState, rider: ActorId) {
             };
         }
     }
-    let hooks = crate::sim::scripts::hooks(st);
-    hooks.on_dismount(st, rider, Some(m));
+    st.announce(EngineEvent::Dismounted {
+        rider,
+        mount: Some(m),
+    });
 }

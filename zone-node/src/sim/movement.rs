@@ -49,7 +49,7 @@ pub(crate) fn actor(st: &mut ZoneState, idx: u32) {
     }
     let mover = a.mount.filter(|m| st.get(*m).is_some()).unwrap_or(a.id);
     let mounted = mover != a.id;
-    let mut speed = BASE_SPEED * super::ingest::speed_ratio(st, mover);
+    let mut speed = BASE_SPEED * st.speed_ratio(mover);
     let energy = st.content.fixed.energy;
     let Some(a) = st.at_mut(idx) else { return };
     if a.walking_backward {

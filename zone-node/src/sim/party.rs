@@ -12,6 +12,7 @@
 //! The rules of forming a party (`/invite`, `/accept`, `/leave`, the limit of 8,
 //! `P_PartyUpdate`) are the gateway's alone; the zone has no copy of them.
 
+use super::engine::EngineEvent;
 use super::state::{ActorId, ChainKind, Party, ZoneState};
 
 fn online_by_name(st: &ZoneState, name: &str) -> Option<ActorId> {
@@ -59,8 +60,7 @@ pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<Strin
     forget(st, actor);
     let Some(leader) = members.first().cloned() else {
         if let Some(pid) = before {
-            let hooks = crate::sim::scripts::hooks(st);
-            hooks.on_party_leave(st, actor, pid);
+            st.announce(EngineEvent::PartyLeft { actor, party: pid });
         }
         return;
     };
@@ -82,8 +82,7 @@ pub(crate) fn set_members(st: &mut ZoneState, actor: ActorId, members: Vec<Strin
         a.party = Some(pid);
     }
     if before.is_none() {
-        let hooks = crate::sim::scripts::hooks(st);
-        hooks.on_party_join(st, actor, pid);
+        st.announce(EngineEvent::PartyJoined { actor, party: pid });
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) fn command(st: &mut ZoneState, leader: ActorId, pet: Option<&str>, cm
     }
     let target = st.get(leader).and_then(|a| a.ai_target);
     if matches!(cmd, PetCommand::Attack)
-        && !target.is_some_and(|t| super::combat::alive(st, t) && !pets.contains(&t))
+        && !target.is_some_and(|t| st.alive(t) && !pets.contains(&t))
     {
         st.reject(player, Rejection::Invalid);
         packets::send_chat(st, leader, CHAT_RED, "You have no target");

@@ -13,6 +13,7 @@
 //!   (edge-detected through `LastTrigger`, cleared when the player is in no trigger).
 //!   The lowest-index trigger wins when several overlap.
 
+use super::engine::EngineEvent;
 use super::events::Arrival;
 use super::state::{ActorId, ChainKind, ZoneState};
 
@@ -93,7 +94,9 @@ fn triggers(st: &mut ZoneState, id: ActorId) {
         a.last_trigger = now_in;
     }
     if let Some(t) = now_in {
-        let hooks = crate::sim::scripts::hooks(st);
-        hooks.on_trigger(st, id, t);
+        st.announce(EngineEvent::TriggerEntered {
+            actor: id,
+            trigger: t,
+        });
     }
 }

@@ -14,7 +14,6 @@
 //! hit back is in combat too), when it has an AI target (an NPC hunting), or when an actor
 //! of the zone has it as its AI target (it is being hunted).
 
-use super::combat;
 use super::state::{ActorId, ChainKind, ZoneState};
 use super::stats;
 
@@ -54,7 +53,7 @@ pub fn step(st: &mut ZoneState) {
             || recent(a.last_attack_ms)
             || recent(a.last_attacked_ms)
             || hunted.contains(&id);
-        if fighting || !combat::alive(st, id) {
+        if fighting || !st.alive(id) {
             continue;
         }
         for &attr in &rule.attributes {

@@ -1,9 +1,11 @@
-//! Entry points: where the engine calls a game's scripts, as Realm Crafter does
-//! (`rsl-language.md` §9, reference §7), with the right actor, context actor and
-//! parameters, and the Rust stand-ins that run when the world has no such script.
+//! The script dispatcher: how the top of the zone reacts to the engine events the rules
+//! announce ([`super::engine`]), by starting a game's scripts as Realm Crafter's engine
+//! does (`rsl-language.md` §9, reference §7), with the right actor, context actor and
+//! parameters, or the Rust stand-ins that run when the world has no such script.
 //!
-//! [`ScriptHooks`] has one method per entry point. [`DefaultHooks`] starts the world's
-//! script (`runtime::queue`, Realm Crafter's `ThreadScript`) where it exists and otherwise
+//! [`Dispatcher`] is the zone's observer; [`ScriptHooks`] has one method per entry point.
+//! [`DefaultHooks`] starts the world's script (`script_table::queue`, Realm Crafter's
+//! `ThreadScript`) where it exists and otherwise
 //! does what the default project's script does: death waits 5 s, then Health 50 and a warp
 //! to the portal "Begin"; a level up when `XP > Level × 1000`. A test or an embedding game
 //! may override any hook.
@@ -29,22 +31,91 @@
 //!
 //! Starts a client's action causes (an equipment change, a command, a right-click, a
 //! trigger, an item used, a spell, examine, trade) are coalesced: an identical start
-//! already queued for this tick is that start (`runtime::queue_coalesced`). Every start is
-//! held to the zone's `scripts_per_actor` and `scripts_per_zone` (`runtime::queue`).
+//! already queued for this tick is that start (`script_table::queue_coalesced`). Every start
+//! is held to the zone's `scripts_per_actor` and `scripts_per_zone` (`script_table::queue`).
 
 use std::sync::Arc;
 
-use super::runtime;
-use super::state::{ActorId, Scheduled, ZoneState};
+use super::engine::{EngineEvent, NpcDeath};
+use super::script_table as table;
+use super::state::{ActorId, Observer, Scheduled, ZoneState};
 use super::stats;
 
-/// The zone's script hooks (installed by `ZoneSim::new` or `ZoneSim::with_hooks`; the
-/// default ones for a state made without them).
-pub fn hooks(st: &ZoneState) -> Arc<dyn ScriptHooks> {
-    st.hooks
-        .get::<Arc<dyn ScriptHooks>>()
-        .cloned()
-        .unwrap_or_else(|| Arc::new(DefaultHooks))
+/// The script dispatcher: the zone's [`Observer`], reacting to every engine event a rule
+/// announces by calling the matching [`ScriptHooks`] method, and doing the engine's own
+/// follow-up where Realm Crafter's does (an unknown command answered, a right-click with no
+/// script tried as a mount, a trade with no `Default.Trade` script opened the default way).
+pub struct Dispatcher {
+    hooks: Arc<dyn ScriptHooks>,
+}
+
+impl Dispatcher {
+    /// The dispatcher of these hooks.
+    pub fn new(hooks: Arc<dyn ScriptHooks>) -> Self {
+        Self { hooks }
+    }
+}
+
+impl Observer for Dispatcher {
+    fn react(&self, st: &mut ZoneState, event: EngineEvent) {
+        let h = &*self.hooks;
+        match event {
+            EngineEvent::PlayerDied { victim, killer } => h.on_player_death(st, victim, killer),
+            EngineEvent::DeathTimerDone { victim } => h.on_death_timer(st, victim),
+            EngineEvent::TimerDue { actor, tag } => h.on_scheduled(st, actor, &tag),
+            EngineEvent::NpcDied(death) => h.on_npc_death(st, &death),
+            EngineEvent::XpGained { actor } => h.on_xp(st, actor),
+            EngineEvent::Attacked { attacker, victim } => h.on_attack(st, attacker, victim),
+            EngineEvent::Spawned { npc, spawn_point } => h.on_spawn(st, npc, spawn_point),
+            EngineEvent::LoggedIn { actor } => h.on_login(st, actor),
+            EngineEvent::LoggingOut { actor } => h.on_logout(st, actor),
+            EngineEvent::EnteredArea { actor } => h.on_area_entry(st, actor),
+            EngineEvent::LeavingArea { actor } => h.on_area_exit(st, actor),
+            EngineEvent::PartyJoined { actor, party } => h.on_party_join(st, actor, party),
+            EngineEvent::PartyLeft { actor, party } => h.on_party_leave(st, actor, party),
+            EngineEvent::Mounted { rider, mount } => h.on_mount(st, rider, mount),
+            EngineEvent::Dismounted { rider, mount } => h.on_dismount(st, rider, mount),
+            EngineEvent::EquipmentChanged { actor } => h.on_equip_change(st, actor),
+            EngineEvent::Command {
+                actor,
+                word,
+                params,
+            } => {
+                if !h.on_command(st, actor, &word, &params) {
+                    let red = super::packets::CHAT_RED;
+                    super::packets::send_chat(st, actor, red, "Unknown command");
+                }
+            }
+            EngineEvent::RightClicked { clicker, target } => {
+                if !h.on_right_click(st, clicker, target) {
+                    super::mount::mount(st, clicker, target);
+                }
+            }
+            EngineEvent::TriggerEntered { actor, trigger } => h.on_trigger(st, actor, trigger),
+            EngineEvent::ItemUsed {
+                script,
+                method,
+                user,
+                target,
+            } => {
+                h.on_item_used(st, &script, &method, user, target);
+            }
+            EngineEvent::SpellCast {
+                script,
+                method,
+                caster,
+                target,
+                level,
+            } => {
+                h.on_spell_cast(st, &script, &method, caster, target, level);
+            }
+            EngineEvent::TradeRequested { player, target } => {
+                if !h.on_trade(st, player, target) {
+                    super::items::shop::trade_default(st, player, target);
+                }
+            }
+        }
+    }
 }
 
 /// Script entry points. Every method has the default project's behaviour.
@@ -52,8 +123,8 @@ pub trait ScriptHooks: Send + Sync {
     /// `Death.Main(victim, killer)` for a player victim. Default: the world's Death script,
     /// else wait 5 s, then [`ScriptHooks::on_death_timer`].
     fn on_player_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        if runtime::has_entry(st, "Death", "Main") {
-            runtime::queue_for(st, "Death", "Main", Some(victim), killer, "");
+        if table::has_entry(st, "Death", "Main") {
+            table::queue_for(st, "Death", "Main", Some(victim), killer, "");
             return;
         }
         let due = st.now_ms + 5000;
@@ -100,29 +171,13 @@ pub trait ScriptHooks: Send + Sync {
     }
 
     /// An NPC's `DeathScript.Main` with `Actor()` = the killer and Realm Crafter's
-    /// `Param` (`Race,Class, X,Y,Z,g0,…,g9`). Runs before the NPC is freed.
+    /// `Param` (`Race,Class, X,Y,Z,g0,…,g9`, taken before the NPC was freed).
     #[doc(alias = "DeathScript")]
-    fn on_npc_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
-        let Some(v) = st.get(victim) else { return };
-        let script = v.death_script.clone();
-        if !runtime::has_entry(st, &script, "Main") {
+    fn on_npc_death(&self, st: &mut ZoneState, death: &NpcDeath) {
+        if !table::has_entry(st, &death.script, "Main") {
             return;
         }
-        let (race, class) = st
-            .content
-            .template(v.template)
-            .map(|t| (t.race.clone(), t.class.clone()))
-            .unwrap_or_default();
-        let f = script::value::blitz_float_string;
-        let mut param = format!("{race},{class}, {},{},{}", f(v.x), f(v.y), f(v.z));
-        for g in v.script_globals.iter().take(10) {
-            param.push(',');
-            param.push_str(g);
-        }
-        for _ in v.script_globals.len()..10 {
-            param.push(',');
-        }
-        runtime::queue_for(st, &script, "Main", killer, None, &param);
+        table::queue_for(st, &death.script, "Main", death.killer, None, &death.param);
     }
 
     /// `Login.Main`, after a player joins the game here.
@@ -147,8 +202,8 @@ pub trait ScriptHooks: Send + Sync {
     /// after the warp, as Realm Crafter's queued script did.
     fn on_area_exit(&self, st: &mut ZoneState, actor: ActorId) {
         let script = st.content.area.exit_script.clone();
-        if runtime::has_entry(st, &script, "Main") {
-            runtime::create_for(st, &script, "Main", actor);
+        if table::has_entry(st, &script, "Main") {
+            table::create_for(st, &script, "Main", actor);
         }
     }
 
@@ -200,32 +255,25 @@ pub trait ScriptHooks: Send + Sync {
         let _ = (st, actor, tag);
     }
 
-    /// `WeatherLink`: the weather of the linked area's instance 0 when this zone knows it
-    /// (the zone hosts one AreaInstance, so the shell or a game supplies it). `None` (the
-    /// default) rolls this zone's own weather.
-    fn linked_weather(&self, st: &ZoneState, area: &str) -> Option<u8> {
-        let _ = (st, area);
-        None
-    }
-
     /// A chat command the engine does not handle: `In-game Commands.<WORD>` with
-    /// `Parameter(n)` from `params`. Returns whether a script handled it (the player is told
-    /// when the script has no such command).
+    /// `Parameter(n)` from `params`. Returns whether a script handled it (otherwise the
+    /// player is told "Unknown command"; a script without that function answers "Command X
+    /// is not known" itself).
     fn on_command(&self, st: &mut ZoneState, actor: ActorId, word: &str, params: &str) -> bool {
         const SCRIPT: &str = "In-game Commands";
         if !st.content.scripts.has_script(SCRIPT) {
             return false;
         }
-        if !runtime::has_entry(st, SCRIPT, word) {
+        if !table::has_entry(st, SCRIPT, word) {
             let text = format!("Command {word} is not known");
             let p = shared::proto::ChatMessageS2C {
                 colour: shared::proto::ChatColour::Rgb(255, 255, 255),
                 text: super::packets::text(&text),
             };
-            runtime::natives::actor::send(st, actor, &p);
+            st.send_packet(actor, &p);
             return true;
         }
-        runtime::queue_coalesced(st, SCRIPT, word, Some(actor), None, params);
+        table::queue_coalesced(st, SCRIPT, word, Some(actor), None, params);
         true
     }
 
@@ -237,10 +285,10 @@ pub trait ScriptHooks: Send + Sync {
         if script.is_empty() {
             return false;
         }
-        if runtime::running(st, &script, clicker, target) {
+        if table::running(st, &script, clicker, target) {
             return true;
         }
-        runtime::queue_coalesced(st, &script, "Main", Some(clicker), Some(target), "");
+        table::queue_coalesced(st, &script, "Main", Some(clicker), Some(target), "");
         true
     }
 
@@ -265,15 +313,48 @@ pub trait ScriptHooks: Send + Sync {
             &trigger.to_string(),
         );
     }
+
+    /// An item used (`P_ItemScript`) or eaten: `<Script>.<Method or Main>` with the user
+    /// and the target. Returns whether it was queued.
+    fn on_item_used(
+        &self,
+        st: &mut ZoneState,
+        script: &str,
+        method: &str,
+        user: ActorId,
+        target: Option<ActorId>,
+    ) -> bool {
+        item_script(st, script, method, user, target)
+    }
+
+    /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level
+    /// as `Param`. Returns whether it was queued.
+    fn on_spell_cast(
+        &self,
+        st: &mut ZoneState,
+        script: &str,
+        method: &str,
+        caster: ActorId,
+        target: Option<ActorId>,
+        level: u16,
+    ) -> bool {
+        spell_script(st, script, method, caster, target, level)
+    }
+
+    /// `P_Trade`: `Default.Trade` with the player and the target. Returns whether a script
+    /// took it (otherwise the engine opens the NPC's shop or invites the player).
+    fn on_trade(&self, st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
+        trade(st, player, target)
+    }
 }
 
 /// How an engine start is queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Start {
-    /// Every time (`runtime::queue_for`).
+    /// Every time (`script_table::queue_for`).
     Each,
     /// A client's action: an identical start already queued this tick is this one
-    /// (`runtime::queue_coalesced`), so repeating the action faster than the zone ticks
+    /// (`script_table::queue_coalesced`), so repeating the action faster than the zone ticks
     /// starts its script once a tick.
     OncePerTick,
 }
@@ -293,23 +374,23 @@ fn start(
         return false;
     }
     match how {
-        Start::Each => runtime::queue_for(st, script, func, actor, context, param),
-        Start::OncePerTick => runtime::queue_coalesced(st, script, func, actor, context, param),
+        Start::Each => table::queue_for(st, script, func, actor, context, param),
+        Start::OncePerTick => table::queue_coalesced(st, script, func, actor, context, param),
     }
 }
 
 /// Create `script.func` for `actor` and run it at once to its end (or its first wait).
 fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
-    if !runtime::has_entry(st, script, func) {
+    if !table::has_entry(st, script, func) {
         return;
     }
-    if let Some(id) = runtime::create_for(st, script, func, actor) {
-        runtime::run_to_wait(st, id);
+    if let Some(id) = table::create_for(st, script, func, actor) {
+        super::runtime::run_to_wait(st, id);
     }
 }
 
 /// An item used (`P_ItemScript`) or eaten: `<Script>.<Method or Main>` with the user and
-/// the target (the items code calls this).
+/// the target (the default [`ScriptHooks::on_item_used`]).
 pub fn item_script(
     st: &mut ZoneState,
     script: &str,
@@ -330,7 +411,7 @@ pub fn item_script(
 }
 
 /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
-/// `Param` (the spells code calls this).
+/// `Param` (the default [`ScriptHooks::on_spell_cast`]).
 pub fn spell_script(
     st: &mut ZoneState,
     script: &str,
@@ -356,8 +437,8 @@ pub fn spell_script(
 /// answer, `"This is a <name>"` in cyan.
 pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
     let script = st.get(target).map(|t| t.script.clone()).unwrap_or_default();
-    if runtime::has_entry(st, &script, "Examine") {
-        if !runtime::running(st, &script, player, target) {
+    if table::has_entry(st, &script, "Examine") {
+        if !table::running(st, &script, player, target) {
             start(
                 st,
                 Start::OncePerTick,
@@ -370,7 +451,7 @@ pub fn examine(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
         }
         return true;
     }
-    if runtime::has_entry(st, "Default", "Examine") {
+    if table::has_entry(st, "Default", "Examine") {
         return start(
             st,
             Start::OncePerTick,
@@ -399,7 +480,7 @@ pub(crate) fn examine_request(st: &mut ZoneState, id: ActorId, target: super::ev
     }
 }
 
-/// `P_Trade`: `Default.Trade` (the items code calls this).
+/// `P_Trade`: `Default.Trade` (the default [`ScriptHooks::on_trade`]).
 pub fn trade(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
     start(
         st,
@@ -451,22 +532,4 @@ pub fn default_respawn(st: &mut ZoneState, victim: ActorId) {
         inst,
         &super::events::Arrival::PortalNamed("Begin".into()),
     );
-}
-
-/// Run the scheduled actions that are due, in insertion order.
-pub(crate) fn run_scheduled(st: &mut ZoneState) {
-    if st.scheduled.is_empty() {
-        return;
-    }
-    let now = st.now_ms;
-    let all = std::mem::take(&mut st.scheduled);
-    let (due, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(t, _)| *t <= now);
-    st.scheduled = keep;
-    let hooks = hooks(st);
-    for (_, what) in due {
-        match what {
-            Scheduled::DeathRespawn { actor } => hooks.on_death_timer(st, actor),
-            Scheduled::Script { actor, tag } => hooks.on_scheduled(st, actor, &tag),
-        }
-    }
 }

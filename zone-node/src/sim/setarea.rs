@@ -23,9 +23,10 @@
 use shared::proto::{ActionSlot, StartGameReply, XpUpdate};
 
 use super::area::TemplateProps;
+use super::engine::EngineEvent;
 use super::events::{
-    ActorState, Arrival, CharacterSnapshot, PlayerKey, Rejection, RuntimeId, SnapshotReason,
-    TransferId, TransferOut, ZoneOutput,
+    ActorState, Arrival, CharacterSnapshot, Checkpoint, PlayerKey, Rejection, RuntimeId,
+    SnapshotReason, TransferId, TransferOut, ZoneOutput,
 };
 use super::packets::{self, CHAT_RED};
 use super::state::{
@@ -49,16 +50,6 @@ fn template_or_default(st: &ZoneState, id: u16) -> TemplateProps {
             aggressive_range: 50.0,
             ..TemplateProps::default()
         })
-}
-
-/// The whole state of an actor with its mount and pets and, for a player, its running
-/// scripts (they travel with it and are saved with it).
-pub(crate) fn player_state(st: &ZoneState, id: ActorId) -> Option<ActorState> {
-    let mut s = st.actor_state(id)?;
-    if st.get(id).is_some_and(Actor::is_player) {
-        s.scripts = super::runtime::save_owned(st, id);
-    }
-    Some(s)
 }
 
 /// Place an actor (fresh state) according to an arrival.
@@ -130,9 +121,9 @@ fn insert_player(
     super::effects::restore(st, id, &state.effects);
     super::spells::restore(st, id, state);
     insert_companions(st, id, id, state);
-    announce_arrival(st, id);
+    super::appear::announce_arrival(st, id);
     // Its scripts come with it and carry on here.
-    super::runtime::restore_owned(st, id, &state.scripts);
+    super::script_table::restore_owned(st, id, &state.scripts);
     Some(id)
 }
 
@@ -200,36 +191,6 @@ fn insert_npc_from_state(
     Some(id)
 }
 
-/// Tell the zone about a newly placed actor: `P_ChangeArea`, the items on the ground and
-/// every other actor's `P_NewActor` to it (if a player), its `P_NewActor` to the other
-/// players.
-fn announce_arrival(st: &mut ZoneState, id: ActorId) {
-    if !st.announce {
-        return;
-    }
-    let Some(a) = st.get(id) else { return };
-    let na = packets::new_actor(st, a);
-    let is_player = a.is_player();
-    if is_player {
-        let ca = packets::change_area(st, a);
-        st.send_packet(id, &ca);
-        // The instance's items on the ground, as `SetArea` shows them.
-        super::items::ground::show_all(st, id);
-        let members = st.chain_members(st.zone, ChainKind::Zone);
-        let others: Vec<_> = members
-            .into_iter()
-            .filter(|&idx| idx != id.idx)
-            .filter_map(|idx| st.at(idx).map(|o| packets::new_actor(st, o)))
-            .collect();
-        for o in &others {
-            st.send_packet(id, o);
-        }
-    }
-    st.send_packet_zone(&na, Some(id));
-    // The gubbins `P_NewActor` cannot carry, both ways.
-    super::items::equip::on_arrival(st, id);
-}
-
 /// The rest of Realm Crafter's start sequence after `P_ChangeArea` and the `P_NewActor`s
 /// (reference §5 step 6): twelve `P_StartGame` action-bar parts (`firstSlot u8` + 3 ×
 /// `u16`-length slot strings, as saved), the `P_StartGame` carrying the RuntimeID, then
@@ -288,39 +249,11 @@ pub(crate) fn join(
             super::spells::on_login(st, id);
             start_sequence(st, id, rid, &state);
             // Rules: `Login.Main`, then the area's Entry script.
-            let hooks = crate::sim::scripts::hooks(st);
-            hooks.on_login(st, id);
-            hooks.on_area_entry(st, id);
+            st.announce(EngineEvent::LoggedIn { actor: id });
+            st.announce(EngineEvent::EnteredArea { actor: id });
         }
         None => st.reject(Some(player), Rejection::BadJoin),
     }
-}
-
-/// Spawn an NPC of a template at a position with a fresh NPC RID and announce it.
-pub(crate) fn spawn_npc(
-    st: &mut ZoneState,
-    template: u16,
-    x: f32,
-    y: f32,
-    z: f32,
-) -> Option<ActorId> {
-    let t = st.content.template(template)?.clone();
-    let mut a = Actor::from_template(&t);
-    let c = super::ingest::clamp_world_coord;
-    a.x = c(x);
-    a.y = c(y);
-    a.z = c(z);
-    a.dest_x = a.x;
-    a.dest_z = a.z;
-    a.old_x = a.x;
-    a.old_z = a.z;
-    for (r, i) in a.ratings.iter_mut().zip(0..) {
-        *r = st.content.default_rating(t.faction, i);
-    }
-    let rid = st.alloc_npc_rid()?;
-    let id = st.insert_actor(a, rid)?;
-    announce_arrival(st, id);
-    Some(id)
 }
 
 /// The player disconnected: persist (by the checkpoint rule), tell the zone, free the
@@ -338,6 +271,40 @@ pub(crate) fn leave(st: &mut ZoneState, player: PlayerKey) {
     st.outputs.push(ZoneOutput::PlayerRemoved { player });
 }
 
+/// The instance stops (`StopInstance`, a drain): every player leaves, and their final
+/// snapshots and every ground item go out as one group, before any of them is reported
+/// removed. An instance that never had a player leave this way nor an item on its ground
+/// (no handle ever issued, none restored) has nothing to save and sends nothing.
+pub(crate) fn shutdown(st: &mut ZoneState) {
+    let mut players = Vec::new();
+    let mut removed = Vec::new();
+    for idx in st.chain_members(st.online, ChainKind::Online) {
+        let Some(player) = st.at(idx).and_then(|a| a.player) else {
+            continue;
+        };
+        if let Some(s) = depart(st, player) {
+            players.push(s);
+        }
+        removed.push(player);
+    }
+    // Whether the stored ground may differ from what lies here (an item now, or a change
+    // since the last save: all of them picked up).
+    let ground_matters = st.ground_dirty || !st.ground.is_empty();
+    st.entangled.clear();
+    st.ground_dirty = false;
+    if players.is_empty() && !ground_matters {
+        return;
+    }
+    let ground = Some(super::checkpoint::ground_dto(st));
+    st.outputs.push(ZoneOutput::Checkpoint(Box::new(Checkpoint {
+        players,
+        ground,
+    })));
+    for player in removed {
+        st.outputs.push(ZoneOutput::PlayerRemoved { player });
+    }
+}
+
 /// A player leaves the instance for good: `Logout.Main`, its scripts saved or ended, the
 /// actor freed with its companions. Returns its final snapshot (reason `Logout`) for the
 /// caller to persist, before it reports the player removed.
@@ -348,18 +315,17 @@ pub(crate) fn depart(st: &mut ZoneState, player: PlayerKey) -> Option<CharacterS
     // A trade never outlives its trader here: the partner's window closes.
     super::items::trade::cancel_for(st, id);
     // Rules: `Logout.Main` before the snapshot, so what it changes is saved.
-    let hooks = crate::sim::scripts::hooks(st);
-    hooks.on_logout(st, id);
+    st.trigger(EngineEvent::LoggingOut { actor: id });
     // Its scripts: persistent ones are saved with it (paused), the others end.
-    super::runtime::player_logout(st, id);
-    let snapshot = player_state(st, id).map(|state| CharacterSnapshot {
+    super::script_table::player_logout(st, id);
+    let snapshot = super::checkpoint::player_state(st, id).map(|state| CharacterSnapshot {
         player,
         reason: SnapshotReason::Logout,
         state,
     });
     st.flush_player(id);
     // Its persistent scripts left in the snapshot.
-    super::runtime::drop_owned(st, id);
+    super::script_table::drop_owned(st, id);
     // A frozen player (mid-transfer) leaves too: its pending transfer is decided as an
     // abort (it was saved here), so the shell's transfer table and the destination let go.
     let dropped: Vec<TransferId> = st
@@ -527,14 +493,13 @@ pub(crate) fn transfer_out(
         // Leaving the instance ends a trade (the partner's window closes).
         super::items::trade::cancel_for(st, id);
         // Rules: the old area's Exit script, before the state is taken.
-        let hooks = crate::sim::scripts::hooks(st);
-        hooks.on_area_exit(st, id);
+        st.trigger(EngineEvent::LeavingArea { actor: id });
         // Script windows do not travel: close them and answer their questions as lost.
         super::dialogs::close_for_departure(st, id);
         // What it was sent here goes out now, before anything of its destination.
         st.flush_player(id);
     }
-    let Some(state) = player_state(st, id) else {
+    let Some(state) = super::checkpoint::player_state(st, id) else {
         return;
     };
     if let Some(p) = player
@@ -611,7 +576,7 @@ fn rollback(st: &mut ZoneState, t: PendingTransfer, reason: &str) {
         let text = format!("Transfer failed: {reason}");
         packets::send_chat(st, t.actor, CHAT_RED, &text);
         // Scripts waiting for this warp carry on here.
-        super::runtime::transfer_rolled_back(st, t.actor);
+        super::script_table::transfer_rolled_back(st, t.actor);
     }
 }
 
@@ -764,9 +729,8 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
                         st.awaiting_area_ack.push(id);
                     }
                     // Rules: the new area's Entry script.
-                    let hooks = crate::sim::scripts::hooks(st);
-                    hooks.on_area_entry(st, id);
-                    if let Some(state) = player_state(st, id) {
+                    st.announce(EngineEvent::EnteredArea { actor: id });
+                    if let Some(state) = super::checkpoint::player_state(st, id) {
                         let snapshot = CharacterSnapshot {
                             player,
                             reason: SnapshotReason::Transfer,
@@ -796,7 +760,7 @@ pub(crate) fn transfer_commit(st: &mut ZoneState, tid: TransferId) {
             if let Some(id) = st.alloc_npc_rid().and_then(|rid| st.insert_actor(a, rid)) {
                 super::effects::restore(st, id, &p.state.effects);
                 insert_companions(st, id, id, &p.state);
-                announce_arrival(st, id);
+                super::appear::announce_arrival(st, id);
             } else {
                 st.reject(None, Rejection::BadJoin);
             }

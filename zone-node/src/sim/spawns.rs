@@ -12,6 +12,7 @@
 //! * `Spawned` goes down when the NPC dies ([`release`] from `KillActor`) or leaves.
 //! * Unused slots (`SpawnMax = 0`), unknown templates and bad waypoints are skipped.
 
+use super::engine::EngineEvent;
 use super::state::{ActorId, AiMode, ZoneState};
 
 /// A new instance sets `SpawnLast = now` for every slot.
@@ -85,7 +86,7 @@ fn spawn_one(st: &mut ZoneState, i: usize) {
     };
     let dx = st.rng.rnd(-half, half);
     let dz = st.rng.rnd(-half, half);
-    let Some(id) = super::setarea::spawn_npc(st, sp.template, wp.x + dx, wp.y, wp.z + dz) else {
+    let Some(id) = super::appear::spawn_npc(st, sp.template, wp.x + dx, wp.y, wp.z + dz) else {
         return;
     };
     let now = st.now_ms.max(1);
@@ -104,8 +105,10 @@ fn spawn_one(st: &mut ZoneState, i: usize) {
         a.script.clone_from(&sp.actor_script);
         a.death_script.clone_from(&sp.death_script);
     }
-    let hooks = crate::sim::scripts::hooks(st);
-    hooks.on_spawn(st, id, slot);
+    st.announce(EngineEvent::Spawned {
+        npc: id,
+        spawn_point: slot,
+    });
 }
 
 /// `Spawned[SourceSP] - 1` when a spawned NPC dies or leaves the instance (once).

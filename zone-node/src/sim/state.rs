@@ -17,10 +17,11 @@
 //! cluster-wide range, see [`RidRanges`]) and are kept across SetArea; NPC RIDs are allocated
 //! here from their own range with a rotating cursor. 0 is never used.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::area::{Environment, TemplateProps, ZoneContent};
+use super::engine::EngineEvent;
 use super::events::{
     ATTRIBUTE_COUNT, ActorState, Arrival, Counters, FACTION_COUNT, INVENTORY_SLOTS, InvSlot,
     KnownSpell, MEMORISED_EMPTY, MEMORISED_SLOTS, PlayerKey, RESISTANCE_COUNT, Rejection,
@@ -837,7 +838,7 @@ pub enum Scheduled {
         /// Who.
         actor: ActorId,
     },
-    /// A rules-defined timer, interpreted by `scripts::run_scheduled`.
+    /// A rules-defined timer (announced as `EngineEvent::TimerDue`).
     Script {
         /// Context actor.
         actor: ActorId,
@@ -1062,30 +1063,25 @@ struct Slot {
     actor: Option<Actor>,
 }
 
-/// Something the rules above this layer keep in the state without this layer naming its
-/// type: the zone's script hooks (`scripts::ScriptHooks`, read by `scripts::hooks`). So the
-/// data layer imports nothing above it, and the hooks' default bodies, which run the rules,
-/// stay with the rules.
-#[derive(Clone)]
-pub struct Hooks(Arc<dyn std::any::Any + Send + Sync>);
-
-impl Hooks {
-    /// Holds `value`.
-    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
-        Self(Arc::new(value))
-    }
-
-    /// The value, if it is a `T`.
-    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
-        self.0.downcast_ref::<T>()
-    }
+/// What reacts to the engine events the rules announce (the script dispatcher,
+/// `scripts::Dispatcher`, installed by `ZoneSim`). Named here, at the data layer, so that
+/// a rule announces without naming what listens.
+pub trait Observer: Send + Sync {
+    /// React to one event (may change the state and announce more).
+    fn react(&self, st: &mut ZoneState, event: EngineEvent);
 }
 
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Hooks")
-    }
+/// The observer of a state made without one: every event is dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unobserved;
+
+impl Observer for Unobserved {
+    fn react(&self, _st: &mut ZoneState, _event: EngineEvent) {}
 }
+
+/// Events handled by one [`ZoneState::react`] at most; any left wait for the next (a
+/// reaction that keeps announcing cannot stall the zone).
+pub const EVENTS_PER_DRAIN: usize = 65_536;
 
 /// The whole mutable state of one AreaInstance. Phase functions take `&mut ZoneState`.
 pub struct ZoneState {
@@ -1093,9 +1089,10 @@ pub struct ZoneState {
     pub cfg: ZoneConfig,
     /// Content.
     pub content: Arc<ZoneContent>,
-    /// The script entry points (`scripts::ScriptHooks`), opaque at this layer: the rules
-    /// read them through `scripts::hooks`.
-    pub hooks: Hooks,
+    /// What reacts to engine events (`scripts::Dispatcher` in a `ZoneSim`).
+    pub observer: Arc<dyn Observer>,
+    /// Engine events announced and not yet reacted to, oldest first ([`Self::announce`]).
+    pub engine_events: VecDeque<EngineEvent>,
     /// The RNG.
     pub rng: SimRng,
     /// `now` of the current tick (ms).
@@ -1138,6 +1135,10 @@ pub struct ZoneState {
     /// [`weather::MS_PER_VISIT`](super::weather::MS_PER_VISIT) (100 ms) of `now_ms`, rounded
     /// up; 0 = roll at the next visit. Not a count of visits left.
     pub weather_time: i32,
+    /// `WeatherLink`: the current weather of other areas' instance 0 that this zone knows
+    /// (area name in lower case → weather), supplied by the shell or an embedding game; a
+    /// linked area missing here makes the zone roll its own weather.
+    pub linked_weather: BTreeMap<String, u8>,
     /// `Spawned[]` per spawn point.
     pub spawned: Vec<u16>,
     /// `SpawnLast[]` per spawn point.
@@ -1211,6 +1212,78 @@ pub struct GroundItem {
 }
 
 impl ZoneState {
+    /// A rule announces an engine event: it joins the queue that `ZoneSim` drains after
+    /// every input and every phase ([`Self::react`]).
+    pub fn announce(&mut self, event: EngineEvent) {
+        self.engine_events.push_back(event);
+    }
+
+    /// An engine event whose reaction must happen before the rule goes on (`Logout.Main`
+    /// before the final save, an area's Exit script before the travelling state is taken):
+    /// the observer reacts now, after anything announced before it.
+    pub fn trigger(&mut self, event: EngineEvent) {
+        self.react();
+        let observer = self.observer.clone();
+        observer.react(self, event);
+    }
+
+    /// The observer reacts to the queued engine events, oldest first, including those the
+    /// reactions announce (at most [`EVENTS_PER_DRAIN`]; the rest wait for the next call).
+    pub fn react(&mut self) {
+        if self.engine_events.is_empty() {
+            return;
+        }
+        let observer = self.observer.clone();
+        for _ in 0..EVENTS_PER_DRAIN {
+            let Some(event) = self.engine_events.pop_front() else {
+                return;
+            };
+            observer.react(self, event);
+        }
+    }
+
+    /// The scheduled actions that are due become engine events, in insertion order
+    /// (housekeeping, phase 2).
+    pub fn run_scheduled(&mut self) {
+        if self.scheduled.is_empty() {
+            return;
+        }
+        let now = self.now_ms;
+        let all = std::mem::take(&mut self.scheduled);
+        let (due, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(t, _)| *t <= now);
+        self.scheduled = keep;
+        for (_, what) in due {
+            self.announce(match what {
+                Scheduled::DeathRespawn { actor } => EngineEvent::DeathTimerDone { victim: actor },
+                Scheduled::Script { actor, tag } => EngineEvent::TimerDue { actor, tag },
+            });
+        }
+    }
+
+    /// Whether an actor is alive for combat and AI purposes: exists, not dead, not frozen
+    /// in a transfer, and Health > 0 when the game has a Health stat.
+    pub fn alive(&self, id: ActorId) -> bool {
+        let Some(a) = self.get(id) else { return false };
+        if a.dead || a.frozen() {
+            return false;
+        }
+        match self.content.fixed.health {
+            Some(h) => a.attr_value(Some(h)).unwrap_or(1) > 0,
+            None => true,
+        }
+    }
+
+    /// The speed ratio `Speed.Value / Speed.Max` (1.0 when there is no Speed stat or Max
+    /// is 0).
+    pub fn speed_ratio(&self, id: ActorId) -> f32 {
+        let Some(a) = self.get(id) else { return 1.0 };
+        let stat = self.content.fixed.speed;
+        match (a.attr_value(stat), a.attr_maximum(stat)) {
+            (Some(v), Some(m)) if m != 0 => v as f32 / m as f32,
+            _ => 1.0,
+        }
+    }
+
     /// Record that items or money moved between these players (and, with `ground`, the
     /// area's ground items): until a checkpoint saves them, a snapshot of any one of them
     /// must save all of them and the ground in the same atomic group, so a node loss can
@@ -1225,7 +1298,7 @@ impl ZoneState {
     }
 
     /// An empty instance.
-    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, hooks: Hooks) -> Self {
+    pub fn new(cfg: ZoneConfig, content: Arc<ZoneContent>, observer: Arc<dyn Observer>) -> Self {
         let grid = Grid::for_area(&content.area, cfg.grid_cell);
         let n_spawns = content.area.spawns.len();
         let rng = SimRng::new(cfg.seed);
@@ -1240,7 +1313,8 @@ impl ZoneState {
         Self {
             cfg,
             content,
-            hooks,
+            observer,
+            engine_events: VecDeque::new(),
             rng,
             now_ms: 0,
             clock,
@@ -1262,6 +1336,7 @@ impl ZoneState {
             transfer_ids,
             weather: 0,
             weather_time: 0,
+            linked_weather: BTreeMap::new(),
             spawned: vec![0; n_spawns],
             spawn_last: vec![0; n_spawns],
             parties: Vec::new(),

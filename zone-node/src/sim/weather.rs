@@ -10,8 +10,8 @@
 //! matches; then `P_WeatherChange` (`instHandle u32, weather u8`) to the zone.
 //!
 //! `WeatherLink`: the zone hosts one AreaInstance, so the linked area's weather comes from
-//! [`ScriptHooks::linked_weather`](super::scripts::ScriptHooks::linked_weather) (the shell
-//! or the game supplies it); when it answers `None` the zone rolls its own.
+//! [`ZoneState::linked_weather`] (the shell or the game supplies it); when the linked area
+//! is not there the zone rolls its own.
 
 use shared::proto::WeatherChange;
 
@@ -41,11 +41,10 @@ pub(crate) fn visit(st: &mut ZoneState) {
         return;
     }
     let link = st.content.area.weather_link.clone();
-    let hooks = crate::sim::scripts::hooks(st);
     let linked = if link.is_empty() {
         None
     } else {
-        hooks.linked_weather(st, &link)
+        st.linked_weather.get(&link.to_ascii_lowercase()).copied()
     };
     let (weather, dur) = match linked {
         Some(w) => (w.min(5), 10 * MS_PER_VISIT),

@@ -721,8 +721,9 @@ fn the_demo_world_gives_a_kit_and_equip_change_adds_bonuses() {
     h.act(p, swap(rid, 40, 3, 0));
     h.run_ticks(3);
     assert_eq!(h.actor(pid).attr[tough], base.0 + 3);
-    let hooks = zone_node::sim::scripts::hooks(h.sim.state());
-    hooks.on_login(h.sim.state_mut(), pid);
+    let st = h.sim.state_mut();
+    st.announce(zone_node::sim::engine::EngineEvent::LoggedIn { actor: pid });
+    st.react();
     h.run_ticks(3);
     assert_eq!(
         inventory::count(&h.actor(pid).inventory, item("Healing Potion")),

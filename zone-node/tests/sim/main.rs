@@ -4,6 +4,7 @@ mod broadcast;
 mod clock;
 mod dialogs;
 mod effects;
+mod engine_events;
 mod ingest;
 mod items_bag;
 mod items_ground;

@@ -288,10 +288,12 @@ fn level_up_after_enough_xp() {
     h.tick();
     assert_eq!(h.actor(pid).xp, 1500);
     assert_eq!(h.actor(pid).level, 2);
+    // "M" first: the level up is the reaction to the XP gain (the LevelUp hook), which
+    // Realm Crafter queued (`ThreadScript`) before sending "M".
     let x = 1500u32.to_le_bytes();
     assert_eq!(
         h.reliable_of(p, P_XP_UPDATE),
-        vec![vec![b'U', 2, 0], vec![b'M', x[0], x[1], x[2], x[3]]]
+        vec![vec![b'M', x[0], x[1], x[2], x[3]], vec![b'U', 2, 0]]
     );
 }
 

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use zone_node::sim::area::{Portal, SpawnPoint, Trigger};
+use zone_node::sim::engine::NpcDeath;
 use zone_node::sim::events::{Arrival, PlayerAction, Rejection, ZoneOutput};
 use zone_node::sim::packets::*;
 use zone_node::sim::scripts::ScriptHooks;
@@ -27,8 +28,8 @@ impl ScriptHooks for Recorder {
     fn on_trigger(&self, _st: &mut ZoneState, actor: ActorId, t: u16) {
         self.triggers.lock().unwrap().push((actor, t));
     }
-    fn on_npc_death(&self, _st: &mut ZoneState, v: ActorId, _k: Option<ActorId>) {
-        self.deaths.lock().unwrap().push(v);
+    fn on_npc_death(&self, _st: &mut ZoneState, death: &NpcDeath) {
+        self.deaths.lock().unwrap().push(death.victim);
     }
     fn on_login(&self, _st: &mut ZoneState, _a: ActorId) {
         self.life.lock().unwrap().push("login");
@@ -115,6 +116,9 @@ fn spawn_points_respect_frequency_and_max_and_count_deaths() {
     // A death frees the slot; the next spawn comes a whole frequency later.
     let victim = npcs(&h)[0];
     kill::kill_actor(h.sim.state_mut(), victim, None);
+    // Announced, not yet reacted to: the zone reacts after the phase.
+    assert!(hooks.deaths.lock().unwrap().is_empty());
+    h.sim.state_mut().react();
     assert_eq!(*hooks.deaths.lock().unwrap(), vec![victim]);
     assert_eq!(h.sim.state().spawned, vec![1, 0]);
     h.run_ticks(55);

@@ -288,7 +288,7 @@ fn a_runtime_error_ends_the_script_not_the_zone() {
     h.clear();
     let handle = h.sim.state().handle_of(pid);
     let st = h.sim.state_mut();
-    zone_node::sim::runtime::queue(st, "Bad", "Main", handle, 0, script::RStr::from("0"));
+    zone_node::sim::script_table::queue(st, "Bad", "Main", handle, 0, script::RStr::from("0"));
     h.tick();
     assert_eq!(h.chat(p), ["before"]);
     assert_eq!(
@@ -309,7 +309,7 @@ fn wait_kill_counts_and_a_persistent_quest_survives_a_relogin() {
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let (q, qid) = h.spawn_player("Bob", 5.0, 0.0);
     let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::runtime::queue(
+    zone_node::sim::script_table::queue(
         h.sim.state_mut(),
         "Quest",
         "Main",
@@ -367,7 +367,7 @@ fn files_and_super_globals_go_through_the_script_store() {
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     h.clear();
     let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::runtime::queue(
+    zone_node::sim::script_table::queue(
         h.sim.state_mut(),
         "Files",
         "Main",
@@ -393,7 +393,7 @@ fn scripts_are_deterministic() {
         let mut h = SimHarness::with_scripts(&[("R", src)]);
         let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
         let handle = h.sim.state().handle_of(pid);
-        zone_node::sim::runtime::queue(
+        zone_node::sim::script_table::queue(
             h.sim.state_mut(),
             "R",
             "Main",

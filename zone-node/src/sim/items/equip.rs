@@ -8,6 +8,7 @@
 use shared::proto::InventoryUpdateS2C;
 
 use super::inventory::{BACKPACK, CHEST, HAT, SHIELD, WEAPON};
+use crate::sim::engine::EngineEvent;
 use crate::sim::state::{ActorId, ChainKind, ZoneState};
 
 /// The id sent for an empty slot.
@@ -21,8 +22,7 @@ pub fn equipment_changed(st: &mut ZoneState, id: ActorId) {
     if st.get(id).is_none() {
         return;
     }
-    let hooks = crate::sim::scripts::hooks(st);
-    hooks.on_equip_change(st, id);
+    st.announce(EngineEvent::EquipmentChanged { actor: id });
     if let Some(p) = equipment_packet(st, id) {
         st.send_packet_zone(&p, Some(id));
     }

@@ -276,14 +276,24 @@ fn buy_line(
 /// invite a player ([`super::trade::invite_both`]). Out of reach or unknown: refused
 /// (counted), nothing said, as V1.
 #[doc(alias = "P_Trade")]
-pub(crate) fn trade_with(st: &mut ZoneState, player: PlayerKey, id: ActorId, target: RuntimeId) {
+pub(crate) fn trade_with(st: &mut ZoneState, id: ActorId, target: RuntimeId) {
     let Some(t) = crate::sim::mount::interact_target(st, id, target, TRADE_REACH_SQ) else {
         return;
     };
-    let target_is_player = st.get(t).is_some_and(|b| b.is_player());
-    if crate::sim::scripts::trade(st, id, t) {
+    // `Default.Trade`, or else the default answer below (the dispatcher decides).
+    st.announce(crate::sim::engine::EngineEvent::TradeRequested {
+        player: id,
+        target: t,
+    });
+}
+
+/// The default project's answer to `P_Trade` when the world has no `Default.Trade`: an
+/// NPC with wares opens its shop, a player is invited; anything else is refused (counted).
+pub fn trade_default(st: &mut ZoneState, id: ActorId, t: ActorId) {
+    let Some(player) = st.get(id).and_then(|a| a.player) else {
         return;
-    }
+    };
+    let target_is_player = st.get(t).is_some_and(|b| b.is_player());
     let opened = if target_is_player {
         super::trade::invite_both(st, id, t)
     } else {

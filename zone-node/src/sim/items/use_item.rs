@@ -6,8 +6,8 @@ use shared::content::{Item, ItemKind};
 use super::bag::{take_slot, wearer_of};
 use super::eat_effect::{apply_eat_effect, check_eat_effect};
 use super::inventory::{self, SLOTS};
+use crate::sim::engine::EngineEvent;
 use crate::sim::events::{InvSlot, PlayerKey, Rejection, RuntimeId};
-use crate::sim::scripts;
 use crate::sim::state::{ActorId, ZoneState};
 
 /// How close a target of an item must be: dist² (X and Z) below this (Realm Crafter V1's
@@ -68,7 +68,12 @@ pub(crate) fn use_item(
             }
         },
     };
-    scripts::item_script(st, &item.script, &item.method, id, target);
+    st.announce(EngineEvent::ItemUsed {
+        script: item.script.clone(),
+        method: item.method.clone(),
+        user: id,
+        target,
+    });
 }
 
 /// `P_EatItem`: eat `amount` of the potion or ingredient in a slot. Checks: the slot holds
@@ -103,7 +108,12 @@ pub(crate) fn eat(st: &mut ZoneState, player: PlayerKey, id: ActorId, slot: u8, 
         return;
     }
     if !item.script.is_empty() {
-        scripts::item_script(st, &item.script, &item.method, id, None);
+        st.announce(EngineEvent::ItemUsed {
+            script: item.script.clone(),
+            method: item.method.clone(),
+            user: id,
+            target: None,
+        });
     }
     let _ = take_slot(st, id, usize::from(slot), amount, false);
 }

@@ -15,9 +15,9 @@
 //! runs `Main` (Realm Crafter ran nothing); every refusal is counted
 //! (`rc_zone_rejections_total{reason="spell_refused"}`).
 
+use super::super::engine::EngineEvent;
 use super::super::events::{PlayerKey, Rejection, RuntimeId};
 use super::super::packets::{self, CHAT_RED};
-use super::super::scripts;
 use super::super::state::{ActorId, ZoneState};
 
 /// Shortest time between two casts of one player (V1).
@@ -107,7 +107,13 @@ pub(crate) fn cast(
             p.last_cast_ms = Some(now);
         }
     }
-    scripts::spell_script(st, &def.script, &def.method, id, target, k.level);
+    st.announce(EngineEvent::SpellCast {
+        script: def.script.clone(),
+        method: def.method.clone(),
+        caster: id,
+        target,
+        level: k.level,
+    });
 }
 
 /// The actor a RuntimeID names here, if it is alive and not leaving.

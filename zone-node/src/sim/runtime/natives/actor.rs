@@ -16,7 +16,7 @@ use super::{Args, NResult, float, int, none, string};
 use crate::sim::area::TemplateProps;
 use crate::sim::runtime::host::ZoneHost;
 use crate::sim::state::{ActorId, AiMode, ZoneState};
-use crate::sim::{ingest, kill, stats};
+use crate::sim::{kill, stats};
 
 /// Queue a typed packet for one actor's player.
 pub fn send<P: Packet>(st: &mut ZoneState, to: ActorId, p: &P) {
@@ -231,7 +231,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         }
         Native::MoveActor => {
             let Some(id) = me else { return none() };
-            let c = ingest::clamp_world_coord;
+            let c = shared::wire::clamp_world_coord;
             let (x, y, z) = (c(a.float(1)), c(a.float(2)), c(a.float(3)));
             let Some(act) = h.st.get_mut(id) else {
                 return none();
@@ -354,7 +354,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             none()
         }
         Native::SetActorDestination => {
-            let c = ingest::clamp_world_coord;
+            let c = shared::wire::clamp_world_coord;
             if let Some(x) = me.and_then(|id| h.st.get_mut(id)) {
                 x.dest_x = c(a.float(1));
                 x.dest_z = c(a.float(2));
@@ -604,7 +604,7 @@ fn spawn(h: &mut ZoneHost<'_>, a: Args<'_>) -> NResult {
     let zone = a.text(1);
     if !zone.trim().eq_ignore_ascii_case(&h.st.content.area.name) {
         let script = h.cx.script.clone();
-        crate::sim::runtime::log(
+        crate::sim::script_table::log(
             h.st,
             &script,
             format!("Spawn into zone {zone:?}: a script can spawn only into its own zone"),
@@ -614,14 +614,14 @@ fn spawn(h: &mut ZoneHost<'_>, a: Args<'_>) -> NResult {
     let inst = a.int(7);
     if inst != i32::from(h.st.cfg.instance) && inst != 0 {
         let script = h.cx.script.clone();
-        crate::sim::runtime::log(
+        crate::sim::script_table::log(
             h.st,
             &script,
             format!("Spawn into instance {inst}: a script can spawn only into its own instance"),
         );
         return int(0);
     }
-    let Some(id) = crate::sim::setarea::spawn_npc(h.st, t, a.float(2), a.float(3), a.float(4))
+    let Some(id) = crate::sim::appear::spawn_npc(h.st, t, a.float(2), a.float(3), a.float(4))
     else {
         return int(0);
     };

@@ -23,7 +23,8 @@ use shared::wire::RcString;
 use super::{Args, NResult, int, none, string};
 use crate::sim::dialogs::script_handle;
 use crate::sim::instances::{PendingReply, ReplyKind, Wait};
-use crate::sim::runtime::{self, host::ZoneHost};
+use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 use crate::sim::state::ActorId;
 
 /// Whether `n` is one of this module's natives.
@@ -89,7 +90,7 @@ fn player_by_rnid(h: &ZoneHost<'_>, rnid: i32) -> Option<ActorId> {
 
 fn log(h: &mut ZoneHost<'_>, msg: &str) {
     let script = h.cx.script.clone();
-    runtime::log(h.st, &script, format!("Error: {msg}"));
+    table::log(h.st, &script, format!("Error: {msg}"));
 }
 
 /// Record the answer this instance accepts from `to`, with its deadline.

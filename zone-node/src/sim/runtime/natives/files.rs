@@ -14,7 +14,8 @@ use shared::internal::{ScriptStoreOp, ScriptStoreResult};
 use super::{Args, NResult, float, int, none, string};
 use crate::sim::events::ZoneOutput;
 use crate::sim::instances::{InstanceId, OpenFile, PendingIo, Wait};
-use crate::sim::runtime::{self, host::ZoneHost};
+use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 use crate::sim::state::ZoneState;
 
 /// The largest script file (bytes).
@@ -72,18 +73,6 @@ fn request(st: &mut ZoneState, op: ScriptStoreOp, waiter: Option<InstanceId>) ->
     req
 }
 
-/// Store a file without waiting (an instance ended with it open).
-pub fn store_write(st: &mut ZoneState, name: &str, data: Vec<u8>) {
-    request(
-        st,
-        ScriptStoreOp::WriteFile {
-            name: name.to_owned(),
-            data,
-        },
-        None,
-    );
-}
-
 impl ZoneHost<'_> {
     /// Ask the store and suspend until it answers.
     fn ask(&mut self, op: ScriptStoreOp, pending: PendingIo) -> NResult {
@@ -114,7 +103,7 @@ fn named(h: &mut ZoneHost<'_>, a: Args<'_>, i: usize) -> Option<String> {
         Ok(n) => Some(n),
         Err(e) => {
             let script = h.cx.script.clone();
-            runtime::log(h.st, &script, format!("file refused: {e}"));
+            table::log(h.st, &script, format!("file refused: {e}"));
             None
         }
     }
@@ -329,7 +318,7 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
         .get_mut(&id)
         .and_then(|i| i.cx.pending_io.take());
     let Some(pending) = pending else {
-        runtime::wake(st, id, Value::Int(0));
+        table::wake(st, id, Value::Int(0));
         return;
     };
     if let ScriptStoreResult::Error(e) = &result {
@@ -339,7 +328,7 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
             .get(&id)
             .map(|i| i.cx.script.clone())
             .unwrap_or_default();
-        runtime::log(st, &script, format!("script store: {e}"));
+        table::log(st, &script, format!("script store: {e}"));
     }
     let value = match (pending, result) {
         (PendingIo::Open { name, append }, ScriptStoreResult::File(Some(data))) => {
@@ -377,7 +366,7 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
         (PendingIo::Int, ScriptStoreResult::Int(v)) => v,
         _ => 0,
     };
-    runtime::wake(st, id, Value::Int(value));
+    table::wake(st, id, Value::Int(value));
 }
 
 /// `ReadBytes(bank, file, offset, count)` / `WriteBytes(...)`: between a bank and a file;

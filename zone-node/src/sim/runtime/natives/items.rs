@@ -23,8 +23,8 @@ use crate::sim::combat;
 use crate::sim::events::InvSlot;
 use crate::sim::instances::ItemRef;
 use crate::sim::items::{bag, inventory};
-use crate::sim::runtime;
 use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 use crate::sim::state::ActorId;
 
 /// The most item-instance handles one script instance keeps at once.
@@ -146,7 +146,7 @@ impl ZoneHost<'_> {
 fn give_item(h: &mut ZoneHost<'_>, id: ActorId, name: &str, n: i32) -> i32 {
     let Some(t) = h.st.content.world.item_by_name(name).cloned() else {
         let msg = format!("GiveItem: there is no item called \"{}\"", name.trim());
-        runtime::log(h.st, &h.cx.script, msg);
+        table::log(h.st, &h.cx.script, msg);
         return 0;
     };
     if n < 0 {
@@ -178,7 +178,7 @@ fn give_item(h: &mut ZoneHost<'_>, id: ActorId, name: &str, n: i32) -> i32 {
             "GiveItem: no room for {n} \"{}\" with {who}; nothing given",
             t.name
         );
-        runtime::log(h.st, &h.cx.script, msg);
+        table::log(h.st, &h.cx.script, msg);
         return 0;
     }
     for s in stacks {

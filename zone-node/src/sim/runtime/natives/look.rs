@@ -160,7 +160,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                 .and_then(|t| h.st.content.template(t).cloned())
             else {
                 let script = h.cx.script.clone();
-                crate::sim::runtime::log(
+                crate::sim::script_table::log(
                     h.st,
                     &script,
                     format!("ChangeActor: no actor template {}", a.int(1)),

@@ -9,6 +9,7 @@
 //! `OpenTrading` arrives with the trade code. The actor effect natives are [`effects`].
 
 pub mod actor;
+pub mod clock;
 pub mod dialogs;
 pub mod effects;
 pub mod files;
@@ -108,7 +109,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     // The items natives (the table still marks the whole group `Items`).
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
-        _ if crate::sim::clock::handles(n) => return crate::sim::clock::call(h, n, args),
+        _ if clock::handles(n) => return clock::call(h, n, args),
         _ if effects::handles(n) => return effects::call(h, n, Args(args)),
         _ if spells::handles(n) => return spells::call(h, n, Args(args)),
         _ if dialogs::handles(n) => return dialogs::call(h, n, Args(args)),

@@ -10,7 +10,8 @@ use script::{RStr, RuntimeError, Value};
 
 use super::{Args, NResult, int, none, string};
 use crate::sim::instances::Wait;
-use crate::sim::runtime::{self, host::ZoneHost};
+use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 
 /// `MilliSecs()`: the zone's clock as a wrapping i32 (deterministic: the tick's `now_ms`).
 pub fn millisecs(now_ms: u64) -> i32 {
@@ -28,17 +29,17 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
             none()
         }
         Native::ThreadExecute => {
-            runtime::queue(h.st, &a.text(0), &a.text(1), a.int(2), a.int(3), a.rstr(4));
+            table::queue(h.st, &a.text(0), &a.text(1), a.int(2), a.int(3), a.rstr(4));
             none()
         }
         Native::ScriptLog => {
             let msg = format!("Script log: {}", a.text(0));
-            runtime::log(h.st, &h.cx.script, msg);
+            table::log(h.st, &h.cx.script, msg);
             none()
         }
         Native::Print | Native::Write | Native::DebugLog | Native::HostDebugLog => {
             let msg = format!("{}:{}: {}", cx.file, cx.line, a.text(0));
-            runtime::log(h.st, &h.cx.script, msg);
+            table::log(h.st, &h.cx.script, msg);
             none()
         }
         Native::FlushDebugLog => none(),
@@ -47,7 +48,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
                 "{}:{}: The GoTo command is no longer supported",
                 cx.file, cx.line
             );
-            runtime::log(h.st, &h.cx.script, msg);
+            table::log(h.st, &h.cx.script, msg);
             none()
         }
         Native::End => Err(RuntimeError::End),
@@ -57,10 +58,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
             // script of this zone (the caller too), as Realm Crafter's does.
             let ids: Vec<u64> = h.st.scripts.instances.keys().copied().collect();
             for id in ids {
-                runtime::end(h.st, id);
+                table::end(h.st, id);
             }
             h.end_self = true;
-            runtime::log(
+            table::log(
                 h.st,
                 &h.cx.script,
                 "RefreshScripts: every running script of this zone was ended; changed files are compiled when the node restarts".into(),
@@ -119,7 +120,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
                         "{}:{}: the wait record was refused (invalid actor or template)",
                         cx.file, cx.line
                     );
-                    runtime::log(h.st, &h.cx.script, msg);
+                    table::log(h.st, &h.cx.script, msg);
                 }
             }
             none()

@@ -8,7 +8,8 @@ use script::{RStr, RuntimeError, Value};
 
 use super::{Args, NResult, int};
 use crate::sim::instances::{InstanceId, Wait};
-use crate::sim::runtime::{self, host::ZoneHost};
+use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 use crate::sim::state::{ActorId, ZoneState};
 
 /// Run a wait native.
@@ -117,9 +118,9 @@ pub fn check_items(st: &mut ZoneState) {
         };
         if st.actor_by_handle(actor).is_none() {
             // The actor is gone: the record is freed, and with it the script.
-            runtime::end(st, id);
+            table::end(st, id);
         } else if ok {
-            runtime::wake(st, id, Value::Int(0));
+            table::wake(st, id, Value::Int(0));
         }
     }
 }

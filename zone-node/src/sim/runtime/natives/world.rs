@@ -12,7 +12,8 @@ use shared::internal::ScriptStoreOp;
 use super::{Args, NResult, int, none, text};
 use crate::sim::events::Arrival;
 use crate::sim::instances::{DeferredWarp, PendingIo, Wait};
-use crate::sim::runtime::{self, host::ZoneHost};
+use crate::sim::runtime::host::ZoneHost;
+use crate::sim::script_table as table;
 use crate::sim::state::{ActorId, ChainKind, ZoneState};
 
 /// Apply a `Warp`: SetArea to the named portal (portal 0 when none matches).
@@ -102,7 +103,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             if own && !same {
                 // The script goes with its player: it waits until the handoff settles and
                 // continues wherever the player is then.
-                runtime::defer_warp(
+                table::defer_warp(
                     h.st,
                     DeferredWarp {
                         instance: h.id,
@@ -210,7 +211,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         Native::CreateZoneInstance => {
             let Some(area) = area_name(h.st, &a.text(0)) else {
                 let script = h.cx.script.clone();
-                runtime::log(
+                table::log(
                     h.st,
                     &script,
                     format!("CreateZoneInstance: no zone named {:?}", a.text(0)),
