@@ -5,8 +5,11 @@
 //! - `shared` and `script` depend on no runtime, actor framework or QUIC stack;
 //! - the pure cores (codecs, the simulation, the session logic, the script language) never
 //!   read the wall clock or a global RNG, and never touch files or sockets;
-//! - the simulation's data layers (`state`, `grid`, `instances`, `events`) do not reach up
-//!   into the rules built on them;
+//! - the simulation is layered (ARCHITECTURE.md, "The zone simulation's floors"): data,
+//!   the script table, the rules, the top; each module imports only its own floor and the
+//!   ones below it, no rule names the script phase or the dispatcher, and the import graph
+//!   has no circle (`SIM_GRAPH=1 cargo test -p cluster-tests --test tidy sim_graph --
+//!   --nocapture` prints it, `SIM_GRAPH=dot` for Graphviz);
 //! - the simulation never hand-writes packet bytes: each packet's one encoder is its type in
 //!   `shared::proto`, queued with `send_packet` / `send_packet_zone`;
 //! - the state the atomic checkpoint groups protect has one owner each: the ground items
@@ -152,61 +155,6 @@ fn rcenet_is_sans_io_and_standalone() {
     assert_eq!(names, ["thiserror", "bytes"], "rcenet's dependencies");
 }
 
-/// The simulation's lower layers hold data; the rules are built on them, never the other
-/// way round (ARCHITECTURE.md, `zone-node/`).
-#[test]
-fn sim_data_layers_do_not_import_the_rules() {
-    let root = workspace_root().join("zone-node/src/sim");
-    let rules = [
-        "ai",
-        "broadcast",
-        "chat",
-        "combat",
-        "commands",
-        "ingest",
-        "despawn",
-        "kill",
-        "mount",
-        "movement",
-        "party",
-        "pets",
-        "portals",
-        "recharge",
-        "runtime",
-        "setarea",
-        "spawns",
-        "stats",
-        "water",
-        "weather",
-        "checkpoint",
-        "dialogs",
-        "effects",
-        "items",
-        "packets",
-        "quests",
-        "regen",
-        "spells",
-    ];
-    let mut offences = Vec::new();
-    for layer in ["state.rs", "grid.rs", "instances.rs", "events.rs"] {
-        let text = fs::read_to_string(root.join(layer)).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for r in &rules {
-                if code.contains(&format!("super::{r}::")) || code.contains(&format!("super::{r};"))
-                {
-                    offences.push(format!("zone-node/src/sim/{layer}:{}: uses {r}", n + 1));
-                }
-            }
-        }
-    }
-    assert!(
-        offences.is_empty(),
-        "data layers must not depend on the rules above them:\n{}",
-        offences.join("\n")
-    );
-}
-
 /// One encoder per packet: the simulation queues typed `shared::proto` packets
 /// (`ZoneState::send_packet` / `send_packet_zone`) and never frames bytes of its own.
 #[test]
@@ -335,107 +283,6 @@ fn item_persistence_state_has_one_owner() {
         "item state changed outside its owner (see docs/items.md, \"Nothing duplicated, \
          nothing lost\"):\n{}",
         offences.join("\n")
-    );
-}
-
-/// The sim's one import circle may shrink, never grow (issue 38; the graph is drawn by
-/// `tests/tools/sim_imports.py`, recorded in ARCHITECTURE.md). The modules that reach the
-/// script runtime and are reached from it, through imports outside unit-test modules, must
-/// be among the ones recorded when the circle was first measured.
-#[test]
-fn the_sim_import_circle_does_not_grow() {
-    const RECORDED: &[&str] = &[
-        "ai",
-        "checkpoint",
-        "clock",
-        "combat",
-        "despawn",
-        "dialogs",
-        "ingest",
-        "items",
-        "mount",
-        "party",
-        "runtime",
-        "scripts",
-        "setarea",
-        "spawns",
-        "spells",
-    ];
-    let sim = workspace_root().join("zone-node/src/sim");
-    let mut modules: Vec<(String, Vec<PathBuf>)> = Vec::new();
-    for entry in fs::read_dir(&sim).unwrap().flatten() {
-        let path = entry.path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            let mut files = Vec::new();
-            rust_files(&path, &mut files);
-            modules.push((name, files));
-        } else if let Some(stem) = name.strip_suffix(".rs")
-            && !["mod", "testing", "tests"].contains(&stem)
-        {
-            modules.push((stem.to_owned(), vec![path]));
-        }
-    }
-    let names: Vec<String> = modules.iter().map(|(n, _)| n.clone()).collect();
-    let mut edges: Vec<(String, String)> = Vec::new();
-    for (m, files) in &modules {
-        for f in files {
-            if f.file_name().is_some_and(|n| n == "tests.rs") {
-                continue;
-            }
-            let text = fs::read_to_string(f).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            for (i, line) in lines.iter().enumerate() {
-                if line.trim() == "#[cfg(test)]"
-                    && lines
-                        .get(i + 1)
-                        .is_some_and(|l| l.trim_start().starts_with("mod "))
-                {
-                    break;
-                }
-                let code = line.split("//").next().unwrap_or("");
-                for prefix in ["super::", "crate::sim::", "sim::"] {
-                    for (at, _) in code.match_indices(prefix) {
-                        let rest = &code[at + prefix.len()..];
-                        let ident: String = rest
-                            .chars()
-                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                            .collect();
-                        if ident != *m && names.contains(&ident) {
-                            edges.push((m.clone(), ident));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let reach = |from: &str, forward: bool| {
-        let mut seen = vec![from.to_owned()];
-        let mut todo = vec![from.to_owned()];
-        while let Some(v) = todo.pop() {
-            for (a, b) in &edges {
-                let (x, y) = if forward { (a, b) } else { (b, a) };
-                if *x == v && !seen.contains(y) {
-                    seen.push(y.clone());
-                    todo.push(y.clone());
-                }
-            }
-        }
-        seen
-    };
-    let forward = reach("runtime", true);
-    let circle: Vec<String> = reach("runtime", false)
-        .into_iter()
-        .filter(|m| forward.contains(m))
-        .collect();
-    let grown: Vec<&String> = circle
-        .iter()
-        .filter(|m| !RECORDED.contains(&m.as_str()))
-        .collect();
-    assert!(
-        grown.is_empty(),
-        "the sim's import circle grew: {grown:?} now import the script runtime and are \
-         imported by it (python3 tests/tools/sim_imports.py shows the graph)"
     );
 }
 
@@ -713,44 +560,6 @@ fn the_gateway_uses_zone_node_only_to_embed_one() {
     }
 }
 
-/// The sim's lower layers import only the layers below them: `events` (the vocabulary)
-/// nothing, `area` the vocabulary, `grid` the area, `instances` the vocabulary, `state`
-/// those and the RNG. The one edge left upward is `state` → `scripts` (the `ScriptHooks`
-/// trait object the state carries; issue 24 breaks it).
-#[test]
-fn the_sims_lower_layers_import_only_what_is_below_them() {
-    let root = workspace_root().join("zone-node/src/sim");
-    let allowed: &[(&str, &[&str])] = &[
-        ("events.rs", &[]),
-        ("area.rs", &["events"]),
-        ("grid.rs", &["area"]),
-        ("instances.rs", &["events"]),
-        ("state.rs", &["area", "events", "grid", "instances", "rng"]),
-    ];
-    let mut offences = Vec::new();
-    for (file, may) in allowed {
-        let text = fs::read_to_string(root.join(file)).unwrap();
-        let code: String = text
-            .lines()
-            .take_while(|l| !l.starts_with("#[cfg(test)]"))
-            .map(|l| l.split("//").next().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join("\n");
-        for (i, _) in code.match_indices("super::") {
-            let name: String = code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() && !may.contains(&name.as_str()) && name != "ZoneSim" {
-                offences.push(format!("sim/{file} uses super::{name}"));
-            }
-        }
-    }
-    offences.sort();
-    offences.dedup();
-    assert!(offences.is_empty(), "{offences:#?}");
-}
-
 /// Every queue a client feeds is bounded in bytes (issue 36): the client connection task
 /// makes no unbounded channel, every batch of client frames it hands the hub carries its
 /// `InFlight` bytes, and the zone queues a player's inputs only through the inbox's bounded
@@ -774,4 +583,293 @@ fn client_fed_queues_are_bounded() {
         !registry.contains("ZoneInput::Player {"),
         "zone-node/src/actor/mod.rs: player inputs enter an inbox only through InboxQueue::push_player"
     );
+}
+
+// ----- the zone simulation's floors ------------------------------------------------------
+
+/// The data floor, bottom up, with what each may import (the vocabulary first).
+const SIM_DATA: &[(&str, &[&str])] = &[
+    ("events", &[]),
+    ("rng", &[]),
+    ("engine", &["events"]),
+    ("area", &["events"]),
+    ("instances", &["events"]),
+    ("grid", &["area"]),
+    (
+        "state",
+        &["area", "engine", "events", "grid", "instances", "rng"],
+    ),
+    ("packets", &["events", "state"]),
+];
+/// The script table: above the data, below the rules.
+const SIM_TABLE: &[&str] = &["script_table"];
+/// The top: the input dispatcher, the script dispatcher and the script phase (with its
+/// natives). It may import anything; nothing below may import it.
+const SIM_TOP: &[&str] = &["ingest", "scripts", "runtime"];
+/// Circles the rules may keep because Realm Crafter's rules are mutual there (named and
+/// justified in ARCHITECTURE.md): the AI attacks through combat (`actor_attack`), and an
+/// NPC that is hit calls its allies through the AI (`call_for_help`), as in Realm Crafter.
+const SIM_CIRCLES_KEPT: &[&[&str]] = &[&["ai", "combat"]];
+
+/// The floor of a sim module: 0 data, 1 script table, 2 rules, 3 top.
+fn sim_floor(m: &str) -> u8 {
+    if SIM_DATA.iter().any(|(d, _)| *d == m) {
+        0
+    } else if SIM_TABLE.contains(&m) {
+        1
+    } else if SIM_TOP.contains(&m) {
+        3
+    } else {
+        2
+    }
+}
+
+/// The sim's import graph, drawn from the code: for each module (a file or folder of
+/// `zone-node/src/sim`; `items/bag.rs` counts as `items`), the sibling modules it names
+/// (`super::…` resolved from the file's own depth, `crate::sim::…`, grouped imports
+/// `super::{a, b}` included). Comments, unit-test modules (`#[cfg(test)] mod …` to the end
+/// of the file, `tests.rs`) and the test harness `testing.rs` are left out: only what the
+/// running zone is built from counts.
+fn sim_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let sim = workspace_root().join("zone-node/src/sim");
+    let mut files = Vec::new();
+    rust_files(&sim, &mut files);
+    let mut modules: BTreeSet<String> = BTreeSet::new();
+    for entry in fs::read_dir(&sim).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() {
+            modules.insert(name);
+        } else if let Some(stem) = name.strip_suffix(".rs")
+            && !["mod", "testing", "tests"].contains(&stem)
+        {
+            modules.insert(stem.to_owned());
+        }
+    }
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = modules
+        .iter()
+        .map(|m| (m.clone(), BTreeSet::new()))
+        .collect();
+    for f in &files {
+        let rel: Vec<String> = f
+            .strip_prefix(&sim)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        let Some(first) = rel.first() else { continue };
+        let top = first.trim_end_matches(".rs").to_owned();
+        let file = rel.last().cloned().unwrap_or_default();
+        if !modules.contains(&top) || file == "tests.rs" {
+            continue;
+        }
+        // The module path of this file below `sim`: `super` n times from it reaches `sim`
+        // when n equals its length.
+        let mut path: Vec<&str> = rel.iter().map(String::as_str).collect();
+        let stem = file.trim_end_matches(".rs").to_owned();
+        path.pop();
+        if stem != "mod" {
+            path.push(&stem);
+        }
+        let depth = path.len();
+        let text = fs::read_to_string(f).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut code = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim() == "#[cfg(test)]"
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|l| l.trim_start().starts_with("mod "))
+            {
+                break;
+            }
+            code.push_str(line.split("//").next().unwrap_or(""));
+            code.push('\n');
+        }
+        let mut named: Vec<String> = Vec::new();
+        let mut at = 0;
+        while at < code.len() {
+            let rest = &code[at..];
+            let (skip, at_sim) = if let Some(r) = rest.strip_prefix("crate::sim::") {
+                (rest.len() - r.len(), true)
+            } else if rest.starts_with("super::")
+                && !code[..at].ends_with("super::")
+                && !code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            {
+                let mut n = 0;
+                let mut r = rest;
+                while let Some(t) = r.strip_prefix("super::") {
+                    n += 1;
+                    r = t;
+                }
+                (rest.len() - r.len(), n == depth)
+            } else {
+                at += rest.chars().next().map_or(1, char::len_utf8);
+                continue;
+            };
+            at += skip;
+            if !at_sim {
+                continue;
+            }
+            let after = &code[at..];
+            if let Some(group) = after.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    named.push(ident(item));
+                }
+            } else {
+                named.push(ident(after));
+            }
+        }
+        for n in named {
+            if n != top && modules.contains(&n) {
+                graph.get_mut(&top).unwrap().insert(n);
+            }
+        }
+    }
+    graph
+}
+
+/// The circles of a graph (strongly connected components of more than one module).
+fn circles(
+    graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    let reach = |from: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(v) = todo.pop() {
+            for w in graph.get(&v).into_iter().flatten() {
+                if seen.insert(w.clone()) {
+                    todo.push(w.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for m in graph.keys() {
+        if out.iter().any(|c| c.contains(m)) {
+            continue;
+        }
+        let forward = reach(m);
+        if !forward.contains(m) {
+            continue;
+        }
+        let comp: Vec<String> = graph
+            .keys()
+            .filter(|o| *o == m || (forward.contains(*o) && reach(o).contains(m)))
+            .cloned()
+            .collect();
+        if comp.len() > 1 {
+            out.push(comp);
+        }
+    }
+    out
+}
+
+/// The zone simulation's floors (issue 38, ARCHITECTURE.md): each module imports only its
+/// own floor and those below it (the data floor in its own order), and nothing below the
+/// top names the script phase (`runtime`), the dispatcher (`scripts`) or the input
+/// dispatcher (`ingest`): rules announce engine events, the top reacts.
+#[test]
+fn the_sim_is_layered() {
+    let graph = sim_graph();
+    let mut offences = Vec::new();
+    for (m, deps) in &graph {
+        let floor = sim_floor(m);
+        for d in deps {
+            let ok = match floor {
+                0 => SIM_DATA
+                    .iter()
+                    .find(|(n, _)| n == m)
+                    .is_some_and(|(_, may)| may.contains(&d.as_str())),
+                1 => sim_floor(d) == 0,
+                2 => sim_floor(d) <= 2,
+                _ => true,
+            };
+            if !ok {
+                offences.push(format!(
+                    "sim/{m} (floor {floor}) imports sim/{d} (floor {})",
+                    sim_floor(d)
+                ));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "the sim's floors are crossed upward:\n{}",
+        offences.join("\n")
+    );
+    // The graph is really drawn: the rules do import the floors below them.
+    assert!(graph["kill"].contains("engine") && graph["kill"].contains("despawn"));
+    assert!(
+        graph["ingest"].contains("commands"),
+        "grouped imports are read"
+    );
+}
+
+/// The sim's import graph has no circle except the ones kept on purpose
+/// ([`SIM_CIRCLES_KEPT`]): every rule can be read, tested and changed from the floors
+/// below it up.
+#[test]
+fn the_sim_has_no_import_circle() {
+    let found = circles(&sim_graph());
+    let unexpected: Vec<&Vec<String>> = found
+        .iter()
+        .filter(|c| {
+            !SIM_CIRCLES_KEPT
+                .iter()
+                .any(|k| k.len() == c.len() && c.iter().all(|m| k.contains(&m.as_str())))
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "import circles in the sim: {unexpected:?} (SIM_GRAPH=1 cargo test -p cluster-tests \
+         --test tidy sim_graph -- --nocapture prints the graph)"
+    );
+}
+
+/// Prints the sim's import graph with each module's floor (`SIM_GRAPH=1`), or as
+/// Graphviz (`SIM_GRAPH=dot`); silent otherwise.
+#[test]
+fn sim_graph_prints_on_request() {
+    let graph = sim_graph();
+    match std::env::var("SIM_GRAPH").as_deref() {
+        Ok("dot") => {
+            println!("digraph sim {{\n  rankdir=BT;");
+            for (m, deps) in &graph {
+                println!("  \"{m}\" [label=\"{m} ({})\"];", sim_floor(m));
+                for d in deps {
+                    println!("  \"{m}\" -> \"{d}\";");
+                }
+            }
+            println!("}}");
+        }
+        Ok(_) => {
+            for floor in (0..=3).rev() {
+                println!("floor {floor}:");
+                for (m, deps) in graph.iter().filter(|(m, _)| sim_floor(m) == floor) {
+                    let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+                    println!(
+                        "  {m}: {}",
+                        if deps.is_empty() {
+                            "-".to_owned()
+                        } else {
+                            deps.join(" ")
+                        }
+                    );
+                }
+            }
+            for c in circles(&graph) {
+                println!("circle of {}: {}", c.len(), c.join(" "));
+            }
+        }
+        Err(_) => {}
+    }
 }
