@@ -17,7 +17,9 @@
 #      copies deploy/.prebuilt/ instead of running cargo. The host is Debian bookworm, so
 #      the binaries link against the same glibc as the image;
 #   4. builds deploy/trace-viewer (the OTLP backend with the Jaeger UI, otlp-embedded) on
-#      the host and an image of it, $RC_TRACE_IMAGE, and writes TRACE_IMAGE=... into
+#      the host and an image of it, $RC_TRACE_IMAGE (skipped when an image built from the
+#      same sources exists: it is also tagged by a hash of deploy/trace-viewer's
+#      Cargo.toml, Cargo.lock, Dockerfile and src/), and writes TRACE_IMAGE=... into
 #      .env so that `docker-compose --profile observe` uses it instead of the upstream
 #      Jaeger image (`--no-env-file` leaves .env alone);
 #   5. builds Prometheus' image, $RC_PROMETHEUS_IMAGE, from Debian bookworm's `prometheus`
@@ -176,15 +178,25 @@ rm -rf "$ROOT/deploy/.prebuilt"
 
 # 4. The trace backend.
 if [ "$VIEWER" = 1 ]; then
-    apt_install protoc protobuf-compiler
-    say "cargo build --release of deploy/trace-viewer"
-    cargo build --locked --release --manifest-path "$ROOT/deploy/trace-viewer/Cargo.toml" \
-        --target-dir "$ROOT/deploy/trace-viewer/target"
-    mkdir -p "$WORK/viewer"
-    cp "$ROOT/deploy/trace-viewer/target/release/trace-viewer" "$WORK/viewer/"
-    say "docker build -> $TRACE_IMAGE_TAG"
-    docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -f "$ROOT/deploy/trace-viewer/Dockerfile" \
-        -t "$TRACE_IMAGE_TAG" "$WORK/viewer" >/dev/null
+    # The same sources (and base) make the same image: a hash of them names it, so a
+    # machine that built it once does not compile its 146 crates again.
+    TV=$ROOT/deploy/trace-viewer
+    SRC_HASH=$( (cd "$TV" && find Cargo.toml Cargo.lock Dockerfile src -type f | LC_ALL=C sort \
+        | xargs sha256sum; docker image inspect -f '{{.Id}}' "$LOCAL_BASE") | sha256sum | cut -c1-16)
+    TRACE_BY_SOURCE="${TRACE_IMAGE_TAG%:*}:src-$SRC_HASH"
+    if have_image "$TRACE_BY_SOURCE"; then
+        say "trace backend $TRACE_BY_SOURCE exists (same sources): not rebuilt"
+    else
+        apt_install protoc protobuf-compiler
+        say "cargo build --release of deploy/trace-viewer"
+        cargo build --locked --release --manifest-path "$TV/Cargo.toml" --target-dir "$TV/target"
+        mkdir -p "$WORK/viewer"
+        cp "$TV/target/release/trace-viewer" "$WORK/viewer/"
+        say "docker build -> $TRACE_BY_SOURCE"
+        docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -f "$TV/Dockerfile" \
+            -t "$TRACE_BY_SOURCE" "$WORK/viewer" >/dev/null
+    fi
+    docker tag "$TRACE_BY_SOURCE" "$TRACE_IMAGE_TAG"
     set_env TRACE_IMAGE "$TRACE_IMAGE_TAG"
 fi
 

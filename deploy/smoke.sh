@@ -3,7 +3,12 @@
 # traces and metrics looked at, everything torn down. One PASS/FAIL line per step; exits 1
 # if any step failed, 0 when all passed or when no Docker daemon answers (skipped).
 #
-#   deploy/smoke.sh [--profile debug|release]      (default debug: the binaries the tests built)
+#   deploy/smoke.sh [--profile debug|release] [--prebuilt]
+#
+# --profile: the binaries' profile (default debug). --prebuilt: use the binaries already in
+# target/<profile> (what `cargo test --workspace` just built, as in .ci/run) instead of
+# `cargo build`ing the image's four binaries, whose narrower feature set would recompile
+# the zone node, the gateway and the client.
 #
 # 1. images       deploy/images.sh (host binaries of the profile, local base if no registry)
 # 2. accounts     DM accounts (they may /warp) created in the gateway's volume
@@ -35,11 +40,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 PROFILE=debug
+PREBUILT=()
 while [ $# -gt 0 ]; do
     case $1 in
         --profile) PROFILE=${2:-}; shift 2 ;;
         --profile=*) PROFILE=${1#*=}; shift ;;
-        *) echo "usage: deploy/smoke.sh [--profile debug|release]" >&2; exit 2 ;;
+        --prebuilt) PREBUILT=(--no-cargo); shift ;;
+        *) echo "usage: deploy/smoke.sh [--profile debug|release] [--prebuilt]" >&2; exit 2 ;;
     esac
 done
 case $PROFILE in debug|release) ;; *) echo "--profile must be debug or release" >&2; exit 2 ;; esac
@@ -151,7 +158,7 @@ nodes_at_least() { cluster >"$WORK/c.json" && [ "$(py 'len(d["nodes"])' "$WORK/c
 log "project $PROJECT: client udp 127.0.0.1:$RC_CLIENT_PORT, admin $ADMIN, traces $TRACES"
 
 # 1. Images.
-if deploy/images.sh --profile "$PROFILE" --no-env-file >"$WORK/images.log" 2>&1; then
+if deploy/images.sh --profile "$PROFILE" "${PREBUILT[@]}" --no-env-file >"$WORK/images.log" 2>&1; then
     pass "images" "$(grep -c '' "$WORK/images.log") lines of log, $(docker image inspect -f '{{.Size}}' realm-crafter/server:latest | awk '{printf "%d MB", $1/1e6}')"
 else
     tail -n 30 "$WORK/images.log"
