@@ -288,6 +288,10 @@ pub(super) struct Conn {
 /// (Realm Crafter's server logged out at once: its clients reconnect at once).
 const LOGOUT_WAIT: Duration = Duration::from_secs(3);
 
+/// How long a login of an account that is logged on, and not yet known to be leaving,
+/// waits for its old connection's disconnect to be seen (`Conn::await_logout`).
+const DISCONNECT_RACE: Duration = Duration::from_secs(1);
+
 /// Where a connection's reliable replies are written.
 pub(super) enum Out {
     /// The connection's QUIC stream.
@@ -519,7 +523,12 @@ impl Conn {
 
     /// A login (`P_VerifyAccount`, `P_StartGame`) of an account whose last connection just
     /// ended waits up to [`LOGOUT_WAIT`] for that logout to finish, so that a client that
-    /// reconnects at once is not told "already logged in".
+    /// reconnects at once is not told "already logged in". An account that is logged on
+    /// and not yet known to be leaving is given [`DISCONNECT_RACE`] to become so: a
+    /// client's new connection can overtake its old one's disconnect between the gateway's
+    /// tasks (the new connection's login reaches its session task while the host task has
+    /// yet to hand over the old peer's disconnect). A real second login is answered "already
+    /// logged in" after that grace.
     async fn await_logout(&self, p: &ClientPacket) {
         let creds = match p {
             ClientPacket::VerifyAccount(m) => &m.creds,
@@ -527,16 +536,24 @@ impl Conn {
             _ => return,
         };
         let user = latin1(&creds.user.0);
-        let deadline = tokio::time::Instant::now() + LOGOUT_WAIT;
+        let start = tokio::time::Instant::now();
         loop {
-            let leaving = {
+            let (logged_on, leaving) = {
                 let acc = self.shared.accounts();
-                acc.book.find_user(&user).is_some_and(|id| {
-                    self.shared.leaving.contains_key(&id)
-                        && acc.book.get(id).is_some_and(|a| a.logged_on)
-                })
+                acc.book
+                    .find_user(&user)
+                    .filter(|&id| acc.book.get(id).is_some_and(|a| a.logged_on))
+                    .map_or((false, false), |id| {
+                        (true, self.shared.leaving.contains_key(&id))
+                    })
             };
-            if !leaving || tokio::time::Instant::now() >= deadline {
+            let waited = start.elapsed();
+            let wait = if leaving {
+                LOGOUT_WAIT
+            } else {
+                DISCONNECT_RACE
+            };
+            if !logged_on || waited >= wait {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
