@@ -26,8 +26,8 @@
 //! | unknown `/command args` | `In-game Commands.<COMMAND>` | player | 0 | `args` |
 //! | right-click on an actor with a script | `<Script>.Main` | player | target | |
 //! | trigger entered | `<TriggerScript>.<Method>` | actor | 0 | trigger index |
-//! | item used / spell cast | `<Script>.<Method>` ([`item_script`], [`spell_script`]) | user | target | (spell level) |
-//! | P_Examine / P_Trade | `Default.Examine` / `Default.Trade` ([`examine`], [`trade`]) | player | target | |
+//! | item used / spell cast | `<Script>.<Method>` ([`ScriptHooks::on_item_used`], [`ScriptHooks::on_spell_cast`]) | user | target | (spell level) |
+//! | P_Examine / P_Trade | `Default.Examine` / `Default.Trade` ([`examine`], [`ScriptHooks::on_trade`]) | player | target | |
 //!
 //! Starts a client's action causes (an equipment change, a command, a right-click, a
 //! trigger, an item used, a spell, examine, trade) are coalesced: an identical start
@@ -324,7 +324,9 @@ pub trait ScriptHooks: Send + Sync {
         user: ActorId,
         target: Option<ActorId>,
     ) -> bool {
-        item_script(st, script, method, user, target)
+        let method = if method.is_empty() { "Main" } else { method };
+        let how = Start::OncePerTick;
+        start(st, how, script, method, Some(user), target, "")
     }
 
     /// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level
@@ -338,13 +340,24 @@ pub trait ScriptHooks: Send + Sync {
         target: Option<ActorId>,
         level: u16,
     ) -> bool {
-        spell_script(st, script, method, caster, target, level)
+        let method = if method.is_empty() { "Main" } else { method };
+        let how = Start::OncePerTick;
+        start(
+            st,
+            how,
+            script,
+            method,
+            Some(caster),
+            target,
+            &level.to_string(),
+        )
     }
 
     /// `P_Trade`: `Default.Trade` with the player and the target. Returns whether a script
     /// took it (otherwise the engine opens the NPC's shop or invites the player).
     fn on_trade(&self, st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
-        trade(st, player, target)
+        let (how, p, t) = (Start::OncePerTick, Some(player), Some(target));
+        start(st, how, "Default", "Trade", p, t, "")
     }
 }
 
@@ -387,49 +400,6 @@ fn run_now(st: &mut ZoneState, script: &str, func: &str, actor: ActorId) {
     if let Some(id) = table::create_for(st, script, func, actor) {
         super::runtime::run_to_wait(st, id);
     }
-}
-
-/// An item used (`P_ItemScript`) or eaten: `<Script>.<Method or Main>` with the user and
-/// the target (the default [`ScriptHooks::on_item_used`]).
-pub fn item_script(
-    st: &mut ZoneState,
-    script: &str,
-    method: &str,
-    user: ActorId,
-    target: Option<ActorId>,
-) -> bool {
-    let method = if method.is_empty() { "Main" } else { method };
-    start(
-        st,
-        Start::OncePerTick,
-        script,
-        method,
-        Some(user),
-        target,
-        "",
-    )
-}
-
-/// A spell cast: `<Script>.<Method>` with the caster, the target and the ability level as
-/// `Param` (the default [`ScriptHooks::on_spell_cast`]).
-pub fn spell_script(
-    st: &mut ZoneState,
-    script: &str,
-    method: &str,
-    caster: ActorId,
-    target: Option<ActorId>,
-    level: u16,
-) -> bool {
-    let method = if method.is_empty() { "Main" } else { method };
-    start(
-        st,
-        Start::OncePerTick,
-        script,
-        method,
-        Some(caster),
-        target,
-        &level.to_string(),
-    )
 }
 
 /// `P_Examine`: the target's own `Examine` method if it has a script, else
@@ -478,19 +448,6 @@ pub(crate) fn examine_request(st: &mut ZoneState, id: ActorId, target: super::ev
     if let Some(t) = super::mount::interact_target(st, id, target, super::mount::INTERACT_D2) {
         examine(st, id, t);
     }
-}
-
-/// `P_Trade`: `Default.Trade` (the default [`ScriptHooks::on_trade`]).
-pub fn trade(st: &mut ZoneState, player: ActorId, target: ActorId) -> bool {
-    start(
-        st,
-        Start::OncePerTick,
-        "Default",
-        "Trade",
-        Some(player),
-        Some(target),
-        "",
-    )
 }
 
 /// The default project's hooks.

@@ -625,7 +625,8 @@ fn give_item_is_all_or_nothing() {
         put(&mut h, pid, s, SWORD, 1);
     }
     h.clear();
-    zone_node::sim::scripts::item_script(h.sim.state_mut(), "Gift", "Test", pid, Some(npc));
+    use zone_node::sim::scripts::{DefaultHooks, ScriptHooks};
+    DefaultHooks.on_item_used(h.sim.state_mut(), "Gift", "Test", pid, Some(npc));
     h.tick();
     h.tick();
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
