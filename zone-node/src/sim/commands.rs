@@ -105,7 +105,8 @@ pub(crate) fn command(st: &mut ZoneState, actor: ActorId, word: &str, params: &s
             let name = parts.next().unwrap_or("").trim();
             let func = parts.next().unwrap_or("Main").trim();
             let func = if func.is_empty() { "Main" } else { func };
-            if !super::script_table::queue_for(st, name, func, Some(actor), None, "") {
+            let each = super::script_table::Start::Each;
+            if !super::script_table::queue_for(st, each, name, func, Some(actor), None, "") {
                 packets::send_chat(st, actor, CHAT_RED, "No such script or function");
             }
         }

@@ -61,26 +61,16 @@ pub fn queue(
     )
 }
 
-/// A start the engine makes for a client's action (an equipment change, an item used, a
-/// trigger, a right-click): as [`queue_for`], but merged into an identical start already
-/// queued for this tick, so that a client repeating an action faster than the zone ticks
-/// starts the script once a tick, not once a packet.
-pub fn queue_coalesced(
-    st: &mut ZoneState,
-    script: &str,
-    func: &str,
-    actor: Option<ActorId>,
-    context: Option<ActorId>,
-    param: &str,
-) -> bool {
-    let req = StartRequest {
-        script: script.to_owned(),
-        func: func.to_owned(),
-        actor: actor.map_or(0, |a| st.handle_of(a)),
-        context: context.map_or(0, |c| st.handle_of(c)),
-        param: RStr::from_latin1(param),
-    };
-    check_entry(st, script, func) && admit(st, req, true)
+/// How an engine start is queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Every time.
+    Each,
+    /// A start the engine makes for a client's action (an equipment change, an item used,
+    /// a trigger, a right-click): merged into an identical start already queued for this
+    /// tick, so that a client repeating an action faster than the zone ticks starts the
+    /// script once a tick, not once a packet.
+    OncePerTick,
 }
 
 /// Why a start was refused.
@@ -160,18 +150,25 @@ fn refuse(st: &mut ZoneState, req: &StartRequest, limit: Limit) {
     log(st, &req.script, message);
 }
 
-/// Queue a start for actors (their handles; `None` is 0); see [`queue`].
+/// Queue a start for actors (their handles; `None` is 0), as [`Start`] says; see
+/// [`queue`].
 pub fn queue_for(
     st: &mut ZoneState,
+    how: Start,
     script: &str,
     func: &str,
     actor: Option<ActorId>,
     context: Option<ActorId>,
     param: &str,
 ) -> bool {
-    let a = actor.map_or(0, |a| st.handle_of(a));
-    let c = context.map_or(0, |c| st.handle_of(c));
-    queue(st, script, func, a, c, RStr::from_latin1(param))
+    let req = StartRequest {
+        script: script.to_owned(),
+        func: func.to_owned(),
+        actor: actor.map_or(0, |a| st.handle_of(a)),
+        context: context.map_or(0, |c| st.handle_of(c)),
+        param: RStr::from_latin1(param),
+    };
+    check_entry(st, script, func) && admit(st, req, how == Start::OncePerTick)
 }
 
 fn check_entry(st: &mut ZoneState, script: &str, func: &str) -> bool {

@@ -31,13 +31,13 @@
 //!
 //! Starts a client's action causes (an equipment change, a command, a right-click, a
 //! trigger, an item used, a spell, examine, trade) are coalesced: an identical start
-//! already queued for this tick is that start (`script_table::queue_coalesced`). Every start
+//! already queued for this tick is that start (`script_table::Start::OncePerTick`). Every start
 //! is held to the zone's `scripts_per_actor` and `scripts_per_zone` (`script_table::queue`).
 
 use std::sync::Arc;
 
 use super::engine::{EngineEvent, NpcDeath};
-use super::script_table as table;
+use super::script_table::{self as table, Start};
 use super::state::{ActorId, Observer, Scheduled, ZoneState};
 use super::stats;
 
@@ -124,7 +124,7 @@ pub trait ScriptHooks: Send + Sync {
     /// else wait 5 s, then [`ScriptHooks::on_death_timer`].
     fn on_player_death(&self, st: &mut ZoneState, victim: ActorId, killer: Option<ActorId>) {
         if table::has_entry(st, "Death", "Main") {
-            table::queue_for(st, "Death", "Main", Some(victim), killer, "");
+            table::queue_for(st, Start::Each, "Death", "Main", Some(victim), killer, "");
             return;
         }
         let due = st.now_ms + 5000;
@@ -177,7 +177,8 @@ pub trait ScriptHooks: Send + Sync {
         if !table::has_entry(st, &death.script, "Main") {
             return;
         }
-        table::queue_for(st, &death.script, "Main", death.killer, None, &death.param);
+        let (script, param) = (&death.script, &death.param);
+        table::queue_for(st, Start::Each, script, "Main", death.killer, None, param);
     }
 
     /// `Login.Main`, after a player joins the game here.
@@ -273,7 +274,15 @@ pub trait ScriptHooks: Send + Sync {
             st.send_packet(actor, &p);
             return true;
         }
-        table::queue_coalesced(st, SCRIPT, word, Some(actor), None, params);
+        table::queue_for(
+            st,
+            Start::OncePerTick,
+            SCRIPT,
+            word,
+            Some(actor),
+            None,
+            params,
+        );
         true
     }
 
@@ -288,7 +297,8 @@ pub trait ScriptHooks: Send + Sync {
         if table::running(st, &script, clicker, target) {
             return true;
         }
-        table::queue_coalesced(st, &script, "Main", Some(clicker), Some(target), "");
+        let (c, t) = (Some(clicker), Some(target));
+        table::queue_for(st, Start::OncePerTick, &script, "Main", c, t, "");
         true
     }
 
@@ -361,17 +371,6 @@ pub trait ScriptHooks: Send + Sync {
     }
 }
 
-/// How an engine start is queued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Start {
-    /// Every time (`script_table::queue_for`).
-    Each,
-    /// A client's action: an identical start already queued this tick is this one
-    /// (`script_table::queue_coalesced`), so repeating the action faster than the zone ticks
-    /// starts its script once a tick.
-    OncePerTick,
-}
-
 /// Start `script.func` if the world has it (logged and skipped if a named script or
 /// function is missing). Returns whether it was queued.
 fn start(
@@ -386,10 +385,7 @@ fn start(
     if script.is_empty() || !st.content.scripts.has_script(script) {
         return false;
     }
-    match how {
-        Start::Each => table::queue_for(st, script, func, actor, context, param),
-        Start::OncePerTick => table::queue_coalesced(st, script, func, actor, context, param),
-    }
+    table::queue_for(st, how, script, func, actor, context, param)
 }
 
 /// Create `script.func` for `actor` and run it at once to its end (or its first wait).
