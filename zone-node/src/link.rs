@@ -6,20 +6,20 @@
 //! The protocol itself (envelopes, codec, proofs, datagram header) is `shared::internal`;
 //! this module only moves bytes and keeps the connection's state.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
+use shared::internal::handshake::{NodeHandshake, NodeHandshakeError, NodeStep};
 use shared::internal::{
     ALPN, EXPORTER_LABEL, EXPORTER_LEN, Envelope, ErrorCode, Msg, PROTOCOL_VERSION, RefuseReason,
-    auth,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, timeout};
 use tracing::Instrument as _;
 
+use crate::actor::retention::{Retention, snapshot_id};
 use crate::actor::{Metrics, Outbound, Registry, attach_from_wire};
 use crate::config::NodeConfig;
 
@@ -193,10 +193,7 @@ pub async fn run(
     let mut endpoint =
         quinn::Endpoint::client(bind).map_err(|e| LinkError::Setup(e.to_string()))?;
     endpoint.set_default_client_config(client_config(&cfg)?);
-    let mut state = LinkState {
-        unacked: BTreeMap::new(),
-        drain_deadline: None,
-    };
+    let mut state = LinkState::new();
     let mut backoff = Duration::from_millis(cfg.reconnect_min_ms);
     let max_backoff = Duration::from_millis(cfg.reconnect_max_ms);
     let span = tracing::info_span!("link", node = %cfg.node_id, gateway = %cfg.gateway_addr);
@@ -279,145 +276,51 @@ pub async fn run(
 }
 
 struct LinkState {
-    /// Snapshots sent (or queued) but not acknowledged, by id, kept as encoded frames.
-    unacked: BTreeMap<u64, Unacked>,
+    /// Snapshots sent (or queued) but not acknowledged, as encoded frames
+    /// ([`Retention`], pure; its clock is [`LinkState::now_ms`]).
+    unacked: Retention<Vec<u8>>,
     /// Set once draining started.
     drain_deadline: Option<Instant>,
-}
-
-/// What a snapshot saves: a character, or an instance's ground items.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Saves {
-    Character(shared::internal::SessionId),
-    Ground(shared::internal::InstanceKey),
-}
-
-/// One unacknowledged snapshot: its frame, what it saves, whether it is only periodic
-/// (a checkpoint a newer one of the same characters makes useless), and when it was last
-/// sent (`None`: never, the link was down).
-#[derive(Debug)]
-struct Unacked {
-    frame: Vec<u8>,
-    saves: Vec<Saves>,
-    periodic: bool,
-    sent: Option<Instant>,
-}
-
-impl Unacked {
-    fn of(msg: &Msg, frame: Vec<u8>) -> Self {
-        use shared::internal::SnapshotReasonDto::Periodic;
-        let (mut saves, periodic) = match msg {
-            Msg::Snapshot {
-                session, reason, ..
-            } => (vec![Saves::Character(*session)], *reason == Periodic),
-            Msg::SnapshotGroup(g) => {
-                let mut v: Vec<Saves> = g
-                    .entries
-                    .iter()
-                    .map(|e| Saves::Character(e.session))
-                    .collect();
-                if g.ground.is_some() {
-                    v.push(Saves::Ground(g.key.clone()));
-                }
-                (v, g.entries.iter().all(|e| e.reason == Periodic))
-            }
-            _ => (Vec::new(), false),
-        };
-        saves.sort();
-        saves.dedup();
-        Self {
-            frame,
-            saves,
-            periodic,
-            sent: None,
-        }
-    }
+    /// The time base of `unacked`.
+    epoch: Instant,
 }
 
 impl LinkState {
-    /// Keeps snapshot `id` until it is acknowledged, forgetting the older periodic ones it
-    /// makes useless (all they save, it saves newer): while the gateway is away, the queue
-    /// holds at most one periodic checkpoint per character (and group of characters) plus
-    /// the logouts, transfers and shutdown saves, instead of one per checkpoint interval.
-    fn keep(&mut self, id: u64, u: Unacked, metrics: &Metrics) {
-        let before = self.unacked.len();
-        self.unacked.retain(|&old, e| {
-            !(old < id && e.periodic && e.saves.iter().all(|s| u.saves.binary_search(s).is_ok()))
-        });
-        metrics.snapshots_superseded.fetch_add(
-            before.saturating_sub(self.unacked.len()) as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        self.unacked.insert(id, u);
-    }
-
-    /// The snapshots sent at least `every` ago (or never) and still unacknowledged, marked
-    /// sent at `now`: the gateway acknowledges a snapshot only once it is stored, so one it
-    /// could not store (a full disk) is offered again until it is, without waiting for a
-    /// reconnect. Oldest first. One a newer unacknowledged snapshot covers (it saves
-    /// nothing the newer one does not) is not sent again: the newer one stores a newer
-    /// state, and the older one would overwrite it if it came after.
-    fn due_for_resend(&mut self, now: Instant, every: Duration) -> Vec<u64> {
-        let covered: Vec<u64> = self
-            .unacked
-            .iter()
-            .filter(|&(&id, u)| {
-                self.unacked
-                    .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded))
-                    .any(|(_, newer)| u.saves.iter().all(|s| newer.saves.binary_search(s).is_ok()))
-            })
-            .map(|(&id, _)| id)
-            .collect();
-        let mut due = Vec::new();
-        for (&id, u) in &mut self.unacked {
-            if covered.binary_search(&id).is_ok() {
-                continue;
-            }
-            if u.sent
-                .is_none_or(|t| now.saturating_duration_since(t) >= every)
-            {
-                u.sent = Some(now);
-                due.push(id);
-            }
-        }
-        due
-    }
-
-    /// Snapshot `id` is stored: it is forgotten, and so is every older one that saves
-    /// nothing it does not (their state is older than what is stored now; sent again,
-    /// after a write of theirs failed, they would overwrite it).
-    fn acked(&mut self, id: u64) {
-        if let Some(u) = self.unacked.remove(&id) {
-            self.unacked.retain(|&old, e| {
-                !(old < id && e.saves.iter().all(|s| u.saves.binary_search(s).is_ok()))
-            });
+    fn new() -> Self {
+        Self {
+            unacked: Retention::new(),
+            drain_deadline: None,
+            epoch: Instant::now(),
         }
     }
 
-    /// Marks every kept snapshot sent at `now` (all re-sent after a reconnect).
-    fn all_sent(&mut self, now: Instant) {
-        for u in self.unacked.values_mut() {
-            u.sent = Some(now);
-        }
+    /// Milliseconds since the link started: the retention table's clock.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Keeps save `msg` (encoded as `frame`) until it is acknowledged, counting the older
+    /// periodic saves it supersedes.
+    fn keep(&mut self, msg: &Msg, frame: Vec<u8>, sent: bool, metrics: &Metrics) {
+        let at = sent.then(|| self.now_ms());
+        let superseded = self.unacked.keep(msg, frame, at);
+        Metrics::add(&metrics.snapshots_superseded, superseded as u64);
     }
 }
 
-fn start_drain(reg: &Registry, cfg: &NodeConfig, state: &mut LinkState) {
+fn start_drain(reg: &Arc<Registry>, cfg: &NodeConfig, state: &mut LinkState) {
     tracing::info!(node = %cfg.node_id, instances = reg.instance_count(), "draining");
     state.drain_deadline = Some(Instant::now() + cfg.drain_timeout());
     reg.drain_all();
 }
 
-fn offline(reg: &Registry, state: &mut LinkState, o: Outbound) {
+fn offline(reg: &Arc<Registry>, state: &mut LinkState, o: Outbound) {
     match o {
         Outbound::Msg(msg @ (Msg::Snapshot { .. } | Msg::SnapshotGroup(_))) => {
-            let Some(snapshot_id) = snapshot_id(&msg) else {
-                return;
-            };
             let mut v = Vec::new();
             let env = Envelope::new(msg);
             if encode_frame(&env, &mut v).is_ok() {
-                state.keep(snapshot_id, Unacked::of(&env.msg, v), &reg.metrics);
+                state.keep(&env.msg, v, false, &reg.metrics);
             }
         }
         Outbound::Msg(Msg::Transfer(t))
@@ -506,27 +409,13 @@ async fn handshake(
     let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv)
         .instrument(span)
         .await;
-    match authenticated {
-        Ok((dec, heartbeat_ms)) => Ok((conn, send, recv, dec, heartbeat_ms)),
-        Err(SessionEnd::PeerVersion { ours, theirs }) => {
-            // Tell the gateway why, then close.
-            let _ = write_msg(
-                &mut send,
-                Msg::Refused {
-                    reason: RefuseReason::VersionMismatch { ours, theirs },
-                },
-            )
-            .await;
-            let _ = send.finish();
-            let _ = timeout(Duration::from_millis(300), send.stopped()).await;
-            conn.close(2u32.into(), b"protocol version mismatch");
-            Err(SessionEnd::PeerVersion { ours, theirs })
-        }
-        Err(e) => Err(e),
-    }
+    let (dec, heartbeat_ms) = authenticated?;
+    Ok((conn, send, recv, dec, heartbeat_ms))
 }
 
-/// Hello / Challenge / Auth / Proven / Register / RegisterAck on the control stream.
+/// Hello / Challenge / Auth / Proven / Register / RegisterAck on the control stream: the
+/// node's half of the handshake is [`NodeHandshake`] (sans-IO); this only moves its
+/// messages.
 async fn authenticate(
     cfg: &NodeConfig,
     reg: &Registry,
@@ -540,87 +429,63 @@ async fn authenticate(
     let mut dec = FrameDecoder::new();
     let mut client_nonce = [0u8; 32];
     ops::random::fill(&mut client_nonce);
-    write_msg(
-        send,
-        Msg::Hello {
-            node_id: cfg.node_id.clone(),
-            client_nonce,
-        },
-    )
-    .await?;
-    let secret = cfg.cluster_secret.as_bytes();
-    let (server_nonce, commitment) = match read_envelope(recv, &mut dec).await?.msg {
-        Msg::Challenge {
-            server_nonce,
-            commitment,
-        } => (server_nonce, commitment),
-        Msg::Refused { reason } => return Err(SessionEnd::Refused(reason)),
-        other => {
-            return Err(SessionEnd::Protocol(format!(
-                "expected Challenge, got {}",
-                other.name()
-            )));
-        }
-    };
-    // The gateway has committed to its proof: ours now, then it opens its commitment.
-    let proof = auth::node_proof(secret, &client_nonce, &server_nonce, &exporter);
-    write_msg(send, Msg::Auth { proof }).await?;
-    match read_envelope(recv, &mut dec).await?.msg {
-        Msg::Proven { proof, blind } => {
-            let ok = auth::opens(&commitment, &proof, &blind)
-                && auth::verify_gateway(secret, &client_nonce, &server_nonce, &exporter, &proof);
-            if !ok {
-                Metrics::inc(&reg.metrics.refused_msgs);
-                let _ = write_msg(
+    let (mut hs, hello) = NodeHandshake::start(
+        cfg.cluster_secret.as_bytes(),
+        client_nonce,
+        &exporter,
+        &cfg.node_id,
+    );
+    write_msg(send, hello).await?;
+    loop {
+        let env = match read_envelope(recv, &mut dec).await {
+            Ok(env) => Ok(env),
+            Err(SessionEnd::PeerVersion { ours, theirs }) => {
+                Err(CodecError::VersionMismatch { ours, theirs })
+            }
+            Err(e) => return Err(e),
+        };
+        match hs.on_envelope(env) {
+            NodeStep::Send(msg) => write_msg(send, msg).await?,
+            NodeStep::SendRegister => {
+                write_env(
                     send,
-                    Msg::Refused {
-                        reason: RefuseReason::BadAuth,
-                    },
+                    crate::telemetry::envelope_current(Msg::Register {
+                        node_id: cfg.node_id.clone(),
+                        advertised_addr: cfg.advertised_addr.clone(),
+                        capacity: cfg.capacity,
+                        protocol_version: PROTOCOL_VERSION,
+                        running: reg.running(),
+                    }),
                 )
-                .await;
-                // Let the refusal reach the peer before closing.
+                .await?;
+            }
+            NodeStep::Registered {
+                gateway_id,
+                heartbeat_ms,
+            } => {
+                tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
+                    instances = reg.instance_count(), heartbeat_ms, "registered");
+                return Ok((dec, heartbeat_ms));
+            }
+            NodeStep::Refuse { msg, error } => {
+                Metrics::inc(&reg.metrics.refused_msgs);
+                // Tell the gateway why, let the refusal reach it, then close.
+                let _ = write_msg(send, msg).await;
                 let _ = send.finish();
                 let _ = timeout(Duration::from_millis(300), send.stopped()).await;
-                conn.close(2u32.into(), b"bad gateway proof");
-                return Err(SessionEnd::Protocol(
-                    "the gateway's proof does not verify (cluster secret mismatch?)".into(),
-                ));
+                conn.close(2u32.into(), error.to_string().as_bytes());
+                return Err(match error {
+                    NodeHandshakeError::PeerVersion { ours, theirs } => {
+                        SessionEnd::PeerVersion { ours, theirs }
+                    }
+                    e => SessionEnd::Protocol(e.to_string()),
+                });
             }
+            NodeStep::Fail(NodeHandshakeError::Refused(reason)) => {
+                return Err(SessionEnd::Refused(reason));
+            }
+            NodeStep::Fail(e) => return Err(SessionEnd::Protocol(e.to_string())),
         }
-        Msg::Refused { reason } => return Err(SessionEnd::Refused(reason)),
-        other => {
-            return Err(SessionEnd::Protocol(format!(
-                "expected Proven, got {}",
-                other.name()
-            )));
-        }
-    }
-    write_env(
-        send,
-        crate::telemetry::envelope_current(Msg::Register {
-            node_id: cfg.node_id.clone(),
-            advertised_addr: cfg.advertised_addr.clone(),
-            capacity: cfg.capacity,
-            protocol_version: PROTOCOL_VERSION,
-            running: reg.running(),
-        }),
-    )
-    .await?;
-    match read_envelope(recv, &mut dec).await?.msg {
-        Msg::RegisterAck {
-            gateway_id,
-            heartbeat_ms,
-        } => {
-            tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
-                instances = reg.instance_count(), heartbeat_ms, "registered");
-            // The gateway sets the heartbeat period it watches (within sane bounds).
-            Ok((dec, heartbeat_ms.clamp(10, 60_000)))
-        }
-        Msg::Refused { reason } => Err(SessionEnd::Refused(reason)),
-        other => Err(SessionEnd::Protocol(format!(
-            "expected RegisterAck, got {}",
-            other.name()
-        ))),
     }
 }
 
@@ -670,12 +535,11 @@ async fn session(
         Err(_) => return Err(SessionEnd::Timeout),
     };
     // Re-send what the previous gateway never acknowledged.
-    for u in state.unacked.values() {
-        send.write_all(&u.frame)
-            .await
-            .map_err(|e| SessionEnd::Lost(e.to_string()))?;
-    }
-    state.all_sent(Instant::now());
+    let now = state.now_ms();
+    let frames: Vec<u8> = state.unacked.resend_all(now).flatten().copied().collect();
+    send.write_all(&frames)
+        .await
+        .map_err(|e| SessionEnd::Lost(e.to_string()))?;
     if state.drain_deadline.is_some() {
         write_msg(&mut send, Msg::Drain).await?;
     }
@@ -834,12 +698,14 @@ async fn session_loop(
                 reg.expire_script_store(std::time::Instant::now());
             }
             _ = resend.tick() => {
-                let due = state.due_for_resend(Instant::now(), resend_every);
+                let now = state.now_ms();
+                let every = u64::try_from(resend_every.as_millis()).unwrap_or(u64::MAX);
+                let due = state.unacked.due_for_resend(now, every);
                 if !due.is_empty() {
                     wbuf.clear();
                     for id in &due {
-                        if let Some(u) = state.unacked.get(id) {
-                            wbuf.extend_from_slice(&u.frame);
+                        if let Some(frame) = state.unacked.get(*id) {
+                            wbuf.extend_from_slice(frame);
                         }
                     }
                     Metrics::add(&reg.metrics.snapshots_resent, due.len() as u64);
@@ -902,29 +768,18 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
             }
         }
         Outbound::Msg(msg) => {
-            let snapshot_id = snapshot_id(&msg);
             let start = wbuf.len();
             let env = Envelope::new(msg);
             if encode_frame(&env, wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);
                 return;
             }
-            if let (Some(id), Some(frame)) = (snapshot_id, wbuf.get(start..)) {
-                let mut u = Unacked::of(&env.msg, frame.to_vec());
-                u.sent = Some(Instant::now());
-                state.keep(id, u, &reg.metrics);
+            if snapshot_id(&env.msg).is_some()
+                && let Some(frame) = wbuf.get(start..)
+            {
+                state.keep(&env.msg, frame.to_vec(), true, &reg.metrics);
             }
         }
-    }
-}
-
-/// The id a `Snapshot` or a `SnapshotGroup` is acknowledged by (kept until then, and
-/// re-sent after a reconnect).
-fn snapshot_id(msg: &Msg) -> Option<u64> {
-    match msg {
-        Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
-        Msg::SnapshotGroup(g) => Some(g.snapshot_id),
-        _ => None,
     }
 }
 
@@ -969,7 +824,7 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         } => reg.warp(session, area, instance).err().map(err),
         Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
         Msg::SnapshotAck { snapshot_id } => {
-            state.acked(snapshot_id);
+            state.unacked.acked(snapshot_id);
             None
         }
         Msg::Transfer(t) => {
@@ -1078,10 +933,7 @@ mod tests {
                 8,
                 shared::internal::ScriptStoreOp::FileInfo { name: "a".into() },
             );
-            let mut state = LinkState {
-                unacked: BTreeMap::new(),
-                drain_deadline: None,
-            };
+            let mut state = LinkState::new();
             // The link is down: what was queued for it meets `offline`.
             while let Ok(o) = rx.try_recv() {
                 offline(&reg, &mut state, o);
@@ -1097,115 +949,6 @@ mod tests {
                 "{got:?}"
             );
         });
-    }
-
-    #[test]
-    fn an_unacknowledged_snapshot_is_sent_again_on_the_timer_until_acknowledged() {
-        use shared::internal::SnapshotReasonDto::Logout;
-        let m = Metrics::default();
-        let mut state = LinkState {
-            unacked: BTreeMap::new(),
-            drain_deadline: None,
-        };
-        let t0 = Instant::now();
-        let every = Duration::from_secs(3);
-        let snap = |id: u64, session: u64| {
-            let msg = Msg::Snapshot {
-                snapshot_id: id,
-                session,
-                reason: Logout,
-                state: Box::default(),
-            };
-            Unacked::of(&msg, vec![1])
-        };
-        let mut u = snap(1, 7);
-        u.sent = Some(t0);
-        state.keep(1, u, &m);
-        // Kept while the link was down: never sent, due at once.
-        state.keep(2, snap(2, 8), &m);
-        assert_eq!(state.due_for_resend(t0, every), [2]);
-        assert!(
-            state
-                .due_for_resend(t0 + Duration::from_secs(1), every)
-                .is_empty()
-        );
-        assert_eq!(state.due_for_resend(t0 + every, every), [1, 2]);
-        assert!(state.due_for_resend(t0 + every, every).is_empty());
-        // Acknowledged: never again.
-        state.acked(1);
-        assert_eq!(state.due_for_resend(t0 + every * 2, every), [2]);
-        // A newer save of the same character: the older one is not sent again while the
-        // newer one is on its way (it would overwrite the newer state), and is forgotten
-        // once the newer one is stored.
-        let mut u = snap(3, 8);
-        u.sent = Some(t0 + every * 2);
-        state.keep(3, u, &m);
-        assert_eq!(state.due_for_resend(t0 + every * 5, every), [3]);
-        state.acked(3);
-        assert!(state.unacked.is_empty());
-    }
-
-    #[test]
-    fn while_the_gateway_is_away_one_periodic_snapshot_per_character_is_kept() {
-        use shared::internal::SnapshotReasonDto::{Logout, Periodic};
-        let m = Metrics::default();
-        let mut state = LinkState {
-            unacked: BTreeMap::new(),
-            drain_deadline: None,
-        };
-        let snap = |id: u64, session: u64, reason| {
-            let msg = Msg::Snapshot {
-                snapshot_id: id,
-                session,
-                reason,
-                state: Box::default(),
-            };
-            Unacked::of(&msg, vec![1])
-        };
-        for id in 1..=50 {
-            state.keep(id, snap(id, 7, Periodic), &m);
-            state.keep(1000 + id, snap(1000 + id, 8, Periodic), &m);
-        }
-        assert_eq!(
-            state.unacked.keys().copied().collect::<Vec<_>>(),
-            [50, 1050]
-        );
-        // A logout supersedes the periodic save before it, and is never superseded itself.
-        state.keep(2000, snap(2000, 7, Logout), &m);
-        state.keep(2001, snap(2001, 7, Periodic), &m);
-        assert_eq!(
-            state.unacked.keys().copied().collect::<Vec<_>>(),
-            [1050, 2000, 2001]
-        );
-        assert_eq!(m.snapshots_superseded.load(Ordering::Relaxed), 49 + 49 + 1);
-        // A group saving 8 with another character supersedes 8's single save; a single
-        // save does not supersede the group (it would lose the other character).
-        let group = |id: u64, sessions: &[u64]| {
-            let msg = Msg::SnapshotGroup(Box::new(shared::internal::SnapshotGroup {
-                snapshot_id: id,
-                key: shared::internal::InstanceKey {
-                    area: "Meadow".into(),
-                    instance: 0,
-                },
-                generation: 1,
-                entries: sessions
-                    .iter()
-                    .map(|&session| shared::internal::SnapshotEntry {
-                        session,
-                        reason: Periodic,
-                        state: Default::default(),
-                    })
-                    .collect(),
-                ground: None,
-            }));
-            Unacked::of(&msg, vec![2])
-        };
-        state.keep(3000, group(3000, &[8, 9]), &m);
-        state.keep(3001, snap(3001, 8, Periodic), &m);
-        assert_eq!(
-            state.unacked.keys().copied().collect::<Vec<_>>(),
-            [2000, 2001, 3000, 3001]
-        );
     }
 
     #[test]
@@ -1241,10 +984,7 @@ mod tests {
             scripts: (64, 4_096),
         };
         let reg = Registry::new(cfg, Arc::new(shared::content::demo_world()), tx, Vec::new());
-        let mut state = LinkState {
-            unacked: BTreeMap::new(),
-            drain_deadline: None,
-        };
+        let mut state = LinkState::new();
         let mut wbuf = Vec::new();
         let (a, b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         // Two instances; the reliable messages queued between them are no backlog.

@@ -1,9 +1,12 @@
-//! The gateway's side of the internal handshake as a sans-IO state machine.
+//! Both sides of the internal handshake as sans-IO state machines: the gateway's
+//! [`GatewayHandshake`] and the zone node's [`NodeHandshake`].
 //!
-//! Feed it every decoded envelope (or decode error) from a node's control stream until it
-//! says [`Step::Registered`] or [`Step::Refuse`]; send what it returns. It takes the
-//! cluster secret, a fresh server nonce and the connection's TLS exporter value as
-//! inputs (no RNG, no clock here).
+//! Hello → Challenge (the gateway commits to its proof) → Auth (the node's proof) →
+//! Proven (the gateway opens its commitment) → Register → RegisterAck. Feed each side every
+//! decoded envelope (or decode error) from the control stream until it says it is done;
+//! send what it returns. Each takes the cluster secret, its fresh nonce (and the gateway
+//! its blind) and the connection's TLS exporter value as inputs (no RNG, no clock here),
+//! so the two can be run against each other in memory (the tests below, the simulator).
 
 use super::codec::CodecError;
 use super::{Envelope, Msg, PROTOCOL_VERSION, RefuseReason, RunningInstance, auth};
@@ -160,6 +163,241 @@ impl GatewayHandshake {
     }
 }
 
+/// What the node does next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeStep {
+    /// Send this message and keep reading.
+    Send(Msg),
+    /// The gateway proved it holds the secret: send the node's `Register` now (the shell
+    /// builds it, with what the node runs at this moment and its trace context), and keep
+    /// reading.
+    SendRegister,
+    /// Send this `Refused` message, then close the connection (application code 2) and
+    /// give up this attempt with `error`.
+    Refuse {
+        /// The `Refused` to send.
+        msg: Msg,
+        /// Why.
+        error: NodeHandshakeError,
+    },
+    /// Give up this attempt (nothing to send).
+    Fail(NodeHandshakeError),
+    /// Registered: route traffic, heartbeat every `heartbeat_ms` (already clamped to
+    /// 10 ms – 60 s).
+    Registered {
+        /// The gateway's id.
+        gateway_id: String,
+        /// The heartbeat period the gateway watches.
+        heartbeat_ms: u64,
+    },
+}
+
+/// Why a node's handshake attempt failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NodeHandshakeError {
+    /// The gateway refused this node.
+    #[error("refused: {0}")]
+    Refused(RefuseReason),
+    /// The peers speak different protocol versions.
+    #[error("protocol version mismatch (ours {ours}, theirs {theirs})")]
+    PeerVersion {
+        /// Ours.
+        ours: u16,
+        /// Theirs.
+        theirs: u16,
+    },
+    /// The gateway's proof does not verify.
+    #[error("the gateway's proof does not verify (cluster secret mismatch?)")]
+    BadGatewayProof,
+    /// A message out of order, or undecodable.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeState {
+    AwaitChallenge,
+    AwaitProven {
+        server_nonce: [u8; 32],
+        commitment: [u8; 32],
+    },
+    AwaitRegisterAck,
+    Done,
+}
+
+/// One connection's handshake, node side.
+#[derive(Debug)]
+pub struct NodeHandshake {
+    secret: Vec<u8>,
+    client_nonce: [u8; 32],
+    exporter: Vec<u8>,
+    state: NodeState,
+}
+
+impl NodeHandshake {
+    /// A handshake for one connection, and the `Hello` to send first.
+    pub fn start(
+        secret: &[u8],
+        client_nonce: [u8; 32],
+        exporter: &[u8],
+        node_id: &str,
+    ) -> (Self, Msg) {
+        let hs = Self {
+            secret: secret.to_vec(),
+            client_nonce,
+            exporter: exporter.to_vec(),
+            state: NodeState::AwaitChallenge,
+        };
+        let hello = Msg::Hello {
+            node_id: node_id.to_owned(),
+            client_nonce,
+        };
+        (hs, hello)
+    }
+
+    fn fail(&mut self, error: NodeHandshakeError) -> NodeStep {
+        self.state = NodeState::Done;
+        NodeStep::Fail(error)
+    }
+
+    fn unexpected(&mut self, expected: &str, got: &Msg) -> NodeStep {
+        self.fail(NodeHandshakeError::Protocol(format!(
+            "expected {expected}, got {}",
+            got.name()
+        )))
+    }
+
+    /// Handle one decoded envelope (or the decoder's error).
+    pub fn on_envelope(&mut self, env: Result<Envelope, CodecError>) -> NodeStep {
+        let msg = match env {
+            Ok(e) => e.msg,
+            Err(CodecError::VersionMismatch { ours, theirs }) => {
+                // Tell the gateway why, then close.
+                self.state = NodeState::Done;
+                return NodeStep::Refuse {
+                    msg: Msg::Refused {
+                        reason: RefuseReason::VersionMismatch { ours, theirs },
+                    },
+                    error: NodeHandshakeError::PeerVersion { ours, theirs },
+                };
+            }
+            Err(e) => return self.fail(NodeHandshakeError::Protocol(e.to_string())),
+        };
+        if let Msg::Refused { reason } = msg {
+            return self.fail(NodeHandshakeError::Refused(reason));
+        }
+        match self.state {
+            NodeState::AwaitChallenge => {
+                let Msg::Challenge {
+                    server_nonce,
+                    commitment,
+                } = msg
+                else {
+                    return self.unexpected("Challenge", &msg);
+                };
+                // The gateway has committed to its proof: ours now, then it opens it.
+                self.state = NodeState::AwaitProven {
+                    server_nonce,
+                    commitment,
+                };
+                NodeStep::Send(Msg::Auth {
+                    proof: auth::node_proof(
+                        &self.secret,
+                        &self.client_nonce,
+                        &server_nonce,
+                        &self.exporter,
+                    ),
+                })
+            }
+            NodeState::AwaitProven {
+                server_nonce,
+                commitment,
+            } => {
+                let Msg::Proven { proof, blind } = msg else {
+                    return self.unexpected("Proven", &msg);
+                };
+                let ok = auth::opens(&commitment, &proof, &blind)
+                    && auth::verify_gateway(
+                        &self.secret,
+                        &self.client_nonce,
+                        &server_nonce,
+                        &self.exporter,
+                        &proof,
+                    );
+                if !ok {
+                    self.state = NodeState::Done;
+                    return NodeStep::Refuse {
+                        msg: Msg::Refused {
+                            reason: RefuseReason::BadAuth,
+                        },
+                        error: NodeHandshakeError::BadGatewayProof,
+                    };
+                }
+                self.state = NodeState::AwaitRegisterAck;
+                NodeStep::SendRegister
+            }
+            NodeState::AwaitRegisterAck => {
+                let Msg::RegisterAck {
+                    gateway_id,
+                    heartbeat_ms,
+                } = msg
+                else {
+                    return self.unexpected("RegisterAck", &msg);
+                };
+                self.state = NodeState::Done;
+                NodeStep::Registered {
+                    gateway_id,
+                    // The gateway sets the heartbeat period it watches (within sane bounds).
+                    heartbeat_ms: heartbeat_ms.clamp(10, 60_000),
+                }
+            }
+            NodeState::Done => self.fail(NodeHandshakeError::Protocol(format!(
+                "{} after the handshake ended",
+                msg.name()
+            ))),
+        }
+    }
+}
+
+/// Registers a node with a gateway in memory: both halves of the handshake against each
+/// other, as they run over a connection (the simulator's registration). Returns the
+/// gateway's `Registered` step, or the step that ended it.
+pub fn register_in_memory(
+    gateway: &mut GatewayHandshake,
+    node: &mut NodeHandshake,
+    hello: Msg,
+    register: impl FnOnce() -> Msg,
+) -> Result<(Step, NodeStep), Step> {
+    let mut register = Some(register);
+    let mut to_gateway = Some(hello);
+    for _ in 0..4 {
+        let Some(msg) = to_gateway.take() else {
+            break;
+        };
+        let step = gateway.on_envelope(Ok(Envelope::new(msg)));
+        let reply = match &step {
+            Step::Send(m) => m.clone(),
+            Step::Registered { reply, .. } => {
+                let done = node.on_envelope(Ok(Envelope::new(reply.clone())));
+                return Ok((step, done));
+            }
+            Step::Continue | Step::Refuse(_) => return Err(step),
+        };
+        match node.on_envelope(Ok(Envelope::new(reply))) {
+            NodeStep::Send(m) => to_gateway = Some(m),
+            NodeStep::SendRegister => to_gateway = register.take().map(|f| f()),
+            NodeStep::Refuse { msg, .. } => return Err(Step::Refuse(msg)),
+            NodeStep::Fail(e) => {
+                return Err(Step::Refuse(Msg::Refused {
+                    reason: RefuseReason::Other(e.to_string()),
+                }));
+            }
+            NodeStep::Registered { .. } => break,
+        }
+    }
+    Err(Step::Continue)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +481,108 @@ mod tests {
                 reason: RefuseReason::VersionMismatch { ours: 1, theirs: 9 }
             })
         );
+    }
+
+    fn register(running: Vec<RunningInstance>) -> Msg {
+        Msg::Register {
+            node_id: "n".into(),
+            advertised_addr: "a:1".into(),
+            capacity: 3,
+            protocol_version: PROTOCOL_VERSION,
+            running,
+        }
+    }
+
+    #[test]
+    fn the_two_halves_register_a_node_with_the_secret() {
+        let x = [5u8; 32];
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 5);
+        let (mut node, hello) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        let Ok((gstep, nstep)) = register_in_memory(&mut gw, &mut node, hello, || register(vec![]))
+        else {
+            panic!("registers")
+        };
+        assert!(matches!(gstep, Step::Registered { capacity: 3, .. }));
+        // 5 ms is below the floor the node accepts.
+        assert_eq!(
+            nstep,
+            NodeStep::Registered {
+                gateway_id: "gw".into(),
+                heartbeat_ms: 10
+            }
+        );
+    }
+
+    #[test]
+    fn a_node_refuses_a_gateway_without_the_secret_and_stops_on_a_refusal() {
+        let x = [5u8; 32];
+        let mut gw = GatewayHandshake::new(
+            b"another secret, not ours",
+            [2; 32],
+            [7; 32],
+            &x,
+            "gw",
+            1000,
+        );
+        let (mut node, hello) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        // The gateway (with another secret) refuses the node's proof first.
+        let r = register_in_memory(&mut gw, &mut node, hello, || register(vec![]));
+        assert_eq!(
+            r.err(),
+            Some(Step::Refuse(Msg::Refused {
+                reason: RefuseReason::BadAuth
+            }))
+        );
+        // A gateway that opens a proof made with another secret is refused by the node.
+        let (mut node, _) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        let Step::Send(challenge) = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 1)
+            .on_envelope(env(Msg::Hello {
+                node_id: "n".into(),
+                client_nonce: [1; 32],
+            }))
+        else {
+            panic!()
+        };
+        assert!(matches!(
+            node.on_envelope(env(challenge)),
+            NodeStep::Send(Msg::Auth { .. })
+        ));
+        let forged = auth::gateway_proof(b"wrong", &[1; 32], &[2; 32], &x);
+        assert_eq!(
+            node.on_envelope(env(Msg::Proven {
+                proof: forged,
+                blind: [7; 32]
+            })),
+            NodeStep::Refuse {
+                msg: Msg::Refused {
+                    reason: RefuseReason::BadAuth
+                },
+                error: NodeHandshakeError::BadGatewayProof
+            }
+        );
+        // A refusal, a message out of order or another version ends the attempt.
+        let (mut node, _) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        assert_eq!(
+            node.on_envelope(env(Msg::Refused {
+                reason: RefuseReason::BadAuth
+            })),
+            NodeStep::Fail(NodeHandshakeError::Refused(RefuseReason::BadAuth))
+        );
+        let (mut node, _) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        assert!(matches!(
+            node.on_envelope(env(Msg::RegisterAck {
+                gateway_id: "gw".into(),
+                heartbeat_ms: 1000
+            })),
+            NodeStep::Fail(NodeHandshakeError::Protocol(_))
+        ));
+        let (mut node, _) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        assert!(matches!(
+            node.on_envelope(Err(CodecError::VersionMismatch { ours: 1, theirs: 9 })),
+            NodeStep::Refuse {
+                error: NodeHandshakeError::PeerVersion { ours: 1, theirs: 9 },
+                ..
+            }
+        ));
     }
 }

@@ -81,8 +81,8 @@ impl Sim {
             for (account, session, key) in self.current_copies(i) {
                 let placed = self.control.directory().placement(&key).is_some_and(|p| {
                     p.node == n.id
-                        && n.instances
-                            .get(&key)
+                        && n.core
+                            .hosted(&key)
                             .is_some_and(|h| h.generation == p.generation)
                 });
                 if !placed {
@@ -152,7 +152,7 @@ impl Sim {
     pub(super) fn handoff_in_flight(&self) -> bool {
         self.control.transfers().next().is_some()
             || (0..self.nodes.len())
-                .any(|i| !self.nodes[i].table.is_empty() || self.in_handoff(i) > 0)
+                .any(|i| !self.nodes[i].core.transfers().is_empty() || self.in_handoff(i) > 0)
             // A handoff inside a node, committed, its `PlayerMoved` on the way.
             || self.queue.values().any(|d| {
                 matches!(d, Delivery::Msg { msg, dir: Dir::ToGateway, .. }
@@ -170,12 +170,12 @@ impl Sim {
         }
         for i in 0..self.nodes.len() {
             let n = &self.nodes[i];
-            if !n.table.is_empty() {
+            if !n.core.transfers().is_empty() {
                 return Err(self.violation(format!(
                     "healed, but {} still has {} transfers pending: {:?}",
                     n.id,
-                    n.table.len(),
-                    n.table
+                    n.core.transfers().len(),
+                    n.core.transfers()
                 )));
             }
             let frozen = self.in_handoff(i);
@@ -201,7 +201,7 @@ impl Sim {
             let lineage_ok = self
                 .current(s)
                 .is_some_and(|(_, cur)| self.nodes[i].copies.get(&(key.clone(), s)) == Some(&cur));
-            let routed = self.nodes[i].sessions.get(&s) == Some(&key);
+            let routed = self.nodes[i].core.session_instance(s) == Some(&key);
             let live = self.live_in(i, &key, s);
             if !routed || !live || !lineage_ok {
                 return Err(self.violation(format!(

@@ -36,13 +36,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shared::content::World;
 use shared::internal::{
-    ActorStateDto, Generation, InstanceKey, Msg, RunningInstance, SessionId, SnapshotEntry,
-    TransferId,
+    ActorStateDto, InstanceKey, Msg, RunningInstance, SessionId, SnapshotEntry, TransferId,
 };
-use zone_node::actor::transfers::TransferTable;
-use zone_node::sim::ZoneSim;
+use zone_node::actor::retention::Retention;
 use zone_node::sim::area::ZoneContent;
-use zone_node::sim::events::ZoneInput;
 
 pub use shrink::{Schedule, Timed, shrink};
 
@@ -190,7 +187,16 @@ type SaveEntries = Vec<(Option<(u64, u8)>, SnapshotEntry)>;
 /// Lineages of the characters a message carries (by session), for the checks.
 type Tags = Vec<(SessionId, u64)>;
 
-/// One zone node: instances (real sims), sessions, the transfer table, the link.
+/// What a node registered with (the gateway's half of the handshake says it).
+struct Registration {
+    node_id: String,
+    advertised_addr: String,
+    capacity: u32,
+    running: Vec<RunningInstance>,
+}
+
+/// One zone node: the real node core (instances with real sims, sessions, handoffs), the
+/// real snapshot retention, the link.
 struct Node {
     id: String,
     /// The process runs (false: killed).
@@ -199,36 +205,21 @@ struct Node {
     paused: bool,
     /// The link's serial while connected.
     link: Option<u64>,
-    instances: BTreeMap<InstanceKey, Instance>,
-    sessions: BTreeMap<SessionId, InstanceKey>,
-    table: TransferTable<()>,
-    next_id: u64,
-    /// The registration's id block and the next zone minter in it (`Registry::minters`).
-    minters: (u64, u32),
-    /// Snapshots not acknowledged yet (re-sent after a reconnect), with their tags.
-    unacked: BTreeMap<u64, (Msg, Tags)>,
+    /// The node's decisions (`zone_node::actor::node_core`).
+    core: node::Core,
+    /// Saves not acknowledged yet (re-sent after a reconnect), with their tags
+    /// (`zone_node::actor::retention`).
+    unacked: Retention<(Msg, Tags)>,
     /// Lineage of each player copy this node holds, by (instance, session).
     copies: BTreeMap<(InstanceKey, SessionId), u64>,
     /// Lineage of each transfer this node sent out.
     out_tags: BTreeMap<TransferId, u64>,
     /// Lineage of each transfer that came in.
     in_tags: BTreeMap<TransferId, u64>,
-    /// Messages waiting for a link.
-    outbox: Vec<(Msg, Tags)>,
     /// Since when it has been connected and running without a break.
     stable_since: u64,
     next_heartbeat: u64,
     next_tick: u64,
-}
-
-struct Instance {
-    generation: Generation,
-    sim: ZoneSim,
-    inbox: Vec<ZoneInput>,
-    stopping: bool,
-    stop_ticks: u32,
-    /// A newer generation assigned while stopping: started once this one has stopped.
-    then: Option<Generation>,
 }
 
 /// The store: the gateway's real account book (its fencing rule included), and when each
@@ -345,16 +336,11 @@ impl Sim {
                 up: true,
                 paused: false,
                 link: None,
-                instances: BTreeMap::new(),
-                sessions: BTreeMap::new(),
-                table: TransferTable::new(),
-                next_id: 1,
-                minters: (0, 1),
-                unacked: BTreeMap::new(),
+                core: node::new_core(),
+                unacked: Retention::new(),
                 copies: BTreeMap::new(),
                 out_tags: BTreeMap::new(),
                 in_tags: BTreeMap::new(),
-                outbox: Vec::new(),
                 stable_since: 0,
                 next_heartbeat: 0,
                 next_tick: 0,
@@ -599,10 +585,10 @@ impl Sim {
             83..=85 => {
                 let node = self.rng.gen_range(0..self.nodes.len());
                 let n = &self.nodes[node];
-                if !n.up || n.paused || n.instances.is_empty() {
+                if !n.up || n.paused || n.core.instance_count() == 0 {
                     return None;
                 }
-                let keys: Vec<&InstanceKey> = n.instances.keys().collect();
+                let keys: Vec<&InstanceKey> = n.core.instances().map(|(k, _)| k).collect();
                 let key = keys[self.rng.gen_range(0..keys.len())].clone();
                 Some(Fault::GiveUp {
                     node,
@@ -687,7 +673,7 @@ impl Sim {
                 if !self
                     .nodes
                     .get(node)
-                    .is_some_and(|n| n.up && !n.paused && n.instances.contains_key(&key))
+                    .is_some_and(|n| n.up && !n.paused && n.core.hosted(&key).is_some())
                 {
                     return;
                 }
@@ -823,10 +809,7 @@ impl Sim {
         let n = &mut self.nodes[i];
         n.up = false;
         n.paused = false;
-        n.instances.clear();
-        n.sessions.clear();
-        n.table = TransferTable::new();
-        n.minters = (0, 1);
+        n.core = node::new_core();
         n.unacked.clear();
         n.copies.clear();
         n.out_tags.clear();
@@ -1009,41 +992,27 @@ impl Sim {
     fn connect(&mut self, i: usize) {
         let serial = self.next_serial;
         self.next_serial += 1;
-        let running = self.running(i);
-        let n = &mut self.nodes[i];
-        n.link = Some(serial);
-        let id = n.id.clone();
-        self.log(|| format!("{id} registers on link {serial} running {}", running.len()));
-        self.gateway_event(Event::NodeUp {
-            node: id,
-            addr: format!("10.0.0.{i}:7000"),
-            capacity: 16,
-            serial,
-            running,
+        let Some(r) = self.register(i, serial) else {
+            self.log(|| format!("node-{i}: the handshake on link {serial} failed"));
+            return;
+        };
+        self.nodes[i].link = Some(serial);
+        let id = self.nodes[i].id.clone();
+        self.log(|| {
+            format!(
+                "{id} registers on link {serial} running {}",
+                r.running.len()
+            )
         });
-        let unacked: Vec<(Msg, Tags)> = self.nodes[i].unacked.values().cloned().collect();
-        for (m, t) in unacked {
-            self.post(i, serial, Dir::ToGateway, m, t);
-        }
-        self.flush_outbox(i);
+        self.gateway_event(Event::NodeUp {
+            node: r.node_id,
+            addr: r.advertised_addr,
+            capacity: r.capacity,
+            serial,
+            running: r.running,
+        });
+        self.resend_unacked(i, serial);
         self.nodes[i].stable_since = self.now;
-    }
-
-    fn running(&self, i: usize) -> Vec<RunningInstance> {
-        let n = &self.nodes[i];
-        n.instances
-            .iter()
-            .map(|(k, inst)| RunningInstance {
-                key: k.clone(),
-                generation: inst.generation,
-                sessions: n
-                    .sessions
-                    .iter()
-                    .filter(|(_, key)| *key == k)
-                    .map(|(s, _)| *s)
-                    .collect(),
-            })
-            .collect()
     }
 
     fn node_index(&self, id: &str) -> Option<usize> {

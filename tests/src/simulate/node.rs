@@ -1,46 +1,118 @@
-//! A simulated zone node: the glue of `zone-node`'s link (`dispatch`), registry and zone
-//! actor around the real transfer table and the real sims.
+//! A simulated zone node: the real node core (`zone_node::actor::node_core`: instances,
+//! generations, stop rules, sessions, handoffs), the real snapshot retention and the real
+//! handshake, with real `ZoneSim`s, glued as the registry, the link and the zone actor
+//! glue them. What stays here is only that glue: moving messages, ticking the sims, and
+//! the lineage tags the checks follow.
 
-use shared::internal::{InstanceKey, InstanceLoad, Msg, SnapshotEntry, SnapshotGroup};
+use shared::internal::handshake::{
+    GatewayHandshake, NodeHandshake, NodeStep, Step, register_in_memory,
+};
+use shared::internal::{
+    GroundItemDto, InstanceKey, InstanceLoad, Msg, PROTOCOL_VERSION, SessionId, SnapshotEntry,
+    SnapshotGroup,
+};
 use zone_node::actor::convert;
-use zone_node::actor::transfers::Effect;
+use zone_node::actor::node_core::{NodeCore, NodeEffect, StopStep, save_reason, stop_step};
 use zone_node::sim::ZoneSim;
-use zone_node::sim::events::{PlayerKey, Rejection, ZoneInput, ZoneOutput};
+use zone_node::sim::events::{PlayerKey, ZoneInput, ZoneOutput};
 use zone_node::sim::state::ZoneConfig;
 
-use super::{Dir, Instance, PERSIST_MS, Sim, Tags};
+use super::{Dir, PERSIST_MS, Sim, Tags};
 
-/// Ticks a stopping instance waits for its players to be saved.
-const STOP_TICKS: u32 = 100;
+/// Instances a simulated node offers to host.
+pub(super) const CAPACITY: u32 = 16;
+
+/// The cluster secret of the simulated handshakes.
+const SECRET: &[u8] = b"simulated cluster secret, long enough";
+
+/// The node core of a simulated node: no trace contexts, and a [`Copy`] per hosted
+/// instance.
+pub(super) type Core = NodeCore<(), Copy>;
+
+/// A hosted copy: the real sim, its inbox, and how long it has been stopping.
+pub(super) struct Copy {
+    pub(super) sim: ZoneSim,
+    pub(super) inbox: Vec<ZoneInput>,
+    stop_ticks: u32,
+}
+
+/// A node's core as its process starts: empty, its ids from 1.
+pub(super) fn new_core() -> Core {
+    NodeCore::new(CAPACITY, 1)
+}
 
 impl Sim {
-    /// Send from node `i` to the gateway: on the link, or queued until the next one.
+    /// Send from node `i` to the gateway: on the link, or, while it is down, what the
+    /// link does with it (`link.rs`'s `offline`): a save is kept for the next link, a
+    /// transfer is refused at once (so it is never lost), the rest is dropped.
     fn node_send(&mut self, i: usize, msg: Msg, tags: Tags) {
+        let now = self.now;
         let n = &mut self.nodes[i];
         match n.link {
             Some(serial) => {
-                if let Some(id) = snapshot_id(&msg) {
-                    n.unacked.insert(id, (msg.clone(), tags.clone()));
-                }
+                n.unacked.keep(&msg, (msg.clone(), tags.clone()), Some(now));
                 self.post(i, serial, Dir::ToGateway, msg, tags);
             }
-            None => n.outbox.push((msg, tags)),
+            None => match msg {
+                Msg::Snapshot { .. } | Msg::SnapshotGroup(_) => {
+                    n.unacked.keep(&msg, (msg.clone(), tags), None);
+                }
+                Msg::Transfer(t) => {
+                    let fx = n
+                        .core
+                        .remote_answer(t.transfer_id, Err("the destination is unreachable".into()));
+                    self.effects(i, fx);
+                }
+                _ => {}
+            },
         }
     }
 
-    /// After a registration: what waited for a link.
-    pub(super) fn flush_outbox(&mut self, i: usize) {
-        let out = std::mem::take(&mut self.nodes[i].outbox);
-        for (m, t) in out {
-            self.node_send(i, m, t);
+    /// Node `i` registers on link `serial`: both halves of the real handshake in memory,
+    /// then the gateway hears the registration (`Event::NodeUp`) and the saves it never
+    /// acknowledged follow.
+    pub(super) fn register(&mut self, i: usize, serial: u64) -> Option<super::Registration> {
+        let nonce = serial.to_le_bytes().repeat(4);
+        let mut server_nonce = [0u8; 32];
+        server_nonce.copy_from_slice(&nonce);
+        let exporter = [i as u8; 32];
+        let mut gw = GatewayHandshake::new(SECRET, server_nonce, [7; 32], &exporter, "gw", 1_000);
+        let (mut hs, hello) = NodeHandshake::start(SECRET, [3; 32], &exporter, &self.nodes[i].id);
+        let n = &self.nodes[i];
+        let register = || Msg::Register {
+            node_id: n.id.clone(),
+            advertised_addr: format!("10.0.0.{i}:7000"),
+            capacity: CAPACITY,
+            protocol_version: PROTOCOL_VERSION,
+            running: n.core.running(),
+        };
+        match register_in_memory(&mut gw, &mut hs, hello, register) {
+            Ok((
+                Step::Registered {
+                    node_id,
+                    advertised_addr,
+                    capacity,
+                    running,
+                    ..
+                },
+                NodeStep::Registered { .. },
+            )) => Some(super::Registration {
+                node_id,
+                advertised_addr,
+                capacity,
+                running,
+            }),
+            _ => None,
         }
     }
 
-    fn next_id(&mut self, i: usize) -> u64 {
-        let n = &mut self.nodes[i];
-        let id = n.next_id;
-        n.next_id += 1;
-        id
+    /// After a registration: the saves the previous link never had acknowledged.
+    pub(super) fn resend_unacked(&mut self, i: usize, serial: u64) {
+        let now = self.now;
+        let again: Vec<(Msg, Tags)> = self.nodes[i].unacked.resend_all(now).cloned().collect();
+        for (m, t) in again {
+            self.post(i, serial, Dir::ToGateway, m, t);
+        }
     }
 
     fn lineage_of(&self, i: usize, key: &InstanceKey, session: u64) -> Option<u64> {
@@ -49,19 +121,18 @@ impl Sim {
 
     /// One gateway message at node `i` (`link.rs`'s `dispatch`).
     pub(super) fn node_msg(&mut self, i: usize, msg: Msg, tags: &Tags) {
-        match msg {
+        let core = &mut self.nodes[i].core;
+        let fx = match msg {
             Msg::AssignInstance {
-                key, generation, ..
-            } => self.assign(i, key, generation),
-            Msg::StopInstance { key, generation } => {
-                if let Some(inst) = self.nodes[i].instances.get_mut(&key)
-                    && generation >= inst.generation
-                    && !inst.stopping
-                {
-                    inst.stopping = true;
-                    inst.inbox.push(ZoneInput::Shutdown);
-                }
+                key,
+                generation,
+                ground,
+                ..
+            } => {
+                self.assign(i, key, generation, ground);
+                return;
             }
+            Msg::StopInstance { key, generation } => core.stop(&key, generation),
             Msg::AttachPlayer {
                 session,
                 key,
@@ -71,205 +142,121 @@ impl Sim {
                 state,
                 arrival,
             } => {
-                let n = &mut self.nodes[i];
-                let Some(inst) = n.instances.get_mut(&key) else {
-                    return;
-                };
-                if generation != inst.generation || n.sessions.contains_key(&session) {
-                    return;
+                let fx = core.attach(session, &key, generation, rid, is_dm, *state, arrival);
+                if fx.is_ok()
+                    && let Some((_, l)) = tags.iter().find(|(s, _)| *s == session)
+                {
+                    self.nodes[i].copies.insert((key, session), *l);
                 }
-                n.sessions.insert(session, key.clone());
-                if let Some((_, l)) = tags.iter().find(|(s, _)| *s == session) {
-                    n.copies.insert((key, session), *l);
-                }
-                inst.inbox.push(ZoneInput::PlayerJoined {
-                    player: PlayerKey(session),
-                    rid,
-                    is_dm,
-                    state,
-                    arrival,
-                });
+                fx
             }
             Msg::DetachPlayer { session } => {
-                self.push_to_session(
-                    i,
-                    session,
-                    ZoneInput::PlayerLeft {
-                        player: PlayerKey(session),
-                    },
-                );
+                core.to_session(session, |player| ZoneInput::PlayerLeft { player })
             }
             Msg::WarpPlayer {
                 session,
                 area,
                 instance,
-            } => {
-                self.push_to_session(
-                    i,
-                    session,
-                    ZoneInput::Warp {
-                        player: PlayerKey(session),
-                        area,
-                        instance,
-                    },
-                );
-            }
+            } => core.to_session(session, |player| ZoneInput::Warp {
+                player,
+                area,
+                instance,
+            }),
             Msg::SnapshotAck { snapshot_id } => {
-                self.nodes[i].unacked.remove(&snapshot_id);
+                self.nodes[i].unacked.acked(snapshot_id);
+                return;
             }
             Msg::TransferIds { block } => {
-                let n = &mut self.nodes[i];
-                if n.minters.0 != block {
-                    n.minters = (block, 1);
-                }
+                core.set_transfer_block(block);
+                return;
             }
             Msg::Transfer(t) => {
-                let id = t.transfer_id;
-                let dest = InstanceKey {
-                    area: t.area.clone(),
-                    instance: t.instance,
-                };
-                let hosted = self.nodes[i].instances.get(&dest).map(|h| h.generation);
-                if let Err(r) = self.nodes[i].table.admit(&t, hosted, false) {
-                    self.node_send(
-                        i,
-                        Msg::TransferNack {
+                let (id, session) = (t.transfer_id, t.session);
+                match core.transfer_in(*t, || ()) {
+                    Ok(fx) => {
+                        if let Some(s) = session
+                            && let Some((_, l)) = tags.iter().find(|(x, _)| *x == s)
+                        {
+                            self.nodes[i].in_tags.insert(id, *l);
+                        }
+                        Ok(fx)
+                    }
+                    Err(e) => {
+                        let nack = Msg::TransferNack {
                             transfer_id: id,
-                            reason: format!("{r:?}"),
-                        },
-                        Vec::new(),
-                    );
-                    return;
-                }
-                if let Some(s) = t.session
-                    && let Some((_, l)) = tags.iter().find(|(x, _)| *x == s)
-                {
-                    self.nodes[i].in_tags.insert(id, *l);
-                }
-                match self.nodes[i].table.arrive(*t, hosted, false, ()) {
-                    Ok(fx) => self.effects(i, fx),
-                    Err(r) => self.node_send(
-                        i,
-                        Msg::TransferNack {
-                            transfer_id: id,
-                            reason: format!("{r:?}"),
-                        },
-                        Vec::new(),
-                    ),
+                            reason: e.to_string(),
+                        };
+                        self.node_send(i, nack, Vec::new());
+                        return;
+                    }
                 }
             }
-            Msg::TransferAck { transfer_id, .. } => {
-                let fx = self.nodes[i].table.remote_answer(transfer_id, Ok(()));
-                self.effects(i, fx);
-            }
+            Msg::TransferAck { transfer_id, .. } => Ok(core.remote_answer(transfer_id, Ok(()))),
             Msg::TransferNack {
                 transfer_id,
                 reason,
-            } => {
-                let fx = self.nodes[i].table.remote_answer(transfer_id, Err(reason));
-                self.effects(i, fx);
-            }
-            Msg::TransferCommit { transfer_id } => {
-                let fx = self.nodes[i].table.remote_decided(transfer_id, true);
-                self.effects(i, fx);
-            }
-            Msg::TransferAbort { transfer_id } => {
-                let fx = self.nodes[i].table.remote_decided(transfer_id, false);
-                self.effects(i, fx);
-            }
-            _ => {}
+            } => Ok(core.remote_answer(transfer_id, Err(reason))),
+            Msg::TransferCommit { transfer_id } => Ok(core.remote_decided(transfer_id, true)),
+            Msg::TransferAbort { transfer_id } => Ok(core.remote_decided(transfer_id, false)),
+            _ => return,
+        };
+        // A refusal is answered with an `Error`, which the gateway only logs.
+        if let Ok(fx) = fx {
+            self.effects(i, fx);
         }
     }
 
-    fn push_to_session(&mut self, i: usize, session: u64, input: ZoneInput) {
-        let n = &mut self.nodes[i];
-        if let Some(key) = n.sessions.get(&session)
-            && let Some(inst) = n.instances.get_mut(key)
-        {
-            inst.inbox.push(input);
-        }
-    }
-
-    /// `Registry::assign`: create the instance (or adopt a newer generation) and report
-    /// it ready.
-    fn assign(&mut self, i: usize, key: InstanceKey, generation: u64) {
-        let n = &mut self.nodes[i];
-        if let Some(inst) = n.instances.get_mut(&key) {
-            if inst.stopping {
-                // A new instance once this one has stopped.
-                if generation > inst.generation {
-                    inst.then = Some(generation);
-                }
-            } else if generation >= inst.generation {
-                inst.generation = generation;
+    /// `Registry::assign_with_ground`: the core decides; a new copy is a fresh sim of the
+    /// demo world's area.
+    fn assign(&mut self, i: usize, key: InstanceKey, generation: u64, ground: Vec<GroundItemDto>) {
+        let content = self.contents.get(&key.area).cloned();
+        let made = self.nodes[i].core.assign(key, generation, ground, |c| {
+            let Some(content) = content else {
+                return Err(zone_node::actor::RegistryError::UnknownArea(
+                    c.key.area.clone(),
+                ));
+            };
+            let cfg = ZoneConfig {
+                instance: c.key.instance,
+                transfer_block: c.minter.0,
+                transfer_minter: c.minter.1,
+                seed: c.generation ^ u64::from(c.key.instance),
+                persist_every_ms: PERSIST_MS,
+                ..ZoneConfig::default()
+            };
+            let mut inbox = Vec::new();
+            if !c.ground.is_empty() {
+                inbox.push(ZoneInput::RestoreGround {
+                    items: c.ground.clone(),
+                });
             }
-            return;
-        }
-        let Some(content) = self.contents.get(&key.area).cloned() else {
-            return;
-        };
-        let (transfer_block, transfer_minter) = n.minters;
-        n.minters.1 = n.minters.1.checked_add(1).unwrap_or(1);
-        let cfg = ZoneConfig {
-            instance: key.instance,
-            transfer_block,
-            transfer_minter,
-            seed: generation ^ u64::from(key.instance),
-            persist_every_ms: PERSIST_MS,
-            ..ZoneConfig::default()
-        };
-        let sim = ZoneSim::new(cfg, content);
-        n.instances.insert(
-            key.clone(),
-            Instance {
-                generation,
-                sim,
-                inbox: Vec::new(),
-                stopping: false,
+            Ok(Copy {
+                sim: ZoneSim::new(cfg, content),
+                inbox,
                 stop_ticks: 0,
-                then: None,
-            },
-        );
-        self.node_send(i, Msg::InstanceReady { key, generation }, Vec::new());
-    }
-
-    /// `Registry::give_up`: the watchdog gave instance `key` up. The node forgets it and
-    /// its sessions (a stuck copy never runs again here: the real actor is fenced and sends
-    /// nothing), ends its handoffs as a stopped instance does, and tells the gateway; a
-    /// newer generation assigned while it was stopping starts now.
-    pub(super) fn give_up(&mut self, i: usize, key: &InstanceKey) {
-        let n = &mut self.nodes[i];
-        let Some(inst) = n.instances.remove(key) else {
-            return;
-        };
-        let sessions: Vec<u64> = n
-            .sessions
-            .iter()
-            .filter(|(_, k)| *k == key)
-            .map(|(s, _)| *s)
-            .collect();
-        n.sessions.retain(|_, k| k != key);
-        let fx = n.table.instance_stopped(key);
-        self.effects(i, fx);
-        self.node_send(
-            i,
-            Msg::InstanceGivenUp {
-                key: key.clone(),
-                generation: inst.generation,
-                sessions,
-            },
-            Vec::new(),
-        );
-        if let Some(g) = inst.then {
-            self.assign(i, key.clone(), g);
+            })
+        });
+        if let Ok(fx) = made {
+            self.effects(i, fx);
         }
     }
 
-    /// The transfer table's effects (`Registry::apply`).
-    fn effects(&mut self, i: usize, fx: Vec<Effect<()>>) {
+    /// `Registry::give_up`: the watchdog gave instance `key` up. The core forgets it and
+    /// its sessions (a stuck copy never runs again here: the real actor is fenced and
+    /// sends nothing), ends its handoffs as for a stopped copy, and tells the gateway.
+    pub(super) fn give_up(&mut self, i: usize, key: &InstanceKey) {
+        let core = &mut self.nodes[i].core;
+        let generation = core.generation_of(key);
+        if let Some((_, fx)) = core.give_up(key, generation) {
+            self.effects(i, fx);
+        }
+    }
+
+    /// The core's effects (`Registry::apply`).
+    fn effects(&mut self, i: usize, fx: Vec<NodeEffect<()>>) {
         for e in fx {
             match e {
-                Effect::Push(key, input) => {
+                NodeEffect::Push(key, input) => {
                     if let ZoneInput::TransferIn {
                         transfer_id,
                         player: Some(p),
@@ -286,11 +273,9 @@ impl Sim {
                             n.copies.insert((key.clone(), p.0), l);
                         }
                     }
-                    if let Some(inst) = self.nodes[i].instances.get_mut(&key) {
-                        inst.inbox.push(input);
-                    }
+                    self.push(i, &key, input);
                 }
-                Effect::Send { msg, .. } => {
+                NodeEffect::Send { msg, .. } => {
                     let tags = match &msg {
                         Msg::Transfer(t) => t
                             .session
@@ -303,17 +288,21 @@ impl Sim {
                     };
                     self.node_send(i, msg, tags);
                 }
-                Effect::Route { session, to } => {
-                    self.nodes[i].sessions.insert(session, to);
-                }
-                Effect::Unroute { session, from } => {
-                    let n = &mut self.nodes[i];
-                    if n.sessions.get(&session) == Some(&from) {
-                        n.sessions.remove(&session);
-                    }
-                }
-                Effect::Count(_) | Effect::Outcome(..) => {}
+                // The zone actor's `Stop`: every player saved in one group, then gone.
+                NodeEffect::Stop(key) => self.push(i, &key, ZoneInput::Shutdown),
+                NodeEffect::Assign {
+                    key,
+                    generation,
+                    ground,
+                } => self.assign(i, key, generation, ground),
+                NodeEffect::Count(_) | NodeEffect::Outcome(..) => {}
             }
+        }
+    }
+
+    fn push(&mut self, i: usize, key: &InstanceKey, input: ZoneInput) {
+        if let Some(h) = self.nodes[i].core.hosted_mut(key) {
+            h.shell.inbox.push(input);
         }
     }
 
@@ -321,14 +310,12 @@ impl Sim {
         if self.nodes[i].link.is_none() {
             return;
         }
-        let n = &self.nodes[i];
-        let loads: Vec<InstanceLoad> = n
-            .instances
-            .keys()
-            .map(|k| InstanceLoad {
+        let core = &self.nodes[i].core;
+        let loads: Vec<InstanceLoad> = core
+            .instances()
+            .map(|(k, _)| InstanceLoad {
                 key: k.clone(),
-                players: u32::try_from(n.sessions.values().filter(|v| *v == k).count())
-                    .unwrap_or(u32::MAX),
+                players: u32::try_from(core.sessions_of(k).len()).unwrap_or(u32::MAX),
                 npcs: 0,
                 tick_p99_us: 0,
                 tick_age_ms: 0,
@@ -336,93 +323,77 @@ impl Sim {
             })
             .collect();
         let msg = Msg::Heartbeat {
-            instances: u32::try_from(n.instances.len()).unwrap_or(u32::MAX),
-            players: u32::try_from(n.sessions.len()).unwrap_or(u32::MAX),
+            instances: u32::try_from(core.instance_count()).unwrap_or(u32::MAX),
+            players: u32::try_from(core.session_count()).unwrap_or(u32::MAX),
             overruns: 0,
             loads,
         };
         self.node_send(i, msg, Vec::new());
     }
 
-    /// One tick of every instance of node `i` (`ZoneActor::step`), its outputs routed as
-    /// the actor and the registry route them.
+    /// One tick of every instance of node `i` (`ZoneActor::on_interval`), its outputs
+    /// routed as the actor and the registry route them.
     pub(super) fn tick_node(&mut self, i: usize) {
-        let keys: Vec<InstanceKey> = self.nodes[i].instances.keys().cloned().collect();
+        let keys: Vec<InstanceKey> = self.nodes[i]
+            .core
+            .instances()
+            .map(|(k, _)| k.clone())
+            .collect();
         let now = self.now;
         for key in keys {
-            let n = &self.nodes[i];
-            let occupied = n.sessions.values().any(|k| *k == key);
-            let Some(inst) = self.nodes[i].instances.get_mut(&key) else {
+            let core = &mut self.nodes[i].core;
+            let occupied = !core.sessions_of(&key).is_empty();
+            let Some(h) = core.hosted_mut(&key) else {
                 continue;
             };
+            let stopping = h.stopping;
             // An instance nobody is in, with nothing to do, is not ticked (its NPCs are
             // not what this simulation is about; the sim takes the time jump).
-            let st = inst.sim.state();
-            let idle = inst.inbox.is_empty()
+            let st = h.shell.sim.state();
+            let idle = h.shell.inbox.is_empty()
                 && !occupied
-                && !inst.stopping
+                && !stopping
                 && st.transfers.is_empty()
                 && st.prepared.is_empty();
             if idle {
                 continue;
             }
-            let inputs = std::mem::take(&mut inst.inbox);
-            let out = inst.sim.tick(now, inputs);
+            let inputs = std::mem::take(&mut h.shell.inbox);
+            let out = h.shell.sim.tick(now, inputs);
             let outputs: Vec<ZoneOutput> = out.outputs.clone();
             for o in outputs {
-                self.zone_output(i, &key, o);
+                self.zone_output(i, &key, stopping, o);
+            }
+            if !stopping {
+                continue;
             }
             // As the actor counts its players: every session it hosts, a frozen one (a
             // transfer out in flight) included.
-            let players = self.nodes[i]
-                .sessions
-                .values()
-                .filter(|k| **k == key)
-                .count();
-            let Some(inst) = self.nodes[i].instances.get_mut(&key) else {
+            let core = &mut self.nodes[i].core;
+            let sessions = core.sessions_of(&key);
+            let Some(h) = core.hosted_mut(&key) else {
                 continue;
             };
-            if inst.stopping {
-                inst.stop_ticks += 1;
-                if players == 0 || inst.stop_ticks > STOP_TICKS {
-                    let generation = inst.generation;
-                    let then = inst.then;
-                    let n = &mut self.nodes[i];
-                    n.instances.remove(&key);
-                    n.sessions.retain(|_, k| *k != key);
-                    self.node_send(
-                        i,
-                        Msg::InstanceStopped {
-                            key: key.clone(),
-                            generation,
-                        },
-                        Vec::new(),
-                    );
-                    let fx = self.nodes[i].table.instance_stopped(&key);
-                    self.effects(i, fx);
-                    if let Some(g) = then {
-                        self.assign(i, key.clone(), g);
+            h.shell.stop_ticks += 1;
+            match stop_step(h.shell.stop_ticks, sessions.len()) {
+                StopStep::Stopped => {
+                    let copy = h.copy;
+                    if let Some((_, fx)) = core.stopped(&key, copy) {
+                        self.effects(i, fx);
                     }
-                } else {
-                    let sessions: Vec<u64> = self.nodes[i]
-                        .sessions
-                        .iter()
-                        .filter(|(_, k)| **k == key)
-                        .map(|(s, _)| *s)
-                        .collect();
-                    if let Some(inst) = self.nodes[i].instances.get_mut(&key) {
-                        for s in sessions {
-                            inst.inbox.push(ZoneInput::PlayerLeft {
-                                player: PlayerKey(s),
-                            });
-                        }
+                }
+                StopStep::SaveAgain => {
+                    for s in sessions {
+                        h.shell.inbox.push(ZoneInput::PlayerLeft {
+                            player: PlayerKey(s),
+                        });
                     }
                 }
             }
         }
     }
 
-    fn zone_output(&mut self, i: usize, key: &InstanceKey, o: ZoneOutput) {
+    fn zone_output(&mut self, i: usize, key: &InstanceKey, stopping: bool, o: ZoneOutput) {
         let id = &self.nodes[i].id;
         let line = match &o {
             ZoneOutput::TransferOut(t) => Some(format!(
@@ -459,7 +430,7 @@ impl Sim {
         if let Some(l) = line {
             self.log(|| l);
         }
-        match o {
+        match &o {
             ZoneOutput::TransferOut(t) => {
                 if let Some(c) = t.player.and_then(|p| self.clients.get(&p.0)) {
                     let account = c.account;
@@ -469,21 +440,14 @@ impl Sim {
                         .or_default()
                         .push(self.now);
                 }
-                let dest = InstanceKey {
-                    area: t.area.clone(),
-                    instance: t.instance,
-                };
-                let local = self.nodes[i].instances.contains_key(&dest);
                 if let Some(p) = t.player
                     && let Some(l) = self.lineage_of(i, key, p.0)
                 {
                     self.nodes[i].out_tags.insert(t.transfer_id, l);
                 }
-                let fx = self.nodes[i].table.start(key.clone(), &t, local, ());
-                self.effects(i, fx);
             }
             ZoneOutput::Persist(s) => {
-                let id = self.next_id(i);
+                let id = self.nodes[i].core.next_id();
                 let tags = self
                     .lineage_of(i, key, s.player.0)
                     .map(|l| (s.player.0, l))
@@ -492,26 +456,27 @@ impl Sim {
                 let msg = Msg::Snapshot {
                     snapshot_id: id,
                     session: s.player.0,
-                    reason: convert::reason_to_dto(s.reason),
-                    state: Box::new(s.state),
+                    reason: save_reason(stopping, convert::reason_to_dto(s.reason)),
+                    state: Box::new(s.state.clone()),
                 };
                 self.node_send(i, msg, tags);
+                return;
             }
             ZoneOutput::Checkpoint(c) => {
-                let id = self.next_id(i);
-                let generation = self.nodes[i].instances.get(key).map_or(0, |h| h.generation);
+                let id = self.nodes[i].core.next_id();
+                let generation = self.nodes[i].core.generation_of(key);
                 let mut tags = Vec::new();
                 let entries = c
                     .players
-                    .into_iter()
+                    .iter()
                     .map(|s| {
                         if let Some(l) = self.lineage_of(i, key, s.player.0) {
                             tags.push((s.player.0, l));
                         }
                         SnapshotEntry {
                             session: s.player.0,
-                            reason: convert::reason_to_dto(s.reason),
-                            state: s.state,
+                            reason: save_reason(stopping, convert::reason_to_dto(s.reason)),
+                            state: s.state.clone(),
                         }
                     })
                     .collect();
@@ -520,86 +485,39 @@ impl Sim {
                     key: key.clone(),
                     generation,
                     entries,
-                    ground: c.ground,
+                    ground: c.ground.clone(),
                 };
                 self.node_send(i, Msg::SnapshotGroup(Box::new(g)), tags);
-            }
-            ZoneOutput::Rejected {
-                player: Some(player),
-                reason: Rejection::BadJoin,
-            } => {
-                // As the zone actor: the node does not host it after all.
-                self.detach_if_hosted(i, key, player.0);
+                return;
             }
             ZoneOutput::PlayerRemoved { player } => {
                 let n = &mut self.nodes[i];
                 // The copy's lineage goes with it, unless another copy of the session is
                 // prepared in the same instance (a recovery into the instance its old copy
                 // is being detached from): that one keeps its own.
-                let prepared_here = n.instances.get(key).is_some_and(|inst| {
-                    inst.sim
+                let prepared_here = n.core.hosted(key).is_some_and(|h| {
+                    h.shell
+                        .sim
                         .state()
                         .prepared
                         .values()
-                        .any(|p| p.player == Some(player))
+                        .any(|p| p.player == Some(*player))
                 });
                 if !prepared_here {
                     n.copies.remove(&(key.clone(), player.0));
                 }
-                self.detach_if_hosted(i, key, player.0);
-            }
-            ZoneOutput::AckTransfer { transfer_id } => {
-                let gens: Vec<(InstanceKey, u64)> = self.nodes[i]
-                    .instances
-                    .iter()
-                    .map(|(k, h)| (k.clone(), h.generation))
-                    .collect();
-                let fx = self.nodes[i].table.prepared(transfer_id, |k| {
-                    gens.iter().find(|(x, _)| x == k).map_or(0, |(_, g)| *g)
-                });
-                self.effects(i, fx);
-            }
-            ZoneOutput::NackTransfer {
-                transfer_id,
-                reason,
-            } => {
-                let fx = self.nodes[i].table.refused(transfer_id, reason);
-                self.effects(i, fx);
-            }
-            ZoneOutput::PreparedExpired { transfer_id } => {
-                let fx = self.nodes[i]
-                    .table
-                    .refused(transfer_id, "no commit came in time".into());
-                self.effects(i, fx);
-            }
-            ZoneOutput::CommitTransfer { transfer_id } => {
-                let fx = self.nodes[i].table.decided(key, transfer_id, true);
-                self.effects(i, fx);
-            }
-            ZoneOutput::AbortTransfer { transfer_id } => {
-                let fx = self.nodes[i].table.decided(key, transfer_id, false);
-                self.effects(i, fx);
             }
             _ => {}
         }
-    }
-
-    /// `Registry::player_removed`: forget the session and tell the gateway, unless it has
-    /// moved to another instance meanwhile.
-    fn detach_if_hosted(&mut self, i: usize, key: &InstanceKey, session: u64) {
-        let n = &mut self.nodes[i];
-        if n.sessions.get(&session) == Some(key) {
-            n.sessions.remove(&session);
-            let key = Some(key.clone());
-            self.node_send(i, Msg::PlayerDetached { session, key }, Vec::new());
-        }
+        let fx = self.nodes[i].core.zone_output(key, &o, |_| ());
+        self.effects(i, fx);
     }
 
     /// Whether the sim of node `i`'s instance `key` has `session` live: in the zone and
     /// not frozen by a transfer out (an arrival waiting for its client's area ack is live).
-    pub(super) fn live_in(&self, i: usize, key: &InstanceKey, session: u64) -> bool {
-        self.nodes[i].instances.get(key).is_some_and(|inst| {
-            let st = inst.sim.state();
+    pub(super) fn live_in(&self, i: usize, key: &InstanceKey, session: SessionId) -> bool {
+        self.nodes[i].core.hosted(key).is_some_and(|h| {
+            let st = h.shell.sim.state();
             st.by_player(PlayerKey(session))
                 .and_then(|id| st.get(id))
                 .is_some_and(|a| a.transfer.is_none())
@@ -609,17 +527,9 @@ impl Sim {
     /// Frozen or prepared actors of node `i` (handoffs not finished in its sims).
     pub(super) fn in_handoff(&self, i: usize) -> usize {
         self.nodes[i]
-            .instances
-            .values()
-            .map(|inst| inst.sim.state().transfers.len() + inst.sim.state().prepared.len())
+            .core
+            .instances()
+            .map(|(_, h)| h.shell.sim.state().transfers.len() + h.shell.sim.state().prepared.len())
             .sum()
-    }
-}
-
-fn snapshot_id(msg: &Msg) -> Option<u64> {
-    match msg {
-        Msg::Snapshot { snapshot_id, .. } => Some(*snapshot_id),
-        Msg::SnapshotGroup(g) => Some(g.snapshot_id),
-        _ => None,
     }
 }

@@ -11,12 +11,14 @@
 pub mod convert;
 pub mod decode;
 pub mod inbox;
+pub mod node_core;
+pub mod retention;
 pub mod schedule;
 pub mod transfers;
 pub mod watchdog;
 pub mod zone;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,18 +28,21 @@ use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{
-    ArrivalDto, Envelope, ErrorCode, Generation, GroundItemDto, InstanceKey, MAX_SCRIPT_FILE, Msg,
+    ArrivalDto, Envelope, Generation, GroundItemDto, InstanceKey, MAX_SCRIPT_FILE, Msg,
     RunningInstance, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
 };
 
 use crate::sim::events::{
-    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TransferId,
-    TransferOut, ZoneInput,
+    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TransferId, ZoneInput,
+    ZoneOutput,
 };
 use crate::sim::state::GroundConfig;
 use crate::sim::{ZoneConfig, ZoneContent};
 
+pub use node_core::RegistryError;
 pub use zone::{InstanceStats, ZoneActor};
+
+use node_core::{NodeCore, NodeEffect, Removed};
 
 /// The broadcast groups of an instance (`ZoneConfig::broadcast_groups`): one per tick of
 /// the broadcast interval, so the interval's ticks each send to one group.
@@ -274,20 +279,14 @@ impl Metrics {
     }
 }
 
-/// A live instance.
+/// The shell's part of a hosted copy (its generation and stop state are the
+/// [`NodeCore`]'s).
 #[derive(Clone)]
 pub struct InstanceHandle {
-    /// Generation it was assigned with.
-    pub generation: Generation,
     /// Its inbox.
     pub inbox: Arc<Inbox>,
     /// Its actor.
     pub addr: Addr<ZoneActor>,
-    /// Asked to stop: it saves its players and goes ([`Registry::stop`]).
-    pub stopping: bool,
-    /// A newer generation assigned while it was stopping: a fresh instance, started once
-    /// this one has stopped (with the ground items of the assignment).
-    pub then: Option<(Generation, Vec<GroundItemDto>)>,
     /// The id of the arbiter (thread) it runs on (see [`Registry::give_up`]).
     pub arbiter: u64,
     /// When it last completed a tick ([`Registry::now_ms`]), stored by its actor.
@@ -312,57 +311,6 @@ struct StoreWait {
     req: u64,
     /// When it is answered with an error if the gateway has not answered.
     deadline: Instant,
-}
-
-/// Why a registry request was refused.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum RegistryError {
-    /// The node is draining.
-    #[error("the node is draining")]
-    Draining,
-    /// No such instance here.
-    #[error("instance {0} is not hosted here")]
-    UnknownInstance(InstanceKey),
-    /// The request names an older generation.
-    #[error("instance {key} has generation {have}, request names {got}")]
-    StaleGeneration {
-        /// Which.
-        key: InstanceKey,
-        /// Ours.
-        have: Generation,
-        /// The request's.
-        got: Generation,
-    },
-    /// No such area in the world.
-    #[error("area {0:?} does not exist in the loaded world")]
-    UnknownArea(String),
-    /// Capacity reached.
-    #[error("capacity of {0} instances reached")]
-    Full(u32),
-    /// The session is not hosted here.
-    #[error("session {0} is not hosted here")]
-    UnknownSession(SessionId),
-    /// The session is already hosted here.
-    #[error("session {0} is already hosted here")]
-    DuplicateSession(SessionId),
-    /// A transfer id already in progress here.
-    #[error("transfer {0} is already in progress here")]
-    DuplicateTransfer(TransferId),
-}
-
-impl RegistryError {
-    /// The wire error code.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Self::Draining => ErrorCode::Draining,
-            Self::UnknownInstance(_) | Self::UnknownArea(_) | Self::Full(_) => {
-                ErrorCode::UnknownInstance
-            }
-            Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
-            Self::UnknownSession(_) | Self::DuplicateSession(_) => ErrorCode::UnknownSession,
-            Self::DuplicateTransfer(_) => ErrorCode::Unexpected,
-        }
-    }
 }
 
 /// Settings the registry gives every instance.
@@ -408,21 +356,14 @@ pub struct Registry {
     epoch: Instant,
     /// The tick watchdog ([`watchdog::Watchdog`], pure).
     watchdog: Mutex<watchdog::Watchdog>,
-    instances: DashMap<InstanceKey, InstanceHandle>,
-    sessions: DashMap<SessionId, InstanceKey>,
-    /// Every handoff this node takes part in ([`transfers::TransferTable`], pure; its
-    /// context is the transfer's span). Held only while an event is decided; the effects
-    /// are carried out after.
-    transfers: Mutex<transfers::TransferTable<tracing::Span>>,
+    /// The node's decisions ([`NodeCore`], pure): the hosted copies (with their actor
+    /// handles), where each session lives, every handoff (its context is the transfer's
+    /// span), the minters and ids. Held only while an event is decided; the effects are
+    /// carried out after (the messages of a copy that stopped before it is let go).
+    core: Mutex<NodeCore<tracing::Span, InstanceHandle>>,
     /// The trace context of a `WarpPlayer` (the gateway's `/warpother`) until the
     /// player's SetArea starts: its handoff joins that trace.
     warps: DashMap<SessionId, opentelemetry::Context>,
-    next_id: AtomicU64,
-    /// The id block of the current registration and the next minter number in it: every
-    /// zone sim created (a rebuild included) mints its transfer ids as its own minter
-    /// ([`shared::internal::TransferId`]).
-    minters: Mutex<(u64, u32)>,
-    draining: AtomicBool,
     /// Script store requests waiting for the gateway's answer, by the id sent.
     store_waits: DashMap<u64, StoreWait>,
     /// The cluster's super globals (slot → value; empty slots absent), as the gateway
@@ -446,7 +387,6 @@ impl Registry {
     ) -> Arc<Self> {
         let scripts = crate::world_scripts::compile_and_log(&world);
         Arc::new(Self {
-            cfg,
             world,
             scripts,
             out,
@@ -455,19 +395,15 @@ impl Registry {
             next_arbiter: AtomicUsize::new(0),
             epoch: Instant::now(),
             watchdog: Mutex::new(watchdog::Watchdog::default()),
-            instances: DashMap::new(),
-            sessions: DashMap::new(),
-            transfers: Mutex::new(transfers::TransferTable::new()),
-            warps: DashMap::new(),
             // Random start: ids stay unique across restarts of this node.
-            next_id: AtomicU64::new((ops::random::u64() >> 16).max(1)),
-            minters: Mutex::new((0, 1)),
-            draining: AtomicBool::new(false),
+            core: Mutex::new(NodeCore::new(cfg.capacity, ops::random::u64() >> 16)),
+            warps: DashMap::new(),
             store_waits: DashMap::new(),
             superglobals: Mutex::new(BTreeMap::new()),
             clock_epoch_ms: AtomicU64::new(0),
             metrics: Metrics::default(),
             stats: DashMap::new(),
+            cfg,
         })
     }
 
@@ -511,53 +447,51 @@ impl Registry {
         }
     }
 
-    /// A node-unique id (transfers, snapshots).
+    /// A node-unique id (snapshots, script store requests).
     pub fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        self.lock_core().next_id()
     }
 
-    /// A minter of its own for a new zone sim: `(block, minter)`.
+    /// A minter of its own for a zone sim rebuilt after a panic: `(block, minter)`.
     pub fn next_minter(&self) -> (u64, u32) {
-        let mut m = match self.minters.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let got = *m;
-        m.1 = m.1.checked_add(1).unwrap_or(1);
-        got
+        self.lock_core().next_minter()
     }
 
     /// The gateway's id block for this registration (`TransferIds`): sims created from now
     /// on mint their transfer ids in it. Running sims keep theirs (a block is never handed
     /// out twice, so their ids stay unique).
     pub fn set_transfer_block(&self, block: u64) {
-        let mut m = match self.minters.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        if m.0 != block {
-            *m = (block, 1);
-        }
+        self.lock_core().set_transfer_block(block);
     }
 
     /// Whether the node is draining.
     pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Relaxed)
-    }
-
-    /// Stop taking players and instances.
-    pub fn set_draining(&self) {
-        self.draining.store(true, Ordering::Relaxed);
+        self.lock_core().is_draining()
     }
 
     /// Instances hosted.
     pub fn instance_count(&self) -> usize {
-        self.instances.len()
+        self.lock_core().instance_count()
     }
 
     /// Sessions hosted.
     pub fn session_count(&self) -> usize {
-        self.sessions.len()
+        self.lock_core().session_count()
+    }
+
+    fn lock_core(&self) -> std::sync::MutexGuard<'_, NodeCore<tracing::Span, InstanceHandle>> {
+        match self.core.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Every hosted copy: key, generation and the shell's part, key order.
+    fn handles(&self) -> Vec<(InstanceKey, Generation, InstanceHandle)> {
+        self.lock_core()
+            .instances()
+            .map(|(k, h)| (k.clone(), h.generation, h.shell.clone()))
+            .collect()
     }
 
     /// Per-instance figures for the heartbeat: every hosted instance (one that has not
@@ -566,10 +500,9 @@ impl Registry {
         let now = self.now_ms();
         let stuck = self.lock_watchdog().stuck();
         let mut v: Vec<shared::internal::InstanceLoad> = self
-            .instances
-            .iter()
-            .map(|h| {
-                let key = h.key().clone();
+            .handles()
+            .into_iter()
+            .map(|(key, _, h)| {
                 let tick_age_ms = now.saturating_sub(h.last_tick.load(Ordering::Relaxed));
                 let (players, actors, tick_p99_us) = self
                     .stats
@@ -614,11 +547,11 @@ impl Registry {
     pub fn tick_ages(&self) -> Vec<(InstanceKey, u64)> {
         let now = self.now_ms();
         let mut v: Vec<(InstanceKey, u64)> = self
-            .instances
-            .iter()
-            .map(|h| {
+            .handles()
+            .into_iter()
+            .map(|(key, _, h)| {
                 let age = now.saturating_sub(h.last_tick.load(Ordering::Relaxed));
-                (h.key().clone(), age)
+                (key, age)
             })
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -642,11 +575,11 @@ impl Registry {
     pub fn watchdog_check(self: &Arc<Self>) -> Vec<watchdog::Verdict> {
         let now = self.now_ms();
         let seen: Vec<watchdog::Observed> = self
-            .instances
-            .iter()
-            .map(|h| watchdog::Observed {
-                key: h.key().clone(),
-                generation: h.generation,
+            .handles()
+            .into_iter()
+            .map(|(key, generation, h)| watchdog::Observed {
+                key,
+                generation,
                 age_ms: now.saturating_sub(h.last_tick.load(Ordering::Relaxed)),
             })
             .collect();
@@ -689,43 +622,23 @@ impl Registry {
     /// last saves with new fencing tokens. Other instances keep running. Returns whether it
     /// was hosted at that generation.
     pub fn give_up(self: &Arc<Self>, key: &InstanceKey, generation: Generation) -> bool {
-        let Some((_, h)) = self
-            .instances
-            .remove_if(key, |_, h| h.generation == generation)
-        else {
+        let Some((removed, effects)) = self.lock_core().give_up(key, generation) else {
             return false;
         };
-        h.fenced.store(true, Ordering::Relaxed);
+        let Removed {
+            sessions, shell, ..
+        } = removed;
+        shell.fenced.store(true, Ordering::Relaxed);
         Metrics::inc(&self.metrics.given_up);
-        let mut sessions: Vec<SessionId> = self
-            .sessions
-            .iter()
-            .filter(|s| s.value() == key)
-            .map(|s| *s.key())
-            .collect();
-        sessions.sort_unstable();
         for s in &sessions {
-            self.sessions.remove_if(s, |_, k| k == key);
             self.warps.remove(s);
         }
         self.stats.remove(key);
-        // Handoffs into or out of it end with it, as for a stopped instance.
-        let effects = self.lock_transfers().instance_stopped(key);
+        self.replace_arbiter(shell.arbiter);
+        // Handoffs into or out of it end with it, the gateway hears `InstanceGivenUp`, and
+        // a newer generation assigned while it was stopping starts now (on a healthy
+        // arbiter).
         self.apply(effects);
-        self.replace_arbiter(h.arbiter);
-        self.send(Msg::InstanceGivenUp {
-            key: key.clone(),
-            generation,
-            sessions,
-        });
-        // A newer generation assigned while it was stopping starts now, as it would have
-        // once the old copy stopped (on a healthy arbiter).
-        if let Some((newer, ground)) = h.then
-            && let Err(e) = self.assign_with_ground(key.clone(), newer, ground)
-        {
-            tracing::warn!(node = %self.cfg.node_id, instance = %key, generation = newer,
-                error = %e, "the generation assigned while stopping could not start");
-        }
         true
     }
 
@@ -755,10 +668,13 @@ impl Registry {
     /// (`None`: no arbiters, the caller's own).
     fn pick_arbiter(&self) -> Option<(u64, ArbiterHandle)> {
         let stuck = self.stuck_instances();
-        let bad: Vec<u64> = stuck
-            .iter()
-            .filter_map(|k| self.instances.get(k).map(|h| h.arbiter))
-            .collect();
+        let bad: Vec<u64> = {
+            let core = self.lock_core();
+            stuck
+                .iter()
+                .filter_map(|k| core.hosted(k).map(|h| h.shell.arbiter))
+                .collect()
+        };
         let slots = match self.arbiters.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -832,7 +748,7 @@ impl Registry {
 
     /// The instance a session is in.
     pub fn session_instance(&self, session: SessionId) -> Option<InstanceKey> {
-        self.sessions.get(&session).map(|k| k.clone())
+        self.lock_core().session_instance(session).cloned()
     }
 
     /// Latest per-instance statistics.
@@ -857,34 +773,16 @@ impl Registry {
 
     /// Handle of an instance.
     pub fn instance(&self, key: &InstanceKey) -> Option<InstanceHandle> {
-        self.instances.get(key).map(|h| h.clone())
+        self.lock_core().hosted(key).map(|h| h.shell.clone())
     }
 
     /// What this node runs, for (re-)registration.
     pub fn running(&self) -> Vec<RunningInstance> {
-        let mut by_key: HashMap<InstanceKey, Vec<SessionId>> = HashMap::new();
-        for s in &self.sessions {
-            by_key.entry(s.value().clone()).or_default().push(*s.key());
-        }
-        let mut v: Vec<RunningInstance> = self
-            .instances
-            .iter()
-            .map(|h| {
-                let mut sessions = by_key.remove(h.key()).unwrap_or_default();
-                sessions.sort_unstable();
-                RunningInstance {
-                    key: h.key().clone(),
-                    generation: h.generation,
-                    sessions,
-                }
-            })
-            .collect();
-        v.sort_by(|a, b| a.key.cmp(&b.key));
-        v
+        self.lock_core().running()
     }
 
     fn push(&self, key: &InstanceKey, input: ZoneInput) -> bool {
-        let Some(h) = self.instances.get(key) else {
+        let Some(h) = self.instance(key) else {
             return false;
         };
         let kick = crate::sim::ingest::is_handoff(&input);
@@ -927,105 +825,101 @@ impl Registry {
         generation: Generation,
         ground: Vec<GroundItemDto>,
     ) -> Result<(), RegistryError> {
-        if self.is_draining() {
-            return Err(RegistryError::Draining);
-        }
-        if let Some(mut h) = self.instances.get_mut(&key) {
-            if h.stopping {
-                // The copy being stopped keeps its number (its `InstanceStopped` names
-                // it, and its players' saves are its own): the new generation is a new
-                // instance, once it is gone.
-                if generation > h.generation {
-                    tracing::info!(node = %self.cfg.node_id, instance = %key, generation,
-                        stopping = h.generation, "assigned while stopping: starts once stopped");
-                    h.then = Some((generation, ground));
-                }
-                return Ok(());
-            }
-            if generation < h.generation {
-                return Err(RegistryError::StaleGeneration {
-                    key,
-                    have: h.generation,
-                    got: generation,
-                });
-            }
-            h.generation = generation;
-            return Ok(());
-        }
-        if self.instances.len() >= self.cfg.capacity as usize {
-            return Err(RegistryError::Full(self.cfg.capacity));
-        }
-        let mut content = ZoneContent::from_world(self.world.clone(), &key.area)
-            .ok_or_else(|| RegistryError::UnknownArea(key.area.clone()))?;
-        content.scripts = self.scripts.clone();
-        let content = Arc::new(content);
-        let (npc_handle_base, npc_handle_span) =
-            crate::world_scripts::npc_handles(&self.world, &key.area, key.instance);
-        let epoch_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-        let (transfer_block, transfer_minter) = self.next_minter();
-        let zcfg = ZoneConfig {
-            npc_handle_base,
-            npc_handle_span,
-            epoch_ms,
-            clock_epoch_ms: self.clock_epoch_ms.load(Ordering::Relaxed),
-            transfer_block,
-            transfer_minter,
-            instance: key.instance,
-            instance_handle: instance_handle(&key),
-            seed: seed_for(&key, generation),
-            broadcast_ms: self.cfg.broadcast_ms,
-            broadcast_groups: broadcast_groups(self.cfg.broadcast_ms, self.cfg.tick_ms),
-            persist_every_ms: self.cfg.persist_every_ms,
-            datagram_budget: self.cfg.datagram_budget,
-            ground: self.cfg.ground,
-            scripts_per_actor: self.cfg.scripts.0,
-            scripts_per_zone: self.cfg.scripts.1,
-            ..ZoneConfig::default()
-        };
         // Every super global first, then changes as they come: the lock is held until the
         // instance is listed, so a change either is in this copy or finds the instance.
-        let ground = self.known_ground(&key, ground);
+        // (The super globals' lock is always taken before the core's.)
         let globals = self.lock_superglobals();
-        let mut first = superglobal_inputs(&globals);
-        if !ground.is_empty() {
-            first.push(ZoneInput::RestoreGround {
-                items: ground.clone(),
-            });
-        }
-        let inbox: Arc<Inbox> = Arc::new(Mutex::new(inbox::InboxQueue::with(first)));
+        let ground = self.known_ground(&key, ground);
         let picked = self.pick_arbiter();
-        let i = picked.as_ref().map_or(0, |(id, _)| *id);
-        let last_tick = Arc::new(AtomicU64::new(self.now_ms()));
-        let fenced = Arc::new(AtomicBool::new(false));
-        let reg = self.clone();
-        let (k2, ib2) = (key.clone(), inbox.clone());
-        let watch = (last_tick.clone(), fenced.clone());
-        let make = move |_: &mut actix::Context<ZoneActor>| {
-            ZoneActor::new(reg, k2, generation, ib2, zcfg, content, ground, watch)
-        };
-        let addr = match &picked {
-            Some((_, arb)) => ZoneActor::start_in_arbiter(arb, make),
-            None => ZoneActor::create(make),
-        };
-        self.instances.insert(
-            key.clone(),
-            InstanceHandle {
-                generation,
+        let clock_epoch_ms = self.clock_epoch_ms.load(Ordering::Relaxed);
+        let make = |c: &node_core::Creation| -> Result<InstanceHandle, RegistryError> {
+            let mut content = ZoneContent::from_world(self.world.clone(), &c.key.area)
+                .ok_or_else(|| RegistryError::UnknownArea(c.key.area.clone()))?;
+            content.scripts = self.scripts.clone();
+            let content = Arc::new(content);
+            let (npc_handle_base, npc_handle_span) =
+                crate::world_scripts::npc_handles(&self.world, &c.key.area, c.key.instance);
+            let epoch_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+            let (transfer_block, transfer_minter) = c.minter;
+            let zcfg = ZoneConfig {
+                npc_handle_base,
+                npc_handle_span,
+                epoch_ms,
+                clock_epoch_ms,
+                transfer_block,
+                transfer_minter,
+                instance: c.key.instance,
+                instance_handle: instance_handle(&c.key),
+                seed: seed_for(&c.key, c.generation),
+                broadcast_ms: self.cfg.broadcast_ms,
+                broadcast_groups: broadcast_groups(self.cfg.broadcast_ms, self.cfg.tick_ms),
+                persist_every_ms: self.cfg.persist_every_ms,
+                datagram_budget: self.cfg.datagram_budget,
+                ground: self.cfg.ground,
+                scripts_per_actor: self.cfg.scripts.0,
+                scripts_per_zone: self.cfg.scripts.1,
+                ..ZoneConfig::default()
+            };
+            let mut first = superglobal_inputs(&globals);
+            if !c.ground.is_empty() {
+                first.push(ZoneInput::RestoreGround {
+                    items: c.ground.clone(),
+                });
+            }
+            let inbox: Arc<Inbox> = Arc::new(Mutex::new(inbox::InboxQueue::with(first)));
+            let arbiter = picked.as_ref().map_or(0, |(id, _)| *id);
+            let last_tick = Arc::new(AtomicU64::new(self.now_ms()));
+            let fenced = Arc::new(AtomicBool::new(false));
+            let reg = self.clone();
+            let (k2, ib2, ground) = (c.key.clone(), inbox.clone(), c.ground.clone());
+            let (generation, copy) = (c.generation, c.copy);
+            let watch = (last_tick.clone(), fenced.clone());
+            let make = move |_: &mut actix::Context<ZoneActor>| {
+                ZoneActor::new(
+                    reg,
+                    k2,
+                    (generation, copy),
+                    ib2,
+                    zcfg,
+                    content,
+                    ground,
+                    watch,
+                )
+            };
+            let addr = match &picked {
+                Some((_, arb)) => ZoneActor::start_in_arbiter(arb, make),
+                None => ZoneActor::create(make),
+            };
+            tracing::info!(node = %self.cfg.node_id, instance = %c.key, generation, arbiter,
+                copy, "instance assigned");
+            Ok(InstanceHandle {
                 inbox,
                 addr,
-                stopping: false,
-                then: None,
-                arbiter: i,
+                arbiter,
                 last_tick,
                 fenced,
-            },
-        );
+            })
+        };
+        let assigned = self
+            .lock_core()
+            .assign(key.clone(), generation, ground, make);
         drop(globals);
-        tracing::info!(node = %self.cfg.node_id, instance = %key, generation, arbiter = i, "instance assigned");
-        self.send(Msg::InstanceReady { key, generation });
-        Ok(())
+        match assigned {
+            Ok(effects) => {
+                if self.instance(&key).is_some_and(|_| effects.is_empty()) {
+                    let have = self.generation_of(&key);
+                    if have != generation {
+                        tracing::info!(node = %self.cfg.node_id, instance = %key, generation,
+                            running = have, "assigned while stopping: starts once stopped");
+                    }
+                }
+                self.apply(effects);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The stored ground items this world knows; the others are skipped with a warning
@@ -1045,61 +939,50 @@ impl Registry {
 
     /// The generation this node runs an instance at (0 when it does not).
     pub fn generation_of(&self, key: &InstanceKey) -> Generation {
-        self.instances.get(key).map_or(0, |h| h.generation)
+        self.lock_core().generation_of(key)
     }
 
     /// Save the instance's players and stop it (fenced by generation).
-    pub fn stop(&self, key: &InstanceKey, generation: Generation) -> Result<(), RegistryError> {
-        let mut h = self
-            .instances
-            .get_mut(key)
-            .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
-        if generation < h.generation {
-            return Err(RegistryError::StaleGeneration {
-                key: key.clone(),
-                have: h.generation,
-                got: generation,
-            });
-        }
-        h.stopping = true;
-        h.addr.do_send(zone::Stop);
+    pub fn stop(
+        self: &Arc<Self>,
+        key: &InstanceKey,
+        generation: Generation,
+    ) -> Result<(), RegistryError> {
+        let effects = self.lock_core().stop(key, generation)?;
+        self.apply(effects);
         Ok(())
     }
 
-    /// Called by an actor once it has flushed its players and stopped.
-    pub(crate) fn stopped(self: &Arc<Self>, key: &InstanceKey, inbox: &Arc<Inbox>) {
-        // Only this actor's entry (matched by its inbox), whatever generation it adopted.
-        // The message is queued before the entry goes, so a drain that sees no instance
-        // left finds it in the outbound queue.
-        let generation = match self.instances.get(key) {
-            Some(h) if Arc::ptr_eq(&h.inbox, inbox) => h.generation,
-            _ => return,
+    /// Called by an actor once it has flushed its players and stopped; `copy` is its
+    /// number ([`node_core::Creation::copy`]): a report of an older copy changes nothing.
+    pub(crate) fn stopped(self: &Arc<Self>, key: &InstanceKey, copy: u64) {
+        let effects = {
+            let mut core = self.lock_core();
+            let Some((_, effects)) = core.stopped(key, copy) else {
+                return;
+            };
+            // Its messages (`InstanceStopped` first) are queued before the core is let
+            // go, so a drain that sees no instance left finds them in the outbound queue.
+            let (sends, rest): (Vec<_>, Vec<_>) = effects
+                .into_iter()
+                .partition(|e| matches!(e, NodeEffect::Send { .. }));
+            for e in sends {
+                if let NodeEffect::Send { msg, .. } = e {
+                    self.send(msg);
+                }
+            }
+            rest
         };
-        self.send(Msg::InstanceStopped {
-            key: key.clone(),
-            generation,
-        });
-        let then = self
-            .instances
-            .remove_if(key, |_, h| Arc::ptr_eq(&h.inbox, inbox))
-            .and_then(|(_, h)| h.then);
         self.stats.remove(key);
-        // Handoffs into or out of it that were still open end with it.
-        let effects = self.lock_transfers().instance_stopped(key);
+        // Handoffs into or out of it that were still open end with it; a newer generation
+        // assigned meanwhile starts now.
         self.apply(effects);
-        // A newer generation assigned meanwhile starts now.
-        if let Some((generation, ground)) = then
-            && let Err(e) = self.assign_with_ground(key.clone(), generation, ground)
-        {
-            tracing::warn!(node = %self.cfg.node_id, instance = %key, generation, error = %e,
-                "the generation assigned while stopping could not start");
-        }
     }
 
     /// A player enters the game in a local instance.
     #[allow(clippy::too_many_arguments)]
     pub fn attach(
-        &self,
+        self: &Arc<Self>,
         session: SessionId,
         key: &InstanceKey,
         generation: Generation,
@@ -1108,91 +991,56 @@ impl Registry {
         state: ActorState,
         arrival: Arrival,
     ) -> Result<(), RegistryError> {
-        if self.is_draining() {
-            return Err(RegistryError::Draining);
-        }
-        let h = self
-            .instance(key)
-            .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
-        if generation != h.generation {
-            return Err(RegistryError::StaleGeneration {
-                key: key.clone(),
-                have: h.generation,
-                got: generation,
-            });
-        }
-        if self.sessions.contains_key(&session) {
-            return Err(RegistryError::DuplicateSession(session));
-        }
-        self.sessions.insert(session, key.clone());
-        self.push(
-            key,
-            ZoneInput::PlayerJoined {
-                player: PlayerKey(session),
-                rid,
-                is_dm,
-                state: Box::new(state),
-                arrival,
-            },
-        );
+        let effects = self
+            .lock_core()
+            .attach(session, key, generation, rid, is_dm, state, arrival)?;
+        self.apply(effects);
         Ok(())
     }
 
     /// The player disconnected: the zone saves it (Snapshot, reason Logout) and removes it.
-    pub fn detach(&self, session: SessionId) -> Result<(), RegistryError> {
-        let key = self
-            .session_instance(session)
-            .ok_or(RegistryError::UnknownSession(session))?;
-        self.push(
-            &key,
-            ZoneInput::PlayerLeft {
-                player: PlayerKey(session),
-            },
-        );
+    pub fn detach(self: &Arc<Self>, session: SessionId) -> Result<(), RegistryError> {
+        let effects = self
+            .lock_core()
+            .to_session(session, |player| ZoneInput::PlayerLeft { player })?;
+        self.apply(effects);
         Ok(())
     }
 
     /// Called by an actor when the sim removed a player: forget the session unless it
     /// has moved to another instance meanwhile.
-    pub(crate) fn player_removed(&self, key: &InstanceKey, session: SessionId) {
-        if self.sessions.remove_if(&session, |_, k| k == key).is_some() {
+    pub(crate) fn player_removed(self: &Arc<Self>, key: &InstanceKey, session: SessionId) {
+        let effects = self.lock_core().player_removed(key, session);
+        if !effects.is_empty() {
             self.warps.remove(&session);
-            self.send(Msg::PlayerDetached {
-                session,
-                key: Some(key.clone()),
-            });
         }
+        self.apply(effects);
     }
 
     /// The members of a session's party (the gateway's), for its zone's XP split.
     pub fn party_members(
-        &self,
+        self: &Arc<Self>,
         session: SessionId,
         members: Vec<String>,
     ) -> Result<(), RegistryError> {
-        let key = self
-            .session_instance(session)
-            .ok_or(RegistryError::UnknownSession(session))?;
-        if self.push(
-            &key,
-            ZoneInput::PartyMembers {
-                player: PlayerKey(session),
+        let effects = self
+            .lock_core()
+            .to_session(session, |player| ZoneInput::PartyMembers {
+                player,
                 members,
-            },
-        ) {
-            Ok(())
-        } else {
-            Err(RegistryError::UnknownInstance(key))
-        }
+            })?;
+        self.apply(effects);
+        Ok(())
     }
 
     /// Reliable client frames for a session.
     pub fn client_frames(&self, session: SessionId, frames: &[u8]) -> Result<(), RegistryError> {
-        let key = self
-            .session_instance(session)
-            .ok_or(RegistryError::UnknownSession(session))?;
-        let Some(h) = self.instance(&key) else {
-            return Err(RegistryError::UnknownInstance(key));
+        let h = {
+            let core = self.lock_core();
+            let (_, h) = core
+                .route(session)
+                .ok_or(RegistryError::UnknownSession(session))?;
+            h.clone()
         };
         let mut q = match h.inbox.lock() {
             Ok(q) => q,
@@ -1225,11 +1073,11 @@ impl Registry {
             return;
         };
         let frames = shared::internal::datagram::frames(datagram).unwrap_or(&[]);
-        let Some(key) = self.sessions.get(&session).map(|k| k.clone()) else {
-            Metrics::inc(&self.metrics.unroutable);
-            return;
-        };
-        let Some(h) = self.instances.get(&key).map(|h| h.inbox.clone()) else {
+        let Some(h) = self
+            .lock_core()
+            .route(session)
+            .map(|(_, h)| h.inbox.clone())
+        else {
             Metrics::inc(&self.metrics.unroutable);
             return;
         };
@@ -1262,24 +1110,16 @@ impl Registry {
         });
     }
 
-    fn lock_transfers(&self) -> std::sync::MutexGuard<'_, transfers::TransferTable<tracing::Span>> {
-        match self.transfers.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
-    }
-
-    /// Carries out the transfer table's effects, in order; `false` when a message did not
-    /// go out.
-    fn apply(&self, effects: Vec<transfers::Effect<tracing::Span>>) -> bool {
-        use transfers::{Count, Effect};
+    /// Carries out the core's effects, in order; `false` when a message did not go out.
+    fn apply(self: &Arc<Self>, effects: Vec<NodeEffect<tracing::Span>>) -> bool {
+        use transfers::Count;
         let mut sent = true;
         for e in effects {
             match e {
-                Effect::Push(key, input) => {
+                NodeEffect::Push(key, input) => {
                     self.push(&key, input);
                 }
-                Effect::Send { msg, ctx } => {
+                NodeEffect::Send { msg, ctx } => {
                     let o = match &ctx {
                         Some(span) => {
                             let env = crate::telemetry::envelope(msg, span);
@@ -1296,19 +1136,28 @@ impl Registry {
                         sent = false;
                     }
                 }
-                Effect::Route { session, to } => {
-                    self.sessions.insert(session, to);
+                NodeEffect::Stop(key) => {
+                    if let Some(h) = self.instance(&key) {
+                        h.addr.do_send(zone::Stop);
+                    }
                 }
-                Effect::Unroute { session, from } => {
-                    self.sessions.remove_if(&session, |_, k| *k == from);
+                NodeEffect::Assign {
+                    key,
+                    generation,
+                    ground,
+                } => {
+                    if let Err(e) = self.assign_with_ground(key.clone(), generation, ground) {
+                        tracing::warn!(node = %self.cfg.node_id, instance = %key, generation,
+                            error = %e, "the generation assigned while stopping could not start");
+                    }
                 }
-                Effect::Count(c) => Metrics::inc(match c {
+                NodeEffect::Count(c) => Metrics::inc(match c {
                     Count::Local => &self.metrics.local_transfers,
                     Count::Remote => &self.metrics.remote_transfers,
                     Count::Expired => &self.metrics.transfers_expired,
                     Count::Refused => &self.metrics.refused_msgs,
                 }),
-                Effect::Outcome(span, outcome) => {
+                NodeEffect::Outcome(span, outcome) => {
                     span.record("outcome", outcome);
                 }
             }
@@ -1316,116 +1165,104 @@ impl Registry {
         sent
     }
 
-    /// A local instance's `TransferOut` (SetArea phase one): to the destination instance
-    /// when it is here, else to the gateway, which routes it to the destination's node.
-    pub(crate) fn route_transfer(&self, source: &InstanceKey, t: &TransferOut) {
-        let id = t.transfer_id;
-        let dest = InstanceKey {
-            area: t.area.clone(),
-            instance: t.instance,
+    /// A tick's output of a local instance that the node acts on (handoffs, removed and
+    /// refused players; [`NodeCore::zone_output`]). A `TransferOut` (SetArea phase one)
+    /// goes to the destination instance when it is here, else to the gateway, which routes
+    /// it to the destination's node; it is the root of the handoff's trace (or a child of
+    /// the gateway's `/warpother`).
+    pub(crate) fn zone_output(self: &Arc<Self>, source: &InstanceKey, o: &ZoneOutput) {
+        let removed = match o {
+            ZoneOutput::PlayerRemoved { player }
+            | ZoneOutput::Rejected {
+                player: Some(player),
+                reason: Rejection::BadJoin,
+            } => Some(player.0),
+            _ => None,
         };
-        let local = self.instances.contains_key(&dest);
-        // The root of the handoff's trace (or a child of the gateway's `/warpother`).
-        let span = tracing::info_span!(parent: None, "handoff.source",
-            node = %self.cfg.node_id, session = t.player.map(|p| p.0), zone = %source.area,
-            instance = source.instance, to_zone = %dest.area, to_instance = dest.instance,
-            transfer = %id, local, outcome = tracing::field::Empty);
-        if let Some((_, cx)) = t.player.and_then(|p| self.warps.remove(&p.0)) {
-            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-            let _ = span.set_parent(cx);
+        let ctx = |local: bool| match o {
+            ZoneOutput::TransferOut(t) => {
+                let span = tracing::info_span!(parent: None, "handoff.source",
+                    node = %self.cfg.node_id, session = t.player.map(|p| p.0),
+                    zone = %source.area, instance = source.instance, to_zone = %t.area,
+                    to_instance = t.instance, transfer = %t.transfer_id, local,
+                    outcome = tracing::field::Empty);
+                if let Some((_, cx)) = t.player.and_then(|p| self.warps.remove(&p.0)) {
+                    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+                    let _ = span.set_parent(cx);
+                }
+                span
+            }
+            _ => tracing::Span::none(),
+        };
+        let effects = self.lock_core().zone_output(source, o, ctx);
+        if let Some(session) = removed
+            && !effects.is_empty()
+        {
+            self.warps.remove(&session);
         }
-        let effects = self.lock_transfers().start(source.clone(), t, local, span);
-        if !self.apply(effects) {
-            self.remote_transfer_answer(id, Err("the destination is unreachable".into()));
+        if let ZoneOutput::AckTransfer { transfer_id } = o {
+            tracing::debug!(transfer = %transfer_id, effects = effects.len(), "transfer prepared");
+        }
+        if !self.apply(effects)
+            && let ZoneOutput::TransferOut(t) = o
+        {
+            self.remote_transfer_answer(
+                t.transfer_id,
+                Err("the destination is unreachable".into()),
+            );
         }
     }
 
     /// A transfer from another node arrives (via the gateway): phase one at a local
     /// instance, which must be the generation the gateway placed.
-    pub fn transfer_in(&self, t: TransferDto) -> Result<(), RegistryError> {
-        use transfers::InRefusal;
+    pub fn transfer_in(self: &Arc<Self>, t: TransferDto) -> Result<(), RegistryError> {
         let dest = InstanceKey {
             area: t.area.clone(),
             instance: t.instance,
         };
-        let hosted = self.instance(&dest).map(|h| h.generation);
-        let (id, generation) = (t.transfer_id, t.generation);
-        let refused = |r: InRefusal| match r {
-            InRefusal::Draining => RegistryError::Draining,
-            InRefusal::UnknownInstance => RegistryError::UnknownInstance(dest.clone()),
-            InRefusal::StaleGeneration { have } => {
-                Metrics::inc(&self.metrics.stale);
-                RegistryError::StaleGeneration {
-                    key: dest.clone(),
-                    have,
-                    got: generation,
-                }
-            }
-            InRefusal::Duplicate => RegistryError::DuplicateTransfer(id),
+        let (id, session, generation) = (t.transfer_id, t.session, t.generation);
+        // A child of the message's `internal.recv` span (the gateway's handoff), made only
+        // once the transfer is admitted.
+        let span = || {
+            tracing::info_span!("handoff.destination", node = %self.cfg.node_id,
+                session, zone = %dest.area, instance = dest.instance, generation,
+                transfer = %id, outcome = tracing::field::Empty)
         };
-        let draining = self.is_draining();
-        // Checked before the span exists, so a refused transfer leaves no empty span.
-        self.lock_transfers()
-            .admit(&t, hosted, draining)
-            .map_err(refused)?;
-        // A child of the message's `internal.recv` span (the gateway's handoff).
-        let span = tracing::info_span!("handoff.destination", node = %self.cfg.node_id,
-            session = t.session, zone = %dest.area, instance = dest.instance,
-            generation = t.generation, transfer = %id, outcome = tracing::field::Empty);
-        let effects = self
-            .lock_transfers()
-            .arrive(t, hosted, draining, span)
-            .map_err(refused)?;
-        self.apply(effects);
-        Ok(())
-    }
-
-    /// A local destination holds the actor prepared: acknowledge to the source (once; a
-    /// destination rebuilt after a panic prepares again).
-    pub(crate) fn transfer_prepared(&self, id: TransferId) {
-        let effects = self
-            .lock_transfers()
-            .prepared(id, |key| self.instance(key).map_or(0, |h| h.generation));
-        tracing::debug!(transfer = %id, effects = effects.len(), "transfer prepared");
-        self.apply(effects);
-    }
-
-    /// A local destination refused the actor (or dropped a prepared one that was never
-    /// decided): a source still waiting is told, so it restores the actor.
-    pub(crate) fn transfer_refused(&self, id: TransferId, reason: String) {
-        let effects = self.lock_transfers().refused(id, reason);
-        self.apply(effects);
-    }
-
-    /// The source instance decided (phase two): commit after it let go of the actor, or
-    /// abort when the ack came after its rollback. Routing moves before the destination
-    /// hears, so whatever it sends finds the session where it now lives.
-    pub(crate) fn transfer_decided(&self, source: &InstanceKey, id: TransferId, commit: bool) {
-        let effects = self.lock_transfers().decided(source, id, commit);
-        tracing::debug!(instance = %source, transfer = %id, commit, effects = effects.len(), "transfer decided");
-        self.apply(effects);
+        let result = self.lock_core().transfer_in(t, span);
+        match result {
+            Ok(effects) => {
+                self.apply(effects);
+                Ok(())
+            }
+            Err(e) => {
+                if matches!(e, RegistryError::StaleGeneration { .. }) {
+                    Metrics::inc(&self.metrics.stale);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Transfers out of `key` still waiting for an answer: `(id, player)`.
     pub(crate) fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
-        self.lock_transfers().pending_from(key)
+        self.lock_core().pending_from(key)
     }
 
     /// The gateway's answer to a transfer we sent to another node: an ack (the remote
     /// destination is prepared) goes to the source instance, which decides; a nack
     /// restores the actor there. An ack for a transfer we no longer know is aborted.
-    pub fn remote_transfer_answer(&self, id: TransferId, result: Result<(), String>) {
+    pub fn remote_transfer_answer(self: &Arc<Self>, id: TransferId, result: Result<(), String>) {
         if let Err(reason) = &result {
             tracing::info!(transfer = %id, %reason, "the handoff was refused");
         }
-        let effects = self.lock_transfers().remote_answer(id, result);
+        let effects = self.lock_core().remote_answer(id, result);
         self.apply(effects);
     }
 
     /// The gateway passes on the source's decision for a transfer into this node.
-    pub fn remote_transfer_decided(&self, id: TransferId, commit: bool) {
+    pub fn remote_transfer_decided(self: &Arc<Self>, id: TransferId, commit: bool) {
         tracing::debug!(transfer = %id, commit, "gateway passes on a transfer decision");
-        let effects = self.lock_transfers().remote_decided(id, commit);
+        let effects = self.lock_core().remote_decided(id, commit);
         self.apply(effects);
     }
 
@@ -1605,7 +1442,7 @@ impl Registry {
 
     /// Push an input to every running instance.
     fn push_all(&self, input: &ZoneInput) {
-        for h in &self.instances {
+        for (_, _, h) in self.handles() {
             match h.inbox.lock() {
                 Ok(mut q) => q.push(input.clone()),
                 Err(p) => p.into_inner().push(input.clone()),
@@ -1638,13 +1475,11 @@ impl Registry {
 
     /// Drain: stop taking players, and save and remove every player of every instance.
     /// Returns the number of instances asked.
-    pub fn drain_all(&self) -> usize {
-        self.set_draining();
-        let handles: Vec<InstanceHandle> = self.instances.iter().map(|h| h.clone()).collect();
-        for h in &handles {
-            h.addr.do_send(zone::Stop);
-        }
-        handles.len()
+    pub fn drain_all(self: &Arc<Self>) -> usize {
+        let effects = self.lock_core().drain();
+        let n = self.instance_count();
+        self.apply(effects);
+        n
     }
 
     /// Test hook: make the next tick of an instance block its arbiter for `for_` (the

@@ -18,16 +18,14 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
 use bytes::Bytes;
 use shared::internal::fanout::{Broadcast, FanoutDatagram};
-use shared::internal::{
-    Generation, GroundItemDto, InstanceKey, Msg, SnapshotEntry, SnapshotGroup, SnapshotReasonDto,
-};
+use shared::internal::{Generation, GroundItemDto, InstanceKey, Msg, SnapshotEntry, SnapshotGroup};
 use shared::metrics_text::Histogram;
 
+use super::node_core::save_reason;
 use super::schedule::FixedStep;
 use super::{Inbox, Metrics, Registry, convert};
 use crate::sim::events::{
-    ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TickOutput, TransferId, ZoneInput,
-    ZoneOutput,
+    ActorState, Arrival, PlayerAction, PlayerKey, TickOutput, TransferId, ZoneInput, ZoneOutput,
 };
 use crate::sim::{PhaseClock, ZoneConfig, ZoneContent, ZoneSim};
 
@@ -156,6 +154,9 @@ pub struct ZoneActor {
     /// them back, consistent with its players' last snapshots.
     ground: Vec<GroundItemDto>,
     stopping: bool,
+    /// This copy's number on the node ([`super::node_core::Creation::copy`]): what it
+    /// names when it has stopped.
+    copy: u64,
     /// This instance's broadcast counter (see [`crate::actor::Outbound::Broadcast`]).
     broadcasts: Arc<AtomicU64>,
     stats: InstanceStats,
@@ -179,7 +180,7 @@ impl ZoneActor {
     pub(crate) fn new(
         reg: Arc<Registry>,
         key: InstanceKey,
-        generation: Generation,
+        (generation, copy): (Generation, u64),
         inbox: Arc<Inbox>,
         cfg: ZoneConfig,
         content: Arc<ZoneContent>,
@@ -193,6 +194,7 @@ impl ZoneActor {
             sim: ZoneSim::new(cfg.clone(), content.clone()),
             reg,
             key,
+            copy,
             inbox,
             cfg,
             content,
@@ -263,13 +265,14 @@ impl ZoneActor {
         self.last_tick.store(self.reg.now_ms(), Ordering::Relaxed);
         if self.stopping && ran > 0 {
             self.stop_ticks += 1;
-            if self.players.is_empty() || self.stop_ticks > 100 {
-                // Every player was saved and removed (or we gave up waiting).
-                self.reg.stopped(&self.key, &self.inbox);
-                ctx.stop();
-            } else {
+            match super::node_core::stop_step(self.stop_ticks, self.players.len()) {
+                super::node_core::StopStep::Stopped => {
+                    // Every player was saved and removed (or we gave up waiting).
+                    self.reg.stopped(&self.key, self.copy);
+                    ctx.stop();
+                }
                 // Players that joined after the stop request: save them too.
-                self.leave_all(false);
+                super::node_core::StopStep::SaveAgain => self.leave_all(false),
             }
         }
         self.reg.publish_stats(&self.key, self.stats.clone());
@@ -474,7 +477,7 @@ impl ZoneActor {
                 return true;
             };
             if !restore {
-                reg.transfer_decided(key, tid, true);
+                reg.zone_output(key, &ZoneOutput::CommitTransfer { transfer_id: tid });
                 return false;
             }
             *input = ZoneInput::PlayerJoined {
@@ -646,15 +649,15 @@ impl Router<'_> {
                         frames: Bytes::copy_from_slice(bytes),
                     });
                 }
-                ZoneOutput::TransferOut(t) => self.reg.route_transfer(self.key, t),
+                ZoneOutput::TransferOut(_)
+                | ZoneOutput::AckTransfer { .. }
+                | ZoneOutput::CommitTransfer { .. }
+                | ZoneOutput::AbortTransfer { .. } => self.reg.zone_output(self.key, o),
                 ZoneOutput::Persist(s) => {
                     if let Some(r) = self.players.get_mut(&s.player) {
                         r.last = s.state.clone();
                     }
-                    let mut reason = convert::reason_to_dto(s.reason);
-                    if self.stopping && reason == SnapshotReasonDto::Logout {
-                        reason = SnapshotReasonDto::Shutdown;
-                    }
+                    let reason = save_reason(self.stopping, convert::reason_to_dto(s.reason));
                     self.reg.send(Msg::Snapshot {
                         snapshot_id: self.reg.next_id(),
                         session: s.player.0,
@@ -665,40 +668,20 @@ impl Router<'_> {
                 ZoneOutput::Checkpoint(c) => self.checkpoint(c),
                 ZoneOutput::PlayerRemoved { player } => {
                     self.players.remove(player);
-                    self.reg.player_removed(self.key, player.0);
+                    self.reg.zone_output(self.key, o);
                 }
-                ZoneOutput::AckTransfer { transfer_id } => {
-                    self.reg.transfer_prepared(*transfer_id);
-                }
-                ZoneOutput::NackTransfer {
-                    transfer_id,
-                    reason,
-                } => {
+                ZoneOutput::NackTransfer { transfer_id, .. }
+                | ZoneOutput::PreparedExpired { transfer_id } => {
                     self.arriving.remove(transfer_id);
-                    self.reg.transfer_refused(*transfer_id, reason.clone());
+                    self.reg.zone_output(self.key, o);
                 }
-                ZoneOutput::PreparedExpired { transfer_id } => {
-                    self.arriving.remove(transfer_id);
-                    self.reg
-                        .transfer_refused(*transfer_id, "no commit came in time".into());
-                }
-                ZoneOutput::CommitTransfer { transfer_id } => {
-                    self.reg.transfer_decided(self.key, *transfer_id, true);
-                }
-                ZoneOutput::AbortTransfer { transfer_id } => {
-                    self.reg.transfer_decided(self.key, *transfer_id, false);
-                }
-                ZoneOutput::Rejected { player, reason } => {
+                ZoneOutput::Rejected { reason, .. } => {
                     self.reg.metrics.rejected(*reason);
                     // A join the zone refused (its RuntimeID or session taken): the node
                     // does not host the player after all, and the gateway is told so (it
                     // puts the player back elsewhere, or disconnects it) instead of
                     // leaving the client waiting for a world that never comes.
-                    if *reason == Rejection::BadJoin
-                        && let Some(p) = player
-                    {
-                        self.reg.player_removed(self.key, p.0);
-                    }
+                    self.reg.zone_output(self.key, o);
                 }
                 ZoneOutput::ScriptError {
                     script,
@@ -753,10 +736,7 @@ impl Router<'_> {
             if let Some(r) = self.players.get_mut(&s.player) {
                 r.last = s.state.clone();
             }
-            let mut reason = convert::reason_to_dto(s.reason);
-            if self.stopping && reason == SnapshotReasonDto::Logout {
-                reason = SnapshotReasonDto::Shutdown;
-            }
+            let reason = save_reason(self.stopping, convert::reason_to_dto(s.reason));
             entries.push(SnapshotEntry {
                 session: s.player.0,
                 reason,
