@@ -367,7 +367,7 @@ pub fn register_in_memory(
     node: &mut NodeHandshake,
     hello: Msg,
     register: impl FnOnce() -> Msg,
-) -> Result<(Step, NodeStep), Step> {
+) -> Result<(Step, NodeStep), Box<Step>> {
     let mut register = Some(register);
     let mut to_gateway = Some(hello);
     for _ in 0..4 {
@@ -381,21 +381,21 @@ pub fn register_in_memory(
                 let done = node.on_envelope(Ok(Envelope::new(reply.clone())));
                 return Ok((step, done));
             }
-            Step::Continue | Step::Refuse(_) => return Err(step),
+            Step::Continue | Step::Refuse(_) => return Err(Box::new(step)),
         };
         match node.on_envelope(Ok(Envelope::new(reply))) {
             NodeStep::Send(m) => to_gateway = Some(m),
             NodeStep::SendRegister => to_gateway = register.take().map(|f| f()),
-            NodeStep::Refuse { msg, .. } => return Err(Step::Refuse(msg)),
+            NodeStep::Refuse { msg, .. } => return Err(Box::new(Step::Refuse(msg))),
             NodeStep::Fail(e) => {
-                return Err(Step::Refuse(Msg::Refused {
+                return Err(Box::new(Step::Refuse(Msg::Refused {
                     reason: RefuseReason::Other(e.to_string()),
-                }));
+                })));
             }
             NodeStep::Registered { .. } => break,
         }
     }
-    Err(Step::Continue)
+    Err(Box::new(Step::Continue))
 }
 
 #[cfg(test)]
@@ -528,7 +528,7 @@ mod tests {
         // The gateway (with another secret) refuses the node's proof first.
         let r = register_in_memory(&mut gw, &mut node, hello, || register(vec![]));
         assert_eq!(
-            r.err(),
+            r.err().map(|e| *e),
             Some(Step::Refuse(Msg::Refused {
                 reason: RefuseReason::BadAuth
             }))
