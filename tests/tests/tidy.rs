@@ -368,6 +368,43 @@ fn transfer_ids_are_minted_in_one_place_and_never_renamed() {
     );
 }
 
+/// The control-plane simulator drives the node's real decisions: its node is the
+/// `NodeCore`, the `Retention` and the `NodeHandshake` of `zone-node`, never a copy of
+/// them (a table, a session map or an outbox of its own).
+#[test]
+fn the_simulator_drives_the_real_node_core() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("tests/src/simulate"), &mut files);
+    let text: String = files
+        .iter()
+        .map(|f| fs::read_to_string(f).unwrap_or_default())
+        .collect();
+    for needed in [
+        "NodeCore",
+        "Retention",
+        "NodeHandshake",
+        "stop_step",
+        "save_reason",
+    ] {
+        assert!(
+            text.contains(needed),
+            "tests/src/simulate no longer uses zone-node's {needed}"
+        );
+    }
+    for copy in [
+        "TransferTable",
+        "BTreeMap<SessionId, InstanceKey>",
+        "outbox",
+        "STOP_TICKS",
+    ] {
+        assert!(
+            !text.contains(copy),
+            "tests/src/simulate has its own {copy}: drive zone_node::actor::node_core instead"
+        );
+    }
+}
+
 /// Pure cores: no wall clock, no global RNG, no sockets, no actors.
 #[test]
 fn pure_cores_do_not_touch_the_clock_or_io() {
@@ -389,6 +426,9 @@ fn pure_cores_do_not_touch_the_clock_or_io() {
         root.join("script/src"),
         root.join("zone-node/src/script_store.rs"),
         root.join("zone-node/src/actor/transfers.rs"),
+        root.join("zone-node/src/actor/node_core.rs"),
+        root.join("zone-node/src/actor/node_core"),
+        root.join("zone-node/src/actor/retention.rs"),
         root.join("zone-node/src/actor/inbox.rs"),
         root.join("gateway/src/control"),
         root.join("gateway/src/party.rs"),

@@ -1,11 +1,12 @@
 //! The deterministic simulator of the control plane (in the spirit of quinn-proto's `Pair`,
 //! TigerBeetle's VOPR and FoundationDB's simulation): one gateway [`Control`], several
-//! zone nodes — each a real [`TransferTable`] over real [`ZoneSim`]s, glued as the
-//! node's registry and link glue them — and a simulated network on a manual clock with a
-//! seeded RNG. A schedule injects logins, logouts and warps, delays messages (in order
-//! per link and direction, as a QUIC stream keeps them), drops links, kills, pauses and
-//! restarts nodes and restarts the gateway; after every step it checks the invariants
-//! ([`Violation`]). A seed reproduces its schedule exactly; a failing one prints its trace.
+//! zone nodes — each the node's real decisions (`zone_node::actor::node_core::NodeCore`:
+//! instances, generations, stop rules, sessions, the transfer table), its real snapshot
+//! retention and handshake, over real `ZoneSim`s — and a simulated network on a manual
+//! clock with a seeded RNG. A schedule injects logins, logouts and warps, delays messages
+//! (in order per link and direction, as a QUIC stream keeps them), drops links, kills,
+//! pauses and restarts nodes and restarts the gateway; after every step it checks the
+//! invariants ([`Violation`]). A seed reproduces its schedule exactly; a failing one prints its trace.
 //!
 //! What is checked:
 //! * **No duplicate:** at most one live copy of a character holds its current lineage
@@ -21,8 +22,9 @@
 //! * **Progress:** a node kill loses at most one checkpoint interval of a character's
 //!   progress (its last committed save is that recent).
 //!
-//! The glue here mirrors `zone-node/src/link.rs` (`dispatch`), `actor/mod.rs` (the
-//! registry) and `actor/zone.rs` (the outputs); the decisions are the real modules'.
+//! The glue in `node.rs` mirrors `zone-node/src/link.rs` (`dispatch`, `offline`),
+//! `actor/mod.rs` (the registry's `apply`) and `actor/zone.rs` (ticks and outputs); every
+//! decision is the real modules' (checked by `tidy.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
