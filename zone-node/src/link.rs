@@ -19,8 +19,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, timeout};
 use tracing::Instrument as _;
 
+use crate::actor::node_core::Attach;
 use crate::actor::retention::{Retention, snapshot_id};
-use crate::actor::{Metrics, Outbound, Registry, attach_from_wire};
+use crate::actor::{Metrics, Outbound, Registry};
 use crate::config::NodeConfig;
 
 /// Why the link gave up.
@@ -802,20 +803,10 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
                 .map(err)
         }
         Msg::StopInstance { key, generation } => reg.stop(&key, generation).err().map(err),
-        Msg::AttachPlayer {
-            session,
-            key,
-            generation,
-            rid,
-            is_dm,
-            state: s,
-            arrival,
-        } => {
-            let (s, a) = attach_from_wire(*s, arrival);
-            reg.attach(session, &key, generation, rid, is_dm, s, a)
-                .err()
-                .map(err)
-        }
+        msg @ Msg::AttachPlayer { .. } => Attach::from_wire(msg)
+            .map(|a| reg.attach(a))
+            .and_then(Result::err)
+            .map(err),
         Msg::DetachPlayer { session } => reg.detach(session).err().map(err),
         Msg::WarpPlayer {
             session,

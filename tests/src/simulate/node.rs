@@ -12,7 +12,7 @@ use shared::internal::{
     SnapshotGroup,
 };
 use zone_node::actor::convert;
-use zone_node::actor::node_core::{NodeCore, NodeEffect, StopStep, save_reason, stop_step};
+use zone_node::actor::node_core::{Attach, NodeCore, NodeEffect, StopStep, save_reason, stop_step};
 use zone_node::sim::ZoneSim;
 use zone_node::sim::events::{PlayerKey, ZoneInput, ZoneOutput};
 use zone_node::sim::state::ZoneConfig;
@@ -133,16 +133,12 @@ impl Sim {
                 return;
             }
             Msg::StopInstance { key, generation } => core.stop(&key, generation),
-            Msg::AttachPlayer {
-                session,
-                key,
-                generation,
-                rid,
-                is_dm,
-                state,
-                arrival,
-            } => {
-                let fx = core.attach(session, &key, generation, rid, is_dm, *state, arrival);
+            msg @ Msg::AttachPlayer { .. } => {
+                let Some(a) = Attach::from_wire(msg) else {
+                    return;
+                };
+                let (session, key) = (a.session, a.key.clone());
+                let fx = core.attach(a);
                 if fx.is_ok()
                     && let Some((_, l)) = tags.iter().find(|(s, _)| *s == session)
                 {

@@ -28,13 +28,12 @@ use dashmap::DashMap;
 use shared::content::World;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{
-    ArrivalDto, Envelope, Generation, GroundItemDto, InstanceKey, MAX_SCRIPT_FILE, Msg,
-    RunningInstance, SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
+    Envelope, Generation, GroundItemDto, InstanceKey, MAX_SCRIPT_FILE, Msg, RunningInstance,
+    SUPER_GLOBALS, ScriptStoreOp, ScriptStoreResult, SessionId, TransferDto,
 };
 
 use crate::sim::events::{
-    AccountAction, ActorState, Arrival, PlayerAction, PlayerKey, Rejection, TransferId, ZoneInput,
-    ZoneOutput,
+    AccountAction, PlayerAction, PlayerKey, Rejection, TransferId, ZoneInput, ZoneOutput,
 };
 use crate::sim::state::GroundConfig;
 use crate::sim::{ZoneConfig, ZoneContent};
@@ -980,20 +979,8 @@ impl Registry {
     }
 
     /// A player enters the game in a local instance.
-    #[allow(clippy::too_many_arguments)]
-    pub fn attach(
-        self: &Arc<Self>,
-        session: SessionId,
-        key: &InstanceKey,
-        generation: Generation,
-        rid: u16,
-        is_dm: bool,
-        state: ActorState,
-        arrival: Arrival,
-    ) -> Result<(), RegistryError> {
-        let effects = self
-            .lock_core()
-            .attach(session, key, generation, rid, is_dm, state, arrival)?;
+    pub fn attach(self: &Arc<Self>, a: node_core::Attach) -> Result<(), RegistryError> {
+        let effects = self.lock_core().attach(a)?;
         self.apply(effects);
         Ok(())
     }
@@ -1524,14 +1511,6 @@ fn superglobal_inputs(globals: &BTreeMap<u8, Vec<u8>>) -> Vec<ZoneInput> {
         .collect()
 }
 
-/// Convert a wire `AttachPlayer` into the sim's shapes (helper for the link).
-pub fn attach_from_wire(
-    state: shared::internal::ActorStateDto,
-    arrival: ArrivalDto,
-) -> (ActorState, Arrival) {
-    (state, arrival)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -1711,15 +1690,15 @@ mod tests {
             };
             reg.assign(key.clone(), 4).unwrap();
             reg.assign(other.clone(), 5).unwrap();
-            reg.attach(
-                7,
-                &key,
-                4,
-                1,
-                false,
-                ActorState::default(),
-                Arrival::Saved,
-            )
+            reg.attach(node_core::Attach {
+                session: 7,
+                key: key.clone(),
+                generation: 4,
+                rid: 1,
+                is_dm: false,
+                state: crate::sim::events::ActorState::default(),
+                arrival: crate::sim::events::Arrival::Saved,
+            })
             .unwrap();
             sent(&mut rx);
             assert!(reg.is_ready());

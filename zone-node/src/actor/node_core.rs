@@ -109,6 +109,52 @@ pub struct Hosted<H> {
     pub shell: H,
 }
 
+/// A player entering the game (`AttachPlayer`).
+#[derive(Debug, Clone)]
+pub struct Attach {
+    /// Its session.
+    pub session: SessionId,
+    /// The instance the gateway placed it in.
+    pub key: InstanceKey,
+    /// That instance's generation, as the gateway placed it.
+    pub generation: Generation,
+    /// Its RuntimeID.
+    pub rid: u16,
+    /// A DM (game master).
+    pub is_dm: bool,
+    /// Its character as last saved.
+    pub state: ActorState,
+    /// Where it appears.
+    pub arrival: Arrival,
+}
+
+impl Attach {
+    /// From the wire message's fields.
+    pub fn from_wire(msg: Msg) -> Option<Self> {
+        let Msg::AttachPlayer {
+            session,
+            key,
+            generation,
+            rid,
+            is_dm,
+            state,
+            arrival,
+        } = msg
+        else {
+            return None;
+        };
+        Some(Self {
+            session,
+            key,
+            generation,
+            rid,
+            is_dm,
+            state: *state,
+            arrival,
+        })
+    }
+}
+
 /// A copy the directory no longer lists (stopped or given up).
 #[derive(Debug)]
 pub struct Removed<H> {
@@ -522,17 +568,17 @@ impl<C: Clone, H> NodeCore<C, H> {
 
     /// `AttachPlayer`: a player enters the game in a hosted instance (at the generation
     /// the gateway placed it).
-    #[allow(clippy::too_many_arguments)]
-    pub fn attach(
-        &mut self,
-        session: SessionId,
-        key: &InstanceKey,
-        generation: Generation,
-        rid: u16,
-        is_dm: bool,
-        state: ActorState,
-        arrival: Arrival,
-    ) -> Result<Vec<NodeEffect<C>>, RegistryError> {
+    pub fn attach(&mut self, a: Attach) -> Result<Vec<NodeEffect<C>>, RegistryError> {
+        let Attach {
+            session,
+            key,
+            generation,
+            rid,
+            is_dm,
+            state,
+            arrival,
+        } = a;
+        let key = &key;
         if self.draining {
             return Err(RegistryError::Draining);
         }

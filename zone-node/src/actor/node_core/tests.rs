@@ -33,15 +33,15 @@ fn sent(fx: &[NodeEffect<&'static str>]) -> Vec<String> {
 }
 
 fn attach(core: &mut Core, session: u64, k: &InstanceKey, generation: Generation) -> bool {
-    core.attach(
+    core.attach(Attach {
         session,
-        k,
+        key: k.clone(),
         generation,
-        1,
-        false,
-        ActorStateDto::default(),
-        ArrivalDto::Saved,
-    )
+        rid: 1,
+        is_dm: false,
+        state: ActorStateDto::default(),
+        arrival: ArrivalDto::Saved,
+    })
     .is_ok()
 }
 
