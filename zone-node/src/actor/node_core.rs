@@ -569,42 +569,32 @@ impl<C: Clone, H> NodeCore<C, H> {
     /// `AttachPlayer`: a player enters the game in a hosted instance (at the generation
     /// the gateway placed it).
     pub fn attach(&mut self, a: Attach) -> Result<Vec<NodeEffect<C>>, RegistryError> {
-        let Attach {
-            session,
-            key,
-            generation,
-            rid,
-            is_dm,
-            state,
-            arrival,
-        } = a;
-        let key = &key;
         if self.draining {
             return Err(RegistryError::Draining);
         }
         let h = self
             .instances
-            .get(key)
-            .ok_or_else(|| RegistryError::UnknownInstance(key.clone()))?;
-        if generation != h.generation {
+            .get(&a.key)
+            .ok_or_else(|| RegistryError::UnknownInstance(a.key.clone()))?;
+        if a.generation != h.generation {
             return Err(RegistryError::StaleGeneration {
-                key: key.clone(),
+                key: a.key,
                 have: h.generation,
-                got: generation,
+                got: a.generation,
             });
         }
-        if self.sessions.contains_key(&session) {
-            return Err(RegistryError::DuplicateSession(session));
+        if self.sessions.contains_key(&a.session) {
+            return Err(RegistryError::DuplicateSession(a.session));
         }
-        self.sessions.insert(session, key.clone());
+        self.sessions.insert(a.session, a.key.clone());
         Ok(vec![NodeEffect::Push(
-            key.clone(),
+            a.key,
             ZoneInput::PlayerJoined {
-                player: PlayerKey(session),
-                rid,
-                is_dm,
-                state: Box::new(state),
-                arrival,
+                player: PlayerKey(a.session),
+                rid: a.rid,
+                is_dm: a.is_dm,
+                state: Box::new(a.state),
+                arrival: a.arrival,
             },
         )])
     }
