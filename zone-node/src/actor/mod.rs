@@ -905,20 +905,15 @@ impl Registry {
             .lock_core()
             .assign(key.clone(), generation, ground, make);
         drop(globals);
-        match assigned {
-            Ok(effects) => {
-                if self.instance(&key).is_some_and(|_| effects.is_empty()) {
-                    let have = self.generation_of(&key);
-                    if have != generation {
-                        tracing::info!(node = %self.cfg.node_id, instance = %key, generation,
-                            running = have, "assigned while stopping: starts once stopped");
-                    }
-                }
-                self.apply(effects);
-                Ok(())
-            }
-            Err(e) => Err(e),
+        let effects = assigned?;
+        // Nothing to do and another generation kept: the copy is stopping.
+        let have = self.generation_of(&key);
+        if effects.is_empty() && have != generation {
+            tracing::info!(node = %self.cfg.node_id, instance = %key, generation,
+                running = have, "assigned while stopping: starts once stopped");
         }
+        self.apply(effects);
+        Ok(())
     }
 
     /// The stored ground items this world knows; the others are skipped with a warning
