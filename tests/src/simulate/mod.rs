@@ -205,6 +205,9 @@ struct Node {
     up: bool,
     /// Paused: neither ticks, nor reads, nor sends.
     paused: bool,
+    /// What reached it while paused, by link serial, in the link's order: read first when
+    /// it resumes (a stream keeps its order across a pause).
+    held: VecDeque<(u64, Box<Msg>, Tags)>,
     /// The link's serial while connected.
     link: Option<u64>,
     /// The node's decisions (`zone_node::actor::node_core`).
@@ -337,6 +340,7 @@ impl Sim {
                 id: format!("node-{i}"),
                 up: true,
                 paused: false,
+                held: VecDeque::new(),
                 link: None,
                 core: node::new_core(),
                 unacked: Retention::new(),
@@ -811,6 +815,7 @@ impl Sim {
         let n = &mut self.nodes[i];
         n.up = false;
         n.paused = false;
+        n.held.clear();
         n.core = node::new_core();
         n.unacked.clear();
         n.copies.clear();
@@ -902,21 +907,10 @@ impl Sim {
                     return Ok(());
                 }
                 if n.paused {
-                    // Read when it resumes: put it back after the pause, and keep the link's
-                    // order (what is sent meanwhile comes after it).
-                    let at = self.now + 50;
-                    let tail = self.tails.entry((node, serial, Dir::ToNode)).or_insert(0);
-                    *tail = (*tail).max(at);
-                    self.at(
-                        at,
-                        Delivery::Msg {
-                            node,
-                            serial,
-                            dir: Dir::ToNode,
-                            msg,
-                            tag,
-                        },
-                    );
+                    // Read when it resumes, before anything that arrives after it (found
+                    // by the simulator, seed 750,652: a message put back by a fixed delay
+                    // was overtaken by a later one on the same link).
+                    self.nodes[node].held.push_back((serial, msg, tag));
                     return Ok(());
                 }
                 let id = n.id.clone();
@@ -959,6 +953,16 @@ impl Sim {
                     self.nodes[node].next_tick = self.now;
                     self.nodes[node].next_heartbeat = self.now;
                     self.nodes[node].stable_since = self.now;
+                    let held = std::mem::take(&mut self.nodes[node].held);
+                    for (serial, msg, tag) in held {
+                        let n = &self.nodes[node];
+                        if !n.up || n.link != Some(serial) {
+                            continue;
+                        }
+                        let id = n.id.clone();
+                        self.log(|| format!("gw -> {id}: {} (read on resuming)", describe(&msg)));
+                        self.node_msg(node, *msg, &tag);
+                    }
                 }
             }
             Delivery::Restart { node } => {
