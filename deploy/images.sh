@@ -2,7 +2,7 @@
 # Build the cluster's Docker images on this machine, whether or not it can pull.
 #
 #   deploy/images.sh [--profile release|debug] [--base auto|local|registry] [--no-cargo]
-#                    [--no-viewer] [--no-prometheus] [--no-env-file]
+#                    [--no-viewer] [--no-prometheus] [--no-env-file] [--no-server]
 #
 # With a registry (`--base registry`, or `auto` when the base images can be pulled) this is
 # just `docker build` of the root Dockerfile, which compiles the workspace inside Docker.
@@ -28,6 +28,10 @@
 #      Grafana has no Debian package: users who can pull get it (`--profile dashboards`).
 # deploy/.prebuilt/ and the temporary root filesystem are removed on exit.
 #
+# `--no-server` skips steps 2 and 3 (it needs no binaries): .ci/run starts it in the
+# background while the workspace compiles, so the smoke after the tests finds the base and
+# the trace backend already built.
+#
 # Runs as root (debootstrap, apt-get). Installs debootstrap and protobuf-compiler with
 # apt-get when they are missing. Environment: RC_IMAGE (realm-crafter/server:latest),
 # RC_TRACE_IMAGE (realm-crafter/trace-viewer:local), RC_PROMETHEUS_IMAGE
@@ -43,6 +47,7 @@ PROFILE=release
 BASE=auto
 CARGO=1
 VIEWER=1
+SERVER=1
 PROMETHEUS=1
 ENV_FILE=1
 IMAGE=${RC_IMAGE:-realm-crafter/server:latest}
@@ -54,7 +59,7 @@ RUST_IMAGE=${RUST_IMAGE:-rust:1.95-slim-bookworm}
 RUNTIME_IMAGE=${RUNTIME_IMAGE:-debian:bookworm-slim}
 BINARIES=(gateway zone-node swarm rcscript)
 
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "images.sh: $*" >&2; exit 1; }
 say() { echo "== images.sh: $*"; }
 
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
         --base=*) BASE=${1#*=}; shift ;;
         --no-cargo) CARGO=0; shift ;;
         --no-viewer) VIEWER=0; shift ;;
+        --no-server) SERVER=0; shift ;;
         --no-prometheus) PROMETHEUS=0; shift ;;
         --no-env-file) ENV_FILE=0; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -127,6 +133,10 @@ if [ "$BASE" = auto ]; then
     done
 fi
 
+if [ "$BASE" = registry ] && [ "$SERVER" = 0 ]; then
+    say "the base images can be pulled: nothing to prepare"
+    exit 0
+fi
 if [ "$BASE" = registry ]; then
     say "docker build (cargo inside Docker) -> $IMAGE"
     docker build --build-arg "RUST_IMAGE=$RUST_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
@@ -156,25 +166,27 @@ else
     say "base $LOCAL_BASE: $(docker image inspect -f '{{.Size}}' "$LOCAL_BASE" | awk '{printf "%d MB", $1/1e6}')"
 fi
 
-# 2. The binaries, from the host.
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-if [ "$CARGO" = 1 ]; then
-    say "cargo build --locked (${PROFILE}) of ${BINARIES[*]}"
-    cargo build --locked "${CARGO_PROFILE_FLAG[@]}" -p gateway -p zone-node -p client \
-        --bin gateway --bin zone-node --bin swarm --bin rcscript
-fi
-mkdir -p "$ROOT/deploy/.prebuilt"
-for b in "${BINARIES[@]}"; do
-    [ -x "$TARGET_DIR/$PROFILE/$b" ] || die "missing $TARGET_DIR/$PROFILE/$b (build it, or drop --no-cargo)"
-    cp "$TARGET_DIR/$PROFILE/$b" "$ROOT/deploy/.prebuilt/$b"
-    strip --strip-debug "$ROOT/deploy/.prebuilt/$b" 2>/dev/null || true
-done
+if [ "$SERVER" = 1 ]; then
+    # 2. The binaries, from the host.
+    TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+    if [ "$CARGO" = 1 ]; then
+        say "cargo build --locked (${PROFILE}) of ${BINARIES[*]}"
+        cargo build --locked "${CARGO_PROFILE_FLAG[@]}" -p gateway -p zone-node -p client \
+            --bin gateway --bin zone-node --bin swarm --bin rcscript
+    fi
+    mkdir -p "$ROOT/deploy/.prebuilt"
+    for b in "${BINARIES[@]}"; do
+        [ -x "$TARGET_DIR/$PROFILE/$b" ] || die "missing $TARGET_DIR/$PROFILE/$b (build it, or drop --no-cargo)"
+        cp "$TARGET_DIR/$PROFILE/$b" "$ROOT/deploy/.prebuilt/$b"
+        strip --strip-debug "$ROOT/deploy/.prebuilt/$b" 2>/dev/null || true
+    done
 
-# 3. The project's image.
-say "docker build (binaries from deploy/.prebuilt, base $LOCAL_BASE) -> $IMAGE"
-docker build -q --build-arg "RUST_IMAGE=$LOCAL_BASE" --build-arg "RUNTIME_IMAGE=$LOCAL_BASE" \
-    -t "$IMAGE" "$ROOT" >/dev/null
-rm -rf "$ROOT/deploy/.prebuilt"
+    # 3. The project's image.
+    say "docker build (binaries from deploy/.prebuilt, base $LOCAL_BASE) -> $IMAGE"
+    docker build -q --build-arg "RUST_IMAGE=$LOCAL_BASE" --build-arg "RUNTIME_IMAGE=$LOCAL_BASE" \
+        -t "$IMAGE" "$ROOT" >/dev/null
+    rm -rf "$ROOT/deploy/.prebuilt"
+fi
 
 # 4. The trace backend.
 if [ "$VIEWER" = 1 ]; then
@@ -218,4 +230,4 @@ fi
 # The build stage and the images these tags replaced stay behind untagged: remove those
 # (only this project's, by label).
 docker image prune -f --filter label=org.realm-crafter.image >/dev/null || true
-say "done: $IMAGE$([ "$VIEWER" = 1 ] && echo ", $TRACE_IMAGE_TAG")$([ "$PROMETHEUS" = 1 ] && echo ", $PROMETHEUS_IMAGE_TAG")"
+say "done: $([ "$SERVER" = 1 ] && echo "$IMAGE")$([ "$VIEWER" = 1 ] && echo ", $TRACE_IMAGE_TAG")$([ "$PROMETHEUS" = 1 ] && echo ", $PROMETHEUS_IMAGE_TAG")"

@@ -597,7 +597,9 @@ pub async fn walk_through(
     mut observe: impl FnMut(&client::Event),
 ) -> (f32, f32, f32) {
     let steps = 30;
-    for i in 0..=steps + 10 {
+    // Then up to 10 s standing in the portal: a handoff through a lossy link on a busy
+    // machine can take seconds (it once took more than the 1 s this used to allow).
+    for i in 0..=steps + 100 {
         let k = (i.min(steps) as f32) / steps as f32;
         let p = (
             from.0 + (to.0 - from.0) * k,

@@ -216,8 +216,17 @@ async fn play_through_a_portal_and_come_back_with_state_kept() {
         (g.area.x, g.area.z)
     );
     c.close(CloseCode::Normal).await;
+    // Each logout's save reaches the gateway after the client closed: wait for the three.
     let m = &gw.shared().metrics;
-    assert!(Metrics::get(&m.snapshots_saved) >= 3);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while Metrics::get(&m.snapshots_saved) < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} snapshots saved, not 3",
+            Metrics::get(&m.snapshots_saved)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     gw.shutdown().await;
     let _ = std::fs::remove_dir_all(&data);
 }
