@@ -134,7 +134,7 @@ if [ "$BASE" = auto ]; then
 fi
 
 if [ "$BASE" = registry ] && [ "$SERVER" = 0 ]; then
-    say "the base images can be pulled: nothing to prepare"
+    say "done: the base images can be pulled, nothing to prepare"
     exit 0
 fi
 if [ "$BASE" = registry ]; then
@@ -230,4 +230,8 @@ fi
 # The build stage and the images these tags replaced stay behind untagged: remove those
 # (only this project's, by label).
 docker image prune -f --filter label=org.realm-crafter.image >/dev/null || true
-say "done: $([ "$SERVER" = 1 ] && echo "$IMAGE")$([ "$VIEWER" = 1 ] && echo ", $TRACE_IMAGE_TAG")$([ "$PROMETHEUS" = 1 ] && echo ", $PROMETHEUS_IMAGE_TAG")"
+BUILT=()
+[ "$SERVER" = 1 ] && BUILT+=("$IMAGE")
+[ "$VIEWER" = 1 ] && BUILT+=("$TRACE_IMAGE_TAG")
+[ "$PROMETHEUS" = 1 ] && BUILT+=("$PROMETHEUS_IMAGE_TAG")
+say "done: $(IFS=,; echo "${BUILT[*]}" | sed 's/,/, /g')"

@@ -11,6 +11,7 @@ use std::time::Duration;
 use client::CloseCode;
 use cluster_tests::multiprocess::{NODE_TIMEOUT_MS, ProcessCluster, http_get, placement_in};
 use cluster_tests::{WAIT, area_of, connect, echo, login_again, new_player, next_change_area};
+use gateway::admin::ClusterView;
 use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,16 +245,20 @@ async fn a_gateway_restart_rebuilds_the_directory_and_keeps_every_player_once() 
         (g.area.x, g.area.z)
     );
     let (_b2, _) = login_again(c.client_addr, "beta").await;
+    // The nodes' counts and their instances' counts come in separate reports: wait for
+    // both to say two (a player held twice would keep either above two until the wait
+    // fails, and it says so).
+    let in_instances = |v: &ClusterView| -> u64 {
+        v.nodes
+            .iter()
+            .flat_map(|n| &n.instances)
+            .map(|i| i.players)
+            .sum()
+    };
     let v = c
-        .wait_for("both players in the world", WAIT, |v| {
-            v.nodes.iter().map(|n| n.players).sum::<u64>() == 2
+        .wait_for("both players in the world, each exactly once", WAIT, |v| {
+            v.nodes.iter().map(|n| n.players).sum::<u64>() == 2 && in_instances(v) == 2
         })
         .await;
-    let players: u64 = v
-        .nodes
-        .iter()
-        .flat_map(|n| &n.instances)
-        .map(|i| i.players)
-        .sum();
-    assert_eq!(players, 2, "each player exactly once: {v:?}");
+    assert_eq!(in_instances(&v), 2, "each player exactly once: {v:?}");
 }
