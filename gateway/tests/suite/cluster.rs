@@ -231,6 +231,30 @@ async fn play_through_a_portal_and_come_back_with_state_kept() {
     let _ = std::fs::remove_dir_all(&data);
 }
 
+/// The checkpoints stored, from the admin endpoint's `/metrics`: single snapshots and
+/// the periodic groups (0 when it cannot be read).
+fn saved_snapshots(admin: SocketAddr) -> u64 {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = std::net::TcpStream::connect(admin) else {
+        return 0;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"GET /metrics HTTP/1.0\r\nHost: test\r\n\r\n")
+        .is_err()
+    {
+        return 0;
+    }
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    let metric = |name: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as u64)
+    };
+    metric("rc_gateway_snapshots_saved_total") + metric("rc_gateway_snapshot_groups_saved_total")
+}
+
 fn close_code(r: &CloseReason) -> Option<CloseCode> {
     match r {
         CloseReason::Server { code, .. } => Some(*code),
@@ -464,9 +488,17 @@ async fn sigkill_loses_at_most_one_checkpoint_interval() {
             .expect("the ready line names the address")
             .parse()
             .unwrap();
-        (child, addr)
+        let admin: SocketAddr = line
+            .split("admin on http://")
+            .nth(1)
+            .and_then(|s| s.split([',', ' ', '\n']).next())
+            .expect("the ready line names the admin address")
+            .trim()
+            .parse()
+            .unwrap();
+        (child, addr, admin)
     };
-    let (mut child, addr) = spawn();
+    let (mut child, addr, admin) = spawn();
     // The embedded node registers right after start.
     let (mut c, g) = {
         let mut tries = 0;
@@ -483,12 +515,23 @@ async fn sigkill_loses_at_most_one_checkpoint_interval() {
     };
     let to = (g.area.x + 20.0, g.area.y, g.area.z - 20.0);
     walk(&mut c, (g.area.x, g.area.y, g.area.z), to).await;
-    // More than one checkpoint interval (300 ms) passes, then the process dies hard.
+    // More than one checkpoint interval (300 ms) passes, then the process dies hard: at
+    // least 1.5 s and three checkpoints stored after the walk (a busy machine can run
+    // the zone late; a fixed 1.5 s once lost the walk's last steps).
+    let stored = saved_snapshots(admin);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while saved_snapshots(admin) < stored + 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no checkpoints stored"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     drop(c);
-    let (mut child, addr) = spawn();
+    let (mut child, addr, _) = spawn();
     let (c, g) = login_again(addr, "dave").await;
     assert!(
         (g.area.x - to.0).abs() < 1.0 && (g.area.z - to.2).abs() < 1.0,
