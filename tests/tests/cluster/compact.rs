@@ -13,28 +13,30 @@ use gateway::hub::Metrics;
 use shared::proto::{ServerPacket, StandardUpdateS2C};
 use tokio::time::Instant;
 
-/// The newest update of `rid` received within `within` (after at least one arrived).
+/// The newest update of `rid`: the first one is waited for up to `within`, then the
+/// updates of one more second are read and the last is kept. (Reading until `within`
+/// ended instead cost 20 s a call: a standing actor's updates keep coming.)
 async fn latest_of(c: &mut Connection, rid: u16, within: Duration) -> StandardUpdateS2C {
-    let deadline = Instant::now() + within;
-    let mut last = None;
-    while Instant::now() < deadline {
-        match c
-            .recv_until(
-                |i| matches!(&i.packet, ServerPacket::StandardUpdate(u) if u.runtime_id == rid),
-                Duration::from_millis(400),
-            )
-            .await
-        {
-            Ok(i) => {
-                if let ServerPacket::StandardUpdate(u) = i.packet {
-                    last = Some(u);
-                }
-            }
-            Err(_) if last.is_some() => break,
-            Err(_) => {}
+    let is_update = |i: &client::Incoming| matches!(&i.packet, ServerPacket::StandardUpdate(u) if u.runtime_id == rid);
+    let first = c.recv_until(is_update, within).await;
+    let Ok(client::Incoming {
+        packet: ServerPacket::StandardUpdate(mut last),
+        ..
+    }) = first
+    else {
+        panic!("no update of actor {rid} within {within:?}");
+    };
+    let settle = Instant::now() + Duration::from_secs(1);
+    while let Some(left) = settle.checked_duration_since(Instant::now()) {
+        match c.recv_until(is_update, left).await {
+            Ok(client::Incoming {
+                packet: ServerPacket::StandardUpdate(u),
+                ..
+            }) => last = u,
+            _ => break,
         }
     }
-    last.expect("an update of the actor")
+    last
 }
 
 /// Whether `v` is a whole number of 1/8 units (what the compact profile carries).
