@@ -231,6 +231,17 @@ async fn play_through_a_portal_and_come_back_with_state_kept() {
     let _ = std::fs::remove_dir_all(&data);
 }
 
+/// A child process killed when dropped, also when the test panics (a failed run left its
+/// gateway running).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The checkpoints stored, from the admin endpoint's `/metrics`: single snapshots and
 /// the periodic groups (0 when it cannot be read).
 fn saved_snapshots(admin: SocketAddr) -> u64 {
@@ -496,7 +507,7 @@ async fn sigkill_loses_at_most_one_checkpoint_interval() {
             .trim()
             .parse()
             .unwrap();
-        (child, addr, admin)
+        (KillOnDrop(child), addr, admin)
     };
     let (mut child, addr, admin) = spawn();
     // The embedded node registers right after start.
@@ -528,8 +539,8 @@ async fn sigkill_loses_at_most_one_checkpoint_interval() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     drop(c);
     let (mut child, addr, _) = spawn();
     let (c, g) = login_again(addr, "dave").await;
@@ -539,8 +550,8 @@ async fn sigkill_loses_at_most_one_checkpoint_interval() {
         (g.area.x, g.area.z)
     );
     c.close(CloseCode::Normal).await;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     let _ = std::fs::remove_dir_all(&data);
 }
 
