@@ -71,21 +71,38 @@ log() { echo "[smoke $(($(date +%s) - START))s] $*"; }
 pass() { RESULTS+=("PASS  $1"); log "PASS  $1${2:+: $2}"; }
 fail() { RESULTS+=("FAIL  $1"); FAILED=1; log "FAIL  $1${2:+: $2}"; }
 
-# Free loopback ports for the host side (the containers use the defaults inside).
-free_port() {
-    python3 -c 'import socket,sys
-t=getattr(socket,sys.argv[1])
-s=socket.socket(socket.AF_INET,t); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
+# Free loopback ports for the host side (the containers use the defaults inside). They are
+# drawn below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range,
+# 32768 and up): CI runs the tests beside the smoke, and a test's socket bound to port 0
+# could otherwise take a port between its pick here and `docker-compose up` (a CI run
+# failed "up" so).
+# free_ports TYPE...: one free port per TYPE (SOCK_STREAM or SOCK_DGRAM), all distinct.
+free_ports() {
+    python3 -c 'import random,socket,sys
+taken=set()
+for kind in sys.argv[1:]:
+    for _ in range(500):
+        p=random.randrange(20000,32000)
+        if p in taken:
+            continue
+        s=socket.socket(socket.AF_INET,getattr(socket,kind))
+        try:
+            s.bind(("127.0.0.1",p))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        taken.add(p); print(p); break
+    else:
+        sys.exit("no free port in 20000-31999")' "$@"
 }
 export RC_CLIENT_PORT RC_ENET_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT
 export RC_UPDATE_DIR RC_UPDATE_BIND=127.0.0.1 RC_UPDATE_PORT
-RC_UPDATE_PORT=$(free_port SOCK_STREAM)
 RC_UPDATE_DIR=$WORK/updates
-RC_CLIENT_PORT=$(free_port SOCK_DGRAM)
-RC_ENET_PORT=$(free_port SOCK_DGRAM)
-RC_ADMIN_PORT=$(free_port SOCK_STREAM)
-RC_TRACES_PORT=$(free_port SOCK_STREAM)
-RC_PROMETHEUS_PORT=$(free_port SOCK_STREAM)
+PORTS=$(free_ports SOCK_STREAM SOCK_DGRAM SOCK_DGRAM SOCK_STREAM SOCK_STREAM SOCK_STREAM) \
+    || { echo "smoke: no free loopback ports" >&2; exit 1; }
+read -r RC_UPDATE_PORT RC_CLIENT_PORT RC_ENET_PORT RC_ADMIN_PORT RC_TRACES_PORT RC_PROMETHEUS_PORT \
+    <<<"$(echo $PORTS)"
 RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
 export RC_CLUSTER_SECRET
 export RC_PASSWORD_HASH=fast
