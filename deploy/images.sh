@@ -193,17 +193,25 @@ if [ "$VIEWER" = 1 ]; then
     # The same sources (and base) make the same image: a hash of them names it, so a
     # machine that built it once does not compile its 146 crates again.
     TV=$ROOT/deploy/trace-viewer
+    # `--profile debug` (CI's smoke) builds it unoptimised: its 146 crates then compile in
+    # a fraction of the release build's CPU, which CI's tests need more.
     SRC_HASH=$( (cd "$TV" && find Cargo.toml Cargo.lock Dockerfile src -type f | LC_ALL=C sort \
-        | xargs sha256sum; docker image inspect -f '{{.Id}}' "$LOCAL_BASE") | sha256sum | cut -c1-16)
+        | xargs sha256sum; docker image inspect -f '{{.Id}}' "$LOCAL_BASE"; echo "$PROFILE") \
+        | sha256sum | cut -c1-16)
     TRACE_BY_SOURCE="${TRACE_IMAGE_TAG%:*}:src-$SRC_HASH"
     if have_image "$TRACE_BY_SOURCE"; then
         say "trace backend $TRACE_BY_SOURCE exists (same sources): not rebuilt"
     else
         apt_install protoc protobuf-compiler
-        say "cargo build --release of deploy/trace-viewer"
-        cargo build --locked --release --manifest-path "$TV/Cargo.toml" --target-dir "$TV/target"
+        say "cargo build ($PROFILE) of deploy/trace-viewer"
+        if [ "$PROFILE" = release ]; then
+            cargo build --locked --release --manifest-path "$TV/Cargo.toml" --target-dir "$TV/target"
+        else
+            CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 \
+                cargo build --locked --manifest-path "$TV/Cargo.toml" --target-dir "$TV/target"
+        fi
         mkdir -p "$WORK/viewer"
-        cp "$TV/target/release/trace-viewer" "$WORK/viewer/"
+        cp "$TV/target/$PROFILE/trace-viewer" "$WORK/viewer/"
         say "docker build -> $TRACE_BY_SOURCE"
         docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -f "$TV/Dockerfile" \
             -t "$TRACE_BY_SOURCE" "$WORK/viewer" >/dev/null

@@ -1,8 +1,9 @@
 //! The operator rules of RSL (`rsl-language.md` §7), shared by the compiler (typing and
 //! constant folding) and the VM (execution), so both agree exactly.
 //!
-//! * `+` on a String concatenates (the other side converted); other arithmetic on a
-//!   String is a compile error.
+//! * `+` on a String concatenates (the other side converted); the other arithmetic
+//!   operators (and unary `-`) take the number a String holds (`atoi`, or `atof` beside a
+//!   Float and for `^`): `Parameter(5) * 5` is numeric.
 //! * Otherwise Float if either side is Float, or the operator is `^`; else Int.
 //! * Int arithmetic wraps; Int `/` truncates toward zero and `Mod` takes the dividend's
 //!   sign (C); by zero is a runtime error. Float `Mod` is `fmod`; Float `/ 0` is IEEE.
@@ -25,10 +26,10 @@ pub fn operand_ty(op: BinOp, l: Ty, r: Ty) -> Result<Ty, String> {
     let either = |t: Ty| l == t || r == t;
     match op {
         Add if either(Ty::Str) => Ok(Ty::Str),
-        Sub | Mul | Div | Mod | Pow if either(Ty::Str) => Err(format!(
-            "operator {} cannot be used on strings",
-            op_name(op)
-        )),
+        // `L = Parameter(5)` then `L * 5`: a String operand of the other arithmetic
+        // operators is the number it holds (C `atoi`, or `atof` beside a Float and for
+        // `^`), so such scripts compile and compute as they do in Realm Crafter
+        // (docs/scripting.md, "String operands of arithmetic").
         Pow => Ok(Ty::Float),
         Add | Sub | Mul | Div | Mod => Ok(if either(Ty::Float) {
             Ty::Float

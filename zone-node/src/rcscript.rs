@@ -654,7 +654,9 @@ impl Zone {
 
     /// What the scripts still running for the player wait for, in one phrase.
     fn waits(&self, main: Option<InstanceId>) -> String {
-        let s = &self.sim.state().scripts;
+        let st = self.sim.state();
+        let set = script_table::set(st);
+        let s = &st.scripts;
         let h = self.handle;
         let mut ids: Vec<InstanceId> = main
             .into_iter()
@@ -670,9 +672,19 @@ impl Zone {
             .filter_map(|id| s.instances.get(id))
             .map(|i| {
                 let who = format!("{}.{}", i.cx.script, i.cx.func);
+                // Where it waits when that is a function it called (the world's own
+                // `RC_Core.rsl`'s `DOEVENTS`, say).
+                let inner =
+                    i.vm.function(&set)
+                        .filter(|f| !f.eq_ignore_ascii_case(&i.cx.func))
+                        .map(|f| {
+                            let (file, line) = i.vm.location(&set);
+                            format!(" in {f} ({file}:{line})")
+                        })
+                        .unwrap_or_default();
                 match &i.wait {
-                    Wait::Ready => format!("{who} is still running"),
-                    w => format!("{who} still waits for {}", w.name()),
+                    Wait::Ready => format!("{who} is still running{inner}"),
+                    w => format!("{who} still waits for {}{inner}", w.name()),
                 }
             })
             .collect();

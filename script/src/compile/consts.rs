@@ -47,13 +47,14 @@ pub fn const_eval(e: &Expr, consts: &HashMap<String, Value>) -> Option<Result<Va
                 (UnOp::Pos, v) => v,
                 (UnOp::Neg, Value::Int(i)) => Value::Int(i.wrapping_neg()),
                 (UnOp::Neg, Value::Float(f)) => Value::Float(-f),
-                (UnOp::Neg, Value::Str(_)) => {
-                    return Some(Err("unary - cannot be used on a string".into()));
-                }
+                (UnOp::Neg, Value::Str(s)) => Value::Int(Value::Str(s).to_int().wrapping_neg()),
                 (UnOp::Not, v) => Value::Int(i32::from(v.to_int() == 0)),
             }
         }
         ExprKind::Binary { op, lhs, rhs } => {
+            if let Some(m) = string_literal_misuse(*op, lhs, rhs) {
+                return Some(Err(m));
+            }
             let l = match const_eval(lhs, consts)? {
                 Ok(v) => v,
                 Err(m) => return Some(Err(m)),
@@ -69,6 +70,16 @@ pub fn const_eval(e: &Expr, consts: &HashMap<String, Value>) -> Option<Result<Va
         }
         _ => return None,
     }))
+}
+
+/// `"a" - 1`: BriskVM refuses `-` on a String ("This operator cannot be applied to
+/// strings"). A String *variable* or call result is taken as the number it holds (a
+/// Realm Crafter script's `L = Parameter(1)` is an Int there), but a string literal beside
+/// `-` is a mistake and stays an error.
+pub(crate) fn string_literal_misuse(op: BinOp, l: &Expr, r: &Expr) -> Option<String> {
+    let literal = |e: &Expr| matches!(e.kind, ExprKind::Str(_));
+    (op == BinOp::Sub && (literal(l) || literal(r)))
+        .then(|| "operator - cannot be used on strings".to_owned())
 }
 
 /// `l op r` on constant values.

@@ -62,6 +62,8 @@ struct Cx<'a> {
     lines: Vec<u32>,
     line: u32,
     locals: HashMap<String, (Reg, Ty)>,
+    /// The type tag each name carries somewhere in the function (the first one met).
+    tagged: HashMap<String, Ty>,
     local_types: Vec<Ty>,
     next_temp: u16,
     max_temp: u16,
@@ -92,6 +94,7 @@ pub(crate) fn compile_function(
         lines: Vec::new(),
         line: decl.span.line,
         locals: HashMap::new(),
+        tagged: tagged_names(body),
         local_types: Vec::new(),
         next_temp: 0,
         max_temp: 0,
@@ -517,6 +520,14 @@ impl Cx<'_> {
                 }
             }
             ExprKind::Unary { op: UnOp::Not, .. } => Ty::Int,
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                expr,
+            } => match self.type_of(expr) {
+                // `-A$` negates the number the string holds.
+                Ty::Str => Ty::Int,
+                t => t,
+            },
             ExprKind::Unary { expr, .. } => self.type_of(expr),
             ExprKind::Binary { op, lhs, rhs } => {
                 ops::result_ty(*op, self.type_of(lhs), self.type_of(rhs)).unwrap_or(Ty::Int)
@@ -637,7 +648,8 @@ impl Cx<'_> {
                             let s = self.operand(expr, Ty::Float)?;
                             self.emit(Op::NegF { d: t, s });
                         }
-                        Ty::Str => return self.err(e.span, "unary - cannot be used on a string"),
+                        // `type_of` makes `-String` an Int.
+                        Ty::Str => return self.err(e.span, "internal: unary - of a string"),
                     },
                     UnOp::Not => {
                         let s = self.operand(expr, Ty::Int)?;
@@ -677,6 +689,9 @@ impl Cx<'_> {
     }
 
     fn binary(&mut self, op: BinOp, l: &Expr, r: &Expr, d: Reg, span: Span) -> R<()> {
+        if let Some(m) = super::consts::string_literal_misuse(op, l, r) {
+            return self.err(span, m);
+        }
         let (lt, rt) = (self.type_of(l), self.type_of(r));
         let t = match ops::operand_ty(op, lt, rt) {
             Ok(t) => t,
@@ -1180,10 +1195,15 @@ impl Cx<'_> {
                 }
                 None => {
                     // BriskVM's type inference: an untagged variable first met in an
-                    // assignment takes the type of the assigned expression.
+                    // assignment takes the type of the assigned expression, unless the
+                    // function writes it with a tag elsewhere (`Lvl = Parameter(1)` …
+                    // `Lvl% + 1`: it is that tag's type, as in Realm Crafter).
                     let ty = match tag_ty(&id.tag) {
                         Ok(Some(t)) => t,
-                        Ok(None) => self.type_of(value),
+                        Ok(None) => match self.tagged.get(&id.key()) {
+                            Some(&t) => t,
+                            None => self.type_of(value),
+                        },
                         Err(m) => return self.err(id.span, m),
                     };
                     let r = self.new_local(&id.key(), ty, id.span)?;
@@ -1457,5 +1477,116 @@ impl Cx<'_> {
         self.emit(Op::Loop { t: top });
         self.close_loop(&[exit_jump]);
         Ok(())
+    }
+}
+
+/// The names a function body writes with the Int tag `%` somewhere (variables, loop
+/// variables and `Local`s).
+fn tagged_names(body: &[Stmt]) -> HashMap<String, Ty> {
+    let mut out = HashMap::new();
+    // Only `%`: in BriskVM an untagged variable is an Int, so `Lvl = Parameter(1)` …
+    // `Lvl% + 1` compiles there; a `$` or `#` after an untagged first use is its "Variable
+    // type mismatch" there too, and stays one here.
+    let mut note = |id: &Ident| {
+        if let Ok(Some(Ty::Int)) = tag_ty(&id.tag) {
+            out.entry(id.key()).or_insert(Ty::Int);
+        }
+    };
+    for s in body {
+        walk_stmt(s, &mut note);
+    }
+    out
+}
+
+fn walk_stmt(s: &Stmt, f: &mut impl FnMut(&Ident)) {
+    match &s.kind {
+        StmtKind::Assign { target, value } => {
+            match target {
+                LValue::Var(id) => f(id),
+                LValue::Index { indices, .. } => indices.iter().for_each(|e| walk_expr(e, f)),
+                LValue::Field { base, .. } => walk_expr(base, f),
+            }
+            walk_expr(value, f);
+        }
+        StmtKind::Call { args, .. } => args.iter().for_each(|e| walk_expr(e, f)),
+        StmtKind::If {
+            cond,
+            then,
+            elifs,
+            els,
+        } => {
+            walk_expr(cond, f);
+            then.iter().for_each(|s| walk_stmt(s, f));
+            for (c, b) in elifs {
+                walk_expr(c, f);
+                b.iter().for_each(|s| walk_stmt(s, f));
+            }
+            els.iter().flatten().for_each(|s| walk_stmt(s, f));
+        }
+        StmtKind::Select {
+            subject,
+            cases,
+            default,
+        } => {
+            walk_expr(subject, f);
+            for c in cases {
+                c.values.iter().for_each(|e| walk_expr(e, f));
+                c.body.iter().for_each(|s| walk_stmt(s, f));
+            }
+            default.iter().flatten().for_each(|s| walk_stmt(s, f));
+        }
+        StmtKind::While { cond, body } => {
+            walk_expr(cond, f);
+            body.iter().for_each(|s| walk_stmt(s, f));
+        }
+        StmtKind::Repeat { body, until } => {
+            body.iter().for_each(|s| walk_stmt(s, f));
+            until.iter().for_each(|e| walk_expr(e, f));
+        }
+        StmtKind::For {
+            var,
+            from,
+            to,
+            step,
+            body,
+        } => {
+            f(var);
+            walk_expr(from, f);
+            walk_expr(to, f);
+            step.iter().for_each(|e| walk_expr(e, f));
+            body.iter().for_each(|s| walk_stmt(s, f));
+        }
+        StmtKind::ForEach { body, .. } => body.iter().for_each(|s| walk_stmt(s, f)),
+        StmtKind::Return(e) => e.iter().for_each(|e| walk_expr(e, f)),
+        StmtKind::Local(vars) => {
+            for v in vars {
+                f(&v.name);
+                v.init.iter().for_each(|e| walk_expr(e, f));
+            }
+        }
+        StmtKind::Exit
+        | StmtKind::End
+        | StmtKind::Global(_)
+        | StmtKind::Const(_)
+        | StmtKind::Dim(_)
+        | StmtKind::Unsupported { .. } => {}
+    }
+}
+
+fn walk_expr(e: &Expr, f: &mut impl FnMut(&Ident)) {
+    match &e.kind {
+        ExprKind::Var(id) => f(id),
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| walk_expr(a, f)),
+        ExprKind::Unary { expr, .. } => walk_expr(expr, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_expr(lhs, f);
+            walk_expr(rhs, f);
+        }
+        ExprKind::Field { base, .. } => walk_expr(base, f),
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Null
+        | ExprKind::Unsupported { .. } => {}
     }
 }

@@ -141,8 +141,8 @@ impl SetCx {
     }
 
     /// Resolve a function name as seen from module `m`: its own functions, those of the
-    /// modules it uses directly, the natives (RC_Core's only if it uses RC_Core, which is
-    /// always the built-in module: a world's own `RC_Core.rsl` is a script like any other).
+    /// modules it uses directly (the world's own `RC_Core.rsl` among them, when it has
+    /// one), then the natives (RC_Core's built-in functions only if it uses RC_Core).
     pub fn resolve_call(&self, m: ModuleId, key: &str) -> Result<Option<Callee<'_>>, String> {
         let Some(d) = self.decls(m) else {
             return Ok(None);
@@ -278,6 +278,19 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
         cx.modules.push(decls);
     }
 
+    // The world's own `RC_Core.rsl`, when it has one, is what `Using "RC_Core.rcm"` means,
+    // as Realm Crafter loads it: every script that uses RC_Core (all but RC_Core itself)
+    // sees its functions, which take the place of the built-in ones of the same name;
+    // built-in RC_Core functions it does not define stay available.
+    if by_key.contains_key(RC_CORE) {
+        for (d, key) in cx.modules.iter_mut().zip(&keys) {
+            if key != RC_CORE && d.uses_core && !d.uses.iter().any(|(k, _)| k == RC_CORE) {
+                d.uses.push((RC_CORE.to_owned(), Span::new(1, 1)));
+                d.uses_written.push("RC_Core.rcm".to_owned());
+            }
+        }
+    }
+
     // 3. Link: every Using resolves, no cycles; closures.
     let mut closures: Vec<Vec<ModuleId>> = Vec::with_capacity(parsed.len());
     for (mi, (f, _, _, _)) in parsed.iter().enumerate() {
@@ -345,7 +358,9 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                     ),
                 ));
             }
-            for (u, _) in &d.uses {
+            // A script's own function may share a name with one of the world's
+            // `RC_Core.rsl` (which every script uses without asking): its own is called.
+            for (u, _) in d.uses.iter().filter(|(u, _)| u != RC_CORE) {
                 if let Some(&um) = by_key.get(u)
                     && cx.decls(um).is_some_and(|x| x.funcs.contains_key(k))
                 {

@@ -302,6 +302,12 @@ impl Vm {
         self.frames.is_empty()
     }
 
+    /// The function the instance stands in (the innermost call), for logs.
+    pub fn function<'s>(&self, set: &'s ScriptSet) -> Option<&'s str> {
+        let f = self.frames.last()?;
+        set.func(f.func).map(|func| func.name.as_str())
+    }
+
     /// The file and line where the instance stands (for logs).
     pub fn location(&self, set: &ScriptSet) -> (String, u32) {
         let Some(f) = self.frames.last() else {

@@ -29,6 +29,7 @@ impl Host for TestHost {
             Native::DoEvents => Ok(Flow::Suspend),
             Native::MilliSecs => Ok(Flow::Return(Value::Int(self.millis))),
             Native::Actor => Ok(Flow::Return(Value::Int(7))),
+            Native::Parameter => Ok(Flow::Return(Value::Str(script::value::RStr::new(b"3")))),
             _ => Err(RuntimeError::Internal(format!("test host has no {n:?}"))),
         }
     }
@@ -135,6 +136,30 @@ End Function
 }
 
 #[test]
+fn a_string_holding_a_number_computes_as_in_realm_crafter() {
+    // A maintained RCCE2 game's loot and spell scripts: `L = Parameter(5)` then
+    // `45 + (L * 5)`. In BriskVM `L` is an Int; here it is a String (inference) whose
+    // number the arithmetic takes, or the tag the function gives it elsewhere.
+    let out = run(r#"
+Function Main()
+    L = Parameter(5)
+    Output(0, 45 + (L * 5))
+    Lvl = Parameter(1)
+    Output(0, Lvl% + 1)
+    M = Parameter(1)
+    Output(0, M - 1)
+    Output(0, -M)
+    Output(0, M / 2)
+    Output(0, M Mod 2)
+    Output(0, M ^ 2)
+    Output(0, M * 1.5)
+    Output(0, M + 1)
+End Function
+"#);
+    assert_eq!(out, ["60", "4", "2", "-3", "1", "1", "9", "4.5", "31"]);
+}
+
+#[test]
 fn loops_select_and_functions() {
     let out = run(r#"
 Dim Score$(3, 1)
@@ -232,6 +257,81 @@ fn modules_resolve_with_using_and_defaults() {
         Exit::Finished(_)
     ));
     assert_eq!(host.out, ["Hi Bob!", "Hi Al?"]);
+}
+
+/// Run `Main` of script `name` in `set` to its end (suspensions resume with 0).
+fn run_in(set: &ScriptSet, name: &str) -> Vec<String> {
+    let mut vm = Vm::new(set, set.entry(name, "Main").unwrap()).unwrap();
+    let mut host = TestHost::default();
+    loop {
+        let mut budget = 1_000_000;
+        match vm.run(set, &mut host, &mut budget) {
+            Exit::Finished(_) => return host.out,
+            Exit::Suspended => vm.resume(Value::Int(0)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_world_s_own_rc_core_is_what_using_rc_core_means() {
+    // RC Standard 1.26 ships its own RC_Core.rsl with its own WaitTime, and studios add
+    // helpers there. Its functions take the place of the built-in ones; the built-in
+    // ones it does not define (DoEvents here) stay.
+    let core = r#"!COMPILE
+Function WAITTIME(h, m)
+  Output(0, "own WaitTime " + h + ":" + m)
+End Function
+Function Shout$(t$)
+  Return Upper(t) + "!"
+End Function
+"#;
+    let quest = r#"Using "RC_Core.rcm"
+Function Main()
+  WaitTime(6, 30)
+  Output(0, Shout("rats"))
+  DoEvents(10)
+  Output(0, "done")
+End Function
+"#;
+    let implicit = "Function Main()\n  Output(0, Shout$(\"hi\"))\nEnd Function\n";
+    let own = r#"Function Shout$(t$)
+  Return "mine " + t
+End Function
+Function Main()
+  Output(0, Shout("x"))
+End Function
+"#;
+    let set = set_of(&[
+        ("RC_Core", core),
+        ("Quest", quest),
+        ("Implicit", implicit),
+        ("Own", own),
+    ]);
+    assert_eq!(
+        run_in(&set, "Quest"),
+        ["own WaitTime 6:30", "RATS!", "done"]
+    );
+    assert_eq!(run_in(&set, "Implicit"), ["HI!"]);
+    assert_eq!(run_in(&set, "Own"), ["mine x"]);
+    // Without an RC_Core.rsl, a helper of another world's RC_Core is unknown.
+    let c = compile(&[SourceFile::new("Implicit", implicit.as_bytes().to_vec())]);
+    assert!(
+        c.errors().any(|e| e.to_string().contains("Shout")),
+        "{:?}",
+        c.diagnostics
+    );
+    // A world's RC_Core that does not compile is reported in its own file.
+    let c = compile(&[
+        SourceFile::new("RC_Core", b"Function Broken(\nEnd Function\n".to_vec()),
+        SourceFile::new("Quest", quest.as_bytes().to_vec()),
+    ]);
+    assert!(
+        c.errors()
+            .any(|e| e.to_string().starts_with("RC_Core.rsl:")),
+        "{:?}",
+        c.diagnostics
+    );
 }
 
 #[test]
