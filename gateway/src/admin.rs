@@ -114,6 +114,18 @@ pub enum AdminCommand {
     /// Unlock: the update list is read again from its `Files.dat` (a list that does not
     /// load leaves the server locked), then logins and downloads are open.
     Unlock,
+    /// Reload the world's scripts from its folder on every node (Realm Crafter's
+    /// `RefreshScripts`): compiled and checked once; a set with errors is refused with its
+    /// diagnostics and nothing changes. Running scripts finish on their old code.
+    #[doc(alias = "RefreshScripts")]
+    ReloadScripts,
+    /// Import a Realm Crafter server's `Superglobals.dat` and `Script Files` (read by
+    /// `gateway admin import-script-data DIR`) into the running cluster's script store;
+    /// every zone node gets the super globals at once.
+    ImportScriptData {
+        /// What was read.
+        data: crate::script_import::ScriptData,
+    },
 }
 
 /// A boxed future of an admin command's outcome: `Ok(text)` answers 200 with the text,
@@ -245,7 +257,12 @@ pub fn router(source: Arc<dyn AdminSource>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/cluster", get(cluster))
-        .route("/admin", axum::routing::post(admin))
+        // An `import-script-data` body carries script files (JSON numbers, about four
+        // bytes a byte): up to 64 MB; a larger import uses the offline command.
+        .route(
+            "/admin",
+            axum::routing::post(admin).layer(axum::extract::DefaultBodyLimit::max(64 << 20)),
+        )
         .route("/lock", axum::routing::post(lock))
         .route("/unlock", axum::routing::post(unlock))
         .fallback(not_found)

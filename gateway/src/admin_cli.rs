@@ -90,6 +90,15 @@ enum AdminCmd {
     },
     /// Unlock: the update list is read again, then logins and downloads are open.
     Unlock,
+    /// Reload the world's scripts from its folder on every node (`RefreshScripts`); a set
+    /// that does not compile is refused with its errors and nothing changes.
+    ReloadScripts,
+    /// Import a Realm Crafter server's `Superglobals.dat` and `Script Files` folder (of
+    /// its `Data/Server Data` directory, read here) into the running cluster.
+    ImportScriptData {
+        /// Realm Crafter's `Data/Server Data` directory.
+        dir: PathBuf,
+    },
 }
 
 fn token(args: &AdminArgs) -> anyhow::Result<String> {
@@ -141,6 +150,10 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
         AdminCmd::Online => AdminCommand::Online,
         AdminCmd::Lock { reason } => AdminCommand::Lock { reason },
         AdminCmd::Unlock => AdminCommand::Unlock,
+        AdminCmd::ReloadScripts => AdminCommand::ReloadScripts,
+        AdminCmd::ImportScriptData { dir } => AdminCommand::ImportScriptData {
+            data: gateway::script_import::read_server_data(&dir)?,
+        },
     };
     let body = serde_json::to_vec(&cmd)?;
     let (status, answer) = post(args.admin_addr, &token, &body)

@@ -31,6 +31,7 @@ pub mod directory;
 pub mod hub;
 pub mod net;
 pub mod party;
+pub mod script_import;
 pub mod script_store;
 pub mod server;
 pub mod session;

@@ -111,6 +111,17 @@ enum Command {
         #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
     },
+    /// Imports a Realm Crafter server's script data (`Superglobals.dat` and the `Script
+    /// Files` folder of its `Data/Server Data` directory) into the database of a stopped
+    /// gateway; prints what was imported and skipped. (`admin import-script-data` does it
+    /// on a running one.)
+    ImportScriptData {
+        /// Realm Crafter's `Data/Server Data` directory.
+        dir: PathBuf,
+        /// Data directory holding the SQLite database.
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
+        data: PathBuf,
+    },
     /// Imports a Realm Crafter `Accounts.dat` into the gateway database.
     ImportAccounts {
         /// The `Accounts.dat` file.
@@ -342,6 +353,29 @@ fn import_accounts(file: &Path, data: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn import_script_data(dir: &Path, data: &Path) -> anyhow::Result<()> {
+    let read = gateway::script_import::read_server_data(dir)?;
+    let _lock = gateway::store::lock_dir(data)?;
+    let store = Store::open_dir(data)?;
+    let (mut scripts, warnings) = store.load_scripts()?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let writer = Writer::spawn(store)?;
+    let (ops, report) = gateway::script_import::apply(&mut scripts, read);
+    writer.submit(ops)?;
+    writer.flush()?;
+    if let Some(e) = writer.last_error() {
+        anyhow::bail!("writing the database failed: {e}");
+    }
+    writer.shutdown();
+    for why in &report.skipped {
+        eprintln!("skipped {why}");
+    }
+    println!("{report}");
+    Ok(())
+}
+
 fn serve(args: &RunArgs) -> anyhow::Result<()> {
     // Traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md#traces).
     let traces = ops::logging::init_traced("gateway", None)?;
@@ -393,6 +427,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let done = match cli.command {
         Some(Command::ImportAccounts { file, data }) => import_accounts(&file, &data),
+        Some(Command::ImportScriptData { dir, data }) => import_script_data(&dir, &data),
         Some(Command::Account(cmd)) => account(cmd),
         Some(Command::Admin(args)) => admin_cli::run(args),
         Some(Command::Backup { to, data }) => gateway::store::backup(&data, &to)

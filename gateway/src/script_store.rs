@@ -414,6 +414,10 @@ pub fn answer(
     let mut fx = Effects::default();
     let refused = |e: ScriptStoreError| ScriptStoreResult::Error(e.to_string());
     let result = match op {
+        // The hub reloads scripts itself (`Hub::reload_scripts`); it never comes here.
+        ScriptStoreOp::RefreshScripts => {
+            ScriptStoreResult::Error("RefreshScripts is the hub's".into())
+        }
         ScriptStoreOp::ReadFile { name } => match store.read(&name) {
             Ok(d) => ScriptStoreResult::File(d.map(<[u8]>::to_vec)),
             Err(e) => refused(e),

@@ -799,6 +799,13 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
             .await?;
             Ok(format!("locked: {message} ({removed})"))
         }
+        AdminCommand::ReloadScripts => hub(HubAdmin::ReloadScripts).await,
+        AdminCommand::ImportScriptData { data } => {
+            hub(HubAdmin::ImportScriptData {
+                data: Box::new(data),
+            })
+            .await
+        }
         AdminCommand::Unlock => {
             let updates = shared.updates.clone();
             let files = tokio::task::spawn_blocking(move || updates.unlock())

@@ -448,6 +448,9 @@ pub struct ModuleInfo {
     pub funcs: HashMap<String, FuncId>,
     /// Itself and every module it uses, directly or not (their globals exist in an instance).
     pub closure: Vec<ModuleId>,
+    /// Its main program (top-level statements, runtime `Global` initial values), run when
+    /// an instance is created, if it has one.
+    pub main: Option<FuncId>,
 }
 
 /// A compiled set of scripts (a world's `Scripts` folder): what the VM runs.

@@ -99,6 +99,17 @@ impl Cluster {
         Self::start_full(name, nodes, &[], Some(world), |_| {}).await
     }
 
+    /// As [`start_with_world`](Self::start_with_world), with the gateway's configuration
+    /// changed by `tweak`.
+    pub async fn start_with_world_and(
+        name: &str,
+        nodes: &[(&str, u32)],
+        world: &std::path::Path,
+        tweak: impl FnOnce(&mut GatewayConfig),
+    ) -> Self {
+        Self::start_full(name, nodes, &[], Some(world), tweak).await
+    }
+
     async fn start_full(
         name: &str,
         nodes: &[(&str, u32)],

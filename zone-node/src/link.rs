@@ -865,6 +865,10 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.set_superglobal(slot, value);
             None
         }
+        Msg::ScriptsUpdate { version, files } => {
+            reg.scripts_update(version, files);
+            None
+        }
         Msg::RunScript { key, script, func } => {
             tracing::info!(instance = %key, %script, %func, "running a script for the gateway");
             reg.run_script(&key, script, func).err().map(err)

@@ -90,6 +90,8 @@ impl MemoryStore {
                 ScriptStoreResult::Int(0)
             }
             ScriptStoreOp::RemoveInstance { .. } => ScriptStoreResult::Done,
+            // One process, no cluster: the scripts stay the ones it started with.
+            ScriptStoreOp::RefreshScripts => ScriptStoreResult::Done,
         };
         (r, None)
     }

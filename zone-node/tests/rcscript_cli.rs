@@ -181,19 +181,19 @@ fn check_of_a_folder_reports_every_file_and_warnings_do_not_fail() {
         "Good.rsl",
         "Function Main()\n  Output(Actor(), \"ok\")\nEnd Function\n",
     );
-    t.write("Warn.rsl", "x = 1\nFunction Main()\nEnd Function\n");
+    t.write("Warn.rsl", "Function Main()\n  x = 1 / 0\nEnd Function\n");
     let o = rcscript_at(&[Path::new("check"), &t.0], &[]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     let l = lines(&o);
     assert_eq!(l.len(), 1, "{l:?}");
-    assert!(l[0].starts_with("Warn.rsl:1:1: warning: "), "{l:?}");
+    assert!(l[0].starts_with("Warn.rsl:2:7: warning: "), "{l:?}");
     t.write("Bad.rsl", "Function Main()\n  Nope()\nEnd Function\n");
     let o = rcscript_at(&[Path::new("check"), &t.0], &[]);
     assert_eq!(code(&o), 1);
     let l = lines(&o);
     assert_eq!(l.len(), 2, "{l:?}");
     assert!(l[0].starts_with("Bad.rsl:2:3: "), "{l:?}");
-    assert!(l[1].starts_with("Warn.rsl:1:1: warning: "), "{l:?}");
+    assert!(l[1].starts_with("Warn.rsl:2:7: warning: "), "{l:?}");
 }
 
 #[test]

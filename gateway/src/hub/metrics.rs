@@ -159,6 +159,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Script store requests from the zones (files, super globals, instances).",
     ),
     (
+        "rc_gateway_script_reloads_total",
+        "Script reloads (RefreshScripts, admin reload-scripts), by result: applied on every node, or refused because the scripts do not compile (nothing changed).",
+    ),
+    (
         "rc_gateway_script_store_refused_total",
         "Script store requests refused or failed (bad name, limit, failed write).",
     ),
@@ -342,6 +346,10 @@ shared::counters! {
         script_store_requests => "rc_gateway_script_store_requests_total";
         /// Script store requests refused or failed (a bad name, a limit, a failed write).
         script_store_refused => "rc_gateway_script_store_refused_total";
+        /// Script reloads sent to every node.
+        script_reloads => "rc_gateway_script_reloads_total" ["result" = "applied"];
+        /// Script reloads refused (the scripts do not compile or cannot be read).
+        script_reloads_refused => "rc_gateway_script_reloads_total" ["result" = "refused"];
         /// Logins refused: wrong user name or password.
         login_bad_password => "rc_gateway_login_failures_total" ["reason" = "bad_password"];
         /// Logins refused: the account is banned.

@@ -386,6 +386,14 @@ pub enum HubAdmin {
         /// The lock's message.
         message: String,
     },
+    /// Reload the world's scripts on every node (`RefreshScripts`).
+    #[doc(alias = "RefreshScripts")]
+    ReloadScripts,
+    /// Realm Crafter script data into the script store ([`crate::script_import`]).
+    ImportScriptData {
+        /// What was read.
+        data: Box<crate::script_import::ScriptData>,
+    },
 }
 
 /// Accounts and the login throttle, behind one lock (held for microseconds: argon2 runs
@@ -612,6 +620,8 @@ pub struct Hub {
     handoffs: HashMap<shared::internal::TransferId, tracing::Span>,
     /// Who waits for the shutdown to complete.
     shutdown_waiters: Vec<oneshot::Sender<()>>,
+    /// The last script reload (`RefreshScripts`), sent to every node that registers.
+    scripts_update: Option<Msg>,
 }
 
 impl Hub {
@@ -631,6 +641,7 @@ impl Hub {
             logins: HashMap::new(),
             handoffs: HashMap::new(),
             shutdown_waiters: Vec::new(),
+            scripts_update: None,
         }
     }
 
@@ -746,8 +757,12 @@ impl Hub {
                     old.conn
                         .close(0u32.into(), b"superseded by a new registration");
                 }
-                // Its zones' copy of the super globals, before anything else it hears.
+                // Its zones' copy of the super globals, before anything else it hears, and
+                // the scripts of the last reload (its own disk has the ones of its start).
                 link.send(self.superglobals_msg());
+                if let Some(m) = self.scripts_update_msg() {
+                    link.send(m);
+                }
                 self.control(control::Event::NodeUp {
                     node,
                     addr,
@@ -1043,6 +1058,50 @@ impl Hub {
                     self.remove_for_lock(s, &message);
                 }
                 Ok(format!("{} players removed", sessions.len()))
+            }
+            HubAdmin::ReloadScripts => self.reload_scripts("admin"),
+            HubAdmin::ImportScriptData { data } => {
+                let (ops, report) = {
+                    let mut scripts = self.shared.scripts();
+                    crate::script_import::apply(&mut scripts, *data)
+                };
+                let changed: Vec<(u8, Vec<u8>)> = ops
+                    .iter()
+                    .filter_map(|op| match op {
+                        PersistOp::SetSuperGlobal { slot, value } => Some((*slot, value.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                if !ops.is_empty() {
+                    self.shared
+                        .writer
+                        .submit(ops)
+                        .map_err(|e| format!("the store did not take it: {e}"))?;
+                }
+                for (slot, value) in changed {
+                    for link in self.links.values() {
+                        link.send(Msg::SuperGlobal {
+                            slot,
+                            value: value.clone(),
+                        });
+                    }
+                }
+                for why in &report.skipped {
+                    tracing::warn!(why, "script data import: skipped");
+                }
+                tracing::info!(
+                    globals = report.globals,
+                    files = report.files,
+                    dirs = report.dirs,
+                    skipped = report.skipped.len(),
+                    "script data imported"
+                );
+                let mut text = report.to_string();
+                for why in &report.skipped {
+                    text.push_str("\nskipped ");
+                    text.push_str(why);
+                }
+                Ok(text)
             }
             HubAdmin::Online => {
                 let mut lines: Vec<String> = self

@@ -9,7 +9,10 @@
 
 use std::sync::Arc;
 
-use shared::internal::{AccountActionDto, Msg, ScriptStoreOp, ScriptStoreResult, SessionId};
+use script::compile::SourceFile;
+use shared::internal::{
+    AccountActionDto, Msg, ScriptFileDto, ScriptStoreOp, ScriptStoreResult, SessionId,
+};
 use shared::proto::{KickedPlayer, ServerPacket};
 
 use super::{Book, Hub, Metrics};
@@ -19,6 +22,16 @@ impl Hub {
     /// A zone's script store request, from `node`.
     pub(super) fn script_store(&mut self, node: &str, req: u64, op: ScriptStoreOp) {
         Metrics::inc(&self.shared.metrics.script_store_requests);
+        if op == ScriptStoreOp::RefreshScripts {
+            let result = match self.reload_scripts(node) {
+                Ok(_) => ScriptStoreResult::Done,
+                Err(e) => ScriptStoreResult::Error(e),
+            };
+            if req != 0 {
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        }
         let what = op_name(&op);
         let now = self.now();
         let shared = self.shared.clone();
@@ -95,6 +108,68 @@ impl Hub {
         }
     }
 
+    /// Reload the world's scripts (`RefreshScripts` from a zone, the admin `reload-scripts`):
+    /// read them from the world's folder, compile and check them here, once. A set with
+    /// errors is refused with its diagnostics and nothing changes; otherwise every node
+    /// gets the files (and a node that registers later gets them too), compiles them, and
+    /// new runs use them while running scripts finish on the code they started with.
+    #[doc(alias = "RefreshScripts")]
+    pub(super) fn reload_scripts(&mut self, by: &str) -> Result<String, String> {
+        let sources = shared::content::fs::read_world_scripts(self.shared.cfg.world.as_deref())
+            .map_err(|e| {
+                Metrics::inc(&self.shared.metrics.script_reloads_refused);
+                tracing::warn!(by, error = %e, "script reload refused: the scripts cannot be read");
+                format!("refused, nothing changed: {e}")
+            })?;
+        let files: Vec<SourceFile> = sources
+            .iter()
+            .map(|s| SourceFile::new(s.name.clone(), s.bytes.clone()))
+            .collect();
+        let compiled = script::compile::compile(&files);
+        let errors: Vec<String> = compiled.errors().map(ToString::to_string).collect();
+        if !errors.is_empty() {
+            Metrics::inc(&self.shared.metrics.script_reloads_refused);
+            tracing::warn!(by, errors = errors.len(), first = %errors.join(" | "),
+                "script reload refused: the scripts do not compile; nothing changed");
+            return Err(format!(
+                "refused, nothing changed: {} error(s)\n{}",
+                errors.len(),
+                errors.join("\n")
+            ));
+        }
+        let files: Vec<ScriptFileDto> = sources
+            .into_iter()
+            .map(|s| ScriptFileDto {
+                name: s.name,
+                bytes: s.bytes,
+            })
+            .collect();
+        let version = scripts_version(&files);
+        let n = files.len();
+        let msg = Msg::ScriptsUpdate { version, files };
+        for link in self.links.values() {
+            link.send(msg.clone());
+        }
+        self.scripts_update = Some(msg);
+        Metrics::inc(&self.shared.metrics.script_reloads);
+        tracing::info!(
+            by,
+            version = format!("{version:016x}"),
+            scripts = n,
+            nodes = self.links.len(),
+            "scripts reloaded"
+        );
+        Ok(format!(
+            "reloaded {n} scripts (version {version:016x}) on {} node(s)",
+            self.links.len()
+        ))
+    }
+
+    /// The last reload, for a node that just registered (none before the first).
+    pub(super) fn scripts_update_msg(&self) -> Option<Msg> {
+        self.scripts_update.clone()
+    }
+
     /// The whole set of super globals, for a node that just registered.
     pub(super) fn superglobals_msg(&self) -> Msg {
         Msg::SuperGlobals {
@@ -149,9 +224,30 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::FileInfo { .. } => "FileInfo",
         ScriptStoreOp::CreateDir { .. } => "CreateDir",
         ScriptStoreOp::SetSuperGlobal { .. } => "SetSuperGlobal",
+        ScriptStoreOp::RefreshScripts => "RefreshScripts",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",
         ScriptStoreOp::RemoveInstance { .. } => "RemoveInstance",
         ScriptStoreOp::CountActors { .. } => "CountActors",
     }
+}
+
+/// A reload's version: FNV-1a over the files' names and bytes (stable across processes).
+fn scripts_version(files: &[ScriptFileDto]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for f in files {
+        eat(f.name.as_bytes());
+        eat(&[0]);
+        eat(&u64::try_from(f.bytes.len())
+            .unwrap_or(u64::MAX)
+            .to_le_bytes());
+        eat(&f.bytes);
+    }
+    h
 }

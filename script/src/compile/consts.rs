@@ -63,6 +63,14 @@ pub fn const_eval(e: &Expr, consts: &HashMap<String, Value>) -> Option<Result<Va
                 Ok(v) => v,
                 Err(m) => return Some(Err(m)),
             };
+            // An Int division by zero is not folded: BriskVM compiles it, and it is a
+            // runtime error where it runs (a `Const` of it is "not a constant").
+            if matches!(op, BinOp::Div | BinOp::Mod)
+                && ops::operand_ty(*op, l.ty(), r.ty()) == Ok(Ty::Int)
+                && r.to_int() == 0
+            {
+                return None;
+            }
             match binary(*op, &l, &r) {
                 Ok(v) => v,
                 Err(m) => return Some(Err(m)),

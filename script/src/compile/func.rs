@@ -742,7 +742,12 @@ impl Cx<'_> {
                     return Ok(());
                 }
                 (BinOp::Div | BinOp::Mod, _) => {
-                    return self.err(span, "division by zero in a constant expression");
+                    // BriskVM compiles it; the line ends the script when it runs.
+                    self.diags.push(Diagnostic::warning(
+                        self.file,
+                        span,
+                        "division by zero: this line ends the script with a runtime error",
+                    ));
                 }
                 _ => {}
             }

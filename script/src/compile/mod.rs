@@ -37,6 +37,10 @@ pub const COMPILER_VERSION: u32 = 1;
 /// The key of the built-in module every script uses.
 pub const RC_CORE: &str = "rc_core";
 
+/// The name of a module's main program (its top-level code) among its functions: not a
+/// name a script can write.
+pub const MAIN_PROGRAM: &str = "(main program)";
+
 /// One source file of a set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceFile {
@@ -386,6 +390,7 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
 
     // 4. Code generation.
     let mut funcs: Vec<Option<Func>> = vec![None; cx.funcs.len()];
+    let mut main_programs: Vec<(ModuleId, Func)> = Vec::new();
     let mut strings = func::StringPool::default();
     for (mi, (f, _, module, _)) in parsed.iter().enumerate() {
         let file = format!("{}.rsl", f.name);
@@ -419,24 +424,38 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                     }
                 }
                 Item::Stmt(s) => top_level.push(s.clone()),
+                Item::Global(vars) => {
+                    let consts = cx.decls(mid).map(|d| &d.consts);
+                    for v in vars {
+                        if let (Some(e), Some(consts)) = (&v.init, consts)
+                            && const_eval(e, consts).is_none()
+                        {
+                            top_level.push(ast::Stmt {
+                                kind: ast::StmtKind::Assign {
+                                    target: ast::LValue::Var(v.name.clone()),
+                                    value: e.clone(),
+                                },
+                                span: e.span,
+                            });
+                        }
+                    }
+                }
                 _ => {}
             }
         }
+        // The module's main program (its top-level statements, and the Globals whose
+        // initial values are not constants): BriskVM runs it when an instance maps the
+        // module (Realm Crafter's `BVM_MapModule`), before the function started.
         if let Some(first) = top_level.first() {
-            diags.push(Diagnostic::warning(
-                &file,
-                first.span,
-                "top-level code never runs: Realm Crafter only starts named functions",
-            ));
             let main = FuncDecl {
                 id: FuncId::MAX,
                 module: mid,
-                name: "(top level)".into(),
+                name: MAIN_PROGRAM.into(),
                 params: Vec::new(),
                 ret: Ty::Int,
                 span: first.span,
             };
-            let _ = func::compile_function(
+            let f = func::compile_function(
                 &cx,
                 mid,
                 &file,
@@ -445,6 +464,7 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
                 &mut strings,
                 &mut diags,
             );
+            main_programs.push((mid, f));
         }
         if has_error(&diags[before..])
             && let Some(o) = module_ok.get_mut(mi)
@@ -474,6 +494,7 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
             arrays: decls.array_list.clone(),
             funcs: decls.funcs.clone(),
             closure: closures.get(mi).cloned().unwrap_or_default(),
+            main: None,
         });
     }
     set.funcs = funcs
@@ -493,6 +514,16 @@ pub fn compile(files: &[SourceFile]) -> Compiled {
             })
         })
         .collect();
+    for (mid, f) in main_programs {
+        let Ok(id) = FuncId::try_from(set.funcs.len()) else {
+            continue;
+        };
+        set.funcs.push(f);
+        if let Some(m) = set.modules.get_mut(usize::from(mid)) {
+            m.funcs.insert(MAIN_PROGRAM.to_owned(), id);
+            m.main = Some(id);
+        }
+    }
     set.strings = strings.into_vec();
     set.by_key = by_key;
     diags.sort();
@@ -666,16 +697,11 @@ fn declare(
                                 err(e.span, m);
                                 continue;
                             }
-                            None => {
-                                err(
-                                    e.span,
-                                    format!(
-                                        "the initial value of Global {} must be a constant expression",
-                                        v.name.name
-                                    ),
-                                );
-                                continue;
-                            }
+                            // Not a constant (`Global Start = MilliSecs()`): the Global
+                            // starts at zero and the module's main program assigns it when
+                            // an instance is created, in its place among the top-level
+                            // statements (as BriskVM runs it).
+                            None => None,
                         },
                     };
                     // BriskVM's inference: an untagged Global takes its initialiser's type.

@@ -244,13 +244,13 @@ impl Vm {
             entry_module: func.module,
             at_back_edge: false,
         };
-        let closure = set
+        let closure_ids = set
             .modules
             .get(usize::from(func.module))
             .map(|m| m.closure.clone())
             .unwrap_or_default();
         let mut total = 0usize;
-        for m in closure {
+        for &m in &closure_ids {
             let Some(info) = set.modules.get(usize::from(m)) else {
                 continue;
             };
@@ -272,7 +272,8 @@ impl Vm {
                 *a = arrs;
             }
         }
-        vm.regs = vec![Value::Int(0); usize::from(func.nregs).max(1)];
+        let entry_regs = usize::from(func.nregs).max(1);
+        vm.regs = vec![Value::Int(0); entry_regs];
         for (i, ty) in func.locals.iter().enumerate() {
             let v = func
                 .params
@@ -289,6 +290,48 @@ impl Vm {
             base: 0,
             ret: u32::MAX,
         });
+        // The main programs of the modules, as BriskVM maps them before the function
+        // starts: the modules it uses first, its own last. Each runs in a window above the
+        // entry's registers and returns into a scratch register; pushed last-first, so
+        // the first to run is on top.
+        let mut mains: Vec<FuncId> = Vec::new();
+        let entry_main = set
+            .modules
+            .get(usize::from(func.module))
+            .and_then(|m| m.main);
+        for &m in &closure_ids {
+            if m != func.module
+                && let Some(f) = set.modules.get(usize::from(m)).and_then(|m| m.main)
+            {
+                mains.push(f);
+            }
+        }
+        mains.extend(entry_main);
+        if !mains.is_empty() {
+            let scratch = vm.regs.len();
+            vm.regs.push(Value::Int(0));
+            for &f in mains.iter().rev() {
+                let Some(main) = set.func(f) else { continue };
+                let base = vm.regs.len();
+                vm.regs.extend(
+                    main.locals
+                        .iter()
+                        .map(|t| t.zero())
+                        .chain(std::iter::repeat_n(
+                            Value::Int(0),
+                            usize::from(main.nregs)
+                                .max(1)
+                                .saturating_sub(main.locals.len()),
+                        )),
+                );
+                vm.frames.push(Frame {
+                    func: f,
+                    pc: 0,
+                    base: u32::try_from(base).unwrap_or(u32::MAX),
+                    ret: u32::try_from(scratch).unwrap_or(u32::MAX),
+                });
+            }
+        }
         Ok(vm)
     }
 

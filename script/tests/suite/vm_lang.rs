@@ -335,6 +335,36 @@ End Function
 }
 
 #[test]
+fn a_module_s_main_program_runs_when_an_instance_starts() {
+    // What briskvm.dll prints for this script (tools/bvm-oracle): the top-level code and
+    // a Global's non-constant initial value run before Main, the used module's first.
+    let set = set_of(&[
+        (
+            "Lib",
+            "Global L$ = Upper(\"lib\")\nOutput(0, \"lib main \" + L)\nFunction Hi$()\n  Return L\nEnd Function\n",
+        ),
+        (
+            "Top",
+            r#"Using "Lib.rcm"
+Global G = Len("abcd")
+Output(0, "top " + G)
+G = G + 1
+Function Main()
+    Output(0, "main " + G + " " + Hi())
+End Function
+Output(0, "end of top")
+"#,
+        ),
+    ]);
+    assert_eq!(
+        run_in(&set, "Top"),
+        ["lib main LIB", "top 4", "end of top", "main 5 LIB"]
+    );
+    // Each instance runs it afresh.
+    assert_eq!(run_in(&set, "Top").len(), 4);
+}
+
+#[test]
 fn runtime_errors_name_file_and_line() {
     let set = set_of(&[(
         "Bad",

@@ -273,6 +273,25 @@ pub fn write_native(world: &World, out: &Path) -> Result<SourceKind, ContentErro
     Ok(SourceKind::NativeDir)
 }
 
+/// The world's scripts as they are on disk now (for a live reload, `RefreshScripts`): the
+/// `Scripts` folder of a Realm Crafter `Server Data` directory, `scripts` (or `Scripts`) of
+/// a native world directory; the embedded demo world's (no path) and a one-file world's are
+/// what they were at start.
+pub fn read_world_scripts(path: Option<&Path>) -> Result<Vec<super::ScriptSource>, ContentError> {
+    let Some(path) = path else {
+        return Ok(super::demo_world().scripts);
+    };
+    match detect(path)? {
+        SourceKind::RealmCrafter => read_scripts(&path.join(SCRIPTS_DIR)),
+        SourceKind::NativeDir => [NATIVE_SCRIPTS_DIR, SCRIPTS_DIR]
+            .iter()
+            .map(|d| path.join(d))
+            .find(|d| d.is_dir())
+            .map_or_else(|| Ok(Vec::new()), |d| read_scripts(&d)),
+        SourceKind::NativeFile => Ok(load_world(path)?.0.scripts),
+    }
+}
+
 /// The world at `path`, or the embedded demo world when `path` is `None`: what the
 /// binaries serve by default.
 pub fn load_or_demo(path: Option<&Path>) -> Result<(World, Vec<ContentWarning>), ContentError> {

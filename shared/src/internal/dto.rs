@@ -282,6 +282,10 @@ pub enum ScriptStoreOp {
         /// Sandboxed name.
         name: String,
     },
+    /// `RefreshScripts`: reload the world's scripts on every node (answered `Done`, or
+    /// `Error` with the diagnostics of a script set that does not compile, which changes
+    /// nothing).
+    RefreshScripts,
     /// `SetSuperGlobal` (no answer: every zone gets the new value as a `SuperGlobal`).
     SetSuperGlobal {
         /// Slot 0..=99.
@@ -341,4 +345,14 @@ pub enum ScriptStoreResult {
     Int(i32),
     /// Refused or failed (logged; the script gets 0 or "").
     Error(String),
+}
+
+/// One script file of a [`super::Msg::ScriptsUpdate`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptFileDto {
+    /// The script's name (the file name without `.rsl`).
+    pub name: String,
+    /// Its bytes.
+    #[serde(with = "serde_bytes")]
+    pub bytes: Vec<u8>,
 }

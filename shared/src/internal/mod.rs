@@ -48,8 +48,8 @@ use serde::{Deserialize, Serialize};
 
 pub use dto::{
     ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
-    MemorisingDto, SPELL_VIEW_HOLE, ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto,
-    TransferDto,
+    MemorisingDto, SPELL_VIEW_HOLE, ScriptFileDto, ScriptStoreOp, ScriptStoreResult,
+    SnapshotReasonDto, TransferDto,
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
@@ -541,6 +541,17 @@ pub enum Msg {
         #[serde(with = "serde_bytes")]
         value: Vec<u8>,
     },
+    /// Gateway → node: the world's scripts as they are now (a `RefreshScripts` or the admin
+    /// `reload-scripts` the gateway compiled and checked, or, right after `RegisterAck`,
+    /// the last such reload): the node compiles them and new runs use them; running
+    /// scripts finish on the code they started with.
+    #[doc(alias = "RefreshScripts")]
+    ScriptsUpdate {
+        /// The reload's version (a fingerprint of the files).
+        version: u64,
+        /// Every `.rsl` file: its name without the extension, and its bytes.
+        files: Vec<ScriptFileDto>,
+    },
     /// Gateway → node: run `script.func` with no actor in one instance (the cluster's
     /// `Startup.Main`).
     RunScript {
@@ -612,6 +623,7 @@ impl Msg {
             Self::ScriptStoreReply { .. } => "ScriptStoreReply",
             Self::SuperGlobals { .. } => "SuperGlobals",
             Self::SuperGlobal { .. } => "SuperGlobal",
+            Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",
             Self::AccountAction { .. } => "AccountAction",
             Self::InstanceGivenUp { .. } => "InstanceGivenUp",

@@ -13,6 +13,7 @@ mod items_hostile;
 mod multiprocess;
 mod play;
 mod quests;
+mod reload;
 mod scripts;
 mod simulate;
 mod spells;

@@ -105,6 +105,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("rc_zone_panics_total", "Panics caught inside a tick."),
     ("rc_zone_restarts_total", "Instances rebuilt after a panic."),
     (
+        "rc_zone_script_reloads_total",
+        "Script reloads applied on this node (RefreshScripts): new runs use them, running scripts finish on theirs.",
+    ),
+    (
         "rc_zone_refused_messages_total",
         "Internal messages refused.",
     ),
@@ -199,6 +203,8 @@ shared::counters! {
         panics => "rc_zone_panics_total";
         /// Instances rebuilt after a panic.
         restarts => "rc_zone_restarts_total";
+        /// Script reloads applied on this node (`RefreshScripts`).
+        script_reloads => "rc_zone_script_reloads_total";
         /// Internal messages that did not decode, or were refused (unauthenticated, unexpected).
         refused_msgs => "rc_zone_refused_messages_total";
         /// Client frames or datagrams the zone could not use.
@@ -343,8 +349,12 @@ pub struct ShellConfig {
 pub struct Registry {
     cfg: ShellConfig,
     world: Arc<World>,
-    /// The world's compiled scripts, shared by every zone.
+    /// The world's compiled scripts as the node started, shared by every zone.
     scripts: Arc<script::bytecode::ScriptSet>,
+    /// Since a reload (`RefreshScripts`): the version new runs use and the earlier ones
+    /// kept for instances still running on them (newest first). A new zone starts with
+    /// them.
+    reloaded: Mutex<Option<Reloaded>>,
     out: OutboundTx,
     /// The arbiters instances are placed on, each with an id; one the watchdog found
     /// stuck is replaced by a fresh one ([`Registry::give_up`]).
@@ -388,6 +398,7 @@ impl Registry {
         Arc::new(Self {
             world,
             scripts,
+            reloaded: Mutex::new(None),
             out,
             next_arbiter_id: AtomicU64::new(u64::try_from(arbiters.len()).unwrap_or(u64::MAX)),
             arbiters: Mutex::new((0u64..).zip(arbiters).collect()),
@@ -862,6 +873,7 @@ impl Registry {
                 ..ZoneConfig::default()
             };
             let mut first = superglobal_inputs(&globals);
+            first.extend(self.scripts_input());
             if !c.ground.is_empty() {
                 first.push(ZoneInput::RestoreGround {
                     items: c.ground.clone(),
@@ -1417,9 +1429,73 @@ impl Registry {
         self.push_all(&ZoneInput::SuperGlobal { slot, value });
     }
 
-    /// The super globals as a new (or rebuilt) zone's first inputs.
+    /// The super globals (and, after a reload, the scripts) as a new (or rebuilt) zone's
+    /// first inputs.
     pub fn superglobal_inputs(&self) -> Vec<ZoneInput> {
-        superglobal_inputs(&self.lock_superglobals())
+        let mut v = superglobal_inputs(&self.lock_superglobals());
+        v.extend(self.scripts_input());
+        v
+    }
+
+    /// The reloaded scripts as a zone input (none before the first reload).
+    fn scripts_input(&self) -> Option<ZoneInput> {
+        let r = match self.reloaded.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }?;
+        Some(ZoneInput::Scripts {
+            current: r.current,
+            retained: r.retained,
+        })
+    }
+
+    /// The gateway's scripts of a reload (`RefreshScripts`, `Msg::ScriptsUpdate`): compiled
+    /// here (the gateway checked them), then every zone runs new scripts on them while
+    /// running ones finish on their own code. The same version again changes nothing; a
+    /// set that does not compile here (it did at the gateway) is logged and ignored.
+    #[doc(alias = "RefreshScripts")]
+    pub fn scripts_update(&self, version: u64, files: Vec<shared::internal::ScriptFileDto>) {
+        let mut guard = match self.reloaded.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.as_ref().is_some_and(|r| r.version == version) {
+            return;
+        }
+        let sources: Vec<script::compile::SourceFile> = files
+            .into_iter()
+            .map(|f| script::compile::SourceFile::new(f.name, f.bytes))
+            .collect();
+        let compiled = script::compile::compile(&sources);
+        let errors: Vec<String> = compiled.errors().map(ToString::to_string).collect();
+        if !errors.is_empty() {
+            Metrics::inc(&self.metrics.refused_msgs);
+            tracing::error!(version = format!("{version:016x}"), errors = %errors.join(" | "),
+                "script reload ignored: the scripts do not compile on this node");
+            return;
+        }
+        let current = Arc::new(compiled.set);
+        let (old, mut retained) = match guard.take() {
+            Some(r) => (r.current, r.retained),
+            None => (self.scripts.clone(), Vec::new()),
+        };
+        retained.insert(0, old);
+        retained.truncate(crate::sim::script_table::RETAINED_VERSIONS);
+        *guard = Some(Reloaded {
+            version,
+            current: current.clone(),
+            retained: retained.clone(),
+        });
+        // Under the lock: a zone created meanwhile either got the old version and hears
+        // this, or starts with the new one.
+        self.push_all(&ZoneInput::Scripts { current, retained });
+        drop(guard);
+        Metrics::inc(&self.metrics.script_reloads);
+        tracing::info!(
+            version = format!("{version:016x}"),
+            scripts = sources.len(),
+            "scripts reloaded: new runs use them, running scripts finish on theirs"
+        );
     }
 
     /// Push an input to every running instance.
@@ -1493,6 +1569,14 @@ pub fn instance_handle(key: &InstanceKey) -> u32 {
 
 fn seed_for(key: &InstanceKey, generation: Generation) -> u64 {
     u64::from(instance_handle(key)) ^ generation.rotate_left(32) ^ 0x5eed
+}
+
+/// A reload's scripts on this node.
+#[derive(Clone)]
+struct Reloaded {
+    version: u64,
+    current: Arc<script::bytecode::ScriptSet>,
+    retained: Vec<Arc<script::bytecode::ScriptSet>>,
 }
 
 /// The super globals as zone inputs, slot order.

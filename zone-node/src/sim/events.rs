@@ -335,6 +335,15 @@ pub enum ZoneInput {
         /// The answer.
         result: ScriptStoreResult,
     },
+    /// A script reload (`RefreshScripts`): new runs use `current`; running instances keep
+    /// their code; `retained` are the node's earlier versions, newest first.
+    #[doc(alias = "RefreshScripts")]
+    Scripts {
+        /// The scripts new runs use.
+        current: std::sync::Arc<script::bytecode::ScriptSet>,
+        /// Earlier versions, for instances arriving on them.
+        retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
+    },
     /// A super global's value (at start, and whenever any zone sets one).
     SuperGlobal {
         /// Slot 0..=99.

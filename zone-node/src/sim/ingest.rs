@@ -84,6 +84,9 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             super::runtime::store_reply(st, req, result);
         }
         ZoneInput::SuperGlobal { slot, value } => super::script_table::superglobal(st, slot, value),
+        ZoneInput::Scripts { current, retained } => {
+            super::script_table::replace_code(st, current, retained);
+        }
         ZoneInput::RunScript { script, func } => {
             super::script_table::queue(st, &script, &func, 0, 0, script::RStr::EMPTY);
         }

@@ -254,6 +254,9 @@ pub struct Instance {
     pub wait: Wait,
     /// Consecutive scripts phases that ended it at its budget.
     pub overruns: u32,
+    /// The scripts it started with (or was restored against): it runs on them to its end,
+    /// whatever a reload (`RefreshScripts`) swaps in meanwhile.
+    pub code: std::sync::Arc<script::bytecode::ScriptSet>,
 }
 
 /// A start request (`ThreadScript`), turned into an instance at the next scripts phase.
@@ -347,6 +350,12 @@ pub struct Scripts {
     /// added since): they are checked again only when it changes, so a scripts phase costs
     /// nothing per waiting script.
     pub time_checked_minute: Option<i32>,
+    /// The scripts new runs use since the last reload (`RefreshScripts`); before any, the
+    /// world's (`ZoneContent::scripts`).
+    pub code: Option<std::sync::Arc<script::bytecode::ScriptSet>>,
+    /// Earlier versions kept for instances that arrive running on them (a handoff, a
+    /// checkpoint), newest first.
+    pub retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
 }
 
 /// What makes two engine starts the same start: entry point (case-insensitive), actor,

@@ -23,14 +23,43 @@ use super::instances::{
 };
 use super::state::{ActorId, ZoneState};
 
-/// The compiled scripts of this zone's world.
+/// The compiled scripts new runs use: the last reload's, or the world's.
 pub(crate) fn set(st: &ZoneState) -> Arc<ScriptSet> {
-    st.content.scripts.clone()
+    st.scripts
+        .code
+        .clone()
+        .unwrap_or_else(|| st.content.scripts.clone())
 }
 
 /// Whether the world has `script.func` (case-insensitive) and it compiled.
 pub fn has_entry(st: &ZoneState, script: &str, func: &str) -> bool {
-    !script.is_empty() && st.content.scripts.entry(script, func).is_some()
+    !script.is_empty() && set(st).entry(script, func).is_some()
+}
+
+/// How many earlier script versions a zone keeps for instances still running on them.
+pub const RETAINED_VERSIONS: usize = 8;
+
+/// A reload (`RefreshScripts`): new runs use `current` from now on; instances already
+/// running keep theirs. `retained` are the node's earlier versions, newest first (for
+/// instances that arrive running on one of them); the zone's own current one joins them.
+#[doc(alias = "RefreshScripts")]
+pub(crate) fn replace_code(
+    st: &mut ZoneState,
+    current: Arc<ScriptSet>,
+    retained: Vec<Arc<ScriptSet>>,
+) {
+    let old = set(st);
+    let mut keep: Vec<Arc<ScriptSet>> = Vec::with_capacity(RETAINED_VERSIONS);
+    for s in std::iter::once(old).chain(retained) {
+        if !Arc::ptr_eq(&s, &current)
+            && !keep.iter().any(|k| Arc::ptr_eq(k, &s))
+            && keep.len() < RETAINED_VERSIONS
+        {
+            keep.push(s);
+        }
+    }
+    st.scripts.code = Some(current);
+    st.scripts.retained = keep;
 }
 
 /// `ThreadScript(script, func, actor, context, param)`: queue a start for the next scripts
@@ -256,6 +285,7 @@ pub(crate) fn create(st: &mut ZoneState, req: StartRequest) -> Option<InstanceId
             cx,
             wait: Wait::Ready,
             overruns: 0,
+            code: set,
         },
     );
     st.scripts.stats.started += 1;
@@ -607,13 +637,12 @@ pub(crate) fn save_owned(st: &ZoneState, player: ActorId) -> Vec<u8> {
     if ids.is_empty() {
         return Vec::new();
     }
-    let set = set(st);
     let now = st.now_ms;
     let instances: Vec<SavedInstance> = ids
         .iter()
         .filter_map(|id| st.scripts.instances.get(id))
         .map(|i| SavedInstance {
-            vm: i.vm.save(&set),
+            vm: i.vm.save(&i.code),
             cx: i.cx.clone(),
             wait: match &i.wait {
                 Wait::Sleep { until_ms } => SavedWait::SleepLeft(until_ms.saturating_sub(now)),
@@ -692,7 +721,11 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         );
         return;
     }
-    let set = set(st);
+    // The current scripts first, then the versions kept from earlier reloads: an instance
+    // resumes on the code it was saved running.
+    let sets: Vec<Arc<ScriptSet>> = std::iter::once(set(st))
+        .chain(st.scripts.retained.iter().cloned())
+        .collect();
     let now = st.now_ms;
     for s in bundle.instances {
         let mut cx = s.cx;
@@ -703,8 +736,15 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
         for dialog in forget_windows(&mut cx) {
             st.send_packet(player, &shared::proto::DialogS2C::Close { dialog });
         }
-        let vm = match Vm::restore(&s.vm, &set) {
-            Ok(vm) => vm,
+        let mut restored = Err(script::vm::saved::RestoreError::Missing(String::new()));
+        for set in &sets {
+            restored = Vm::restore(&s.vm, set).map(|vm| (vm, set.clone()));
+            if restored.is_ok() {
+                break;
+            }
+        }
+        let (vm, code) = match restored {
+            Ok(x) => x,
             Err(e) => {
                 report(
                     st,
@@ -731,6 +771,7 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
             cx,
             wait: wait.clone(),
             overruns: 0,
+            code,
         };
         let resume = matches!(
             wait,

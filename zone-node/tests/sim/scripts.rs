@@ -408,3 +408,78 @@ fn scripts_are_deterministic() {
     assert_eq!(a.len(), 5);
     assert_eq!(a, run());
 }
+
+fn compiled(name: &str, src: &[u8]) -> std::sync::Arc<script::bytecode::ScriptSet> {
+    let c = script::compile::compile(&[script::compile::SourceFile::new(name, src.to_vec())]);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    std::sync::Arc::new(c.set)
+}
+
+/// `RefreshScripts`: after a reload new runs use the new code, while a script suspended
+/// in a `WaitKill` finishes on the code it started with, also one that was saved with its
+/// player (a logout, as a handoff carries it) before the reload and comes back after it.
+#[test]
+fn a_reload_runs_new_scripts_on_new_code_and_lets_running_ones_finish_on_theirs() {
+    let v1: &[u8] = b"Function Main()\n  Persistent(1)\n  Output(Actor(), \"v1 go\")\n  WaitKill(Actor(), 2, 1)\n  Output(Actor(), \"v1 done\")\nEnd Function\n";
+    let v2: &[u8] = b"Function Main()\n  Persistent(1)\n  Output(Actor(), \"v2 go\")\n  WaitKill(Actor(), 2, 1)\n  Output(Actor(), \"v2 done \" + Upper(\"new\"))\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Quest", v1)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let (b, bid) = h.spawn_player("Bob", 5.0, 0.0);
+    let start = |h: &mut SimHarness, id| {
+        let handle = h.sim.state().handle_of(id);
+        zone_node::sim::script_table::queue(
+            h.sim.state_mut(),
+            "Quest",
+            "Main",
+            handle,
+            0,
+            script::RStr::EMPTY,
+        );
+        h.tick();
+    };
+    start(&mut h, pid);
+    start(&mut h, bid);
+    assert_eq!(
+        (h.chat(p), h.chat(b)),
+        (vec!["v1 go".into()], vec!["v1 go".into()])
+    );
+    // Bob logs out with his v1 quest waiting.
+    h.push(ZoneInput::PlayerLeft { player: b });
+    h.tick();
+    let saved = h
+        .outputs
+        .iter()
+        .find_map(|o| match o {
+            ZoneOutput::Persist(s) if s.player == b => Some(s.state.clone()),
+            _ => None,
+        })
+        .expect("logout snapshot");
+    h.clear();
+    // The reload.
+    h.push(ZoneInput::Scripts {
+        current: compiled("Quest", v2),
+        retained: Vec::new(),
+    });
+    h.tick();
+    // Ann's running v1 quest ends on v1.
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(pid));
+    h.tick();
+    assert_eq!(h.chat(p), ["v1 done"]);
+    // A new run is v2.
+    h.clear();
+    start(&mut h, pid);
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(pid));
+    h.tick();
+    assert_eq!(h.chat(p), ["v2 go", "v2 done NEW"]);
+    // Bob comes back after the reload: his saved v1 quest resumes on v1.
+    let (b2, bid2) = h.join(saved, false);
+    h.clear();
+    let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
+    kill_actor(h.sim.state_mut(), wolf, Some(bid2));
+    h.tick();
+    assert_eq!(h.chat(b2), ["v1 done"]);
+    assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
+    assert!(h.sim.state().scripts.is_empty());
+}

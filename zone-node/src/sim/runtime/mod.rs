@@ -30,7 +30,7 @@ use script::vm::Exit;
 
 use super::events::ScriptErrorKind;
 use super::instances::{Handle, InstanceId, Wait};
-use super::script_table::{create, end, index_wait, log, report_instance, set, wake};
+use super::script_table::{create, end, index_wait, log, report_instance, wake};
 use super::state::ZoneState;
 
 /// The scripts phase.
@@ -118,7 +118,8 @@ pub(crate) fn run_one(st: &mut ZoneState, id: InstanceId, total: &mut u64) {
     let Some(mut inst) = st.scripts.instances.remove(&id) else {
         return;
     };
-    let set = set(st);
+    // Its own scripts: a reload since it started does not change its code.
+    let set = inst.code.clone();
     let per = st.cfg.script_budget.max(1);
     let given = per.min(*total);
     let mut budget = given;

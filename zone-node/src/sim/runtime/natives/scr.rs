@@ -9,9 +9,11 @@ use script::vm::{Flow, NativeCx};
 use script::{RStr, RuntimeError, Value};
 
 use super::{Args, NResult, int, none, string};
+use crate::sim::events::ZoneOutput;
 use crate::sim::instances::Wait;
 use crate::sim::runtime::host::ZoneHost;
 use crate::sim::script_table as table;
+use shared::internal::ScriptStoreOp;
 
 /// `MilliSecs()`: the zone's clock as a wrapping i32 (deterministic: the tick's `now_ms`).
 pub fn millisecs(now_ms: u64) -> i32 {
@@ -54,17 +56,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>, cx: &mut NativeCx<'_>)
         Native::End => Err(RuntimeError::End),
         Native::RuntimeError => Err(RuntimeError::Raised(a.text(0))),
         Native::RefreshScripts => {
-            // Scripts are compiled when the node starts; a reload ends every running
-            // script of this zone (the caller too), as Realm Crafter's does.
-            let ids: Vec<u64> = h.st.scripts.instances.keys().copied().collect();
-            for id in ids {
-                table::end(h.st, id);
-            }
-            h.end_self = true;
+            // Ask the cluster to reload the world's scripts (the gateway compiles and
+            // checks them once, then every node swaps them in). Unlike Realm Crafter, which
+            // killed every running script, nothing running stops: each finishes on the
+            // code it started with, the caller too; new runs use the new code.
+            h.st.outputs.push(ZoneOutput::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::RefreshScripts,
+            });
             table::log(
                 h.st,
                 &h.cx.script,
-                "RefreshScripts: every running script of this zone was ended; changed files are compiled when the node restarts".into(),
+                "RefreshScripts: the cluster reloads the world's scripts; running scripts finish on their code".into(),
             );
             none()
         }

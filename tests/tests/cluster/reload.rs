@@ -1,0 +1,125 @@
+//! A live script reload on a running cluster (issue 39, `RefreshScripts`): a `WaitKill`
+//! quest started on the old code keeps waiting through a refused reload and an applied
+//! one, crosses to another zone node while suspended, and finishes on the code it
+//! started with; the next run, on that other node, is the new code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use client::CloseCode;
+use cluster_tests::adventurer::Adventurer;
+use cluster_tests::{Cluster, WAIT, login_again, new_player, temp_dir, walk_through};
+
+/// Stag (passive) in the demo world.
+const STAG: u16 = 2;
+const TOKEN: &str = "reload-admin-token-0123456789abcdef";
+
+fn quest(tag: &str) -> String {
+    format!(
+        "Function Quest()\r\n\tPersistent(1)\r\n\tOutput(Actor(), \"{tag}: kill a stag\")\r\n\
+         \tWaitKill(Actor(), 2, 1)\r\n\tOutput(Actor(), \"{tag}: done on \" + ActorZone(Actor()))\r\n\
+         End Function\r\n"
+    )
+}
+
+/// `POST /admin` with the token and a JSON command; the status and the answer.
+fn admin(addr: SocketAddr, json: &str) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "POST /admin HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+        json.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_the_new() {
+    let dir = temp_dir("reload-world");
+    let world = shared::content::demo_world();
+    shared::content::fs::write_native(&world, &dir).expect("the world is written");
+    let commands = dir.join("scripts").join("In-game Commands.rsl");
+    std::fs::write(&commands, quest("old")).unwrap();
+    let c = Cluster::start_with_world_and("reload", &[("n1", 1), ("n2", 64)], &dir, |cfg| {
+        cfg.admin_token = TOKEN.into();
+    })
+    .await;
+    let admin_addr = c.gw.admin_addr;
+    let (meadow_node, portal) = c.portal_to_another_node(&world, "Meadow");
+
+    let (conn, _) = new_player(c.gw.client_addr, "ann").await;
+    conn.close(CloseCode::Normal).await;
+    c.make_dm("ann");
+    let (mut ann, ga) = login_again(c.gw.client_addr, "ann").await;
+    let mut h = Adventurer::new(&ga);
+    ann.command("setattributemax Strength,1000").await.unwrap();
+    ann.command("setattribute Strength,1000").await.unwrap();
+
+    eprintln!("step: the old quest starts on {meadow_node}");
+    ann.command("quest").await.unwrap();
+    h.chat_line(&mut ann, "old: kill a stag", WAIT).await;
+
+    eprintln!("step: a reload of scripts that do not compile is refused, nothing changes");
+    std::fs::write(
+        &commands,
+        "Function Quest()\r\n\tOutput(Actor(), \"broken\"\r\nEnd Function\r\n",
+    )
+    .unwrap();
+    let (status, answer) =
+        tokio::task::spawn_blocking(move || admin(admin_addr, r#"{"command":"reload_scripts"}"#))
+            .await
+            .unwrap();
+    assert_ne!(status, 200, "{answer}");
+    assert!(
+        answer.contains("refused") && answer.contains("In-game Commands.rsl:2"),
+        "{answer}"
+    );
+
+    eprintln!("step: the new quest is reloaded on every node");
+    std::fs::write(&commands, quest("new")).unwrap();
+    let (status, answer) =
+        tokio::task::spawn_blocking(move || admin(admin_addr, r#"{"command":"reload_scripts"}"#))
+            .await
+            .unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("reloaded") && answer.contains("2 node"),
+        "{answer}"
+    );
+
+    eprintln!(
+        "step: over to {} with the old quest waiting",
+        portal.link_area
+    );
+    let from = h.at;
+    let to = (portal.x, portal.y, portal.z);
+    h.at = walk_through(&mut ann, from, to, &portal.link_area, |e| h.observe(e)).await;
+    assert!(
+        c.owner(&portal.link_area, 0)
+            .is_some_and(|(n, _)| n != meadow_node)
+    );
+
+    eprintln!("step: a stag: the old quest ends on its own code");
+    // (The hunt may lead back through a portal: where it ends does not matter, only that
+    // the quest crossed to another node after the reload, suspended, and kept its code.)
+    h.kill_one(&mut ann, STAG, Duration::from_secs(60)).await;
+    let done = h.chat_line(&mut ann, "old: done", WAIT).await;
+    assert!(done.starts_with("old: done on "), "{done}");
+
+    eprintln!("step: a new run there is the new quest");
+    ann.command("quest").await.unwrap();
+    h.chat_line(&mut ann, "new: kill a stag", WAIT).await;
+    ann.close(CloseCode::Normal).await;
+}
