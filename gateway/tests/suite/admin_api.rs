@@ -160,6 +160,31 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
     assert_eq!(c.login("alice", "pw").await.unwrap().len(), 1);
     c.close(CloseCode::Normal).await;
 
+    // A Realm Crafter server's script data, imported while the gateway runs, and a
+    // reload of the world's scripts (`RefreshScripts`) on the embedded node.
+    let rc = dir.join("Server Data");
+    std::fs::create_dir_all(rc.join("Script Files")).unwrap();
+    let mut sg = 4u32.to_le_bytes().to_vec();
+    sg.extend_from_slice(b"gold");
+    std::fs::write(rc.join("Superglobals.dat"), sg).unwrap();
+    std::fs::write(rc.join("Script Files/Notes.txt"), b"hi").unwrap();
+    let (tf, rcs) = (token_file.clone(), rc.to_string_lossy().into_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        admin(admin_addr, &tf, &["import-script-data", &rcs], "")
+    })
+    .await
+    .unwrap();
+    assert!(
+        ok(&out).starts_with("imported 1 super globals (of 100 slots), 1 script files"),
+        "{}",
+        ok(&out)
+    );
+    let out = ok(&run(&["reload-scripts"], "").await);
+    assert!(
+        out.starts_with("reloaded ") && out.contains("1 node"),
+        "{out}"
+    );
+
     // Mistakes and strangers.
     assert!(failed(&run(&["kick", "Nobody"], "").await).contains("no character called"));
     assert!(failed(&run(&["set-dm", "nobody"], "").await).contains("no account called"));
@@ -179,5 +204,11 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
     let (row, characters) = all.iter().find(|(r, _)| r.user == "alice").unwrap();
     assert!(row.is_dm && !row.banned, "{row:?}");
     assert_eq!(characters.len(), 1);
+    let (scripts, _) = gateway::store::Store::open_dir(&dir.join("data"))
+        .unwrap()
+        .load_scripts()
+        .unwrap();
+    assert_eq!(scripts.global(0), b"gold");
+    assert_eq!(scripts.read("notes.txt").unwrap(), Some(&b"hi"[..]));
     let _ = std::fs::remove_dir_all(&dir);
 }

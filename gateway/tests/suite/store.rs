@@ -439,6 +439,77 @@ fn import_accounts_command() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("account #0"));
 }
 
+/// `gateway import-script-data`: a Realm Crafter server's `Superglobals.dat` and `Script
+/// Files` into a stopped gateway's database, read back as the gateway loads them.
+#[test]
+fn import_script_data_command() {
+    let d = tmp("scriptdata");
+    let server_data = d.join("Server Data");
+    std::fs::create_dir_all(server_data.join("Script Files/Guild")).unwrap();
+    let mut sg = Vec::new();
+    for i in 0..100u32 {
+        let v = if i == 7 {
+            b"seven".to_vec()
+        } else {
+            Vec::new()
+        };
+        sg.extend_from_slice(&u32::try_from(v.len()).unwrap().to_le_bytes());
+        sg.extend_from_slice(&v);
+    }
+    std::fs::write(server_data.join("Superglobals.dat"), &sg).unwrap();
+    std::fs::write(
+        server_data.join("Script Files/Guild/Members.txt"),
+        b"Ann\r\nBob\r\n",
+    )
+    .unwrap();
+    let data = d.join("data");
+    let run = |dir: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args([
+                "import-script-data".as_ref(),
+                dir.as_os_str(),
+                "--data-dir".as_ref(),
+                data.as_os_str(),
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run(&server_data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "imported 1 super globals (of 100 slots), 1 script files, 1 directories; skipped 0"
+        ),
+        "{text}"
+    );
+    let (scripts, warnings) = Store::open_dir(&data).unwrap().load_scripts().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(scripts.global(7), b"seven");
+    assert_eq!(
+        scripts.read("guild/members.txt").unwrap(),
+        Some(&b"Ann\r\nBob\r\n"[..])
+    );
+    // A truncated Superglobals.dat is refused whole, naming the slot, and changes nothing.
+    std::fs::write(server_data.join("Superglobals.dat"), [5, 0, 0, 0, b'a']).unwrap();
+    let out = run(&server_data);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("super global 0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (scripts, _) = Store::open_dir(&data).unwrap().load_scripts().unwrap();
+    assert_eq!(scripts.global(7), b"seven");
+    // A folder with neither is an error.
+    let out = run(&d);
+    assert!(!out.status.success());
+}
+
 #[test]
 fn writer_drops_only_the_failing_batch() {
     use std::sync::atomic::Ordering::Relaxed;
