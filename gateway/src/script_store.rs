@@ -415,8 +415,10 @@ pub fn answer(
     let refused = |e: ScriptStoreError| ScriptStoreResult::Error(e.to_string());
     let result = match op {
         // The hub reloads scripts itself (`Hub::reload_scripts`); it never comes here.
-        ScriptStoreOp::RefreshScripts => {
-            ScriptStoreResult::Error("RefreshScripts is the hub's".into())
+        ScriptStoreOp::RefreshScripts
+        | ScriptStoreOp::SetEnv { .. }
+        | ScriptStoreOp::Weather { .. } => {
+            ScriptStoreResult::Error("the hub answers this itself".into())
         }
         ScriptStoreOp::ReadFile { name } => match store.read(&name) {
             Ok(d) => ScriptStoreResult::File(d.map(<[u8]>::to_vec)),

@@ -865,6 +865,14 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.set_superglobal(slot, value);
             None
         }
+        Msg::SharedVars {
+            whole,
+            env,
+            weather,
+        } => {
+            reg.shared_vars(whole, env, weather);
+            None
+        }
         Msg::ScriptsUpdate { version, files } => {
             reg.scripts_update(version, files);
             None

@@ -92,6 +92,8 @@ impl MemoryStore {
             ScriptStoreOp::RemoveInstance { .. } => ScriptStoreResult::Done,
             // One process, no cluster: the scripts stay the ones it started with.
             ScriptStoreOp::RefreshScripts => ScriptStoreResult::Done,
+            // The zone already has its own change; there is no other node to tell.
+            ScriptStoreOp::SetEnv { .. } | ScriptStoreOp::Weather { .. } => ScriptStoreResult::Done,
         };
         (r, None)
     }

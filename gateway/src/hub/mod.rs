@@ -622,6 +622,11 @@ pub struct Hub {
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     /// The last script reload (`RefreshScripts`), sent to every node that registers.
     scripts_update: Option<Msg>,
+    /// The cluster's environment (`SetEnv`/`GetEnv`; Realm Crafter's process
+    /// environment), in memory only.
+    env: BTreeMap<String, Vec<u8>>,
+    /// Each area's instance-0 weather as last announced (`WeatherLink`).
+    weather: BTreeMap<String, u8>,
 }
 
 impl Hub {
@@ -642,6 +647,8 @@ impl Hub {
             handoffs: HashMap::new(),
             shutdown_waiters: Vec::new(),
             scripts_update: None,
+            env: BTreeMap::new(),
+            weather: BTreeMap::new(),
         }
     }
 
@@ -760,6 +767,7 @@ impl Hub {
                 // Its zones' copy of the super globals, before anything else it hears, and
                 // the scripts of the last reload (its own disk has the ones of its start).
                 link.send(self.superglobals_msg());
+                link.send(self.shared_vars_msg());
                 if let Some(m) = self.scripts_update_msg() {
                     link.send(m);
                 }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use script::compile::SourceFile;
 use shared::internal::{
-    AccountActionDto, Msg, ScriptFileDto, ScriptStoreOp, ScriptStoreResult, SessionId,
+    AccountActionDto, MAX_ENV_NAME, MAX_ENV_VALUE, MAX_ENV_VARS, Msg, ScriptFileDto, ScriptStoreOp,
+    ScriptStoreResult, SessionId,
 };
 use shared::proto::{KickedPlayer, ServerPacket};
 
@@ -22,6 +23,13 @@ impl Hub {
     /// A zone's script store request, from `node`.
     pub(super) fn script_store(&mut self, node: &str, req: u64, op: ScriptStoreOp) {
         Metrics::inc(&self.shared.metrics.script_store_requests);
+        match op {
+            ScriptStoreOp::SetEnv { name, value } => return self.set_env(node, name, value),
+            ScriptStoreOp::Weather { area, weather } => {
+                return self.area_weather(area, weather);
+            }
+            _ => {}
+        }
         if op == ScriptStoreOp::RefreshScripts {
             let result = match self.reload_scripts(node) {
                 Ok(_) => ScriptStoreResult::Done,
@@ -165,6 +173,72 @@ impl Hub {
         ))
     }
 
+    /// A zone's `SetEnv`: the cluster's environment changes and every node hears it (the
+    /// setter's own zone has it already). Bounded like the zones' copies; not saved.
+    fn set_env(&mut self, node: &str, name: String, value: Vec<u8>) {
+        let new = !self.env.contains_key(&name);
+        if name.is_empty()
+            || name.len() > MAX_ENV_NAME
+            || value.len() > MAX_ENV_VALUE
+            || (new && !value.is_empty() && self.env.len() >= MAX_ENV_VARS)
+        {
+            Metrics::inc(&self.shared.metrics.script_store_refused);
+            tracing::info!(node, "SetEnv refused: over the environment's limits");
+            return;
+        }
+        if value.is_empty() {
+            self.env.remove(&name);
+        } else {
+            self.env.insert(name.clone(), value.clone());
+        }
+        let msg = Msg::SharedVars {
+            whole: false,
+            env: vec![(name, value)],
+            weather: Vec::new(),
+        };
+        for link in self.links.values() {
+            link.send(msg.clone());
+        }
+    }
+
+    /// An area's instance-0 weather changed: every node hears it, for the areas whose
+    /// `WeatherLink` names it.
+    fn area_weather(&mut self, area: String, weather: u8) {
+        let area = area.to_ascii_lowercase();
+        if !self
+            .shared
+            .world
+            .areas
+            .iter()
+            .any(|a| a.name.eq_ignore_ascii_case(&area))
+        {
+            Metrics::inc(&self.shared.metrics.script_store_refused);
+            return;
+        }
+        self.weather.insert(area.clone(), weather.min(5));
+        let msg = Msg::SharedVars {
+            whole: false,
+            env: Vec::new(),
+            weather: vec![(area, weather.min(5))],
+        };
+        for link in self.links.values() {
+            link.send(msg.clone());
+        }
+    }
+
+    /// The cluster's environment and the areas' weathers, for a node that just registered.
+    pub(super) fn shared_vars_msg(&self) -> Msg {
+        Msg::SharedVars {
+            whole: true,
+            env: self
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            weather: self.weather.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+
     /// The last reload, for a node that just registered (none before the first).
     pub(super) fn scripts_update_msg(&self) -> Option<Msg> {
         self.scripts_update.clone()
@@ -225,6 +299,8 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::CreateDir { .. } => "CreateDir",
         ScriptStoreOp::SetSuperGlobal { .. } => "SetSuperGlobal",
         ScriptStoreOp::RefreshScripts => "RefreshScripts",
+        ScriptStoreOp::SetEnv { .. } => "SetEnv",
+        ScriptStoreOp::Weather { .. } => "Weather",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",
         ScriptStoreOp::RemoveInstance { .. } => "RemoveInstance",

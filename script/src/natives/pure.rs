@@ -147,10 +147,6 @@ pub fn call(n: Native, args: &[Value]) -> Result<Value, RuntimeError> {
         Native::MySqlNumRows | Native::SqlAccountId | Native::SqlActorId => Value::Int(0),
         Native::MySqlFreeQuery | Native::MySqlFreeRow => NO_VALUE,
 
-        // ----- a script must not read or change the server's environment.
-        Native::GetEnv => Value::Str(RStr::EMPTY),
-        Native::SetEnv => NO_VALUE,
-
         _ => {
             return Err(RuntimeError::Internal(format!(
                 "{} is not a pure native",
@@ -1030,8 +1026,6 @@ mod tests {
 
     #[test]
     fn stubs_answer_nothing() {
-        assert_eq!(str_of(Native::GetEnv, &[s("PATH")]), "");
-        assert_eq!(call(Native::SetEnv, &[s("A"), s("b")]), Ok(Value::Int(0)));
         assert_eq!(str_of(Native::MySqlQuery, &[s("SELECT 1")]), "");
         assert_eq!(int_of(Native::MySqlNumRows, &[i(1)]), 0);
         assert_eq!(str_of(Native::MySqlFetchRow, &[i(1)]), "");

@@ -404,8 +404,8 @@ natives! {
     Rnd: "Rnd#(from#, to#)", Math, Host;
 
     // ----- environment (misc; stubs) ------------------------------------------------------
-    GetEnv: "GetEnv$(name$)", Misc, Pure;
-    SetEnv: "SetEnv(name$, value$)", Misc, Pure;
+    GetEnv: "GetEnv$(name$)", Misc, Host;
+    SetEnv: "SetEnv(name$, value$)", Misc, Host;
 
     // ----- memory banks (misc; vm) --------------------------------------------------------
     CreateBank: "CreateBank%(size%=0)", Misc, Vm;

@@ -286,6 +286,25 @@ pub enum ScriptStoreOp {
     /// `Error` with the diagnostics of a script set that does not compile, which changes
     /// nothing).
     RefreshScripts,
+    /// `SetEnv`: a variable of the cluster's environment (Realm Crafter's process
+    /// environment; every zone's `GetEnv` sees it; not saved). No answer: every node gets
+    /// it in a `SharedVars`.
+    SetEnv {
+        /// Its name (at most [`super::MAX_ENV_NAME`] bytes).
+        name: String,
+        /// Its value (at most [`super::MAX_ENV_VALUE`] bytes; empty removes it).
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+    },
+    /// The weather of an area's instance 0 changed (for the areas whose `WeatherLink`
+    /// names it, on whatever node). No answer: every node gets it in a `SharedVars`.
+    #[doc(alias = "WeatherLink")]
+    Weather {
+        /// The area (lower case).
+        area: String,
+        /// Its weather now (0 sun … 5 wind).
+        weather: u8,
+    },
     /// `SetSuperGlobal` (no answer: every zone gets the new value as a `SuperGlobal`).
     SetSuperGlobal {
         /// Slot 0..=99.

@@ -77,6 +77,14 @@ pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-rc-internal-auth";
 /// Length of the TLS exporter value.
 pub const EXPORTER_LEN: usize = 32;
 
+/// The longest name of a cluster environment variable (`SetEnv`), in bytes.
+pub const MAX_ENV_NAME: usize = 255;
+/// The longest value of a cluster environment variable, in bytes.
+pub const MAX_ENV_VALUE: usize = 4096;
+/// At most this many cluster environment variables exist; `SetEnv` of a new one past it
+/// is refused (logged).
+pub const MAX_ENV_VARS: usize = 1024;
+
 /// Largest control frame body (a character state is a few KiB; raw frame batches are
 /// bounded by the client's own 64 KiB frame limit). A script file (at most
 /// [`MAX_SCRIPT_FILE`]) travels whole in one `ScriptStore` or `ScriptStoreReply`, so the
@@ -533,6 +541,17 @@ pub enum Msg {
         /// `(slot 0..=99, value)`.
         values: Vec<(u8, Vec<u8>)>,
     },
+    /// Gateway → node: the cluster's environment (`SetEnv`/`GetEnv`) and the areas'
+    /// weathers (`WeatherLink`): all of them right after `RegisterAck` (`whole`: the node
+    /// replaces its copy), then every change as it happens (an empty env value removes it).
+    SharedVars {
+        /// The whole set (true) or changes (false).
+        whole: bool,
+        /// Environment variables: name, value.
+        env: Vec<(String, Vec<u8>)>,
+        /// Area (lower case), weather.
+        weather: Vec<(String, u8)>,
+    },
     /// Gateway → every node: a super global changed (a zone's `SetSuperGlobal`).
     SuperGlobal {
         /// Slot 0..=99.
@@ -622,6 +641,7 @@ impl Msg {
             Self::ScriptStore { .. } => "ScriptStore",
             Self::ScriptStoreReply { .. } => "ScriptStoreReply",
             Self::SuperGlobals { .. } => "SuperGlobals",
+            Self::SharedVars { .. } => "SharedVars",
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",

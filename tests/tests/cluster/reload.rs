@@ -1,7 +1,8 @@
 //! A live script reload on a running cluster (issue 39, `RefreshScripts`): a `WaitKill`
 //! quest started on the old code keeps waiting through a refused reload and an applied
 //! one, crosses to another zone node while suspended, and finishes on the code it
-//! started with; the next run, on that other node, is the new code.
+//! started with; the next run, on that other node, is the new code. An environment
+//! variable a script `SetEnv`s on one node is what `GetEnv` reads on the other.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read as _, Write as _};
@@ -20,7 +21,9 @@ fn quest(tag: &str) -> String {
     format!(
         "Function Quest()\r\n\tPersistent(1)\r\n\tOutput(Actor(), \"{tag}: kill a stag\")\r\n\
          \tWaitKill(Actor(), 2, 1)\r\n\tOutput(Actor(), \"{tag}: done on \" + ActorZone(Actor()))\r\n\
-         End Function\r\n"
+         End Function\r\n\
+         Function Env()\r\n\tSetEnv(\"Mood\", \"merry\")\r\nEnd Function\r\n\
+         Function Where()\r\n\tOutput(Actor(), \"env: \" + GetEnv(\"Mood\"))\r\nEnd Function\r\n"
     )
 }
 
@@ -71,6 +74,9 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     ann.command("quest").await.unwrap();
     h.chat_line(&mut ann, "old: kill a stag", WAIT).await;
 
+    // The cluster's environment: set on this node, read on the other one below.
+    ann.command("env").await.unwrap();
+
     eprintln!("step: a reload of scripts that do not compile is refused, nothing changes");
     std::fs::write(
         &commands,
@@ -110,6 +116,9 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
         c.owner(&portal.link_area, 0)
             .is_some_and(|(n, _)| n != meadow_node)
     );
+
+    ann.command("where").await.unwrap();
+    h.chat_line(&mut ann, "env: merry", WAIT).await;
 
     eprintln!("step: a stag: the old quest ends on its own code");
     // (The hunt may lead back through a portal: where it ends does not matter, only that

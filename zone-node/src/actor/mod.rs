@@ -355,6 +355,9 @@ pub struct Registry {
     /// kept for instances still running on them (newest first). A new zone starts with
     /// them.
     reloaded: Mutex<Option<Reloaded>>,
+    /// The cluster's environment (`SetEnv`) and the areas' weathers (`WeatherLink`), as
+    /// the gateway last said; a new zone starts with them.
+    shared_vars: Mutex<SharedVars>,
     out: OutboundTx,
     /// The arbiters instances are placed on, each with an id; one the watchdog found
     /// stuck is replaced by a fresh one ([`Registry::give_up`]).
@@ -399,6 +402,7 @@ impl Registry {
             world,
             scripts,
             reloaded: Mutex::new(None),
+            shared_vars: Mutex::new(SharedVars::default()),
             out,
             next_arbiter_id: AtomicU64::new(u64::try_from(arbiters.len()).unwrap_or(u64::MAX)),
             arbiters: Mutex::new((0u64..).zip(arbiters).collect()),
@@ -874,6 +878,7 @@ impl Registry {
             };
             let mut first = superglobal_inputs(&globals);
             first.extend(self.scripts_input());
+            first.extend(self.shared_var_inputs());
             if !c.ground.is_empty() {
                 first.push(ZoneInput::RestoreGround {
                     items: c.ground.clone(),
@@ -1434,7 +1439,69 @@ impl Registry {
     pub fn superglobal_inputs(&self) -> Vec<ZoneInput> {
         let mut v = superglobal_inputs(&self.lock_superglobals());
         v.extend(self.scripts_input());
+        v.extend(self.shared_var_inputs());
         v
+    }
+
+    /// The cluster's environment and the areas' weathers as zone inputs.
+    fn shared_var_inputs(&self) -> Vec<ZoneInput> {
+        let vars = match self.shared_vars.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        vars.inputs()
+    }
+
+    /// The gateway's environment and weathers (`Msg::SharedVars`): the whole set after a
+    /// registration, else changes; every running zone hears what changed.
+    pub fn shared_vars(
+        &self,
+        whole: bool,
+        env: Vec<(String, Vec<u8>)>,
+        weather: Vec<(String, u8)>,
+    ) {
+        let mut vars = match self.shared_vars.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let mut changes = SharedVars::default();
+        if whole {
+            // Every name we had that is gone now is removed in the zones too.
+            for k in vars.env.keys() {
+                if !env.iter().any(|(n, _)| n == k) {
+                    changes.env.insert(k.clone(), Vec::new());
+                }
+            }
+            vars.env.clear();
+        }
+        for (name, value) in env {
+            if name.len() > shared::internal::MAX_ENV_NAME
+                || value.len() > shared::internal::MAX_ENV_VALUE
+            {
+                Metrics::inc(&self.metrics.refused_msgs);
+                continue;
+            }
+            if value.is_empty() {
+                vars.env.remove(&name);
+            } else if vars.env.contains_key(&name)
+                || vars.env.len() < shared::internal::MAX_ENV_VARS
+            {
+                vars.env.insert(name.clone(), value.clone());
+            }
+            changes.env.insert(name, value);
+        }
+        for (area, w) in weather {
+            let area = area.to_ascii_lowercase();
+            if vars.weather.contains_key(&area)
+                || vars.weather.len() < crate::sim::weather::MAX_LINKED
+            {
+                vars.weather.insert(area.clone(), w);
+                changes.weather.insert(area, w);
+            }
+        }
+        for input in changes.inputs() {
+            self.push_all(&input);
+        }
     }
 
     /// The reloaded scripts as a zone input (none before the first reload).
@@ -1569,6 +1636,29 @@ pub fn instance_handle(key: &InstanceKey) -> u32 {
 
 fn seed_for(key: &InstanceKey, generation: Generation) -> u64 {
     u64::from(instance_handle(key)) ^ generation.rotate_left(32) ^ 0x5eed
+}
+
+/// The cluster's environment and the areas' weathers on this node.
+#[derive(Clone, Default)]
+struct SharedVars {
+    env: BTreeMap<String, Vec<u8>>,
+    weather: BTreeMap<String, u8>,
+}
+
+impl SharedVars {
+    fn inputs(&self) -> Vec<ZoneInput> {
+        self.env
+            .iter()
+            .map(|(k, v)| ZoneInput::Env {
+                name: k.as_bytes().to_vec(),
+                value: v.clone(),
+            })
+            .chain(self.weather.iter().map(|(a, w)| ZoneInput::LinkedWeather {
+                area: a.clone(),
+                weather: *w,
+            }))
+            .collect()
+    }
 }
 
 /// A reload's scripts on this node.

@@ -344,6 +344,21 @@ pub enum ZoneInput {
         /// Earlier versions, for instances arriving on them.
         retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
     },
+    /// A cluster environment variable (`SetEnv` anywhere; an empty value removes it).
+    Env {
+        /// Name.
+        name: Vec<u8>,
+        /// Value.
+        value: Vec<u8>,
+    },
+    /// The weather of another area's instance 0 (`WeatherLink`), from whatever node.
+    #[doc(alias = "WeatherLink")]
+    LinkedWeather {
+        /// The area (lower case).
+        area: String,
+        /// Its weather.
+        weather: u8,
+    },
     /// A super global's value (at start, and whenever any zone sets one).
     SuperGlobal {
         /// Slot 0..=99.

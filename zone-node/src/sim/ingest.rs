@@ -84,6 +84,10 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             super::runtime::store_reply(st, req, result);
         }
         ZoneInput::SuperGlobal { slot, value } => super::script_table::superglobal(st, slot, value),
+        ZoneInput::Env { name, value } => super::script_table::set_env(st, name, value),
+        ZoneInput::LinkedWeather { area, weather } => {
+            super::weather::linked(st, area, weather);
+        }
         ZoneInput::Scripts { current, retained } => {
             super::script_table::replace_code(st, current, retained);
         }

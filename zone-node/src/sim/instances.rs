@@ -356,6 +356,9 @@ pub struct Scripts {
     /// Earlier versions kept for instances that arrive running on them (a handoff, a
     /// checkpoint), newest first.
     pub retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
+    /// The cluster's environment (`GetEnv`/`SetEnv`), as last heard (bounded by
+    /// `shared::internal::MAX_ENV_VARS`).
+    pub env: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// What makes two engine starts the same start: entry point (case-insensitive), actor,

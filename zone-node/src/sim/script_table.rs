@@ -797,6 +797,18 @@ pub(crate) fn restore_owned(st: &mut ZoneState, player: ActorId, bytes: &[u8]) {
     }
 }
 
+/// A cluster environment variable changed (`SetEnv` here or on another node); an empty
+/// value removes it. Past `MAX_ENV_VARS` a new name is dropped.
+pub(crate) fn set_env(st: &mut ZoneState, name: Vec<u8>, value: Vec<u8>) {
+    if value.is_empty() {
+        st.scripts.env.remove(&name);
+    } else if st.scripts.env.contains_key(&name)
+        || st.scripts.env.len() < shared::internal::MAX_ENV_VARS
+    {
+        st.scripts.env.insert(name, value);
+    }
+}
+
 /// A super global changed (here or on another node).
 pub(crate) fn superglobal(st: &mut ZoneState, slot: u8, value: Vec<u8>) {
     if let Some(s) = st.scripts.superglobals.get_mut(usize::from(slot)) {

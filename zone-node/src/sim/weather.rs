@@ -66,9 +66,33 @@ pub(crate) fn visit(st: &mut ZoneState) {
     set_weather(st, weather, dur);
 }
 
-/// Set the weather for `duration_ms` and tell the zone (`/weather`, the visit).
+/// The most areas whose weather a zone remembers for `WeatherLink`.
+pub const MAX_LINKED: usize = 1024;
+
+/// Another area's weather (its instance 0, on whatever node): remembered for a zone whose
+/// `WeatherLink` names it, which follows it at its next visit.
+#[doc(alias = "WeatherLink")]
+pub(crate) fn linked(st: &mut ZoneState, area: String, weather: u8) {
+    let area = area.to_ascii_lowercase();
+    if st.linked_weather.contains_key(&area) || st.linked_weather.len() < MAX_LINKED {
+        st.linked_weather.insert(area, weather.min(5));
+    }
+}
+
+/// Set the weather for `duration_ms` and tell the zone (`/weather`, the visit). The
+/// weather of an instance 0 is also announced for the areas linked to it (`WeatherLink`).
 pub fn set_weather(st: &mut ZoneState, weather: u8, duration_ms: u64) {
+    let changed = st.weather != weather.min(5);
     st.weather = weather.min(5);
+    if changed && st.cfg.instance == 0 {
+        st.outputs.push(super::events::ZoneOutput::ScriptStore {
+            req: 0,
+            op: shared::internal::ScriptStoreOp::Weather {
+                area: st.content.area.name.to_ascii_lowercase(),
+                weather: st.weather,
+            },
+        });
+    }
     let until = st.now_ms.saturating_add(duration_ms.max(MS_PER_VISIT)) / MS_PER_VISIT + 1;
     st.weather_time = i32::try_from(until).unwrap_or(i32::MAX);
     let change = WeatherChange {

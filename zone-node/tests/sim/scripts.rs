@@ -483,3 +483,93 @@ fn a_reload_runs_new_scripts_on_new_code_and_lets_running_ones_finish_on_theirs(
     assert!(h.script_errors().is_empty(), "{:?}", h.script_errors());
     assert!(h.sim.state().scripts.is_empty());
 }
+
+/// `SetEnv`/`GetEnv`: the cluster's environment. A zone's `SetEnv` is seen at once and
+/// announced (the gateway tells every node); one heard from elsewhere is seen too; the
+/// servers' own environment never is. `RefreshScripts` asks for a reload and its caller
+/// carries on.
+#[test]
+fn the_environment_is_the_cluster_s_and_refresh_scripts_asks_for_a_reload() {
+    let src: &[u8] = b"Function Main()\n  Output(Actor(), \"[\" + GetEnv(\"PATH\") + \"]\")\n  SetEnv(\"Mood\", \"merry\")\n  Output(Actor(), GetEnv(\"Mood\"))\n  RefreshScripts()\n  Output(Actor(), \"still here\")\nEnd Function\nFunction Read()\n  Output(Actor(), GetEnv(\"Season\") + \"/\" + GetEnv(\"Mood\"))\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Env", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let handle = h.sim.state().handle_of(pid);
+    let run = |h: &mut SimHarness, func: &str| {
+        zone_node::sim::script_table::queue(
+            h.sim.state_mut(),
+            "Env",
+            func,
+            handle,
+            0,
+            script::RStr::EMPTY,
+        );
+        h.tick();
+    };
+    run(&mut h, "Main");
+    assert_eq!(h.chat(p), ["[]", "merry", "still here"]);
+    let ops: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore { op, .. } => Some(op.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(ops.contains(&shared::internal::ScriptStoreOp::SetEnv {
+        name: "Mood".into(),
+        value: b"merry".to_vec(),
+    }));
+    assert!(ops.contains(&shared::internal::ScriptStoreOp::RefreshScripts));
+    // Set on another node: heard here.
+    h.clear();
+    h.push(ZoneInput::Env {
+        name: b"Season".to_vec(),
+        value: b"winter".to_vec(),
+    });
+    run(&mut h, "Read");
+    assert_eq!(h.chat(p), ["winter/merry"]);
+    // Removed elsewhere (an empty value).
+    h.clear();
+    h.push(ZoneInput::Env {
+        name: b"Mood".to_vec(),
+        value: Vec::new(),
+    });
+    run(&mut h, "Read");
+    assert_eq!(h.chat(p), ["winter/"]);
+}
+
+/// `WeatherLink` across nodes: an instance 0 announces its weather changes, and a zone
+/// whose area links to another follows the weather it hears for it.
+#[test]
+fn weather_links_follow_the_linked_area_s_announced_weather() {
+    use zone_node::sim::weather;
+    let mut h = SimHarness::new();
+    h.tick();
+    h.clear();
+    weather::set_weather(h.sim.state_mut(), 3, 60_000);
+    h.tick();
+    let announced: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore {
+                op: shared::internal::ScriptStoreOp::Weather { area, weather },
+                ..
+            } => Some((area.clone(), *weather)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, [("testland".to_owned(), 3)]);
+    // A zone linked to "Elsewhere" follows what it hears of it.
+    let mut content = test_content();
+    content.area.weather_link = "Elsewhere".into();
+    let mut h = SimHarness::with(ZoneConfig::default(), content);
+    h.push(ZoneInput::LinkedWeather {
+        area: "ELSEWHERE".into(),
+        weather: 4,
+    });
+    h.tick();
+    weather::set_weather(h.sim.state_mut(), 0, 0);
+    h.run_ticks(10);
+    assert_eq!(h.sim.state().weather, 4);
+}

@@ -9,7 +9,7 @@ use super::{Args, NResult, int, none, string};
 use crate::sim::events::{AccountAction, ZoneOutput};
 use crate::sim::instances::SUPERGLOBALS;
 use crate::sim::runtime::host::ZoneHost;
-use shared::internal::ScriptStoreOp;
+use shared::internal::{MAX_ENV_NAME, MAX_ENV_VALUE, MAX_ENV_VARS, ScriptStoreOp};
 
 /// Number of actor-global slots.
 pub const ACTOR_GLOBALS: usize = 10;
@@ -21,6 +21,44 @@ fn slot(v: i32, n: usize) -> Option<usize> {
 /// Run a globals or account native.
 pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
     match n {
+        // Realm Crafter's process environment is the cluster's here: every zone's
+        // `GetEnv` sees what any zone `SetEnv`s (through the gateway; not saved). The
+        // servers' own environment is never shown to scripts (it holds secrets).
+        Native::GetEnv => string(
+            h.st.scripts
+                .env
+                .get(a.rstr(0).as_bytes())
+                .map(|v| RStr::new(v))
+                .unwrap_or_default(),
+        ),
+        Native::SetEnv => {
+            let (name, value) = (a.rstr(0), a.rstr(1));
+            let (name, value) = (name.as_bytes(), value.as_bytes());
+            let known = h.st.scripts.env.contains_key(name);
+            if name.is_empty()
+                || name.len() > MAX_ENV_NAME
+                || value.len() > MAX_ENV_VALUE
+                || (!known && !value.is_empty() && h.st.scripts.env.len() >= MAX_ENV_VARS)
+            {
+                crate::sim::script_table::log(
+                    h.st,
+                    &h.cx.script,
+                    format!(
+                        "SetEnv refused: names of 1 to {MAX_ENV_NAME} bytes, values of at most {MAX_ENV_VALUE}, at most {MAX_ENV_VARS} variables"
+                    ),
+                );
+                return none();
+            }
+            crate::sim::script_table::set_env(h.st, name.to_vec(), value.to_vec());
+            h.st.outputs.push(ZoneOutput::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::SetEnv {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    value: value.to_vec(),
+                },
+            });
+            none()
+        }
         Native::SuperGlobal => {
             let v = slot(a.int(0), SUPERGLOBALS)
                 .and_then(|s| h.st.scripts.superglobals.get(s).cloned())

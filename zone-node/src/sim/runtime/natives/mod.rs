@@ -134,6 +134,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
         }
         Native::ReadBytes | Native::WriteBytes => return files::bank_io(h, n, a, cx),
         Native::OpenTrading => return trading::call(h, n, a),
+        Native::GetEnv | Native::SetEnv => return globals::call(h, n, a),
         _ => {}
     }
     match sig.cat {
