@@ -417,7 +417,9 @@ pub fn answer(
         // The hub reloads scripts itself (`Hub::reload_scripts`); it never comes here.
         ScriptStoreOp::RefreshScripts
         | ScriptStoreOp::SetEnv { .. }
-        | ScriptStoreOp::Weather { .. } => {
+        | ScriptStoreOp::Weather { .. }
+        | ScriptStoreOp::FindPlayer { .. }
+        | ScriptStoreOp::Tell { .. } => {
             ScriptStoreResult::Error("the hub answers this itself".into())
         }
         ScriptStoreOp::ReadFile { name } => match store.read(&name) {

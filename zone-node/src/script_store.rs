@@ -93,7 +93,11 @@ impl MemoryStore {
             // One process, no cluster: the scripts stay the ones it started with.
             ScriptStoreOp::RefreshScripts => ScriptStoreResult::Done,
             // The zone already has its own change; there is no other node to tell.
-            ScriptStoreOp::SetEnv { .. } | ScriptStoreOp::Weather { .. } => ScriptStoreResult::Done,
+            ScriptStoreOp::SetEnv { .. }
+            | ScriptStoreOp::Weather { .. }
+            | ScriptStoreOp::Tell { .. } => ScriptStoreResult::Done,
+            // Nobody is in the game anywhere else.
+            ScriptStoreOp::FindPlayer { .. } => ScriptStoreResult::Int(0),
         };
         (r, None)
     }

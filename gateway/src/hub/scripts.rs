@@ -28,6 +28,15 @@ impl Hub {
             ScriptStoreOp::Weather { area, weather } => {
                 return self.area_weather(area, weather);
             }
+            ScriptStoreOp::FindPlayer { name } => {
+                let handle = self.player_handle(&name).unwrap_or(0);
+                if req != 0 {
+                    let result = ScriptStoreResult::Int(i32::try_from(handle).unwrap_or(0));
+                    self.send_node(node, Msg::ScriptStoreReply { req, result });
+                }
+                return;
+            }
+            ScriptStoreOp::Tell { handle, text, rgb } => return self.tell(handle, text, rgb),
             _ => {}
         }
         if op == ScriptStoreOp::RefreshScripts {
@@ -226,6 +235,52 @@ impl Hub {
         }
     }
 
+    /// The script handle of the character called `name` if it is in the game (on any
+    /// node), from the account book.
+    fn player_handle(&self, name: &str) -> Option<u32> {
+        let online = self
+            .control
+            .players()
+            .find(|(_, p, ..)| p.name.eq_ignore_ascii_case(name))
+            .map(|(_, p, ..)| p.name.clone())?;
+        let acc = self.shared.accounts();
+        let (id, slot) = acc.book.find_character(&online)?;
+        acc.book
+            .get(id)?
+            .characters
+            .get(usize::from(slot))
+            .map(|c| c.handle)
+            .filter(|&h| h != 0)
+    }
+
+    /// A zone's `Output` to a player handle it does not host: the line goes to that
+    /// player's session, wherever it plays (nothing if it is not in the game).
+    fn tell(&mut self, handle: u32, text: Vec<u8>, rgb: (u8, u8, u8)) {
+        if handle == 0 || text.len() > usize::from(u16::MAX) {
+            return;
+        }
+        let names: Vec<(SessionId, String)> = self
+            .control
+            .players()
+            .map(|(s, p, ..)| (s, p.name.clone()))
+            .collect();
+        let session = {
+            let acc = self.shared.accounts();
+            names.into_iter().find_map(|(s, name)| {
+                let (id, slot) = acc.book.find_character(&name)?;
+                let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
+                (c.handle == handle).then_some(s)
+            })
+        };
+        if let Some(s) = session {
+            let packet = ServerPacket::ChatMessage(shared::proto::ChatMessageS2C {
+                colour: shared::proto::ChatColour::Rgb(rgb.0, rgb.1, rgb.2),
+                text: shared::wire::RcString(text),
+            });
+            self.send_packet(s, &packet);
+        }
+    }
+
     /// The cluster's environment and the areas' weathers, for a node that just registered.
     pub(super) fn shared_vars_msg(&self) -> Msg {
         Msg::SharedVars {
@@ -301,6 +356,8 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::RefreshScripts => "RefreshScripts",
         ScriptStoreOp::SetEnv { .. } => "SetEnv",
         ScriptStoreOp::Weather { .. } => "Weather",
+        ScriptStoreOp::FindPlayer { .. } => "FindPlayer",
+        ScriptStoreOp::Tell { .. } => "Tell",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",
         ScriptStoreOp::RemoveInstance { .. } => "RemoveInstance",

@@ -296,6 +296,24 @@ pub enum ScriptStoreOp {
         #[serde(with = "serde_bytes")]
         value: Vec<u8>,
     },
+    /// `FindActor` (players) and `PartyMember` for a player not in the asking zone: the
+    /// script handle of the character called `name` if it is in the game anywhere in the
+    /// cluster, else 0 (answered `Int`).
+    FindPlayer {
+        /// The character's name (case-insensitive).
+        name: String,
+    },
+    /// `Output` to a player handle that is not in the asking zone: the line goes to that
+    /// player wherever it is (nothing if it is not in the game). No answer.
+    Tell {
+        /// The player's script handle.
+        handle: u32,
+        /// The text.
+        #[serde(with = "serde_bytes")]
+        text: Vec<u8>,
+        /// Red, green, blue.
+        rgb: (u8, u8, u8),
+    },
     /// The weather of an area's instance 0 changed (for the areas whose `WeatherLink`
     /// names it, on whatever node). No answer: every node gets it in a `SharedVars`.
     #[doc(alias = "WeatherLink")]

@@ -2,7 +2,8 @@
 //! quest started on the old code keeps waiting through a refused reload and an applied
 //! one, crosses to another zone node while suspended, and finishes on the code it
 //! started with; the next run, on that other node, is the new code. An environment
-//! variable a script `SetEnv`s on one node is what `GetEnv` reads on the other.
+//! variable a script `SetEnv`s on one node is what `GetEnv` reads on the other, and a
+//! player on the other node is found by name (`FindActor`) and told a line (`Output`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read as _, Write as _};
@@ -23,7 +24,9 @@ fn quest(tag: &str) -> String {
          \tWaitKill(Actor(), 2, 1)\r\n\tOutput(Actor(), \"{tag}: done on \" + ActorZone(Actor()))\r\n\
          End Function\r\n\
          Function Env()\r\n\tSetEnv(\"Mood\", \"merry\")\r\nEnd Function\r\n\
-         Function Where()\r\n\tOutput(Actor(), \"env: \" + GetEnv(\"Mood\"))\r\nEnd Function\r\n"
+         Function Where()\r\n\tOutput(Actor(), \"env: \" + GetEnv(\"Mood\"))\r\nEnd Function\r\n\
+         Function Call()\r\n\tP = FindActor(\"bob\", 1)\r\n\tOutput(Actor(), \"found \" + (P > 0))\r\n\
+         \tOutput(P, \"psst from \" + ActorZone(Actor()))\r\nEnd Function\r\n"
     )
 }
 
@@ -67,6 +70,8 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     c.make_dm("ann");
     let (mut ann, ga) = login_again(c.gw.client_addr, "ann").await;
     let mut h = Adventurer::new(&ga);
+    // Bob stays in Meadow, on its node.
+    let (mut bob, _) = new_player(c.gw.client_addr, "bob").await;
     ann.command("setattributemax Strength,1000").await.unwrap();
     ann.command("setattribute Strength,1000").await.unwrap();
 
@@ -119,6 +124,20 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
 
     ann.command("where").await.unwrap();
     h.chat_line(&mut ann, "env: merry", WAIT).await;
+    // A player on the other node, found by name, told a line.
+    ann.command("call").await.unwrap();
+    h.chat_line(&mut ann, "found 1", WAIT).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        assert!(std::time::Instant::now() < deadline, "Bob was not told");
+        if let Ok(Ok(client::Event::Chat { text, .. })) =
+            tokio::time::timeout(Duration::from_millis(500), bob.next_event()).await
+            && text.contains("psst from ")
+        {
+            assert_eq!(text, format!("psst from {}", portal.link_area));
+            break;
+        }
+    }
 
     eprintln!("step: a stag: the old quest ends on its own code");
     // (The hunt may lead back through a portal: where it ends does not matter, only that
@@ -131,4 +150,5 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     ann.command("quest").await.unwrap();
     h.chat_line(&mut ann, "new: kill a stag", WAIT).await;
     ann.close(CloseCode::Normal).await;
+    bob.close(CloseCode::Normal).await;
 }

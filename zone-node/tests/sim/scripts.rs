@@ -573,3 +573,37 @@ fn weather_links_follow_the_linked_area_s_announced_weather() {
     h.run_ticks(10);
     assert_eq!(h.sim.state().weather, 4);
 }
+
+/// `FindActor` of a player who is not in the zone asks the gateway (who is in the game on
+/// every node) and waits for the answer; one here is found at once. `Output` to a player
+/// handle that is not here goes to the gateway for that player.
+#[test]
+fn find_actor_asks_the_cluster_for_a_player_not_here_and_output_reaches_one() {
+    let src: &[u8] = b"Function Main()\n  Output(Actor(), \"here \" + (FindActor(\"ann\", 1) = Actor()))\n  P = FindActor(\"Zed\")\n  Output(Actor(), \"away \" + P)\n  Output(123, \"psst\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Find", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let handle = h.sim.state().handle_of(pid);
+    zone_node::sim::script_table::queue(
+        h.sim.state_mut(),
+        "Find",
+        "Main",
+        handle,
+        0,
+        script::RStr::EMPTY,
+    );
+    h.run_ticks(3);
+    assert_eq!(h.chat(p), ["here 1", "away 0"]);
+    let ops: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore { op, .. } => Some(op.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(ops.contains(&shared::internal::ScriptStoreOp::FindPlayer { name: "Zed".into() }));
+    assert!(ops.iter().any(|o| matches!(
+        o,
+        shared::internal::ScriptStoreOp::Tell { handle: 123, text, .. } if text == b"psst"
+    )));
+}

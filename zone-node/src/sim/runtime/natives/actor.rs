@@ -200,6 +200,13 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                             }
                     })
                     .map_or(0, |x| x.handle);
+            if found == 0 && kind != 2 && !name.trim().is_empty() {
+                // Not here: a player anywhere in the cluster (the gateway knows who is in
+                // the game); the script waits for the answer.
+                return h.ask_int(shared::internal::ScriptStoreOp::FindPlayer {
+                    name: name.trim().to_owned(),
+                });
+            }
             int(found)
         }
         Native::NextActor => {
@@ -490,17 +497,18 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
                         .collect();
                     idx.and_then(|i| others.get(i - 1).map(|s| (*s).clone()))
                 });
-            // A member in another zone has no handle here.
-            let v = name
-                .and_then(|nm| {
-                    h.st.chain_members(h.st.online, crate::sim::state::ChainKind::Online)
-                        .into_iter()
-                        .filter_map(|i| h.st.at(i))
-                        .find(|o| o.name.eq_ignore_ascii_case(&nm))
-                        .map(|o| o.handle)
-                })
-                .unwrap_or(0);
-            int(v)
+            let Some(nm) = name else { return int(0) };
+            let here =
+                h.st.chain_members(h.st.online, crate::sim::state::ChainKind::Online)
+                    .into_iter()
+                    .filter_map(|i| h.st.at(i))
+                    .find(|o| o.name.eq_ignore_ascii_case(&nm))
+                    .map(|o| o.handle);
+            match here {
+                Some(v) => int(v),
+                // A member in another zone, on whatever node: its handle from the gateway.
+                None => h.ask_int(shared::internal::ScriptStoreOp::FindPlayer { name: nm }),
+            }
         }
         Native::ActorGroup | Native::ActorGuild => int(get(h).map_or(0, |x| x.team)),
         Native::SetActorGroup | Native::SetActorGuild => {
@@ -575,13 +583,28 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
 
         // ----- chat -----
         Native::Output => {
+            let rgb = |i: usize| u8::try_from(a.int(i).clamp(0, 255)).unwrap_or(255);
             if let Some(id) = me.filter(|id| h.st.get(*id).is_some_and(|x| x.is_player())) {
-                let rgb = |i: usize| u8::try_from(a.int(i).clamp(0, 255)).unwrap_or(255);
                 let p = ChatMessageS2C {
                     colour: ChatColour::Rgb(rgb(2), rgb(3), rgb(4)),
                     text: RcString(a.rstr(1).as_bytes().to_vec()),
                 };
                 send(h.st, id, &p);
+            } else if me.is_none()
+                && let Ok(handle) = u32::try_from(a.int(0))
+                && handle > 0
+                && handle < crate::sim::state::NPC_HANDLE_BASE
+            {
+                // A player handle not in this zone: the line goes to it wherever it is.
+                h.st.outputs
+                    .push(crate::sim::events::ZoneOutput::ScriptStore {
+                        req: 0,
+                        op: shared::internal::ScriptStoreOp::Tell {
+                            handle,
+                            text: a.rstr(1).as_bytes().to_vec(),
+                            rgb: (rgb(2), rgb(3), rgb(4)),
+                        },
+                    });
             }
             none()
         }

@@ -247,7 +247,7 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
 
 impl ZoneHost<'_> {
     /// Ask the store a question with an Int answer, suspending until it comes.
-    fn ask_int(&mut self, op: ScriptStoreOp) -> NResult {
+    pub(crate) fn ask_int(&mut self, op: ScriptStoreOp) -> NResult {
         let req = self.st.scripts.next_request;
         self.st.scripts.next_request += 1;
         self.st.scripts.requests.insert(req, self.id);
