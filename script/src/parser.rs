@@ -38,7 +38,8 @@ pub const MAX_ERRORS: usize = 100;
 /// and every error found, in source order.
 pub fn parse(bytes: &[u8]) -> (Module, Vec<ParseError>) {
     let prepared = source::prepare(bytes);
-    let (toks, mut errors) = lexer::lex(&prepared);
+    let (mut toks, mut errors) = lexer::lex(&prepared);
+    type_words_as_names(&mut toks);
     let mut p = Parser {
         toks: &toks,
         pos: 0,
@@ -187,6 +188,34 @@ fn starts_expr(tok: &Tok) -> bool {
                 | Kw::Super
         ),
         _ => false,
+    }
+}
+
+/// `First`, `Last`, `Before`, `After` and `Insert` are Blitz Type words only when a type
+/// name or an object follows (`First T`, `Insert o Before p`); elsewhere they are plain
+/// names, as BriskVM reads them (`Last = 5`, `A = First`, `Insert = Insert + 1`).
+fn type_words_as_names(toks: &mut [lexer::Token]) {
+    for i in 0..toks.len() {
+        let Some(Tok::Kw(kw)) = toks.get(i).map(|t| &t.tok) else {
+            continue;
+        };
+        let kw = *kw;
+        if !matches!(
+            kw,
+            Kw::First | Kw::Last | Kw::Before | Kw::After | Kw::Insert
+        ) {
+            continue;
+        }
+        let next_is_name = matches!(
+            toks.get(i + 1).map(|t| &t.tok),
+            Some(Tok::Ident { .. } | Tok::Kw(Kw::Self_ | Kw::Super | Kw::First | Kw::Last))
+        );
+        if !next_is_name && let Some(t) = toks.get_mut(i) {
+            t.tok = Tok::Ident {
+                name: kw.text().to_owned(),
+                tag: None,
+            };
+        }
     }
 }
 

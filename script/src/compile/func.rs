@@ -861,20 +861,9 @@ impl Cx<'_> {
         };
         match (ret, tag_ty(&name.tag)) {
             (_, Err(m)) => return self.err(name.span, m).map(|()| (0, Ty::Int)),
-            (Some(r), Ok(Some(t))) if r != t => {
-                return self
-                    .err(
-                        name.span,
-                        format!(
-                            "{shown} returns {} ({}), not {} ({})",
-                            r.name(),
-                            r.tag(),
-                            t.name(),
-                            t.tag()
-                        ),
-                    )
-                    .map(|()| (0, Ty::Int));
-            }
+            // A tag on a call (`CheckDate%(…)`, `G$()`) is allowed whatever the function
+            // returns, as in BriskVM: the value keeps the function's type and is converted
+            // where it is used.
             (None, Ok(Some(_))) => {
                 return self
                     .err(name.span, format!("{shown} does not return a value"))
