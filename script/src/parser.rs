@@ -194,7 +194,7 @@ fn starts_expr(tok: &Tok) -> bool {
 /// `First`, `Last`, `Before`, `After` and `Insert` are Blitz Type words only when a type
 /// name or an object follows (`First T`, `Insert o Before p`); elsewhere they are plain
 /// names, as BriskVM reads them (`Last = 5`, `A = First`, `Insert = Insert + 1`).
-fn type_words_as_names(toks: &mut [lexer::Token]) {
+fn type_words_as_names(toks: &mut [Token]) {
     for i in 0..toks.len() {
         let Some(Tok::Kw(kw)) = toks.get(i).map(|t| &t.tok) else {
             continue;
