@@ -622,6 +622,8 @@ pub struct Hub {
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     /// The last script reload (`RefreshScripts`), sent to every node that registers.
     scripts_update: Option<Msg>,
+    /// When a reload was last asked for (a zone's are taken at most once a second).
+    last_reload: Option<Instant>,
     /// The cluster's environment (`SetEnv`/`GetEnv`; Realm Crafter's process
     /// environment), in memory only.
     env: BTreeMap<String, Vec<u8>>,
@@ -647,6 +649,7 @@ impl Hub {
             handoffs: HashMap::new(),
             shutdown_waiters: Vec::new(),
             scripts_update: None,
+            last_reload: None,
             env: BTreeMap::new(),
             weather: BTreeMap::new(),
         }

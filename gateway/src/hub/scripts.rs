@@ -132,6 +132,17 @@ impl Hub {
     /// new runs use them while running scripts finish on the code they started with.
     #[doc(alias = "RefreshScripts")]
     pub(super) fn reload_scripts(&mut self, by: &str) -> Result<String, String> {
+        // Reading and compiling the whole folder costs the hub milliseconds: a zone's
+        // RefreshScripts is taken at most once a second (the operator's command always).
+        let now = std::time::Instant::now();
+        if by != "admin"
+            && self
+                .last_reload
+                .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1))
+        {
+            return Err("RefreshScripts: a reload ran less than a second ago".into());
+        }
+        self.last_reload = Some(now);
         let sources = shared::content::fs::read_world_scripts(self.shared.cfg.world.as_deref())
             .map_err(|e| {
                 Metrics::inc(&self.shared.metrics.script_reloads_refused);
@@ -163,6 +174,14 @@ impl Hub {
             .collect();
         let version = scripts_version(&files);
         let n = files.len();
+        // The same files as the last reload (a script calling RefreshScripts in a loop):
+        // nothing to send.
+        if let Some(Msg::ScriptsUpdate { version: last, .. }) = &self.scripts_update
+            && *last == version
+        {
+            tracing::info!(by, version = format!("{version:016x}"), "script reload: unchanged");
+            return Ok(format!("the {n} scripts are unchanged (version {version:016x})"));
+        }
         let msg = Msg::ScriptsUpdate { version, files };
         for link in self.links.values() {
             link.send(msg.clone());
