@@ -179,8 +179,14 @@ impl Hub {
         if let Some(Msg::ScriptsUpdate { version: last, .. }) = &self.scripts_update
             && *last == version
         {
-            tracing::info!(by, version = format!("{version:016x}"), "script reload: unchanged");
-            return Ok(format!("the {n} scripts are unchanged (version {version:016x})"));
+            tracing::info!(
+                by,
+                version = format!("{version:016x}"),
+                "script reload: unchanged"
+            );
+            return Ok(format!(
+                "the {n} scripts are unchanged (version {version:016x})"
+            ));
         }
         let msg = Msg::ScriptsUpdate { version, files };
         for link in self.links.values() {

@@ -409,6 +409,31 @@ fn scripts_are_deterministic() {
     assert_eq!(a, run());
 }
 
+/// Queue `script.func` for `actor` (its `Actor()`) and run a tick.
+fn start(h: &mut SimHarness, script: &str, func: &str, actor: zone_node::sim::ActorId) {
+    let handle = h.sim.state().handle_of(actor);
+    zone_node::sim::script_table::queue(
+        h.sim.state_mut(),
+        script,
+        func,
+        handle,
+        0,
+        script::RStr::EMPTY,
+    );
+    h.tick();
+}
+
+/// The script store requests the zone has sent so far.
+fn store_ops(h: &SimHarness) -> Vec<shared::internal::ScriptStoreOp> {
+    h.outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore { op, .. } => Some(op.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn compiled(name: &str, src: &[u8]) -> std::sync::Arc<script::bytecode::ScriptSet> {
     let c = script::compile::compile(&[script::compile::SourceFile::new(name, src.to_vec())]);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
@@ -425,20 +450,8 @@ fn a_reload_runs_new_scripts_on_new_code_and_lets_running_ones_finish_on_theirs(
     let mut h = SimHarness::with_scripts(&[("Quest", v1)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
     let (b, bid) = h.spawn_player("Bob", 5.0, 0.0);
-    let start = |h: &mut SimHarness, id| {
-        let handle = h.sim.state().handle_of(id);
-        zone_node::sim::script_table::queue(
-            h.sim.state_mut(),
-            "Quest",
-            "Main",
-            handle,
-            0,
-            script::RStr::EMPTY,
-        );
-        h.tick();
-    };
-    start(&mut h, pid);
-    start(&mut h, bid);
+    start(&mut h, "Quest", "Main", pid);
+    start(&mut h, "Quest", "Main", bid);
     assert_eq!(
         (h.chat(p), h.chat(b)),
         (vec!["v1 go".into()], vec!["v1 go".into()])
@@ -468,7 +481,7 @@ fn a_reload_runs_new_scripts_on_new_code_and_lets_running_ones_finish_on_theirs(
     assert_eq!(h.chat(p), ["v1 done"]);
     // A new run is v2.
     h.clear();
-    start(&mut h, pid);
+    start(&mut h, "Quest", "Main", pid);
     let wolf = h.spawn_npc(templates::WOLF, 50.0, 50.0);
     kill_actor(h.sim.state_mut(), wolf, Some(pid));
     h.tick();
@@ -493,28 +506,9 @@ fn the_environment_is_the_cluster_s_and_refresh_scripts_asks_for_a_reload() {
     let src: &[u8] = b"Function Main()\n  Output(Actor(), \"[\" + GetEnv(\"PATH\") + \"]\")\n  SetEnv(\"Mood\", \"merry\")\n  Output(Actor(), GetEnv(\"Mood\"))\n  RefreshScripts()\n  Output(Actor(), \"still here\")\nEnd Function\nFunction Read()\n  Output(Actor(), GetEnv(\"Season\") + \"/\" + GetEnv(\"Mood\"))\nEnd Function\n";
     let mut h = SimHarness::with_scripts(&[("Env", src)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
-    let handle = h.sim.state().handle_of(pid);
-    let run = |h: &mut SimHarness, func: &str| {
-        zone_node::sim::script_table::queue(
-            h.sim.state_mut(),
-            "Env",
-            func,
-            handle,
-            0,
-            script::RStr::EMPTY,
-        );
-        h.tick();
-    };
-    run(&mut h, "Main");
+    start(&mut h, "Env", "Main", pid);
     assert_eq!(h.chat(p), ["[]", "merry", "still here"]);
-    let ops: Vec<_> = h
-        .outputs
-        .iter()
-        .filter_map(|o| match o {
-            ZoneOutput::ScriptStore { op, .. } => Some(op.clone()),
-            _ => None,
-        })
-        .collect();
+    let ops = store_ops(&h);
     assert!(ops.contains(&shared::internal::ScriptStoreOp::SetEnv {
         name: "Mood".into(),
         value: b"merry".to_vec(),
@@ -526,7 +520,7 @@ fn the_environment_is_the_cluster_s_and_refresh_scripts_asks_for_a_reload() {
         name: b"Season".to_vec(),
         value: b"winter".to_vec(),
     });
-    run(&mut h, "Read");
+    start(&mut h, "Env", "Read", pid);
     assert_eq!(h.chat(p), ["winter/merry"]);
     // Removed elsewhere (an empty value).
     h.clear();
@@ -534,7 +528,7 @@ fn the_environment_is_the_cluster_s_and_refresh_scripts_asks_for_a_reload() {
         name: b"Mood".to_vec(),
         value: Vec::new(),
     });
-    run(&mut h, "Read");
+    start(&mut h, "Env", "Read", pid);
     assert_eq!(h.chat(p), ["winter/"]);
 }
 
@@ -582,25 +576,10 @@ fn find_actor_asks_the_cluster_for_a_player_not_here_and_output_reaches_one() {
     let src: &[u8] = b"Function Main()\n  Output(Actor(), \"here \" + (FindActor(\"ann\", 1) = Actor()))\n  P = FindActor(\"Zed\")\n  Output(Actor(), \"away \" + P)\n  Output(123, \"psst\")\nEnd Function\n";
     let mut h = SimHarness::with_scripts(&[("Find", src)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
-    let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::script_table::queue(
-        h.sim.state_mut(),
-        "Find",
-        "Main",
-        handle,
-        0,
-        script::RStr::EMPTY,
-    );
-    h.run_ticks(3);
+    start(&mut h, "Find", "Main", pid);
+    h.run_ticks(2);
     assert_eq!(h.chat(p), ["here 1", "away 0"]);
-    let ops: Vec<_> = h
-        .outputs
-        .iter()
-        .filter_map(|o| match o {
-            ZoneOutput::ScriptStore { op, .. } => Some(op.clone()),
-            _ => None,
-        })
-        .collect();
+    let ops = store_ops(&h);
     assert!(ops.contains(&shared::internal::ScriptStoreOp::FindPlayer { name: "Zed".into() }));
     assert!(ops.iter().any(|o| matches!(
         o,
