@@ -112,8 +112,9 @@ fn program() -> impl Strategy<Value = String> {
     })
 }
 
-/// The compiled program, or `Err` with its errors; a constant division by zero (which the
-/// generator can make, and which is a compile error) is `Ok(None)`.
+/// The compiled program, or `Err` with its errors; a program that does not compile only
+/// because of a division by zero in a constant expression is `Ok(None)` (a division of
+/// an expression by a constant zero compiles, with a warning, and fails when it runs).
 fn set_of(src: &str) -> Result<Option<ScriptSet>, String> {
     let c = compile(&[SourceFile::new("P", src.as_bytes().to_vec())]);
     if !c.has_errors() {
