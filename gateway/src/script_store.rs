@@ -419,7 +419,9 @@ pub fn answer(
         | ScriptStoreOp::SetEnv { .. }
         | ScriptStoreOp::Weather { .. }
         | ScriptStoreOp::FindPlayer { .. }
-        | ScriptStoreOp::Tell { .. } => {
+        | ScriptStoreOp::Tell { .. }
+        | ScriptStoreOp::ActorQuery { .. }
+        | ScriptStoreOp::ActorAnswer { .. } => {
             ScriptStoreResult::Error("the hub answers this itself".into())
         }
         ScriptStoreOp::ReadFile { name } => match store.read(&name) {

@@ -873,6 +873,15 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.shared_vars(whole, env, weather);
             None
         }
+        Msg::ActorQuery {
+            qid,
+            session,
+            native,
+            args,
+        } => {
+            reg.actor_query(qid, session, native, args);
+            None
+        }
         Msg::ScriptsUpdate { version, files } => {
             reg.scripts_update(version, files);
             None

@@ -98,6 +98,8 @@ impl MemoryStore {
             | ScriptStoreOp::Tell { .. } => ScriptStoreResult::Done,
             // Nobody is in the game anywhere else.
             ScriptStoreOp::FindPlayer { .. } => ScriptStoreResult::Int(0),
+            ScriptStoreOp::ActorQuery { .. } => ScriptStoreResult::Error("not in the game".into()),
+            ScriptStoreOp::ActorAnswer { .. } => ScriptStoreResult::Done,
         };
         (r, None)
     }

@@ -624,6 +624,10 @@ pub struct Hub {
     scripts_update: Option<Msg>,
     /// When a reload was last asked for (a zone's are taken at most once a second).
     last_reload: Option<Instant>,
+    /// Remote actor queries in flight: id → (asking node, its request, deadline).
+    actor_queries: HashMap<u64, (String, u64, Instant)>,
+    /// The last query id given.
+    next_actor_query: u64,
     /// The cluster's environment (`SetEnv`/`GetEnv`; Realm Crafter's process
     /// environment), in memory only.
     env: BTreeMap<String, Vec<u8>>,
@@ -650,6 +654,8 @@ impl Hub {
             shutdown_waiters: Vec::new(),
             scripts_update: None,
             last_reload: None,
+            actor_queries: HashMap::new(),
+            next_actor_query: 0,
             env: BTreeMap::new(),
             weather: BTreeMap::new(),
         }
@@ -1495,6 +1501,7 @@ impl Hub {
         let shared = self.shared.clone();
         let actions = self.control.on_timeout(now, &Book(&shared));
         self.apply(actions);
+        self.expire_actor_queries();
         self.publish();
         self.rewrite_unsaved();
     }

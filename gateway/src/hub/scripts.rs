@@ -37,6 +37,12 @@ impl Hub {
                 return;
             }
             ScriptStoreOp::Tell { handle, text, rgb } => return self.tell(handle, text, rgb),
+            ScriptStoreOp::ActorQuery {
+                handle,
+                native,
+                args,
+            } => return self.actor_query(node, req, handle, native, args),
+            ScriptStoreOp::ActorAnswer { qid, value } => return self.actor_answer(qid, value),
             _ => {}
         }
         if op == ScriptStoreOp::RefreshScripts {
@@ -278,6 +284,101 @@ impl Hub {
             .filter(|&h| h != 0)
     }
 
+    /// A zone's query on a player it does not host (`runtime::remote`): asked of the node
+    /// hosting that player; answered `Error` at once when it is not in the game, or by
+    /// [`Hub::expire_actor_queries`] when no answer comes in time.
+    fn actor_query(
+        &mut self,
+        node: &str,
+        req: u64,
+        handle: u32,
+        native: String,
+        args: Vec<shared::internal::ValueDto>,
+    ) {
+        let target = self.session_of_handle(handle);
+        let Some((session, host)) = target else {
+            if req != 0 {
+                let result = ScriptStoreResult::Error("the player is not in the game".into());
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        };
+        if self.actor_queries.len() >= MAX_ACTOR_QUERIES {
+            if req != 0 {
+                let result = ScriptStoreResult::Error("too many queries in flight".into());
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        }
+        self.next_actor_query += 1;
+        let qid = self.next_actor_query;
+        let deadline = std::time::Instant::now() + ACTOR_QUERY_TIMEOUT;
+        self.actor_queries
+            .insert(qid, (node.to_owned(), req, deadline));
+        self.send_node(
+            &host,
+            Msg::ActorQuery {
+                qid,
+                session,
+                native,
+                args,
+            },
+        );
+    }
+
+    /// The hosting zone answered a query: back to the zone that asked.
+    fn actor_answer(&mut self, qid: u64, value: Option<shared::internal::ValueDto>) {
+        let Some((node, req, _)) = self.actor_queries.remove(&qid) else {
+            return;
+        };
+        if req != 0 {
+            let result = value.map_or_else(
+                || ScriptStoreResult::Error("the player is not there".into()),
+                ScriptStoreResult::Value,
+            );
+            self.send_node(&node, Msg::ScriptStoreReply { req, result });
+        }
+    }
+
+    /// Queries whose answer did not come in time are answered `Error` (the script reads
+    /// 0 or "").
+    pub(super) fn expire_actor_queries(&mut self) {
+        let now = std::time::Instant::now();
+        let late: Vec<u64> = self
+            .actor_queries
+            .iter()
+            .filter(|(_, (_, _, d))| *d <= now)
+            .map(|(q, _)| *q)
+            .collect();
+        for q in late {
+            if let Some((node, req, _)) = self.actor_queries.remove(&q)
+                && req != 0
+            {
+                let result = ScriptStoreResult::Error("no answer in time".into());
+                self.send_node(&node, Msg::ScriptStoreReply { req, result });
+            }
+        }
+    }
+
+    /// The session and node of the player whose script handle is `handle`, if it is in
+    /// the game.
+    fn session_of_handle(&self, handle: u32) -> Option<(SessionId, String)> {
+        if handle == 0 {
+            return None;
+        }
+        let players: Vec<(SessionId, String, Option<String>)> = self
+            .control
+            .players()
+            .map(|(s, p, _, node, _)| (s, p.name.clone(), node.map(str::to_owned)))
+            .collect();
+        let acc = self.shared.accounts();
+        players.into_iter().find_map(|(s, name, node)| {
+            let (id, slot) = acc.book.find_character(&name)?;
+            let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
+            (c.handle == handle).then_some((s, node?))
+        })
+    }
+
     /// A zone's `Output` to a player handle it does not host: the line goes to that
     /// player's session, wherever it plays (nothing if it is not in the game).
     fn tell(&mut self, handle: u32, text: Vec<u8>, rgb: (u8, u8, u8)) {
@@ -383,12 +484,19 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::Weather { .. } => "Weather",
         ScriptStoreOp::FindPlayer { .. } => "FindPlayer",
         ScriptStoreOp::Tell { .. } => "Tell",
+        ScriptStoreOp::ActorQuery { .. } => "ActorQuery",
+        ScriptStoreOp::ActorAnswer { .. } => "ActorAnswer",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",
         ScriptStoreOp::RemoveInstance { .. } => "RemoveInstance",
         ScriptStoreOp::CountActors { .. } => "CountActors",
     }
 }
+
+/// How long a remote actor query waits for the hosting zone's answer.
+const ACTOR_QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Remote actor queries in flight at most (more are answered `Error` at once).
+const MAX_ACTOR_QUERIES: usize = 4096;
 
 /// A reload's version: FNV-1a over the files' names and bytes (stable across processes).
 fn scripts_version(files: &[ScriptFileDto]) -> u64 {

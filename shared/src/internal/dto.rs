@@ -314,6 +314,24 @@ pub enum ScriptStoreOp {
         /// Red, green, blue.
         rgb: (u8, u8, u8),
     },
+    /// A query on a player who is not in the asking zone (`Name`, `ActorX`, `Attribute`,
+    /// …, of a handle the zone does not host): the gateway asks the zone hosting it and
+    /// answers `Value` (or `Error` when it is not in the game or does not answer in time).
+    ActorQuery {
+        /// The player's script handle (also the native's first argument).
+        handle: u32,
+        /// The native's name.
+        native: String,
+        /// Its arguments, as converted for the call.
+        args: Vec<ValueDto>,
+    },
+    /// A zone's answer to a [`super::Msg::ActorQuery`] (no answer to it).
+    ActorAnswer {
+        /// The gateway's query id.
+        qid: u64,
+        /// The value, or `None` when the player is not there.
+        value: Option<ValueDto>,
+    },
     /// The weather of an area's instance 0 changed (for the areas whose `WeatherLink`
     /// names it, on whatever node). No answer: every node gets it in a `SharedVars`.
     #[doc(alias = "WeatherLink")]
@@ -382,6 +400,19 @@ pub enum ScriptStoreResult {
     Int(i32),
     /// Refused or failed (logged; the script gets 0 or "").
     Error(String),
+    /// A value (a remote actor query's answer).
+    Value(ValueDto),
+}
+
+/// A script value crossing the cluster (a remote actor query's arguments and answer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ValueDto {
+    /// An Int.
+    Int(i32),
+    /// A Float, as its bits.
+    Float(u32),
+    /// A String.
+    Str(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 /// One script file of a [`super::Msg::ScriptsUpdate`].

@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 pub use dto::{
     ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
     MemorisingDto, SPELL_VIEW_HOLE, ScriptFileDto, ScriptStoreOp, ScriptStoreResult,
-    SnapshotReasonDto, TransferDto,
+    SnapshotReasonDto, TransferDto, ValueDto,
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
@@ -541,6 +541,18 @@ pub enum Msg {
         /// `(slot 0..=99, value)`.
         values: Vec<(u8, Vec<u8>)>,
     },
+    /// Gateway → node: evaluate a query on the player of `session` (a zone elsewhere asked
+    /// it, `ScriptStoreOp::ActorQuery`); the zone answers with `ScriptStoreOp::ActorAnswer`.
+    ActorQuery {
+        /// The gateway's query id.
+        qid: u64,
+        /// The player.
+        session: SessionId,
+        /// The native.
+        native: String,
+        /// Its arguments.
+        args: Vec<ValueDto>,
+    },
     /// Gateway → node: the cluster's environment (`SetEnv`/`GetEnv`) and the areas'
     /// weathers (`WeatherLink`): all of them right after `RegisterAck` (`whole`: the node
     /// replaces its copy), then every change as it happens (an empty env value removes it).
@@ -642,6 +654,7 @@ impl Msg {
             Self::ScriptStoreReply { .. } => "ScriptStoreReply",
             Self::SuperGlobals { .. } => "SuperGlobals",
             Self::SharedVars { .. } => "SharedVars",
+            Self::ActorQuery { .. } => "ActorQuery",
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",

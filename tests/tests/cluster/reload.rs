@@ -3,7 +3,8 @@
 //! one, crosses to another zone node while suspended, and finishes on the code it
 //! started with; the next run, on that other node, is the new code. An environment
 //! variable a script `SetEnv`s on one node is what `GetEnv` reads on the other, and a
-//! player on the other node is found by name (`FindActor`) and told a line (`Output`).
+//! player on the other node is found by name (`FindActor`), told a line (`Output`) and
+//! asked about (`Name`, `ActorZone`, `ActorLevel`, answered by its zone there).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read as _, Write as _};
@@ -26,7 +27,9 @@ fn quest(tag: &str) -> String {
          Function Env()\r\n\tSetEnv(\"Mood\", \"merry\")\r\nEnd Function\r\n\
          Function Where()\r\n\tOutput(Actor(), \"env: \" + GetEnv(\"Mood\"))\r\nEnd Function\r\n\
          Function Call()\r\n\tP = FindActor(\"bob\", 1)\r\n\tOutput(Actor(), \"found \" + (P > 0))\r\n\
-         \tOutput(P, \"psst from \" + ActorZone(Actor()))\r\nEnd Function\r\n"
+         \tOutput(P, \"psst from \" + ActorZone(Actor()))\r\n\
+         \tOutput(Actor(), \"asked: \" + Name(P) + \" in \" + ActorZone(P) + \" level \" + ActorLevel(P))\r\n\
+         End Function\r\n"
     )
 }
 
@@ -127,6 +130,9 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     // A player on the other node, found by name, told a line.
     ann.command("call").await.unwrap();
     h.chat_line(&mut ann, "found 1", WAIT).await;
+    // Queries on him, answered by his zone on the other node.
+    let asked = h.chat_line(&mut ann, "asked: ", WAIT).await;
+    assert_eq!(asked, "asked: bob in Meadow level 1");
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         assert!(std::time::Instant::now() < deadline, "Bob was not told");

@@ -1443,6 +1443,32 @@ impl Registry {
         v
     }
 
+    /// The gateway asks about the player of `session` for a script elsewhere: its zone
+    /// answers; a session not here is answered "not here" at once.
+    pub fn actor_query(
+        &self,
+        qid: u64,
+        session: SessionId,
+        native: String,
+        args: Vec<shared::internal::ValueDto>,
+    ) {
+        let input = ZoneInput::ActorQuery {
+            qid,
+            player: PlayerKey(session),
+            native,
+            args,
+        };
+        let sent = self
+            .session_instance(session)
+            .is_some_and(|key| self.push(&key, input));
+        if !sent {
+            self.send(Msg::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::ActorAnswer { qid, value: None },
+            });
+        }
+    }
+
     /// The cluster's environment and the areas' weathers as zone inputs.
     fn shared_var_inputs(&self) -> Vec<ZoneInput> {
         let vars = match self.shared_vars.lock() {

@@ -344,6 +344,18 @@ pub enum ZoneInput {
         /// Earlier versions, for instances arriving on them.
         retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
     },
+    /// The gateway asks about a player of this zone for a script elsewhere
+    /// (`runtime::remote`): evaluate the command and answer.
+    ActorQuery {
+        /// The gateway's query id.
+        qid: u64,
+        /// The player.
+        player: PlayerKey,
+        /// The command.
+        native: String,
+        /// Its arguments.
+        args: Vec<shared::internal::ValueDto>,
+    },
     /// A cluster environment variable (`SetEnv` anywhere; an empty value removes it).
     Env {
         /// Name.

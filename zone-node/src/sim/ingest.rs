@@ -85,6 +85,12 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
         }
         ZoneInput::SuperGlobal { slot, value } => super::script_table::superglobal(st, slot, value),
         ZoneInput::Env { name, value } => super::script_table::set_env(st, name, value),
+        ZoneInput::ActorQuery {
+            qid,
+            player,
+            native,
+            args,
+        } => super::runtime::remote::answer(st, qid, player, &native, &args),
         ZoneInput::LinkedWeather { area, weather } => {
             super::weather::linked(st, area, weather);
         }

@@ -239,6 +239,12 @@ pub enum PendingIo {
     },
     /// A zone-instance question: answered with the store's Int.
     Int,
+    /// A query on a player elsewhere (`runtime::remote`): answered with its value; a
+    /// failure reads as `""` (`text`) or 0.
+    Value {
+        /// The command returns a String.
+        text: bool,
+    },
 }
 
 /// One running script.

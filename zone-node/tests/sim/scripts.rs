@@ -586,3 +586,56 @@ fn find_actor_asks_the_cluster_for_a_player_not_here_and_output_reaches_one() {
         shared::internal::ScriptStoreOp::Tell { handle: 123, text, .. } if text == b"psst"
     )));
 }
+
+/// A query on a player who is not in the zone (`Name`, `ActorLevel`, …) asks the cluster
+/// and waits (no answer reads as "" or 0); the zone hosting the player answers such a
+/// query from the gateway by evaluating the command on its own copy.
+#[test]
+fn a_query_on_a_player_elsewhere_asks_the_cluster_and_the_host_zone_answers() {
+    use shared::internal::{ScriptStoreOp, ValueDto};
+    let src: &[u8] =
+        b"Function Main()\n  Output(Actor(), \"[\" + Name(123) + \"] \" + ActorLevel(123))\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("Q", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    start(&mut h, "Q", "Main", pid);
+    h.run_ticks(3);
+    assert_eq!(h.chat(p), ["[] 0"]);
+    let asked = store_ops(&h)
+        .into_iter()
+        .filter(|o| matches!(o, ScriptStoreOp::ActorQuery { handle: 123, .. }))
+        .count();
+    assert_eq!(asked, 2, "Name and ActorLevel were asked");
+    // The gateway asks this zone about Ann.
+    h.clear();
+    let handle = h.sim.state().handle_of(pid);
+    let ask = |native: &str, args: Vec<ValueDto>| ZoneInput::ActorQuery {
+        qid: 7,
+        player: p,
+        native: native.into(),
+        args,
+    };
+    h.push(ask("Name", vec![ValueDto::Int(handle)]));
+    h.push(ask(
+        "Attribute",
+        vec![ValueDto::Int(handle), ValueDto::Str(b"Health".to_vec())],
+    ));
+    h.push(ask("Name", vec![ValueDto::Int(handle + 1)]));
+    h.push(ask("KillActor", vec![ValueDto::Int(handle)]));
+    h.tick();
+    let answers: Vec<_> = store_ops(&h)
+        .into_iter()
+        .filter_map(|o| match o {
+            ScriptStoreOp::ActorAnswer { value, .. } => Some(value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 4);
+    assert_eq!(answers[0], Some(ValueDto::Str(b"Ann".to_vec())));
+    assert!(
+        matches!(answers[1], Some(ValueDto::Int(v)) if v > 0),
+        "{answers:?}"
+    );
+    assert_eq!(answers[2], None, "another handle is not this player");
+    assert_eq!(answers[3], None, "only queries, never actions");
+    assert!(!h.actor(pid).dead);
+}

@@ -22,6 +22,7 @@
 
 pub mod host;
 pub mod natives;
+pub mod remote;
 
 use std::cmp::Reverse;
 

@@ -364,6 +364,14 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
             return;
         }
         (PendingIo::Int, ScriptStoreResult::Int(v)) => v,
+        (PendingIo::Value { .. }, ScriptStoreResult::Value(v)) => {
+            table::wake(st, id, crate::sim::runtime::remote::from_dto(&v));
+            return;
+        }
+        (PendingIo::Value { text: true }, _) => {
+            table::wake(st, id, Value::Str(RStr::EMPTY));
+            return;
+        }
         _ => 0,
     };
     table::wake(st, id, Value::Int(value));

@@ -106,6 +106,10 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, args: &[Value], cx: &mut NativeCx<'
     let Some(sig) = natives::sig(n) else {
         return Err(RuntimeError::Internal(format!("{n:?} has no signature")));
     };
+    // A query on a player elsewhere in the cluster: ask, and wait for the answer.
+    if let Some(r) = crate::sim::runtime::remote::ask(h, n, args) {
+        return r;
+    }
     // The items natives (the table still marks the whole group `Items`).
     match n {
         Native::SpawnItem => return ground::call(h, n, Args(args)),
