@@ -99,7 +99,7 @@ enum Command {
     Account(AccountCmd),
     /// Operator commands on a running gateway, through its admin API (needs its
     /// `admin_token`): create-account, set-dm, ban, kick, warp, broadcast, online, lock,
-    /// unlock.
+    /// unlock, reload-scripts, import-script-data.
     Admin(admin_cli::AdminArgs),
     /// A consistent copy of the database to PATH (a new file), also while the gateway runs
     /// and players play (SQLite's online backup). Restore: stop the gateway, copy it back
