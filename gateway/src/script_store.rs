@@ -397,7 +397,7 @@ pub struct Effects {
 }
 
 /// The area called `name` (case-insensitive), as the world spells it.
-fn area_named(areas: &[String], name: &str) -> Option<String> {
+pub(crate) fn area_named(areas: &[String], name: &str) -> Option<String> {
     areas.iter().find(|a| a.eq_ignore_ascii_case(name)).cloned()
 }
 
@@ -421,6 +421,7 @@ pub fn answer(
         | ScriptStoreOp::FindPlayer { .. }
         | ScriptStoreOp::Tell { .. }
         | ScriptStoreOp::ActorQuery { .. }
+        | ScriptStoreOp::Spawn { .. }
         | ScriptStoreOp::ActorAnswer { .. } => {
             ScriptStoreResult::Error("the hub answers this itself".into())
         }

@@ -882,6 +882,17 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.actor_query(qid, session, native, args);
             None
         }
+        Msg::SpawnNpc {
+            qid,
+            key,
+            template,
+            pos,
+            script,
+            death_script,
+        } => {
+            reg.spawn_npc(qid, &key, template, pos, script, death_script);
+            None
+        }
         Msg::ScriptsUpdate { version, files } => {
             reg.scripts_update(version, files);
             None

@@ -99,6 +99,9 @@ impl MemoryStore {
             // Nobody is in the game anywhere else.
             ScriptStoreOp::FindPlayer { .. } => ScriptStoreResult::Int(0),
             ScriptStoreOp::ActorQuery { .. } => ScriptStoreResult::Error("not in the game".into()),
+            ScriptStoreOp::Spawn { .. } => {
+                ScriptStoreResult::Error("no other instance here".into())
+            }
             ScriptStoreOp::ActorAnswer { .. } => ScriptStoreResult::Done,
         };
         (r, None)

@@ -43,6 +43,26 @@ impl Hub {
                 args,
             } => return self.actor_query(node, req, handle, native, args),
             ScriptStoreOp::ActorAnswer { qid, value } => return self.actor_answer(qid, value),
+            ScriptStoreOp::Spawn {
+                area,
+                instance,
+                template,
+                x,
+                y,
+                z,
+                script,
+                death_script,
+            } => {
+                let msg = |qid, key| Msg::SpawnNpc {
+                    qid,
+                    key,
+                    template,
+                    pos: (x, y, z),
+                    script,
+                    death_script,
+                };
+                return self.spawn_elsewhere(node, req, &area, instance, msg);
+            }
             _ => {}
         }
         if op == ScriptStoreOp::RefreshScripts {
@@ -326,6 +346,55 @@ impl Hub {
         );
     }
 
+    /// A script's `Spawn` into another AreaInstance: the instance is placed if it is not
+    /// running, then its node's zone spawns and answers the handle (as a query).
+    fn spawn_elsewhere(
+        &mut self,
+        node: &str,
+        req: u64,
+        area: &str,
+        instance: u16,
+        msg: impl FnOnce(u64, shared::internal::InstanceKey) -> Msg,
+    ) {
+        let now = self.now();
+        let shared = self.shared.clone();
+        let (owner, actions) = self
+            .control
+            .with_directory(now, &Book(&shared), |dir, areas| {
+                let mut placements = Vec::new();
+                let owner = crate::script_store::area_named(areas, area).and_then(|a| {
+                    let key = shared::internal::InstanceKey { area: a, instance };
+                    if let Some(p) = dir.ensure(&key) {
+                        placements.push(p);
+                    }
+                    dir.placement(&key).map(|p| (key.clone(), p.node.clone()))
+                });
+                (owner, placements)
+            });
+        self.apply(actions);
+        let Some((key, host)) = owner else {
+            if req != 0 {
+                let result = ScriptStoreResult::Error("no such area, or no node for it".into());
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        };
+        if self.actor_queries.len() >= MAX_ACTOR_QUERIES {
+            if req != 0 {
+                let result = ScriptStoreResult::Error("too many queries in flight".into());
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        }
+        self.next_actor_query += 1;
+        let qid = self.next_actor_query;
+        // Starting an instance takes longer than a query.
+        let deadline = std::time::Instant::now() + 3 * ACTOR_QUERY_TIMEOUT;
+        self.actor_queries
+            .insert(qid, (node.to_owned(), req, deadline));
+        self.send_node(&host, msg(qid, key));
+    }
+
     /// The hosting zone answered a query: back to the zone that asked.
     fn actor_answer(&mut self, qid: u64, value: Option<shared::internal::ValueDto>) {
         let Some((node, req, _)) = self.actor_queries.remove(&qid) else {
@@ -486,6 +555,7 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::Tell { .. } => "Tell",
         ScriptStoreOp::ActorQuery { .. } => "ActorQuery",
         ScriptStoreOp::ActorAnswer { .. } => "ActorAnswer",
+        ScriptStoreOp::Spawn { .. } => "Spawn",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",
         ScriptStoreOp::RemoveInstance { .. } => "RemoveInstance",

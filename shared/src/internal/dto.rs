@@ -325,7 +325,28 @@ pub enum ScriptStoreOp {
         /// Its arguments, as converted for the call.
         args: Vec<ValueDto>,
     },
-    /// A zone's answer to a [`super::Msg::ActorQuery`] (no answer to it).
+    /// `Spawn` into another AreaInstance (started if it is not running): the NPC's handle
+    /// there (`Value(Int)`), or `Error`.
+    Spawn {
+        /// The area (as the script wrote it).
+        area: String,
+        /// The instance.
+        instance: u16,
+        /// The actor template.
+        template: u16,
+        /// Where.
+        x: u32,
+        /// Where (f32 bits).
+        y: u32,
+        /// Where (f32 bits).
+        z: u32,
+        /// Its right-click script.
+        script: String,
+        /// Its death script.
+        death_script: String,
+    },
+    /// A zone's answer to a [`super::Msg::ActorQuery`] or [`super::Msg::SpawnNpc`] (no
+    /// answer to it).
     ActorAnswer {
         /// The gateway's query id.
         qid: u64,

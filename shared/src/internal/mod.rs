@@ -553,6 +553,23 @@ pub enum Msg {
         /// Its arguments.
         args: Vec<ValueDto>,
     },
+    /// Gateway → node: spawn an NPC in one of its instances for a script elsewhere
+    /// (`ScriptStoreOp::Spawn`); the zone answers its handle with
+    /// `ScriptStoreOp::ActorAnswer`.
+    SpawnNpc {
+        /// The gateway's query id.
+        qid: u64,
+        /// The instance.
+        key: InstanceKey,
+        /// The actor template.
+        template: u16,
+        /// Where (f32 bits).
+        pos: (u32, u32, u32),
+        /// Its right-click script.
+        script: String,
+        /// Its death script.
+        death_script: String,
+    },
     /// Gateway → node: the cluster's environment (`SetEnv`/`GetEnv`) and the areas'
     /// weathers (`WeatherLink`): all of them right after `RegisterAck` (`whole`: the node
     /// replaces its copy), then every change as it happens (an empty env value removes it).
@@ -655,6 +672,7 @@ impl Msg {
             Self::SuperGlobals { .. } => "SuperGlobals",
             Self::SharedVars { .. } => "SharedVars",
             Self::ActorQuery { .. } => "ActorQuery",
+            Self::SpawnNpc { .. } => "SpawnNpc",
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",

@@ -4,7 +4,8 @@
 //! started with; the next run, on that other node, is the new code. An environment
 //! variable a script `SetEnv`s on one node is what `GetEnv` reads on the other, and a
 //! player on the other node is found by name (`FindActor`), told a line (`Output`) and
-//! asked about (`Name`, `ActorZone`, `ActorLevel`, answered by its zone there).
+//! asked about (`Name`, `ActorZone`, `ActorLevel`, answered by its zone there); a `Spawn`
+//! into an instance nobody runs starts it and puts the NPC there.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read as _, Write as _};
@@ -29,7 +30,9 @@ fn quest(tag: &str) -> String {
          Function Call()\r\n\tP = FindActor(\"bob\", 1)\r\n\tOutput(Actor(), \"found \" + (P > 0))\r\n\
          \tOutput(P, \"psst from \" + ActorZone(Actor()))\r\n\
          \tOutput(Actor(), \"asked: \" + Name(P) + \" in \" + ActorZone(P) + \" level \" + ActorLevel(P))\r\n\
-         End Function\r\n"
+         End Function\r\n\
+         Function Summon()\r\n\tH = Spawn(2, \"Lakeshore\", 10, 0, 10, \"\", \"\", 3)\r\n\
+         \tOutput(Actor(), \"spawned \" + (H > 0))\r\nEnd Function\r\n"
     )
 }
 
@@ -133,6 +136,16 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     // Queries on him, answered by his zone on the other node.
     let asked = h.chat_line(&mut ann, "asked: ", WAIT).await;
     assert_eq!(asked, "asked: bob in Meadow level 1");
+    // A stag in an instance nobody runs yet: it is started, and the stag is there.
+    ann.command("summon").await.unwrap();
+    h.chat_line(&mut ann, "spawned 1", WAIT).await;
+    c.wait_for("Lakeshore #3 with the stag", |v| {
+        v.nodes
+            .iter()
+            .flat_map(|n| &n.instances)
+            .any(|i| i.area == "Lakeshore" && i.instance == 3 && i.npcs >= 1)
+    })
+    .await;
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         assert!(std::time::Instant::now() < deadline, "Bob was not told");

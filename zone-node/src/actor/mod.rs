@@ -1469,6 +1469,36 @@ impl Registry {
         }
     }
 
+    /// The gateway has the zone of `key` spawn an NPC for a script elsewhere; an instance
+    /// not here is answered "none" at once.
+    pub fn spawn_npc(
+        &self,
+        qid: u64,
+        key: &InstanceKey,
+        template: u16,
+        pos: (u32, u32, u32),
+        script: String,
+        death_script: String,
+    ) {
+        let input = ZoneInput::SpawnNpc {
+            qid,
+            template,
+            pos: (
+                f32::from_bits(pos.0),
+                f32::from_bits(pos.1),
+                f32::from_bits(pos.2),
+            ),
+            script,
+            death_script,
+        };
+        if !self.push(key, input) {
+            self.send(Msg::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::ActorAnswer { qid, value: None },
+            });
+        }
+    }
+
     /// The cluster's environment and the areas' weathers as zone inputs.
     fn shared_var_inputs(&self) -> Vec<ZoneInput> {
         let vars = match self.shared_vars.lock() {

@@ -356,6 +356,20 @@ pub enum ZoneInput {
         /// Its arguments.
         args: Vec<shared::internal::ValueDto>,
     },
+    /// The gateway has this zone spawn an NPC for a script elsewhere (`Spawn` into this
+    /// instance): spawn and answer its handle.
+    SpawnNpc {
+        /// The gateway's query id.
+        qid: u64,
+        /// The actor template.
+        template: u16,
+        /// Where.
+        pos: (f32, f32, f32),
+        /// Its right-click script.
+        script: String,
+        /// Its death script.
+        death_script: String,
+    },
     /// A cluster environment variable (`SetEnv` anywhere; an empty value removes it).
     Env {
         /// Name.

@@ -91,6 +91,13 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             native,
             args,
         } => super::runtime::remote::answer(st, qid, player, &native, &args),
+        ZoneInput::SpawnNpc {
+            qid,
+            template,
+            pos,
+            script,
+            death_script,
+        } => super::runtime::remote::spawn(st, qid, template, pos, script, death_script),
         ZoneInput::LinkedWeather { area, weather } => {
             super::weather::linked(st, area, weather);
         }

@@ -639,3 +639,53 @@ fn a_query_on_a_player_elsewhere_asks_the_cluster_and_the_host_zone_answers() {
     assert_eq!(answers[3], None, "only queries, never actions");
     assert!(!h.actor(pid).dead);
 }
+
+/// `Spawn` into another AreaInstance asks the cluster (its zone spawns and answers the
+/// handle); a zone asked by the gateway spawns the NPC with its scripts.
+#[test]
+fn spawn_into_another_instance_asks_the_cluster_and_the_zone_there_spawns() {
+    use shared::internal::{ScriptStoreOp, ValueDto};
+    let src: &[u8] = b"Function Main()\n  Output(Actor(), \"got \" + Spawn(2, \"Elsewhere\", 1, 0, 1, \"Click\", \"Die\", 4))\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("S", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    start(&mut h, "S", "Main", pid);
+    h.run_ticks(2);
+    assert_eq!(h.chat(p), ["got 0"], "no cluster here: none");
+    assert!(store_ops(&h).iter().any(|o| matches!(
+        o,
+        ScriptStoreOp::Spawn { area, instance: 4, template: 2, .. } if area == "Elsewhere"
+    )));
+    h.clear();
+    let spawn = |template| ZoneInput::SpawnNpc {
+        qid: 9,
+        template,
+        pos: (20.0, 0.0, 20.0),
+        script: "Click".into(),
+        death_script: "Die".into(),
+    };
+    h.push(spawn(templates::WOLF));
+    h.push(spawn(60_000));
+    h.tick();
+    let answers: Vec<_> = store_ops(&h)
+        .into_iter()
+        .filter_map(|o| match o {
+            ScriptStoreOp::ActorAnswer { value, .. } => Some(value),
+            _ => None,
+        })
+        .collect();
+    let Some(Some(ValueDto::Int(handle))) = answers.first().cloned() else {
+        panic!("{answers:?}")
+    };
+    let id = h
+        .sim
+        .state()
+        .actor_by_handle(handle)
+        .expect("the NPC is here");
+    assert_eq!(h.actor(id).script, "Click");
+    assert_eq!(h.actor(id).death_script, "Die");
+    assert_eq!(
+        answers.get(1),
+        Some(&None),
+        "an unknown template spawns nothing"
+    );
+}

@@ -130,6 +130,37 @@ fn evaluate(
     }
 }
 
+/// The gateway has this zone spawn an NPC for a script elsewhere: spawned in AI Wait with
+/// its scripts, as `Spawn` does here; its handle answers (`None`: an unknown template or
+/// no room).
+pub(crate) fn spawn(
+    st: &mut ZoneState,
+    qid: u64,
+    template: u16,
+    pos: (f32, f32, f32),
+    script: String,
+    death_script: String,
+) {
+    let value = st
+        .content
+        .template(template)
+        .is_some()
+        .then(|| crate::sim::appear::spawn_npc(st, template, pos.0, pos.1, pos.2))
+        .flatten()
+        .map(|id| {
+            if let Some(x) = st.get_mut(id) {
+                x.ai_mode = crate::sim::state::AiMode::Wait;
+                x.script = script;
+                x.death_script = death_script;
+            }
+            ValueDto::Int(st.handle_of(id))
+        });
+    st.outputs.push(ZoneOutput::ScriptStore {
+        req: 0,
+        op: ScriptStoreOp::ActorAnswer { qid, value },
+    });
+}
+
 /// A value for the wire.
 pub fn to_dto(v: &Value) -> ValueDto {
     match v {

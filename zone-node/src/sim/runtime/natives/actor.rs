@@ -625,24 +625,25 @@ fn spawn(h: &mut ZoneHost<'_>, a: Args<'_>) -> NResult {
         return int(0);
     };
     let zone = a.text(1);
-    if !zone.trim().eq_ignore_ascii_case(&h.st.content.area.name) {
-        let script = h.cx.script.clone();
-        crate::sim::script_table::log(
-            h.st,
-            &script,
-            format!("Spawn into zone {zone:?}: a script can spawn only into its own zone"),
-        );
-        return int(0);
-    }
     let inst = a.int(7);
-    if inst != i32::from(h.st.cfg.instance) && inst != 0 {
-        let script = h.cx.script.clone();
-        crate::sim::script_table::log(
-            h.st,
-            &script,
-            format!("Spawn into instance {inst}: a script can spawn only into its own instance"),
-        );
-        return int(0);
+    let here = zone.trim().eq_ignore_ascii_case(&h.st.content.area.name)
+        && (inst == i32::from(h.st.cfg.instance) || inst == 0);
+    if !here {
+        // Another AreaInstance, on whatever node (started if it is not running): the
+        // gateway has its zone spawn it; the script waits for the handle.
+        let Ok(instance) = u16::try_from(inst) else {
+            return int(0);
+        };
+        return h.ask_int(shared::internal::ScriptStoreOp::Spawn {
+            area: zone.trim().to_owned(),
+            instance,
+            template: t,
+            x: a.float(2).to_bits(),
+            y: a.float(3).to_bits(),
+            z: a.float(4).to_bits(),
+            script: a.text(5),
+            death_script: a.text(6),
+        });
     }
     let Some(id) = crate::sim::appear::spawn_npc(h.st, t, a.float(2), a.float(3), a.float(4))
     else {

@@ -364,6 +364,7 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
             return;
         }
         (PendingIo::Int, ScriptStoreResult::Int(v)) => v,
+        (PendingIo::Int, ScriptStoreResult::Value(shared::internal::ValueDto::Int(v))) => v,
         (PendingIo::Value { .. }, ScriptStoreResult::Value(v)) => {
             table::wake(st, id, crate::sim::runtime::remote::from_dto(&v));
             return;
