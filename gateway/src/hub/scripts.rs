@@ -315,35 +315,47 @@ impl Hub {
         native: String,
         args: Vec<shared::internal::ValueDto>,
     ) {
-        let target = self.session_of_handle(handle);
-        let Some((session, host)) = target else {
-            if req != 0 {
-                let result = ScriptStoreResult::Error("the player is not in the game".into());
-                self.send_node(node, Msg::ScriptStoreReply { req, result });
-            }
+        let Some((session, host)) = self.session_of_handle(handle) else {
+            self.refuse(node, req, "the player is not in the game");
             return;
         };
+        let msg = |qid| Msg::ActorQuery {
+            qid,
+            session,
+            native,
+            args,
+        };
+        self.forward(node, req, &host, ACTOR_QUERY_TIMEOUT, msg);
+    }
+
+    /// Answer a zone's request `Error(why)` (the script reads 0 or "").
+    fn refuse(&self, node: &str, req: u64, why: &str) {
+        if req != 0 {
+            let result = ScriptStoreResult::Error(why.into());
+            self.send_node(node, Msg::ScriptStoreReply { req, result });
+        }
+    }
+
+    /// Send `msg(qid)` to `host` for a zone's request `req` of `node`, which its answer
+    /// ([`Hub::actor_answer`]) or the timeout ([`Hub::expire_actor_queries`]) answers.
+    fn forward(
+        &mut self,
+        node: &str,
+        req: u64,
+        host: &str,
+        timeout: std::time::Duration,
+        msg: impl FnOnce(u64) -> Msg,
+    ) {
         if self.actor_queries.len() >= MAX_ACTOR_QUERIES {
-            if req != 0 {
-                let result = ScriptStoreResult::Error("too many queries in flight".into());
-                self.send_node(node, Msg::ScriptStoreReply { req, result });
-            }
+            self.refuse(node, req, "too many queries in flight");
             return;
         }
         self.next_actor_query += 1;
         let qid = self.next_actor_query;
-        let deadline = std::time::Instant::now() + ACTOR_QUERY_TIMEOUT;
+        let deadline = std::time::Instant::now() + timeout;
         self.actor_queries
             .insert(qid, (node.to_owned(), req, deadline));
-        self.send_node(
-            &host,
-            Msg::ActorQuery {
-                qid,
-                session,
-                native,
-                args,
-            },
-        );
+        self.send_node(host, msg(qid));
     }
 
     /// A script's `Spawn` into another AreaInstance: the instance is placed if it is not
@@ -373,26 +385,13 @@ impl Hub {
             });
         self.apply(actions);
         let Some((key, host)) = owner else {
-            if req != 0 {
-                let result = ScriptStoreResult::Error("no such area, or no node for it".into());
-                self.send_node(node, Msg::ScriptStoreReply { req, result });
-            }
+            self.refuse(node, req, "no such area, or no node for it");
             return;
         };
-        if self.actor_queries.len() >= MAX_ACTOR_QUERIES {
-            if req != 0 {
-                let result = ScriptStoreResult::Error("too many queries in flight".into());
-                self.send_node(node, Msg::ScriptStoreReply { req, result });
-            }
-            return;
-        }
-        self.next_actor_query += 1;
-        let qid = self.next_actor_query;
         // Starting an instance takes longer than a query.
-        let deadline = std::time::Instant::now() + 3 * ACTOR_QUERY_TIMEOUT;
-        self.actor_queries
-            .insert(qid, (node.to_owned(), req, deadline));
-        self.send_node(&host, msg(qid, key));
+        self.forward(node, req, &host, 3 * ACTOR_QUERY_TIMEOUT, |qid| {
+            msg(qid, key)
+        });
     }
 
     /// The hosting zone answered a query: back to the zone that asked.
