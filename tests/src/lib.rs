@@ -110,6 +110,17 @@ impl Cluster {
         Self::start_full(name, nodes, &[], Some(world), tweak).await
     }
 
+    /// As [`start_with_world`](Self::start_with_world), with extra environment variables
+    /// for every node process (a longer `ZONE_NODE_PERSIST_EVERY_MS`, say).
+    pub async fn start_with_world_env(
+        name: &str,
+        nodes: &[(&str, u32)],
+        world: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> Self {
+        Self::start_full(name, nodes, env, Some(world), |_| {}).await
+    }
+
     async fn start_full(
         name: &str,
         nodes: &[(&str, u32)],

@@ -105,6 +105,17 @@ pub fn render(reg: &Registry) -> String {
             &labels,
             s.script_stats.coalesced,
         );
+        for (outcome, n) in [
+            ("taken", s.script_stats.remote_actions),
+            ("duplicate", s.script_stats.duplicate_actions),
+        ] {
+            t.counter_with(
+                "rc_zone_instance_remote_actions_total",
+                "Actions of scripts in other zones on this instance's players (GiveItem, SetAttribute, Warp, ... of a remote handle): taken, or recognised as delivered again and not taken twice.",
+                &[labels[0], labels[1], ("outcome", outcome)],
+                n,
+            );
+        }
         for (limit, n) in [
             ("actor", s.script_stats.refused_actor),
             ("zone", s.script_stats.refused_zone),

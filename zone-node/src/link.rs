@@ -878,8 +878,9 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             session,
             native,
             args,
+            action,
         } => {
-            reg.actor_query(qid, session, native, args);
+            reg.actor_query(qid, session, native, args, action);
             None
         }
         Msg::SpawnNpc {

@@ -159,6 +159,14 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Script store requests from the zones (files, super globals, instances).",
     ),
     (
+        "rc_gateway_remote_actions_total",
+        "Scripts' actions on players another zone hosts (GiveItem, SetAttribute, Warp, ... of a remote handle), by result: taken by the hosting zone, or failed (the player left the game or was not found in time).",
+    ),
+    (
+        "rc_gateway_remote_action_retries_total",
+        "Scripts' actions on remote players delivered again because the zone asked did not have the player then (a handoff, a node loss).",
+    ),
+    (
         "rc_gateway_script_reloads_total",
         "Script reloads (RefreshScripts, admin reload-scripts), by result: applied on every node, or refused because the scripts do not compile (nothing changed).",
     ),
@@ -350,6 +358,12 @@ shared::counters! {
         script_reloads => "rc_gateway_script_reloads_total" ["result" = "applied"];
         /// Script reloads refused (the scripts do not compile or cannot be read).
         script_reloads_refused => "rc_gateway_script_reloads_total" ["result" = "refused"];
+        /// Scripts' actions on players other zones host, taken by the hosting zone.
+        remote_actions => "rc_gateway_remote_actions_total" ["result" = "taken"];
+        /// Such actions given up (the player left the game, or was not found in time).
+        remote_actions_failed => "rc_gateway_remote_actions_total" ["result" = "failed"];
+        /// Such actions delivered again (their zone did not have the player then).
+        remote_action_retries => "rc_gateway_remote_action_retries_total";
         /// Logins refused: wrong user name or password.
         login_bad_password => "rc_gateway_login_failures_total" ["reason" = "bad_password"];
         /// Logins refused: the account is banned.

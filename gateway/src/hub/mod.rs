@@ -39,6 +39,7 @@ use crate::store::Writer;
 
 mod link;
 mod metrics;
+mod remote;
 mod scripts;
 pub use link::{ClientLink, ENET_COMMANDS, ENET_DATAGRAM, EnetCmd, EnetLink, LinkError};
 pub use metrics::{FAMILIES, Metrics};
@@ -624,10 +625,9 @@ pub struct Hub {
     scripts_update: Option<Msg>,
     /// When a reload was last asked for (a zone's are taken at most once a second).
     last_reload: Option<Instant>,
-    /// Remote actor queries in flight: id → (asking node, its request, deadline).
-    actor_queries: HashMap<u64, (String, u64, Instant)>,
-    /// The last query id given.
-    next_actor_query: u64,
+    /// Scripts' queries and actions on players other zones host, in flight, and actions
+    /// not yet in a save (`remote`).
+    remote: remote::Remote,
     /// The cluster's environment (`SetEnv`/`GetEnv`; Realm Crafter's process
     /// environment), in memory only.
     env: BTreeMap<String, Vec<u8>>,
@@ -654,8 +654,7 @@ impl Hub {
             shutdown_waiters: Vec::new(),
             scripts_update: None,
             last_reload: None,
-            actor_queries: HashMap::new(),
-            next_actor_query: 0,
+            remote: remote::Remote::default(),
             env: BTreeMap::new(),
             weather: BTreeMap::new(),
         }
@@ -827,7 +826,18 @@ impl Hub {
             Msg::AccountAction { session, action } if self.control.is_live(&node, serial) => {
                 self.account_action(&node, session, action);
             }
-            msg => self.control(control::Event::NodeMsg { node, serial, msg }),
+            msg => {
+                match &msg {
+                    Msg::Snapshot { session, .. } => self.actions_saved(&node, &[*session]),
+                    Msg::SnapshotGroup(g) => {
+                        let sessions: Vec<SessionId> =
+                            g.entries.iter().map(|e| e.session).collect();
+                        self.actions_saved(&node, &sessions);
+                    }
+                    _ => {}
+                }
+                self.control(control::Event::NodeMsg { node, serial, msg });
+            }
         }
     }
 
@@ -876,6 +886,7 @@ impl Hub {
                     if let Some(l) = self.links.get(&node) {
                         self.shared.routes.insert(session, l.conn.clone());
                     }
+                    self.actions_redeliver(session, &node);
                 }
                 Action::Unroute { session } => {
                     self.shared.routes.remove(&session);
@@ -917,6 +928,7 @@ impl Hub {
                 }
                 Action::Released { session, name } => {
                     self.logins.remove(&session);
+                    self.actions_forget(session);
                     let effects = self.parties.leave(&name);
                     self.party_effects(effects);
                 }

@@ -41,7 +41,8 @@ impl Hub {
                 handle,
                 native,
                 args,
-            } => return self.actor_query(node, req, handle, native, args),
+                action,
+            } => return self.actor_query(node, req, handle, native, args, action),
             ScriptStoreOp::ActorAnswer { qid, value } => return self.actor_answer(qid, value),
             ScriptStoreOp::Spawn {
                 area,
@@ -286,195 +287,6 @@ impl Hub {
         }
     }
 
-    /// The script handle of the character called `name` if it is in the game (on any
-    /// node), from the account book.
-    fn player_handle(&self, name: &str) -> Option<u32> {
-        let online = self
-            .control
-            .players()
-            .find(|(_, p, ..)| p.name.eq_ignore_ascii_case(name))
-            .map(|(_, p, ..)| p.name.clone())?;
-        let acc = self.shared.accounts();
-        let (id, slot) = acc.book.find_character(&online)?;
-        acc.book
-            .get(id)?
-            .characters
-            .get(usize::from(slot))
-            .map(|c| c.handle)
-            .filter(|&h| h != 0)
-    }
-
-    /// A zone's query on a player it does not host (`runtime::remote`): asked of the node
-    /// hosting that player; answered `Error` at once when it is not in the game, or by
-    /// [`Hub::expire_actor_queries`] when no answer comes in time.
-    fn actor_query(
-        &mut self,
-        node: &str,
-        req: u64,
-        handle: u32,
-        native: String,
-        args: Vec<shared::internal::ValueDto>,
-    ) {
-        let Some((session, host)) = self.session_of_handle(handle) else {
-            self.refuse(node, req, "the player is not in the game");
-            return;
-        };
-        let msg = |qid| Msg::ActorQuery {
-            qid,
-            session,
-            native,
-            args,
-        };
-        self.forward(node, req, &host, ACTOR_QUERY_TIMEOUT, msg);
-    }
-
-    /// Answer a zone's request `Error(why)` (the script reads 0 or "").
-    fn refuse(&self, node: &str, req: u64, why: &str) {
-        if req != 0 {
-            let result = ScriptStoreResult::Error(why.into());
-            self.send_node(node, Msg::ScriptStoreReply { req, result });
-        }
-    }
-
-    /// Send `msg(qid)` to `host` for a zone's request `req` of `node`, which its answer
-    /// ([`Hub::actor_answer`]) or the timeout ([`Hub::expire_actor_queries`]) answers.
-    fn forward(
-        &mut self,
-        node: &str,
-        req: u64,
-        host: &str,
-        timeout: std::time::Duration,
-        msg: impl FnOnce(u64) -> Msg,
-    ) {
-        if self.actor_queries.len() >= MAX_ACTOR_QUERIES {
-            self.refuse(node, req, "too many queries in flight");
-            return;
-        }
-        self.next_actor_query += 1;
-        let qid = self.next_actor_query;
-        let deadline = std::time::Instant::now() + timeout;
-        self.actor_queries
-            .insert(qid, (node.to_owned(), req, deadline));
-        self.send_node(host, msg(qid));
-    }
-
-    /// A script's `Spawn` into another AreaInstance: the instance is placed if it is not
-    /// running, then its node's zone spawns and answers the handle (as a query).
-    fn spawn_elsewhere(
-        &mut self,
-        node: &str,
-        req: u64,
-        area: &str,
-        instance: u16,
-        msg: impl FnOnce(u64, shared::internal::InstanceKey) -> Msg,
-    ) {
-        let now = self.now();
-        let shared = self.shared.clone();
-        let (owner, actions) = self
-            .control
-            .with_directory(now, &Book(&shared), |dir, areas| {
-                let mut placements = Vec::new();
-                let owner = crate::script_store::area_named(areas, area).and_then(|a| {
-                    let key = shared::internal::InstanceKey { area: a, instance };
-                    if let Some(p) = dir.ensure(&key) {
-                        placements.push(p);
-                    }
-                    dir.placement(&key).map(|p| (key.clone(), p.node.clone()))
-                });
-                (owner, placements)
-            });
-        self.apply(actions);
-        let Some((key, host)) = owner else {
-            self.refuse(node, req, "no such area, or no node for it");
-            return;
-        };
-        // Starting an instance takes longer than a query.
-        self.forward(node, req, &host, 3 * ACTOR_QUERY_TIMEOUT, |qid| {
-            msg(qid, key)
-        });
-    }
-
-    /// The hosting zone answered a query: back to the zone that asked.
-    fn actor_answer(&mut self, qid: u64, value: Option<shared::internal::ValueDto>) {
-        let Some((node, req, _)) = self.actor_queries.remove(&qid) else {
-            return;
-        };
-        if req != 0 {
-            let result = value.map_or_else(
-                || ScriptStoreResult::Error("the player is not there".into()),
-                ScriptStoreResult::Value,
-            );
-            self.send_node(&node, Msg::ScriptStoreReply { req, result });
-        }
-    }
-
-    /// Queries whose answer did not come in time are answered `Error` (the script reads
-    /// 0 or "").
-    pub(super) fn expire_actor_queries(&mut self) {
-        let now = std::time::Instant::now();
-        let late: Vec<u64> = self
-            .actor_queries
-            .iter()
-            .filter(|(_, (_, _, d))| *d <= now)
-            .map(|(q, _)| *q)
-            .collect();
-        for q in late {
-            if let Some((node, req, _)) = self.actor_queries.remove(&q)
-                && req != 0
-            {
-                let result = ScriptStoreResult::Error("no answer in time".into());
-                self.send_node(&node, Msg::ScriptStoreReply { req, result });
-            }
-        }
-    }
-
-    /// The session and node of the player whose script handle is `handle`, if it is in
-    /// the game.
-    fn session_of_handle(&self, handle: u32) -> Option<(SessionId, String)> {
-        if handle == 0 {
-            return None;
-        }
-        let players: Vec<(SessionId, String, Option<String>)> = self
-            .control
-            .players()
-            .map(|(s, p, _, node, _)| (s, p.name.clone(), node.map(str::to_owned)))
-            .collect();
-        let acc = self.shared.accounts();
-        players.into_iter().find_map(|(s, name, node)| {
-            let (id, slot) = acc.book.find_character(&name)?;
-            let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
-            (c.handle == handle).then_some((s, node?))
-        })
-    }
-
-    /// A zone's `Output` to a player handle it does not host: the line goes to that
-    /// player's session, wherever it plays (nothing if it is not in the game).
-    fn tell(&mut self, handle: u32, text: Vec<u8>, rgb: (u8, u8, u8)) {
-        if handle == 0 || text.len() > usize::from(u16::MAX) {
-            return;
-        }
-        let names: Vec<(SessionId, String)> = self
-            .control
-            .players()
-            .map(|(s, p, ..)| (s, p.name.clone()))
-            .collect();
-        let session = {
-            let acc = self.shared.accounts();
-            names.into_iter().find_map(|(s, name)| {
-                let (id, slot) = acc.book.find_character(&name)?;
-                let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
-                (c.handle == handle).then_some(s)
-            })
-        };
-        if let Some(s) = session {
-            let packet = ServerPacket::ChatMessage(shared::proto::ChatMessageS2C {
-                colour: shared::proto::ChatColour::Rgb(rgb.0, rgb.1, rgb.2),
-                text: shared::wire::RcString(text),
-            });
-            self.send_packet(s, &packet);
-        }
-    }
-
     /// The cluster's environment and the areas' weathers, for a node that just registered.
     pub(super) fn shared_vars_msg(&self) -> Msg {
         Msg::SharedVars {
@@ -561,11 +373,6 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::CountActors { .. } => "CountActors",
     }
 }
-
-/// How long a remote actor query waits for the hosting zone's answer.
-const ACTOR_QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-/// Remote actor queries in flight at most (more are answered `Error` at once).
-const MAX_ACTOR_QUERIES: usize = 4096;
 
 /// A reload's version: FNV-1a over the files' names and bytes (stable across processes).
 fn scripts_version(files: &[ScriptFileDto]) -> u64 {

@@ -147,6 +147,30 @@ pub struct ActorStateDto {
     /// overwrite the newer copy's progress, even across a gateway restart (0: none yet).
     #[serde(default)]
     pub fence: u64,
+    /// The scripts' actions from other zones this character has taken
+    /// ([`ActionId`]; the latest of each script run, at most [`MAX_APPLIED_ACTIONS`]): a
+    /// repeated delivery of one of them (after a handoff, a node loss) is recognised and
+    /// not applied twice. Carried in handoffs and saves with the rest of the character.
+    #[serde(default)]
+    pub applied_actions: Vec<ActionId>,
+}
+
+/// How many script runs' latest [`ActionId`]s a character keeps
+/// ([`ActorStateDto::applied_actions`]).
+pub const MAX_APPLIED_ACTIONS: usize = 64;
+
+/// One action of a script on a player another zone hosts (`GiveItem`, `GiveXP`,
+/// `SetAttribute`, `Warp`, … of a remote handle, `docs/scripting.md`, "Across nodes"):
+/// the script run that took it (an id minted once per run, saved with the run, so a run
+/// resumed from a checkpoint names its actions the same again) and its count in that run.
+/// A run waits for each action's answer before its next, so the counts of one run reach a
+/// character in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ActionId {
+    /// The script run (cluster-unique).
+    pub run: super::TransferId,
+    /// The action's number in that run, from 1.
+    pub seq: u32,
 }
 
 /// A hole in [`ActorStateDto::spell_view`] (a spell the client was told to forget).
@@ -324,6 +348,10 @@ pub enum ScriptStoreOp {
         native: String,
         /// Its arguments, as converted for the call.
         args: Vec<ValueDto>,
+        /// `Some` for an action (it changes the player): applied exactly once; the
+        /// gateway delivers it again until the hosting zone answers (`None`: a query).
+        #[serde(default)]
+        action: Option<ActionId>,
     },
     /// `Spawn` into another AreaInstance (started if it is not running): the NPC's handle
     /// there (`Value(Int)`), or `Error`.

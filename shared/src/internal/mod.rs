@@ -47,9 +47,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 pub use dto::{
-    ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
-    MemorisingDto, SPELL_VIEW_HOLE, ScriptFileDto, ScriptStoreOp, ScriptStoreResult,
-    SnapshotReasonDto, TransferDto, ValueDto,
+    ActionId, ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
+    MAX_APPLIED_ACTIONS, MemorisingDto, SPELL_VIEW_HOLE, ScriptFileDto, ScriptStoreOp,
+    ScriptStoreResult, SnapshotReasonDto, TransferDto, ValueDto,
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
@@ -552,6 +552,9 @@ pub enum Msg {
         native: String,
         /// Its arguments.
         args: Vec<ValueDto>,
+        /// `Some`: an action, applied at most once per id (`ActorStateDto::applied_actions`).
+        #[serde(default)]
+        action: Option<ActionId>,
     },
     /// Gateway → node: spawn an NPC in one of its instances for a script elsewhere
     /// (`ScriptStoreOp::Spawn`); the zone answers its handle with

@@ -14,6 +14,7 @@ mod multiprocess;
 mod play;
 mod quests;
 mod reload;
+mod remote_actions;
 mod scripts;
 mod simulate;
 mod spells;

@@ -32,9 +32,24 @@ fn quest(tag: &str) -> String {
          \tOutput(Actor(), \"asked: \" + Name(P) + \" in \" + ActorZone(P) + \" level \" + ActorLevel(P))\r\n\
          End Function\r\n\
          Function Summon()\r\n\tH = Spawn(2, \"Lakeshore\", 10, 0, 10, \"\", \"\", 3)\r\n\
-         \tOutput(Actor(), \"spawned \" + (H > 0))\r\nEnd Function\r\n"
+         \tOutput(Actor(), \"spawned \" + (H > 0))\r\nEnd Function\r\n{LOOT}"
     )
 }
+
+/// A chest's loot split among the party, wherever its members are: 3 potions and 40 gold
+/// to each other member, 2 potions to the opener; then the first member is warped here and
+/// given one more potion while that handoff is under way (the gateway delivers it again
+/// until the zone that has him takes it). Everyone starts with 3 potions (`Login.rsl`):
+/// the member ends with 3 + 3 + 1, the opener with 3 + 2.
+const LOOT: &str = "Function Loot()\r\n\tN = CountPartyMembers(Actor())\r\n\
+    \tP = PartyMember(Actor(), 1)\r\n\tG = Gold(P)\r\n\
+    \tFor I = 1 To N\r\n\t\tM = PartyMember(Actor(), I)\r\n\
+    \t\tGiveItem(M, \"Healing Potion\", 3)\r\n\t\tChangeGold(M, 40)\r\n\tNext\r\n\
+    \tGiveItem(Actor(), \"Healing Potion\", 2)\r\n\
+    \tOutput(Actor(), \"split \" + N + \" in \" + ActorZone(P) + \": gold +\" + (Gold(P) - G) + \" potions \" + HasItem(P, \"Healing Potion\", 6) + HasItem(P, \"Healing Potion\", 7))\r\n\
+    \tWarp(P, ActorZone(Actor()), \"\", 0)\r\n\tGiveItem(P, \"Healing Potion\", 1)\r\n\
+    \tOutput(Actor(), \"warped to \" + ActorZone(P) + \": potions \" + HasItem(P, \"Healing Potion\", 7) + HasItem(P, \"Healing Potion\", 8) + \" mine \" + HasItem(Actor(), \"Healing Potion\", 5) + HasItem(Actor(), \"Healing Potion\", 6))\r\n\
+    End Function\r\n";
 
 /// `POST /admin` with the token and a JSON command; the status and the answer.
 fn admin(addr: SocketAddr, json: &str) -> (u16, String) {
@@ -157,6 +172,40 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
             break;
         }
     }
+
+    eprintln!("step: loot split among a party spread over two nodes");
+    ann.command("invite bob").await.unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        assert!(std::time::Instant::now() < deadline, "Bob was not invited");
+        if let Ok(Ok(client::Event::Chat { text, .. })) =
+            tokio::time::timeout(Duration::from_millis(500), bob.next_event()).await
+            && text.contains("invited you")
+        {
+            break;
+        }
+    }
+    bob.command("accept").await.unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no party");
+        if let Ok(Ok(client::Event::Other(shared::proto::ServerPacket::PartyUpdate(u)))) =
+            tokio::time::timeout(Duration::from_millis(500), bob.next_event()).await
+            && !u.members.is_empty()
+        {
+            break;
+        }
+    }
+    h.pump(&mut ann, Duration::from_millis(500)).await;
+    ann.command("loot").await.unwrap();
+    let split = h.chat_line(&mut ann, "split ", WAIT).await;
+    assert_eq!(split, "split 1 in Meadow: gold +40 potions 10", "{split}");
+    let warped = h.chat_line(&mut ann, "warped to ", WAIT).await;
+    assert_eq!(
+        warped,
+        format!("warped to {}: potions 10 mine 10", portal.link_area),
+        "every item once, none lost or doubled across the handoff"
+    );
 
     eprintln!("step: a stag: the old quest ends on its own code");
     // (The hunt may lead back through a portal: where it ends does not matter, only that

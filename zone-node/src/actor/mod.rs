@@ -1443,20 +1443,23 @@ impl Registry {
         v
     }
 
-    /// The gateway asks about the player of `session` for a script elsewhere: its zone
-    /// answers; a session not here is answered "not here" at once.
+    /// The gateway asks about (or, with `action`, acts on) the player of `session` for a
+    /// script elsewhere: its zone answers; a session not here is answered "not here" at
+    /// once.
     pub fn actor_query(
         &self,
         qid: u64,
         session: SessionId,
         native: String,
         args: Vec<shared::internal::ValueDto>,
+        action: Option<shared::internal::ActionId>,
     ) {
         let input = ZoneInput::ActorQuery {
             qid,
             player: PlayerKey(session),
             native,
             args,
+            action,
         };
         let sent = self
             .session_instance(session)

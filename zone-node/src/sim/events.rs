@@ -355,6 +355,8 @@ pub enum ZoneInput {
         native: String,
         /// Its arguments.
         args: Vec<shared::internal::ValueDto>,
+        /// `Some`: an action, taken at most once per id.
+        action: Option<shared::internal::ActionId>,
     },
     /// The gateway has this zone spawn an NPC for a script elsewhere (`Spawn` into this
     /// instance): spawn and answer its handle.

@@ -90,7 +90,8 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             player,
             native,
             args,
-        } => super::runtime::remote::answer(st, qid, player, &native, &args),
+            action,
+        } => super::runtime::remote::answer(st, qid, player, &native, &args, action),
         ZoneInput::SpawnNpc {
             qid,
             template,

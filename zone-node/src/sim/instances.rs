@@ -184,6 +184,14 @@ pub struct InstanceCx {
     /// The client's progress bars this instance created and has not deleted.
     #[serde(default)]
     pub bars: BTreeSet<u32>,
+    /// This run's cluster-unique id, minted at its first action on a player elsewhere
+    /// (`runtime::remote`); saved with the run, so a run resumed from a checkpoint names
+    /// its actions as before and none is taken twice.
+    #[serde(default)]
+    pub run: Option<shared::internal::TransferId>,
+    /// Actions on players elsewhere this run has taken (the last one's `ActionId::seq`).
+    #[serde(default)]
+    pub actions: u32,
 }
 
 /// A client reply an instance asked for (`OpenDialog`, `DialogOutput`, `DialogInput`,
@@ -306,6 +314,10 @@ pub struct ScriptStats {
     pub coalesced: u64,
     /// Starts refused because their actor had `scripts_per_actor` instances.
     pub refused_actor: u64,
+    /// Actions of scripts elsewhere taken on this zone's players (`runtime::remote`).
+    pub remote_actions: u64,
+    /// Actions of scripts elsewhere delivered again and recognised (not taken twice).
+    pub duplicate_actions: u64,
     /// Starts refused because the zone had `scripts_per_zone` instances.
     pub refused_zone: u64,
 }

@@ -115,6 +115,14 @@ fn insert_player(
         memorising: Vec::new(),
         last_cast_ms: None,
         fence: state.fence,
+        applied: state
+            .applied_actions
+            .iter()
+            .rev()
+            .take(shared::internal::MAX_APPLIED_ACTIONS)
+            .rev()
+            .copied()
+            .collect(),
     }));
     place(st, &mut a, arrival);
     let id = st.insert_actor(a, rid)?;

@@ -156,6 +156,9 @@ pub struct PlayerData {
     pub last_cast_ms: Option<u64>,
     /// The character copy's fencing token (`ActorStateDto::fence`), carried unchanged.
     pub fence: u64,
+    /// Scripts' actions from other zones already taken (`ActorStateDto::applied_actions`,
+    /// `runtime::remote`): the latest of each run, oldest first.
+    pub applied: Vec<shared::internal::ActionId>,
 }
 
 impl PlayerData {
@@ -776,6 +779,11 @@ impl Actor {
                 .map(|p| p.email.clone())
                 .unwrap_or_default(),
             fence: self.player_data.as_ref().map_or(0, |p| p.fence),
+            applied_actions: self
+                .player_data
+                .as_ref()
+                .map(|p| p.applied.clone())
+                .unwrap_or_default(),
             scripts: Vec::new(),
         }
     }

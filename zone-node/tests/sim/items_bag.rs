@@ -812,3 +812,94 @@ fn the_zone_caps_its_scripts_in_total() {
     assert_eq!(s.len(), 5);
     assert_eq!(s.stats.refused_zone, 3);
 }
+
+/// An action a script elsewhere takes on a player of this zone (`GiveItem` of a remote
+/// handle, delivered by the gateway with its `ActionId`) is taken once: delivered again
+/// (after a handoff, a node loss) it is recognised and answered without a second item, an
+/// older one of the same run too; a player frozen in a handoff does not take it (the
+/// gateway delivers it again where the player lands); the ids travel with the character.
+#[test]
+fn an_action_from_a_script_elsewhere_is_taken_exactly_once() {
+    use shared::internal::{ActionId, ScriptStoreOp, TransferId, ValueDto};
+    use zone_node::sim::events::ZoneInput;
+    let mut h = harness(&[]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    let handle = h.sim.state().handle_of(pid);
+    let run = TransferId {
+        block: 5,
+        minter: 2,
+        serial: 7,
+    };
+    let give = |seq, amount| ZoneInput::ActorQuery {
+        qid: u64::from(seq),
+        player: p,
+        native: "GiveItem".into(),
+        args: vec![
+            ValueDto::Int(handle),
+            ValueDto::Str(b"Potion".to_vec()),
+            ValueDto::Int(amount),
+        ],
+        action: Some(ActionId { run, seq }),
+    };
+    let potions = |h: &SimHarness| -> u32 {
+        h.actor(pid)
+            .inventory
+            .iter()
+            .flatten()
+            .filter(|s| s.item == POTION)
+            .map(|s| u32::from(s.amount))
+            .sum()
+    };
+    let answers = |h: &SimHarness| -> Vec<Option<ValueDto>> {
+        h.outputs
+            .iter()
+            .filter_map(|o| match o {
+                ZoneOutput::ScriptStore {
+                    op: ScriptStoreOp::ActorAnswer { value, .. },
+                    ..
+                } => Some(value.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    h.clear();
+    h.push(give(1, 2));
+    h.push(give(1, 2));
+    h.tick();
+    assert_eq!(potions(&h), 2, "taken once");
+    assert_eq!(answers(&h).len(), 2, "both deliveries answered");
+    assert!(answers(&h).iter().all(Option::is_some));
+    h.clear();
+    h.push(give(2, 3));
+    h.push(give(1, 2));
+    h.tick();
+    assert_eq!(
+        potions(&h),
+        5,
+        "the next action of the run is taken, the older one not"
+    );
+    assert_eq!(h.sim.state().scripts.stats.remote_actions, 2);
+    assert_eq!(h.sim.state().scripts.stats.duplicate_actions, 2);
+    // Frozen in a handoff: not taken here, answered "not here".
+    h.actor_mut(pid).transfer = Some(TransferId::default());
+    h.clear();
+    h.push(give(3, 1));
+    h.tick();
+    assert_eq!(answers(&h), [None]);
+    assert_eq!(potions(&h), 5);
+    h.actor_mut(pid).transfer = None;
+    // The character carries what it took.
+    let state = h.sim.state().actor_state(pid).unwrap();
+    assert_eq!(state.applied_actions, [ActionId { run, seq: 2 }]);
+    // A query never changes anything, an action must be one of the actions.
+    h.clear();
+    h.push(ZoneInput::ActorQuery {
+        qid: 9,
+        player: p,
+        native: "Name".into(),
+        args: vec![ValueDto::Int(handle)],
+        action: Some(ActionId { run, seq: 4 }),
+    });
+    h.tick();
+    assert_eq!(answers(&h), [None]);
+}

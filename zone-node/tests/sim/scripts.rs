@@ -613,6 +613,7 @@ fn a_query_on_a_player_elsewhere_asks_the_cluster_and_the_host_zone_answers() {
         player: p,
         native: native.into(),
         args,
+        action: None,
     };
     h.push(ask("Name", vec![ValueDto::Int(handle)]));
     h.push(ask(
@@ -688,4 +689,45 @@ fn spawn_into_another_instance_asks_the_cluster_and_the_zone_there_spawns() {
         Some(&None),
         "an unknown template spawns nothing"
     );
+}
+
+/// An action on a player who is not in the zone (`GiveItem`, `SetGold`, `Warp`, … of a
+/// handle the zone does not host) goes to the cluster with an id: the run's own, minted
+/// once, and its count in the run, so the zone hosting the player takes it once; the run
+/// waits for each answer (the next action is sent after it), and another run has another
+/// id.
+#[test]
+fn an_action_on_a_player_elsewhere_goes_to_the_cluster_with_the_runs_id() {
+    use shared::internal::ScriptStoreOp;
+    let src: &[u8] = b"Function Main()\n  GiveItem(123, \"Potion\", 2)\n  SetGold(123, 5)\n  GiveItem(Actor(), \"Nothing\", 1)\n  Output(Actor(), \"done\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("A", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    start(&mut h, "A", "Main", pid);
+    h.run_ticks(4);
+    start(&mut h, "A", "Main", pid);
+    h.run_ticks(4);
+    assert_eq!(h.chat(p), ["done", "done"]);
+    let actions: Vec<(String, shared::internal::ActionId)> = store_ops(&h)
+        .into_iter()
+        .filter_map(|o| match o {
+            ScriptStoreOp::ActorQuery {
+                handle: 123,
+                native,
+                action: Some(id),
+                ..
+            } => Some((native, id)),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = actions.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["GiveItem", "SetGold", "GiveItem", "SetGold"],
+        "the local one stays here"
+    );
+    let ids: Vec<_> = actions.iter().map(|(_, id)| *id).collect();
+    assert_eq!(ids[0].run, ids[1].run);
+    assert_eq!((ids[0].seq, ids[1].seq), (1, 2));
+    assert_ne!(ids[2].run, ids[0].run, "another run, another id");
+    assert_eq!(ids[2].seq, 1);
 }

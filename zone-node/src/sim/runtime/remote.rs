@@ -1,13 +1,15 @@
-//! Queries on a player that is not in the zone (`Name`, `ActorX`, `Attribute`, `Gold`, …
-//! of a handle the zone does not host): the asking script waits while the gateway asks the
-//! zone hosting the player, which evaluates the same command on its own copy and answers.
-//! Read-only commands only; a player that is not in the game, or a zone that does not
-//! answer within the gateway's timeout, reads as 0, 0.0 or "".
+//! Commands on a player that is not in the zone (`Name`, `Attribute`, `GiveItem`,
+//! `SetAttribute`, `Warp`, … of a handle the zone does not host): the script waits while
+//! the gateway asks the zone hosting the player, which runs the same command on its own
+//! copy and answers. A query that finds no player, or no answer in time, reads as 0, 0.0
+//! or "". An action carries an [`ActionId`]; the hosting zone takes it once (the
+//! character remembers it, `PlayerData::applied`, and travels with it), so the gateway may
+//! deliver it again after a handoff or a node loss without duplicating an item or gold.
 
 use script::natives::{self, Native};
 use script::vm::{Flow, NativeCx};
 use script::{RStr, Value};
-use shared::internal::{ScriptStoreOp, ValueDto};
+use shared::internal::{ActionId, MAX_APPLIED_ACTIONS, ScriptStoreOp, ValueDto};
 
 use super::host::ZoneHost;
 use crate::sim::events::{PlayerKey, ZoneOutput};
@@ -37,14 +39,63 @@ pub fn is_remote_query(n: Native) -> bool {
     )
 }
 
-/// If `n` is a query on a player handle this zone does not host, ask the cluster and
-/// suspend; `None` to run the command here.
+/// The commands a script may have a zone elsewhere carry out on its player: they change
+/// the player (or what its client shows) and take no handle but the player's own.
+pub fn is_remote_action(n: Native) -> bool {
+    matches!(
+        n,
+        Native::GiveItem
+            | Native::GiveXp
+            | Native::SetAttribute
+            | Native::ChangeAttribute
+            | Native::SetMaxAttribute
+            | Native::ChangeMaxAttribute
+            | Native::SetGold
+            | Native::ChangeGold
+            | Native::SetMoney
+            | Native::ChangeMoney
+            | Native::SetActorGlobal
+            | Native::SetReputation
+            | Native::SetFactionRating
+            | Native::ChangeFactionRating
+            | Native::SetHomeFaction
+            | Native::SetResistance
+            | Native::SetActorLevel
+            | Native::SetActorGuild
+            | Native::KillActor
+            | Native::Warp
+            | Native::NewQuest
+            | Native::UpdateQuest
+            | Native::CompleteQuest
+            | Native::DeleteQuest
+            | Native::AddAbility
+            | Native::DeleteAbility
+            | Native::SetAbilityLevel
+            | Native::SetName
+            | Native::SetTag
+            | Native::AddActorEffect
+            | Native::DeleteActorEffect
+            | Native::ScreenFlash
+            | Native::PlaySound
+            | Native::PlayMusic
+            | Native::PlaySpeech
+            | Native::UpdateXpBar
+            | Native::CreateFloatingNumber
+            | Native::MoveActor
+            | Native::RotateActor
+            | Native::AnimateActor
+    )
+}
+
+/// If `n` is a query or an action on a player handle this zone does not host, ask the
+/// cluster and suspend; `None` to run the command here.
 pub fn ask(
     h: &mut ZoneHost<'_>,
     n: Native,
     args: &[Value],
 ) -> Option<Result<Flow, script::RuntimeError>> {
-    if !is_remote_query(n) {
+    let action = is_remote_action(n);
+    if !action && !is_remote_query(n) {
         return None;
     }
     let handle = args.first()?.to_int();
@@ -55,6 +106,14 @@ pub fn ask(
         .ok()
         .filter(|&x| x < NPC_HANDLE_BASE)?;
     let sig = natives::sig(n)?;
+    let action = action.then(|| {
+        let run = *h.cx.run.get_or_insert_with(|| h.st.transfer_ids.mint());
+        h.cx.actions = h.cx.actions.saturating_add(1);
+        ActionId {
+            run,
+            seq: h.cx.actions,
+        }
+    });
     let req = h.st.scripts.next_request;
     h.st.scripts.next_request += 1;
     h.st.scripts.requests.insert(req, h.id);
@@ -64,6 +123,7 @@ pub fn ask(
             handle,
             native: sig.name.to_owned(),
             args: args.iter().map(to_dto).collect(),
+            action,
         },
     });
     h.cx.pending_io = Some(PendingIo::Value {
@@ -72,20 +132,62 @@ pub fn ask(
     Some(h.suspend(Wait::Store { req }))
 }
 
-/// The gateway asks about `player`, who plays here: evaluate the command on it and answer
-/// (`None` when it is not here or the command is not a query).
+/// The gateway asks about `player`, who plays here, or has an action taken on it: run the
+/// command on it and answer (`None` when it is not here, is leaving in a handoff, or the
+/// command is neither; the gateway delivers an action again wherever the player is then).
+/// An action this player has taken already is answered 0 and not taken again.
 pub(crate) fn answer(
     st: &mut ZoneState,
     qid: u64,
     player: PlayerKey,
     native: &str,
     args: &[ValueDto],
+    action: Option<ActionId>,
 ) {
-    let value = evaluate(st, player, native, args);
+    let value = match action {
+        None => evaluate(st, player, native, args, false),
+        Some(id) => act(st, player, native, args, id),
+    };
     st.outputs.push(ZoneOutput::ScriptStore {
         req: 0,
         op: ScriptStoreOp::ActorAnswer { qid, value },
     });
+}
+
+/// An action on a player here, taken once: `None` while it cannot be taken here (the
+/// player is not here or is frozen in a handoff, whose copy would not carry it).
+fn act(
+    st: &mut ZoneState,
+    player: PlayerKey,
+    native: &str,
+    args: &[ValueDto],
+    id: ActionId,
+) -> Option<ValueDto> {
+    let sig = natives::lookup(&native.to_ascii_lowercase())?;
+    if !is_remote_action(sig.native) {
+        return None;
+    }
+    let actor = st.by_player(player)?;
+    let a = st.get(actor)?;
+    if a.frozen() {
+        return None;
+    }
+    let p = a.player_data.as_deref()?;
+    if p.applied.iter().any(|x| x.run == id.run && x.seq >= id.seq) {
+        st.scripts.stats.duplicate_actions += 1;
+        return Some(ValueDto::Int(0));
+    }
+    let value = evaluate(st, player, native, args, true);
+    if let Some(p) = st.get_mut(actor).and_then(|a| a.player_data.as_deref_mut()) {
+        p.applied.retain(|x| x.run != id.run);
+        if p.applied.len() >= MAX_APPLIED_ACTIONS {
+            p.applied.remove(0);
+        }
+        p.applied.push(id);
+    }
+    st.scripts.stats.remote_actions += 1;
+    // Taken, whatever the command returned (an unknown item gives nothing, as here).
+    Some(value.unwrap_or(ValueDto::Int(0)))
 }
 
 fn evaluate(
@@ -93,9 +195,15 @@ fn evaluate(
     player: PlayerKey,
     native: &str,
     args: &[ValueDto],
+    action: bool,
 ) -> Option<ValueDto> {
     let sig = natives::lookup(&native.to_ascii_lowercase())?;
-    if !is_remote_query(sig.native) || args.len() > 8 {
+    let allowed = if action {
+        is_remote_action(sig.native)
+    } else {
+        is_remote_query(sig.native)
+    };
+    if !allowed || args.len() > 8 {
         return None;
     }
     let id = st.by_player(player)?;
