@@ -422,6 +422,8 @@ pub fn answer(
         | ScriptStoreOp::Tell { .. }
         | ScriptStoreOp::ActorQuery { .. }
         | ScriptStoreOp::Spawn { .. }
+        | ScriptStoreOp::ZoneActors { .. }
+        | ScriptStoreOp::ZoneActorsAnswer { .. }
         | ScriptStoreOp::ActorAnswer { .. } => {
             ScriptStoreResult::Error("the hub answers this itself".into())
         }

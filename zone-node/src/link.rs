@@ -883,6 +883,29 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.actor_query(qid, session, native, args, action);
             None
         }
+        Msg::NpcQuery {
+            qid,
+            key,
+            native,
+            args,
+            action,
+        } => {
+            reg.npc_query(
+                qid,
+                &key,
+                crate::sim::events::ZoneInput::NpcQuery {
+                    qid,
+                    native,
+                    args,
+                    action,
+                },
+            );
+            None
+        }
+        Msg::ZoneActors { qid, key } => {
+            reg.zone_actors(qid, &key);
+            None
+        }
         Msg::SpawnNpc {
             qid,
             key,

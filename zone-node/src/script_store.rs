@@ -22,6 +22,9 @@ pub struct MemoryStore {
     files: BTreeMap<String, Vec<u8>>,
     dirs: BTreeMap<String, ()>,
     superglobals: BTreeMap<u8, Vec<u8>>,
+    /// What a `FirstActorInZone` of another instance lists (tests; a process alone has
+    /// no other instance, so none by default).
+    pub other_zone: Vec<i32>,
 }
 
 impl MemoryStore {
@@ -102,7 +105,10 @@ impl MemoryStore {
             ScriptStoreOp::Spawn { .. } => {
                 ScriptStoreResult::Error("no other instance here".into())
             }
-            ScriptStoreOp::ActorAnswer { .. } => ScriptStoreResult::Done,
+            ScriptStoreOp::ZoneActors { .. } => ScriptStoreResult::Handles(self.other_zone.clone()),
+            ScriptStoreOp::ActorAnswer { .. } | ScriptStoreOp::ZoneActorsAnswer { .. } => {
+                ScriptStoreResult::Done
+            }
         };
         (r, None)
     }

@@ -9,8 +9,6 @@ use script::compile::{self, SourceFile};
 use script::{Diagnostic, Severity};
 use shared::content::World;
 
-use crate::sim::state::NPC_HANDLE_BASE;
-
 /// Compile the world's scripts (`World::scripts`).
 pub fn compile_world(world: &World) -> (ScriptSet, Vec<Diagnostic>) {
     let files: Vec<SourceFile> = world
@@ -41,24 +39,9 @@ pub fn compile_and_log(world: &World) -> Arc<ScriptSet> {
     Arc::new(set)
 }
 
-/// The NPC handle range of one AreaInstance: `(base, span)`. Each instance of each area
-/// of the world gets its own slice of `[2^30, 2^31)`, the same on every node, so a handle
-/// a script carries elsewhere never names another actor there.
+/// The NPC handle range of one AreaInstance: `(base, span)` ([`World::npc_handles`]).
 pub fn npc_handles(world: &World, area: &str, instance: u16) -> (u32, u32) {
-    let n_areas = u32::try_from(world.areas.len()).unwrap_or(u32::MAX).max(1);
-    let slots = n_areas.saturating_mul(100).max(1);
-    let span = (NPC_HANDLE_BASE / slots).max(1);
-    let idx = world
-        .areas
-        .iter()
-        .position(|a| a.name.eq_ignore_ascii_case(area))
-        .and_then(|i| u32::try_from(i).ok())
-        .unwrap_or(0);
-    let code = idx
-        .saturating_mul(100)
-        .saturating_add(u32::from(instance.min(99)));
-    let base = NPC_HANDLE_BASE.saturating_add(code.saturating_mul(span));
-    (base, span)
+    world.npc_handles(area, instance)
 }
 
 #[cfg(test)]
@@ -80,6 +63,16 @@ mod tests {
         }
         let (b, s) = *ranges.last().unwrap_or(&(0, 0));
         assert!(u64::from(b) + u64::from(s) <= 1 << 31);
+        // And every handle of a range names its instance.
+        for a in &w.areas {
+            for i in [0u16, 7, 99] {
+                let (base, span) = npc_handles(&w, &a.name, i);
+                for h in [base, base + span / 2, base + span - 1] {
+                    assert_eq!(w.npc_handle_instance(h), Some((a.name.as_str(), i)));
+                }
+            }
+        }
+        assert_eq!(w.npc_handle_instance(5), None, "a player's handle");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use shared::internal::{ActionId, Msg, ScriptStoreResult, SessionId, ValueDto};
+use shared::internal::{ActionId, InstanceKey, Msg, ScriptStoreResult, SessionId, ValueDto};
 use shared::proto::ServerPacket;
 
 use super::{Book, Hub, Metrics};
@@ -107,7 +107,7 @@ impl Hub {
         req: u64,
         area: &str,
         instance: u16,
-        msg: impl FnOnce(u64, shared::internal::InstanceKey) -> Msg,
+        msg: impl FnOnce(u64, InstanceKey) -> Msg,
     ) {
         let now = self.now();
         let shared = self.shared.clone();
@@ -116,7 +116,7 @@ impl Hub {
             .with_directory(now, &Book(&shared), |dir, areas| {
                 let mut placements = Vec::new();
                 let owner = crate::script_store::area_named(areas, area).and_then(|a| {
-                    let key = shared::internal::InstanceKey { area: a, instance };
+                    let key = InstanceKey { area: a, instance };
                     if let Some(p) = dir.ensure(&key) {
                         placements.push(p);
                     }
@@ -195,6 +195,9 @@ impl Hub {
         args: Vec<ValueDto>,
         action: Option<ActionId>,
     ) {
+        if handle >= shared::content::NPC_HANDLE_BASE {
+            return self.npc_query(node, req, handle, native, args, action.is_some());
+        }
         let Some((session, host)) = self.session_of_handle(handle) else {
             self.refuse(node, req, "the player is not in the game");
             return;
@@ -219,6 +222,89 @@ impl Hub {
         };
         let msg = action_msg(session, &pending);
         self.forward(node, req, &host, ACTION_TIMEOUT, Some(pending), msg);
+    }
+
+    /// A query on (or action on) an NPC elsewhere: its handle names its AreaInstance
+    /// (`World::npc_handle_instance`), whose node evaluates it. Delivered once (an NPC
+    /// does not travel): no answer in time reads as 0 and the action may or may not have
+    /// been taken, never twice.
+    fn npc_query(
+        &mut self,
+        node: &str,
+        req: u64,
+        handle: u32,
+        native: String,
+        args: Vec<ValueDto>,
+        action: bool,
+    ) {
+        let Some((key, host)) = self.instance_host(handle) else {
+            self.refuse(node, req, "no such NPC in a running instance");
+            return;
+        };
+        let msg = |qid| Msg::NpcQuery {
+            qid,
+            key,
+            native,
+            args,
+            action,
+        };
+        self.forward(node, req, &host, ACTOR_QUERY_TIMEOUT, None, msg);
+    }
+
+    /// The instance an NPC handle belongs to and the node running it (ready), if any.
+    fn instance_host(&self, handle: u32) -> Option<(InstanceKey, String)> {
+        let (area, instance) = self.shared.world.npc_handle_instance(handle)?;
+        let key = InstanceKey {
+            area: area.to_owned(),
+            instance,
+        };
+        let host = self
+            .control
+            .directory()
+            .placement(&key)
+            .filter(|p| p.ready)?
+            .node
+            .clone();
+        Some((key, host))
+    }
+
+    /// `FirstActorInZone` of another AreaInstance: its node lists the actors (none when
+    /// nobody runs it; an instance is not started for a walk).
+    pub(super) fn zone_actors(&mut self, node: &str, req: u64, area: &str, instance: u16) {
+        let host = self.shared.world.area_by_name(area).and_then(|a| {
+            let key = InstanceKey {
+                area: a.name.clone(),
+                instance,
+            };
+            let p = self
+                .control
+                .directory()
+                .placement(&key)
+                .filter(|p| p.ready)?;
+            Some((key, p.node.clone()))
+        });
+        let Some((key, host)) = host else {
+            if req != 0 {
+                let result = ScriptStoreResult::Handles(Vec::new());
+                self.send_node(node, Msg::ScriptStoreReply { req, result });
+            }
+            return;
+        };
+        self.forward(node, req, &host, ACTOR_QUERY_TIMEOUT, None, |qid| {
+            Msg::ZoneActors { qid, key }
+        });
+    }
+
+    /// A zone listed its actors: back to the zone that asked.
+    pub(super) fn zone_actors_answer(&mut self, qid: u64, mut handles: Vec<i32>) {
+        let Some(f) = self.remote.inflight.remove(&qid) else {
+            return;
+        };
+        handles.truncate(shared::internal::MAX_ZONE_ACTORS);
+        if f.req != 0 {
+            let result = ScriptStoreResult::Handles(handles);
+            self.send_node(&f.node, Msg::ScriptStoreReply { req: f.req, result });
+        }
     }
 
     /// Send `msg(qid)` to `host` for a zone's request `req` of `node`, which its answer

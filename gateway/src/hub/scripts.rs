@@ -44,6 +44,12 @@ impl Hub {
                 action,
             } => return self.actor_query(node, req, handle, native, args, action),
             ScriptStoreOp::ActorAnswer { qid, value } => return self.actor_answer(qid, value),
+            ScriptStoreOp::ZoneActors { area, instance } => {
+                return self.zone_actors(node, req, &area, instance);
+            }
+            ScriptStoreOp::ZoneActorsAnswer { qid, handles } => {
+                return self.zone_actors_answer(qid, handles);
+            }
             ScriptStoreOp::Spawn {
                 area,
                 instance,
@@ -366,6 +372,8 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::Tell { .. } => "Tell",
         ScriptStoreOp::ActorQuery { .. } => "ActorQuery",
         ScriptStoreOp::ActorAnswer { .. } => "ActorAnswer",
+        ScriptStoreOp::ZoneActors { .. } => "ZoneActors",
+        ScriptStoreOp::ZoneActorsAnswer { .. } => "ZoneActorsAnswer",
         ScriptStoreOp::Spawn { .. } => "Spawn",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",
         ScriptStoreOp::CreateInstance { .. } => "CreateInstance",

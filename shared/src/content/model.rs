@@ -23,6 +23,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The first NPC script handle: player characters' handles are below it, NPCs' from it
+/// (in slices per AreaInstance, [`World::npc_handles`]).
+pub const NPC_HANDLE_BASE: u32 = 1 << 30;
+
 use super::serde_util;
 
 /// Attribute slots per actor (`Value[40]`, `Max[40]`).
@@ -157,6 +161,38 @@ impl World {
     #[doc(alias = "FindArea")]
     pub fn area_by_name(&self, name: &str) -> Option<&Area> {
         self.areas.iter().find(|a| eq_ci(&a.name, name))
+    }
+
+    /// The NPC script-handle range of one AreaInstance: `(base, span)`. Each instance
+    /// (0..=99) of each area gets its own slice of `[NPC_HANDLE_BASE, 2^31)`, the same on
+    /// every node, so a handle a script carries elsewhere never names another actor there,
+    /// and [`World::npc_handle_instance`] tells whose it is.
+    pub fn npc_handles(&self, area: &str, instance: u16) -> (u32, u32) {
+        let span = self.npc_handle_span();
+        let idx = self
+            .areas
+            .iter()
+            .position(|a| eq_ci(&a.name, area))
+            .and_then(|i| u32::try_from(i).ok())
+            .unwrap_or(0);
+        let code = idx
+            .saturating_mul(100)
+            .saturating_add(u32::from(instance.min(99)));
+        let base = NPC_HANDLE_BASE.saturating_add(code.saturating_mul(span));
+        (base, span)
+    }
+
+    /// The area (its name) and instance whose NPC handle range holds `handle`, if any.
+    pub fn npc_handle_instance(&self, handle: u32) -> Option<(&str, u16)> {
+        let code = handle.checked_sub(NPC_HANDLE_BASE)? / self.npc_handle_span();
+        let area = self.areas.get(usize::try_from(code / 100).ok()?)?;
+        Some((area.name.as_str(), u16::try_from(code % 100).ok()?))
+    }
+
+    fn npc_handle_span(&self) -> u32 {
+        let n_areas = u32::try_from(self.areas.len()).unwrap_or(u32::MAX).max(1);
+        let slots = n_areas.saturating_mul(100).max(1);
+        (NPC_HANDLE_BASE / slots).max(1)
     }
 
     /// The item template with this name, compared case-insensitively with surrounding

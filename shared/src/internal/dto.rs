@@ -373,6 +373,22 @@ pub enum ScriptStoreOp {
         /// Its death script.
         death_script: String,
     },
+    /// `FirstActorInZone` of another AreaInstance: the handles of its actors, in its order
+    /// (at most [`super::MAX_ZONE_ACTORS`]), answered `Handles` (empty when it does not run
+    /// or does not answer in time). The script walks them with `NextActorInZone`.
+    ZoneActors {
+        /// The area (as the script wrote it).
+        area: String,
+        /// The instance.
+        instance: u16,
+    },
+    /// A zone's answer to a [`super::Msg::ZoneActors`].
+    ZoneActorsAnswer {
+        /// The gateway's query id.
+        qid: u64,
+        /// The handles.
+        handles: Vec<i32>,
+    },
     /// A zone's answer to a [`super::Msg::ActorQuery`] or [`super::Msg::SpawnNpc`] (no
     /// answer to it).
     ActorAnswer {
@@ -451,6 +467,8 @@ pub enum ScriptStoreResult {
     Error(String),
     /// A value (a remote actor query's answer).
     Value(ValueDto),
+    /// The actors of another AreaInstance, in its order (`FirstActorInZone` elsewhere).
+    Handles(Vec<i32>),
 }
 
 /// A script value crossing the cluster (a remote actor query's arguments and answer).

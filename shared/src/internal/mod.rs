@@ -53,6 +53,9 @@ pub use dto::{
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
+/// The most actors a walk of another AreaInstance lists (`FirstActorInZone` elsewhere).
+pub const MAX_ZONE_ACTORS: usize = 10_000;
+
 /// The internal protocol version; bump on any incompatible change to [`Msg`].
 /// 4: the script store (`ScriptStore`, `ScriptStoreReply`, `SuperGlobals`, `SuperGlobal`,
 /// `RunScript`, `AccountAction`) and 20 MiB frames (a 16 MiB script file fits one).
@@ -556,6 +559,30 @@ pub enum Msg {
         #[serde(default)]
         action: Option<ActionId>,
     },
+    /// Gateway → node: evaluate a query on (or, with `action`, take an action on) an NPC of
+    /// one of its instances, whose handle (the first argument) is in that instance's range
+    /// (`World::npc_handles`), for a script elsewhere; answered with
+    /// `ScriptStoreOp::ActorAnswer`. Delivered once.
+    NpcQuery {
+        /// The gateway's query id.
+        qid: u64,
+        /// The instance.
+        key: InstanceKey,
+        /// The native.
+        native: String,
+        /// Its arguments.
+        args: Vec<ValueDto>,
+        /// An action (not only a query).
+        action: bool,
+    },
+    /// Gateway → node: list the actors of one of its instances for a script elsewhere
+    /// (`FirstActorInZone`); answered with `ScriptStoreOp::ZoneActorsAnswer`.
+    ZoneActors {
+        /// The gateway's query id.
+        qid: u64,
+        /// The instance.
+        key: InstanceKey,
+    },
     /// Gateway → node: spawn an NPC in one of its instances for a script elsewhere
     /// (`ScriptStoreOp::Spawn`); the zone answers its handle with
     /// `ScriptStoreOp::ActorAnswer`.
@@ -676,6 +703,8 @@ impl Msg {
             Self::SharedVars { .. } => "SharedVars",
             Self::ActorQuery { .. } => "ActorQuery",
             Self::SpawnNpc { .. } => "SpawnNpc",
+            Self::NpcQuery { .. } => "NpcQuery",
+            Self::ZoneActors { .. } => "ZoneActors",
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",

@@ -32,9 +32,16 @@ fn quest(tag: &str) -> String {
          \tOutput(Actor(), \"asked: \" + Name(P) + \" in \" + ActorZone(P) + \" level \" + ActorLevel(P))\r\n\
          End Function\r\n\
          Function Summon()\r\n\tH = Spawn(2, \"Lakeshore\", 10, 0, 10, \"\", \"\", 3)\r\n\
-         \tOutput(Actor(), \"spawned \" + (H > 0))\r\nEnd Function\r\n{LOOT}"
+         \tOutput(Actor(), \"spawned \" + (H > 0))\r\nEnd Function\r\n{LOOT}{WALK}"
     )
 }
+
+/// A walk of another instance (Lakeshore #3, the summoned stag alone there, on another
+/// node): its actors listed by its zone, the stag renamed there and asked its name.
+const WALK: &str = "Function Census()\r\n\tA = FirstActorInZone(\"Lakeshore\", 3)\r\n\
+    \tSetName(A, \"Hart\")\r\n\
+    \tOutput(Actor(), \"walk \" + (A > 0) + (NextActorInZone(A) = A) + \" \" + Name(A))\r\n\
+    End Function\r\n";
 
 /// A chest's loot split among the party, wherever its members are: 3 potions and 40 gold
 /// to each other member, 2 potions to the opener; then the first member is warped here and
@@ -172,6 +179,11 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
             break;
         }
     }
+
+    eprintln!("step: a walk of that other instance");
+    ann.command("census").await.unwrap();
+    let walk = h.chat_line(&mut ann, "walk ", WAIT).await;
+    assert_eq!(walk, "walk 11 Hart");
 
     eprintln!("step: loot split among a party spread over two nodes");
     ann.command("invite bob").await.unwrap();

@@ -1502,6 +1502,31 @@ impl Registry {
         }
     }
 
+    /// The gateway asks about (or acts on) an NPC of `key` for a script elsewhere; an
+    /// instance not here is answered "not there" at once.
+    pub fn npc_query(&self, qid: u64, key: &InstanceKey, input: ZoneInput) {
+        if !self.push(key, input) {
+            self.send(Msg::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::ActorAnswer { qid, value: None },
+            });
+        }
+    }
+
+    /// The gateway asks for the actors of `key` for a script elsewhere; an instance not
+    /// here has none.
+    pub fn zone_actors(&self, qid: u64, key: &InstanceKey) {
+        if !self.push(key, ZoneInput::ZoneActors { qid }) {
+            self.send(Msg::ScriptStore {
+                req: 0,
+                op: ScriptStoreOp::ZoneActorsAnswer {
+                    qid,
+                    handles: Vec::new(),
+                },
+            });
+        }
+    }
+
     /// The cluster's environment and the areas' weathers as zone inputs.
     fn shared_var_inputs(&self) -> Vec<ZoneInput> {
         let vars = match self.shared_vars.lock() {

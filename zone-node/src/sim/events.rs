@@ -358,6 +358,23 @@ pub enum ZoneInput {
         /// `Some`: an action, taken at most once per id.
         action: Option<shared::internal::ActionId>,
     },
+    /// The gateway asks about (or acts on) an NPC of this zone for a script elsewhere
+    /// (`runtime::remote::answer_npc`).
+    NpcQuery {
+        /// The gateway's query id.
+        qid: u64,
+        /// The command.
+        native: String,
+        /// Its arguments (the NPC's handle first).
+        args: Vec<shared::internal::ValueDto>,
+        /// An action.
+        action: bool,
+    },
+    /// The gateway asks for this zone's actors for a script elsewhere (`FirstActorInZone`).
+    ZoneActors {
+        /// The gateway's query id.
+        qid: u64,
+    },
     /// The gateway has this zone spawn an NPC for a script elsewhere (`Spawn` into this
     /// instance): spawn and answer its handle.
     SpawnNpc {

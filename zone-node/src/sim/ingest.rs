@@ -92,6 +92,13 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             args,
             action,
         } => super::runtime::remote::answer(st, qid, player, &native, &args, action),
+        ZoneInput::NpcQuery {
+            qid,
+            native,
+            args,
+            action,
+        } => super::runtime::remote::answer_npc(st, qid, &native, &args, action),
+        ZoneInput::ZoneActors { qid } => super::runtime::remote::answer_walk(st, qid),
         ZoneInput::SpawnNpc {
             qid,
             template,

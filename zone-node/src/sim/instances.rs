@@ -192,6 +192,10 @@ pub struct InstanceCx {
     /// Actions on players elsewhere this run has taken (the last one's `ActionId::seq`).
     #[serde(default)]
     pub actions: u32,
+    /// The actors of another AreaInstance as its last `FirstActorInZone` listed them
+    /// (`NextActorInZone` walks them; bounded by `shared::internal::MAX_ZONE_ACTORS`).
+    #[serde(default)]
+    pub walk: Vec<i32>,
 }
 
 /// A client reply an instance asked for (`OpenDialog`, `DialogOutput`, `DialogInput`,
@@ -247,6 +251,9 @@ pub enum PendingIo {
     },
     /// A zone-instance question: answered with the store's Int.
     Int,
+    /// `FirstActorInZone` of another instance: its actors' handles, kept for
+    /// `NextActorInZone`; the first is the answer (0: none).
+    Walk,
     /// A query on a player elsewhere (`runtime::remote`): answered with its value; a
     /// failure reads as `""` (`text`) or 0.
     Value {

@@ -1008,8 +1008,7 @@ impl Default for GroundConfig {
 /// tick rather than with the player's broadcast.
 pub const OUTBOX_FLUSH_BYTES: usize = 64 * 1024;
 
-/// Script handles at and above this are NPCs'; below, players' (from the gateway).
-pub const NPC_HANDLE_BASE: u32 = 1 << 30;
+pub use shared::content::NPC_HANDLE_BASE;
 /// Handles of players whose character has no gateway handle yet: this plus the RuntimeID.
 pub const PLAYER_FALLBACK_HANDLE: u32 = 0x3000_0000;
 

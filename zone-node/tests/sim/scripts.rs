@@ -731,3 +731,74 @@ fn an_action_on_a_player_elsewhere_goes_to_the_cluster_with_the_runs_id() {
     assert_ne!(ids[2].run, ids[0].run, "another run, another id");
     assert_eq!(ids[2].seq, 1);
 }
+
+/// `FirstActorInZone` of another instance asks the cluster for its actors; the script
+/// walks them with `NextActorInZone` (wrapping, as in its own zone), and commands on those
+/// handles (`Name`, an NPC's) go to the cluster too. A zone asked by the gateway lists its
+/// actors, and answers a query on one of its NPCs.
+#[test]
+fn a_script_walks_another_instance_and_asks_about_its_npcs() {
+    use shared::internal::{ScriptStoreOp, ValueDto};
+    let src: &[u8] = b"Function Main()\n  A = FirstActorInZone(\"Elsewhere\", 2)\n  B = NextActorInZone(A)\n  C = NextActorInZone(B)\n  Output(Actor(), A + \" \" + B + \" \" + C + \" \" + NextActorInZone(C) + \" \" + NextActorInZone(77))\n  Output(Actor(), \"[\" + Name(B) + \"]\")\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("W", src)]);
+    let npc = 1_500_000_000;
+    h.store.other_zone = vec![5, npc, npc + 1];
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    start(&mut h, "W", "Main", pid);
+    h.run_ticks(4);
+    assert_eq!(
+        h.chat(p),
+        [format!("5 {npc} {} 5 0", npc + 1), "[]".to_owned()]
+    );
+    let ops = store_ops(&h);
+    assert!(ops.iter().any(|o| matches!(
+        o,
+        ScriptStoreOp::ZoneActors { area, instance: 2 } if area == "Elsewhere"
+    )));
+    assert!(
+        ops.iter().any(|o| matches!(
+            o,
+            ScriptStoreOp::ActorQuery { handle, .. } if *handle == npc as u32
+        )),
+        "a query on an NPC elsewhere goes to the cluster: {ops:?}"
+    );
+    // The gateway asks this zone: its actors, and about one of its NPCs.
+    let wolf = h.spawn_npc(templates::WOLF, 3.0, 3.0);
+    let wolf_handle = h.sim.state().handle_of(wolf);
+    h.clear();
+    h.push(ZoneInput::ZoneActors { qid: 3 });
+    h.push(ZoneInput::NpcQuery {
+        qid: 4,
+        native: "Name".into(),
+        args: vec![ValueDto::Int(wolf_handle)],
+        action: false,
+    });
+    h.push(ZoneInput::NpcQuery {
+        qid: 5,
+        native: "Name".into(),
+        args: vec![ValueDto::Int(h.sim.state().handle_of(pid))],
+        action: false,
+    });
+    h.tick();
+    let ops = store_ops(&h);
+    let listed = ops
+        .iter()
+        .find_map(|o| match o {
+            ScriptStoreOp::ZoneActorsAnswer { qid: 3, handles } => Some(handles.clone()),
+            _ => None,
+        })
+        .expect("listed");
+    assert!(listed.contains(&wolf_handle) && listed.contains(&h.sim.state().handle_of(pid)));
+    let answers: Vec<_> = ops
+        .iter()
+        .filter_map(|o| match o {
+            ScriptStoreOp::ActorAnswer { qid, value } => Some((*qid, value.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(&answers[0], (4, Some(ValueDto::Str(n))) if !n.is_empty()),
+        "{answers:?}"
+    );
+    assert_eq!(answers[1], (5, None), "a player is not asked as an NPC");
+}

@@ -102,9 +102,13 @@ pub fn ask(
     if handle <= 0 || h.actor(handle).is_some() {
         return None;
     }
-    let handle = u32::try_from(handle)
-        .ok()
-        .filter(|&x| x < NPC_HANDLE_BASE)?;
+    let handle = u32::try_from(handle).ok()?;
+    // An NPC handle of this instance's own range names no one here any more (stale): run
+    // here, doing nothing, rather than asking the cluster.
+    let own = h.st.cfg.npc_handle_base;
+    if handle >= NPC_HANDLE_BASE && handle >= own && handle - own < h.st.cfg.npc_handle_span {
+        return None;
+    }
     let sig = natives::sig(n)?;
     let action = action.then(|| {
         let run = *h.cx.run.get_or_insert_with(|| h.st.transfer_ids.mint());
@@ -197,6 +201,60 @@ fn evaluate(
     args: &[ValueDto],
     action: bool,
 ) -> Option<ValueDto> {
+    let id = st.by_player(player)?;
+    evaluate_on(st, id, native, args, action)
+}
+
+/// The gateway asks about (or acts on) an NPC of this instance for a script elsewhere
+/// (its handle is in this instance's range): run the command on it and answer (`None`
+/// when no such NPC lives here). An NPC does not travel, so an action on it is delivered
+/// once and taken at most once.
+pub(crate) fn answer_npc(
+    st: &mut ZoneState,
+    qid: u64,
+    native: &str,
+    args: &[ValueDto],
+    action: bool,
+) {
+    let value = match args.first() {
+        Some(ValueDto::Int(h)) => st
+            .actor_by_handle(*h)
+            .filter(|&id| st.get(id).is_some_and(|a| !a.is_player()))
+            .and_then(|id| evaluate_on(st, id, native, args, action)),
+        _ => None,
+    };
+    st.outputs.push(ZoneOutput::ScriptStore {
+        req: 0,
+        op: ScriptStoreOp::ActorAnswer { qid, value },
+    });
+}
+
+/// The gateway asks for this instance's actors (`FirstActorInZone` of a script elsewhere):
+/// their handles in the zone's order, at most [`MAX_WALK`].
+pub(crate) fn answer_walk(st: &mut ZoneState, qid: u64) {
+    let handles: Vec<i32> = st
+        .chain_members(st.zone, crate::sim::state::ChainKind::Zone)
+        .into_iter()
+        .filter_map(|i| st.at(i))
+        .map(|a| a.handle)
+        .take(MAX_WALK)
+        .collect();
+    st.outputs.push(ZoneOutput::ScriptStore {
+        req: 0,
+        op: ScriptStoreOp::ZoneActorsAnswer { qid, handles },
+    });
+}
+
+/// The most actors a walk of another instance lists (`FirstActorInZone`).
+pub const MAX_WALK: usize = shared::internal::MAX_ZONE_ACTORS;
+
+fn evaluate_on(
+    st: &mut ZoneState,
+    id: crate::sim::events::ActorId,
+    native: &str,
+    args: &[ValueDto],
+    action: bool,
+) -> Option<ValueDto> {
     let sig = natives::lookup(&native.to_ascii_lowercase())?;
     let allowed = if action {
         is_remote_action(sig.native)
@@ -206,10 +264,9 @@ fn evaluate(
     if !allowed || args.len() > 8 {
         return None;
     }
-    let id = st.by_player(player)?;
     let handle = st.handle_of(id);
     let mut values: Vec<Value> = args.iter().map(from_dto).collect();
-    // The handle asked about is this player's (the same number on every node).
+    // The handle asked about is this actor's (a player's is the same on every node).
     if values.first().map(Value::to_int) != Some(handle) {
         return None;
     }

@@ -331,6 +331,20 @@ pub fn answer(st: &mut ZoneState, id: InstanceId, result: ScriptStoreResult) {
         table::log(st, &script, format!("script store: {e}"));
     }
     let value = match (pending, result) {
+        (PendingIo::Walk, result) => {
+            let handles = match result {
+                ScriptStoreResult::Handles(mut v) => {
+                    v.truncate(shared::internal::MAX_ZONE_ACTORS);
+                    v
+                }
+                _ => Vec::new(),
+            };
+            let first = handles.first().copied().unwrap_or(0);
+            if let Some(inst) = st.scripts.instances.get_mut(&id) {
+                inst.cx.walk = handles;
+            }
+            first
+        }
         (PendingIo::Open { name, append }, ScriptStoreResult::File(Some(data))) => {
             let pos = if append { data.len() } else { 0 };
             let Some(inst) = st.scripts.instances.get_mut(&id) else {

@@ -160,7 +160,22 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         }
         Native::FirstActorInZone => {
             if !here(h.st, &a.text(0), a.int(1)) {
-                return int(0);
+                // Another instance: its node lists its actors, walked from here.
+                let (Some(area), Ok(instance)) =
+                    (area_name(h.st, &a.text(0)), u16::try_from(a.int(1)))
+                else {
+                    return int(0);
+                };
+                let req = h.st.scripts.next_request;
+                h.st.scripts.next_request += 1;
+                h.st.scripts.requests.insert(req, h.id);
+                h.st.outputs
+                    .push(crate::sim::events::ZoneOutput::ScriptStore {
+                        req,
+                        op: ScriptStoreOp::ZoneActors { area, instance },
+                    });
+                h.cx.pending_io = Some(PendingIo::Walk);
+                return h.suspend(Wait::Store { req });
             }
             let first = h.st.zone.first;
             let v = h.st.at(first).map_or(0, |x| x.handle);
@@ -168,7 +183,16 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
         }
         Native::NextActorInZone => {
             let Some(id) = h.actor(a.int(0)) else {
-                return int(0);
+                // An actor of the instance this script's last `FirstActorInZone` listed
+                // elsewhere: the next one of that list (wrapping, as here).
+                let w = &h.cx.walk;
+                let next = w
+                    .iter()
+                    .position(|&x| x == a.int(0))
+                    .and_then(|i| w.get(i + 1).or_else(|| w.first()))
+                    .copied()
+                    .unwrap_or(0);
+                return int(next);
             };
             let next = h.st.link(id.idx, ChainKind::Zone).next;
             let next = if h.st.at(next).is_some() {
