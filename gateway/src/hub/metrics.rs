@@ -159,6 +159,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Script store requests from the zones (files, super globals, instances).",
     ),
     (
+        "rc_gateway_remote_query_seconds",
+        "From a script's query, action or walk on an actor another zone hosts, forwarded by the gateway, to that zone's answer.",
+    ),
+    (
         "rc_gateway_remote_actions_total",
         "Scripts' actions on players another zone hosts (GiveItem, SetAttribute, Warp, ... of a remote handle), by result: taken by the hosting zone, or failed (the player left the game or was not found in time).",
     ),
@@ -456,6 +460,9 @@ shared::counters! {
         /// From a node's `Transfer` to the commit sent to its destination
         /// (`rc_gateway_handoff_latency_seconds`).
         handoff_latency: Histogram,
+        /// From a zone's remote query (or action, or walk) forwarded to the zone that
+        /// answers it to that answer (`rc_gateway_remote_query_seconds`).
+        remote_query_latency: Histogram,
         /// RCEnet peers connected now (`rc_gateway_enet_peers`, a gauge).
         enet_peers: AtomicU64,
         /// RCEnet handshakes under way (`rc_gateway_enet_half_open`, a gauge).
@@ -508,6 +515,13 @@ impl Metrics {
             &[],
             &self.handoff_latency,
         );
+        let remote = "rc_gateway_remote_query_seconds";
+        t.histogram_of(
+            remote,
+            family_help(FAMILIES, remote),
+            &[],
+            &self.remote_query_latency,
+        );
     }
 }
 
@@ -523,6 +537,7 @@ mod tests {
             &m.series(),
             &[
                 "rc_gateway_handoff_latency_seconds",
+                "rc_gateway_remote_query_seconds",
                 "rc_gateway_input_dropped_total",
                 "rc_gateway_enet_peers",
                 "rc_gateway_enet_half_open",

@@ -42,6 +42,8 @@ pub(super) struct Forwarded {
     req: u64,
     /// When the asker is answered `Error`.
     deadline: Instant,
+    /// When it was (last) sent to the answering zone.
+    sent: Instant,
     /// For an action: what to deliver again.
     action: Option<Box<PendingAction>>,
 }
@@ -300,6 +302,10 @@ impl Hub {
         let Some(f) = self.remote.inflight.remove(&qid) else {
             return;
         };
+        self.shared
+            .metrics
+            .remote_query_latency
+            .observe(f.sent.elapsed());
         handles.truncate(shared::internal::MAX_ZONE_ACTORS);
         if f.req != 0 {
             let result = ScriptStoreResult::Handles(handles);
@@ -330,6 +336,7 @@ impl Hub {
                 node: node.to_owned(),
                 req,
                 deadline: Instant::now() + timeout,
+                sent: Instant::now(),
                 action: action.map(Box::new),
             },
         );
@@ -343,6 +350,10 @@ impl Hub {
         let Some(mut f) = self.remote.inflight.remove(&qid) else {
             return;
         };
+        self.shared
+            .metrics
+            .remote_query_latency
+            .observe(f.sent.elapsed());
         if let Some(a) = f.action.as_mut() {
             match &value {
                 None => {
@@ -401,6 +412,7 @@ impl Hub {
             {
                 a.retry_at = None;
                 let msg = action_msg(session, a);
+                f.sent = now;
                 self.remote.inflight.insert(q, f);
                 Metrics::inc(&self.shared.metrics.remote_action_retries);
                 self.send_node(&host, msg(q));

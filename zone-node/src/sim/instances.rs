@@ -381,6 +381,9 @@ pub struct Scripts {
     /// Earlier versions kept for instances that arrive running on them (a handoff, a
     /// checkpoint), newest first.
     pub retained: Vec<std::sync::Arc<script::bytecode::ScriptSet>>,
+    /// Instructions scripts answered by the cluster may still run between ticks before
+    /// the next scripts phase (`runtime::run_answered`).
+    pub between_budget: u64,
     /// The cluster's environment (`GetEnv`/`SetEnv`), as last heard (bounded by
     /// `shared::internal::MAX_ENV_VARS`).
     pub env: BTreeMap<Vec<u8>, Vec<u8>>,

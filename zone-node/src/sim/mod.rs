@@ -183,13 +183,26 @@ impl ZoneSim {
         self.out.outputs.clear();
         self.out.datagrams.clear();
         let mut rest = Vec::new();
+        let mut answered = Vec::new();
         for input in inputs {
             if ingest::is_handoff(&input) && !self.first_tick {
+                if let ZoneInput::ScriptStoreReply { req, .. } = &input
+                    && let Some(&id) = st.scripts.requests.get(req)
+                {
+                    answered.push(id);
+                }
                 ingest::apply(st, input);
                 st.react();
             } else {
                 rest.push(input);
             }
+        }
+        // Scripts the cluster just answered run on now, within a budget of their own per
+        // tick (a script asking about actors elsewhere waits a round trip per question).
+        if !answered.is_empty() {
+            runtime::run_answered(st, &answered);
+            kill::process_pending(st);
+            st.react();
         }
         flush_online(st, 0);
         std::mem::swap(&mut self.out.outputs, &mut st.outputs);

@@ -802,3 +802,61 @@ fn a_script_walks_another_instance_and_asks_about_its_npcs() {
     );
     assert_eq!(answers[1], (5, None), "a player is not asked as an NPC");
 }
+
+/// The cluster's answer to a script, arriving between ticks, lets the script run on at
+/// once (`ZoneSim::handoff`): a script asking about actors elsewhere waits a round trip
+/// per question, not a tick; what it says goes out with that answer.
+#[test]
+fn a_script_answered_between_ticks_runs_on_at_once() {
+    use shared::internal::{ScriptStoreOp, ScriptStoreResult, ValueDto};
+    let src: &[u8] = b"Function Main()\n  For I = 1 To 3\n    Output(Actor(), \"level \" + ActorLevel(123))\n  Next\nEnd Function\n";
+    let mut h = SimHarness::with_scripts(&[("B", src)]);
+    let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
+    // No store: the harness would answer at the next tick.
+    let handle = h.sim.state().handle_of(pid);
+    zone_node::sim::script_table::queue(
+        h.sim.state_mut(),
+        "B",
+        "Main",
+        handle,
+        0,
+        script::RStr::EMPTY,
+    );
+    let now = h.sim.state().now_ms + 33;
+    let out = h.sim.tick(now, Vec::new());
+    let mut reqs: Vec<u64> = out
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore {
+                req,
+                op: ScriptStoreOp::ActorQuery { .. },
+            } => Some(*req),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reqs.len(), 1);
+    let mut lines = 0;
+    for level in 1..=3 {
+        let req = reqs.pop().expect("a question");
+        let result = ScriptStoreResult::Value(ValueDto::Int(level));
+        let (out, rest) = h
+            .sim
+            .handoff(vec![ZoneInput::ScriptStoreReply { req, result }]);
+        assert!(rest.is_empty());
+        reqs.extend(out.outputs.iter().filter_map(|o| match o {
+            ZoneOutput::ScriptStore {
+                req,
+                op: ScriptStoreOp::ActorQuery { .. },
+            } => Some(*req),
+            _ => None,
+        }));
+        lines += out
+            .outputs
+            .iter()
+            .filter(|o| matches!(o, ZoneOutput::Reliable { player, .. } if *player == p))
+            .count();
+    }
+    assert!(reqs.is_empty(), "the script finished between ticks");
+    assert!(lines >= 1, "its lines went out with the answers");
+}

@@ -83,6 +83,7 @@ pub(crate) fn phase(st: &mut ZoneState) {
         crate::sim::clock::check_waiters(st);
     }
     // 3. Run.
+    st.scripts.between_budget = st.cfg.script_tick_budget;
     if st.scripts.runnable.is_empty() {
         return;
     }
@@ -93,6 +94,22 @@ pub(crate) fn phase(st: &mut ZoneState) {
             break;
         }
         run_one(st, id, &mut total);
+    }
+}
+
+/// Run the instances `ids` that a store answer made ready between ticks, out of the
+/// between-ticks budget (`Scripts::between_budget`, refilled to `script_tick_budget` at
+/// each scripts phase); one left unrun waits for the next scripts phase as before.
+pub(crate) fn run_answered(st: &mut ZoneState, ids: &[InstanceId]) {
+    for &id in ids {
+        if st.scripts.between_budget == 0 {
+            return;
+        }
+        if st.scripts.runnable.contains(&id) {
+            let mut total = st.scripts.between_budget;
+            run_one(st, id, &mut total);
+            st.scripts.between_budget = total;
+        }
     }
 }
 
