@@ -424,6 +424,7 @@ pub fn answer(
         | ScriptStoreOp::Spawn { .. }
         | ScriptStoreOp::ZoneActors { .. }
         | ScriptStoreOp::ZoneActorsAnswer { .. }
+        | ScriptStoreOp::SpawnItem { .. }
         | ScriptStoreOp::ActorAnswer { .. } => {
             ScriptStoreResult::Error("the hub answers this itself".into())
         }

@@ -902,6 +902,26 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             );
             None
         }
+        Msg::SpawnItem {
+            qid,
+            key,
+            item,
+            amount,
+            pos,
+        } => {
+            let input = crate::sim::events::ZoneInput::SpawnItem {
+                qid,
+                item,
+                amount,
+                pos: (
+                    f32::from_bits(pos.0),
+                    f32::from_bits(pos.1),
+                    f32::from_bits(pos.2),
+                ),
+            };
+            reg.npc_query(qid, &key, input);
+            None
+        }
         Msg::ZoneActors { qid, key } => {
             reg.zone_actors(qid, &key);
             None

@@ -102,7 +102,7 @@ impl MemoryStore {
             // Nobody is in the game anywhere else.
             ScriptStoreOp::FindPlayer { .. } => ScriptStoreResult::Int(0),
             ScriptStoreOp::ActorQuery { .. } => ScriptStoreResult::Error("not in the game".into()),
-            ScriptStoreOp::Spawn { .. } => {
+            ScriptStoreOp::Spawn { .. } | ScriptStoreOp::SpawnItem { .. } => {
                 ScriptStoreResult::Error("no other instance here".into())
             }
             ScriptStoreOp::ZoneActors { .. } => ScriptStoreResult::Handles(self.other_zone.clone()),

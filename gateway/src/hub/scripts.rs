@@ -44,6 +44,24 @@ impl Hub {
                 action,
             } => return self.actor_query(node, req, handle, native, args, action),
             ScriptStoreOp::ActorAnswer { qid, value } => return self.actor_answer(qid, value),
+            ScriptStoreOp::SpawnItem {
+                item,
+                amount,
+                area,
+                instance,
+                x,
+                y,
+                z,
+            } => {
+                let msg = |qid, key| Msg::SpawnItem {
+                    qid,
+                    key,
+                    item,
+                    amount,
+                    pos: (x, y, z),
+                };
+                return self.spawn_elsewhere(node, req, &area, instance, msg);
+            }
             ScriptStoreOp::ZoneActors { area, instance } => {
                 return self.zone_actors(node, req, &area, instance);
             }
@@ -373,6 +391,7 @@ fn op_name(op: &ScriptStoreOp) -> &'static str {
         ScriptStoreOp::ActorQuery { .. } => "ActorQuery",
         ScriptStoreOp::ActorAnswer { .. } => "ActorAnswer",
         ScriptStoreOp::ZoneActors { .. } => "ZoneActors",
+        ScriptStoreOp::SpawnItem { .. } => "SpawnItem",
         ScriptStoreOp::ZoneActorsAnswer { .. } => "ZoneActorsAnswer",
         ScriptStoreOp::Spawn { .. } => "Spawn",
         ScriptStoreOp::InstanceExists { .. } => "InstanceExists",

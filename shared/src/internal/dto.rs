@@ -373,6 +373,24 @@ pub enum ScriptStoreOp {
         /// Its death script.
         death_script: String,
     },
+    /// `SpawnItem` into another AreaInstance (started if it is not running): the item is
+    /// put on its ground once; answered `Value(Int(handle))`, or `Error`.
+    SpawnItem {
+        /// The item's name.
+        item: String,
+        /// How many (1..=65535).
+        amount: u16,
+        /// The area (as the script wrote it).
+        area: String,
+        /// The instance.
+        instance: u16,
+        /// Where (f32 bits).
+        x: u32,
+        /// Where (f32 bits).
+        y: u32,
+        /// Where (f32 bits).
+        z: u32,
+    },
     /// `FirstActorInZone` of another AreaInstance: the handles of its actors, in its order
     /// (at most [`super::MAX_ZONE_ACTORS`]), answered `Handles` (empty when it does not run
     /// or does not answer in time). The script walks them with `NextActorInZone`.

@@ -575,6 +575,21 @@ pub enum Msg {
         /// An action (not only a query).
         action: bool,
     },
+    /// Gateway → node: put an item on the ground of one of its instances for a script
+    /// elsewhere (`SpawnItem`); answered with `ScriptStoreOp::ActorAnswer` (the item's
+    /// handle). Delivered once.
+    SpawnItem {
+        /// The gateway's query id.
+        qid: u64,
+        /// The instance.
+        key: InstanceKey,
+        /// The item's name.
+        item: String,
+        /// How many.
+        amount: u16,
+        /// Where (f32 bits).
+        pos: (u32, u32, u32),
+    },
     /// Gateway → node: list the actors of one of its instances for a script elsewhere
     /// (`FirstActorInZone`); answered with `ScriptStoreOp::ZoneActorsAnswer`.
     ZoneActors {
@@ -705,6 +720,7 @@ impl Msg {
             Self::SpawnNpc { .. } => "SpawnNpc",
             Self::NpcQuery { .. } => "NpcQuery",
             Self::ZoneActors { .. } => "ZoneActors",
+            Self::SpawnItem { .. } => "SpawnItem",
             Self::SuperGlobal { .. } => "SuperGlobal",
             Self::ScriptsUpdate { .. } => "ScriptsUpdate",
             Self::RunScript { .. } => "RunScript",

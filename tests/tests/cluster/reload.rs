@@ -37,8 +37,10 @@ fn quest(tag: &str) -> String {
 }
 
 /// A walk of another instance (Lakeshore #3, the summoned stag alone there, on another
-/// node): its actors listed by its zone, the stag renamed there and asked its name.
+/// node): its actors listed by its zone, the stag renamed there and asked its name; and
+/// a stack of 2 potions put on that instance's ground.
 const WALK: &str = "Function Census()\r\n\tA = FirstActorInZone(\"Lakeshore\", 3)\r\n\
+    \tSpawnItem(\"Healing Potion\", 2, \"Lakeshore\", 12, 0, 12, 3)\r\n\
     \tSetName(A, \"Hart\")\r\n\
     \tOutput(Actor(), \"walk \" + (A > 0) + (NextActorInZone(A) = A) + \" \" + Name(A))\r\n\
     End Function\r\n";
@@ -184,6 +186,26 @@ async fn a_reload_lets_a_travelling_quest_finish_on_its_code_and_new_runs_use_th
     ann.command("census").await.unwrap();
     let walk = h.chat_line(&mut ann, "walk ", WAIT).await;
     assert_eq!(walk, "walk 11 Hart");
+    let key = shared::internal::InstanceKey {
+        area: "Lakeshore".into(),
+        instance: 3,
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let there =
+            c.gw.shared()
+                .ground()
+                .get(&key)
+                .is_some_and(|g| g.iter().any(|i| i.item.amount == 2));
+        if there {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the potions are not on Lakeshore #3's ground"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     eprintln!("step: loot split among a party spread over two nodes");
     ann.command("invite bob").await.unwrap();

@@ -1502,8 +1502,8 @@ impl Registry {
         }
     }
 
-    /// The gateway asks about (or acts on) an NPC of `key` for a script elsewhere; an
-    /// instance not here is answered "not there" at once.
+    /// The gateway asks about (or acts on) an NPC of `key`, or has it spawn an item, for a
+    /// script elsewhere; an instance not here is answered "not there" at once.
     pub fn npc_query(&self, qid: u64, key: &InstanceKey, input: ZoneInput) {
         if !self.push(key, input) {
             self.send(Msg::ScriptStore {

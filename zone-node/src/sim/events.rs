@@ -370,6 +370,18 @@ pub enum ZoneInput {
         /// An action.
         action: bool,
     },
+    /// The gateway has this zone put an item on its ground for a script elsewhere
+    /// (`SpawnItem` into this instance): place it and answer its handle.
+    SpawnItem {
+        /// The gateway's query id.
+        qid: u64,
+        /// The item's name.
+        item: String,
+        /// How many.
+        amount: u16,
+        /// Where.
+        pos: (f32, f32, f32),
+    },
     /// The gateway asks for this zone's actors for a script elsewhere (`FirstActorInZone`).
     ZoneActors {
         /// The gateway's query id.

@@ -99,6 +99,12 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
             action,
         } => super::runtime::remote::answer_npc(st, qid, &native, &args, action),
         ZoneInput::ZoneActors { qid } => super::runtime::remote::answer_walk(st, qid),
+        ZoneInput::SpawnItem {
+            qid,
+            item,
+            amount,
+            pos,
+        } => super::runtime::remote::spawn_item(st, qid, &item, amount, pos),
         ZoneInput::SpawnNpc {
             qid,
             template,

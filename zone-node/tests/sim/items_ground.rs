@@ -533,8 +533,6 @@ fn spawn_item_puts_an_item_here_and_refuses_what_it_cannot_do_with_an_error() {
         ("Unknown", "no item named"),
         ("Zero", "amount 0"),
         ("Huge", "amount 40000"),
-        ("Other", "SpawnItem reaches only the zone"),
-        ("OtherInstance", "instance 2"),
         ("NoArea", "no area named"),
     ] {
         h.clear();
@@ -546,6 +544,73 @@ fn spawn_item_puts_an_item_here_and_refuses_what_it_cannot_do_with_an_error() {
         assert!(errs[0].0.contains(says), "{func}: {errs:?}");
         assert_eq!(handles(&h).len(), 1, "{func} spawned nothing");
     }
+}
+
+/// `SpawnItem` into another AreaInstance (another area, or another instance of this one)
+/// asks the cluster, whose zone there puts the item down; nothing is spawned here. A zone
+/// asked by the gateway puts the item on its ground and answers its handle (an unknown
+/// item: none, logged).
+#[test]
+fn spawn_item_elsewhere_asks_the_cluster_and_the_zone_there_puts_it_down() {
+    use shared::internal::{ScriptStoreOp, ValueDto};
+    use zone_node::sim::events::{ZoneInput, ZoneOutput};
+    let mut h = scripted();
+    let (p, _) = h.spawn_dm("Ann", 0.0, 0.0);
+    for (func, area, instance) in [("Other", "Elsewhere", 0), ("OtherInstance", "Testland", 2)] {
+        h.clear();
+        h.act(p, cmd("SCRIPT", &format!("Spawn,{func}")));
+        h.run_ticks(3);
+        assert!(
+            h.script_errors().is_empty(),
+            "{func}: {:?}",
+            h.script_errors()
+        );
+        assert!(
+            h.outputs.iter().any(|o| matches!(
+                o,
+                ZoneOutput::ScriptStore { op: ScriptStoreOp::SpawnItem { item, amount: 1, area: a, instance: i, .. }, .. }
+                    if item == "Potion" && a == area && *i == instance
+            )),
+            "{func}"
+        );
+        assert!(handles(&h).is_empty(), "{func}: nothing here");
+    }
+    h.clear();
+    h.push(ZoneInput::SpawnItem {
+        qid: 4,
+        item: "potion".into(),
+        amount: 3,
+        pos: (1.0, 0.0, 2.0),
+    });
+    h.push(ZoneInput::SpawnItem {
+        qid: 5,
+        item: "Nothing".into(),
+        amount: 1,
+        pos: (1.0, 0.0, 2.0),
+    });
+    h.tick();
+    let hs = handles(&h);
+    assert_eq!(hs.len(), 1);
+    let g = &h.sim.state().ground[&hs[0]];
+    assert_eq!((g.item.item, g.item.amount), (POTION, 3));
+    let answers: Vec<_> = h
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            ZoneOutput::ScriptStore {
+                op: ScriptStoreOp::ActorAnswer { qid, value },
+                ..
+            } => Some((*qid, value.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (4, Some(ValueDto::Int(i32::try_from(hs[0]).unwrap()))),
+            (5, None)
+        ]
+    );
 }
 
 #[test]

@@ -258,11 +258,9 @@ pub enum SpawnError {
     /// No area has this name.
     #[error("no area named \"{0}\"")]
     UnknownArea(String),
-    /// Another AreaInstance: a zone reaches only its own ground.
-    #[error(
-        "{area} instance {instance} is not this zone ({here} instance {here_instance}); \
-         SpawnItem reaches only the zone the script runs in"
-    )]
+    /// Another AreaInstance: not this zone's ground (the native has the cluster ask
+    /// that instance's zone).
+    #[error("{area} instance {instance} is not this zone ({here} instance {here_instance})")]
     OtherInstance {
         /// The area asked for.
         area: String,
@@ -277,8 +275,8 @@ pub enum SpawnError {
 
 /// `SpawnItem(item$, amount%, zone$, x#, y#, z#, instance%=0)`: a new instance of the named
 /// item (full health, template attributes) on the ground of this AreaInstance. Another
-/// AreaInstance is refused ([`SpawnError::OtherInstance`]): the sim has no call path to
-/// another instance yet (`docs/items.md`). Returns the item's handle.
+/// AreaInstance is [`SpawnError::OtherInstance`]: the native then has the cluster ask that
+/// instance's zone, which calls this (`docs/items.md`). Returns the item's handle.
 #[doc(alias = "SpawnItem")]
 #[allow(clippy::too_many_arguments)]
 pub fn spawn_item(

@@ -326,6 +326,45 @@ pub(crate) fn spawn(
     });
 }
 
+/// The gateway has this zone put an item on its ground for a script elsewhere
+/// (`SpawnItem` into this instance); its handle answers (`None`: an unknown item or a bad
+/// amount, logged).
+pub(crate) fn spawn_item(
+    st: &mut ZoneState,
+    qid: u64,
+    item: &str,
+    amount: u16,
+    pos: (f32, f32, f32),
+) {
+    let area = st.content.area.name.clone();
+    let instance = i32::from(st.cfg.instance);
+    let spawned = crate::sim::items::ground::spawn_item(
+        st,
+        item,
+        i32::from(amount),
+        &area,
+        pos.0,
+        pos.1,
+        pos.2,
+        instance,
+    );
+    let value = match spawned {
+        Ok(h) => Some(ValueDto::Int(i32::try_from(h).unwrap_or(0))),
+        Err(e) => {
+            crate::sim::script_table::log(
+                st,
+                "SpawnItem",
+                format!("SpawnItem from elsewhere: {e}"),
+            );
+            None
+        }
+    };
+    st.outputs.push(ZoneOutput::ScriptStore {
+        req: 0,
+        op: ScriptStoreOp::ActorAnswer { qid, value },
+    });
+}
+
 /// A value for the wire.
 pub fn to_dto(v: &Value) -> ValueDto {
     match v {

@@ -27,6 +27,25 @@ pub fn call(h: &mut ZoneHost<'_>, n: Native, a: Args<'_>) -> NResult {
             );
             match spawned {
                 Ok(_) => none(),
+                // Another instance: its zone puts it down (started if nobody runs it); the
+                // script waits for that, as for a `Spawn` elsewhere.
+                Err(ground::SpawnError::OtherInstance { area, instance, .. }) => {
+                    let (Ok(instance), Ok(amount)) =
+                        (u16::try_from(instance), u16::try_from(a.int(1)))
+                    else {
+                        return none();
+                    };
+                    let op = shared::internal::ScriptStoreOp::SpawnItem {
+                        item: a.text(0),
+                        amount,
+                        area,
+                        instance: instance.min(99),
+                        x: a.float(3).to_bits(),
+                        y: a.float(4).to_bits(),
+                        z: a.float(5).to_bits(),
+                    };
+                    h.ask_int(op)
+                }
                 Err(e) => Err(RuntimeError::Native {
                     native: "SpawnItem",
                     message: e.to_string(),
