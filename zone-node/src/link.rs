@@ -913,11 +913,7 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
                 qid,
                 item,
                 amount,
-                pos: (
-                    f32::from_bits(pos.0),
-                    f32::from_bits(pos.1),
-                    f32::from_bits(pos.2),
-                ),
+                pos: shared::internal::pos_from_bits(pos),
             };
             reg.npc_query(qid, &key, input);
             None

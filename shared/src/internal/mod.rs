@@ -53,6 +53,15 @@ pub use dto::{
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
+/// A position carried as f32 bits (`Msg::SpawnNpc`, `Msg::SpawnItem`), as floats.
+pub fn pos_from_bits(pos: (u32, u32, u32)) -> (f32, f32, f32) {
+    (
+        f32::from_bits(pos.0),
+        f32::from_bits(pos.1),
+        f32::from_bits(pos.2),
+    )
+}
+
 /// The most actors a walk of another AreaInstance lists (`FirstActorInZone` elsewhere).
 pub const MAX_ZONE_ACTORS: usize = 10_000;
 

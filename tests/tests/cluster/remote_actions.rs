@@ -19,6 +19,26 @@ const COMMANDS: &str = "Function Gift()\r\n\tP = FindActor(\"bob\", 1)\r\n\
     \tOutput(Actor(), \"bob \" + HasItem(P, \"Healing Potion\", 1) + HasItem(P, \"Healing Potion\", 8) + HasItem(P, \"Healing Potion\", 9))\r\n\
     End Function\r\n";
 
+/// A new player, walked through `portal` to the other node's area.
+async fn on_the_other_node(
+    c: &Cluster,
+    portal: &shared::content::Portal,
+    user: &str,
+) -> (client::Connection, Adventurer) {
+    let (mut conn, g) = new_player(c.gw.client_addr, user).await;
+    let mut h = Adventurer::new(&g);
+    let from = h.at;
+    h.at = walk_through(
+        &mut conn,
+        from,
+        (portal.x, portal.y, portal.z),
+        &portal.link_area,
+        |e| h.observe(e),
+    )
+    .await;
+    (conn, h)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_action_taken_on_a_lost_node_is_delivered_again_and_taken_once() {
     let dir = temp_dir("actions-world");
@@ -35,17 +55,7 @@ async fn an_action_taken_on_a_lost_node_is_delivered_again_and_taken_once() {
     .await;
     let (meadow_node, portal) = c.portal_to_another_node(&world, "Meadow");
     let (mut bob, _) = new_player(c.gw.client_addr, "bob").await;
-    let (mut ann, ga) = new_player(c.gw.client_addr, "ann").await;
-    let mut h = Adventurer::new(&ga);
-    let from = h.at;
-    h.at = walk_through(
-        &mut ann,
-        from,
-        (portal.x, portal.y, portal.z),
-        &portal.link_area,
-        |e| h.observe(e),
-    )
-    .await;
+    let (mut ann, mut h) = on_the_other_node(&c, &portal, "ann").await;
     // Bob's first save (with Login.rsl's potions) is in.
     let deadline = std::time::Instant::now() + WAIT;
     let potion = world
@@ -137,17 +147,7 @@ async fn remote_query_figures() {
     let mut hb = Adventurer::new(&gb);
     bob.command("crowd").await.unwrap();
     let crowd = hb.chat_line(&mut bob, "crowd ", WAIT).await;
-    let (mut ann, ga) = new_player(c.gw.client_addr, "ann").await;
-    let mut h = Adventurer::new(&ga);
-    let from = h.at;
-    h.at = walk_through(
-        &mut ann,
-        from,
-        (portal.x, portal.y, portal.z),
-        &portal.link_area,
-        |e| h.observe(e),
-    )
-    .await;
+    let (mut ann, mut h) = on_the_other_node(&c, &portal, "ann").await;
     let before = c.gw.shared().metrics.remote_query_latency.snapshot();
     let t0 = std::time::Instant::now();
     ann.command("probe").await.unwrap();

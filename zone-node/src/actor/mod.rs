@@ -1486,11 +1486,7 @@ impl Registry {
         let input = ZoneInput::SpawnNpc {
             qid,
             template,
-            pos: (
-                f32::from_bits(pos.0),
-                f32::from_bits(pos.1),
-                f32::from_bits(pos.2),
-            ),
+            pos: shared::internal::pos_from_bits(pos),
             script,
             death_script,
         };
