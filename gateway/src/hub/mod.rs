@@ -935,6 +935,7 @@ impl Hub {
                 Action::ZoneChanged { session } => self.resync_party(session),
                 Action::Attached { session } => {
                     self.logins.remove(&session);
+                    self.handle_attached(session);
                 }
                 Action::Count(c) => Metrics::inc(self.counter(c)),
                 Action::HandoffLatency(d) => self.shared.metrics.handoff_latency.observe(d),

@@ -72,6 +72,20 @@ pub(super) struct Remote {
     next: u64,
     /// Actions taken by a zone and not yet in a save of their character, by session.
     settling: HashMap<SessionId, Vec<PendingAction>>,
+    /// The sessions in the world by their character's script handle (and back), so a
+    /// command on a handle does not scan every player.
+    handles: HashMap<u32, SessionId>,
+    /// The handle indexed for each session.
+    session_handle: HashMap<SessionId, u32>,
+}
+
+impl Remote {
+    fn index(&mut self, handle: u32, session: SessionId) {
+        if let Some(old) = self.session_handle.insert(session, handle) {
+            self.handles.remove(&old);
+        }
+        self.handles.insert(handle, session);
+    }
 }
 
 impl Hub {
@@ -139,21 +153,67 @@ impl Hub {
 
     /// The session and node of the player whose script handle is `handle`, if it is in
     /// the game.
-    fn session_of_handle(&self, handle: u32) -> Option<(SessionId, String)> {
+    fn session_of_handle(&mut self, handle: u32) -> Option<(SessionId, String)> {
+        let session = self.session_with_handle(handle)?;
+        let node = self.control.node_of(session)?.to_owned();
+        Some((session, node))
+    }
+
+    /// The session in the world whose character has script handle `handle`: from the
+    /// index (`Remote::handles`, kept as sessions enter and leave the world), else found
+    /// by a scan of the players and then indexed.
+    fn session_with_handle(&mut self, handle: u32) -> Option<SessionId> {
         if handle == 0 {
             return None;
         }
-        let players: Vec<(SessionId, String, Option<String>)> = self
+        if let Some(&s) = self.remote.handles.get(&handle) {
+            if self.control.knows(s) {
+                return Some(s);
+            }
+            self.remote.handles.remove(&handle);
+        }
+        let players: Vec<(SessionId, String)> = self
             .control
             .players()
-            .map(|(s, p, _, node, _)| (s, p.name.clone(), node.map(str::to_owned)))
+            .map(|(s, p, ..)| (s, p.name.clone()))
             .collect();
-        let acc = self.shared.accounts();
-        players.into_iter().find_map(|(s, name, node)| {
-            let (id, slot) = acc.book.find_character(&name)?;
-            let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
-            (c.handle == handle).then_some((s, node?))
-        })
+        let found = {
+            let acc = self.shared.accounts();
+            players.into_iter().find_map(|(s, name)| {
+                let (id, slot) = acc.book.find_character(&name)?;
+                let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
+                (c.handle == handle).then_some(s)
+            })
+        };
+        if let Some(s) = found {
+            self.remote.index(handle, s);
+        }
+        found
+    }
+
+    /// A session entered the world: index its character's handle.
+    pub(super) fn handle_attached(&mut self, session: SessionId) {
+        let Some(name) = self
+            .control
+            .players()
+            .find(|(s, ..)| *s == session)
+            .map(|(_, p, ..)| p.name.clone())
+        else {
+            return;
+        };
+        let handle = {
+            let acc = self.shared.accounts();
+            acc.book.find_character(&name).and_then(|(id, slot)| {
+                acc.book
+                    .get(id)?
+                    .characters
+                    .get(usize::from(slot))
+                    .map(|c| c.handle)
+            })
+        };
+        if let Some(h) = handle.filter(|&h| h != 0) {
+            self.remote.index(h, session);
+        }
     }
 
     /// A zone's `Output` to a player handle it does not host: the line goes to that
@@ -162,20 +222,7 @@ impl Hub {
         if handle == 0 || text.len() > usize::from(u16::MAX) {
             return;
         }
-        let names: Vec<(SessionId, String)> = self
-            .control
-            .players()
-            .map(|(s, p, ..)| (s, p.name.clone()))
-            .collect();
-        let session = {
-            let acc = self.shared.accounts();
-            names.into_iter().find_map(|(s, name)| {
-                let (id, slot) = acc.book.find_character(&name)?;
-                let c = acc.book.get(id)?.characters.get(usize::from(slot))?;
-                (c.handle == handle).then_some(s)
-            })
-        };
-        if let Some(s) = session {
+        if let Some(s) = self.session_with_handle(handle) {
             let packet = ServerPacket::ChatMessage(shared::proto::ChatMessageS2C {
                 colour: shared::proto::ChatColour::Rgb(rgb.0, rgb.1, rgb.2),
                 text: shared::wire::RcString(text),
@@ -462,9 +509,14 @@ impl Hub {
     }
 
     /// A character left the game: nothing of it settles any more (its logout save holds
-    /// every action its zone took).
+    /// every action its zone took), and its handle names no session.
     pub(super) fn actions_forget(&mut self, session: SessionId) {
         self.remote.settling.remove(&session);
+        if let Some(h) = self.remote.session_handle.remove(&session)
+            && self.remote.handles.get(&h) == Some(&session)
+        {
+            self.remote.handles.remove(&h);
+        }
     }
 }
 
