@@ -799,7 +799,7 @@ impl Registry {
         let Some(h) = self.instance(key) else {
             return false;
         };
-        let kick = crate::sim::ingest::is_handoff(&input);
+        let kick = crate::sim::ingest::between_ticks(&input);
         match h.inbox.lock() {
             Ok(mut q) => q.push(input),
             Err(poisoned) => poisoned.into_inner().push(input),

@@ -379,7 +379,7 @@ impl ZoneActor {
                 Ok(q) => q,
                 Err(p) => p.into_inner(),
             };
-            if !q.iter().any(crate::sim::ingest::is_handoff) {
+            if !q.iter().any(crate::sim::ingest::between_ticks) {
                 return;
             }
             std::mem::take(&mut **q)
@@ -840,7 +840,7 @@ fn take_handoff(batch: Vec<ZoneInput>) -> (Vec<ZoneInput>, Vec<ZoneInput>) {
             _ => None,
         };
         let blocked = player.is_some_and(|p| waiting.contains(&p));
-        if crate::sim::ingest::is_handoff(&input) && !blocked {
+        if crate::sim::ingest::between_ticks(&input) && !blocked {
             now.push(input);
         } else {
             if let Some(p) = player

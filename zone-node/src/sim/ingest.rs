@@ -126,7 +126,7 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
     }
 }
 
-/// Whether an input is a handoff message, a request that starts one (a DM's `/warp`, an
+/// Whether an input is applied as it arrives, between ticks: a handoff message, a request that starts one (a DM's `/warp`, an
 /// operator's `/warpother`) or the client's acknowledgement that ends one
 /// ([`super::ZoneSim::handoff`] applies those between ticks, so a SetArea does not wait for
 /// the next tick: Realm Crafter's server ran a `/warp` as its packet arrived); or a
@@ -134,7 +134,7 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
 /// zone, or the answer to one of this zone's scripts, which then runs on at once — so a
 /// command on an actor elsewhere costs a round trip, not a tick at each end (Realm
 /// Crafter's scripts asked one process).
-pub fn is_handoff(input: &ZoneInput) -> bool {
+pub fn between_ticks(input: &ZoneInput) -> bool {
     matches!(
         input,
         ZoneInput::ActorQuery { .. }

@@ -185,7 +185,7 @@ impl ZoneSim {
         let mut rest = Vec::new();
         let mut answered = Vec::new();
         for input in inputs {
-            if ingest::is_handoff(&input) && !self.first_tick {
+            if ingest::between_ticks(&input) && !self.first_tick {
                 if let ZoneInput::ScriptStoreReply { req, .. } = &input
                     && let Some(&id) = st.scripts.requests.get(req)
                 {

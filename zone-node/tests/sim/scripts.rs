@@ -411,6 +411,12 @@ fn scripts_are_deterministic() {
 
 /// Queue `script.func` for `actor` (its `Actor()`) and run a tick.
 fn start(h: &mut SimHarness, script: &str, func: &str, actor: zone_node::sim::ActorId) {
+    queue_start(h, script, func, actor);
+    h.tick();
+}
+
+/// Queue a start of `script`'s `func` with `actor` as `Actor()` (it runs at the next tick).
+fn queue_start(h: &mut SimHarness, script: &str, func: &str, actor: zone_node::sim::ActorId) {
     let handle = h.sim.state().handle_of(actor);
     zone_node::sim::script_table::queue(
         h.sim.state_mut(),
@@ -420,7 +426,6 @@ fn start(h: &mut SimHarness, script: &str, func: &str, actor: zone_node::sim::Ac
         0,
         script::RStr::EMPTY,
     );
-    h.tick();
 }
 
 /// The script store requests the zone has sent so far.
@@ -812,16 +817,8 @@ fn a_script_answered_between_ticks_runs_on_at_once() {
     let src: &[u8] = b"Function Main()\n  For I = 1 To 3\n    Output(Actor(), \"level \" + ActorLevel(123))\n  Next\nEnd Function\n";
     let mut h = SimHarness::with_scripts(&[("B", src)]);
     let (p, pid) = h.spawn_player("Ann", 0.0, 0.0);
-    // No store: the harness would answer at the next tick.
-    let handle = h.sim.state().handle_of(pid);
-    zone_node::sim::script_table::queue(
-        h.sim.state_mut(),
-        "B",
-        "Main",
-        handle,
-        0,
-        script::RStr::EMPTY,
-    );
+    // Ticked by hand: the harness's store would answer at the next tick.
+    queue_start(&mut h, "B", "Main", pid);
     let now = h.sim.state().now_ms + 33;
     let out = h.sim.tick(now, Vec::new());
     let mut reqs: Vec<u64> = out
