@@ -126,8 +126,9 @@ pub(crate) fn apply(st: &mut ZoneState, input: ZoneInput) {
     }
 }
 
-/// Whether an input is applied as it arrives, between ticks: a handoff message, a request that starts one (a DM's `/warp`, an
-/// operator's `/warpother`) or the client's acknowledgement that ends one
+/// Whether an input is applied as it arrives, between ticks: a handoff message, a request
+/// that starts one (a DM's `/warp`, an operator's `/warpother`) or the client's
+/// acknowledgement that ends one
 /// ([`super::ZoneSim::handoff`] applies those between ticks, so a SetArea does not wait for
 /// the next tick: Realm Crafter's server ran a `/warp` as its packet arrived); or a
 /// script's conversation with the cluster — a question from a script elsewhere about this
