@@ -400,6 +400,7 @@ pub fn import_into(
             is_dm: a.is_dm,
             banned: a.banned,
             ignore: a.ignore,
+            status: Default::default(),
         };
         match book.import_account(row, a.characters) {
             Some(_) => report.imported += 1,

@@ -270,14 +270,15 @@ pub fn router(source: Arc<dyn AdminSource>) -> Router {
         .with_state(source)
 }
 
-/// Serves the admin endpoint on `listener` until `shutdown` completes, then stops
-/// accepting and waits for the requests in flight.
+/// Serves the admin endpoint (and the routes of `more`, e.g. the console's) on `listener`
+/// until `shutdown` completes, then stops accepting and waits for the requests in flight.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     source: Arc<dyn AdminSource>,
+    more: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(source))
+    axum::serve(listener, router(source).merge(more))
         .with_graceful_shutdown(shutdown)
         .await
 }

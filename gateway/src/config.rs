@@ -117,6 +117,11 @@ pub struct GatewayConfig {
     /// off. Give it as `GATEWAY_ADMIN_TOKEN_FILE` (a file) or `GATEWAY_ADMIN_TOKEN`.
     /// With a token, `GET /cluster` needs it too.
     pub admin_token: String,
+    /// The operators of the admin API and console (`/api/v1/`, `/console/`): one a line
+    /// (or `;`-separated), `name:role:token`, the role `viewer`, `moderator` or `admin`,
+    /// the token at least 24 bytes or `sha256:HEX`. Give it as `GATEWAY_OPERATORS_FILE`
+    /// (a file) or `GATEWAY_OPERATORS`. `admin_token` adds the operator `admin`.
+    pub operators: String,
     /// Per-player input budgets beside the defaults (docs/operations.md, "Input budgets"):
     /// `action=RATE/BURST` pairs, e.g. `jump=2/4, inventory=8/24, bytes=32768/65536`.
     /// Chat is `chat_per_second` and `chat_burst`.
@@ -207,6 +212,7 @@ impl Default for GatewayConfig {
             chat_burst: 8,
             limit_loopback: false,
             admin_token: String::new(),
+            operators: String::new(),
             placement_hold_ms: 6_000,
             input_budgets: String::new(),
             input_kick_drops: 200,
@@ -230,7 +236,7 @@ impl Default for GatewayConfig {
 
 impl Settings for GatewayConfig {
     const ENV_PREFIX: &'static str = ENV_PREFIX;
-    const SECRET_KEYS: &'static [&'static str] = &["cluster_secret", "admin_token"];
+    const SECRET_KEYS: &'static [&'static str] = &["cluster_secret", "admin_token", "operators"];
 
     /// Set one setting by its snake_case name from text.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -277,6 +283,7 @@ impl Settings for GatewayConfig {
             "chat_burst" => self.chat_burst = num(value)?,
             "limit_loopback" => self.limit_loopback = boolean(value)?,
             "admin_token" => self.admin_token = value.trim().to_owned(),
+            "operators" => self.operators = value.trim().to_owned(),
             "placement_hold_ms" => self.placement_hold_ms = num(value)?,
             "input_budgets" => self.input_budgets = value.trim().to_owned(),
             "input_kick_drops" => self.input_kick_drops = num(value)?,
@@ -397,6 +404,9 @@ impl GatewayConfig {
             if !(1..=max).contains(&v) {
                 return bad(field, format!("must be 1..={max}"));
             }
+        }
+        if let Err(e) = crate::console::Operators::parse(&self.operators, "") {
+            return bad("operators", e.to_string());
         }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
             return bad(

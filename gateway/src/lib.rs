@@ -26,6 +26,7 @@ pub mod accounts_dat;
 pub mod admin;
 pub mod chat;
 pub mod config;
+pub mod console;
 pub mod control;
 pub mod directory;
 pub mod hub;

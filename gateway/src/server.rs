@@ -220,6 +220,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         "script store loaded"
     );
     let clock_epoch = store.clock_epoch(wall_ms())?;
+    let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
     let (ground, warnings) = store.load_ground()?;
     for w in &warnings {
         tracing::warn!(warning = %w, "stored ground items skipped");
@@ -351,6 +352,16 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         wall_ms() << 16,
     );
     *shared.ground() = ground;
+    *shared.console.audit() = crate::console::AuditLog::with(audit);
+    if !shared.console.operators.is_empty() {
+        let names: Vec<String> = shared
+            .console
+            .operators
+            .iter()
+            .map(|o| format!("{}:{}", o.name, o.role))
+            .collect();
+        tracing::info!(operators = %names.join(","), "admin API and console at /api/v1/ and /console/");
+    }
     shared.clock_epoch_ms.store(clock_epoch, Ordering::Relaxed);
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
@@ -379,6 +390,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         stop_rx.clone(),
     ));
     let source: Arc<dyn AdminSource> = Arc::new(Admin(shared.clone()));
+    let console = crate::console::api::router(Arc::new(Admin(shared.clone())));
     let mut admin_stop = stop_rx.clone();
     tokio::spawn(async move {
         let until = async move {
@@ -388,7 +400,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
                 }
             }
         };
-        if let Err(e) = admin::serve(admin_listener, source, until).await {
+        if let Err(e) = admin::serve(admin_listener, source, console, until).await {
             tracing::error!(error = %e, "admin endpoint failed");
         }
     });
@@ -774,7 +786,13 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
                 Ok(format!("{user:?} is no longer banned"))
             }
         }
-        AdminCommand::Kick { name } => hub(HubAdmin::Kick { name }).await,
+        AdminCommand::Kick { name } => {
+            hub(HubAdmin::Kick {
+                name,
+                reason: String::new(),
+            })
+            .await
+        }
         AdminCommand::Warp {
             name,
             area,
@@ -832,5 +850,325 @@ impl Admin {
         v.lock_reason.clone_from(&gate.lock);
         v.update_files = u64::try_from(gate.files().len()).unwrap_or(u64::MAX);
         v
+    }
+}
+
+// ----- the operator's console (`/api/v1/`, `/console/`) ---------------------------------
+
+impl Admin {
+    /// Asks the hub a console question.
+    async fn ask<T>(
+        &self,
+        q: impl FnOnce(oneshot::Sender<T>) -> hub::console::ConsoleQuery,
+    ) -> Option<T> {
+        let (reply, rx) = oneshot::channel();
+        self.0.to_hub(HubEvent::Console(q(reply)));
+        rx.await.ok()
+    }
+
+    /// The players online (none if the hub is gone).
+    async fn online(&self) -> Vec<hub::console::OnlineRow> {
+        self.ask(|reply| hub::console::ConsoleQuery::Online { reply })
+            .await
+            .unwrap_or_default()
+    }
+}
+
+/// A timed mute or ban's end (Unix ms) `minutes` from now.
+fn minutes_from_now(minutes: u64) -> u64 {
+    crate::console::unix_ms().saturating_add(minutes.saturating_mul(60_000))
+}
+
+impl crate::console::api::ConsoleSource for Admin {
+    fn console(&self) -> &crate::console::ConsoleState {
+        &self.0.console
+    }
+
+    fn world(&self) -> &World {
+        &self.0.world
+    }
+
+    fn cluster(&self) -> ClusterView {
+        self.view()
+    }
+
+    fn map(
+        &self,
+        area: String,
+        instance: u16,
+    ) -> crate::console::api::BoxFuture<Option<shared::internal::MapViewDto>> {
+        let me = Admin(self.0.clone());
+        Box::pin(async move {
+            let key = shared::internal::InstanceKey { area, instance };
+            me.ask(|reply| hub::console::ConsoleQuery::Map { key, reply })
+                .await
+                .flatten()
+        })
+    }
+
+    fn players(
+        &self,
+        query: String,
+        limit: usize,
+    ) -> crate::console::api::BoxFuture<Vec<crate::console::api::PlayerRow>> {
+        let me = Admin(self.0.clone());
+        Box::pin(async move {
+            let online = me.online().await;
+            let q = query.to_ascii_lowercase();
+            let acc = me.0.accounts();
+            let mut rows = Vec::new();
+            let row = |a: &crate::session::Account, c: Option<&shared::internal::ActorStateDto>| {
+                let live =
+                    c.and_then(|c| online.iter().find(|o| o.name.eq_ignore_ascii_case(&c.name)));
+                crate::console::api::PlayerRow {
+                    account: a.row.user.clone(),
+                    character: c.map(|c| c.name.clone()).unwrap_or_default(),
+                    online: live.is_some(),
+                    area: live
+                        .map(|o| o.key.area.clone())
+                        .or_else(|| c.map(|c| c.area.clone()))
+                        .unwrap_or_default(),
+                    instance: live
+                        .map(|o| o.key.instance)
+                        .or_else(|| c.map(|c| c.instance))
+                        .unwrap_or_default(),
+                    level: c.map_or(0, |c| c.level),
+                    dm: a.row.is_dm,
+                    banned: a.row.banned,
+                    ban_until_ms: a.row.status.ban_until_ms,
+                    mute_until_ms: a.row.status.mute_until_ms,
+                    last_login_ms: a.row.status.last_login_ms,
+                }
+            };
+            if q.is_empty() {
+                // The players online, by name.
+                for o in &online {
+                    let Some(a) = acc.book.get(o.account) else {
+                        continue;
+                    };
+                    let c = a
+                        .characters
+                        .iter()
+                        .find(|c| c.name.eq_ignore_ascii_case(&o.name));
+                    rows.push(row(a, c));
+                }
+                rows.sort_by(|a, b| a.character.cmp(&b.character));
+                rows.truncate(limit);
+                return rows;
+            }
+            for a in acc.book.accounts() {
+                let user_hit = a.row.user.to_ascii_lowercase().contains(&q);
+                if a.characters.is_empty() && user_hit {
+                    rows.push(row(a, None));
+                }
+                for c in &a.characters {
+                    if user_hit || c.name.to_ascii_lowercase().contains(&q) {
+                        rows.push(row(a, Some(c)));
+                    }
+                }
+                if rows.len() >= limit {
+                    break;
+                }
+            }
+            rows.truncate(limit);
+            rows
+        })
+    }
+
+    fn character(&self, name: String) -> crate::console::api::BoxFuture<Option<serde_json::Value>> {
+        let me = Admin(self.0.clone());
+        Box::pin(async move {
+            let (account, state) = {
+                let acc = me.0.accounts();
+                let (id, slot) = acc.book.find_character(&name)?;
+                let a = acc.book.get(id)?;
+                (a.row.clone(), a.characters.get(usize::from(slot))?.clone())
+            };
+            let online = me
+                .online()
+                .await
+                .into_iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&state.name));
+            // Where it is now: from its zone when online, else as last saved.
+            let (mut area, mut instance) = (state.area.clone(), state.instance);
+            let (mut x, mut y, mut z) = (state.x, state.y, state.z);
+            let mut live = serde_json::Value::Null;
+            if let Some(o) = &online {
+                area.clone_from(&o.key.area);
+                instance = o.key.instance;
+                let view = tokio::time::timeout(
+                    crate::console::api::MAP_TIMEOUT,
+                    crate::console::api::ConsoleSource::map(&me, area.clone(), instance),
+                )
+                .await
+                .ok()
+                .flatten();
+                if let Some(a) = view.as_ref().and_then(|v| {
+                    v.actors
+                        .iter()
+                        .find(|a| a.player && a.name.eq_ignore_ascii_case(&state.name))
+                }) {
+                    (x, y, z) = (a.x, a.y, a.z);
+                    live = serde_json::json!({ "runtime_id": a.runtime_id, "health": a.health,
+                        "health_max": a.health_max, "level": a.level });
+                }
+            }
+            let world = &me.0.world;
+            let attributes: Vec<serde_json::Value> = state
+                .attributes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    let def = world.attributes.defs.get(i)?;
+                    (!def.name.trim().is_empty()).then(|| {
+                        serde_json::json!({ "name": def.name.trim(), "value": v,
+                            "max": state.attribute_max.get(i).copied().unwrap_or(0) })
+                    })
+                })
+                .collect();
+            let inventory: Vec<serde_json::Value> = state
+                .inventory
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, s)| {
+                    let s = s.as_ref()?;
+                    let name = world
+                        .item(s.item)
+                        .map_or_else(|| format!("item {}", s.item), |t| t.name.clone());
+                    Some(
+                        serde_json::json!({ "slot": slot, "item": s.item, "name": name,
+                        "amount": s.amount, "health": s.health }),
+                    )
+                })
+                .collect();
+            let quests: Vec<serde_json::Value> = state
+                .quests
+                .iter()
+                .map(|(q, status)| serde_json::json!({ "name": q, "status": status }))
+                .collect();
+            let effects: Vec<serde_json::Value> = state
+                .effects
+                .iter()
+                .map(|e| serde_json::json!({ "name": e.name, "remaining_ms": e.remaining_ms }))
+                .collect();
+            Some(serde_json::json!({
+                "name": state.name,
+                "account": account.user,
+                "online": online.is_some(),
+                "node": online.and_then(|o| o.node),
+                "area": area,
+                "instance": instance,
+                "x": x, "y": y, "z": z,
+                "live": live,
+                "level": state.level,
+                "xp": state.xp,
+                "gold": state.gold,
+                "reputation": state.reputation,
+                "attributes": attributes,
+                "inventory": inventory,
+                "quests": quests,
+                "effects": effects,
+                "dm": account.is_dm,
+                "banned": account.banned,
+                "ban_until_ms": account.status.ban_until_ms,
+                "ban_reason": account.status.ban_reason,
+                "mute_until_ms": account.status.mute_until_ms,
+                "mute_reason": account.status.mute_reason,
+                "last_login_ms": account.status.last_login_ms,
+            }))
+        })
+    }
+
+    fn act(
+        &self,
+        action: crate::console::api::Action,
+    ) -> crate::console::api::BoxFuture<Result<String, String>> {
+        use crate::console::api::Action;
+        let shared = self.0.clone();
+        Box::pin(async move {
+            let hub = |cmd: HubAdmin| {
+                let shared = shared.clone();
+                async move {
+                    let (reply, rx) = oneshot::channel();
+                    shared.to_hub(HubEvent::Admin { cmd, reply });
+                    rx.await
+                        .map_err(|_| "the gateway is shutting down".to_owned())?
+                }
+            };
+            match action {
+                Action::Kick { name, reason } => hub(HubAdmin::Kick { name, reason }).await,
+                Action::Warp {
+                    name,
+                    area,
+                    instance,
+                } => {
+                    hub(HubAdmin::Warp {
+                        name,
+                        area,
+                        instance,
+                    })
+                    .await
+                }
+                Action::Message { name, text } => hub(HubAdmin::Message { name, text }).await,
+                Action::Broadcast { text } => hub(HubAdmin::Broadcast { text }).await,
+                Action::Mute {
+                    user,
+                    minutes,
+                    reason,
+                } => {
+                    let until = minutes_from_now(minutes);
+                    set_flag(&shared, &user, |book, id| book.set_mute(id, until, &reason))?;
+                    Ok(format!("{user:?} is muted for {minutes} minutes"))
+                }
+                Action::Unmute { user } => {
+                    set_flag(&shared, &user, |book, id| book.set_mute(id, 0, ""))?;
+                    Ok(format!("{user:?} is no longer muted"))
+                }
+                Action::Ban {
+                    user,
+                    minutes,
+                    reason,
+                } => {
+                    let until = if minutes == 0 {
+                        0
+                    } else {
+                        minutes_from_now(minutes)
+                    };
+                    let id = set_flag(&shared, &user, |book, id| {
+                        book.set_ban(id, true, until, &reason)
+                    })?;
+                    let kicked = hub(HubAdmin::KickAccount { account: id }).await?;
+                    let how_long = if minutes == 0 {
+                        "for good".to_owned()
+                    } else {
+                        format!("for {minutes} minutes")
+                    };
+                    Ok(format!("{user:?} is banned {how_long} ({kicked})"))
+                }
+                Action::Unban { user } => {
+                    set_flag(&shared, &user, |book, id| book.set_ban(id, false, 0, ""))?;
+                    Ok(format!("{user:?} is no longer banned"))
+                }
+                Action::CreateAccount { user, password, dm } => {
+                    run_admin(&shared, AdminCommand::CreateAccount { user, password, dm }).await
+                }
+                Action::SetDm { user, on } => {
+                    run_admin(&shared, AdminCommand::SetDm { user, on }).await
+                }
+                Action::Lock { reason } => run_admin(&shared, AdminCommand::Lock { reason }).await,
+                Action::Unlock => run_admin(&shared, AdminCommand::Unlock).await,
+                Action::ReloadScripts => run_admin(&shared, AdminCommand::ReloadScripts).await,
+            }
+        })
+    }
+
+    fn persist_audit(&self, entry: crate::console::AuditEntry) {
+        if let Err(e) = self
+            .0
+            .writer
+            .submit(vec![crate::session::PersistOp::Audit(Box::new(entry))])
+        {
+            tracing::error!(error = %e, "audit entry not stored");
+        }
     }
 }

@@ -922,6 +922,10 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             reg.zone_actors(qid, &key);
             None
         }
+        Msg::MapQuery { qid, key } => {
+            reg.map_query(qid, &key);
+            None
+        }
         Msg::SpawnNpc {
             qid,
             key,

@@ -37,6 +37,7 @@ use crate::script_store::ScriptStore;
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, PersistOp, close};
 use crate::store::Writer;
 
+pub mod console;
 mod link;
 mod metrics;
 mod remote;
@@ -348,6 +349,8 @@ pub enum HubEvent {
         /// The outcome, as the operator reads it.
         reply: oneshot::Sender<Result<String, String>>,
     },
+    /// A question of the operator's console.
+    Console(console::ConsoleQuery),
 }
 
 /// The admin commands the hub carries out (the accounts ones are done on the book
@@ -358,6 +361,15 @@ pub enum HubAdmin {
     Kick {
         /// Character name.
         name: String,
+        /// Why (a system line to the player first; empty: none).
+        reason: String,
+    },
+    /// A system line to one online character.
+    Message {
+        /// Character name.
+        name: String,
+        /// Text.
+        text: String,
     },
     /// Kick every character of an account (it was banned).
     KickAccount {
@@ -461,6 +473,8 @@ pub struct Shared {
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
     pub pregame: std::sync::atomic::AtomicUsize,
+    /// The operator's console: operators, the audit log, recent chat.
+    pub console: crate::console::ConsoleState,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -513,7 +527,11 @@ impl Shared {
         let hash_slots = usize::try_from(cfg.max_concurrent_hashes)
             .unwrap_or(1)
             .max(1);
+        // The configuration was validated: a list that does not parse here leaves the API off.
+        let operators =
+            crate::console::Operators::parse(&cfg.operators, &cfg.admin_token).unwrap_or_default();
         let shared = Arc::new(Self {
+            console: crate::console::ConsoleState::new(operators),
             cfg,
             world,
             accounts: Mutex::new(Accounts { book, throttle }),
@@ -628,6 +646,8 @@ pub struct Hub {
     /// Scripts' queries and actions on players other zones host, in flight, and actions
     /// not yet in a save (`remote`).
     remote: remote::Remote,
+    /// The console's live map questions in flight.
+    maps: console::Maps,
     /// The cluster's environment (`SetEnv`/`GetEnv`; Realm Crafter's process
     /// environment), in memory only.
     env: BTreeMap<String, Vec<u8>>,
@@ -655,6 +675,7 @@ impl Hub {
             scripts_update: None,
             last_reload: None,
             remote: remote::Remote::default(),
+            maps: console::Maps::default(),
             env: BTreeMap::new(),
             weather: BTreeMap::new(),
         }
@@ -815,6 +836,7 @@ impl Hub {
             HubEvent::Admin { cmd, reply } => {
                 let _ = reply.send(self.admin(cmd));
             }
+            HubEvent::Console(q) => self.console_query(q),
         }
     }
 
@@ -826,6 +848,7 @@ impl Hub {
             Msg::AccountAction { session, action } if self.control.is_live(&node, serial) => {
                 self.account_action(&node, session, action);
             }
+            Msg::MapAnswer { qid, view } => self.map_answer(qid, view),
             msg => {
                 match &msg {
                     Msg::Snapshot { session, .. } => self.actions_saved(&node, &[*session]),
@@ -1024,8 +1047,15 @@ impl Hub {
         };
         tracing::info!(command = ?cmd, "admin command");
         match cmd {
-            HubAdmin::Kick { name } => {
+            HubAdmin::Kick { name, reason } => {
                 let session = session_of(self, &name)?;
+                if !reason.is_empty() {
+                    let packet = ServerPacket::ChatMessage(ChatMessageS2C {
+                        colour: ChatColour::Red,
+                        text: shared::wire::RcString::from(format!("Kicked: {reason}").as_str()),
+                    });
+                    self.send_packet(session, &packet);
+                }
                 self.chat_effect(Effect::Kick {
                     session,
                     by: "admin".into(),
@@ -1070,6 +1100,15 @@ impl Hub {
                     instance,
                 });
                 Ok(format!("warping {name} to {area} #{instance}"))
+            }
+            HubAdmin::Message { name, text } => {
+                let session = session_of(self, &name)?;
+                let packet = ServerPacket::ChatMessage(ChatMessageS2C {
+                    colour: ChatColour::System,
+                    text: shared::wire::RcString::from(text.as_str()),
+                });
+                self.send_packet(session, &packet);
+                Ok(format!("sent to {name}"))
             }
             HubAdmin::Broadcast { text } => {
                 let packet = ServerPacket::ChatMessage(ChatMessageS2C {
@@ -1169,6 +1208,9 @@ impl Hub {
 
     fn chat(&mut self, session: SessionId, frame: Bytes) {
         let text = frame.get(3..).unwrap_or(&[]);
+        if !self.chat_seen(session, text) {
+            return;
+        }
         if let Some(cmd) = PartyCommand::parse(text) {
             self.party_command(session, cmd);
             return;

@@ -49,6 +49,31 @@ pub struct AccountRow {
     pub banned: bool,
     /// Ignored player names.
     pub ignore: Vec<String>,
+    /// Its moderation (ban reason and expiry, mute) and last login.
+    #[serde(default)]
+    pub status: AccountStatus,
+}
+
+/// An account's moderation and last login (`/api/v1/`'s ban and mute).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountStatus {
+    /// While `banned`: when the ban ends (Unix ms; 0: never).
+    pub ban_until_ms: u64,
+    /// Why it is banned (told at login).
+    pub ban_reason: String,
+    /// Muted until (Unix ms; 0 or past: not muted): its chat goes nowhere.
+    pub mute_until_ms: u64,
+    /// Why it is muted (told to the player).
+    pub mute_reason: String,
+    /// When a character of it last entered the world (Unix ms; 0: never seen).
+    pub last_login_ms: u64,
+}
+
+impl AccountStatus {
+    /// Whether it is muted at `now_unix_ms`.
+    pub fn muted_at(&self, now_unix_ms: u64) -> bool {
+        self.mute_until_ms > now_unix_ms
+    }
 }
 
 /// One account in memory.
@@ -107,6 +132,8 @@ pub enum PersistOp {
         /// The value.
         value: Vec<u8>,
     },
+    /// One entry of the operators' audit log (`crate::operators`).
+    Audit(Box<crate::console::AuditEntry>),
     /// Replace an AreaInstance's stored ground items (none: the row goes).
     ReplaceGround {
         /// The instance.
@@ -290,6 +317,7 @@ impl AccountBook {
             is_dm: false,
             banned: false,
             ignore: Vec::new(),
+            status: AccountStatus::default(),
         };
         self.pending.push(PersistOp::UpsertAccount(row.clone()));
         self.insert_loaded(row, Vec::new());
@@ -349,6 +377,49 @@ impl AccountBook {
     /// Sets the banned flag.
     pub fn set_banned(&mut self, id: AccountId, banned: bool) -> bool {
         self.update_row(id, |r| r.banned = banned)
+    }
+
+    /// Bans (until `until_ms`, Unix ms, 0: for good, with `reason`) or lifts the ban.
+    pub fn set_ban(&mut self, id: AccountId, on: bool, until_ms: u64, reason: &str) -> bool {
+        self.update_row(id, |r| {
+            r.banned = on;
+            r.status.ban_until_ms = if on { until_ms } else { 0 };
+            r.status.ban_reason = if on { reason.to_owned() } else { String::new() };
+        })
+    }
+
+    /// Mutes until `until_ms` (Unix ms; 0 lifts it) with `reason`.
+    pub fn set_mute(&mut self, id: AccountId, until_ms: u64, reason: &str) -> bool {
+        self.update_row(id, |r| {
+            r.status.mute_until_ms = until_ms;
+            r.status.mute_reason = if until_ms == 0 {
+                String::new()
+            } else {
+                reason.to_owned()
+            };
+        })
+    }
+
+    /// Records a character's entry into the world (Unix ms).
+    pub fn set_last_login(&mut self, id: AccountId, at_ms: u64) -> bool {
+        self.update_row(id, |r| r.status.last_login_ms = at_ms)
+    }
+
+    /// The accounts whose timed ban ended by `now_unix_ms`.
+    pub fn expired_bans(&self, now_unix_ms: u64) -> Vec<AccountId> {
+        self.accounts
+            .values()
+            .map(|a| &a.row)
+            .filter(|r| {
+                r.banned && r.status.ban_until_ms != 0 && r.status.ban_until_ms <= now_unix_ms
+            })
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Every account, by id.
+    pub fn accounts(&self) -> impl Iterator<Item = &Account> {
+        self.accounts.values()
     }
 
     /// Sets the ignore list.

@@ -48,8 +48,8 @@ use shared::proto::{
 };
 
 pub use accounts::{
-    Account, AccountBook, AccountId, AccountRow, HANDLE_LIMIT, PersistOp, latin1, latin1_bytes,
-    name_key,
+    Account, AccountBook, AccountId, AccountRow, AccountStatus, HANDLE_LIMIT, PersistOp, latin1,
+    latin1_bytes, name_key,
 };
 pub use blocks::{INVENTORY_SLOTS, catalogue_blocks, catalogue_blocks_at, character_blocks};
 pub use gate::{Gate, MAX_LOCK_REASON, clean_reason, lock_message};

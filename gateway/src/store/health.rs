@@ -250,7 +250,8 @@ impl Dirty {
                 }
                 PersistOp::PutScriptFile { .. }
                 | PersistOp::DeleteScriptFile { .. }
-                | PersistOp::SetSuperGlobal { .. } => {
+                | PersistOp::SetSuperGlobal { .. }
+                | PersistOp::Audit(_) => {
                     self.script_ops = self.script_ops.saturating_add(1);
                 }
             }
@@ -382,6 +383,7 @@ mod tests {
                 is_dm: false,
                 banned: false,
                 ignore: Vec::new(),
+                status: Default::default(),
             }),
         ]);
         let ops = resync_ops(&d, &book, &HashMap::new());

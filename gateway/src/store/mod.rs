@@ -57,6 +57,7 @@ use shared::metrics_text::Histogram;
 
 pub use health::{Change, Dirty, FailCause, Failure, Health, resync_ops};
 
+use crate::console::AuditEntry;
 use crate::script_store::{ScriptStore, StoredEntry};
 use crate::session::{AccountBook, AccountId, AccountRow, PersistOp};
 
@@ -111,6 +112,24 @@ const MIGRATIONS: &[&str] = &[
         version INTEGER NOT NULL,
         items BLOB NOT NULL,
         PRIMARY KEY (area, instance)
+    );",
+    // 4: moderation (timed bans with a reason, mutes), last logins, and the operators'
+    // audit log (`/api/v1/`).
+    "ALTER TABLE accounts ADD COLUMN ban_until_ms INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE accounts ADD COLUMN ban_reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE accounts ADD COLUMN mute_until_ms INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE accounts ADD COLUMN mute_reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE accounts ADD COLUMN last_login_ms INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        at_ms INTEGER NOT NULL,
+        operator TEXT NOT NULL,
+        role TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        ok INTEGER NOT NULL,
+        result TEXT NOT NULL
     );",
 ];
 
@@ -285,6 +304,10 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+fn from_i64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
 impl Store {
     /// Opens (creating) `DIR/gateway.sqlite3`, enables WAL and runs the migrations.
     pub fn open_dir(dir: &Path) -> Result<Self, StoreError> {
@@ -372,7 +395,8 @@ impl Store {
     /// loads as usual.
     pub fn load_all_quarantining(&self) -> Result<(Vec<Record>, Vec<Quarantined>), StoreError> {
         let mut st = self.conn.prepare(
-            "SELECT id, user, password_hash, email, is_dm, banned, ignore_list
+            "SELECT id, user, password_hash, email, is_dm, banned, ignore_list,
+                    ban_until_ms, ban_reason, mute_until_ms, mute_reason, last_login_ms
              FROM accounts ORDER BY id",
         )?;
         let rows = st.query_map([], |r| {
@@ -384,12 +408,19 @@ impl Store {
                 r.get::<_, bool>(4)?,
                 r.get::<_, bool>(5)?,
                 r.get::<_, Vec<u8>>(6)?,
+                crate::session::AccountStatus {
+                    ban_until_ms: from_i64(r.get::<_, i64>(7)?),
+                    ban_reason: r.get::<_, String>(8)?,
+                    mute_until_ms: from_i64(r.get::<_, i64>(9)?),
+                    mute_reason: r.get::<_, String>(10)?,
+                    last_login_ms: from_i64(r.get::<_, i64>(11)?),
+                },
             ))
         })?;
         let mut out = Vec::new();
         let mut bad = Vec::new();
         for row in rows {
-            let (id, user, password_hash, email, is_dm, banned, ignore) = row?;
+            let (id, user, password_hash, email, is_dm, banned, ignore, status) = row?;
             let id = u64::try_from(id).unwrap_or(0);
             let ignore: Vec<String> = rmp_serde::from_slice(&ignore).unwrap_or_else(|e| {
                 bad.push(Quarantined {
@@ -409,6 +440,7 @@ impl Store {
                     is_dm,
                     banned,
                     ignore,
+                    status,
                 },
                 characters,
             ));
@@ -452,6 +484,31 @@ impl Store {
                 }),
             }
         }
+        Ok(out)
+    }
+
+    /// The newest `limit` entries of the operators' audit log, oldest first.
+    pub fn load_audit(&self, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT id, at_ms, operator, role, action, target, detail, ok, result
+             FROM audit ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = st.query_map([to_i64(limit as u64)], |r| {
+            Ok(AuditEntry {
+                id: from_i64(r.get(0)?),
+                at_ms: from_i64(r.get(1)?),
+                operator: r.get(2)?,
+                role: crate::console::Role::parse(&r.get::<_, String>(3)?)
+                    .unwrap_or(crate::console::Role::Viewer),
+                action: r.get(4)?,
+                target: r.get(5)?,
+                detail: r.get(6)?,
+                ok: r.get(7)?,
+                result: r.get(8)?,
+            })
+        })?;
+        let mut out = rows.collect::<Result<Vec<_>, _>>()?;
+        out.reverse();
         Ok(out)
     }
 
@@ -616,12 +673,15 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
         PersistOp::UpsertAccount(a) => {
             let ignore = rmp_serde::to_vec(&a.ignore)?;
             tx.execute(
-                "INSERT INTO accounts (id, user, password_hash, email, is_dm, banned, ignore_list)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO accounts (id, user, password_hash, email, is_dm, banned, ignore_list,
+                   ban_until_ms, ban_reason, mute_until_ms, mute_reason, last_login_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
                  ON CONFLICT(id) DO UPDATE SET user = excluded.user,
                    password_hash = excluded.password_hash, email = excluded.email,
                    is_dm = excluded.is_dm, banned = excluded.banned,
-                   ignore_list = excluded.ignore_list",
+                   ignore_list = excluded.ignore_list, ban_until_ms = excluded.ban_until_ms,
+                   ban_reason = excluded.ban_reason, mute_until_ms = excluded.mute_until_ms,
+                   mute_reason = excluded.mute_reason, last_login_ms = excluded.last_login_ms",
                 params![
                     to_i64(a.id),
                     a.user,
@@ -629,7 +689,12 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
                     a.email,
                     a.is_dm,
                     a.banned,
-                    ignore
+                    ignore,
+                    to_i64(a.status.ban_until_ms),
+                    a.status.ban_reason,
+                    to_i64(a.status.mute_until_ms),
+                    a.status.mute_reason,
+                    to_i64(a.status.last_login_ms)
                 ],
             )?;
         }
@@ -681,6 +746,23 @@ fn apply_one(tx: &Transaction<'_>, op: &PersistOp) -> Result<(), StoreError> {
                     params![key.area, key.instance, GROUND_VERSION, blob],
                 )?;
             }
+        }
+        PersistOp::Audit(e) => {
+            tx.execute(
+                "INSERT OR REPLACE INTO audit (id, at_ms, operator, role, action, target, detail, ok, result)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    to_i64(e.id),
+                    to_i64(e.at_ms),
+                    e.operator,
+                    e.role.name(),
+                    e.action,
+                    e.target,
+                    e.detail,
+                    e.ok,
+                    e.result
+                ],
+            )?;
         }
         PersistOp::SetSuperGlobal { slot, value } => {
             if value.is_empty() {

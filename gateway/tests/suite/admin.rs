@@ -105,7 +105,7 @@ async fn start(source: Arc<Fake>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, source, async {
+    let task = tokio::spawn(serve(listener, source, axum::Router::new(), async {
         let _ = stopped.await;
     }));
     Server {

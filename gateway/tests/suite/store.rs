@@ -114,20 +114,35 @@ fn row(id: u64, user: &str) -> AccountRow {
         is_dm: true,
         banned: false,
         ignore: vec!["troll".into()],
+        status: gateway::session::AccountStatus {
+            ban_until_ms: 0,
+            ban_reason: String::new(),
+            mute_until_ms: 1_900_000_000_000,
+            mute_reason: "spam".into(),
+            last_login_ms: 1_800_000_000_000,
+        },
     }
 }
+
+/// Undoes schema 4 (moderation columns, the audit log) in a database of version 4.
+const UNDO_4: &str = "DROP TABLE audit;
+    ALTER TABLE accounts DROP COLUMN ban_until_ms;
+    ALTER TABLE accounts DROP COLUMN ban_reason;
+    ALTER TABLE accounts DROP COLUMN mute_until_ms;
+    ALTER TABLE accounts DROP COLUMN mute_reason;
+    ALTER TABLE accounts DROP COLUMN last_login_ms;";
 
 #[test]
 fn migrations_from_empty_and_wal() {
     let d = tmp("migrate");
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 3);
+    assert_eq!(s.schema_version().unwrap(), 4);
     assert_eq!(s.journal_mode().unwrap(), "wal");
     assert!(s.load_all().unwrap().is_empty());
     drop(s);
     // Re-opening is a no-op.
     let s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 3);
+    assert_eq!(s.schema_version().unwrap(), 4);
 }
 
 /// The game clock's epoch is stored once and survives a restart.
@@ -693,14 +708,19 @@ fn a_schema_2_database_with_data_migrates_to_3() {
     drop(s);
     // Back to what version 2 wrote: no ground table.
     let conn = rusqlite::Connection::open(d.join(gateway::store::DB_FILE)).unwrap();
-    conn.execute_batch("DROP TABLE ground_items; PRAGMA user_version = 2;")
-        .unwrap();
+    conn.execute_batch(&format!(
+        "{UNDO_4} DROP TABLE ground_items; PRAGMA user_version = 2;"
+    ))
+    .unwrap();
     drop(conn);
     let mut s = Store::open_dir(&d).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 3);
+    assert_eq!(s.schema_version().unwrap(), 4);
+    // The moderation fields are new: empty.
+    let mut plain = row(1, "Alice");
+    plain.status = Default::default();
     assert_eq!(
         s.load_all().unwrap(),
-        vec![(row(1, "Alice"), vec![full_character("Aria")])]
+        vec![(plain, vec![full_character("Aria")])]
     );
     assert_eq!(s.load_scripts().unwrap().0.entries(), 1);
     assert!(s.load_ground().unwrap().0.is_empty());
@@ -1216,4 +1236,66 @@ mod session_replies {
             [ServerPacket::CreateAccount(CreateAccountReply::Created)]
         );
     }
+}
+
+#[test]
+fn timed_bans_mutes_and_the_audit_log_are_stored() {
+    use gateway::console::{AuditEntry, Role};
+    let d = tmp("audit");
+    let mut s = Store::open_dir(&d).unwrap();
+    let mut banned = row(2, "Mallory");
+    banned.banned = true;
+    banned.status.ban_until_ms = 1_900_000_000_000;
+    banned.status.ban_reason = "griefing".into();
+    let entry = |id: u64, action: &str| AuditEntry {
+        id,
+        at_ms: 1_800_000_000_000 + id,
+        operator: "alice".into(),
+        role: Role::Moderator,
+        action: action.into(),
+        target: "Mallory".into(),
+        detail: r#"{"minutes":60}"#.into(),
+        ok: id != 2,
+        result: "done".into(),
+    };
+    s.apply(&[
+        PersistOp::UpsertAccount(row(1, "Alice")),
+        PersistOp::UpsertAccount(banned.clone()),
+        PersistOp::Audit(Box::new(entry(1, "mute"))),
+        PersistOp::Audit(Box::new(entry(2, "ban"))),
+        PersistOp::Audit(Box::new(entry(3, "ban"))),
+    ])
+    .unwrap();
+    drop(s);
+    let s = Store::open_dir(&d).unwrap();
+    let rows: Vec<AccountRow> = s.load_all().unwrap().into_iter().map(|(r, _)| r).collect();
+    assert_eq!(rows, vec![row(1, "Alice"), banned]);
+    assert_eq!(
+        s.load_audit(10).unwrap(),
+        vec![entry(1, "mute"), entry(2, "ban"), entry(3, "ban")]
+    );
+    // The newest, oldest first.
+    assert_eq!(
+        s.load_audit(2).unwrap(),
+        vec![entry(2, "ban"), entry(3, "ban")]
+    );
+}
+
+#[test]
+fn a_schema_3_database_migrates_to_4() {
+    let d = tmp("migrate3");
+    let mut s = Store::open_dir(&d).unwrap();
+    s.apply(&[PersistOp::UpsertAccount(row(1, "Alice"))])
+        .unwrap();
+    drop(s);
+    let conn = rusqlite::Connection::open(d.join(gateway::store::DB_FILE)).unwrap();
+    conn.execute_batch(&format!("{UNDO_4} PRAGMA user_version = 3;"))
+        .unwrap();
+    drop(conn);
+    let s = Store::open_dir(&d).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 4);
+    let mut plain = row(1, "Alice");
+    plain.status = Default::default();
+    assert_eq!(s.load_all().unwrap(), vec![(plain, vec![])]);
+    assert!(s.load_audit(10).unwrap().is_empty());
 }

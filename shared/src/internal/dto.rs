@@ -240,6 +240,58 @@ pub struct GroundItemDto {
     pub remaining_ms: u64,
 }
 
+/// One AreaInstance as the operator's live map shows it ([`super::Msg::MapAnswer`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MapViewDto {
+    /// Its actors (players and NPCs), in the zone's order.
+    pub actors: Vec<MapActorDto>,
+    /// Its ground items.
+    pub items: Vec<MapItemDto>,
+}
+
+/// One actor on the live map.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MapActorDto {
+    /// Its RuntimeID in the instance.
+    #[doc(alias = "RuntimeID")]
+    pub runtime_id: u16,
+    /// Its script handle.
+    pub handle: i32,
+    /// Its name.
+    pub name: String,
+    /// A player (else an NPC).
+    pub player: bool,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+    /// Facing (degrees).
+    pub yaw: f32,
+    /// Level.
+    pub level: u16,
+    /// Health now.
+    pub health: i32,
+    /// Health at most.
+    pub health_max: i32,
+}
+
+/// One ground item on the live map.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MapItemDto {
+    /// The item's name.
+    pub name: String,
+    /// Stack size.
+    pub amount: u16,
+    /// Position.
+    pub x: f32,
+    /// Position.
+    pub y: f32,
+    /// Position.
+    pub z: f32,
+}
+
 /// Why a snapshot is persisted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SnapshotReasonDto {

@@ -48,8 +48,8 @@ use serde::{Deserialize, Serialize};
 
 pub use dto::{
     ActionId, ActorEffectDto, ActorStateDto, ArrivalDto, GroundItemDto, InvSlotDto, KnownSpellDto,
-    MAX_APPLIED_ACTIONS, MemorisingDto, SPELL_VIEW_HOLE, ScriptFileDto, ScriptStoreOp,
-    ScriptStoreResult, SnapshotReasonDto, TransferDto, ValueDto,
+    MAX_APPLIED_ACTIONS, MapActorDto, MapItemDto, MapViewDto, MemorisingDto, SPELL_VIEW_HOLE,
+    ScriptFileDto, ScriptStoreOp, ScriptStoreResult, SnapshotReasonDto, TransferDto, ValueDto,
 };
 pub use transfer_id::{TransferId, TransferMinter};
 
@@ -74,7 +74,12 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// 8: one transfer id end to end ([`TransferId`], [`Msg::TransferIds`]).
 /// 9: the tick watchdog: each [`InstanceLoad`] carries its tick age and whether it is
 /// stuck, and [`Msg::InstanceGivenUp`].
-pub const PROTOCOL_VERSION: u16 = 9;
+/// 10: scripts across the cluster (`ActorQuery`, `NpcQuery`, `ZoneActors`, `SpawnItem`)
+/// and the operator's live map ([`Msg::MapQuery`], [`Msg::MapAnswer`]).
+pub const PROTOCOL_VERSION: u16 = 10;
+
+/// The most actors and the most ground items a live map view carries each.
+pub const MAX_MAP_ENTRIES: usize = 20_000;
 
 /// A zone node's tick by default (ms): Realm Crafter's server loop at about 30 Hz. The
 /// gateway checks `broadcast_ms` against it (a broadcast is at least one tick).
@@ -672,6 +677,22 @@ pub enum Msg {
         /// What.
         action: AccountActionDto,
     },
+    /// Gateway → node: what the operator's live map shows of one instance (its actors and
+    /// ground items now); answered with [`Msg::MapAnswer`] (an empty view when the
+    /// instance is not there).
+    MapQuery {
+        /// The gateway's query id.
+        qid: u64,
+        /// The instance.
+        key: InstanceKey,
+    },
+    /// Node → gateway: the answer to a [`Msg::MapQuery`].
+    MapAnswer {
+        /// The query id.
+        qid: u64,
+        /// What the instance holds (`None`: not on this node).
+        view: Option<MapViewDto>,
+    },
     /// Node → gateway: the node's watchdog gave the instance up (no tick completed for
     /// its `give_up_tick_ms`, protocol version 9). The node has dropped it (no input
     /// reaches it; whatever it would still send is not sent); the gateway re-places it
@@ -735,6 +756,8 @@ impl Msg {
             Self::RunScript { .. } => "RunScript",
             Self::AccountAction { .. } => "AccountAction",
             Self::InstanceGivenUp { .. } => "InstanceGivenUp",
+            Self::MapQuery { .. } => "MapQuery",
+            Self::MapAnswer { .. } => "MapAnswer",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",
             Self::Error { .. } => "Error",

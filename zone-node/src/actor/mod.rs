@@ -1509,6 +1509,14 @@ impl Registry {
         }
     }
 
+    /// The operator's live map asks what `key` holds; an instance not here answers `None`.
+    pub fn map_query(&self, qid: u64, key: &InstanceKey) {
+        match self.instance(key) {
+            Some(h) => h.addr.do_send(zone::MapQuery { qid }),
+            None => self.send(Msg::MapAnswer { qid, view: None }),
+        }
+    }
+
     /// The gateway asks for the actors of `key` for a script elsewhere; an instance not
     /// here has none.
     pub fn zone_actors(&self, qid: u64, key: &InstanceKey) {

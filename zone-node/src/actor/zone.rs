@@ -865,6 +865,25 @@ impl Handler<Kick> for ZoneActor {
     }
 }
 
+/// The operator's live map asks what the instance holds (`Msg::MapQuery`): answered from
+/// the zone's state between ticks, read only.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct MapQuery {
+    /// The gateway's query id.
+    pub qid: u64,
+}
+
+impl Handler<MapQuery> for ZoneActor {
+    type Result = ();
+
+    fn handle(&mut self, q: MapQuery, _ctx: &mut Self::Context) {
+        let view = (!self.fenced.load(Ordering::Relaxed))
+            .then(|| crate::sim::inspect::map_view(self.sim.state()));
+        self.reg.send(Msg::MapAnswer { qid: q.qid, view });
+    }
+}
+
 impl Handler<InjectPanic> for ZoneActor {
     type Result = ();
 

@@ -54,6 +54,7 @@ pub mod area;
 pub mod engine;
 pub mod events;
 pub mod grid;
+pub mod inspect;
 pub mod instances;
 pub mod packets;
 pub mod rng;
