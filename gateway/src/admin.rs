@@ -151,6 +151,53 @@ pub trait AdminSource: Send + Sync + 'static {
     fn admin(&self, _cmd: AdminCommand) -> AdminFuture {
         Box::pin(async { Err("the admin API is not available here".to_owned()) })
     }
+    /// Records a command that ran, and its outcome, in the audit log.
+    fn audited(&self, _cmd: &AdminCommand, _outcome: &Result<String, String>) {}
+}
+
+impl AdminCommand {
+    /// Its name (the JSON `command` tag).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::CreateAccount { .. } => "create_account",
+            Self::SetDm { .. } => "set_dm",
+            Self::SetBanned { .. } => "set_banned",
+            Self::Kick { .. } => "kick",
+            Self::Warp { .. } => "warp",
+            Self::Broadcast { .. } => "broadcast",
+            Self::Online => "online",
+            Self::Lock { .. } => "lock",
+            Self::Unlock => "unlock",
+            Self::ReloadScripts => "reload_scripts",
+            Self::ImportScriptData { .. } => "import_script_data",
+        }
+    }
+
+    /// What it acts on (an account or a character; empty: the cluster).
+    pub fn target(&self) -> &str {
+        match self {
+            Self::CreateAccount { user, .. }
+            | Self::SetDm { user, .. }
+            | Self::SetBanned { user, .. } => user,
+            Self::Kick { name } | Self::Warp { name, .. } => name,
+            _ => "",
+        }
+    }
+
+    /// Its parameters for the audit log: JSON without the password or imported data.
+    pub fn audit_detail(&self) -> String {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("password");
+            o.remove("data");
+        }
+        v.to_string()
+    }
+
+    /// Whether it changes anything (`online` only reads).
+    pub fn changes_state(&self) -> bool {
+        !matches!(self, Self::Online)
+    }
 }
 
 /// The cluster as the gateway sees it (`GET /cluster`).
@@ -432,7 +479,12 @@ async fn run(
         Ok(c) => c,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("bad command: {e}")),
     };
-    match source.admin(cmd).await {
+    let audit = cmd.changes_state().then(|| cmd.clone());
+    let outcome = source.admin(cmd).await;
+    if let Some(cmd) = audit {
+        source.audited(&cmd, &outcome);
+    }
+    match outcome {
         Ok(msg) => text(StatusCode::OK, msg),
         Err(msg) => text(StatusCode::BAD_REQUEST, msg),
     }

@@ -692,6 +692,27 @@ impl AdminSource for Admin {
         let shared = self.0.clone();
         Box::pin(async move { run_admin(&shared, cmd).await })
     }
+
+    fn audited(&self, cmd: &AdminCommand, outcome: &Result<String, String>) {
+        let (ok, result) = match outcome {
+            Ok(t) => (true, t.clone()),
+            Err(t) => (false, t.clone()),
+        };
+        tracing::info!(operator = "admin", action = cmd.name(), target = cmd.target(), ok,
+            result = %result, "admin command");
+        let entry = self.0.console.audit().record(crate::console::AuditEntry {
+            id: 0,
+            at_ms: crate::console::unix_ms(),
+            operator: "admin".into(),
+            role: crate::console::Role::Admin,
+            action: cmd.name().into(),
+            target: cmd.target().into(),
+            detail: cmd.audit_detail(),
+            ok,
+            result,
+        });
+        crate::console::api::ConsoleSource::persist_audit(self, entry);
+    }
 }
 
 /// Changes an account's flag on the book and persists it at once; returns the account.

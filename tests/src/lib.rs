@@ -9,6 +9,7 @@
 pub mod adventurer;
 pub mod multiprocess;
 pub mod simulate;
+pub mod webdriver;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -16,6 +16,8 @@ use crate::session::AccountId;
 const MAP_QUERY_TTL: Duration = Duration::from_secs(5);
 /// Most live map questions in flight.
 const MAX_MAP_QUERIES: usize = 256;
+/// How often timed bans are checked for their end.
+const BAN_SWEEP: Duration = Duration::from_secs(5);
 
 /// A question of the console to the hub.
 #[derive(Debug)]
@@ -52,6 +54,8 @@ pub struct OnlineRow {
 pub(super) struct Maps {
     pending: HashMap<u64, (Instant, oneshot::Sender<Option<MapViewDto>>)>,
     next: u64,
+    /// When timed bans were last checked.
+    last_ban_sweep: Option<Instant>,
 }
 
 impl Hub {
@@ -99,6 +103,46 @@ impl Hub {
             self.maps.pending.insert(qid, (now, reply));
         } else {
             let _ = reply.send(None);
+        }
+    }
+
+    /// Timed bans that ended are lifted (checked every 5 s).
+    pub(super) fn lift_expired_bans(&mut self) {
+        let now = Instant::now();
+        if self
+            .maps
+            .last_ban_sweep
+            .is_some_and(|t| now.duration_since(t) < BAN_SWEEP)
+        {
+            return;
+        }
+        self.maps.last_ban_sweep = Some(now);
+        let unix = crate::console::unix_ms();
+        let ops = {
+            let mut acc = self.shared.accounts();
+            let ended = acc.book.expired_bans(unix);
+            for &id in &ended {
+                acc.book.set_ban(id, false, 0, "");
+                tracing::info!(account = id, "timed ban ended");
+            }
+            acc.book.take_persist()
+        };
+        if !ops.is_empty()
+            && let Err(e) = self.shared.writer.submit(ops)
+        {
+            tracing::error!(error = %e, "store writer unavailable");
+        }
+    }
+
+    /// A character of `account` entered the world: its last login.
+    pub(super) fn entered_at(&mut self, account: AccountId) {
+        let ops = {
+            let mut acc = self.shared.accounts();
+            acc.book.set_last_login(account, crate::console::unix_ms());
+            acc.book.take_persist()
+        };
+        if let Err(e) = self.shared.writer.submit(ops) {
+            tracing::error!(error = %e, "store writer unavailable");
         }
     }
 

@@ -730,6 +730,7 @@ impl Hub {
                 login,
             } => {
                 let _login = login.enter();
+                self.entered_at(account);
                 let (ignore, user, email) = self
                     .shared
                     .accounts()
@@ -1559,6 +1560,7 @@ impl Hub {
         self.expire_actor_queries();
         self.publish();
         self.rewrite_unsaved();
+        self.lift_expired_bans();
     }
 
     fn publish(&self) {

@@ -707,7 +707,9 @@ impl Conn {
             }
             return None;
         }
-        if ty == ids::P_CHAT_MESSAGE && matches!(payload.first(), Some(b'/' | b'\\')) {
+        // Every chat line goes through the hub: it routes the commands that reach beyond
+        // one zone, keeps the line for the operator's console and holds a muted player's.
+        if ty == ids::P_CHAT_MESSAGE {
             self.flush_batch();
             self.shared.to_hub(HubEvent::Chat {
                 session: self.session_id,

@@ -1,6 +1,8 @@
 //! Whole-cluster tests: gateways, zone nodes and clients as real processes and sockets (one binary: one link; each test still starts its own cluster).
 
 mod compact;
+mod console;
+mod console_browser;
 mod doors_hostile;
 mod economy;
 mod effects_cluster;

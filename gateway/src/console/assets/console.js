@@ -109,6 +109,11 @@ async function loadInstances() {
       return o;
     }));
     if (keep) sel.value = keep;
+    else if (list.length) {
+      // The busiest instance first.
+      const busiest = list.reduce((a, b) => (b.players > a.players ? b : a));
+      sel.value = busiest.area + "#" + busiest.instance;
+    }
     state.pick = null;
     if (sel.value) startStream(sel.value);
   } catch (e) {
@@ -288,11 +293,11 @@ async function loadPlayers() {
   }
 }
 
-async function openCharacter(name, account) {
+async function openCharacter(name, account, keepResult) {
   state.selected = { name, account };
   $("character").hidden = false;
   $("character-name").textContent = (name || "(no character)") + " — account " + account;
-  $("act-result").textContent = "";
+  if (!keepResult) $("act-result").textContent = "";
   if (!name) { $("character-detail").textContent = ""; return; }
   try {
     const c = await api("GET", "/characters/" + encodeURIComponent(name));
@@ -323,7 +328,7 @@ async function act(verb) {
   } catch (e) {
     out.className = "error"; out.textContent = e.message;
   }
-  openCharacter(s.name, s.account);
+  openCharacter(s.name, s.account, true);
 }
 
 // ----- logs -------------------------------------------------------------------------------

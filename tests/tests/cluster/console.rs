@@ -1,0 +1,364 @@
+//! The operator's console's API against a running cluster (issue 40): the live map's actors
+//! where the players are, its stream moving, roles, the audit log, bans and mutes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use cluster_tests::{Cluster, chat_containing, echo, login_again, new_player};
+use serde_json::Value;
+
+const VIEWER: &str = "viewer-token-0123456789abcdef";
+const MODERATOR: &str = "moderator-token-0123456789abcdef";
+const ADMIN: &str = "admin-token-0123456789abcdef";
+
+fn operators() -> String {
+    format!("vera:viewer:{VIEWER}\nmoe:moderator:{MODERATOR}\nada:admin:{ADMIN}")
+}
+
+/// One HTTP/1.1 request (`Connection: close`): the status and the body.
+fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    // Chunked bodies (axum's JSON has a length; keep both readable).
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((len, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(len.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, Value) {
+    let (m, p, t, b) = (
+        method.to_owned(),
+        path.to_owned(),
+        token.map(str::to_owned),
+        body.to_owned(),
+    );
+    let (status, text) = tokio::task::spawn_blocking(move || http(addr, &m, &p, t.as_deref(), &b))
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// The first `n` events of a live map stream (`event`, parsed `data`), each within 5 s.
+fn stream_events(addr: SocketAddr, path: &str, token: &str, n: usize) -> Vec<(String, Value)> {
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 65536];
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5 * n as u64 + 5);
+    while events.len() < n && Instant::now() < deadline {
+        let got = s.read(&mut buf).unwrap();
+        assert!(got > 0, "the stream ended: {text}");
+        text.push_str(&String::from_utf8_lossy(&buf[..got]));
+        // Each event: `event: NAME\ndata: JSON\n\n` (inside HTTP chunks: find the lines).
+        events = text
+            .split("event: ")
+            .skip(1)
+            .filter_map(|e| {
+                let (name, rest) = e.split_once('\n')?;
+                let data = rest.strip_prefix("data: ")?;
+                let line = data.split('\n').next()?;
+                let v: Value = serde_json::from_str(line)
+                    .ok()
+                    .unwrap_or_else(|| Value::String(line.into()));
+                rest.contains("\n\n").then(|| (name.trim().to_owned(), v))
+            })
+            .collect();
+    }
+    events
+}
+
+fn find<'a>(actors: &'a Value, name: &str) -> Option<&'a Value> {
+    actors.as_array()?.iter().find(|a| a["name"] == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_live_map_shows_the_players_and_moderation_is_by_role_and_audited() {
+    let c = Cluster::start_with_config("console-api", &[("n1", 64)], |cfg| {
+        cfg.operators = operators();
+    })
+    .await;
+    let admin = c.gw.admin_addr;
+    let (mut alice, ga) = new_player(c.gw.client_addr, "alice").await;
+    let (mut bob, gb) = new_player(c.gw.client_addr, "bob").await;
+    let area = String::from_utf8_lossy(ga.area.area.as_bytes()).into_owned();
+    let instance = ga.area.instance_handle;
+    let _ = instance;
+    let a_at = (ga.area.x + 3.0, ga.area.y, ga.area.z + 4.0);
+    let b_at = (gb.area.x - 5.0, gb.area.y, gb.area.z + 2.0);
+    assert!(echo(&mut alice, ga.runtime_id, a_at, Duration::from_secs(5)).await);
+    assert!(echo(&mut bob, gb.runtime_id, b_at, Duration::from_secs(5)).await);
+
+    // Who may read: anyone with a token; nobody without.
+    assert_eq!(
+        call(admin, "GET", "/api/v1/instances", None, "").await.0,
+        401
+    );
+    assert_eq!(
+        call(
+            admin,
+            "GET",
+            "/api/v1/instances",
+            Some("wrong-token-0123456789abcdef"),
+            ""
+        )
+        .await
+        .0,
+        401
+    );
+    let (status, me) = call(admin, "GET", "/api/v1/whoami", Some(VIEWER), "").await;
+    assert_eq!(
+        (status, me["name"].as_str(), me["role"].as_str()),
+        (200, Some("vera"), Some("viewer"))
+    );
+    let (status, list) = call(admin, "GET", "/api/v1/instances", Some(VIEWER), "").await;
+    assert_eq!(status, 200, "{list}");
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["area"] == area.as_str() && i["instance"] == 0)
+        .unwrap_or_else(|| panic!("{area} #0 in {list}"));
+    assert_eq!(row["node"], "n1");
+
+    // The actors, each where its player says it is.
+    let path = format!("/api/v1/instances/{}/0/actors", area.replace(' ', "%20"));
+    let (status, actors) = call(admin, "GET", &path, Some(VIEWER), "").await;
+    assert_eq!(status, 200, "{actors}");
+    for (name, at, rid) in [("alice", a_at, ga.runtime_id), ("bob", b_at, gb.runtime_id)] {
+        let a = find(&actors, name).unwrap_or_else(|| panic!("{name} in {actors}"));
+        assert_eq!(a["kind"], "player");
+        assert_eq!(a["runtime_id"], rid);
+        let (x, z) = (a["x"].as_f64().unwrap(), a["z"].as_f64().unwrap());
+        assert!(
+            (x - f64::from(at.0)).abs() < 1.0 && (z - f64::from(at.2)).abs() < 1.0,
+            "{name} at {x},{z}, the client says {at:?}"
+        );
+    }
+
+    // The stream: a frame with the statics, then frames that follow the players.
+    let stream = format!("/api/v1/instances/{}/0/stream", area.replace(' ', "%20"));
+    let first = tokio::task::spawn_blocking({
+        let s = stream.clone();
+        move || stream_events(admin, &s, VIEWER, 1)
+    })
+    .await
+    .unwrap();
+    assert_eq!(first[0].0, "map");
+    assert!(
+        first[0].1["statics"]["portals"].is_array(),
+        "{}",
+        first[0].1
+    );
+    let moved = (a_at.0 + 6.0, a_at.1, a_at.2);
+    let reader = tokio::task::spawn_blocking({
+        let s = stream.clone();
+        move || stream_events(admin, &s, VIEWER, 6)
+    });
+    assert!(echo(&mut alice, ga.runtime_id, moved, Duration::from_secs(5)).await);
+    let frames = reader.await.unwrap();
+    assert!(frames.iter().all(|(e, _)| e == "map"), "{frames:?}");
+    assert!(
+        frames.iter().any(|(_, f)| {
+            find(&f["actors"], "alice")
+                .is_some_and(|a| (a["x"].as_f64().unwrap() - f64::from(moved.0)).abs() < 1.0)
+        }),
+        "alice's move on the live map"
+    );
+
+    // Bad input: clear errors.
+    for (path, want) in [
+        ("/api/v1/instances/Nowhere/0/actors".to_owned(), 404),
+        (
+            format!("/api/v1/instances/{}/x/actors", area.replace(' ', "%20")),
+            400,
+        ),
+        (
+            format!("/api/v1/instances/{}/9/actors", area.replace(' ', "%20")),
+            404,
+        ),
+        ("/api/v1/players?limit=0".to_owned(), 400),
+    ] {
+        let (status, body) = call(admin, "GET", &path, Some(VIEWER), "").await;
+        assert_eq!(status, want, "{path}: {body}");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let (status, _) = call(
+        admin,
+        "POST",
+        "/api/v1/accounts/bob/ban",
+        Some(MODERATOR),
+        "{not json",
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = call(
+        admin,
+        "POST",
+        "/api/v1/accounts/bob/ban",
+        Some(MODERATOR),
+        r#"{"minutes": 99999999}"#,
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = call(
+        admin,
+        "POST",
+        "/api/v1/accounts/bob/explode",
+        Some(ADMIN),
+        "",
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // A mute: bob's talk reaches nobody, he is told, the chat log keeps it.
+    let (status, r) = call(
+        admin,
+        "POST",
+        "/api/v1/accounts/bob/mute",
+        Some(MODERATOR),
+        r#"{"minutes": 5, "reason": "spam"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+    bob.chat("buy gold at example.com").await.unwrap();
+    assert!(
+        chat_containing(&mut bob, "muted", Duration::from_secs(3))
+            .await
+            .is_some()
+    );
+    assert!(
+        chat_containing(&mut alice, "buy gold", Duration::from_millis(800))
+            .await
+            .is_none()
+    );
+    alice.chat("hello <script>alert(1)</script>").await.unwrap();
+    assert!(
+        chat_containing(&mut bob, "hello", Duration::from_secs(3))
+            .await
+            .is_some()
+    );
+    let (_, chat) = call(admin, "GET", "/api/v1/chat?player=bob", Some(VIEWER), "").await;
+    assert_eq!(chat[0]["text"], "buy gold at example.com");
+    assert_eq!(chat[0]["muted"], true);
+    let (_, chat) = call(admin, "GET", "/api/v1/chat?q=script", Some(VIEWER), "").await;
+    assert_eq!(
+        chat[0]["text"], "hello <script>alert(1)</script>",
+        "kept as sent"
+    );
+
+    // A ban: not for a viewer; a moderator's kicks bob and stops his logins.
+    let ban = r#"{"minutes": 60, "reason": "griefing"}"#;
+    assert_eq!(
+        call(admin, "POST", "/api/v1/accounts/bob/ban", None, ban)
+            .await
+            .0,
+        401
+    );
+    let (status, r) = call(admin, "POST", "/api/v1/accounts/bob/ban", Some(VIEWER), ban).await;
+    assert_eq!(status, 403, "{r}");
+    assert!(c.online("bob"));
+    let (status, r) = call(
+        admin,
+        "POST",
+        "/api/v1/accounts/bob/ban",
+        Some(MODERATOR),
+        ban,
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.online("bob") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!c.online("bob"), "a banned player is kicked");
+    drop(bob);
+    let (_, found) = call(admin, "GET", "/api/v1/players?q=bob", Some(VIEWER), "").await;
+    assert_eq!(found[0]["banned"], true, "{found}");
+    assert!(found[0]["ban_until_ms"].as_u64().unwrap() > 0);
+    let (status, detail) = call(admin, "GET", "/api/v1/characters/alice", Some(VIEWER), "").await;
+    assert_eq!(status, 200);
+    assert_eq!(detail["online"], true);
+    assert!(
+        (detail["x"].as_f64().unwrap() - f64::from(moved.0)).abs() < 1.0,
+        "{detail}"
+    );
+    assert!(detail["inventory"].is_array() && detail["attributes"].is_array());
+
+    // The audit log: the refused viewer and the moderator's ban, newest first.
+    let (_, log) = call(admin, "GET", "/api/v1/audit?q=ban", Some(VIEWER), "").await;
+    let log = log.as_array().unwrap();
+    let ok = log
+        .iter()
+        .find(|e| e["operator"] == "moe" && e["action"] == "ban")
+        .unwrap();
+    assert_eq!(
+        (ok["target"].as_str(), ok["ok"].as_bool()),
+        (Some("bob"), Some(true))
+    );
+    assert!(ok["detail"].as_str().unwrap().contains("griefing"));
+    let refused = log.iter().find(|e| e["operator"] == "vera").unwrap();
+    assert_eq!(refused["ok"], false);
+    assert!(refused["result"].as_str().unwrap().contains("moderator"));
+
+    // Lifted by an admin; bob logs in again.
+    let (status, _) = call(admin, "POST", "/api/v1/accounts/bob/unban", Some(ADMIN), "").await;
+    assert_eq!(status, 200);
+    let (_bob, _) = login_again(c.gw.client_addr, "bob").await;
+    drop(alice);
+}
