@@ -33,6 +33,8 @@
 # 11. prometheus  Prometheus (observe profile) scrapes the gateway and exactly the running
 #                 zone nodes, all up (after the scale and the kill)
 # 12. dashboard   every query of the shipped Grafana dashboard returns series
+# 13. alerts      deploy/prometheus/alerts.yml passes `promtool check rules` (from the
+#                 Prometheus image) and Prometheus has loaded every rule
 # Teardown always runs (trap): docker-compose -p <project> down -v --remove-orphans.
 set -euo pipefail
 
@@ -433,6 +435,25 @@ if wait_for 40 prometheus_sees_all; then
     pass "prometheus" "$(cat "$WORK/targets.txt")"
 else
     fail "prometheus" "$(cat "$WORK/targets.txt" 2>/dev/null)"
+fi
+
+# 13. The alerting rules: valid for promtool, and loaded by Prometheus.
+alerts_ok() {
+    docker run --rm --entrypoint promtool -v "$ROOT/deploy/prometheus/alerts.yml:/alerts.yml:ro" \
+        "$PROMETHEUS_IMAGE" check rules /alerts.yml >"$WORK/promtool.txt" 2>&1 || return 1
+    curl -fsS -m 5 "$PROM/api/v1/rules" >"$WORK/rules.json" || return 1
+    python3 - "$WORK/rules.json" "$ROOT/deploy/prometheus/alerts.yml" >>"$WORK/promtool.txt" <<'PY'
+import json, re, sys
+loaded = [r["name"] for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]
+want = re.findall(r"^\s*- alert: (\S+)", open(sys.argv[2]).read(), re.M)
+print(f"loaded {len(loaded)} of {len(want)} rules: {sorted(loaded)}")
+sys.exit(0 if want and sorted(loaded) == sorted(want) else 1)
+PY
+}
+if wait_for 20 alerts_ok; then
+    pass "alerts" "$(tail -1 "$WORK/promtool.txt")"
+else
+    fail "alerts" "$(cat "$WORK/promtool.txt" 2>/dev/null)"
 fi
 
 # 12. Every query of the Grafana dashboard answers with series from this cluster.

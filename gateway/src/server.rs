@@ -435,6 +435,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             internal_addr,
             &internal_fp,
             (*world).clone(),
+            &shared.extra_metrics,
         )?)
     } else {
         None
@@ -523,6 +524,9 @@ impl AdminSource for Admin {
         let mut t = MetricsText::new();
         ops::process::process_and_build(&mut t, "rc_gateway_build_info", env!("CARGO_PKG_VERSION"));
         m.render(&mut t);
+        if let Some(extra) = s.extra_metrics.get() {
+            extra(&mut t);
+        }
         let st = s.writer.stats();
         t.counter(
             "rc_gateway_store_ops_written_total",
@@ -551,6 +555,20 @@ impl AdminSource for Admin {
                 "Failed writes (submitted batches, each stored whole or not at all), by cause: disk_full (SQLITE_FULL), io, read_only, busy, corrupt, constraint, encode, other.",
                 &[("cause", cause.label())],
                 st.failed_writes(cause),
+            );
+        }
+        // The data directory's file system (the store's disk): what the disk-full alert reads.
+        if let Ok(fs) = rustix::fs::statvfs(&s.cfg.data_dir) {
+            let unit = fs.f_frsize.max(1);
+            t.gauge(
+                "rc_gateway_data_dir_free_bytes",
+                "Bytes free for the gateway on its data directory's file system.",
+                fs.f_bavail.saturating_mul(unit) as f64,
+            );
+            t.gauge(
+                "rc_gateway_data_dir_size_bytes",
+                "Size of the gateway's data directory's file system.",
+                fs.f_blocks.saturating_mul(unit) as f64,
             );
         }
         t.gauge(

@@ -65,6 +65,7 @@ pub(crate) fn start(
     internal: SocketAddr,
     pin: &str,
     world: World,
+    zone_metrics: &std::sync::OnceLock<crate::hub::ExtraMetrics>,
 ) -> Result<Embedded, StartError> {
     let node_cfg = embedded_config(cfg, internal, pin);
     node_cfg
@@ -78,7 +79,7 @@ pub(crate) fn start(
             let system = actix::System::new();
             let r = system.block_on(async move {
                 let handle = zone_node::node::start(node_cfg, world);
-                let _ = trigger_tx.send(handle.drain_trigger());
+                let _ = trigger_tx.send((handle.drain_trigger(), handle.registry.clone()));
                 handle.join().await
             });
             match r {
@@ -88,9 +89,15 @@ pub(crate) fn start(
             let _ = done_tx.send(());
         })
         .map_err(|e| StartError::Node(e.to_string()))?;
-    let drain = trigger_rx
+    let (drain, registry) = trigger_rx
         .recv_timeout(Duration::from_secs(10))
         .map_err(|_| StartError::Node("did not start".into()))?;
+    // The node's metrics on the gateway's `/metrics` (the node has no endpoint of its own).
+    let _ = zone_metrics.set(Arc::new(
+        move |t: &mut shared::metrics_text::MetricsText| {
+            zone_node::admin::render_zone(t, &registry);
+        },
+    ));
     Ok(Embedded {
         drain,
         done,

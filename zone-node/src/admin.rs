@@ -22,8 +22,15 @@ use crate::sim::events::{PHASE_NAMES, Rejection};
 pub fn render(reg: &Registry) -> String {
     let mut t = MetricsText::new();
     ops::process::process_and_build(&mut t, "rc_zone_build_info", env!("CARGO_PKG_VERSION"));
+    render_zone(&mut t, reg);
+    t.render()
+}
+
+/// The node's own families (every `rc_zone_*` but the build info) into `t`: the node's
+/// `/metrics`, and the gateway's under `--standalone`, where the process is the gateway's.
+pub fn render_zone(t: &mut MetricsText, reg: &Registry) {
     let m = &reg.metrics;
-    shared::metrics_text::render_series(&mut t, crate::actor::FAMILIES, &m.series());
+    shared::metrics_text::render_series(t, crate::actor::FAMILIES, &m.series());
     // One series per reason (every reason, zeros included, so a rate never starts from a
     // missing series); the total is their sum.
     for r in Rejection::ALL {
@@ -164,7 +171,6 @@ pub fn render(reg: &Registry) -> String {
             );
         }
     }
-    t.render()
 }
 
 async fn metrics(State(reg): State<Arc<Registry>>) -> Response {

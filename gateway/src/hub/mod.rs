@@ -475,6 +475,8 @@ pub struct Shared {
     pub pregame: std::sync::atomic::AtomicUsize,
     /// The operator's console: operators, the audit log, recent chat.
     pub console: crate::console::ConsoleState,
+    /// More metrics for `/metrics`: the embedded zone node's under `--standalone`.
+    pub extra_metrics: std::sync::OnceLock<ExtraMetrics>,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -532,6 +534,7 @@ impl Shared {
             crate::console::Operators::parse(&cfg.operators, &cfg.admin_token).unwrap_or_default();
         let shared = Arc::new(Self {
             console: crate::console::ConsoleState::new(operators),
+            extra_metrics: std::sync::OnceLock::new(),
             cfg,
             world,
             accounts: Mutex::new(Accounts { book, throttle }),
@@ -623,6 +626,9 @@ impl Characters for Book<'_> {
         Some(state)
     }
 }
+
+/// Renders more metric families into the gateway's `/metrics`.
+pub type ExtraMetrics = Arc<dyn Fn(&mut crate::admin::MetricsText) + Send + Sync>;
 
 /// The hub: the control plane and what it needs from the world around it; [`run`] drives
 /// it.

@@ -58,6 +58,24 @@ fn failed(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// One GET (blocking): the body.
+fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200"), "{path}: {raw}");
+    raw.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
+}
+
 async fn connect(addr: SocketAddr) -> Connection {
     Connection::connect(addr, "gateway", Verify::Insecure)
         .await
@@ -194,6 +212,64 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
         .await
         .unwrap();
     assert!(failed(&out).contains("401"));
+
+    // Under --standalone the gateway's /metrics carries the embedded zone node's families,
+    // and the disk the alerts watch.
+    let metrics = tokio::task::spawn_blocking(move || get(admin_addr, "/metrics", None))
+        .await
+        .unwrap();
+    for family in [
+        "rc_zone_ticks_total",
+        "rc_zone_instance_tick_age_seconds",
+        "rc_zone_tick_seconds_bucket",
+        "rc_zone_ready",
+        "rc_gateway_data_dir_free_bytes",
+    ] {
+        assert!(metrics.contains(family), "{family} in /metrics");
+    }
+    assert_eq!(
+        metrics.matches("# TYPE process_cpu_seconds_total").count(),
+        1
+    );
+    // Every command that changed something is in the audit log, as the operator `admin`.
+    let audit = tokio::task::spawn_blocking(move || {
+        get(admin_addr, "/api/v1/audit?limit=1000", Some(TOKEN))
+    })
+    .await
+    .unwrap();
+    let audit: serde_json::Value = serde_json::from_str(&audit).unwrap();
+    let actions: Vec<(&str, &str, bool)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["target"].as_str().unwrap(),
+                e["ok"] == true,
+            )
+        })
+        .collect();
+    for want in [
+        ("create_account", "alice", true),
+        ("create_account", "alice", false),
+        ("set_dm", "alice", true),
+        ("set_banned", "alice", true),
+        ("kick", "Nobody", false),
+    ] {
+        assert!(actions.contains(&want), "{want:?} in {actions:?}");
+    }
+    assert!(
+        !audit.to_string().contains("\"password\""),
+        "no password in the audit log"
+    );
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["operator"] == "admin")
+    );
 
     gw.shutdown().await;
     // Everything the operator changed is in the database.

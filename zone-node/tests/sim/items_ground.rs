@@ -690,3 +690,39 @@ fn give_offers_one_item_to_a_dm_and_answers_an_unknown_name_or_no_room() {
     assert_eq!(h.rejections(), vec![Rejection::BadItemRequest]);
     assert_eq!(h.actor(did).inventory, before);
 }
+
+/// The operator's live map (`sim::inspect::map_view`): every actor where it stands, with
+/// its RuntimeID, kind and health, and the ground items by name; taking it changes
+/// nothing.
+#[test]
+fn the_live_map_view_shows_actors_and_ground_items_as_they_are() {
+    let mut h = harness(GroundConfig::default());
+    let (ann, ann_id) = h.spawn_player("Ann", 10.0, 20.0);
+    let (_, bob_id) = h.spawn_player("Bob", -4.0, 7.5);
+    let wolf = h.spawn_npc(zone_node::sim::testing::templates::WOLF, 30.0, -12.0);
+    give_slot(&mut h, ann_id, BACKPACK, item(POTION, 3));
+    drop_(&mut h, ann, BACKPACK as u8, 3);
+    h.tick();
+    let before = h.sim.state().actor_count();
+    let view = zone_node::sim::inspect::map_view(h.sim.state());
+    assert_eq!(h.sim.state().actor_count(), before);
+    assert_eq!(view.actors.len(), 3);
+    for (id, player) in [(ann_id, true), (bob_id, true), (wolf, false)] {
+        let a = h.actor(id);
+        let m = view
+            .actors
+            .iter()
+            .find(|m| m.runtime_id == a.rid)
+            .unwrap_or_else(|| panic!("{} on the map", a.cold.name));
+        assert_eq!((m.name.as_str(), m.player), (a.cold.name.as_str(), player));
+        assert_eq!((m.x, m.y, m.z), (a.x, a.y, a.z));
+        assert_eq!(m.level, a.cold.level);
+        assert!(m.health_max >= m.health);
+    }
+    assert_eq!(view.items.len(), 1);
+    assert_eq!(
+        (view.items[0].name.as_str(), view.items[0].amount),
+        ("Potion", 3)
+    );
+    assert_eq!((view.items[0].x, view.items[0].z), (10.0, 20.0));
+}
