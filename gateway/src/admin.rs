@@ -151,8 +151,9 @@ pub trait AdminSource: Send + Sync + 'static {
     fn admin(&self, _cmd: AdminCommand) -> AdminFuture {
         Box::pin(async { Err("the admin API is not available here".to_owned()) })
     }
-    /// Records a command that ran, and its outcome, in the audit log.
-    fn audited(&self, _cmd: &AdminCommand, _outcome: &Result<String, String>) {}
+    /// Records a command that ran for the operator of `token`, and its outcome, in the
+    /// audit log.
+    fn audited(&self, _token: &str, _cmd: &AdminCommand, _outcome: &Result<String, String>) {}
 }
 
 impl AdminCommand {
@@ -482,7 +483,7 @@ async fn run(
     let audit = cmd.changes_state().then(|| cmd.clone());
     let outcome = source.admin(cmd).await;
     if let Some(cmd) = audit {
-        source.audited(&cmd, &outcome);
+        source.audited(bearer(headers), &cmd, &outcome);
     }
     match outcome {
         Ok(msg) => text(StatusCode::OK, msg),

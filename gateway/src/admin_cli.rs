@@ -1,7 +1,9 @@
-//! `gateway admin …`: operator commands on a running gateway, through its admin API
-//! (`POST /admin` with the bearer token), so nobody has to stop the server to create an
-//! account, make a DM, ban, kick, warp, broadcast, see who is online, or lock the server
-//! for maintenance and unlock it.
+//! `gateway admin …`: operator commands on a running gateway, through its JSON admin API
+//! (`/api/v1/`, docs/api.md, with the operator's bearer token; `import-script-data`
+//! through `POST /admin`), so nobody has to stop the server to create an account, make a
+//! DM, ban or mute (with a reason and an end), kick, warp, message, broadcast, see who is
+//! online and where the actors of an instance are, read the audit log, or lock the server
+//! for maintenance and unlock it. `--json` prints the API's answer as it came.
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -18,10 +20,13 @@ pub struct AdminArgs {
     /// The gateway's admin address.
     #[arg(long, default_value = "127.0.0.1:9180")]
     admin_addr: SocketAddr,
-    /// A file holding the admin token (else `GATEWAY_ADMIN_TOKEN_FILE` or
-    /// `GATEWAY_ADMIN_TOKEN`, as the gateway reads it).
+    /// A file holding the operator's token (an `operators` token, or the `admin_token`;
+    /// else `GATEWAY_ADMIN_TOKEN_FILE` or `GATEWAY_ADMIN_TOKEN`).
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// Print the API's JSON answer instead of its text.
+    #[arg(long)]
+    json: bool,
     #[command(subcommand)]
     cmd: AdminCmd,
 }
@@ -58,11 +63,60 @@ enum AdminCmd {
         /// Lift the ban instead.
         #[arg(long)]
         off: bool,
+        /// For this many minutes (0: for good).
+        #[arg(long, default_value_t = 0)]
+        minutes: u64,
+        /// Why.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Mute an account: its chat reaches nobody for the minutes given; with --off, lift it.
+    Mute {
+        /// Account name.
+        user: String,
+        /// Lift the mute instead.
+        #[arg(long)]
+        off: bool,
+        /// For this many minutes.
+        #[arg(long, default_value_t = 60)]
+        minutes: u64,
+        /// Why (told to the player).
+        #[arg(long, default_value = "")]
+        reason: String,
     },
     /// Kick an online character.
     Kick {
         /// Character name.
         name: String,
+        /// Why (told to the player).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// A system line to one online character.
+    Message {
+        /// Character name.
+        name: String,
+        /// The text.
+        text: String,
+    },
+    /// The AreaInstances: node, players, NPCs, tick p99.
+    Instances,
+    /// The actors of an AreaInstance now: RuntimeID, name, kind, position.
+    Actors {
+        /// Area name.
+        area: String,
+        /// Instance number.
+        #[arg(default_value_t = 0)]
+        instance: u16,
+    },
+    /// The audit log, newest first.
+    Audit {
+        /// Only entries whose operator, action or target contain this.
+        #[arg(long, default_value = "")]
+        query: String,
+        /// How many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
     },
     /// Warp an online character to an AreaInstance.
     Warp {
@@ -120,60 +174,251 @@ fn token(args: &AdminArgs) -> anyhow::Result<String> {
         })
 }
 
+/// One call of the JSON API: method, path, body.
+struct Call {
+    method: &'static str,
+    path: String,
+    body: serde_json::Value,
+}
+
+fn call(method: &'static str, path: String, body: serde_json::Value) -> Call {
+    Call { method, path, body }
+}
+
+/// A path segment, percent-encoded.
+fn seg(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
 /// Runs one `gateway admin` command; prints the gateway's answer.
 pub fn run(args: AdminArgs) -> anyhow::Result<()> {
+    use serde_json::json;
     let token = token(&args)?;
-    let cmd = match args.cmd {
+    let v1 = |method, path: String, body| Some(call(method, format!("/api/v1{path}"), body));
+    let (api, legacy) = match args.cmd {
         AdminCmd::CreateAccount {
             user,
             dm,
             password_file,
             password_stdin,
-        } => AdminCommand::CreateAccount {
+        } => {
+            let password = super::read_password(password_file.as_deref(), password_stdin)?;
+            (
+                v1(
+                    "POST",
+                    "/accounts".into(),
+                    json!({"user": user, "password": password, "dm": dm}),
+                ),
+                None,
+            )
+        }
+        AdminCmd::SetDm { user, off } => (
+            v1(
+                "POST",
+                format!("/accounts/{}/dm", seg(&user)),
+                json!({"on": !off}),
+            ),
+            None,
+        ),
+        AdminCmd::Ban {
+            user, off: true, ..
+        } => (
+            v1("POST", format!("/accounts/{}/unban", seg(&user)), json!({})),
+            None,
+        ),
+        AdminCmd::Ban {
             user,
-            password: super::read_password(password_file.as_deref(), password_stdin)?,
-            dm,
-        },
-        AdminCmd::SetDm { user, off } => AdminCommand::SetDm { user, on: !off },
-        AdminCmd::Ban { user, off } => AdminCommand::SetBanned { user, on: !off },
-        AdminCmd::Kick { name } => AdminCommand::Kick { name },
+            minutes,
+            reason,
+            ..
+        } => (
+            v1(
+                "POST",
+                format!("/accounts/{}/ban", seg(&user)),
+                json!({"minutes": minutes, "reason": reason}),
+            ),
+            None,
+        ),
+        AdminCmd::Mute {
+            user, off: true, ..
+        } => (
+            v1(
+                "POST",
+                format!("/accounts/{}/unmute", seg(&user)),
+                json!({}),
+            ),
+            None,
+        ),
+        AdminCmd::Mute {
+            user,
+            minutes,
+            reason,
+            ..
+        } => (
+            v1(
+                "POST",
+                format!("/accounts/{}/mute", seg(&user)),
+                json!({"minutes": minutes, "reason": reason}),
+            ),
+            None,
+        ),
+        AdminCmd::Kick { name, reason } => (
+            v1(
+                "POST",
+                format!("/players/{}/kick", seg(&name)),
+                json!({"reason": reason}),
+            ),
+            None,
+        ),
+        AdminCmd::Message { name, text } => (
+            v1(
+                "POST",
+                format!("/players/{}/message", seg(&name)),
+                json!({"text": text}),
+            ),
+            None,
+        ),
         AdminCmd::Warp {
             name,
             area,
             instance,
-        } => AdminCommand::Warp {
-            name,
-            area,
-            instance,
-        },
-        AdminCmd::Broadcast { text } => AdminCommand::Broadcast { text },
-        AdminCmd::Online => AdminCommand::Online,
-        AdminCmd::Lock { reason } => AdminCommand::Lock { reason },
-        AdminCmd::Unlock => AdminCommand::Unlock,
-        AdminCmd::ReloadScripts => AdminCommand::ReloadScripts,
-        AdminCmd::ImportScriptData { dir } => AdminCommand::ImportScriptData {
-            data: gateway::script_import::read_server_data(&dir)?,
-        },
-    };
-    let body = serde_json::to_vec(&cmd)?;
-    let (status, answer) = post(args.admin_addr, &token, &body)
-        .with_context(|| format!("the admin API at {}", args.admin_addr))?;
-    if status == 200 {
-        if !answer.is_empty() {
-            println!("{answer}");
+        } => (
+            v1(
+                "POST",
+                format!("/players/{}/warp", seg(&name)),
+                json!({"area": area, "instance": instance}),
+            ),
+            None,
+        ),
+        AdminCmd::Broadcast { text } => {
+            (v1("POST", "/broadcast".into(), json!({"text": text})), None)
         }
-        Ok(())
+        AdminCmd::Online => (v1("GET", "/players".into(), json!(null)), None),
+        AdminCmd::Instances => (v1("GET", "/instances".into(), json!(null)), None),
+        AdminCmd::Actors { area, instance } => (
+            v1(
+                "GET",
+                format!("/instances/{}/{instance}/actors", seg(&area)),
+                json!(null),
+            ),
+            None,
+        ),
+        AdminCmd::Audit { query, limit } => (
+            v1(
+                "GET",
+                format!("/audit?q={}&limit={limit}", seg(&query)),
+                json!(null),
+            ),
+            None,
+        ),
+        AdminCmd::Lock { reason } => (v1("POST", "/lock".into(), json!({"reason": reason})), None),
+        AdminCmd::Unlock => (v1("POST", "/unlock".into(), json!({})), None),
+        AdminCmd::ReloadScripts => (v1("POST", "/reload-scripts".into(), json!({})), None),
+        AdminCmd::ImportScriptData { dir } => (
+            None,
+            Some(AdminCommand::ImportScriptData {
+                data: gateway::script_import::read_server_data(&dir)?,
+            }),
+        ),
+    };
+    let c = match (api, legacy) {
+        (Some(c), _) => c,
+        (None, Some(cmd)) => call("POST", "/admin".into(), serde_json::to_value(&cmd)?),
+        (None, None) => anyhow::bail!("nothing to do"),
+    };
+    let body = if c.body.is_null() {
+        Vec::new()
     } else {
-        anyhow::bail!("{status}: {answer}")
+        serde_json::to_vec(&c.body)?
+    };
+    let (status, answer) = request(args.admin_addr, c.method, &c.path, &token, &body)
+        .with_context(|| format!("the admin API at {}", args.admin_addr))?;
+    let parsed: Option<serde_json::Value> = serde_json::from_str(&answer).ok();
+    if status != 200 {
+        let why = parsed
+            .as_ref()
+            .and_then(|v| v["error"].as_str().map(str::to_owned))
+            .unwrap_or(answer);
+        anyhow::bail!("{status}: {why}");
+    }
+    match parsed {
+        Some(v) if args.json => println!("{v}"),
+        Some(v) => print_text(&v),
+        None if !answer.is_empty() => println!("{answer}"),
+        None => {}
+    }
+    Ok(())
+}
+
+/// An answer as text: an action's result, or one line per row.
+fn print_text(v: &serde_json::Value) {
+    if let Some(r) = v["result"].as_str() {
+        println!("{r}");
+        return;
+    }
+    let Some(rows) = v.as_array() else {
+        println!("{v}");
+        return;
+    };
+    for r in rows {
+        let line = if r.get("character").is_some() {
+            format!(
+                "{}\t{}\t{}",
+                r["character"].as_str().unwrap_or(""),
+                r["area"].as_str().unwrap_or(""),
+                r["instance"]
+            )
+        } else if r.get("runtime_id").is_some() {
+            format!(
+                "{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}",
+                r["runtime_id"],
+                r["name"].as_str().unwrap_or(""),
+                r["kind"].as_str().unwrap_or(""),
+                r["x"].as_f64().unwrap_or(0.0),
+                r["y"].as_f64().unwrap_or(0.0),
+                r["z"].as_f64().unwrap_or(0.0)
+            )
+        } else if r.get("operator").is_some() {
+            format!(
+                "{}\t{}\t{}\t{}\t{}\t{}",
+                r["id"],
+                r["operator"].as_str().unwrap_or(""),
+                r["action"].as_str().unwrap_or(""),
+                r["target"].as_str().unwrap_or(""),
+                if r["ok"] == true { "ok" } else { "failed" },
+                r["result"].as_str().unwrap_or("")
+            )
+        } else if r.get("node").is_some() {
+            format!(
+                "{}\t{}\t{}\t{} players\t{} NPCs\t{:.2} ms",
+                r["area"].as_str().unwrap_or(""),
+                r["instance"],
+                r["node"].as_str().unwrap_or(""),
+                r["players"],
+                r["npcs"],
+                r["tick_p99_ms"].as_f64().unwrap_or(0.0)
+            )
+        } else {
+            r.to_string()
+        };
+        println!("{line}");
     }
 }
 
-/// `POST /admin` over HTTP/1.1 (one request, `Connection: close`).
-fn post(addr: SocketAddr, token: &str, body: &[u8]) -> anyhow::Result<(u16, String)> {
+/// One request over HTTP/1.1 (`Connection: close`).
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: &[u8],
+) -> anyhow::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     let head = format!(
-        "POST /admin HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes())?;

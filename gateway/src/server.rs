@@ -690,20 +690,17 @@ impl AdminSource for Admin {
         self.view()
     }
 
+    /// An admin operator's token (`operators` with the admin role, or `admin_token`, which
+    /// is the operator `admin`), compared in constant time (`console::Operators`).
     fn admin_token_ok(&self, token: &str) -> Option<bool> {
-        let want = self.0.cfg.admin_token.as_bytes();
-        if want.is_empty() {
+        let ops = &self.0.console.operators;
+        if ops.is_empty() {
             return None;
         }
-        // Constant time over the configured token's length.
-        let got = token.as_bytes();
-        let diff = want
-            .iter()
-            .enumerate()
-            .fold(u8::from(got.len() != want.len()), |d, (i, &b)| {
-                d | (b ^ got.get(i).copied().unwrap_or(0))
-            });
-        Some(diff == 0)
+        Some(
+            ops.authenticate(token)
+                .is_some_and(|o| o.role == crate::console::Role::Admin),
+        )
     }
 
     fn admin(&self, cmd: AdminCommand) -> AdminFuture {
@@ -711,17 +708,23 @@ impl AdminSource for Admin {
         Box::pin(async move { run_admin(&shared, cmd).await })
     }
 
-    fn audited(&self, cmd: &AdminCommand, outcome: &Result<String, String>) {
+    fn audited(&self, token: &str, cmd: &AdminCommand, outcome: &Result<String, String>) {
         let (ok, result) = match outcome {
             Ok(t) => (true, t.clone()),
             Err(t) => (false, t.clone()),
         };
-        tracing::info!(operator = "admin", action = cmd.name(), target = cmd.target(), ok,
+        let operator = self
+            .0
+            .console
+            .operators
+            .authenticate(token)
+            .map_or_else(|| "admin".to_owned(), |o| o.name.clone());
+        tracing::info!(operator = %operator, action = cmd.name(), target = cmd.target(), ok,
             result = %result, "admin command");
         let entry = self.0.console.audit().record(crate::console::AuditEntry {
             id: 0,
             at_ms: crate::console::unix_ms(),
-            operator: "admin".into(),
+            operator,
             role: crate::console::Role::Admin,
             action: cmd.name().into(),
             target: cmd.target().into(),

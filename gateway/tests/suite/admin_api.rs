@@ -150,6 +150,39 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
     assert!(ok(&out).contains("Lakeshore"), "from {area}");
     let out = run(&["warp", "Alice", "Atlantis"], "").await;
     assert!(failed(&out).contains("no area called"));
+    // Where she is now, as JSON from the zone; a mute; the instances.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = ok(&run(&["--json", "actors", "Lakeshore"], "").await);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if v.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "Alice" && a["kind"] == "player")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Alice in Lakeshore: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        ok(&run(&["mute", "alice", "--minutes", "5", "--reason", "spam"], "").await)
+            .contains("muted for 5 minutes")
+    );
+    assert!(ok(&run(&["mute", "alice", "--off"], "").await).contains("no longer muted"));
+    // The cluster view is the hub's, republished every 200 ms.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = ok(&run(&["instances"], "").await);
+        if out.contains("Lakeshore\t0\tembedded") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // A DM flag, persisted at once.
     assert!(ok(&run(&["set-dm", "alice"], "").await).contains("is a DM"));
@@ -254,7 +287,8 @@ async fn operators_manage_a_running_gateway_through_the_admin_api() {
         ("create_account", "alice", true),
         ("create_account", "alice", false),
         ("set_dm", "alice", true),
-        ("set_banned", "alice", true),
+        ("ban", "alice", true),
+        ("unban", "alice", true),
         ("kick", "Nobody", false),
     ] {
         assert!(actions.contains(&want), "{want:?} in {actions:?}");
