@@ -221,6 +221,9 @@ pub struct ClusterView {
     /// Files in the update list (`Files.dat`).
     #[serde(default)]
     pub update_files: u64,
+    /// When a shutdown an operator scheduled is due (Unix ms), while one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_at_ms: Option<u64>,
 }
 
 /// Client sessions by phase.

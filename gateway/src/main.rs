@@ -405,7 +405,10 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
                 .map(|a| format!(", updates on http://{a}"))
                 .unwrap_or_default()
         );
-        ops::shutdown_signal().await;
+        tokio::select! {
+            () = ops::shutdown_signal() => {}
+            () = gw.scheduled_stop() => {}
+        }
         tracing::info!("shutting down (a second signal forces the exit)");
         tokio::select! {
             () = gw.shutdown() => {}

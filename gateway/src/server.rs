@@ -464,6 +464,12 @@ impl Gateway {
         &self.shared
     }
 
+    /// Completes when a shutdown an operator scheduled (`POST /api/v1/shutdown`) is due.
+    pub async fn scheduled_stop(&self) {
+        let mut rx = self.shared.stop_requested.subscribe();
+        let _ = rx.wait_for(|due| *due).await;
+    }
+
     /// Save every player, close every client with code 3, stop the embedded node, flush
     /// the store; bounded by `shutdown_timeout_ms` (plus the node's own drain).
     pub async fn shutdown(self) {
@@ -891,6 +897,7 @@ impl Admin {
         v.locked = gate.is_locked();
         v.lock_reason.clone_from(&gate.lock);
         v.update_files = u64::try_from(gate.files().len()).unwrap_or(u64::MAX);
+        v.shutdown_at_ms = lock(&s.shutdown_plan).as_ref().map(|p| p.at_ms);
         v
     }
 }
@@ -914,6 +921,80 @@ impl Admin {
             .await
             .unwrap_or_default()
     }
+}
+
+/// Schedules the gateway's shutdown in `seconds` (replacing one already scheduled): every
+/// player is told at each of `console::ANNOUNCE_AT_S`, then the gateway stops as on
+/// SIGTERM (every player saved, closed with code 3).
+fn schedule_shutdown(shared: &Arc<Shared>, seconds: u64, message: String) -> String {
+    let at_ms = crate::console::unix_ms().saturating_add(seconds.saturating_mul(1000));
+    let s = shared.clone();
+    let msg = message.clone();
+    let task = tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        let end = start + Duration::from_secs(seconds);
+        let say = |left: u64| {
+            let text = format!(
+                "The server shuts down in {}.{}",
+                crate::console::countdown_text(left),
+                if msg.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {msg}")
+                }
+            );
+            let (reply, _) = oneshot::channel();
+            s.to_hub(HubEvent::Admin {
+                cmd: HubAdmin::Broadcast { text },
+                reply,
+            });
+        };
+        say(seconds);
+        for &left in crate::console::ANNOUNCE_AT_S {
+            if left >= seconds {
+                continue;
+            }
+            tokio::time::sleep_until(end - Duration::from_secs(left)).await;
+            say(left);
+        }
+        tokio::time::sleep_until(end).await;
+        tracing::info!("the scheduled shutdown is due");
+        let _ = s.stop_requested.send(true);
+    });
+    let old = lock(&shared.shutdown_plan).replace(crate::console::ShutdownPlan {
+        at_ms,
+        message,
+        task: task.abort_handle(),
+    });
+    if let Some(old) = old {
+        old.task.abort();
+    }
+    format!(
+        "the server shuts down in {}",
+        crate::console::countdown_text(seconds)
+    )
+}
+
+/// Cancels a scheduled shutdown and tells the players.
+async fn cancel_shutdown(shared: &Arc<Shared>) -> Result<String, String> {
+    let Some(plan) = lock(&shared.shutdown_plan).take() else {
+        return Err("no shutdown is scheduled".into());
+    };
+    plan.task.abort();
+    let (reply, rx) = oneshot::channel();
+    shared.to_hub(HubEvent::Admin {
+        cmd: HubAdmin::Broadcast {
+            text: "The scheduled shutdown is cancelled.".into(),
+        },
+        reply,
+    });
+    let _ = rx.await;
+    Ok("the scheduled shutdown is cancelled".into())
+}
+
+/// A mutex's guard, a poisoned one recovered.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A timed mute or ban's end (Unix ms) `minutes` from now.
@@ -1200,6 +1281,10 @@ impl crate::console::api::ConsoleSource for Admin {
                 Action::Lock { reason } => run_admin(&shared, AdminCommand::Lock { reason }).await,
                 Action::Unlock => run_admin(&shared, AdminCommand::Unlock).await,
                 Action::ReloadScripts => run_admin(&shared, AdminCommand::ReloadScripts).await,
+                Action::ScheduleShutdown { seconds, message } => {
+                    Ok(schedule_shutdown(&shared, seconds, message))
+                }
+                Action::CancelShutdown => cancel_shutdown(&shared).await,
             }
         })
     }

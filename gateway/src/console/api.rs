@@ -182,6 +182,16 @@ pub enum Action {
     Unlock,
     /// Reload the world's scripts (`RefreshScripts`).
     ReloadScripts,
+    /// Shut the gateway (and its players' sessions, saved) down in `seconds`, telling
+    /// every player as the time nears.
+    ScheduleShutdown {
+        /// How long from now (10..=86400).
+        seconds: u64,
+        /// Told to the players with each announcement.
+        message: String,
+    },
+    /// Cancel a scheduled shutdown.
+    CancelShutdown,
 }
 
 impl Action {
@@ -200,7 +210,9 @@ impl Action {
             | Self::SetDm { .. }
             | Self::Lock { .. }
             | Self::Unlock
-            | Self::ReloadScripts => Role::Admin,
+            | Self::ReloadScripts
+            | Self::ScheduleShutdown { .. }
+            | Self::CancelShutdown => Role::Admin,
         }
     }
 
@@ -220,6 +232,8 @@ impl Action {
             Self::Lock { .. } => "lock",
             Self::Unlock => "unlock",
             Self::ReloadScripts => "reload_scripts",
+            Self::ScheduleShutdown { .. } => "schedule_shutdown",
+            Self::CancelShutdown => "cancel_shutdown",
         }
     }
 
@@ -233,7 +247,12 @@ impl Action {
             | Self::Unban { user }
             | Self::CreateAccount { user, .. }
             | Self::SetDm { user, .. } => user,
-            Self::Broadcast { .. } | Self::Lock { .. } | Self::Unlock | Self::ReloadScripts => "",
+            Self::Broadcast { .. }
+            | Self::Lock { .. }
+            | Self::Unlock
+            | Self::ReloadScripts
+            | Self::ScheduleShutdown { .. }
+            | Self::CancelShutdown => "",
         }
     }
 
@@ -300,7 +319,13 @@ impl Action {
                 text("password", password, false)
             }
             Self::Lock { reason } => text("reason", reason, true),
-            Self::Unlock | Self::ReloadScripts => Ok(()),
+            Self::ScheduleShutdown { seconds, message } => {
+                if !(10..=86_400).contains(seconds) {
+                    return Err("seconds must be 10..=86400".into());
+                }
+                text("message", message, true)
+            }
+            Self::Unlock | Self::ReloadScripts | Self::CancelShutdown => Ok(()),
         }
     }
 }
@@ -324,6 +349,7 @@ pub fn router(source: Arc<dyn ConsoleSource>) -> Router {
         .route("/api/v1/characters/{name}", get(character))
         .route("/api/v1/chat", get(chat))
         .route("/api/v1/audit", get(audit))
+        .route("/api/v1/script-errors", get(script_errors))
         .route("/api/v1/players/{name}/{verb}", post(player_action))
         .route("/api/v1/accounts", post(create_account))
         .route("/api/v1/accounts/{user}/{verb}", post(account_action))
@@ -820,6 +846,21 @@ async fn chat(State(src): State<Src>, headers: HeaderMap, uri: Uri) -> Response 
     json(StatusCode::OK, &lines)
 }
 
+async fn script_errors(State(src): State<Src>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(r) = operator(&src, &headers, Role::Viewer) {
+        return r;
+    }
+    let q = query(&uri);
+    let limit = match limit(&q, 200) {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    json(
+        StatusCode::OK,
+        &src.console().script_errors(param(&q, "q"), limit),
+    )
+}
+
 async fn audit(State(src): State<Src>, headers: HeaderMap, uri: Uri) -> Response {
     if let Err(r) = operator(&src, &headers, Role::Viewer) {
         return r;
@@ -950,6 +991,14 @@ struct AccountBody {
     dm: bool,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShutdownBody {
+    seconds: u64,
+    #[serde(default)]
+    message: String,
+}
+
 fn unknown(verb: &str) -> Response {
     error(StatusCode::NOT_FOUND, &format!("no such call: {verb:?}"))
 }
@@ -1031,6 +1080,11 @@ async fn cluster_action(
         "lock" => body::<ReasonBody>(&bytes).map(|b| Action::Lock { reason: b.reason }),
         "unlock" => Ok(Action::Unlock),
         "reload-scripts" => Ok(Action::ReloadScripts),
+        "shutdown" => body::<ShutdownBody>(&bytes).map(|b| Action::ScheduleShutdown {
+            seconds: b.seconds,
+            message: b.message,
+        }),
+        "cancel-shutdown" => Ok(Action::CancelShutdown),
         _ => Err(unknown(&verb)),
     };
     run(src, &headers, action).await

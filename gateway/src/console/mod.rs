@@ -76,6 +76,34 @@ impl ChatLog {
     }
 }
 
+/// Script errors kept in memory for the console.
+pub const SCRIPT_ERRORS_RECENT: usize = 1_000;
+
+/// A script of a zone that ended in an error, as the console shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptErrorLine {
+    /// When it reached the gateway (Unix ms).
+    pub at_ms: u64,
+    /// The zone node.
+    pub node: String,
+    /// Area.
+    pub area: String,
+    /// Instance.
+    pub instance: u16,
+    /// Script.
+    pub script: String,
+    /// Entry function.
+    pub func: String,
+    /// File of the failing code.
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+    /// What happened.
+    pub message: String,
+    /// `runtime`, `runaway` or `restore`.
+    pub kind: String,
+}
+
 /// The console's state in the gateway's `Shared`.
 #[derive(Debug, Default)]
 pub struct ConsoleState {
@@ -85,6 +113,8 @@ pub struct ConsoleState {
     pub audit: Mutex<AuditLog>,
     /// Recent chat.
     pub chat: Mutex<ChatLog>,
+    /// Recent script errors of every zone, newest last.
+    pub script_errors: Mutex<VecDeque<ScriptErrorLine>>,
 }
 
 impl ConsoleState {
@@ -103,12 +133,75 @@ impl ConsoleState {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Keeps a script error (the oldest past [`SCRIPT_ERRORS_RECENT`] goes).
+    pub fn script_error(&self, e: ScriptErrorLine) {
+        let mut q = self
+            .script_errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if q.len() >= SCRIPT_ERRORS_RECENT {
+            q.pop_front();
+        }
+        q.push_back(e);
+    }
+
+    /// The newest `limit` script errors whose script, function, area or message contains
+    /// `text`
+    /// (ASCII case ignored), newest first.
+    pub fn script_errors(&self, text: &str, limit: usize) -> Vec<ScriptErrorLine> {
+        let t = text.to_ascii_lowercase();
+        let q = self
+            .script_errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.iter()
+            .rev()
+            .filter(|e| {
+                t.is_empty()
+                    || e.script.to_ascii_lowercase().contains(&t)
+                    || e.func.to_ascii_lowercase().contains(&t)
+                    || e.area.to_ascii_lowercase().contains(&t)
+                    || e.message.to_ascii_lowercase().contains(&t)
+            })
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
     /// The audit log.
     pub fn audit(&self) -> std::sync::MutexGuard<'_, AuditLog> {
         self.audit
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// A shutdown an operator scheduled (`POST /api/v1/shutdown`).
+#[derive(Debug)]
+pub struct ShutdownPlan {
+    /// When (Unix ms).
+    pub at_ms: u64,
+    /// Told to the players with each announcement.
+    pub message: String,
+    /// The countdown (aborted by a cancel).
+    pub task: tokio::task::AbortHandle,
+}
+
+/// The seconds before a scheduled shutdown at which the players are told.
+pub const ANNOUNCE_AT_S: &[u64] = &[
+    3_600, 1_800, 900, 600, 300, 180, 120, 60, 30, 10, 5, 4, 3, 2, 1,
+];
+
+/// "5 minutes", "1 minute", "30 seconds".
+pub fn countdown_text(secs: u64) -> String {
+    let (n, unit) = if secs >= 120 && secs.is_multiple_of(60) {
+        (secs / 60, "minute")
+    } else if secs == 60 {
+        (1, "minute")
+    } else {
+        (secs, "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The time now (Unix ms).
@@ -131,6 +224,15 @@ mod tests {
             text: text.into(),
             muted: false,
         }
+    }
+
+    #[test]
+    fn countdowns_read_as_players_expect() {
+        assert_eq!(countdown_text(600), "10 minutes");
+        assert_eq!(countdown_text(60), "1 minute");
+        assert_eq!(countdown_text(90), "90 seconds");
+        assert_eq!(countdown_text(1), "1 second");
+        assert!(ANNOUNCE_AT_S.windows(2).all(|w| w[0] > w[1]));
     }
 
     #[test]

@@ -477,6 +477,10 @@ pub struct Shared {
     pub console: crate::console::ConsoleState,
     /// More metrics for `/metrics`: the embedded zone node's under `--standalone`.
     pub extra_metrics: std::sync::OnceLock<ExtraMetrics>,
+    /// A shutdown an operator scheduled: when (Unix ms), why, and its countdown task.
+    pub shutdown_plan: Mutex<Option<crate::console::ShutdownPlan>>,
+    /// Turns true when a scheduled shutdown's time comes (`Gateway::scheduled_stop`).
+    pub stop_requested: tokio::sync::watch::Sender<bool>,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -535,6 +539,8 @@ impl Shared {
         let shared = Arc::new(Self {
             console: crate::console::ConsoleState::new(operators),
             extra_metrics: std::sync::OnceLock::new(),
+            shutdown_plan: Mutex::new(None),
+            stop_requested: tokio::sync::watch::channel(false).0,
             cfg,
             world,
             accounts: Mutex::new(Accounts { book, throttle }),
@@ -856,6 +862,30 @@ impl Hub {
                 self.account_action(&node, session, action);
             }
             Msg::MapAnswer { qid, view } => self.map_answer(qid, view),
+            Msg::ScriptError {
+                key,
+                script,
+                func,
+                file,
+                line,
+                message,
+                kind,
+            } if self.control.is_live(&node, serial) => {
+                self.shared
+                    .console
+                    .script_error(crate::console::ScriptErrorLine {
+                        at_ms: crate::console::unix_ms(),
+                        node: node.clone(),
+                        area: key.area,
+                        instance: key.instance,
+                        script,
+                        func,
+                        file,
+                        line,
+                        message,
+                        kind,
+                    });
+            }
             msg => {
                 match &msg {
                     Msg::Snapshot { session, .. } => self.actions_saved(&node, &[*session]),
@@ -1625,6 +1655,7 @@ impl Hub {
             locked: gate.is_locked(),
             lock_reason: gate.lock.clone(),
             update_files: u64::try_from(gate.files().len()).unwrap_or(u64::MAX),
+            shutdown_at_ms: None,
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,

@@ -75,8 +75,11 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// 9: the tick watchdog: each [`InstanceLoad`] carries its tick age and whether it is
 /// stuck, and [`Msg::InstanceGivenUp`].
 /// 10: scripts across the cluster (`ActorQuery`, `NpcQuery`, `ZoneActors`, `SpawnItem`)
-/// and the operator's live map ([`Msg::MapQuery`], [`Msg::MapAnswer`]).
+/// and the operator's console ([`Msg::MapQuery`], [`Msg::MapAnswer`], [`Msg::ScriptError`]).
 pub const PROTOCOL_VERSION: u16 = 10;
+
+/// Script errors a zone reports to the gateway per instance and second, at most.
+pub const SCRIPT_ERRORS_PER_SECOND: u32 = 10;
 
 /// The most actors and the most ground items a live map view carries each.
 pub const MAX_MAP_ENTRIES: usize = 20_000;
@@ -686,6 +689,26 @@ pub enum Msg {
         /// The instance.
         key: InstanceKey,
     },
+    /// Node → gateway: a script of one of its instances ended in an error (at most
+    /// [`SCRIPT_ERRORS_PER_SECOND`] a second per instance are reported; the node counts
+    /// and logs them all), for the operator's console.
+    ScriptError {
+        /// The instance.
+        key: InstanceKey,
+        /// Script and function.
+        script: String,
+        /// Entry function.
+        func: String,
+        /// The file and line of the failing code (empty, 0: none).
+        file: String,
+        /// Line.
+        line: u32,
+        /// What happened (a runtime error, a runaway loop, a script that could not
+        /// resume).
+        message: String,
+        /// `runtime`, `runaway` or `restore`.
+        kind: String,
+    },
     /// Node → gateway: the answer to a [`Msg::MapQuery`].
     MapAnswer {
         /// The query id.
@@ -757,6 +780,7 @@ impl Msg {
             Self::AccountAction { .. } => "AccountAction",
             Self::InstanceGivenUp { .. } => "InstanceGivenUp",
             Self::MapQuery { .. } => "MapQuery",
+            Self::ScriptError { .. } => "ScriptError",
             Self::MapAnswer { .. } => "MapAnswer",
             Self::Drain => "Drain",
             Self::Deregister => "Deregister",

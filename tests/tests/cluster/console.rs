@@ -356,9 +356,107 @@ async fn the_live_map_shows_the_players_and_moderation_is_by_role_and_audited() 
     assert_eq!(refused["ok"], false);
     assert!(refused["result"].as_str().unwrap().contains("moderator"));
 
+    // A shutdown scheduled with a countdown to every player, then cancelled; admins only.
+    let plan = r#"{"seconds": 600, "message": "Patch 1.2"}"#;
+    assert_eq!(
+        call(admin, "POST", "/api/v1/shutdown", Some(MODERATOR), plan)
+            .await
+            .0,
+        403
+    );
+    let (status, r) = call(admin, "POST", "/api/v1/shutdown", Some(ADMIN), plan).await;
+    assert_eq!(status, 200, "{r}");
+    let line = chat_containing(&mut alice, "shuts down in", Duration::from_secs(5)).await;
+    assert_eq!(
+        line.as_deref(),
+        Some("The server shuts down in 10 minutes. Patch 1.2")
+    );
+    let (_, view) = call(admin, "GET", "/api/v1/cluster", Some(VIEWER), "").await;
+    assert!(view["shutdown_at_ms"].as_u64().is_some(), "{view}");
+    let (status, _) = call(
+        admin,
+        "POST",
+        "/api/v1/shutdown",
+        Some(ADMIN),
+        r#"{"seconds": 1}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "at least 10 s");
+    let (status, _) = call(admin, "POST", "/api/v1/cancel-shutdown", Some(ADMIN), "").await;
+    assert_eq!(status, 200);
+    assert!(
+        chat_containing(&mut alice, "cancelled", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    let (_, view) = call(admin, "GET", "/api/v1/cluster", Some(VIEWER), "").await;
+    assert!(view.get("shutdown_at_ms").is_none(), "{view}");
+    assert_eq!(
+        call(admin, "POST", "/api/v1/cancel-shutdown", Some(ADMIN), "")
+            .await
+            .0,
+        400
+    );
+
     // Lifted by an admin; bob logs in again.
     let (status, _) = call(admin, "POST", "/api/v1/accounts/bob/unban", Some(ADMIN), "").await;
     assert_eq!(status, 200);
     let (_bob, _) = login_again(c.gw.client_addr, "bob").await;
     drop(alice);
+}
+
+/// A script that fails in a zone is on the console's script error list, with its file,
+/// line and message, a moment later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_error_in_a_zone_reaches_the_console() {
+    let dir = cluster_tests::temp_dir("console-scripts-world");
+    let world = shared::content::demo_world();
+    shared::content::fs::write_native(&world, &dir).expect("the world is written");
+    std::fs::write(
+        dir.join("scripts").join("In-game Commands.rsl"),
+        "Function Oops()\r\n\tA = 0\r\n\tB = 5 / A\r\nEnd Function\r\n",
+    )
+    .unwrap();
+    let c = Cluster::start_with_world_and("console-scripts", &[("n1", 64)], &dir, |cfg| {
+        cfg.operators = operators();
+    })
+    .await;
+    let admin = c.gw.admin_addr;
+    let (mut ann, _) = new_player(c.gw.client_addr, "ann").await;
+    ann.command("oops").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        let (status, list) = call(
+            admin,
+            "GET",
+            "/api/v1/script-errors?q=oops",
+            Some(VIEWER),
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{list}");
+        if let Some(e) = list.as_array().and_then(|l| l.first()).cloned() {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no script error listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        e["func"].as_str().unwrap().eq_ignore_ascii_case("oops"),
+        "{e}"
+    );
+    assert_eq!(e["script"], "In-game Commands");
+    assert_eq!(e["kind"], "runtime");
+    assert_eq!(e["line"], 3);
+    assert!(
+        e["message"].as_str().unwrap().contains("Division by zero"),
+        "{e}"
+    );
+    assert_eq!(e["node"], "n1");
+    assert!(
+        call(admin, "GET", "/api/v1/script-errors", None, "")
+            .await
+            .0
+            == 401
+    );
 }

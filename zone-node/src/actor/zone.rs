@@ -139,6 +139,8 @@ pub struct ZoneActor {
     content: Arc<ZoneContent>,
     sim: ZoneSim,
     origin: Instant,
+    /// Script errors reported to the gateway: `(second since origin, how many in it)`.
+    error_reports: (u64, u32),
     schedule: FixedStep,
     players: HashMap<PlayerKey, PlayerRecord>,
     /// Transfers in (their `TransferIn` input) until committed or aborted: a sim rebuilt
@@ -199,6 +201,7 @@ impl ZoneActor {
             cfg,
             content,
             origin: Instant::now(),
+            error_reports: (0, 0),
             schedule,
             players: HashMap::new(),
             arriving: HashMap::new(),
@@ -444,6 +447,8 @@ impl ZoneActor {
             stopping,
             broadcasts,
             fenced,
+            origin,
+            error_reports,
             ..
         } = self;
         let groups = sim.state().cfg.groups();
@@ -457,6 +462,8 @@ impl ZoneActor {
             broadcasts,
             groups,
             fenced,
+            origin: *origin,
+            error_reports,
         };
         (sim, batch, router)
     }
@@ -630,6 +637,10 @@ struct Router<'a> {
     groups: u32,
     /// Given up by the watchdog ([`ZoneActor::fenced`]): nothing is routed.
     fenced: &'a AtomicBool,
+    /// The actor's start (the script error reports' seconds count from it).
+    origin: Instant,
+    /// Script errors reported this second ([`ZoneActor::error_reports`]).
+    error_reports: &'a mut (u64, u32),
 }
 
 impl Router<'_> {
@@ -712,6 +723,28 @@ impl Router<'_> {
                         kind = ?kind,
                         "script ended: {file}:{line}: {message}"
                     );
+                    // For the console, a few a second.
+                    let second = self.origin.elapsed().as_secs();
+                    if self.error_reports.0 != second {
+                        *self.error_reports = (second, 0);
+                    }
+                    if self.error_reports.1 < shared::internal::SCRIPT_ERRORS_PER_SECOND {
+                        self.error_reports.1 += 1;
+                        self.reg.send(Msg::ScriptError {
+                            key: self.key.clone(),
+                            script: script.clone(),
+                            func: func.clone(),
+                            file: file.clone(),
+                            line: *line,
+                            message: message.clone(),
+                            kind: match kind {
+                                crate::sim::events::ScriptErrorKind::Runtime => "runtime",
+                                crate::sim::events::ScriptErrorKind::Runaway => "runaway",
+                                crate::sim::events::ScriptErrorKind::Restore => "restore",
+                            }
+                            .into(),
+                        });
+                    }
                 }
                 ZoneOutput::ScriptLog { script, message } => {
                     tracing::info!(zone = %self.key, script = %script, "{message}");

@@ -67,6 +67,7 @@ function show(tab) {
   if (tab === "players") loadPlayers();
   if (tab === "chat") loadChat();
   if (tab === "audit") loadAudit();
+  if (tab === "errors") loadErrors();
 }
 
 // ----- cluster ----------------------------------------------------------------------------
@@ -77,6 +78,7 @@ async function loadCluster() {
     $("cluster-summary").textContent = c.nodes.length + " nodes, " + c.sessions.in_game +
       " players in game, " + c.sessions.connected + " connections" +
       (c.locked ? ", LOCKED: " + (c.lock_reason || "") : "") +
+      (c.shutdown_at_ms ? ", SHUTDOWN at " + when(c.shutdown_at_ms) : "") +
       (c.unplaced.length ? ", " + c.unplaced.length + " instances unplaced" : "");
     const rows = [];
     for (const n of c.nodes) {
@@ -344,6 +346,16 @@ async function loadChat() {
   }
 }
 
+async function loadErrors() {
+  try {
+    const list = await api("GET", "/script-errors?q=" + encodeURIComponent($("errors-q").value));
+    fill($("errors-table").tBodies[0], list.map((e) => row([when(e.at_ms), e.area + " #" + e.instance, e.node,
+      e.script + "." + e.func, e.file + ":" + e.line, e.kind, e.message])));
+  } catch (e) {
+    fill($("errors-table").tBodies[0], [row(["error: " + e.message])]);
+  }
+}
+
 async function loadAudit() {
   try {
     const list = await api("GET", "/audit?q=" + encodeURIComponent($("audit-q").value));
@@ -382,9 +394,13 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("#character-actions button")) b.addEventListener("click", () => act(b.dataset.act));
   on("chat-form", "submit", loadChat);
   on("audit-form", "submit", loadAudit);
+  on("errors-form", "submit", loadErrors);
   on("broadcast-form", "submit", () => maintenance("/broadcast", { text: $("broadcast-text").value }));
   on("lock-form", "submit", () => maintenance("/lock", { reason: $("lock-reason").value }));
   on("unlock", "click", () => maintenance("/unlock", {}));
   on("reload-scripts", "click", () => maintenance("/reload-scripts", {}));
+  on("shutdown-form", "submit", () => maintenance("/shutdown",
+    { seconds: Math.round(Number($("shutdown-minutes").value || 0) * 60), message: $("shutdown-message").value }));
+  on("cancel-shutdown", "click", () => maintenance("/cancel-shutdown", {}));
   if (state.token) signIn(state.token).catch(() => { state.token = ""; sessionStorage.removeItem("rc-token"); });
 });
