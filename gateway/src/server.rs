@@ -769,15 +769,18 @@ fn persist(shared: &Shared, ops: Vec<crate::session::PersistOp>) -> Result<(), S
         .map_err(|e| format!("the store did not take it: {e}"))
 }
 
+/// An admin command for the hub; its outcome.
+async fn hub_admin(shared: &Shared, cmd: HubAdmin) -> Result<String, String> {
+    let (reply, rx) = oneshot::channel();
+    shared.to_hub(HubEvent::Admin { cmd, reply });
+    rx.await
+        .map_err(|_| "the gateway is shutting down".to_owned())?
+}
+
 /// One admin command: the accounts ones on the book (persisted at once), the others
 /// through the hub.
 async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, String> {
-    let hub = |cmd: HubAdmin| async move {
-        let (reply, rx) = oneshot::channel();
-        shared.to_hub(HubEvent::Admin { cmd, reply });
-        rx.await
-            .map_err(|_| "the gateway is shutting down".to_owned())?
-    };
+    let hub = |cmd: HubAdmin| hub_admin(shared, cmd);
     match cmd {
         AdminCommand::CreateAccount { user, password, dm } => {
             let bytes: Option<Vec<u8>> = user.chars().map(|c| u8::try_from(c).ok()).collect();
@@ -981,14 +984,8 @@ async fn cancel_shutdown(shared: &Arc<Shared>) -> Result<String, String> {
         return Err("no shutdown is scheduled".into());
     };
     plan.task.abort();
-    let (reply, rx) = oneshot::channel();
-    shared.to_hub(HubEvent::Admin {
-        cmd: HubAdmin::Broadcast {
-            text: "The scheduled shutdown is cancelled.".into(),
-        },
-        reply,
-    });
-    let _ = rx.await;
+    let text = "The scheduled shutdown is cancelled.".to_owned();
+    let _ = hub_admin(shared, HubAdmin::Broadcast { text }).await;
     Ok("the scheduled shutdown is cancelled".into())
 }
 
@@ -1209,15 +1206,7 @@ impl crate::console::api::ConsoleSource for Admin {
         use crate::console::api::Action;
         let shared = self.0.clone();
         Box::pin(async move {
-            let hub = |cmd: HubAdmin| {
-                let shared = shared.clone();
-                async move {
-                    let (reply, rx) = oneshot::channel();
-                    shared.to_hub(HubEvent::Admin { cmd, reply });
-                    rx.await
-                        .map_err(|_| "the gateway is shutting down".to_owned())?
-                }
-            };
+            let hub = |cmd: HubAdmin| hub_admin(&shared, cmd);
             match action {
                 Action::Kick { name, reason } => hub(HubAdmin::Kick { name, reason }).await,
                 Action::Warp {
