@@ -1,4 +1,5 @@
-//! The gateway's admin HTTP endpoint: `GET /healthz`, `GET /metrics` (Prometheus text
+//! The gateway's admin HTTP endpoint: `GET /healthz` (readiness, also `/readyz`; `/livez`
+//! is liveness), `GET /metrics` (Prometheus text
 //! exposition format 0.0.4) and `GET /cluster` (a JSON [`ClusterView`]; with an admin
 //! token configured it needs the token), served on a loopback address by default
 //! ([`DEFAULT_ADDR`]; [`exposure_warning`] names a public bind without a token); and, with
@@ -306,6 +307,8 @@ type Source = Arc<dyn AdminSource>;
 pub fn router(source: Arc<dyn AdminSource>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/livez", get(livez))
+        .route("/readyz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/cluster", get(cluster))
         // An `import-script-data` body carries script files (JSON numbers, about four
@@ -358,6 +361,12 @@ async fn healthz(State(source): State<Source>) -> Response {
         Ok(()) => text(StatusCode::OK, "ok".to_owned()),
         Err(reason) => text(StatusCode::SERVICE_UNAVAILABLE, short_reason(&reason)),
     }
+}
+
+/// Liveness: 200 while the process serves HTTP (an orchestrator restarts it otherwise);
+/// readiness is `/readyz` (the same as `/healthz`).
+async fn livez() -> Response {
+    text(StatusCode::OK, "ok".to_owned())
 }
 
 async fn metrics(State(source): State<Source>) -> Response {

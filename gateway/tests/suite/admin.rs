@@ -190,6 +190,14 @@ async fn healthz_is_ok_then_503_with_the_reason() {
     assert_eq!(r.status, 503);
     assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
     assert_eq!(r.body, "no zone node registered");
+    // Readiness is the same; liveness only says the process serves.
+    let r = request(server.addr, "GET", "/readyz").await;
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (503, "no zone node registered")
+    );
+    let r = request(server.addr, "GET", "/livez").await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
 
     server.shutdown().await;
 }
