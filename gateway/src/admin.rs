@@ -283,6 +283,18 @@ pub struct InstanceView {
     pub npcs: u64,
     /// 99th percentile tick time, in milliseconds.
     pub tick_p99_ms: f64,
+    /// Median tick time, in milliseconds.
+    #[serde(default)]
+    pub tick_p50_ms: f64,
+    /// Handoffs out of it begun since its copy started (SetArea warps, portals).
+    #[serde(default)]
+    pub handoffs: u64,
+    /// Of those, the ones that failed (refused or timed out).
+    #[serde(default)]
+    pub handoffs_failed: u64,
+    /// Script errors and caught panics since its copy started.
+    #[serde(default)]
+    pub errors: u64,
     /// Time since it last completed a tick, in milliseconds: its node's last report plus
     /// the time since that report (the tick watchdog's measure; a frozen instance's grows).
     #[serde(default)]
@@ -672,6 +684,10 @@ mod tests {
                     tick_p99_ms: 1.5,
                     tick_age_ms: 20,
                     stuck: false,
+                    tick_p50_ms: 0.5,
+                    handoffs: 4,
+                    handoffs_failed: 1,
+                    errors: 2,
                 }],
             }],
             unplaced: vec![UnplacedInstance {
@@ -683,7 +699,7 @@ mod tests {
         let json = serde_json::to_string(&v).unwrap();
         assert_eq!(
             json,
-            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}],"locked":false,"update_files":0}"#
+            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_p50_ms":0.5,"handoffs":4,"handoffs_failed":1,"errors":2,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}],"locked":false,"update_files":0}"#
         );
         let back: ClusterView = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v);

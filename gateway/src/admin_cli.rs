@@ -147,6 +147,27 @@ enum AdminCmd {
     /// Reload the world's scripts from its folder on every node (`RefreshScripts`); a set
     /// that does not compile is refused with its errors and nothing changes.
     ReloadScripts,
+    /// Drain a zone node: it takes nothing new, and its players move to the other nodes
+    /// (it stays up, empty, until it is stopped).
+    Drain {
+        /// The node's id (see `instances`).
+        node: String,
+    },
+    /// Back the database up now into the gateway's backup directory (`backup_dir`).
+    Backup {
+        /// File name (default: `gw-YYYYMMDD-HHMMSS.sqlite3`, UTC).
+        #[arg(default_value = "")]
+        name: String,
+    },
+    /// The backup files in the gateway's backup directory, newest first.
+    Backups,
+    /// Put one character back as a backup file holds it (its account must be offline).
+    Restore {
+        /// Character name.
+        name: String,
+        /// Backup file name (see `backups`).
+        backup: String,
+    },
     /// Import a Realm Crafter server's `Superglobals.dat` and `Script Files` folder (of
     /// its `Data/Server Data` directory, read here) into the running cluster.
     ImportScriptData {
@@ -316,6 +337,20 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
         AdminCmd::Lock { reason } => (v1("POST", "/lock".into(), json!({"reason": reason})), None),
         AdminCmd::Unlock => (v1("POST", "/unlock".into(), json!({})), None),
         AdminCmd::ReloadScripts => (v1("POST", "/reload-scripts".into(), json!({})), None),
+        AdminCmd::Drain { node } => (
+            v1("POST", format!("/nodes/{}/drain", seg(&node)), json!({})),
+            None,
+        ),
+        AdminCmd::Backup { name } => (v1("POST", "/backups".into(), json!({"name": name})), None),
+        AdminCmd::Backups => (v1("GET", "/backups".into(), json!(null)), None),
+        AdminCmd::Restore { name, backup } => (
+            v1(
+                "POST",
+                format!("/characters/{}/restore", seg(&name)),
+                json!({"backup": backup}),
+            ),
+            None,
+        ),
         AdminCmd::ImportScriptData { dir } => (
             None,
             Some(AdminCommand::ImportScriptData {
@@ -390,6 +425,8 @@ fn print_text(v: &serde_json::Value) {
                 if r["ok"] == true { "ok" } else { "failed" },
                 r["result"].as_str().unwrap_or("")
             )
+        } else if r.get("modified_ms").is_some() {
+            format!("{}\t{} bytes", r["name"].as_str().unwrap_or(""), r["bytes"])
         } else if r.get("node").is_some() {
             format!(
                 "{}\t{}\t{}\t{} players\t{} NPCs\t{:.2} ms",

@@ -48,6 +48,9 @@ pub struct GatewayConfig {
     pub admin_listen: SocketAddr,
     /// Data directory: SQLite database and the generated certificate.
     pub data_dir: PathBuf,
+    /// Where backups made from the console are written and restored from (none:
+    /// `data_dir/backups`); the API names a backup by its file name in it.
+    pub backup_dir: Option<PathBuf>,
     /// World directory (native or a Realm Crafter `Server Data`); default: the embedded demo.
     pub world: Option<PathBuf>,
     /// Shared secret zone nodes prove on the internal link (at least 16 bytes).
@@ -183,6 +186,7 @@ impl Default for GatewayConfig {
             enet_shards: 0,
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
+            backup_dir: None,
             world: None,
             cluster_secret: String::new(),
             cert_path: None,
@@ -256,6 +260,7 @@ impl Settings for GatewayConfig {
             "enet_shards" => self.enet_shards = num(value)?,
             "admin_listen" => self.admin_listen = num(value)?,
             "data_dir" => self.data_dir = PathBuf::from(value),
+            "backup_dir" => self.backup_dir = path(value),
             "world" => self.world = path(value),
             "cluster_secret" => self.cluster_secret = value.to_owned(),
             "cert_path" => self.cert_path = path(value),
@@ -315,6 +320,13 @@ impl Settings for GatewayConfig {
 }
 
 impl GatewayConfig {
+    /// Where console backups go ([`GatewayConfig::backup_dir`]).
+    pub fn backups(&self) -> PathBuf {
+        self.backup_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("backups"))
+    }
+
     /// Check every setting; the first problem wins.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn bad(field: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {

@@ -85,7 +85,7 @@ pub struct Node {
 }
 
 /// Where an instance lives.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Placement {
     /// Owner.
     pub node: NodeId,
@@ -99,6 +99,15 @@ pub struct Placement {
     pub npcs: u32,
     /// Tick duration p99 (µs), from the node's last report.
     pub tick_p99_us: u32,
+    /// Tick duration p50 (µs), from the node's last report.
+    pub tick_p50_us: u32,
+    /// Handoffs out begun, failed, and errors (script errors, panics), since the copy
+    /// started: from the node's last report.
+    pub handoffs: u64,
+    /// See [`Placement::handoffs`].
+    pub handoffs_failed: u64,
+    /// See [`Placement::handoffs`].
+    pub errors: u64,
     /// Time since the instance last completed a tick (ms), from the node's last report.
     pub tick_age_ms: u64,
     /// The node's watchdog holds it stuck (last report): no new player is sent to it, and
@@ -220,11 +229,7 @@ impl Directory {
                 node: node.clone(),
                 generation,
                 ready: false,
-                players: 0,
-                npcs: 0,
-                tick_p99_us: 0,
-                tick_age_ms: 0,
-                stuck: false,
+                ..Placement::default()
             },
         );
         Some(Action::Assign {
@@ -388,11 +393,7 @@ impl Directory {
                 node: id.to_owned(),
                 generation: r.generation,
                 ready: true,
-                players: 0,
-                npcs: 0,
-                tick_p99_us: 0,
-                tick_age_ms: 0,
-                stuck: false,
+                ..Placement::default()
             },
         );
     }
@@ -425,20 +426,17 @@ impl Directory {
     }
 
     /// Per-instance figures from `id`'s report.
-    pub fn instance_load(
-        &mut self,
-        id: &str,
-        key: &InstanceKey,
-        players: u32,
-        npcs: u32,
-        tick_p99_us: u32,
-    ) {
-        if let Some(p) = self.placements.get_mut(key)
+    pub fn instance_load(&mut self, id: &str, load: &shared::internal::InstanceLoad) {
+        if let Some(p) = self.placements.get_mut(&load.key)
             && p.node == id
         {
-            p.players = players;
-            p.npcs = npcs;
-            p.tick_p99_us = tick_p99_us;
+            p.players = load.players;
+            p.npcs = load.npcs;
+            p.tick_p99_us = load.tick_p99_us;
+            p.tick_p50_us = load.tick_p50_us;
+            p.handoffs = load.handoffs;
+            p.handoffs_failed = load.handoffs_failed;
+            p.errors = load.errors;
         }
     }
 

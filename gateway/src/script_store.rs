@@ -831,8 +831,14 @@ mod tests {
             area: "Plains".into(),
             instance,
         };
-        d.instance_load("n1", &key(0), 3, 10, 0);
-        d.instance_load("n1", &key(1), 2, 5, 0);
+        let load = |instance, players, npcs| shared::internal::InstanceLoad {
+            key: key(instance),
+            players,
+            npcs,
+            ..Default::default()
+        };
+        d.instance_load("n1", &load(0, 3, 10));
+        d.instance_load("n1", &load(1, 2, 5));
         let count = |instance, players_only| ScriptStoreOp::CountActors {
             area: "plains".into(),
             instance,

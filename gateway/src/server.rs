@@ -761,6 +761,48 @@ fn set_flag(
     Ok(id)
 }
 
+/// Puts one character back as the backup file `backup` holds it (its account offline).
+async fn restore_character(
+    shared: &Arc<Shared>,
+    name: String,
+    backup: String,
+) -> Result<String, String> {
+    let dir = shared.cfg.backups();
+    let (file, who) = (backup.clone(), name.clone());
+    let found = tokio::task::spawn_blocking(move || {
+        crate::store::backups::read_character(&dir, &file, &who)
+    })
+    .await
+    .map_err(|e| format!("the restore task failed: {e}"))?
+    .map_err(|e| format!("{backup}: {e}"))?;
+    let Some(back) = found else {
+        return Err(format!("{backup} holds no character called {name:?}"));
+    };
+    let most = usize::from(shared.world.misc.max_account_chars).max(1);
+    let (slot, ops) = {
+        let mut acc = shared.accounts();
+        let id = acc.book.find_user(&back.user).ok_or_else(|| {
+            format!(
+                "{name:?}'s account {:?} (in the backup) is gone: create it first",
+                back.user
+            )
+        })?;
+        if shared.leaving.contains_key(&id) {
+            return Err(format!(
+                "{:?} is leaving the world: try again in a moment",
+                back.user
+            ));
+        }
+        let slot = acc.book.restore_from_backup(id, back.state, most)?;
+        (slot, acc.book.take_persist())
+    };
+    persist(shared, ops)?;
+    Ok(format!(
+        "{name:?} is restored from {backup} (slot {slot} of {:?})",
+        back.user
+    ))
+}
+
 /// Hands an admin change to the store writer (committed in its next batch).
 fn persist(shared: &Shared, ops: Vec<crate::session::PersistOp>) -> Result<(), String> {
     shared
@@ -1274,7 +1316,35 @@ impl crate::console::api::ConsoleSource for Admin {
                     Ok(schedule_shutdown(&shared, seconds, message))
                 }
                 Action::CancelShutdown => cancel_shutdown(&shared).await,
+                Action::Backup { name } => {
+                    let data = shared.cfg.data_dir.clone();
+                    let dir = shared.cfg.backups();
+                    let made = tokio::task::spawn_blocking(move || {
+                        crate::store::backups::make(&data, &dir, &name)
+                    })
+                    .await
+                    .map_err(|e| format!("the backup task failed: {e}"))?;
+                    made.map(|p| format!("backed up to {}", p.display()))
+                        .map_err(|e| format!("no backup: {e}"))
+                }
+                Action::RestoreCharacter { name, backup } => {
+                    restore_character(&shared, name, backup).await
+                }
+                Action::DrainNode { node } => hub(HubAdmin::DrainNode { node }).await,
             }
+        })
+    }
+
+    fn backups(
+        &self,
+    ) -> crate::console::api::BoxFuture<Result<Vec<crate::store::backups::BackupFile>, String>>
+    {
+        let dir = self.0.cfg.backups();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || crate::store::backups::list(&dir))
+                .await
+                .map_err(|e| format!("the listing task failed: {e}"))?
+                .map_err(|e| e.to_string())
         })
     }
 

@@ -541,7 +541,9 @@ async fn session(
     send.write_all(&frames)
         .await
         .map_err(|e| SessionEnd::Lost(e.to_string()))?;
-    if state.drain_deadline.is_some() {
+    // Draining (its SIGTERM, or an operator's drain before the link dropped): the new
+    // gateway connection hears it first, so nothing is placed here again.
+    if state.drain_deadline.is_some() || reg.is_draining() {
         write_msg(&mut send, Msg::Drain).await?;
     }
     // Reader task: control stream → envelopes.
@@ -947,6 +949,14 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         }
         Msg::Error { code, reason } => {
             tracing::warn!(?code, %reason, "gateway reported an error");
+            None
+        }
+        Msg::Drain => {
+            // An operator drains this node (the console): it takes nothing new and saves
+            // and stops every instance; the gateway moves the players. The process runs
+            // on, empty and draining, until it is stopped (its SIGTERM is then quick).
+            tracing::info!(instances = reg.instance_count(), "drained by the gateway");
+            reg.drain_all();
             None
         }
         other => {

@@ -63,6 +63,8 @@ pub trait ConsoleSource: Send + Sync + 'static {
     fn players(&self, query: String, limit: usize) -> BoxFuture<Vec<PlayerRow>>;
     /// One character (`None`: no such character).
     fn character(&self, name: String) -> BoxFuture<Option<serde_json::Value>>;
+    /// The backup files an operator can restore from, newest first.
+    fn backups(&self) -> BoxFuture<Result<Vec<crate::store::backups::BackupFile>, String>>;
     /// Carries out a state-changing call; `Ok(text)` or `Err(text)`.
     fn act(&self, action: Action) -> BoxFuture<Result<String, String>>;
     /// Keeps an audit entry in the store.
@@ -192,6 +194,23 @@ pub enum Action {
     },
     /// Cancel a scheduled shutdown.
     CancelShutdown,
+    /// Make a backup of the database now, as `name` in the backup directory.
+    Backup {
+        /// File name (see `store::backups::check_name`).
+        name: String,
+    },
+    /// Put one character back as a backup file holds it (its account must be offline).
+    RestoreCharacter {
+        /// Character.
+        name: String,
+        /// Backup file name in the backup directory.
+        backup: String,
+    },
+    /// Drain a zone node: it takes nothing new, and its players move to the other nodes.
+    DrainNode {
+        /// The node's id.
+        node: String,
+    },
 }
 
 impl Action {
@@ -212,7 +231,10 @@ impl Action {
             | Self::Unlock
             | Self::ReloadScripts
             | Self::ScheduleShutdown { .. }
-            | Self::CancelShutdown => Role::Admin,
+            | Self::CancelShutdown
+            | Self::Backup { .. }
+            | Self::RestoreCharacter { .. }
+            | Self::DrainNode { .. } => Role::Admin,
         }
     }
 
@@ -234,13 +256,21 @@ impl Action {
             Self::ReloadScripts => "reload_scripts",
             Self::ScheduleShutdown { .. } => "schedule_shutdown",
             Self::CancelShutdown => "cancel_shutdown",
+            Self::Backup { .. } => "backup",
+            Self::RestoreCharacter { .. } => "restore_character",
+            Self::DrainNode { .. } => "drain_node",
         }
     }
 
     /// What it acts on (empty: the cluster).
     pub fn target(&self) -> &str {
         match self {
-            Self::Kick { name, .. } | Self::Warp { name, .. } | Self::Message { name, .. } => name,
+            Self::Kick { name, .. }
+            | Self::Warp { name, .. }
+            | Self::Message { name, .. }
+            | Self::Backup { name }
+            | Self::RestoreCharacter { name, .. } => name,
+            Self::DrainNode { node } => node,
             Self::Mute { user, .. }
             | Self::Unmute { user }
             | Self::Ban { user, .. }
@@ -325,6 +355,12 @@ impl Action {
                 }
                 text("message", message, true)
             }
+            Self::Backup { name } => crate::store::backups::check_name(name),
+            Self::RestoreCharacter { name, backup } => {
+                text("name", name, false)?;
+                crate::store::backups::check_name(backup)
+            }
+            Self::DrainNode { node } => text("node", node, false),
             Self::Unlock | Self::ReloadScripts | Self::CancelShutdown => Ok(()),
         }
     }
@@ -352,6 +388,9 @@ pub fn router(source: Arc<dyn ConsoleSource>) -> Router {
         .route("/api/v1/script-errors", get(script_errors))
         .route("/api/v1/players/{name}/{verb}", post(player_action))
         .route("/api/v1/accounts", post(create_account))
+        .route("/api/v1/backups", get(backups).post(make_backup))
+        .route("/api/v1/characters/{name}/restore", post(restore_character))
+        .route("/api/v1/nodes/{node}/drain", post(drain_node))
         .route("/api/v1/accounts/{user}/{verb}", post(account_action))
         .route("/api/v1/{verb}", post(cluster_action))
         .with_state(source)
@@ -536,9 +575,13 @@ struct InstanceRow {
     node: String,
     players: u64,
     npcs: u64,
+    tick_p50_ms: f64,
     tick_p99_ms: f64,
     tick_age_ms: u64,
     stuck: bool,
+    handoffs: u64,
+    handoffs_failed: u64,
+    errors: u64,
 }
 
 async fn instances(State(src): State<Src>, headers: HeaderMap) -> Response {
@@ -556,8 +599,12 @@ async fn instances(State(src): State<Src>, headers: HeaderMap) -> Response {
                 node: n.id.clone(),
                 players: i.players,
                 npcs: i.npcs,
+                tick_p50_ms: i.tick_p50_ms,
                 tick_p99_ms: i.tick_p99_ms,
                 tick_age_ms: i.tick_age_ms,
+                handoffs: i.handoffs,
+                handoffs_failed: i.handoffs_failed,
+                errors: i.errors,
                 stuck: i.stuck,
             })
         })
@@ -861,6 +908,16 @@ async fn script_errors(State(src): State<Src>, headers: HeaderMap, uri: Uri) -> 
     )
 }
 
+async fn backups(State(src): State<Src>, headers: HeaderMap) -> Response {
+    if let Err(r) = operator(&src, &headers, Role::Viewer) {
+        return r;
+    }
+    match src.backups().await {
+        Ok(files) => json(StatusCode::OK, &files),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e),
+    }
+}
+
 async fn audit(State(src): State<Src>, headers: HeaderMap, uri: Uri) -> Response {
     if let Err(r) = operator(&src, &headers, Role::Viewer) {
         return r;
@@ -999,6 +1056,89 @@ struct ShutdownBody {
     message: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackupBody {
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestoreBody {
+    backup: String,
+}
+
+/// A backup's default name: `gw-YYYYMMDD-HHMMSS.sqlite3` (UTC).
+pub fn default_backup_name(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_from_days(days);
+    let t = secs % 86_400;
+    format!(
+        "gw-{y:04}{m:02}{d:02}-{:02}{:02}{:02}.sqlite3",
+        t / 3600,
+        t % 3600 / 60,
+        t % 60
+    )
+}
+
+/// The Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `POST /api/v1/backups`: a backup of the database now.
+async fn make_backup(
+    State(src): State<Src>,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let action = body::<BackupBody>(&bytes).map(|b| Action::Backup {
+        name: if b.name.is_empty() {
+            default_backup_name(super::unix_ms())
+        } else {
+            b.name
+        },
+    });
+    run(src, &headers, action).await
+}
+
+/// `POST /api/v1/characters/{name}/restore`: one character back from a backup file.
+async fn restore_character(
+    State(src): State<Src>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let action = body::<RestoreBody>(&bytes).map(|b| Action::RestoreCharacter {
+        name,
+        backup: b.backup,
+    });
+    run(src, &headers, action).await
+}
+
+/// `POST /api/v1/nodes/{node}/drain`.
+async fn drain_node(
+    State(src): State<Src>,
+    headers: HeaderMap,
+    Path(node): Path<String>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let action = body::<serde_json::Map<String, serde_json::Value>>(&bytes)
+        .map(|_| Action::DrainNode { node });
+    run(src, &headers, action).await
+}
+
 fn unknown(verb: &str) -> Response {
     error(StatusCode::NOT_FOUND, &format!("no such call: {verb:?}"))
 }
@@ -1088,4 +1228,33 @@ async fn cluster_action(
         _ => Err(unknown(&verb)),
     };
     run(src, &headers, action).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_backup_name_is_the_utc_time_and_a_valid_file_name() {
+        assert_eq!(default_backup_name(0), "gw-19700101-000000.sqlite3");
+        // 2000-02-29 23:59:59 UTC.
+        assert_eq!(
+            default_backup_name(951_868_799_000),
+            "gw-20000229-235959.sqlite3"
+        );
+        assert!(crate::store::backups::check_name(&default_backup_name(u64::MAX)).is_ok());
+    }
+
+    #[test]
+    fn restore_and_drain_need_the_admin_role_and_plain_names() {
+        let restore = Action::RestoreCharacter {
+            name: "Rich".into(),
+            backup: "../gateway.sqlite3".into(),
+        };
+        assert_eq!(restore.role(), Role::Admin);
+        assert!(restore.validate().is_err());
+        let drain = Action::DrainNode { node: "n1".into() };
+        assert_eq!((drain.role(), drain.target()), (Role::Admin, "n1"));
+        assert!(Action::DrainNode { node: " ".into() }.validate().is_err());
+    }
 }

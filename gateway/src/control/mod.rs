@@ -841,6 +841,36 @@ impl Control {
         std::mem::take(&mut self.out)
     }
 
+    /// An operator drains `node` (the console's "drain"): the directory places nothing
+    /// more on it, and the node is told to save and stop its instances; its players are
+    /// then moved, each from the save it just made, as when the node drains on its own
+    /// SIGTERM. Refused for an unknown or already draining node, and for the last node
+    /// taking work (its players would have nowhere to go).
+    pub fn drain_node(&mut self, now: Duration, node: &str) -> Result<Vec<Action>, String> {
+        self.now = self.now.max(now);
+        let Some(&serial) = self.nodes.get(node) else {
+            return Err(format!("no node called {node:?} is connected"));
+        };
+        if self.dir.node(node).is_some_and(|n| n.draining) {
+            return Err(format!("{node} is draining already"));
+        }
+        let others = self
+            .nodes
+            .keys()
+            .filter(|n| n.as_str() != node)
+            .filter(|n| self.dir.node(n).is_some_and(|d| d.connected && !d.draining))
+            .count();
+        if others == 0 {
+            return Err(format!(
+                "{node} is the only node taking work: start another before draining it"
+            ));
+        }
+        tracing::info!(node, "an operator drains the node");
+        self.dir.draining(node, serial);
+        self.send(node, Msg::Drain, Trace::Current);
+        Ok(std::mem::take(&mut self.out))
+    }
+
     // ----- output helpers ---------------------------------------------------------------
 
     fn send(&mut self, node: &str, msg: Msg, trace: Trace) -> bool {
@@ -1264,17 +1294,14 @@ impl Control {
                 self.dir.heartbeat(now, node, serial, players, overruns);
                 let was_stuck = self.dir.has_stuck(node);
                 let mut unstuck = Vec::new();
-                for InstanceLoad {
-                    key,
-                    players,
-                    npcs,
-                    tick_p99_us,
-                    tick_age_ms,
-                    stuck,
-                } in loads
-                {
-                    self.dir
-                        .instance_load(node, &key, players, npcs, tick_p99_us);
+                for load in loads {
+                    self.dir.instance_load(node, &load);
+                    let InstanceLoad {
+                        key,
+                        tick_age_ms,
+                        stuck,
+                        ..
+                    } = load;
                     let before = self.dir.instance_watch(node, &key, tick_age_ms, stuck);
                     if before != stuck {
                         if stuck {

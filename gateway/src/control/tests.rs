@@ -819,6 +819,7 @@ fn watch_heartbeat(loads: &[(InstanceKey, u64, bool)]) -> Msg {
                 tick_p99_us: 1_000,
                 tick_age_ms: *tick_age_ms,
                 stuck: *stuck,
+                ..InstanceLoad::default()
             })
             .collect(),
     }

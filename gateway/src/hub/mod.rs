@@ -402,6 +402,11 @@ pub enum HubAdmin {
     /// Reload the world's scripts on every node (`RefreshScripts`).
     #[doc(alias = "RefreshScripts")]
     ReloadScripts,
+    /// Drain a zone node (the console's "drain"): see [`control::Control::drain_node`].
+    DrainNode {
+        /// The node's id.
+        node: String,
+    },
     /// Realm Crafter script data into the script store ([`crate::script_import`]).
     ImportScriptData {
         /// What was read.
@@ -1166,6 +1171,15 @@ impl Hub {
                 Ok(format!("{} players removed", sessions.len()))
             }
             HubAdmin::ReloadScripts => self.reload_scripts("admin"),
+            HubAdmin::DrainNode { node } => {
+                let now = self.now();
+                let actions = self.control.drain_node(now, &node)?;
+                self.apply(actions);
+                self.publish();
+                Ok(format!(
+                    "{node} is draining: its players move to the other nodes"
+                ))
+            }
             HubAdmin::ImportScriptData { data } => {
                 let (ops, report) = {
                     let mut scripts = self.shared.scripts();
@@ -1615,6 +1629,10 @@ impl Hub {
                         players: u64::from(p.players),
                         npcs: u64::from(p.npcs),
                         tick_p99_ms: f64::from(p.tick_p99_us) / 1000.0,
+                        tick_p50_ms: f64::from(p.tick_p50_us) / 1000.0,
+                        handoffs: p.handoffs,
+                        handoffs_failed: p.handoffs_failed,
+                        errors: p.errors,
                         // The report's age plus the time since it (a silent node's
                         // instances age too).
                         tick_age_ms: p

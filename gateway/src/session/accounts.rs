@@ -512,6 +512,86 @@ impl AccountBook {
         true
     }
 
+    /// Puts a character back as a backup held it (the console's restore): over the
+    /// account's character of that name (keeping its name, handle and fencing token), or,
+    /// when it was deleted since, as a new last slot (keeping its handle, which was never
+    /// given to another). Its fencing token is raised past every copy handed out, so a
+    /// late save of one never lands over the restore. The account must be out of the
+    /// world, and the name must not belong to another account now. Returns the slot.
+    pub fn restore_from_backup(
+        &mut self,
+        id: AccountId,
+        mut state: ActorStateDto,
+        max_characters: usize,
+    ) -> Result<u8, String> {
+        let Some(a) = self.accounts.get(&id) else {
+            return Err("the account is gone".into());
+        };
+        if a.logged_on {
+            return Err(format!(
+                "{:?} is in the world: kick it first (a restore never races a live copy)",
+                a.row.user
+            ));
+        }
+        if self.quarantined.contains(&id) {
+            return Err(format!(
+                "{:?} is quarantined (unreadable rows): repair it offline",
+                a.row.user
+            ));
+        }
+        if let Some((owner, slot)) = self.find_character(&state.name) {
+            if owner != id {
+                return Err(format!(
+                    "the name {:?} belongs to another account now",
+                    state.name
+                ));
+            }
+            let Some(c) = self.character_mut(id, slot) else {
+                return Err("the character is gone".into());
+            };
+            state.name.clone_from(&c.name);
+            state.handle = c.handle;
+            // Above every copy handed out so far: a straggling save of one is refused.
+            state.fence = c.fence.saturating_add(1);
+            *c = state.clone();
+            self.pending.push(PersistOp::SaveCharacter {
+                account: id,
+                slot,
+                state: Box::new(state),
+            });
+            return Ok(slot);
+        }
+        if a.characters.len() >= max_characters {
+            return Err(format!(
+                "{:?} has {} characters already (the most an account holds)",
+                a.row.user,
+                a.characters.len()
+            ));
+        }
+        let handle_free = state.handle != 0
+            && state.handle < self.next_handle
+            && !self
+                .accounts
+                .values()
+                .flat_map(|a| &a.characters)
+                .any(|c| c.handle == state.handle);
+        if !handle_free {
+            state.handle = self.new_handle();
+        }
+        let a = self
+            .accounts
+            .get_mut(&id)
+            .ok_or_else(|| "the account is gone".to_owned())?;
+        let slot = u8::try_from(a.characters.len()).map_err(|_| "too many characters")?;
+        self.by_character.insert(name_key(&state.name), id);
+        a.characters.push(state);
+        self.pending.push(PersistOp::ReplaceCharacters {
+            account: id,
+            characters: a.characters.clone(),
+        });
+        Ok(slot)
+    }
+
     /// The account and slot of the character called `name` (case-insensitive).
     pub fn find_character(&self, name: &str) -> Option<(AccountId, u8)> {
         let id = *self.by_character.get(&name_key(name))?;

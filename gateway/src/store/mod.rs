@@ -41,6 +41,7 @@
 //! One [`Writer::submit`] call is never split over two transactions: a zone's checkpoint
 //! group (entangled players and the ground) is stored entirely or not at all.
 
+pub mod backups;
 mod health;
 
 use std::path::{Path, PathBuf};

@@ -1299,3 +1299,101 @@ fn a_schema_3_database_migrates_to_4() {
     assert_eq!(s.load_all().unwrap(), vec![(plain, vec![])]);
     assert!(s.load_audit(10).unwrap().is_empty());
 }
+
+/// The console's restore: one character read back out of a backup file, over the live
+/// one (its name, handle and fencing token kept) or after its deletion (its handle
+/// kept); refused while its account is in the world, for a name another account took,
+/// for a full account, and for a name that is not a plain file name.
+#[test]
+fn one_character_is_restored_from_a_backup_file() {
+    use gateway::store::backups;
+    let d = tmp("restore");
+    let backup_dir = d.join("backups");
+    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+    let mut book = AccountBook::new();
+    let ann = book
+        .create_account("Ann".into(), "h".into(), String::new())
+        .unwrap();
+    let mut rich = full_character("Rich");
+    rich.gold = 5_000;
+    book.add_character(ann, rich).unwrap();
+    book.add_character(ann, full_character("Gone")).unwrap();
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+    backups::make(&d, &backup_dir, "before.sqlite3").unwrap();
+    assert!(
+        backups::make(&d, &backup_dir, "before.sqlite3").is_err(),
+        "never over a backup"
+    );
+    assert!(backups::make(&d, &backup_dir, "../escape.sqlite3").is_err());
+    let listed = backups::list(&backup_dir).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, "before.sqlite3");
+    assert!(listed[0].bytes > 0);
+
+    // Since the backup: Rich lost his gold (and was handed out again), Gone was deleted.
+    let mut poor = book.get(ann).unwrap().characters[0].clone();
+    poor.gold = 3;
+    assert!(book.hand_out(ann, 0, 9));
+    poor.fence = 9;
+    assert!(book.save_character(ann, 0, poor));
+    assert!(book.delete_character(ann, 1));
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+
+    let back = backups::read_character(&backup_dir, "before.sqlite3", "RICH")
+        .unwrap()
+        .unwrap();
+    assert_eq!((back.user.as_str(), back.slot), ("Ann", 0));
+    assert_eq!(back.state.gold, 5_000);
+    assert!(
+        backups::read_character(&backup_dir, "before.sqlite3", "Nobody")
+            .unwrap()
+            .is_none()
+    );
+    assert!(backups::read_character(&backup_dir, "missing.sqlite3", "Rich").is_err());
+
+    // In the world: refused, nothing queued.
+    book.set_logged_on(ann, true);
+    let err = book
+        .restore_from_backup(ann, back.state.clone(), 10)
+        .unwrap_err();
+    assert!(err.contains("in the world"), "{err}");
+    assert!(book.take_persist().is_empty());
+    book.set_logged_on(ann, false);
+
+    let handle = book.get(ann).unwrap().characters[0].handle;
+    assert_eq!(book.restore_from_backup(ann, back.state, 10), Ok(0));
+    let now = &book.get(ann).unwrap().characters[0];
+    assert_eq!((now.gold, now.handle, now.fence), (5_000, handle, 10));
+    // A late save of the copy handed out before is refused.
+    assert!(!book.fence_ok(ann, 0, 9));
+
+    // The deleted one comes back as a new last slot, with its own handle.
+    let gone = backups::read_character(&backup_dir, "before.sqlite3", "gone")
+        .unwrap()
+        .unwrap();
+    let gone_handle = gone.state.handle;
+    assert_eq!(
+        book.restore_from_backup(ann, gone.state.clone(), 1).ok(),
+        None
+    );
+    assert_eq!(book.restore_from_backup(ann, gone.state.clone(), 10), Ok(1));
+    assert_eq!(book.get(ann).unwrap().characters[1].handle, gone_handle);
+    // A name another account holds now is refused.
+    let bob = book
+        .create_account("Bob".into(), "h".into(), String::new())
+        .unwrap();
+    let err = book.restore_from_backup(bob, gone.state, 10).unwrap_err();
+    assert!(err.contains("another account"), "{err}");
+
+    w.submit(book.take_persist()).unwrap();
+    w.flush().unwrap();
+    assert!(w.last_error().is_none());
+    w.shutdown();
+    let loaded = Store::open_dir(&d).unwrap().load_book().unwrap();
+    let chars = &loaded.get(ann).unwrap().characters;
+    assert_eq!(chars.len(), 2);
+    assert_eq!((chars[0].name.as_str(), chars[0].gold), ("Rich", 5_000));
+    assert_eq!(chars[1].name, "Gone");
+}

@@ -322,6 +322,10 @@ mod tests {
                     tick_p99_us: 1_300,
                     tick_age_ms: 12_000,
                     stuck: true,
+                    tick_p50_us: 400,
+                    handoffs: 7,
+                    handoffs_failed: 1,
+                    errors: 2,
                 }],
             },
             Msg::InstanceGivenUp {

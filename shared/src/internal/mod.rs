@@ -76,7 +76,9 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// stuck, and [`Msg::InstanceGivenUp`].
 /// 10: scripts across the cluster (`ActorQuery`, `NpcQuery`, `ZoneActors`, `SpawnItem`)
 /// and the operator's console ([`Msg::MapQuery`], [`Msg::MapAnswer`], [`Msg::ScriptError`]).
-pub const PROTOCOL_VERSION: u16 = 10;
+/// 11: each [`InstanceLoad`] carries its tick p50, handoffs and errors (the console's
+/// Cluster page), and the gateway may send [`Msg::Drain`] (an operator drains a node).
+pub const PROTOCOL_VERSION: u16 = 11;
 
 /// Script errors a zone reports to the gateway per instance and second, at most.
 pub const SCRIPT_ERRORS_PER_SECOND: u32 = 10;
@@ -130,7 +132,7 @@ pub type SessionId = u64;
 pub type Generation = u64;
 
 /// The name of one AreaInstance.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct InstanceKey {
     /// Area name.
     pub area: String,
@@ -178,7 +180,7 @@ pub struct RunningInstance {
 }
 
 /// One instance's figures in a [`Msg::Heartbeat`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceLoad {
     /// Which.
     pub key: InstanceKey,
@@ -194,6 +196,14 @@ pub struct InstanceLoad {
     /// The node's watchdog holds the instance stuck (its tick age passed the node's
     /// `stuck_tick_ms`): the gateway sends it no new player until it ticks again.
     pub stuck: bool,
+    /// Median tick duration over the recent ticks, µs (protocol version 11).
+    pub tick_p50_us: u32,
+    /// Handoffs out of the instance begun since it started.
+    pub handoffs: u64,
+    /// Handoffs out of it that failed (refused or timed out) since it started.
+    pub handoffs_failed: u64,
+    /// Script errors and caught panics since it started.
+    pub errors: u64,
 }
 
 /// Why a peer was refused.

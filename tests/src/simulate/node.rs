@@ -312,10 +312,7 @@ impl Sim {
             .map(|(k, _)| InstanceLoad {
                 key: k.clone(),
                 players: u32::try_from(core.sessions_of(k).len()).unwrap_or(u32::MAX),
-                npcs: 0,
-                tick_p99_us: 0,
-                tick_age_ms: 0,
-                stuck: false,
+                ..InstanceLoad::default()
             })
             .collect();
         let msg = Msg::Heartbeat {

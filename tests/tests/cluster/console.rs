@@ -453,10 +453,201 @@ async fn a_script_error_in_a_zone_reaches_the_console() {
         "{e}"
     );
     assert_eq!(e["node"], "n1");
+    // The Cluster page counts it against its instance (from the node's next heartbeat).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, rows) = call(admin, "GET", "/api/v1/instances", Some(VIEWER), "").await;
+        let errors: u64 = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["errors"].as_u64())
+            .sum();
+        if errors >= 1 {
+            assert!(rows[0]["tick_p50_ms"].as_f64().is_some(), "{rows}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no error counted: {rows}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert!(
         call(admin, "GET", "/api/v1/script-errors", None, "")
             .await
             .0
             == 401
     );
+}
+
+/// Draining a node from the API (issue 40's "drain a node"): an admin call, refused to a
+/// moderator and for the last node taking work; the node's players move to the other
+/// node without reconnecting, and the node stays registered, draining, with nothing on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_drains_a_node_and_its_players_move_to_another() {
+    let mut c = Cluster::start_with_config("console-drain", &[("n1", 64)], |cfg| {
+        cfg.operators = operators();
+    })
+    .await;
+    let admin = c.gw.admin_addr;
+    let addr = c.gw.client_addr;
+    let mut players = Vec::new();
+    for name in ["drained1", "drained2"] {
+        let (conn, g) = new_player(addr, name).await;
+        players.push((conn, g.runtime_id));
+    }
+    let first = c.owner("Meadow", 0).unwrap().0;
+    // Alone, the node cannot be drained: its players would have nowhere to go.
+    let path = format!("/api/v1/nodes/{first}/drain");
+    let (status, body) = call(admin, "POST", &path, Some(ADMIN), "{}").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("only node"),
+        "{body}"
+    );
+    c.spawn_node("n2");
+    c.wait_for("n2 to register", |v| v.nodes.iter().any(|n| n.id == "n2"))
+        .await;
+    let (status, _) = call(admin, "POST", &path, Some(MODERATOR), "{}").await;
+    assert_eq!(status, 403, "draining needs the admin role");
+    let (status, body) = call(admin, "POST", "/api/v1/nodes/nope/drain", Some(ADMIN), "{}").await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = call(admin, "POST", &path, Some(ADMIN), "{}").await;
+    assert_eq!(status, 200, "{body}");
+    for (conn, rid) in &mut players {
+        let (i, _) = cluster_tests::next_change_area(conn, cluster_tests::WAIT)
+            .await
+            .expect("moved to the other node");
+        assert_eq!(cluster_tests::area_of(&i.packet).as_deref(), Some("Meadow"));
+        assert!(
+            echo(conn, *rid, (2.0, 1.0, 2.0), cluster_tests::WAIT).await,
+            "plays on"
+        );
+        assert!(conn.close_reason().is_none(), "never disconnected");
+    }
+    assert_eq!(c.owner("Meadow", 0).map(|o| o.0).as_deref(), Some("n2"));
+    let (_, cluster) = call(admin, "GET", "/api/v1/cluster", Some(ADMIN), "").await;
+    let node = cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == first.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(node["draining"], true, "{node}");
+    assert_eq!(
+        node["instances"].as_array().map(Vec::len),
+        Some(0),
+        "{node}"
+    );
+    // Again: it drains already.
+    let (status, body) = call(admin, "POST", &path, Some(ADMIN), "{}").await;
+    assert_eq!(status, 400, "{body}");
+    let (_, audit) = call(admin, "GET", "/api/v1/audit?q=drain_node", Some(ADMIN), "").await;
+    let audit = audit.as_array().unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e["ok"] == true && e["operator"] == "ada" && e["target"] == first.as_str()),
+        "{audit:?}"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|e| e["ok"] == false && e["operator"] == "moe")
+    );
+}
+
+/// Restoring one character from a backup file (issue 40): an admin makes a backup through
+/// the API, the character loses its gold, the restore is refused while it plays and puts
+/// the gold back once it is out; a backup name outside the backup directory is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_restores_one_character_from_a_backup_file() {
+    let c = Cluster::start_with_config("console-restore", &[("n1", 64)], |cfg| {
+        cfg.operators = operators();
+    })
+    .await;
+    let admin = c.gw.admin_addr;
+    let (conn, _) = new_player(c.gw.client_addr, "restored").await;
+    conn.close(client::CloseCode::Normal).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.online("restored") {
+        assert!(Instant::now() < deadline, "logged out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = c.saved("restored");
+    let (status, body) = call(
+        admin,
+        "POST",
+        "/api/v1/backups",
+        Some(ADMIN),
+        r#"{"name":"before.sqlite3"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, list) = call(admin, "GET", "/api/v1/backups", Some(VIEWER), "").await;
+    assert_eq!(status, 200);
+    assert_eq!(list[0]["name"], "before.sqlite3", "{list}");
+    // A moderator may not restore; a name with a path is refused.
+    let restore = |token: &'static str, backup: &str| {
+        let body = serde_json::json!({ "backup": backup }).to_string();
+        async move {
+            call(
+                admin,
+                "POST",
+                "/api/v1/characters/restored/restore",
+                Some(token),
+                &body,
+            )
+            .await
+        }
+    };
+    assert_eq!(restore(MODERATOR, "before.sqlite3").await.0, 403);
+    assert_eq!(restore(ADMIN, "../gateway.sqlite3").await.0, 400);
+    assert_eq!(restore(ADMIN, "missing.sqlite3").await.0, 400);
+
+    // In the world: refused (a restore never races a live copy).
+    let (conn, _) = login_again(c.gw.client_addr, "restored").await;
+    let (status, body) = restore(ADMIN, "before.sqlite3").await;
+    assert_eq!(status, 400, "refused while it plays: {body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("in the world"),
+        "{body}"
+    );
+    conn.close(client::CloseCode::Normal).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.online("restored") {
+        assert!(Instant::now() < deadline, "logged out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    {
+        // Since the backup, the character changed (a script's doing, a bad trade).
+        let shared = c.gw.shared();
+        let mut acc = shared.accounts();
+        let (id, slot) = acc.book.find_character("restored").unwrap();
+        let mut s = acc.book.get(id).unwrap().characters[usize::from(slot)].clone();
+        s.gold = before.gold + 12_345;
+        assert!(acc.book.save_character(id, slot, s));
+        let ops = acc.book.take_persist();
+        drop(acc);
+        shared.writer.submit(ops).unwrap();
+    }
+    assert_eq!(c.saved("restored").gold, before.gold + 12_345);
+    let (status, body) = restore(ADMIN, "before.sqlite3").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        c.saved("restored").gold,
+        before.gold,
+        "as the backup holds it"
+    );
+    let (_, audit) = call(admin, "GET", "/api/v1/audit?q=restore", Some(ADMIN), "").await;
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["ok"] == true && e["target"] == "restored" && e["operator"] == "ada"),
+        "{audit}"
+    );
+    // It logs in with what was restored.
+    let (conn, _) = login_again(c.gw.client_addr, "restored").await;
+    conn.close(client::CloseCode::Normal).await;
 }

@@ -4,6 +4,8 @@
 //! screenshots are written to `docs/console/` (docs/operations.md shows them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cluster_tests::webdriver::Browser;
@@ -54,18 +56,22 @@ async fn an_operator_watches_the_live_map_kicks_a_player_and_reads_the_audit_lin
     .await;
     let admin = c.gw.admin_addr;
     // Three players walking in circles around where they started, as bots do.
+    // Where each says it is (the last move it sent), as a bot reports it.
+    let said: Arc<Mutex<HashMap<String, (f32, f32)>>> = Arc::default();
     let mut walkers = Vec::new();
     for name in ["walker", "strider", "rambler"] {
         let (mut conn, g) = new_player(c.gw.client_addr, name).await;
         let (x0, y0, z0) = (g.area.x, g.area.y, g.area.z);
+        let said = said.clone();
         walkers.push(tokio::spawn(async move {
             let mut t = 0.0f32;
             loop {
-                t += 0.15;
-                let (x, z) = (x0 + 6.0 * t.cos(), z0 + 6.0 * t.sin());
+                t += 0.03;
+                let (x, z) = (x0 + 8.0 * t.cos(), z0 + 8.0 * t.sin());
                 if conn.move_to(x, y0, z, false).is_err() {
                     return;
                 }
+                said.lock().unwrap().insert(name.to_owned(), (x, z));
                 let end = tokio::time::Instant::now() + Duration::from_millis(200);
                 while let Ok(r) = tokio::time::timeout_at(end, conn.next_event()).await {
                     if r.is_err() {
@@ -85,6 +91,7 @@ async fn an_operator_watches_the_live_map_kicks_a_player_and_reads_the_audit_lin
     let online_walker = c.online("walker");
     assert!(online_walker);
 
+    let said_b = said.clone();
     let b = tokio::task::spawn_blocking(move || {
         let b = Browser::start(1280, 1000);
         b.goto(&format!("http://{admin}/console/"));
@@ -117,6 +124,14 @@ async fn an_operator_watches_the_live_map_kicks_a_player_and_reads_the_audit_lin
                 .any(|(m, x2, z2)| m == n && ((x - x2).abs() > 0.5 || (z - z2).abs() > 0.5))
         });
         assert!(moved.count() >= 2, "the walkers move on the map: {first:?} then {later:?}");
+        // Each where it says it is, within a few units (a frame every 500 ms; a walker
+        // goes about 1.2 units a second).
+        let now = said_b.lock().unwrap().clone();
+        for (name, (x, z)) in &now {
+            let (_, mx, mz) = later.iter().find(|r| &r.0 == name).cloned().unwrap();
+            let off = ((mx - f64::from(*x)).powi(2) + (mz - f64::from(*z)).powi(2)).sqrt();
+            assert!(off < 3.0, "{name} on the map at ({mx}, {mz}), says ({x}, {z})");
+        }
         // The canvas is drawn (not blank).
         let painted = b.eval(
             "const c = document.getElementById('map-canvas'); const d = c.getContext('2d').getImageData(0,0,c.width,c.height).data; let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] > 60 && d[i+2] > 150) n++; return n;",
@@ -134,7 +149,9 @@ async fn an_operator_watches_the_live_map_kicks_a_player_and_reads_the_audit_lin
         b.click("#players-form button");
         b.wait_text("#players-table tbody", Duration::from_secs(10), |t| t.contains("walker"));
         b.click("#players-table tbody tr");
-        b.wait_text("#character-detail", Duration::from_secs(10), |t| t.contains("\"inventory\""));
+        b.wait_text("#character-detail", Duration::from_secs(10), |t| {
+            t.contains("Inventory") && t.contains("Last login")
+        });
         b.type_into("#act-reason", "testing the console");
         b.click("#character-actions button[data-act=kick]");
         b.wait_text("#act-result", Duration::from_secs(10), |t| t.contains("kicked"));

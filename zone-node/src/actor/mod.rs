@@ -518,17 +518,20 @@ impl Registry {
             .into_iter()
             .map(|(key, _, h)| {
                 let tick_age_ms = now.saturating_sub(h.last_tick.load(Ordering::Relaxed));
-                let (players, actors, tick_p99_us) = self
-                    .stats
-                    .get(&key)
-                    .map_or((0, 0, 0), |s| (s.players, s.actors, s.tick_p99_us));
+                let s = self.stats.get(&key);
+                let s = s.as_deref();
+                let players = s.map_or(0, |s| s.players);
                 shared::internal::InstanceLoad {
                     stuck: stuck.contains(&key),
-                    key,
                     players,
-                    npcs: actors.saturating_sub(players),
-                    tick_p99_us,
+                    npcs: s.map_or(0, |s| s.actors.saturating_sub(players)),
+                    tick_p99_us: s.map_or(0, |s| s.tick_p99_us),
                     tick_age_ms,
+                    tick_p50_us: s.map_or(0, |s| s.tick_p50_us),
+                    handoffs: s.map_or(0, |s| s.handoffs),
+                    handoffs_failed: s.map_or(0, |s| s.handoffs_failed),
+                    errors: s.map_or(0, |s| s.errors),
+                    key,
                 }
             })
             .collect();

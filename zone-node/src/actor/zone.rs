@@ -54,6 +54,14 @@ pub struct InstanceStats {
     pub now_ms: u64,
     /// 99th percentile tick duration over the last [`TICK_WINDOW`] ticks, µs.
     pub tick_p99_us: u32,
+    /// Median tick duration over the last [`TICK_WINDOW`] ticks, µs.
+    pub tick_p50_us: u32,
+    /// Handoffs out of the instance begun (SetArea warps, portals), since it started.
+    pub handoffs: u64,
+    /// Handoffs out of it that failed (the destination refused, or it timed out).
+    pub handoffs_failed: u64,
+    /// Script errors (runtime, runaway, restore) and caught panics, since it started.
+    pub errors: u64,
     /// Histograms of every tick's duration and of each phase's, since the instance started.
     pub timings: Arc<TickTimings>,
 }
@@ -90,12 +98,15 @@ impl TickTimings {
 /// Ticks over which [`InstanceStats::tick_p99_us`] is taken.
 pub const TICK_WINDOW: usize = 256;
 
-/// The 99th percentile of `window` (µs), 0 when empty.
-fn p99(window: &[u32]) -> u32 {
+/// The 50th and 99th percentiles of `window` (µs), 0 when empty.
+fn percentiles(window: &[u32]) -> (u32, u32) {
     let mut v = window.to_vec();
     v.sort_unstable();
-    let i = (v.len() * 99).div_ceil(100).saturating_sub(1);
-    v.get(i).copied().unwrap_or(0)
+    let at = |pc: usize| {
+        let i = (v.len() * pc).div_ceil(100).saturating_sub(1);
+        v.get(i).copied().unwrap_or(0)
+    };
+    (at(50), at(99))
 }
 
 /// Save every player and stop.
@@ -367,7 +378,7 @@ impl ZoneActor {
                     *slot = us;
                 }
                 if self.stats.ticks.is_multiple_of(32) {
-                    self.stats.tick_p99_us = p99(&self.tick_us);
+                    (self.stats.tick_p50_us, self.stats.tick_p99_us) = percentiles(&self.tick_us);
                 }
             }
             Err(_) => self.rebuild(),
@@ -449,6 +460,7 @@ impl ZoneActor {
             fenced,
             origin,
             error_reports,
+            stats,
             ..
         } = self;
         let groups = sim.state().cfg.groups();
@@ -464,6 +476,7 @@ impl ZoneActor {
             fenced,
             origin: *origin,
             error_reports,
+            stats,
         };
         (sim, batch, router)
     }
@@ -542,6 +555,9 @@ impl ZoneActor {
             ZoneInput::TransferAbort { transfer_id } => {
                 self.arriving.remove(transfer_id);
             }
+            // The destination refused one of this instance's handoffs (or it timed out):
+            // the player stays here.
+            ZoneInput::TransferNack { .. } => self.stats.handoffs_failed += 1,
             ZoneInput::PlayerLeft { player } => self.batch_left.push(*player),
             _ => {}
         }
@@ -555,6 +571,7 @@ impl ZoneActor {
             return;
         }
         self.stats.panics += 1;
+        self.stats.errors += 1;
         Metrics::inc(&self.reg.metrics.panics);
         Metrics::inc(&self.reg.metrics.restarts);
         let _g = self.span.enter();
@@ -641,6 +658,8 @@ struct Router<'a> {
     origin: Instant,
     /// Script errors reported this second ([`ZoneActor::error_reports`]).
     error_reports: &'a mut (u64, u32),
+    /// The instance's figures (its handoff and error counts).
+    stats: &'a mut InstanceStats,
 }
 
 impl Router<'_> {
@@ -660,8 +679,11 @@ impl Router<'_> {
                         frames: Bytes::copy_from_slice(bytes),
                     });
                 }
-                ZoneOutput::TransferOut(_)
-                | ZoneOutput::AckTransfer { .. }
+                ZoneOutput::TransferOut(_) => {
+                    self.stats.handoffs += 1;
+                    self.reg.zone_output(self.key, o);
+                }
+                ZoneOutput::AckTransfer { .. }
                 | ZoneOutput::CommitTransfer { .. }
                 | ZoneOutput::AbortTransfer { .. } => self.reg.zone_output(self.key, o),
                 ZoneOutput::Persist(s) => {
@@ -715,6 +737,7 @@ impl Router<'_> {
                         }
                     };
                     Metrics::inc(c);
+                    self.stats.errors += 1;
                     tracing::warn!(
                         zone = %self.key,
                         script = %script,
@@ -936,6 +959,14 @@ impl Handler<InjectStall> for ZoneActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_percentiles_of_a_window() {
+        assert_eq!(percentiles(&[]), (0, 0));
+        assert_eq!(percentiles(&[7]), (7, 7));
+        let w: Vec<u32> = (1..=100).rev().collect();
+        assert_eq!(percentiles(&w), (50, 99));
+    }
 
     /// A transfer id as a source zone mints it.
     fn tx(serial: u32) -> TransferId {

@@ -82,20 +82,40 @@ async function loadCluster() {
       (c.unplaced.length ? ", " + c.unplaced.length + " instances unplaced" : "");
     const rows = [];
     for (const n of c.nodes) {
+      const drain = el("button", n.draining ? "draining" : "drain");
+      drain.disabled = n.draining;
+      drain.dataset.node = n.id;
+      drain.addEventListener("click", () => drainNode(n.id));
+      const nodeCell = el("td", n.id + " (" + n.players + " players, heartbeat " + n.last_heartbeat_ms_ago + " ms ago) ");
+      nodeCell.appendChild(drain);
+      nodeCell.colSpan = 12;
+      rows.push(row([nodeCell], "node-row"));
       for (const i of n.instances) {
         const open = el("button", "map");
         open.addEventListener("click", () => { state.pick = i.area + "#" + i.instance; show("map"); });
         const td = el("td"); td.appendChild(open);
-        rows.push(row([n.id + (n.draining ? " (draining)" : ""), i.area, i.instance, i.players, i.npcs,
-          i.tick_p99_ms.toFixed(2), i.tick_age_ms, i.stuck ? "STUCK" : "ok", td]));
+        rows.push(row(["", i.area, i.instance, i.players, i.npcs, (i.tick_p50_ms || 0).toFixed(2),
+          i.tick_p99_ms.toFixed(2), i.tick_age_ms, (i.handoffs || 0) + (i.handoffs_failed ? " (" + i.handoffs_failed + " failed)" : ""),
+          i.errors || 0, i.stuck ? "STUCK" : "ok", td]));
       }
-      if (!n.instances.length) rows.push(row([n.id, "", "", 0, 0, "", "", n.draining ? "draining" : "idle", ""]));
+      if (!n.instances.length) rows.push(row(["", "", "", 0, 0, "", "", "", "", "", n.draining ? "draining" : "idle", ""]));
     }
     fill($("cluster-table").tBodies[0], rows);
   } catch (e) {
     $("cluster-summary").textContent = "error: " + e.message;
   }
   if (state.tab === "cluster") setTimeout(() => { if (state.tab === "cluster") loadCluster(); }, 2000);
+}
+
+async function drainNode(node) {
+  const out = $("cluster-result");
+  if (!window.confirm("Drain " + node + "? Its players move to the other nodes, and it takes nothing new until it restarts.")) return;
+  try {
+    const r = await api("POST", "/nodes/" + encodeURIComponent(node) + "/drain", {});
+    out.className = "ok"; out.textContent = r.result;
+  } catch (e) {
+    out.className = "error"; out.textContent = e.message;
+  }
 }
 
 // ----- live map ---------------------------------------------------------------------------
@@ -300,13 +320,84 @@ async function openCharacter(name, account, keepResult) {
   $("character").hidden = false;
   $("character-name").textContent = (name || "(no character)") + " — account " + account;
   if (!keepResult) $("act-result").textContent = "";
-  if (!name) { $("character-detail").textContent = ""; return; }
+  if (!name) { $("character-detail").replaceChildren(); return; }
+  loadBackups();
   try {
     const c = await api("GET", "/characters/" + encodeURIComponent(name));
-    $("character-detail").textContent = JSON.stringify(c, null, 2);
+    renderCharacter(c);
   } catch (e) {
-    $("character-detail").textContent = "error: " + e.message;
+    $("character-detail").replaceChildren(el("p", "error: " + e.message, "error"));
   }
+}
+
+// A character's record as tables: where and what it is, then attributes, inventory,
+// quests and effects. Every value goes in as text.
+function renderCharacter(c) {
+  const parts = [];
+  const facts = [
+    ["Online", c.online ? "yes" + (c.node ? " (node " + c.node + ")" : "") : "no"],
+    ["Where", c.area + " #" + c.instance + " at " + [c.x, c.y, c.z].map((v) => Number(v).toFixed(1)).join(", ")],
+    ["Level", c.level + " (" + c.xp + " XP)"],
+    ["Gold", c.gold],
+    ["Reputation", c.reputation],
+    ["Health", c.live && c.live.health_max ? c.live.health + "/" + c.live.health_max : ""],
+    ["RuntimeID", c.live && c.live.runtime_id !== undefined ? c.live.runtime_id : ""],
+    ["Last login", when(c.last_login_ms)],
+    ["DM", c.dm ? "yes" : "no"],
+    ["Banned", c.banned ? (c.ban_until_ms ? "until " + when(c.ban_until_ms) : "for good") + (c.ban_reason ? ": " + c.ban_reason : "") : "no"],
+    ["Muted", c.mute_until_ms > Date.now() ? "until " + when(c.mute_until_ms) + (c.mute_reason ? ": " + c.mute_reason : "") : "no"],
+  ];
+  parts.push(table(["", ""], facts.map(([k, v]) => [k, v]), "facts"));
+  parts.push(el("h4", "Attributes"));
+  parts.push(table(["Attribute", "Value", "Max"], (c.attributes || []).map((a) => [a.name, a.value, a.max])));
+  parts.push(el("h4", "Inventory"));
+  parts.push(table(["Slot", "Item", "Amount", "Health"], (c.inventory || []).map((i) => [i.slot, i.name + " (" + i.item + ")", i.amount, i.health])));
+  parts.push(el("h4", "Quests"));
+  parts.push(table(["Quest", "Status"], (c.quests || []).map((q) => [q.name, q.status])));
+  parts.push(el("h4", "Effects"));
+  parts.push(table(["Effect", "Remaining (s)"], (c.effects || []).map((e) => [e.name, (e.remaining_ms / 1000).toFixed(0)])));
+  $("character-detail").replaceChildren(...parts);
+}
+
+function table(head, rows, cls) {
+  const t = el("table", null, cls);
+  if (head.some((h) => h)) {
+    const th = el("thead");
+    th.appendChild(row(head.map((h) => el("th", h))));
+    t.appendChild(th);
+  }
+  const tb = el("tbody");
+  tb.replaceChildren(...(rows.length ? rows.map((r) => row(r)) : [row(["(none)"])]));
+  t.appendChild(tb);
+  return t;
+}
+
+async function loadBackups() {
+  try {
+    const list = await api("GET", "/backups");
+    $("restore-backup").replaceChildren(...list.map((b) => {
+      const o = el("option", b.name + " (" + when(b.modified_ms) + ", " + Math.round(b.bytes / 1024) + " KiB)");
+      o.value = b.name;
+      return o;
+    }));
+  } catch (e) {
+    $("act-result").className = "error"; $("act-result").textContent = e.message;
+  }
+}
+
+async function restoreCharacter() {
+  const s = state.selected, out = $("act-result");
+  if (!s || !s.name) return;
+  const backup = $("restore-backup").value;
+  if (!backup) { out.className = "error"; out.textContent = "no backup chosen (make one under Maintenance)"; return; }
+  if (!window.confirm("Restore " + s.name + " as " + backup + " holds it? What it has now is replaced.")) return;
+  try {
+    const r = await api("POST", "/characters/" + encodeURIComponent(s.name) + "/restore", { backup });
+    out.className = "ok"; out.textContent = r.result;
+  } catch (e) {
+    out.className = "error"; out.textContent = e.message;
+  }
+  openCharacter(s.name, s.account, true);
 }
 
 async function act(verb) {
@@ -402,5 +493,7 @@ document.addEventListener("DOMContentLoaded", () => {
   on("shutdown-form", "submit", () => maintenance("/shutdown",
     { seconds: Math.round(Number($("shutdown-minutes").value || 0) * 60), message: $("shutdown-message").value }));
   on("cancel-shutdown", "click", () => maintenance("/cancel-shutdown", {}));
+  on("make-backup", "click", () => maintenance("/backups", {}));
+  on("restore", "click", restoreCharacter);
   if (state.token) signIn(state.token).catch(() => { state.token = ""; sessionStorage.removeItem("rc-token"); });
 });
