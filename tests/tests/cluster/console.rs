@@ -524,6 +524,22 @@ async fn an_admin_drains_a_node_and_its_players_move_to_another() {
         assert!(conn.close_reason().is_none(), "never disconnected");
     }
     assert_eq!(c.owner("Meadow", 0).map(|o| o.0).as_deref(), Some("n2"));
+    // The live map follows the instance to the node now running it.
+    let (status, actors) = call(
+        admin,
+        "GET",
+        "/api/v1/instances/Meadow/0/actors",
+        Some(VIEWER),
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{actors}");
+    for name in ["drained1", "drained2"] {
+        assert!(
+            actors.as_array().unwrap().iter().any(|a| a["name"] == name),
+            "{name} on n2's map: {actors}"
+        );
+    }
     let (_, cluster) = call(admin, "GET", "/api/v1/cluster", Some(ADMIN), "").await;
     let node = cluster["nodes"]
         .as_array()

@@ -138,6 +138,18 @@ async fn an_operator_watches_the_live_map_kicks_a_player_and_reads_the_audit_lin
             json!([]),
         );
         assert!(painted.as_u64().unwrap_or(0) > 0, "players drawn on the map");
+        // What one frame of 2,000 actors costs the page (a figure, docs/benchmarks.md).
+        let cost = b.eval(
+            "const f = state.frame; const big = { ...f, actors: [] };
+             for (let i = 0; i < 2000; i++) big.actors.push({ runtime_id: i, name: 'npc' + i, kind: i % 10 ? 'npc' : 'player',
+               level: 1, health: 10, health_max: 10, x: (i % 50) * 4, y: 0, z: Math.floor(i / 50) * 4, yaw: 0, handle: 0 });
+             state.frame = big; const t0 = performance.now();
+             for (let k = 0; k < 20; k++) { drawMap(); listActors(); }
+             const ms = (performance.now() - t0) / 20; state.frame = f; drawMap(); listActors(); return ms;",
+            json!([]),
+        );
+        println!("console: one 2,000-actor frame drawn and listed in {cost} ms");
+        assert!(cost.as_f64().is_some(), "{cost}");
         // Hover a player: his name, level and health.
         b.type_into("#map-follow", "walker");
         b.click("#map-form button");

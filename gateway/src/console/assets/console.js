@@ -272,7 +272,10 @@ function drawMap() {
 
 function listActors() {
   const f = state.frame;
-  const rows = f.actors.slice(0, 300).map((a) => row([a.runtime_id, a.name, a.kind, a.level,
+  // Players first (the ones an operator looks for), then NPCs; at most 500 rows (the map
+  // draws them all).
+  const shown = f.actors.filter((a) => a.kind === "player").concat(f.actors.filter((a) => a.kind !== "player")).slice(0, 500);
+  const rows = shown.map((a) => row([a.runtime_id, a.name, a.kind, a.level,
     a.health + "/" + a.health_max, a.x.toFixed(1), a.y.toFixed(1), a.z.toFixed(1)]));
   fill($("map-actors").tBodies[0], rows);
 }
