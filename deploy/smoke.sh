@@ -23,6 +23,8 @@
 #                 the published RCEnet port, the rest on QUIC;
 #                 every 8 s, so that most are not mid-warp when a node dies: swarm counts a
 #                 P_ChangeArea after a /warp as the warp's, not as a recovery)
+#    console      the console's API (a viewer's token): the swarm's bots on the live map
+#                 of their instance, moving
 # 5. scale        --scale zone-node=3: the third node registers ...
 # 6. placement    ... and takes the new instances 6 more bots warp into
 # 7. node loss    docker kill of the node hosting the warp destination: it leaves /cluster
@@ -108,6 +110,9 @@ read -r RC_UPDATE_PORT RC_CLIENT_PORT RC_ENET_PORT RC_ADMIN_PORT RC_TRACES_PORT 
 RC_CLUSTER_SECRET="smoke-$PROJECT-$(date +%s%N)"
 export RC_CLUSTER_SECRET
 export RC_PASSWORD_HASH=fast
+# A viewer of the console's API (step "console").
+VIEWER_TOKEN="smoke-viewer-$(date +%s%N)-$RANDOM$RANDOM"
+export RC_OPERATORS="smoke:viewer:$VIEWER_TOKEN"
 # The swarm's 56 bots all come from this host's one address.
 export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000 RC_CONNECTIONS_PER_IP_PER_MINUTE=1000
 export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
@@ -169,7 +174,7 @@ wait_for() {
         sleep 1
     done
 }
-cluster() { curl -fsS -m 3 "$ADMIN/cluster"; }
+cluster() { curl -fsS -m 3 -H "Authorization: Bearer $VIEWER_TOKEN" "$ADMIN/cluster"; }
 # py EXPRESSION FILE: evaluate a Python expression over the JSON in FILE (as `d`).
 py() { python3 -c "import json,sys; d=json.load(open(sys.argv[2])); print(eval(sys.argv[1]))" "$1" "$2"; }
 nodes_at_least() { cluster >"$WORK/c.json" && [ "$(py 'len(d["nodes"])' "$WORK/c.json")" -ge "$1" ]; }
@@ -270,7 +275,25 @@ if wait_for 30 instance_node "$TO_AREA#1"; then
 else
     fail "swarm" "$TO_AREA#1 never placed ($(tail -n 3 "$WORK/swarm.err"))"
 fi
-sleep 3
+
+# 4b. The console: the swarm's bots on the live map of their instance (its actors, as the
+#     map draws them), moving between two looks.
+actors() { curl -fsS -m 5 -H "Authorization: Bearer $VIEWER_TOKEN" "$ADMIN/api/v1/instances/$FROM_AREA/0/actors"; }
+if actors >"$WORK/a1.json" && sleep 2 && actors >"$WORK/a2.json"; then
+    seen=$(python3 -c 'import json,sys
+a={x["name"]:(x["x"],x["z"]) for x in json.load(open(sys.argv[1])) if x["name"].startswith("smk")}
+b={x["name"]:(x["x"],x["z"]) for x in json.load(open(sys.argv[2])) if x["name"].startswith("smk")}
+moved=[n for n in a if n in b and abs(a[n][0]-b[n][0])+abs(a[n][1]-b[n][1])>0.5]
+print(len(b), len(moved))' "$WORK/a1.json" "$WORK/a2.json")
+    if [ "${seen% *}" -ge 1 ] && [ "${seen#* }" -ge 1 ]; then
+        pass "console" "$FROM_AREA#0's live map: ${seen% *} swarm bots, ${seen#* } moved in 2 s (a viewer's token)"
+    else
+        fail "console" "bots listed, moved: $seen"
+    fi
+else
+    fail "console" "GET /api/v1/instances/$FROM_AREA/0/actors failed"
+fi
+sleep 1
 
 # 5. Scale to three nodes.
 dc up -d --no-recreate --scale zone-node=3 >"$WORK/scale.log" 2>&1 || cat "$WORK/scale.log"

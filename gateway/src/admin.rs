@@ -143,6 +143,12 @@ pub trait AdminSource: Send + Sync + 'static {
     fn metrics(&self) -> String;
     /// The cluster as the gateway sees it.
     fn cluster(&self) -> ClusterView;
+    /// Whether `token` may read the cluster (`GET /cluster`): any operator's token;
+    /// `None` when no operator is configured (it is open). By default, as
+    /// [`AdminSource::admin_token_ok`].
+    fn reader_token_ok(&self, token: &str) -> Option<bool> {
+        self.admin_token_ok(token)
+    }
     /// Whether `token` is the admin token; `None` when no token is configured (the admin
     /// API is off).
     fn admin_token_ok(&self, _token: &str) -> Option<bool> {
@@ -417,7 +423,7 @@ fn unauthorized() -> Response {
 /// needs the token; without one it is served to whoever reaches the admin endpoint
 /// (loopback by default; the gateway warns at start when that is not loopback).
 async fn cluster(State(source): State<Source>, headers: axum::http::HeaderMap) -> Response {
-    if source.admin_token_ok(bearer(&headers)) == Some(false) {
+    if source.reader_token_ok(bearer(&headers)) == Some(false) {
         return unauthorized();
     }
     match serde_json::to_vec(&source.cluster()) {

@@ -48,6 +48,10 @@ pub struct GatewayConfig {
     pub admin_listen: SocketAddr,
     /// Data directory: SQLite database and the generated certificate.
     pub data_dir: PathBuf,
+    /// The store: empty for the embedded SQLite database in `data_dir` (the default), or a
+    /// Postgres server, `postgres://user:password@host:port/database` (issue 41). Give it as
+    /// `GATEWAY_DATABASE_URL_FILE` when it holds a password.
+    pub database_url: String,
     /// Where backups made from the console are written and restored from (none:
     /// `data_dir/backups`); the API names a backup by its file name in it.
     pub backup_dir: Option<PathBuf>,
@@ -187,6 +191,7 @@ impl Default for GatewayConfig {
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
             backup_dir: None,
+            database_url: String::new(),
             world: None,
             cluster_secret: String::new(),
             cert_path: None,
@@ -240,7 +245,8 @@ impl Default for GatewayConfig {
 
 impl Settings for GatewayConfig {
     const ENV_PREFIX: &'static str = ENV_PREFIX;
-    const SECRET_KEYS: &'static [&'static str] = &["cluster_secret", "admin_token", "operators"];
+    const SECRET_KEYS: &'static [&'static str] =
+        &["cluster_secret", "admin_token", "operators", "database_url"];
 
     /// Set one setting by its snake_case name from text.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -261,6 +267,7 @@ impl Settings for GatewayConfig {
             "admin_listen" => self.admin_listen = num(value)?,
             "data_dir" => self.data_dir = PathBuf::from(value),
             "backup_dir" => self.backup_dir = path(value),
+            "database_url" => self.database_url = value.trim().to_owned(),
             "world" => self.world = path(value),
             "cluster_secret" => self.cluster_secret = value.to_owned(),
             "cert_path" => self.cert_path = path(value),
@@ -419,6 +426,15 @@ impl GatewayConfig {
         }
         if let Err(e) = crate::console::Operators::parse(&self.operators, "") {
             return bad("operators", e.to_string());
+        }
+        if !self.database_url.is_empty()
+            && !self.database_url.starts_with("postgres://")
+            && !self.database_url.starts_with("postgresql://")
+        {
+            return bad(
+                "database_url",
+                "must be empty (SQLite in data_dir) or postgres://user:password@host:port/database",
+            );
         }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
             return bad(

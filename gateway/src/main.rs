@@ -39,6 +39,10 @@ struct RunArgs {
     /// Data directory (SQLite database, certificate).
     #[arg(long)]
     data_dir: Option<String>,
+    /// The store on a Postgres server instead of SQLite in the data directory:
+    /// `postgres://user:password@host:port/database`.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
     /// Client endpoint, UDP (default 0.0.0.0:25000).
     #[arg(long)]
     listen: Option<String>,
@@ -71,6 +75,7 @@ impl RunArgs {
         let mut v: Vec<(&'static str, &str)> = [
             ("world", &self.world),
             ("data_dir", &self.data_dir),
+            ("database_url", &self.database_url),
             ("listen", &self.listen),
             ("internal_listen", &self.internal_listen),
             ("enet_listen", &self.enet_listen),
@@ -107,6 +112,18 @@ enum Command {
     Backup {
         /// Where to write the copy.
         to: PathBuf,
+        /// Data directory holding the SQLite database.
+        #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
+        data: PathBuf,
+    },
+    /// Copies a stopped gateway's SQLite store into an empty Postgres database (moving a
+    /// game to a cluster), in one transaction, then reads it back and checks that every
+    /// account, character, ground item, script file, super global and audit entry arrived.
+    CopyStore {
+        /// The Postgres database: `postgres://user:password@host:port/database` (or
+        /// `GATEWAY_DATABASE_URL`).
+        #[arg(long, env = "GATEWAY_DATABASE_URL")]
+        to: String,
         /// Data directory holding the SQLite database.
         #[arg(long = "data-dir", visible_alias = "data", default_value = "data")]
         data: PathBuf,
@@ -426,6 +443,35 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     served
 }
 
+/// `gateway copy-store`: SQLite (a stopped gateway's) into an empty Postgres database.
+fn copy_store(data: &Path, to: &str) -> anyhow::Result<()> {
+    let _lock = gateway::store::lock_dir(data)?;
+    let from = Store::open_dir(data)
+        .with_context(|| format!("opening the store in {}", data.display()))?;
+    let mut dest = Store::open_postgres(to).context("connecting to Postgres")?;
+    let r = gateway::store::copy::copy(&from, &mut dest).context("copying")?;
+    println!(
+        "copied and verified: {} accounts, {} characters, {} script files, {} super globals, \
+         {} ground items in {} instances, {} audit entries, handle floor {}, clock epoch {}",
+        r.accounts,
+        r.characters,
+        r.script_files,
+        r.super_globals,
+        r.ground_items,
+        r.ground_instances,
+        r.audit_entries,
+        r.handle_floor,
+        r.clock_epoch_ms
+    );
+    for q in &r.unreadable {
+        println!(
+            "not copied (unreadable in the source): account {} {:?}: {}",
+            q.account, q.name, q.reason
+        );
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let done = match cli.command {
@@ -436,6 +482,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Backup { to, data }) => gateway::store::backup(&data, &to)
             .with_context(|| format!("backing up {} to {}", data.display(), to.display()))
             .map(|()| println!("backed up {} to {}", data.display(), to.display())),
+        Some(Command::CopyStore { to, data }) => copy_store(&data, &to),
         Some(Command::Healthcheck(args)) => healthcheck::run(&args),
         None => serve(&cli.run),
     };

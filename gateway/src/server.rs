@@ -49,6 +49,17 @@ pub enum StartError {
     Updates(#[from] shared::content::ContentError),
 }
 
+/// What the store held at start.
+struct Loaded {
+    store: Store,
+    book: crate::session::AccountBook,
+    quarantined: Vec<crate::store::Quarantined>,
+    scripts: (crate::script_store::ScriptStore, Vec<String>),
+    clock_epoch: u64,
+    audit: Vec<crate::console::AuditEntry>,
+    ground: (crate::store::StoredGround, Vec<String>),
+}
+
 /// A running gateway.
 pub struct Gateway {
     /// Client endpoint address (ALPN `rc/1`).
@@ -202,14 +213,44 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     }
     // One gateway per data directory; the offline commands refuse it while this runs.
     let lock = crate::store::lock_dir(&cfg.data_dir)?;
-    let store = Store::open_dir(&cfg.data_dir)?;
-    let (mut book, quarantined) = store.load_book_quarantining()?;
+    // The store is read on a thread of its own: Postgres' client blocks, and must not
+    // from inside the async runtime.
+    let (database_url, data_dir) = (cfg.database_url.clone(), cfg.data_dir.clone());
+    let now = wall_ms();
+    let loaded = std::thread::spawn(move || -> Result<Loaded, StoreError> {
+        let store = Store::open_configured(&database_url, &data_dir)?;
+        let (book, quarantined) = store.load_book_quarantining()?;
+        let scripts = store.load_scripts()?;
+        let clock_epoch = store.clock_epoch(now)?;
+        let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
+        let ground = store.load_ground()?;
+        Ok(Loaded {
+            store,
+            book,
+            quarantined,
+            scripts,
+            clock_epoch,
+            audit,
+            ground,
+        })
+    })
+    .join()
+    .map_err(|_| StoreError::Unsupported("the store's loading thread panicked".into()))??;
+    let Loaded {
+        store,
+        mut book,
+        quarantined,
+        scripts: (scripts, warnings),
+        clock_epoch,
+        audit,
+        ground: (ground, ground_warnings),
+    } = loaded;
+    tracing::info!(backend = store.backend(), "store opened");
     for q in &quarantined {
         tracing::error!(account = q.account, character = %q.name, reason = %q.reason,
             "unreadable stored row: its account is quarantined (cannot log in) until repaired");
     }
     let accounts = book.len();
-    let (scripts, warnings) = store.load_scripts()?;
     for w in &warnings {
         tracing::warn!(warning = %w, "script store");
     }
@@ -219,10 +260,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         super_globals = scripts.globals().len(),
         "script store loaded"
     );
-    let clock_epoch = store.clock_epoch(wall_ms())?;
-    let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
-    let (ground, warnings) = store.load_ground()?;
-    for w in &warnings {
+    for w in &ground_warnings {
         tracing::warn!(warning = %w, "stored ground items skipped");
     }
     let writer = Writer::spawn(store)?;
@@ -698,6 +736,14 @@ impl AdminSource for Admin {
 
     /// An admin operator's token (`operators` with the admin role, or `admin_token`, which
     /// is the operator `admin`), compared in constant time (`console::Operators`).
+    fn reader_token_ok(&self, token: &str) -> Option<bool> {
+        let ops = &self.0.console.operators;
+        if ops.is_empty() {
+            return None;
+        }
+        Some(ops.authenticate(token).is_some())
+    }
+
     fn admin_token_ok(&self, token: &str) -> Option<bool> {
         let ops = &self.0.console.operators;
         if ops.is_empty() {

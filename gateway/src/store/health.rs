@@ -85,6 +85,20 @@ impl FailCause {
                 Some(C::ConstraintViolation) => Self::Constraint,
                 _ => Self::Other,
             },
+            StoreError::Postgres(e) => match e.code().map(postgres::error::SqlState::code) {
+                // By SQLSTATE class: 23 integrity, 53 resources (53100 disk full), 25006
+                // a read-only transaction, 40 and 55P03 conflicts, 08 the connection,
+                // 58 the server's I/O, XX001/XX002 corruption.
+                Some(c) if c.starts_with("23") => Self::Constraint,
+                Some("53100") => Self::DiskFull,
+                Some("25006") => Self::ReadOnly,
+                Some(c) if c.starts_with("40") || c == "55P03" => Self::Busy,
+                Some(c) if c.starts_with("08") || c.starts_with("58") => Self::Io,
+                Some("XX001" | "XX002") => Self::Corrupt,
+                Some(_) => Self::Other,
+                // No SQLSTATE: the connection itself failed.
+                None => Self::Io,
+            },
             StoreError::Dir { .. } => Self::Io,
             StoreError::Encode(_) => Self::Encode,
             _ => Self::Other,

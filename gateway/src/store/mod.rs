@@ -42,7 +42,10 @@
 //! group (entangled players and the ground) is stored entirely or not at all.
 
 pub mod backups;
+pub mod copy;
 mod health;
+pub mod pg;
+pub mod pg_server;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -139,6 +142,9 @@ const META_NEXT_HANDLE: &str = "next_handle";
 /// The `meta` key of the game clock's epoch (Unix ms; `shared::clock`).
 const META_CLOCK_EPOCH: &str = "clock_epoch_ms";
 
+/// Script files and directories, and the super globals, as stored.
+pub type ScriptRows = (Vec<StoredEntry>, Vec<(u8, Vec<u8>)>);
+
 /// Every AreaInstance's stored ground items ([`Store::load_ground`]).
 pub type StoredGround = HashMap<InstanceKey, Vec<GroundItemDto>>;
 
@@ -175,6 +181,12 @@ pub enum StoreError {
     /// The writer thread is gone.
     #[error("the store writer has stopped")]
     WriterGone,
+    /// A call the backend does not have.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Postgres.
+    #[error("postgres: {}", pg::detail(.0))]
+    Postgres(#[from] postgres::Error),
     /// Another gateway holds the data directory.
     #[error(
         "the data directory {0} is in use by a running gateway (stop it first; `gateway backup` works while it runs)"
@@ -290,14 +302,222 @@ pub struct Quarantined {
     pub reason: String,
 }
 
-/// An open database.
-pub struct Store {
+/// An open store: SQLite (embedded, the default) or Postgres (`database_url`).
+#[derive(Debug)]
+pub enum Store {
+    /// `data_dir/gateway.sqlite3`.
+    Sqlite(SqliteStore),
+    /// A Postgres server.
+    Postgres(Box<pg::PgStore>),
+}
+
+/// An open SQLite database.
+pub struct SqliteStore {
     conn: Connection,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+/// What only the SQLite store does (its page limit, a full disk's simulation).
+fn sqlite_only(what: &str) -> StoreError {
+    StoreError::Unsupported(format!("{what} is for the SQLite store only"))
+}
+
+impl Store {
+    /// Opens (creating) `DIR/gateway.sqlite3`, enables WAL and runs the migrations.
+    pub fn open_dir(dir: &Path) -> Result<Self, StoreError> {
+        SqliteStore::open_dir(dir).map(Self::Sqlite)
+    }
+
+    /// Opens (creating) a SQLite database file.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        SqliteStore::open(path).map(Self::Sqlite)
+    }
+
+    /// Connects to a Postgres server (`postgres://…`) and runs the migrations. Blocking:
+    /// never from an async task.
+    pub fn open_postgres(url: &str) -> Result<Self, StoreError> {
+        pg::PgStore::open(url).map(|p| Self::Postgres(Box::new(p)))
+    }
+
+    /// The store `database_url` names (`postgres://…`, `postgresql://…`), or the SQLite
+    /// database in `data_dir` when it is empty.
+    pub fn open_configured(database_url: &str, data_dir: &Path) -> Result<Self, StoreError> {
+        if database_url.is_empty() {
+            Self::open_dir(data_dir)
+        } else {
+            Self::open_postgres(database_url)
+        }
+    }
+
+    /// Which backend: `"sqlite"` or `"postgres"`.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The schema version (the number of migrations applied).
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.schema_version(),
+            Self::Postgres(p) => p.schema_version(),
+        }
+    }
+
+    /// SQLite's journal mode (`"wal"` when open normally).
+    pub fn journal_mode(&self) -> Result<String, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.journal_mode(),
+            Self::Postgres(_) => Err(sqlite_only("the journal mode")),
+        }
+    }
+
+    /// Applies ops in one transaction.
+    pub fn apply(&mut self, ops: &[PersistOp]) -> Result<(), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.apply(ops),
+            Self::Postgres(p) => p.apply(ops),
+        }
+    }
+
+    /// Every account with its characters in slot order (for [`crate::session::AccountBook`]).
+    pub fn load_all(&self) -> Result<Vec<(AccountRow, Vec<ActorStateDto>)>, StoreError> {
+        let (rows, bad) = self.load_all_quarantining()?;
+        match bad.into_iter().next() {
+            Some(q) => Err(StoreError::BadRow {
+                account: q.account,
+                name: q.name,
+                reason: q.reason,
+            }),
+            None => Ok(rows),
+        }
+    }
+
+    /// Every account and its readable characters, and what could not be read (see
+    /// [`SqliteStore::load_all_quarantining`]).
+    pub fn load_all_quarantining(&self) -> Result<(Vec<Record>, Vec<Quarantined>), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.load_all_quarantining(),
+            Self::Postgres(p) => p.load_all_quarantining(),
+        }
+    }
+
+    /// The newest `limit` entries of the operators' audit log, oldest first.
+    pub fn load_audit(&self, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.load_audit(limit),
+            Self::Postgres(p) => p.load_audit(limit),
+        }
+    }
+
+    /// The lowest character handle never given out (1 when none was).
+    pub fn handle_floor(&self) -> Result<u32, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.handle_floor(),
+            Self::Postgres(p) => p.handle_floor(),
+        }
+    }
+
+    /// The cluster's game clock epoch (Unix ms), stored once (see
+    /// [`SqliteStore::clock_epoch`]).
+    pub fn clock_epoch(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.clock_epoch(now_unix_ms),
+            Self::Postgres(p) => p.clock_epoch(now_unix_ms),
+        }
+    }
+
+    /// Every account and character, with the handle floor: the gateway's account book.
+    /// Characters of an older database get their handles here; those saves are queued in
+    /// the book (submit [`AccountBook::take_persist`] to the writer).
+    pub fn load_book(&self) -> Result<AccountBook, StoreError> {
+        Ok(self.load_book_quarantining()?.0)
+    }
+
+    /// [`Self::load_book`], with the accounts of unreadable rows quarantined in the book
+    /// (and listed, for the log and the metrics) instead of failing the whole load.
+    pub fn load_book_quarantining(&self) -> Result<(AccountBook, Vec<Quarantined>), StoreError> {
+        let (rows, bad) = self.load_all_quarantining()?;
+        let mut book = AccountBook::from_records_with_handle_floor(rows, self.handle_floor()?);
+        for q in &bad {
+            book.quarantine(q.account);
+        }
+        Ok((book, bad))
+    }
+
+    /// The script files and super globals, with warnings for rows that were skipped.
+    pub fn load_scripts(&self) -> Result<(ScriptStore, Vec<String>), StoreError> {
+        let (entries, globals) = self.script_rows()?;
+        Ok(ScriptStore::load(entries, globals))
+    }
+
+    /// The script files and super globals as stored (a copy between stores).
+    pub fn script_rows(&self) -> Result<ScriptRows, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.script_rows(),
+            Self::Postgres(p) => p.script_rows(),
+        }
+    }
+
+    /// Every AreaInstance's stored ground items, with a warning for each skipped row.
+    pub fn load_ground(&self) -> Result<(StoredGround, Vec<String>), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.load_ground(),
+            Self::Postgres(p) => p.load_ground(),
+        }
+    }
+
+    /// Whether an account row exists (tests and tools).
+    pub fn account_exists(&self, id: AccountId) -> Result<bool, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.account_exists(id),
+            Self::Postgres(p) => p.account_exists(id),
+        }
+    }
+
+    /// SQLite's page limit (see [`SqliteStore::set_max_pages`]).
+    pub fn set_max_pages(&self, pages: u64) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.set_max_pages(pages),
+            Self::Postgres(_) => Err(sqlite_only("a page limit")),
+        }
+    }
+
+    /// Fills a SQLite store as a full disk would (tests; see [`SqliteStore::fill_to`]).
+    pub fn fill_to(&mut self, pages: u64) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.fill_to(pages),
+            Self::Postgres(_) => Err(sqlite_only("filling the store")),
+        }
+    }
+
+    /// Undoes [`Store::fill_to`].
+    pub fn unfill(&mut self, pages: u64) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.unfill(pages),
+            Self::Postgres(_) => Err(sqlite_only("filling the store")),
+        }
+    }
+
+    /// SQLite's page limit; 0 on Postgres (none).
+    pub fn max_pages(&self) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.max_pages(),
+            Self::Postgres(_) => Ok(0),
+        }
+    }
+
+    fn probe(&mut self) -> Result<(), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.probe(),
+            Self::Postgres(p) => p.probe(),
+        }
     }
 }
 
@@ -309,7 +529,7 @@ fn from_i64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating) `DIR/gateway.sqlite3`, enables WAL and runs the migrations.
     pub fn open_dir(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
@@ -375,19 +595,6 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
-    }
-
-    /// Every account with its characters in slot order (for [`crate::session::AccountBook`]).
-    pub fn load_all(&self) -> Result<Vec<(AccountRow, Vec<ActorStateDto>)>, StoreError> {
-        let (rows, bad) = self.load_all_quarantining()?;
-        match bad.into_iter().next() {
-            Some(q) => Err(StoreError::BadRow {
-                account: q.account,
-                name: q.name,
-                reason: q.reason,
-            }),
-            None => Ok(rows),
-        }
     }
 
     /// Every account and its readable characters, and what could not be read: an account
@@ -468,22 +675,7 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (name, version, blob) = row?;
-            if version != STATE_VERSION {
-                bad.push(Quarantined {
-                    account,
-                    name,
-                    reason: format!("unknown state version {version}"),
-                });
-                continue;
-            }
-            match rmp_serde::from_slice::<ActorStateDto>(&blob) {
-                Ok(state) => out.push(state),
-                Err(e) => bad.push(Quarantined {
-                    account,
-                    name,
-                    reason: e.to_string(),
-                }),
-            }
+            out.extend(decode_character(account, name, version, &blob, bad));
         }
         Ok(out)
     }
@@ -545,26 +737,8 @@ impl Store {
         Ok(u64::try_from(v).unwrap_or(0))
     }
 
-    /// Every account and character, with the handle floor: the gateway's account book.
-    /// Characters of an older database get their handles here; those saves are queued in
-    /// the book (submit [`AccountBook::take_persist`] to the writer).
-    pub fn load_book(&self) -> Result<AccountBook, StoreError> {
-        Ok(self.load_book_quarantining()?.0)
-    }
-
-    /// [`Self::load_book`], with the accounts of unreadable rows quarantined in the book
-    /// (and listed, for the log and the metrics) instead of failing the whole load.
-    pub fn load_book_quarantining(&self) -> Result<(AccountBook, Vec<Quarantined>), StoreError> {
-        let (rows, bad) = self.load_all_quarantining()?;
-        let mut book = AccountBook::from_records_with_handle_floor(rows, self.handle_floor()?);
-        for q in &bad {
-            book.quarantine(q.account);
-        }
-        Ok((book, bad))
-    }
-
-    /// The script files and super globals, with warnings for rows that were skipped.
-    pub fn load_scripts(&self) -> Result<(ScriptStore, Vec<String>), StoreError> {
+    /// The script files and super globals as stored.
+    pub fn script_rows(&self) -> Result<ScriptRows, StoreError> {
         let mut st = self
             .conn
             .prepare("SELECT name, kind, data FROM script_files ORDER BY name")?;
@@ -588,7 +762,7 @@ impl Store {
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ScriptStore::load(entries, globals))
+        Ok((entries, globals))
     }
 
     /// Every AreaInstance's stored ground items, with a warning for each row that was
@@ -611,21 +785,7 @@ impl Store {
         let mut out = HashMap::new();
         let mut warnings = Vec::new();
         for (area, instance, version, blob) in rows {
-            let Ok(instance) = u16::try_from(instance) else {
-                warnings.push(format!("ground of {area}#{instance}: bad instance number"));
-                continue;
-            };
-            let key = InstanceKey { area, instance };
-            if version != GROUND_VERSION {
-                warnings.push(format!("ground of {key}: unknown format {version}"));
-                continue;
-            }
-            match rmp_serde::from_slice::<Vec<GroundItemDto>>(&blob) {
-                Ok(items) => {
-                    out.insert(key, items);
-                }
-                Err(e) => warnings.push(format!("ground of {key}: {e}")),
-            }
+            decode_ground(area, instance, version, &blob, &mut out, &mut warnings);
         }
         Ok((out, warnings))
     }
@@ -639,6 +799,63 @@ impl Store {
             })
             .optional()?
             .is_some())
+    }
+}
+
+/// A stored character's state, or why it is unreadable (in `bad`: its account is
+/// quarantined). Both backends read their rows through it.
+fn decode_character(
+    account: AccountId,
+    name: String,
+    version: i64,
+    blob: &[u8],
+    bad: &mut Vec<Quarantined>,
+) -> Option<ActorStateDto> {
+    if version != STATE_VERSION {
+        bad.push(Quarantined {
+            account,
+            name,
+            reason: format!("unknown state version {version}"),
+        });
+        return None;
+    }
+    match rmp_serde::from_slice::<ActorStateDto>(blob) {
+        Ok(state) => Some(state),
+        Err(e) => {
+            bad.push(Quarantined {
+                account,
+                name,
+                reason: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+/// One stored ground row into `out`, or a warning (a bad row never stops the gateway: the
+/// instance starts with a clean ground). Both backends read their rows through it.
+fn decode_ground(
+    area: String,
+    instance: i64,
+    version: i64,
+    blob: &[u8],
+    out: &mut StoredGround,
+    warnings: &mut Vec<String>,
+) {
+    let Ok(instance) = u16::try_from(instance) else {
+        warnings.push(format!("ground of {area}#{instance}: bad instance number"));
+        return;
+    };
+    let key = InstanceKey { area, instance };
+    if version != GROUND_VERSION {
+        warnings.push(format!("ground of {key}: unknown format {version}"));
+        return;
+    }
+    match rmp_serde::from_slice::<Vec<GroundItemDto>>(blob) {
+        Ok(items) => {
+            out.insert(key, items);
+        }
+        Err(e) => warnings.push(format!("ground of {key}: {e}")),
     }
 }
 
@@ -1178,7 +1395,7 @@ impl Worker {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Sets the database's page limit (`PRAGMA max_page_count`; never below its size);
     /// returns the limit now in force. Writes that need pages past it fail with
     /// `SQLITE_FULL`, as on a full disk.

@@ -12,6 +12,166 @@ use gateway::store::{FailCause, STATE_VERSION, Store, Writer, resync_ops};
 use proptest::prelude::*;
 use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey, InvSlotDto, KnownSpellDto};
 
+/// Where a test's store lives: a SQLite data directory, or a database on a throwaway
+/// Postgres server (issue 41: the store's suite runs on both backends).
+enum At {
+    Dir(std::path::PathBuf),
+    /// The server (stopped when dropped: held for the test's length) and the URL.
+    Pg(
+        #[allow(dead_code)] gateway::store::pg_server::PgServer,
+        String,
+    ),
+}
+
+impl At {
+    fn sqlite(name: &str) -> Self {
+        Self::Dir(tmp(name))
+    }
+
+    /// `None` (the test skips) where Postgres is not installed, unless it is required.
+    fn postgres() -> Option<Self> {
+        use gateway::store::pg_server::{PgServer, required};
+        match PgServer::start() {
+            Ok(server) => {
+                let url = server.database("rc_store").unwrap();
+                Some(Self::Pg(server, url))
+            }
+            Err(e) if !required() => {
+                eprintln!("SKIP (Postgres): {e}");
+                None
+            }
+            Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
+        }
+    }
+
+    fn open(&self) -> Store {
+        match self {
+            Self::Dir(d) => Store::open_dir(d).unwrap(),
+            Self::Pg(_, url) => Store::open_postgres(url).unwrap(),
+        }
+    }
+}
+
+/// Each named case, as a test on SQLite and one on Postgres (`case::sqlite`,
+/// `case::postgres`).
+macro_rules! on_both_backends {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                #[test]
+                fn sqlite() {
+                    super::$case(&super::At::sqlite(stringify!($case)));
+                }
+
+                #[test]
+                fn postgres() {
+                    if let Some(at) = super::At::postgres() {
+                        super::$case(&at);
+                    }
+                }
+            }
+        )*
+    };
+}
+
+on_both_backends!(
+    clock_epoch_is_stored_once,
+    full_character_round_trip,
+    names_are_unique_case_insensitively,
+    writer_batches_and_flushes_into_the_account_book,
+    writer_drops_only_the_failing_batch,
+    a_submitted_group_is_stored_whole_or_not_at_all,
+    ground_items_are_replaced_per_instance_and_survive_a_reopen,
+    character_handles_are_unique_never_reused_and_stable_across_reloads,
+    script_files_and_super_globals_survive_a_reopen,
+    timed_bans_mutes_and_the_audit_log_are_stored,
+    migrations_are_at_the_newest_version,
+    a_sqlite_store_copies_into_another_and_is_verified,
+);
+
+/// Both backends' migrations end at the same version, and opening again changes nothing.
+fn migrations_are_at_the_newest_version(at: &At) {
+    let s = at.open();
+    assert_eq!(s.schema_version().unwrap(), 4);
+    assert!(s.load_all().unwrap().is_empty());
+    drop(s);
+    assert_eq!(at.open().schema_version().unwrap(), 4);
+}
+
+/// `gateway copy-store`'s core: everything of a SQLite store (accounts, characters with
+/// their fencing tokens, ground items, script files, super globals, the audit log, the
+/// handle floor, the clock's epoch) arrives in an empty store of the other backend and
+/// is verified; a store that holds accounts is refused.
+fn a_sqlite_store_copies_into_another_and_is_verified(at: &At) {
+    use gateway::console::{AuditEntry, Role};
+    let src_dir = tmp("copy-source");
+    let mut src = Store::open_dir(&src_dir).unwrap();
+    let mut c = full_character("Aria");
+    c.fence = 41;
+    src.apply(&[
+        PersistOp::UpsertAccount(row(1, "Aria_Player")),
+        PersistOp::ReplaceCharacters {
+            account: 1,
+            characters: vec![c, full_character("Bea")],
+        },
+        PersistOp::UpsertAccount(row(7, "Solo")),
+        PersistOp::HandleFloor(99),
+        PersistOp::PutScriptFile {
+            name: "notes/a.txt".into(),
+            kind: 1,
+            data: b"hello".to_vec(),
+        },
+        PersistOp::PutScriptFile {
+            name: "notes".into(),
+            kind: 2,
+            data: Vec::new(),
+        },
+        PersistOp::SetSuperGlobal {
+            slot: 3,
+            value: b"gold rush".to_vec(),
+        },
+        PersistOp::ReplaceGround {
+            key: key("Meadow", 0),
+            items: vec![ground_item(4, 1.0, 5_000), ground_item(5, 2.0, 0)],
+        },
+        PersistOp::Audit(Box::new(AuditEntry {
+            id: 1,
+            at_ms: 1_800_000_000_000,
+            operator: "ada".into(),
+            role: Role::Admin,
+            action: "ban".into(),
+            target: "Solo".into(),
+            detail: "{}".into(),
+            ok: true,
+            result: "done".into(),
+        })),
+    ])
+    .unwrap();
+    let epoch = src.clock_epoch(1_234_567).unwrap();
+    let mut dst = at.open();
+    if matches!(at, At::Dir(_)) {
+        // SQLite into SQLite: a fresh directory of its own.
+        dst = Store::open_dir(&tmp("copy-dest")).unwrap();
+    }
+    let r = gateway::store::copy::copy(&src, &mut dst).unwrap();
+    assert_eq!((r.accounts, r.characters), (2, 2));
+    assert_eq!((r.script_files, r.super_globals), (2, 1));
+    assert_eq!((r.ground_instances, r.ground_items), (1, 2));
+    assert_eq!(
+        (r.audit_entries, r.handle_floor, r.clock_epoch_ms),
+        (1, 99, epoch)
+    );
+    gateway::store::copy::verify(&src, &dst).unwrap();
+    assert_eq!(dst.load_all().unwrap(), src.load_all().unwrap());
+    assert_eq!(dst.clock_epoch(9).unwrap(), 1_234_567);
+    // Again: the destination holds accounts now.
+    let err = gateway::store::copy::copy(&src, &mut dst).unwrap_err();
+    assert!(err.to_string().contains("accounts already"), "{err}");
+    // A difference is found.
+    dst.apply(&[PersistOp::HandleFloor(500)]).unwrap();
+    assert!(gateway::store::copy::verify(&src, &dst).is_err());
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("gw-store-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -146,21 +306,17 @@ fn migrations_from_empty_and_wal() {
 }
 
 /// The game clock's epoch is stored once and survives a restart.
-#[test]
-fn clock_epoch_is_stored_once() {
-    let d = tmp("clock-epoch");
-    let s = Store::open_dir(&d).unwrap();
+fn clock_epoch_is_stored_once(at: &At) {
+    let s = at.open();
     assert_eq!(s.clock_epoch(1_000).unwrap(), 1_000);
     assert_eq!(s.clock_epoch(5_000).unwrap(), 1_000);
     drop(s);
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     assert_eq!(s.clock_epoch(9_000).unwrap(), 1_000);
 }
 
-#[test]
-fn full_character_round_trip() {
-    let d = tmp("roundtrip");
-    let mut s = Store::open_dir(&d).unwrap();
+fn full_character_round_trip(at: &At) {
+    let mut s = at.open();
     let mut c = full_character("Aria");
     // The fencing token survives a reopen.
     c.fence = 77;
@@ -183,16 +339,14 @@ fn full_character_round_trip() {
     }])
     .unwrap();
     drop(s);
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     let all = s.load_all().unwrap();
     assert_eq!(all, vec![(row(1, "Aria_Player"), vec![c, moved])]);
     assert_eq!(STATE_VERSION, 1);
 }
 
-#[test]
-fn names_are_unique_case_insensitively() {
-    let d = tmp("unique");
-    let mut s = Store::open_dir(&d).unwrap();
+fn names_are_unique_case_insensitively(at: &At) {
+    let mut s = at.open();
     s.apply(&[PersistOp::UpsertAccount(row(1, "Same"))])
         .unwrap();
     assert!(
@@ -203,10 +357,8 @@ fn names_are_unique_case_insensitively() {
     assert_eq!(s.load_all().unwrap().len(), 1);
 }
 
-#[test]
-fn writer_batches_and_flushes_into_the_account_book() {
-    let d = tmp("writer");
-    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+fn writer_batches_and_flushes_into_the_account_book(at: &At) {
+    let w = Writer::spawn(at.open()).unwrap();
     let mut book = AccountBook::new();
     for i in 0..50 {
         let id = book
@@ -225,7 +377,7 @@ fn writer_batches_and_flushes_into_the_account_book() {
     assert!(st.batches.load(Relaxed) >= 1 && st.batches.load(Relaxed) <= 50);
     assert!(w.last_error().is_none());
     w.shutdown();
-    let loaded = AccountBook::from_records(Store::open_dir(&d).unwrap().load_all().unwrap());
+    let loaded = AccountBook::from_records(at.open().load_all().unwrap());
     assert_eq!(loaded.len(), 50);
     let id = loaded.find_user("USER7").unwrap();
     // Stored as given, with the handle the book gave it (the eighth character).
@@ -535,11 +687,9 @@ fn import_script_data_command() {
     assert!(!out.status.success());
 }
 
-#[test]
-fn writer_drops_only_the_failing_batch() {
+fn writer_drops_only_the_failing_batch(at: &At) {
     use std::sync::atomic::Ordering::Relaxed;
-    let d = tmp("failing");
-    let w = Writer::spawn(Store::open_dir(&d).unwrap()).unwrap();
+    let w = Writer::spawn(at.open()).unwrap();
     // Three batches queued together (one transaction); the second fails (a name taken
     // case-insensitively): it alone is dropped.
     w.submit(vec![PersistOp::UpsertAccount(row(1, "One"))])
@@ -555,7 +705,7 @@ fn writer_drops_only_the_failing_batch() {
     assert_eq!(w.stats().failed_writes(FailCause::Constraint), 1);
     assert!(!w.is_failing() && w.last_error().is_none());
     w.shutdown();
-    assert_eq!(Store::open_dir(&d).unwrap().load_all().unwrap().len(), 2);
+    assert_eq!(at.open().load_all().unwrap().len(), 2);
 }
 
 fn key(area: &str, instance: u16) -> InstanceKey {
@@ -580,11 +730,9 @@ fn ground_item(item: u16, x: f32, remaining_ms: u64) -> GroundItemDto {
     }
 }
 
-#[test]
-fn a_submitted_group_is_stored_whole_or_not_at_all() {
+fn a_submitted_group_is_stored_whole_or_not_at_all(at: &At) {
     use std::sync::atomic::Ordering::Relaxed;
-    let d = tmp("group");
-    let mut s = Store::open_dir(&d).unwrap();
+    let mut s = at.open();
     s.apply(&[
         PersistOp::UpsertAccount(row(1, "Alice")),
         PersistOp::ReplaceCharacters {
@@ -621,15 +769,13 @@ fn a_submitted_group_is_stored_whole_or_not_at_all() {
     assert_eq!(w.stats().failures.load(Relaxed), 3);
     assert_eq!(w.stats().ops_written.load(Relaxed), 0);
     w.shutdown();
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     assert_eq!(s.load_all().unwrap()[0].1[0].gold, 9_999);
     assert!(s.load_ground().unwrap().0.is_empty());
 }
 
-#[test]
-fn ground_items_are_replaced_per_instance_and_survive_a_reopen() {
-    let d = tmp("ground");
-    let mut s = Store::open_dir(&d).unwrap();
+fn ground_items_are_replaced_per_instance_and_survive_a_reopen(at: &At) {
+    let mut s = at.open();
     let town = vec![ground_item(5, 1.0, 9_000), ground_item(6, 2.5, 1)];
     s.apply(&[
         PersistOp::ReplaceGround {
@@ -656,7 +802,7 @@ fn ground_items_are_replaced_per_instance_and_survive_a_reopen() {
     ])
     .unwrap();
     drop(s);
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     let (ground, warnings) = s.load_ground().unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(ground.len(), 2);
@@ -796,11 +942,9 @@ fn account_commands_create_and_flag_accounts() {
     );
 }
 
-#[test]
-fn character_handles_are_unique_never_reused_and_stable_across_reloads() {
-    let d = tmp("handles");
+fn character_handles_are_unique_never_reused_and_stable_across_reloads(at: &At) {
     // An older database: characters stored without handles, and a duplicate.
-    let mut s = Store::open_dir(&d).unwrap();
+    let mut s = at.open();
     let with_handle = |name: &str, handle| ActorStateDto {
         name: name.into(),
         handle,
@@ -848,7 +992,7 @@ fn character_handles_are_unique_never_reused_and_stable_across_reloads() {
     w.shutdown();
 
     // Stable across a reload: nothing to give or save again.
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     let mut book = s.load_book().unwrap();
     assert_eq!(handles(&book), given);
     assert!(book.take_persist().is_empty());
@@ -865,7 +1009,7 @@ fn character_handles_are_unique_never_reused_and_stable_across_reloads() {
     w.flush().unwrap();
     assert!(w.last_error().is_none());
     w.shutdown();
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     assert_eq!(s.handle_floor().unwrap(), 12);
     let mut book = s.load_book().unwrap();
     let slot = book.add_character(ann, with_handle("A4", 0)).unwrap();
@@ -880,10 +1024,8 @@ fn character_handles_are_unique_never_reused_and_stable_across_reloads() {
     assert_eq!(book.get(id).unwrap().characters[0].handle, 13);
 }
 
-#[test]
-fn script_files_and_super_globals_survive_a_reopen() {
-    let d = tmp("scripts");
-    let store = Store::open_dir(&d).unwrap();
+fn script_files_and_super_globals_survive_a_reopen(at: &At) {
+    let store = at.open();
     let (mut scripts, warnings) = store.load_scripts().unwrap();
     assert!(warnings.is_empty());
     assert_eq!(scripts.entries(), 0);
@@ -908,7 +1050,7 @@ fn script_files_and_super_globals_survive_a_reopen() {
     assert!(w.last_error().is_none());
     w.shutdown();
 
-    let (again, warnings) = Store::open_dir(&d).unwrap().load_scripts().unwrap();
+    let (again, warnings) = at.open().load_scripts().unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(again.entries(), 3);
     assert_eq!(again.total_bytes(), 12 + 4);
@@ -1238,11 +1380,9 @@ mod session_replies {
     }
 }
 
-#[test]
-fn timed_bans_mutes_and_the_audit_log_are_stored() {
+fn timed_bans_mutes_and_the_audit_log_are_stored(at: &At) {
     use gateway::console::{AuditEntry, Role};
-    let d = tmp("audit");
-    let mut s = Store::open_dir(&d).unwrap();
+    let mut s = at.open();
     let mut banned = row(2, "Mallory");
     banned.banned = true;
     banned.status.ban_until_ms = 1_900_000_000_000;
@@ -1267,7 +1407,7 @@ fn timed_bans_mutes_and_the_audit_log_are_stored() {
     ])
     .unwrap();
     drop(s);
-    let s = Store::open_dir(&d).unwrap();
+    let s = at.open();
     let rows: Vec<AccountRow> = s.load_all().unwrap().into_iter().map(|(r, _)| r).collect();
     assert_eq!(rows, vec![row(1, "Alice"), banned]);
     assert_eq!(
