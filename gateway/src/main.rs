@@ -449,6 +449,7 @@ fn copy_store(data: &Path, to: &str) -> anyhow::Result<()> {
     let from = Store::open_dir(data)
         .with_context(|| format!("opening the store in {}", data.display()))?;
     let mut dest = Store::open_postgres(to).context("connecting to Postgres")?;
+    dest.claim_exclusive()?;
     let r = gateway::store::copy::copy(&from, &mut dest).context("copying")?;
     println!(
         "copied and verified: {} accounts, {} characters, {} script files, {} super globals, \

@@ -219,6 +219,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let now = wall_ms();
     let loaded = std::thread::spawn(move || -> Result<Loaded, StoreError> {
         let store = Store::open_configured(&database_url, &data_dir)?;
+        store.claim_exclusive()?;
         let (book, quarantined) = store.load_book_quarantining()?;
         let scripts = store.load_scripts()?;
         let clock_epoch = store.clock_epoch(now)?;
@@ -535,6 +536,10 @@ impl Gateway {
             .close(0u32.into(), b"gateway shutting down");
         self.hub.abort();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.client_ep.wait_idle()).await;
+        // Closed, the store is free for another gateway (Postgres: the connection and its
+        // lock go now, not when the last task holding the shared state ends).
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.writer.close()).await;
         tracing::info!("gateway stopped");
     }
 }
@@ -1363,6 +1368,11 @@ impl crate::console::api::ConsoleSource for Admin {
                 }
                 Action::CancelShutdown => cancel_shutdown(&shared).await,
                 Action::Backup { name } => {
+                    if !shared.cfg.database_url.is_empty() {
+                        return Err("the store is on Postgres: back it up with Postgres' own \
+                             tools (pg_dump); these backups are of the SQLite store"
+                            .into());
+                    }
                     let data = shared.cfg.data_dir.clone();
                     let dir = shared.cfg.backups();
                     let made = tokio::task::spawn_blocking(move || {

@@ -354,6 +354,16 @@ impl Store {
         }
     }
 
+    /// Takes the store for this process alone: on Postgres an advisory lock held as long
+    /// as the connection (see [`pg::PgStore::claim_exclusive`]); on SQLite nothing (the
+    /// data directory's lock, [`lock_dir`], does it).
+    pub fn claim_exclusive(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Sqlite(_) => Ok(()),
+            Self::Postgres(p) => p.claim_exclusive(),
+        }
+    }
+
     /// Which backend: `"sqlite"` or `"postgres"`.
     pub fn backend(&self) -> &'static str {
         match self {
@@ -1066,6 +1076,8 @@ enum Msg {
     Flush(mpsc::Sender<()>),
     After(AfterCommit),
     MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
+    /// Commit what came before, then close the store (its connection) and stop.
+    Close(mpsc::Sender<()>),
 }
 
 /// One drained message, with its ops' range in the transaction.
@@ -1079,6 +1091,7 @@ enum Item {
     Flush(mpsc::Sender<()>),
     After(AfterCommit),
     MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
+    Close(mpsc::Sender<()>),
 }
 
 /// Most ops committed in one transaction.
@@ -1144,6 +1157,8 @@ struct Worker {
     default_max_pages: u64,
     /// When the last probe ran.
     last_probe: Option<Instant>,
+    /// Asked to close: acknowledged once the store is closed.
+    closing: Option<mpsc::Sender<()>>,
 }
 
 impl Worker {
@@ -1176,6 +1191,14 @@ impl Worker {
                 }
             }
             self.group(&ops, items);
+            if let Some(t) = self.closing.take() {
+                // Dropping the store closes it (Postgres: its connection, and the lock
+                // that came with it) before the caller hears so.
+                let Self { store, .. } = self;
+                drop(store);
+                let _ = t.send(());
+                return;
+            }
             // A busy queue never times out: probe on time anyway.
             if self.stats.failing.load(Ordering::Relaxed)
                 && self.last_probe.is_none_or(|t| t.elapsed() >= probe_every)
@@ -1213,6 +1236,10 @@ impl Worker {
             }
             Msg::MaxPages(p, t) => {
                 items.push(Item::MaxPages(p, t));
+                true
+            }
+            Msg::Close(t) => {
+                items.push(Item::Close(t));
                 true
             }
         }
@@ -1310,6 +1337,7 @@ impl Worker {
                     }
                     let _ = t.send(r);
                 }
+                Item::Close(t) => self.closing = Some(t),
             }
         }
     }
@@ -1481,6 +1509,7 @@ impl Writer {
             dirty: Arc::clone(&dirty),
             failed_since_after: false,
             last_probe: None,
+            closing: None,
         };
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
@@ -1571,6 +1600,17 @@ impl Writer {
         let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
         tx.send(Msg::After(Box::new(f)))
             .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Commits everything queued before this call, then closes the store (on Postgres its
+    /// connection, releasing the database for another gateway) and stops the thread; what
+    /// is submitted later fails with [`StoreError::WriterGone`]. Blocks until done.
+    pub fn close(&self) -> Result<(), StoreError> {
+        let (done_tx, done_rx) = mpsc::channel();
+        let tx = self.tx.as_ref().ok_or(StoreError::WriterGone)?;
+        tx.send(Msg::Close(done_tx))
+            .map_err(|_| StoreError::WriterGone)?;
+        done_rx.recv().map_err(|_| StoreError::WriterGone)
     }
 
     /// Blocks until everything queued before this call is committed (tests, shutdown).

@@ -37,6 +37,9 @@ pub fn detail(e: &postgres::Error) -> String {
     }
 }
 
+/// The advisory lock key a gateway holds on its database ([`PgStore::claim_exclusive`]).
+const EXCLUSIVE_LOCK: i64 = 0x7263_6761_7465; // "rcgate"
+
 /// Postgres migrations, one per SQLite migration of the same number.
 const MIGRATIONS: &[&str] = &[
     // 1: accounts and characters.
@@ -131,6 +134,24 @@ impl PgStore {
         self.client
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes this database for this process alone (a session advisory lock, released when
+    /// the connection closes, a crash included): one gateway writes a database at a time
+    /// until several gateways share one (issue 41).
+    pub fn claim_exclusive(&self) -> Result<(), StoreError> {
+        let got: bool = self
+            .client()
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&EXCLUSIVE_LOCK])?
+            .get(0);
+        if got {
+            Ok(())
+        } else {
+            Err(StoreError::Unsupported(
+                "another gateway (or copy-store) uses this Postgres database: one writer at a time"
+                    .into(),
+            ))
+        }
     }
 
     /// The schema version (the number of migrations applied).

@@ -1537,3 +1537,24 @@ fn one_character_is_restored_from_a_backup_file() {
     assert_eq!((chars[0].name.as_str(), chars[0].gold), ("Rich", 5_000));
     assert_eq!(chars[1].name, "Gone");
 }
+
+/// One gateway writes a Postgres database at a time (until several share one): a second
+/// store's claim is refused while the first holds it, and granted once the first is gone.
+#[test]
+fn a_postgres_database_takes_one_writer_at_a_time() {
+    let Some(at) = At::postgres() else { return };
+    let first = at.open();
+    first.claim_exclusive().unwrap();
+    let second = at.open();
+    let err = second.claim_exclusive().unwrap_err();
+    assert!(err.to_string().contains("one writer at a time"), "{err}");
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while second.claim_exclusive().is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "released with its connection"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -14,6 +14,7 @@ mod hostile;
 mod items_hostile;
 mod multiprocess;
 mod play;
+mod postgres;
 mod quests;
 mod reload;
 mod remote_actions;
