@@ -88,6 +88,10 @@ pub struct GatewayConfig {
     pub password_hash: String,
     /// Run an embedded zone node in this process (`--standalone`).
     pub standalone: bool,
+    /// A standby gateway (`--standby`, needs `database_url`): it waits until the gateway
+    /// holding the database is gone (its Postgres lock released: a crash, a stop), then
+    /// starts, rebuilding the directory from the zone nodes as a restart does.
+    pub standby: bool,
     /// Password verifications per client network (IPv4 address, IPv6 /64) per minute, and
     /// at once; a verification beyond it is refused unrun (code 4).
     pub login_attempts_per_minute: u32,
@@ -209,6 +213,7 @@ impl Default for GatewayConfig {
             shutdown_timeout_ms: 10_000,
             password_hash: "production".into(),
             standalone: false,
+            standby: false,
             login_attempts_per_minute: 10,
             account_creations_per_hour: 5,
             max_concurrent_hashes: 4,
@@ -283,6 +288,7 @@ impl Settings for GatewayConfig {
             "shutdown_timeout_ms" => self.shutdown_timeout_ms = num(value)?,
             "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
             "standalone" => self.standalone = boolean(value)?,
+            "standby" => self.standby = boolean(value)?,
             "login_attempts_per_minute" => self.login_attempts_per_minute = num(value)?,
             "account_creations_per_hour" => self.account_creations_per_hour = num(value)?,
             "max_concurrent_hashes" => self.max_concurrent_hashes = num(value)?,
@@ -434,6 +440,12 @@ impl GatewayConfig {
             return bad(
                 "database_url",
                 "must be empty (SQLite in data_dir) or postgres://user:password@host:port/database",
+            );
+        }
+        if self.standby && self.database_url.is_empty() {
+            return bad(
+                "standby",
+                "a standby gateway needs database_url (the Postgres database it takes over)",
             );
         }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {

@@ -32,6 +32,10 @@ struct RunArgs {
     /// Run the gateway and an embedded zone node in one process (the local cluster).
     #[arg(long)]
     standalone: bool,
+    /// Stand by: wait until the gateway holding the Postgres database (`--database-url`)
+    /// is gone, then take over.
+    #[arg(long)]
+    standby: bool,
     /// World directory: a native world or a Realm Crafter `Server Data` directory
     /// (default: the embedded demo world).
     #[arg(long)]
@@ -89,6 +93,9 @@ impl RunArgs {
         .collect();
         if self.standalone {
             v.push(("standalone", "true"));
+        }
+        if self.standby {
+            v.push(("standby", "true"));
         }
         v
     }

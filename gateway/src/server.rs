@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shared::content::World;
@@ -48,6 +48,12 @@ pub enum StartError {
     #[error("update list: {0}")]
     Updates(#[from] shared::content::ContentError),
 }
+
+/// How often a standby gateway tries for the database.
+const STANDBY_POLL: Duration = Duration::from_millis(500);
+
+/// The standby's wait is logged once.
+static STANDBY_LOGGED: AtomicBool = AtomicBool::new(false);
 
 /// What the store held at start.
 struct Loaded {
@@ -216,10 +222,30 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     // The store is read on a thread of its own: Postgres' client blocks, and must not
     // from inside the async runtime.
     let (database_url, data_dir) = (cfg.database_url.clone(), cfg.data_dir.clone());
-    let now = wall_ms();
+    let standby = cfg.standby;
     let loaded = std::thread::spawn(move || -> Result<Loaded, StoreError> {
-        let store = Store::open_configured(&database_url, &data_dir)?;
-        store.claim_exclusive()?;
+        let store = loop {
+            let store = Store::open_configured(&database_url, &data_dir)?;
+            match store.claim_exclusive() {
+                Ok(()) => break store,
+                Err(e) if standby => {
+                    tracing::debug!(error = %e, "standing by");
+                    drop(store);
+                    if !STANDBY_LOGGED.swap(true, Ordering::Relaxed) {
+                        tracing::info!(
+                            "standing by: another gateway holds the database; taking over when it is gone"
+                        );
+                    }
+                    std::thread::sleep(STANDBY_POLL);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if standby {
+            tracing::warn!("taking over: the gateway that held the database is gone");
+        }
+        // Read now, after the wait: the game clock's epoch is stored once anyway.
+        let now = wall_ms();
         let (book, quarantined) = store.load_book_quarantining()?;
         let scripts = store.load_scripts()?;
         let clock_epoch = store.clock_epoch(now)?;

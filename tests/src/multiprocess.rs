@@ -137,7 +137,7 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// A child's command with the test's own settings removed from its environment (a
 /// `GATEWAY_*` or `ZONE_NODE_*` variable of the shell would change or break the cluster).
-fn command(bin: &Path) -> Command {
+pub fn command(bin: &Path) -> Command {
     let mut cmd = Command::new(bin);
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy();

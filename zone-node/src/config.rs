@@ -22,7 +22,8 @@ pub const ENV_PREFIX: &str = "ZONE_NODE_";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
-    /// The gateway's internal QUIC address (`host:port`).
+    /// The gateway's internal QUIC address (`host:port`); several, comma-separated, for
+    /// an active gateway and its standbys: each connection attempt tries the next.
     pub gateway_addr: String,
     /// The TLS server name to expect from the gateway's certificate.
     pub gateway_server_name: String,
@@ -224,6 +225,15 @@ impl Settings for NodeConfig {
 }
 
 impl NodeConfig {
+    /// The gateway addresses, in the order they are tried (`gateway_addr`, split at commas).
+    pub fn gateway_addrs(&self) -> Vec<&str> {
+        self.gateway_addr
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect()
+    }
+
     /// Check every setting; the first problem wins.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn bad(field: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
@@ -232,8 +242,12 @@ impl NodeConfig {
                 message: message.into(),
             })
         }
-        if self.gateway_addr.trim().is_empty() || !self.gateway_addr.contains(':') {
-            return bad("gateway_addr", "expected host:port");
+        let addrs = self.gateway_addrs();
+        if addrs.is_empty() || addrs.iter().any(|a| !a.contains(':')) {
+            return bad(
+                "gateway_addr",
+                "expected host:port (or several, comma-separated)",
+            );
         }
         if self.node_id.trim().is_empty() || self.node_id.len() > 128 {
             return bad("node_id", "must be 1..=128 characters");
@@ -369,6 +383,18 @@ mod tests {
         assert_eq!(ok().broadcast_ms, 200);
         assert_eq!(ok().drain_timeout_ms, 10_000);
         assert!(ok().arbiters >= 1);
+    }
+
+    #[test]
+    fn several_gateway_addresses_are_tried_in_turn() {
+        let mut c = ok();
+        c.gateway_addr = "gw-a:25001, gw-b:25001,".into();
+        assert_eq!(c.gateway_addrs(), vec!["gw-a:25001", "gw-b:25001"]);
+        c.validate().unwrap();
+        c.gateway_addr = "gw-a:25001,gw-b".into();
+        assert!(c.validate().is_err());
+        c.gateway_addr = " , ".into();
+        assert!(c.validate().is_err());
     }
 
     #[test]

@@ -284,6 +284,8 @@ struct LinkState {
     drain_deadline: Option<Instant>,
     /// The time base of `unacked`.
     epoch: Instant,
+    /// Connection attempts made: which of the gateway addresses is tried next.
+    attempts: usize,
 }
 
 impl LinkState {
@@ -292,6 +294,7 @@ impl LinkState {
             unacked: Retention::new(),
             drain_deadline: None,
             epoch: Instant::now(),
+            attempts: 0,
         }
     }
 
@@ -377,6 +380,7 @@ async fn write_env(send: &mut quinn::SendStream, env: Envelope) -> Result<(), Se
 /// Connect, authenticate, register; returns the connection and control stream.
 async fn handshake(
     cfg: &NodeConfig,
+    gateway: &str,
     endpoint: &quinn::Endpoint,
     reg: &Registry,
 ) -> Result<
@@ -389,16 +393,16 @@ async fn handshake(
     ),
     SessionEnd,
 > {
-    let addr = tokio::net::lookup_host(&cfg.gateway_addr)
+    let addr = tokio::net::lookup_host(gateway)
         .await
-        .map_err(|e| SessionEnd::Connect(e.to_string()))?
+        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?
         .next()
-        .ok_or_else(|| SessionEnd::Connect(format!("{} has no address", cfg.gateway_addr)))?;
+        .ok_or_else(|| SessionEnd::Connect(format!("{gateway} has no address")))?;
     let conn = endpoint
         .connect(addr, &cfg.gateway_server_name)
-        .map_err(|e| SessionEnd::Connect(e.to_string()))?
+        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?
         .await
-        .map_err(|e| SessionEnd::Connect(e.to_string()))?;
+        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?;
     let (mut send, mut recv) = conn
         .open_bi()
         .await
@@ -406,7 +410,7 @@ async fn handshake(
     // Registration is one trace: this span, the gateway's `node.register` and the
     // placements it makes (their `AssignInstance` carry the context back).
     let span = tracing::info_span!(parent: None, "node.register", node = %cfg.node_id,
-        gateway = %cfg.gateway_addr, running = reg.instance_count());
+        gateway = %gateway, running = reg.instance_count());
     let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv)
         .instrument(span)
         .await;
@@ -513,7 +517,15 @@ async fn session(
                 .min(Duration::from_secs(10))
         })
     };
-    let hs = handshake(cfg, endpoint, reg);
+    // Several gateway addresses (a standby gateway, docs/operations.md): each attempt
+    // tries the next, so a node finds whichever gateway serves now.
+    let gateways = cfg.gateway_addrs();
+    let gateway = gateways
+        .get(state.attempts % gateways.len().max(1))
+        .copied()
+        .unwrap_or(cfg.gateway_addr.as_str());
+    state.attempts = state.attempts.wrapping_add(1);
+    let hs = handshake(cfg, gateway, endpoint, reg);
     tokio::pin!(hs);
     let first_limit = limit(state);
     let hs_result = tokio::select! {

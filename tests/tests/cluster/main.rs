@@ -8,6 +8,7 @@ mod economy;
 mod effects_cluster;
 mod enet;
 mod enet_hostile;
+mod failover;
 mod flood;
 mod handoff;
 mod hostile;

@@ -1,0 +1,206 @@
+//! A standby gateway takes over (issue 41): two gateway processes on one Postgres
+//! database, the active one holding it and the standby waiting (`--standby`), and a zone
+//! node given both addresses. The active gateway is SIGKILLed: the standby takes the
+//! database, binds its addresses, the node registers with it (the directory rebuilt from
+//! what the node runs, as a gateway restart does), and a player logs in again through it
+//! where the last checkpoint left him, online once.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::BufRead as _;
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use cluster_tests::multiprocess::{
+    HEARTBEAT_MS, NODE_TIMEOUT_MS, RESTART_HOLD_MS, bin, command, http_get,
+};
+use cluster_tests::{SECRET, WAIT, echo, login_again, new_player};
+use gateway::admin::ClusterView;
+use gateway::store::pg_server::{PgServer, required};
+
+/// Children killed when dropped (also when the test panics).
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_udp() -> SocketAddr {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap()
+}
+
+fn free_tcp() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap()
+}
+
+/// A gateway process on `url`; its stdout lines come through the receiver.
+fn gateway(
+    dir: &std::path::Path,
+    name: &str,
+    url: &str,
+    addrs: (SocketAddr, SocketAddr, SocketAddr),
+    standby: bool,
+) -> (Child, mpsc::Receiver<String>) {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+    let mut cmd = command(&bin("gateway"));
+    cmd.args(["--listen", &addrs.0.to_string()])
+        .args(["--internal-listen", &addrs.1.to_string()])
+        .args(["--admin-listen", &addrs.2.to_string()])
+        .arg("--data-dir")
+        .arg(dir.join(name))
+        .args(["--database-url", url])
+        .env("GATEWAY_CLUSTER_SECRET", SECRET)
+        .env("GATEWAY_ENET_LISTEN", "127.0.0.1:0")
+        .env("GATEWAY_PASSWORD_HASH", "fast")
+        .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
+        .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    if standby {
+        // It takes over a cluster whose node runs instances already: it waits for the
+        // node to say what it runs, as a restarted gateway does.
+        cmd.arg("--standby")
+            .env("GATEWAY_PLACEMENT_HOLD_MS", RESTART_HOLD_MS.to_string());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn ready(rx: &mpsc::Receiver<String>, within: Duration) -> Option<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains("gateway ready") => return Some(l),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+fn cluster(admin: SocketAddr) -> Option<ClusterView> {
+    http_get(admin, "/cluster")
+        .ok()
+        .and_then(|(s, b)| (s == 200).then(|| serde_json::from_str(&b).ok())?)
+}
+
+async fn wait_cluster(admin: SocketAddr, what: &str, f: impl Fn(&ClusterView) -> bool) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if cluster(admin).as_ref().is_some_and(&f) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} (at {admin})");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
+    let server = match PgServer::start() {
+        Ok(s) => s,
+        Err(e) if !required() => {
+            eprintln!("SKIP (Postgres): {e}");
+            return;
+        }
+        Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
+    };
+    let url = server.database("rc_failover").unwrap();
+    let dir = cluster_tests::temp_dir("failover");
+    let mut children = Children(Vec::new());
+    let a_addrs = (free_udp(), free_udp(), free_tcp());
+    let b_addrs = (free_udp(), free_udp(), free_tcp());
+    let (a, a_out) = gateway(&dir, "a", &url, a_addrs, false);
+    children.0.push(a);
+    assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
+    // The standby waits for the database: no ready line while the active one holds it.
+    let (b, b_out) = gateway(&dir, "b", &url, b_addrs, true);
+    children.0.push(b);
+    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
+    let node = command(&bin("zone-node"))
+        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
+        .arg("--gateway-addr")
+        .arg(format!("{},{}", a_addrs.1, b_addrs.1))
+        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
+        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
+        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(node_log)
+        .spawn()
+        .unwrap();
+    children.0.push(node);
+    wait_cluster(a_addrs.2, "n1 registers with the active gateway", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    assert!(
+        b_out
+            .try_recv()
+            .map_or(true, |l| !l.contains("gateway ready")),
+        "the standby stands by"
+    );
+
+    let (mut p, g) = new_player(a_addrs.0, "survivor").await;
+    let to = (g.area.x + 9.0, g.area.y, g.area.z + 9.0);
+    assert!(
+        echo(&mut p, g.runtime_id, to, WAIT).await,
+        "the move echoes"
+    );
+    // A checkpoint (every 500 ms) saves it.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    // The active gateway dies.
+    let killed = Instant::now();
+    let _ = children.0[0].kill();
+    let _ = children.0[0].wait();
+    let line = ready(&b_out, WAIT).expect("the standby takes over");
+    let took_over = killed.elapsed();
+    assert!(line.contains(&b_addrs.0.to_string()), "{line}");
+    wait_cluster(b_addrs.2, "n1 registers with the new gateway", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    let serving = killed.elapsed();
+    println!(
+        "failover: the standby took the database {:.2} s after the kill and placed every instance {:.2} s after it",
+        took_over.as_secs_f64(),
+        serving.as_secs_f64()
+    );
+    drop(p);
+
+    // The player logs in again through the new gateway, where the checkpoint left him.
+    let (_p2, g2) = login_again(b_addrs.0, "survivor").await;
+    assert!(
+        (g2.area.x - to.0).abs() < 1.0 && (g2.area.z - to.2).abs() < 1.0,
+        "back at ({}, {}), moved to ({}, {})",
+        g2.area.x,
+        g2.area.z,
+        to.0,
+        to.2
+    );
+    wait_cluster(b_addrs.2, "the player online once", |v| {
+        v.sessions.in_game == 1
+    })
+    .await;
+}
