@@ -79,17 +79,23 @@ const PENDING_MOVES: usize = 64;
     about = "Runs N Realm Crafter bots against a gateway and prints what they measured."
 )]
 struct Args {
-    /// The gateway's client address.
-    #[arg(long, default_value = "127.0.0.1:25000")]
-    gateway: SocketAddr,
+    /// The gateway's client address; several, comma-separated (an active gateway and its
+    /// standbys): a bot whose gateway is lost logs in again through the next one.
+    #[arg(long, default_value = "127.0.0.1:25000", value_delimiter = ',')]
+    gateway: Vec<SocketAddr>,
     /// The bots' transport: `quic` (the gateway's `--gateway` address), `enet` (RCEnet,
     /// ENet 1.1 as Realm Crafter's own client: the gateway's `--enet` address), or `mixed`
     /// (every other bot on each).
     #[arg(long, default_value = "quic")]
     transport: TransportChoice,
-    /// The gateway's RCEnet address (default: `--gateway`'s host, port 25002).
-    #[arg(long)]
-    enet: Option<SocketAddr>,
+    /// With several gateways: a bot that hears nothing from its gateway for this many
+    /// seconds counts it lost and logs in through the next (QUIC's idle timeout).
+    #[arg(long, default_value_t = 5.0)]
+    gateway_lost_after: f64,
+    /// The gateway's RCEnet address (default: `--gateway`'s host, port 25002); several,
+    /// comma-separated, in `--gateway`'s order.
+    #[arg(long, value_delimiter = ',')]
+    enet: Vec<SocketAddr>,
     /// Number of bots.
     #[arg(long, default_value_t = 10)]
     bots: u32,
@@ -226,20 +232,37 @@ impl std::str::FromStr for TransportChoice {
 }
 
 impl Args {
-    /// Bot `index`'s transport and the address it connects to.
-    fn transport_of(&self, index: u32) -> (client::Transport, SocketAddr) {
+    /// The first gateway's client address.
+    fn gateway(&self) -> SocketAddr {
+        self.gateway
+            .first()
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 25000)))
+    }
+
+    /// Bot `index`'s transport and the address it connects to on its `turn`th login (the
+    /// gateways in turn).
+    fn transport_of(&self, index: u32, turn: usize) -> (client::Transport, SocketAddr) {
         let enet = match self.transport {
             TransportChoice::Quic => false,
             TransportChoice::Enet => true,
             TransportChoice::Mixed => index % 2 == 1,
         };
+        let n = self.gateway.len().max(1);
+        let gateway = self
+            .gateway
+            .get(turn % n)
+            .copied()
+            .unwrap_or_else(|| self.gateway());
         if enet {
             let addr = self
                 .enet
-                .unwrap_or_else(|| SocketAddr::new(self.gateway.ip(), gateway_enet_port()));
+                .get(turn % self.enet.len().max(1))
+                .copied()
+                .unwrap_or_else(|| SocketAddr::new(gateway.ip(), gateway_enet_port()));
             (client::Transport::Enet, addr)
         } else {
-            (client::Transport::Quic, self.gateway)
+            (client::Transport::Quic, gateway)
         }
     }
 }
@@ -305,6 +328,10 @@ struct Stats {
     /// A `P_ChangeArea` the bot did not ask for (its zone node was lost and it was put
     /// back): the gap since its own position last came back.
     recovery_gap_ms: Mutex<Vec<f64>>,
+    /// Bots that lost their gateway and logged in again through another (`--gateway A,B`).
+    relogins: AtomicU64,
+    /// From losing the gateway to being in game again through another, ms.
+    relogin_ms: Mutex<Vec<f64>>,
     /// Per bot that played to the end: the longest time its own position did not come
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
@@ -486,7 +513,7 @@ async fn guesser(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
     tokio::time::sleep_until(from).await;
     // From another loopback address than the bots' (127.0.0.2 for a gateway on 127.0.0.1):
     // the gateway counts it as a network of its own, as it would an outside attacker.
-    let endpoint = match args.gateway {
+    let endpoint = match args.gateway() {
         SocketAddr::V4(a) if a.ip().is_loopback() => {
             client::client_endpoint(SocketAddr::from(([127, 0, 0, 2], 0))).ok()
         }
@@ -497,7 +524,7 @@ async fn guesser(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
         let mut opts = ConnectOptions::new(Verify::Insecure);
         opts.reply_timeout = Duration::from_secs(10);
         opts.endpoint = endpoint.clone();
-        let Ok(mut c) = Connection::connect_with(args.gateway, "localhost", opts).await else {
+        let Ok(mut c) = Connection::connect_with(args.gateway(), "localhost", opts).await else {
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         };
@@ -528,7 +555,7 @@ async fn flooder(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
     while Instant::now() < end {
         let mut opts = ConnectOptions::new(Verify::Insecure);
         opts.reply_timeout = Duration::from_secs(10);
-        let Ok(mut c) = Connection::connect_with(args.gateway, "localhost", opts).await else {
+        let Ok(mut c) = Connection::connect_with(args.gateway(), "localhost", opts).await else {
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         };
@@ -596,6 +623,7 @@ async fn flooder(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
 /// view of the items is whole, and returns what the bot needs of the catalogue.
 async fn enter(
     ctx: &BotCtx,
+    turn: usize,
 ) -> Result<(Connection, client::GameStart, Option<items::ItemWorld>), BotError> {
     let verify = match &ctx.args.pin {
         Some(p) => Verify::pin_from_hex(p).map_err(|e| BotError::Other(e.to_string()))?,
@@ -604,13 +632,18 @@ async fn enter(
     let mut opts = ConnectOptions::new(verify);
     opts.endpoint = Some(ctx.endpoint.clone());
     opts.reply_timeout = Duration::from_secs(30);
+    if ctx.args.gateway.len() > 1 {
+        // A gateway that went silent is noticed in seconds, not at the 30 s default.
+        opts.idle_timeout = Duration::from_secs_f64(ctx.args.gateway_lost_after.clamp(1.0, 60.0));
+        opts.keep_alive = (opts.idle_timeout / 4).max(Duration::from_millis(250));
+    }
     opts.profile = ctx.args.profile;
-    let (transport, addr) = ctx.args.transport_of(ctx.index);
+    let (transport, addr) = ctx.args.transport_of(ctx.index, turn);
     opts.transport = transport;
     let mut c = Connection::connect_with(addr, "localhost", opts).await?;
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
     let password = "swarm";
-    if !ctx.args.existing {
+    if !ctx.args.existing && turn == 0 {
         c.create_account(&ctx.user, password, "bot@example.invalid")
             .await?;
     }
@@ -644,10 +677,13 @@ async fn enter(
     Ok((c, g, world))
 }
 
-/// One bot, from connecting to its final close.
+/// One bot, from connecting to its final close. With several gateways (`--gateway A,B`),
+/// a bot whose connection is lost (not closed for cause) logs in again through the next
+/// one, trying them in turn until the run ends.
 async fn bot(ctx: BotCtx) {
     ctx.stats.started.fetch_add(1, Ordering::Relaxed);
-    let (mut c, g, world) = match enter(&ctx).await {
+    let mut turn = 0usize;
+    let (mut c, mut g, mut world) = match enter(&ctx, turn).await {
         Ok(x) => x,
         Err(e) => {
             ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
@@ -656,13 +692,52 @@ async fn bot(ctx: BotCtx) {
         }
     };
     ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
-    // UDP bytes (up, down) when measuring started.
-    let mut base = None;
-    if let Err(e) = play(&ctx, &mut c, &g, world, &mut base).await {
-        ctx.stats.error(&e);
+    loop {
+        // UDP bytes (up, down) when measuring started.
+        let mut base = None;
+        let played = play(&ctx, &mut c, &g, world.take(), &mut base).await;
+        count_traffic(&ctx, &c, base);
+        let lost = match played {
+            Ok(()) => None,
+            Err(BotError::Other(e)) if ctx.args.gateway.len() > 1 && Instant::now() < ctx.end => {
+                Some(e)
+            }
+            Err(e) => {
+                ctx.stats.error(&e);
+                None
+            }
+        };
+        let Some(why) = lost else { break };
+        // The gateway is gone (or unreachable): the next one, until one lets the bot in.
+        let lost_at = Instant::now();
+        tracing::info!(bot = %ctx.user, error = %why, "gateway lost: logging in again through the next");
+        let again = loop {
+            turn += 1;
+            match enter(&ctx, turn).await {
+                Ok(x) => break Some(x),
+                Err(_) if Instant::now() < ctx.end => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => {
+                    ctx.stats.error(&e);
+                    break None;
+                }
+            }
+        };
+        let Some((c2, g2, w2)) = again else {
+            return;
+        };
+        ctx.stats.relogins.fetch_add(1, Ordering::Relaxed);
+        lock(&ctx.stats.relogin_ms).push(lost_at.elapsed().as_secs_f64() * 1000.0);
+        (c, g, world) = (c2, g2, w2);
     }
+    c.close(CloseCode::Normal).await;
+}
+
+/// Adds a connection's traffic since `base` and its drop counts to the run's.
+fn count_traffic(ctx: &BotCtx, c: &Connection, base: Option<UdpCounts>) {
     if let Some(base) = base {
-        let now = UdpCounts::of(&c);
+        let now = UdpCounts::of(c);
         let add = |total: &AtomicU64, now: u64, then: u64| {
             total.fetch_add(now.saturating_sub(then), Ordering::Relaxed);
         };
@@ -693,7 +768,6 @@ async fn bot(ctx: BotCtx) {
         .fetch_add(s.compact_refused.unknown_base, Ordering::Relaxed);
     st.compact_malformed
         .fetch_add(s.compact_refused.malformed, Ordering::Relaxed);
-    c.close(CloseCode::Normal).await;
 }
 
 /// Where the bot is and where it goes.
@@ -1308,7 +1382,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let n_endpoints = args.bots.div_ceil(BOTS_PER_ENDPOINT);
     let mut endpoints = Vec::new();
     for _ in 0..n_endpoints {
-        let bind = if args.gateway.is_ipv4() {
+        let bind = if args.gateway().is_ipv4() {
             SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
         } else {
             SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
@@ -1384,8 +1458,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     };
     let protocol = lock(&stats.protocol_errors).clone();
     let other = lock(&stats.other_errors).clone();
+    let gateways: Vec<String> = args.gateway.iter().map(ToString::to_string).collect();
+    let gateways = gateways.join(",");
     Ok(serde_json::json!({
-        "gateway": args.gateway.to_string(),
+        "gateway": gateways,
         "bots": args.bots,
         "duration_s": args.duration,
         "ramp_s": args.ramp,
@@ -1453,6 +1529,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         "never_own_update": stats.never_own_update.load(Ordering::Relaxed),
         "handoff_to_change_area": latency_json(&stats.handoff_latency_ms),
         "recovered_after_node_loss": latency_json(&stats.recovery_gap_ms),
+        "gateway_loss": {
+            "relogins": stats.relogins.load(Ordering::Relaxed),
+            "back_in_game": latency_json(&stats.relogin_ms),
+        },
         "item_chance": args.item_chance,
         "items": stats.items.json(),
     }))

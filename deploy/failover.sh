@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Gateway failover, measured (issue 41): a throwaway Postgres server, an active gateway
+# and a standby (`--standby`) on it, two zone nodes given both gateways' addresses, and a
+# swarm given both client addresses (`swarm --gateway A,B`). The active gateway is
+# SIGKILLed mid-run; the swarm's summary says how many bots logged in again through the
+# standby and how long each was out of the game.
+#
+#   deploy/failover.sh [--profile debug|release]     (BOTS=100 DURATION=40 KILL_AT=15)
+#
+# Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
+# (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
+# loopback; everything is stopped and removed at the end.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PROFILE=debug
+while [ $# -gt 0 ]; do
+    case $1 in
+        --profile) PROFILE=${2:-}; shift 2 ;;
+        *) echo "usage: deploy/failover.sh [--profile debug|release]" >&2; exit 2 ;;
+    esac
+done
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE
+BOTS=${BOTS:-100}
+DURATION=${DURATION:-40}
+KILL_AT=${KILL_AT:-15}
+for b in gateway zone-node swarm; do
+    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: cargo build -p gateway -p zone-node -p client${PROFILE/debug/}" >&2; exit 1; }
+done
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -n "$PGBIN" ] || PGBIN=$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/initdb)")
+[ -x "$PGBIN/initdb" ] || { echo "Postgres is not installed (apt-get install postgresql)" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rc-failover.XXXXXX")
+chmod 755 "$WORK"
+PIDS=()
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    as_pg "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+log() { echo "[failover $(($(date +%s) - START))s] $*"; }
+START=$(date +%s)
+
+# Postgres on a temporary directory.
+mkdir -p "$WORK/pg"
+[ "$(id -u)" = 0 ] && chown postgres "$WORK/pg"
+PGPORT=$(free_port)
+as_pg "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres -A trust -E UTF8 --no-sync >/dev/null
+as_pg "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
+    -o "-p $PGPORT -k $WORK/pg -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres rc
+URL="postgres://postgres@127.0.0.1:$PGPORT/rc"
+log "Postgres on 127.0.0.1:$PGPORT"
+
+SECRET="failover-$(date +%s%N)-0123456789abcdef0123456789"
+gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
+    local name=$1 client=$2 internal=$3 admin=$4
+    shift 4
+    GATEWAY_CLUSTER_SECRET=$SECRET GATEWAY_PASSWORD_HASH=fast \
+    GATEWAY_ENET_LISTEN=127.0.0.1:$(free_port) \
+    GATEWAY_LOGIN_ATTEMPTS_PER_MINUTE=100000 GATEWAY_MAX_CONNECTIONS_PER_IP=100000 \
+    GATEWAY_CONNECTIONS_PER_IP_PER_MINUTE=100000 GATEWAY_PLACEMENT_HOLD_MS=3000 \
+    RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
+        "$BIN/gateway" --listen "127.0.0.1:$client" --internal-listen "127.0.0.1:$internal" \
+        --admin-listen "127.0.0.1:$admin" --data-dir "$WORK/$name" --database-url "$URL" "$@" \
+        >"$WORK/$name.out" 2>"$WORK/$name.log" &
+    PIDS+=($!)
+}
+A=($(free_port) $(free_port) $(free_port))
+B=($(free_port) $(free_port) $(free_port))
+gateway a "${A[0]}" "${A[1]}" "${A[2]}"
+A_PID=${PIDS[-1]}
+until grep -q "gateway ready" "$WORK/a.out" 2>/dev/null; do
+    kill -0 "$A_PID" 2>/dev/null || { echo "gateway A exited:"; tail -5 "$WORK/a.log"; exit 1; }
+    sleep 0.2
+done
+gateway b "${B[0]}" "${B[1]}" "${B[2]}" --standby
+for n in n1 n2; do
+    ZONE_NODE_CLUSTER_SECRET=$SECRET ZONE_NODE_INSECURE_SKIP_VERIFY=true \
+    ZONE_NODE_GATEWAY_ADDR="127.0.0.1:${A[1]},127.0.0.1:${B[1]}" \
+    ZONE_NODE_ADMIN_LISTEN=127.0.0.1:0 ZONE_NODE_RECONNECT_MAX_MS=500 \
+    RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
+        "$BIN/zone-node" run --node-id "$n" --bind-addr 127.0.0.1:0 2>"$WORK/$n.log" &
+    PIDS+=($!)
+done
+nodes() { curl -fsS -m 2 "http://127.0.0.1:$1/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["nodes"]) if not d["unplaced"] else 0)'; }
+until [ "$(nodes "${A[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.2; done
+log "gateway A (127.0.0.1:${A[0]}) serves with 2 nodes; standby B (127.0.0.1:${B[0]}) waits"
+
+"$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$BOTS" \
+    --duration "$DURATION" --ramp 5 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
+SWARM=$!
+sleep $((KILL_AT + 5))
+kill -9 "$A_PID"
+KILLED=$(date +%s%N)
+wait "$A_PID" 2>/dev/null || true
+log "SIGKILL gateway A"
+until grep -q "gateway ready" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
+TOOK=$(( ($(date +%s%N) - KILLED) / 1000000 ))
+log "standby B took over ${TOOK} ms after the kill"
+until [ "$(nodes "${B[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
+PLACED=$(( ($(date +%s%N) - KILLED) / 1000000 ))
+log "B has both nodes and every instance placed ${PLACED} ms after the kill"
+wait "$SWARM" || true
+python3 - "$WORK/swarm.json" "$TOOK" "$PLACED" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d.get("gateway_loss", {})
+print("bots: %d, in game to the end: %s, failed: %s" % (d.get("bots", 0), d.get("in_game"), d.get("failed")))
+print("standby took the database: %s ms after the kill; every instance placed: %s ms" % (sys.argv[2], sys.argv[3]))
+print("bots that logged in again through the standby: %s" % g.get("relogins"))
+print("noticing the loss: the bots' --gateway-lost-after (QUIC idle timeout), 5 s by default")
+print("from noticing to in game again through the standby (ms): %s" % json.dumps(g.get("back_in_game")))
+e = d.get("errors", {})
+print("errors: protocol %s, other %s" % (json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
+PY
