@@ -63,6 +63,20 @@ pub fn required() -> bool {
     std::env::var("RC_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
 }
 
+/// A server for a test, or `None` (the test skips, saying why) where Postgres is not
+/// installed; with `RC_REQUIRE_POSTGRES=1` a missing or failing server panics instead.
+#[allow(clippy::panic)]
+pub fn start_or_skip() -> Option<PgServer> {
+    match PgServer::start() {
+        Ok(s) => Some(s),
+        Err(e) if !required() => {
+            eprintln!("SKIP (Postgres): {e}");
+            None
+        }
+        Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
+    }
+}
+
 impl PgServer {
     /// Starts a server on a fresh directory; `Err` says why not (not installed, failed).
     pub fn start() -> Result<Self, String> {

@@ -30,18 +30,9 @@ impl At {
 
     /// `None` (the test skips) where Postgres is not installed, unless it is required.
     fn postgres() -> Option<Self> {
-        use gateway::store::pg_server::{PgServer, required};
-        match PgServer::start() {
-            Ok(server) => {
-                let url = server.database("rc_store").unwrap();
-                Some(Self::Pg(server, url))
-            }
-            Err(e) if !required() => {
-                eprintln!("SKIP (Postgres): {e}");
-                None
-            }
-            Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
-        }
+        let server = gateway::store::pg_server::start_or_skip()?;
+        let url = server.database("rc_store").unwrap();
+        Some(Self::Pg(server, url))
     }
 
     fn open(&self) -> Store {

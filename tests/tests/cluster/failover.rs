@@ -17,7 +17,7 @@ use cluster_tests::multiprocess::{
 };
 use cluster_tests::{SECRET, WAIT, echo, login_again, new_player};
 use gateway::admin::ClusterView;
-use gateway::store::pg_server::{PgServer, required};
+use gateway::store::pg_server;
 
 /// Children killed when dropped (also when the test panics).
 struct Children(Vec<Child>);
@@ -117,13 +117,8 @@ async fn wait_cluster(admin: SocketAddr, what: &str, f: impl Fn(&ClusterView) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
-    let server = match PgServer::start() {
-        Ok(s) => s,
-        Err(e) if !required() => {
-            eprintln!("SKIP (Postgres): {e}");
-            return;
-        }
-        Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
     };
     let url = server.database("rc_failover").unwrap();
     let dir = cluster_tests::temp_dir("failover");

@@ -6,17 +6,12 @@
 use std::time::{Duration, Instant};
 
 use cluster_tests::{Cluster, echo, login_again, new_player};
-use gateway::store::pg_server::{PgServer, required};
+use gateway::store::pg_server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_on_postgres_saves_players_and_another_finds_them() {
-    let server = match PgServer::start() {
-        Ok(s) => s,
-        Err(e) if !required() => {
-            eprintln!("SKIP (Postgres): {e}");
-            return;
-        }
-        Err(e) => panic!("Postgres is required (RC_REQUIRE_POSTGRES=1): {e}"),
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
     };
     let url = server.database("rc_cluster").unwrap();
     let at = (12.5, 1.0, -7.25);
