@@ -55,6 +55,87 @@ const STANDBY_POLL: Duration = Duration::from_millis(500);
 /// The standby's wait is logged once.
 static STANDBY_LOGGED: AtomicBool = AtomicBool::new(false);
 
+/// Opens the store and reads what the gateway keeps in memory. A standby first waits,
+/// polling every [`STANDBY_POLL`], until the database is free. Blocking: on a thread of
+/// its own (Postgres' client must not block inside the async runtime).
+fn load_store(
+    database_url: &str,
+    data_dir: &std::path::Path,
+    standby: bool,
+) -> Result<Loaded, StoreError> {
+    let store = loop {
+        let store = Store::open_configured(database_url, data_dir)?;
+        match store.claim_exclusive() {
+            Ok(()) => break store,
+            Err(e) if standby => {
+                tracing::debug!(error = %e, "standing by");
+                drop(store);
+                if !STANDBY_LOGGED.swap(true, Ordering::Relaxed) {
+                    tracing::info!(
+                        "standing by: another gateway holds the database; taking over when it is gone"
+                    );
+                }
+                std::thread::sleep(STANDBY_POLL);
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if standby {
+        tracing::warn!("taking over: the gateway that held the database is gone");
+    }
+    // Read now, after the wait: the game clock's epoch is stored once anyway.
+    let now = wall_ms();
+    let (book, quarantined) = store.load_book_quarantining()?;
+    let scripts = store.load_scripts()?;
+    let clock_epoch = store.clock_epoch(now)?;
+    let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
+    let ground = store.load_ground()?;
+    Ok(Loaded {
+        store,
+        book,
+        quarantined,
+        scripts,
+        clock_epoch,
+        audit,
+        ground,
+    })
+}
+
+/// A standby's probes while it waits for the database (on `admin_listen`, until it takes
+/// over and the admin endpoint proper binds there): `/livez` 200, `/readyz` and
+/// `/healthz` 503. Returns the stop signal and the server's end.
+async fn standby_probes(
+    addr: SocketAddr,
+) -> Result<(oneshot::Sender<()>, tokio::task::JoinHandle<()>), StartError> {
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            what: "admin HTTP (standby)",
+            addr,
+            source,
+        })?;
+    let waiting = || async {
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "standing by: another gateway holds the database\n",
+        )
+    };
+    let app = axum::Router::new()
+        .route("/livez", get(|| async { "ok: standing by\n" }))
+        .route("/readyz", get(waiting))
+        .route("/healthz", get(waiting));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Ok((stop, served))
+}
+
 /// What the store held at start.
 struct Loaded {
     store: Store,
@@ -223,46 +304,23 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     // from inside the async runtime.
     let (database_url, data_dir) = (cfg.database_url.clone(), cfg.data_dir.clone());
     let standby = cfg.standby;
-    let loaded = std::thread::spawn(move || -> Result<Loaded, StoreError> {
-        let store = loop {
-            let store = Store::open_configured(&database_url, &data_dir)?;
-            match store.claim_exclusive() {
-                Ok(()) => break store,
-                Err(e) if standby => {
-                    tracing::debug!(error = %e, "standing by");
-                    drop(store);
-                    if !STANDBY_LOGGED.swap(true, Ordering::Relaxed) {
-                        tracing::info!(
-                            "standing by: another gateway holds the database; taking over when it is gone"
-                        );
-                    }
-                    std::thread::sleep(STANDBY_POLL);
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        if standby {
-            tracing::warn!("taking over: the gateway that held the database is gone");
-        }
-        // Read now, after the wait: the game clock's epoch is stored once anyway.
-        let now = wall_ms();
-        let (book, quarantined) = store.load_book_quarantining()?;
-        let scripts = store.load_scripts()?;
-        let clock_epoch = store.clock_epoch(now)?;
-        let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
-        let ground = store.load_ground()?;
-        Ok(Loaded {
-            store,
-            book,
-            quarantined,
-            scripts,
-            clock_epoch,
-            audit,
-            ground,
-        })
-    })
-    .join()
-    .map_err(|_| StoreError::Unsupported("the store's loading thread panicked".into()))??;
+    // A standby answers its probes while it waits: alive, not ready.
+    let probes = if standby {
+        Some(standby_probes(cfg.admin_listen).await?)
+    } else {
+        None
+    };
+    let (loaded_tx, loaded_rx) = oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = loaded_tx.send(load_store(&database_url, &data_dir, standby));
+    });
+    let loaded = loaded_rx
+        .await
+        .map_err(|_| StoreError::Unsupported("the store's loading thread panicked".into()))??;
+    if let Some((stop, served)) = probes {
+        let _ = stop.send(());
+        let _ = served.await;
+    }
     let Loaded {
         store,
         mut book,
@@ -273,6 +331,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         ground: (ground, ground_warnings),
     } = loaded;
     tracing::info!(backend = store.backend(), "store opened");
+
     for q in &quarantined {
         tracing::error!(account = q.account, character = %q.name, reason = %q.reason,
             "unreadable stored row: its account is quarantined (cannot log in) until repaired");

@@ -155,6 +155,13 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
             .map_or(true, |l| !l.contains("gateway ready")),
         "the standby stands by"
     );
+    // Its probes meanwhile: alive, not ready (an orchestrator routes nothing to it).
+    let deadline = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the standby answers /livez");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(http_get(b_addrs.2, "/readyz").map(|r| r.0), Ok(503));
 
     let (mut p, g) = new_player(a_addrs.0, "survivor").await;
     let to = (g.area.x + 9.0, g.area.y, g.area.z + 9.0);
@@ -198,4 +205,5 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
         v.sessions.in_game == 1
     })
     .await;
+    assert_eq!(http_get(b_addrs.2, "/readyz").map(|r| r.0), Ok(200));
 }
