@@ -24,16 +24,8 @@ use crate::session::{AccountRow, AccountStatus, PersistOp};
 pub fn detail(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
-        None => {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(c) = src {
-                s.push_str(": ");
-                s.push_str(&c.to_string());
-                src = c.source();
-            }
-            s
-        }
+        // Its causes follow as the error's sources.
+        None => e.to_string(),
     }
 }
 
