@@ -992,3 +992,38 @@ fn a_given_up_instance_goes_to_another_node_while_its_own_has_another_stuck() {
         "{a:?}"
     );
 }
+
+// ----- an operator drains a node ----------------------------------------------------------
+
+#[test]
+fn an_operator_drains_a_node_it_takes_nothing_new_and_is_told_to_drain() {
+    let mut cl = Cluster::new();
+    cl.up("n1", 1, Vec::new());
+    // Alone, it cannot be drained: its players would have nowhere to go.
+    let e = cl.c.drain_node(at(cl.now), "n1").unwrap_err();
+    assert!(e.contains("only node"), "{e}");
+    assert!(cl.c.drain_node(at(cl.now), "nope").is_err());
+    cl.up("n2", 2, Vec::new());
+    let a = cl.c.drain_node(at(cl.now), "n1").unwrap();
+    assert_eq!(sent(&a), vec![("n1".to_owned(), Msg::Drain)]);
+    assert!(cl.c.dir.node("n1").unwrap().draining);
+    // Again: draining already; and n2 is now the only node taking work.
+    assert!(
+        cl.c.drain_node(at(cl.now), "n1")
+            .unwrap_err()
+            .contains("already")
+    );
+    assert!(
+        cl.c.drain_node(at(cl.now), "n2")
+            .unwrap_err()
+            .contains("only node")
+    );
+    // A new instance goes to n2.
+    let a = cl.msg("n1", ann_to_meadow_1());
+    assert!(
+        sent(&a)
+            .iter()
+            .all(|(n, m)| !matches!(m, Msg::AssignInstance { .. }) || n == "n2"),
+        "{a:?}"
+    );
+}
