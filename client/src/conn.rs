@@ -358,6 +358,27 @@ impl Connection {
         Self::connect_with(addr, server_name, ConnectOptions::new(verify)).await
     }
 
+    /// Connects to the first of `addrs` that answers, trying them in order (an active
+    /// gateway and its standbys: docs/operations.md, "A standby gateway"); each attempt is
+    /// bounded by `opts.connect_timeout`. The last attempt's error when none answers.
+    pub async fn connect_any(
+        addrs: &[SocketAddr],
+        server_name: &str,
+        opts: ConnectOptions,
+    ) -> Result<Self, ClientError> {
+        let mut last = ClientError::Config("no gateway address given".into());
+        for &addr in addrs {
+            match Self::connect_with(addr, server_name, opts.clone()).await {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    tracing::debug!(%addr, error = %e, "gateway did not answer; trying the next");
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+
     /// Connects with explicit options.
     pub async fn connect_with(
         addr: SocketAddr,

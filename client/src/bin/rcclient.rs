@@ -44,9 +44,10 @@ const CLICK_RETRY: Duration = Duration::from_secs(3);
 )]
 struct Cli {
     /// The gateway's address (its QUIC `listen`, or with `--transport enet` its
-    /// `enet_listen`, 127.0.0.1:25002 by default).
-    #[arg(long, global = true)]
-    addr: Option<SocketAddr>,
+    /// `enet_listen`, 127.0.0.1:25002 by default); several, comma-separated (a gateway and
+    /// its standbys): the first that answers.
+    #[arg(long, global = true, value_delimiter = ',')]
+    addr: Vec<SocketAddr>,
     /// `quic` or `enet` (RCEnet: no certificate, no encryption, as the original client).
     #[arg(long, global = true, default_value = "quic")]
     transport: client::Transport,
@@ -163,14 +164,22 @@ async fn main() -> Result<()> {
         (None, false) if enet => Verify::Insecure,
         (None, false) => bail!("say how to check the gateway: --pin HEX or --insecure"),
     };
-    let addr = cli
-        .addr
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], if enet { 25_002 } else { 25_000 })));
+    let addrs = if cli.addr.is_empty() {
+        vec![SocketAddr::from((
+            [127, 0, 0, 1],
+            if enet { 25_002 } else { 25_000 },
+        ))]
+    } else {
+        cli.addr.clone()
+    };
     let mut opts = ConnectOptions::new(verify);
     opts.transport = cli.transport;
-    let mut conn = Connection::connect_with(addr, &cli.server_name, opts)
+    let mut conn = Connection::connect_any(&addrs, &cli.server_name, opts)
         .await
-        .with_context(|| format!("connecting to {addr}"))?;
+        .with_context(|| {
+            let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+            format!("connecting to {}", list.join(", "))
+        })?;
     println!("connected to {}", conn.remote_address());
 
     let (user, password) = match &cli.cmd {

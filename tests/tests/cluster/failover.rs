@@ -190,6 +190,14 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
         serving.as_secs_f64()
     );
     drop(p);
+    // A client given both addresses finds the one that serves (the SDK's connect_any).
+    let mut opts = client::ConnectOptions::new(client::Verify::Insecure);
+    opts.connect_timeout = Duration::from_secs(2);
+    let c = client::Connection::connect_any(&[a_addrs.0, b_addrs.0], "localhost", opts)
+        .await
+        .expect("the standby answers");
+    assert_eq!(c.remote_address(), b_addrs.0);
+    c.close(client::CloseCode::Normal).await;
 
     // The player logs in again through the new gateway, where the checkpoint left him.
     let (_p2, g2) = login_again(b_addrs.0, "survivor").await;
