@@ -64,7 +64,17 @@ fn load_store(
     standby: bool,
 ) -> Result<Loaded, StoreError> {
     let store = loop {
-        let store = Store::open_configured(database_url, data_dir)?;
+        let store = match Store::open_configured(database_url, data_dir) {
+            Ok(s) => s,
+            // A standby outlives a database that is not up yet (an orchestrator starts
+            // everything at once) or briefly gone: it waits for it too.
+            Err(e @ StoreError::Postgres(_)) if standby => {
+                tracing::warn!(error = %e, "standing by: the database does not answer yet");
+                std::thread::sleep(STANDBY_POLL * 4);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         match store.claim_exclusive() {
             Ok(()) => break store,
             Err(e) if standby => {

@@ -215,3 +215,28 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
     .await;
     assert_eq!(http_get(b_addrs.2, "/readyz").map(|r| r.0), Ok(200));
 }
+
+/// A standby started before its database (an orchestrator starts everything at once)
+/// waits for it, alive and not ready, instead of exiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
+    let dir = cluster_tests::temp_dir("standby-no-db");
+    let nowhere = free_tcp();
+    let url = format!("postgres://rc@127.0.0.1:{}/rc", nowhere.port());
+    let addrs = (free_udp(), free_udp(), free_tcp());
+    let (b, _out) = gateway(&dir, "b", &url, addrs, true);
+    let mut children = Children(vec![b]);
+    let deadline = Instant::now() + WAIT;
+    while http_get(addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the standby answers /livez");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(http_get(addrs.2, "/readyz").map(|r| r.0), Ok(503));
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(
+        matches!(children.0[0].try_wait(), Ok(None)),
+        "still waiting, not exited: {}",
+        std::fs::read_to_string(dir.join("b.log")).unwrap_or_default()
+    );
+    assert_eq!(http_get(addrs.2, "/livez").map(|r| r.0), Ok(200));
+}
