@@ -572,6 +572,28 @@ mod tests {
     }
 
     #[test]
+    fn a_database_url_is_postgres_and_a_standby_needs_one() {
+        let mut c = GatewayConfig {
+            standalone: true,
+            ..GatewayConfig::default()
+        };
+        c.validate().unwrap();
+        for bad in ["mysql://x/y", "sqlite:data", "localhost:5432"] {
+            c.set("database_url", bad).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("database_url"), "{bad:?}: {e}");
+        }
+        c.set("database_url", "").unwrap();
+        c.set("standby", "true").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("standby"), "{e}");
+        c.set("database_url", "postgres://rc:pw@db:5432/rc")
+            .unwrap();
+        c.validate().unwrap();
+        assert!(c.set("standby", "maybe").is_err());
+    }
+
+    #[test]
     fn defaults_need_a_secret_unless_standalone() {
         let c = GatewayConfig::default();
         let e = c.validate().unwrap_err().to_string();

@@ -947,6 +947,12 @@ fn body<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, Response> {
         .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("bad body: {e}")))
 }
 
+/// A call that takes no field: an empty body or `{}` (any JSON object, its fields
+/// ignored, as before).
+fn no_fields(bytes: &[u8]) -> Result<(), Response> {
+    body::<serde_json::Map<String, serde_json::Value>>(bytes).map(|_| ())
+}
+
 /// Runs one action for the request's operator, auditing it (a refusal for the role too).
 async fn run(src: Src, headers: &HeaderMap, action: Result<Action, Response>) -> Response {
     // Who first: a caller without a token learns nothing of the body's form.
@@ -1134,8 +1140,7 @@ async fn drain_node(
     Path(node): Path<String>,
     bytes: axum::body::Bytes,
 ) -> Response {
-    let action = body::<serde_json::Map<String, serde_json::Value>>(&bytes)
-        .map(|_| Action::DrainNode { node });
+    let action = no_fields(&bytes).map(|_| Action::DrainNode { node });
     run(src, &headers, action).await
 }
 
@@ -1179,15 +1184,13 @@ async fn account_action(
             minutes: b.minutes,
             reason: b.reason,
         }),
-        "unban" => body::<serde_json::Map<String, serde_json::Value>>(&bytes)
-            .map(|_| Action::Unban { user }),
+        "unban" => no_fields(&bytes).map(|_| Action::Unban { user }),
         "mute" => body::<TimedBody>(&bytes).map(|b| Action::Mute {
             user,
             minutes: b.minutes,
             reason: b.reason,
         }),
-        "unmute" => body::<serde_json::Map<String, serde_json::Value>>(&bytes)
-            .map(|_| Action::Unmute { user }),
+        "unmute" => no_fields(&bytes).map(|_| Action::Unmute { user }),
         "dm" => body::<OnBody>(&bytes).map(|b| Action::SetDm { user, on: b.on }),
         _ => Err(unknown(&verb)),
     };
