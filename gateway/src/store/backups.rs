@@ -197,6 +197,25 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_is_no_database_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("rc-backups-junk-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(
+            dir.join("junk.sqlite3"),
+            b"not a database at all, just bytes",
+        );
+        let _ = std::fs::write(dir.join("empty.sqlite3"), b"");
+        assert!(read_character(&dir, "junk.sqlite3", "x").is_err());
+        // An empty file opens as an empty database: not a gateway's.
+        let e = read_character(&dir, "empty.sqlite3", "x")
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains("not a gateway database"), "{e}");
+        assert_eq!(list(&dir).map(|v| v.len()).ok(), Some(2));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_missing_backup_directory_lists_nothing_and_a_missing_file_is_an_error() {
         let dir = std::env::temp_dir().join(format!("rc-backups-none-{}", std::process::id()));
         assert_eq!(list(&dir).map(|v| v.len()).ok(), Some(0));
