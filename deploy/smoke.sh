@@ -115,6 +115,10 @@ VIEWER_TOKEN="smoke-viewer-$(date +%s%N)-$RANDOM$RANDOM"
 export RC_OPERATORS="smoke:viewer:$VIEWER_TOKEN"
 # The swarm's 56 bots all come from this host's one address.
 export RC_LOGIN_ATTEMPTS_PER_MINUTE=1000 RC_MAX_CONNECTIONS_PER_IP=1000 RC_CONNECTIONS_PER_IP_PER_MINUTE=1000
+# Beside the test suite (.ci/run) this host has stalled for seconds: with the default 1.5 s,
+# the gateway gave healthy nodes up and closed players it could not place in time. The
+# killed node is still noticed within 5 s.
+export RC_NODE_TIMEOUT_MS=${RC_NODE_TIMEOUT_MS:-5000}
 export TRACE_IMAGE=${SMOKE_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
 export PROMETHEUS_IMAGE=${SMOKE_PROMETHEUS_IMAGE:-realm-crafter/prometheus:local}
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://traces:4317
