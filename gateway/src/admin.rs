@@ -231,6 +231,10 @@ pub struct ClusterView {
     /// When a shutdown an operator scheduled is due (Unix ms), while one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shutdown_at_ms: Option<u64>,
+    /// The control plane's epoch this gateway holds (raised by each gateway that takes the
+    /// store over; the zone nodes refuse an older one).
+    #[serde(default)]
+    pub control_epoch: u64,
 }
 
 /// Client sessions by phase.

@@ -432,6 +432,11 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
         tokio::select! {
             () = ops::shutdown_signal() => {}
             () = gw.scheduled_stop() => {}
+            why = gw.deposed() => {
+                gw.step_down(&why).await;
+                // A supervisor restarts it; with `--standby` it waits for the database.
+                anyhow::bail!("stepped down: {why} (restart it with --standby to stand by)");
+            }
         }
         tracing::info!("shutting down (a second signal forces the exit)");
         tokio::select! {
@@ -456,7 +461,7 @@ fn copy_store(data: &Path, to: &str) -> anyhow::Result<()> {
     let from = Store::open_dir(data)
         .with_context(|| format!("opening the store in {}", data.display()))?;
     let mut dest = Store::open_postgres(to).context("connecting to Postgres")?;
-    dest.claim_exclusive()?;
+    dest.claim_exclusive(gateway::server::wall_ms())?;
     let r = gateway::store::copy::copy(&from, &mut dest).context("copying")?;
     println!(
         "copied and verified: {} accounts, {} characters, {} script files, {} super globals, \

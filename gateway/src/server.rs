@@ -63,7 +63,7 @@ fn load_store(
     data_dir: &std::path::Path,
     standby: bool,
 ) -> Result<Loaded, StoreError> {
-    let store = loop {
+    let (store, control_epoch) = loop {
         let store = match Store::open_configured(database_url, data_dir) {
             Ok(s) => s,
             // A standby outlives a database that is not up yet (an orchestrator starts
@@ -75,8 +75,8 @@ fn load_store(
             }
             Err(e) => return Err(e),
         };
-        match store.claim_exclusive() {
-            Ok(()) => break store,
+        match store.claim_exclusive(wall_ms()) {
+            Ok(epoch) => break (store, epoch),
             Err(e) if standby => {
                 tracing::debug!(error = %e, "standing by");
                 drop(store);
@@ -100,8 +100,10 @@ fn load_store(
     let clock_epoch = store.clock_epoch(now)?;
     let audit = store.load_audit(crate::console::operators::AUDIT_RECENT)?;
     let ground = store.load_ground()?;
+    tracing::info!(epoch = control_epoch, "control plane epoch");
     Ok(Loaded {
         store,
+        control_epoch,
         book,
         quarantined,
         scripts,
@@ -149,6 +151,7 @@ async fn standby_probes(
 /// What the store held at start.
 struct Loaded {
     store: Store,
+    control_epoch: u64,
     book: crate::session::AccountBook,
     quarantined: Vec<crate::store::Quarantined>,
     scripts: (crate::script_store::ScriptStore, Vec<String>),
@@ -192,7 +195,8 @@ impl std::fmt::Debug for Gateway {
     }
 }
 
-fn wall_ms() -> u64 {
+/// The wall clock, Unix ms.
+pub fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -333,6 +337,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     }
     let Loaded {
         store,
+        control_epoch,
         mut book,
         quarantined,
         scripts: (scripts, warnings),
@@ -497,6 +502,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         tracing::info!(operators = %names.join(","), "admin API and console at /api/v1/ and /console/");
     }
     shared.clock_epoch_ms.store(clock_epoch, Ordering::Relaxed);
+    shared.control_epoch.store(control_epoch, Ordering::Relaxed);
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
     let doors = net::client::Doors::new(&shared);
@@ -602,6 +608,48 @@ impl Gateway {
     pub async fn scheduled_stop(&self) {
         let mut rx = self.shared.stop_requested.subscribe();
         let _ = rx.wait_for(|due| *due).await;
+    }
+
+    /// Resolves with the reason once this gateway no longer holds the store (Postgres:
+    /// another gateway claimed it, or the connection and its lock are gone): it must
+    /// [`Gateway::step_down`]. Never resolves on SQLite.
+    pub async fn deposed(&self) -> String {
+        let mut rx = self.shared.writer.deposed();
+        match rx.wait_for(Option::is_some).await {
+            Ok(why) => why.clone().unwrap_or_default(),
+            // The writer is gone: the gateway is stopping anyway.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Leaves the cluster to the gateway that holds the store now, without a save (this
+    /// one cannot write any more): every client is closed with code 3 (RCEnet ones are
+    /// sent `P_KickedPlayer`), to log in again through another address, and the zone
+    /// nodes' links are closed, so they keep their players and instances and register
+    /// with the next gateway address, which rebuilds the directory from them as after a
+    /// restart. Nothing is told to the nodes: a deposed gateway must decide nothing.
+    pub async fn step_down(self, why: &str) {
+        tracing::error!(reason = %why, epoch = self.shared.control_epoch.load(Ordering::Relaxed),
+            "stepping down: another gateway serves the cluster now");
+        self.shared.shutting_down.store(true, Ordering::Relaxed);
+        self.hub.abort();
+        for c in &self.shared.clients {
+            c.close(
+                crate::session::close::SHUTDOWN,
+                "this gateway lost its database: log in again",
+            );
+        }
+        self.client_ep
+            .close(3u32.into(), b"this gateway lost its database: log in again");
+        self.internal_ep.close(0u32.into(), b"gateway stepped down");
+        let _ = self.stop.send(true);
+        if let Some(e) = self.embedded {
+            e.stop(Duration::from_secs(1)).await;
+        }
+        // RCEnet kicks and QUIC closes reach the clients before the process ends.
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.client_ep.wait_idle()).await;
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.writer.close()).await;
     }
 
     /// Save every player, close every client with code 3, stop the embedded node, flush

@@ -286,6 +286,9 @@ struct LinkState {
     epoch: Instant,
     /// Connection attempts made: which of the gateway addresses is tried next.
     attempts: usize,
+    /// The newest control-plane epoch registered with: a gateway older than this (a
+    /// deposed leader that has not noticed yet) is refused and the next address tried.
+    gateway_epoch: u64,
 }
 
 impl LinkState {
@@ -295,6 +298,7 @@ impl LinkState {
             drain_deadline: None,
             epoch: Instant::now(),
             attempts: 0,
+            gateway_epoch: 0,
         }
     }
 
@@ -383,13 +387,14 @@ async fn handshake(
     gateway: &str,
     endpoint: &quinn::Endpoint,
     reg: &Registry,
+    seen_epoch: u64,
 ) -> Result<
     (
         quinn::Connection,
         quinn::SendStream,
         quinn::RecvStream,
         FrameDecoder,
-        u64,
+        Registered,
     ),
     SessionEnd,
 > {
@@ -411,11 +416,19 @@ async fn handshake(
     // placements it makes (their `AssignInstance` carry the context back).
     let span = tracing::info_span!(parent: None, "node.register", node = %cfg.node_id,
         gateway = %gateway, running = reg.instance_count());
-    let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv)
+    let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv, seen_epoch)
         .instrument(span)
         .await;
-    let (dec, heartbeat_ms) = authenticated?;
-    Ok((conn, send, recv, dec, heartbeat_ms))
+    let (dec, registered) = authenticated?;
+    Ok((conn, send, recv, dec, registered))
+}
+
+/// What the gateway said when it registered this node.
+#[derive(Clone, Copy, Debug)]
+struct Registered {
+    heartbeat_ms: u64,
+    /// The gateway's control-plane epoch.
+    epoch: u64,
 }
 
 /// Hello / Challenge / Auth / Proven / Register / RegisterAck on the control stream: the
@@ -427,19 +440,21 @@ async fn authenticate(
     conn: &quinn::Connection,
     send: &mut quinn::SendStream,
     recv: &mut quinn::RecvStream,
-) -> Result<(FrameDecoder, u64), SessionEnd> {
+    seen_epoch: u64,
+) -> Result<(FrameDecoder, Registered), SessionEnd> {
     let mut exporter = [0u8; EXPORTER_LEN];
     conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
         .map_err(|_| SessionEnd::Protocol("TLS exporter unavailable".into()))?;
     let mut dec = FrameDecoder::new();
     let mut client_nonce = [0u8; 32];
     ops::random::fill(&mut client_nonce);
-    let (mut hs, hello) = NodeHandshake::start(
+    let (hs, hello) = NodeHandshake::start(
         cfg.cluster_secret.as_bytes(),
         client_nonce,
         &exporter,
         &cfg.node_id,
     );
+    let mut hs = hs.not_before(seen_epoch);
     write_msg(send, hello).await?;
     loop {
         let env = match read_envelope(recv, &mut dec).await {
@@ -467,10 +482,17 @@ async fn authenticate(
             NodeStep::Registered {
                 gateway_id,
                 heartbeat_ms,
+                epoch,
             } => {
                 tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
-                    instances = reg.instance_count(), heartbeat_ms, "registered");
-                return Ok((dec, heartbeat_ms));
+                    instances = reg.instance_count(), heartbeat_ms, epoch, "registered");
+                return Ok((
+                    dec,
+                    Registered {
+                        heartbeat_ms,
+                        epoch,
+                    },
+                ));
             }
             NodeStep::Refuse { msg, error } => {
                 Metrics::inc(&reg.metrics.refused_msgs);
@@ -482,6 +504,10 @@ async fn authenticate(
                 return Err(match error {
                     NodeHandshakeError::PeerVersion { ours, theirs } => {
                         SessionEnd::PeerVersion { ours, theirs }
+                    }
+                    e @ NodeHandshakeError::StaleEpoch { .. } => {
+                        tracing::warn!(error = %e, "refused a deposed gateway; trying the next address");
+                        SessionEnd::Connect(e.to_string())
                     }
                     e => SessionEnd::Protocol(e.to_string()),
                 });
@@ -525,7 +551,7 @@ async fn session(
         .copied()
         .unwrap_or(cfg.gateway_addr.as_str());
     state.attempts = state.attempts.wrapping_add(1);
-    let hs = handshake(cfg, gateway, endpoint, reg);
+    let hs = handshake(cfg, gateway, endpoint, reg, state.gateway_epoch);
     tokio::pin!(hs);
     let first_limit = limit(state);
     let hs_result = tokio::select! {
@@ -543,10 +569,12 @@ async fn session(
             timeout(left, &mut hs).await
         }
     };
-    let (conn, mut send, mut recv, mut dec, heartbeat_ms) = match hs_result {
+    let (conn, mut send, mut recv, mut dec, registered) = match hs_result {
         Ok(r) => r?,
         Err(_) => return Err(SessionEnd::Timeout),
     };
+    state.gateway_epoch = state.gateway_epoch.max(registered.epoch);
+    let heartbeat_ms = registered.heartbeat_ms;
     // Re-send what the previous gateway never acknowledged.
     let now = state.now_ms();
     let frames: Vec<u8> = state.unacked.resend_all(now).flatten().copied().collect();

@@ -459,6 +459,9 @@ pub struct Shared {
     /// The game clock's epoch (Unix ms, from the store; 0 = not set): sent to the nodes
     /// with `AssignInstance`, and the login clock block is read from it.
     pub clock_epoch_ms: AtomicU64,
+    /// The control plane's epoch this gateway claimed with the store (sent to every zone
+    /// node in `RegisterAck`; a node refuses a gateway older than one it has seen).
+    pub control_epoch: AtomicU64,
     /// The gateway's clock for the login limiter (one clock for every connection).
     pub started: Instant,
     /// Slots for password hashing (`max_concurrent_hashes`).
@@ -561,6 +564,7 @@ impl Shared {
             view: Mutex::new(ClusterView::default()),
             shutting_down: AtomicBool::new(false),
             clock_epoch_ms: AtomicU64::new(0),
+            control_epoch: AtomicU64::new(0),
             started: Instant::now(),
             hashes: tokio::sync::Semaphore::new(hash_slots),
             updates,
@@ -1674,6 +1678,7 @@ impl Hub {
             lock_reason: gate.lock.clone(),
             update_files: u64::try_from(gate.files().len()).unwrap_or(u64::MAX),
             shutdown_at_ms: None,
+            control_epoch: self.shared.control_epoch.load(Ordering::Relaxed),
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,

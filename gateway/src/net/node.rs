@@ -113,6 +113,11 @@ async fn handshake(
         &exporter,
         &shared.cfg.gateway_id,
         shared.cfg.heartbeat_ms,
+    )
+    .with_epoch(
+        shared
+            .control_epoch
+            .load(std::sync::atomic::Ordering::Relaxed),
     );
     let mut buf = vec![0u8; 16 * 1024];
     let mut register_trace = std::collections::BTreeMap::new();

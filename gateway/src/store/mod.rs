@@ -141,6 +141,16 @@ const MIGRATIONS: &[&str] = &[
 const META_NEXT_HANDLE: &str = "next_handle";
 /// The `meta` key of the game clock's epoch (Unix ms; `shared::clock`).
 const META_CLOCK_EPOCH: &str = "clock_epoch_ms";
+/// The `meta` key of the control plane's epoch: raised by each gateway that takes the
+/// store over ([`Store::claim_exclusive`]).
+const META_LEADER_EPOCH: &str = "leader_epoch";
+
+/// The epoch a gateway taking the store over holds: above the stored one, and at least the
+/// wall clock in ms, so it also rises across a database restored from an older copy (the
+/// zone nodes refuse a gateway older than one they have registered with).
+fn next_epoch(stored: Option<u64>, now_unix_ms: u64) -> u64 {
+    stored.map_or(1, |e| e.saturating_add(1)).max(now_unix_ms)
+}
 
 /// Script files and directories, and the super globals, as stored.
 pub type ScriptRows = (Vec<StoredEntry>, Vec<(u8, Vec<u8>)>);
@@ -175,6 +185,10 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// Another gateway has taken the store over, or this one lost it (Postgres: its
+    /// connection, and the lock with it): this gateway must step down.
+    #[error("this gateway no longer holds the store: {0}")]
+    Deposed(String),
     /// The database is newer than this program.
     #[error("schema version {0} is newer than this gateway ({1})")]
     TooNew(i64, i64),
@@ -354,13 +368,24 @@ impl Store {
         }
     }
 
-    /// Takes the store for this process alone: on Postgres an advisory lock held as long
-    /// as the connection (see [`pg::PgStore::claim_exclusive`]); on SQLite nothing (the
-    /// data directory's lock, [`lock_dir`], does it).
-    pub fn claim_exclusive(&self) -> Result<(), StoreError> {
+    /// Takes the store for this process alone and returns the control plane's new epoch
+    /// (sent to every zone node, which refuses an older gateway): on Postgres an advisory
+    /// lock held as long as the connection (see [`pg::PgStore::claim_exclusive`]); on
+    /// SQLite the data directory's lock ([`lock_dir`]) does it, and the epoch is raised.
+    pub fn claim_exclusive(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
+        match self {
+            Self::Sqlite(s) => s.raise_epoch(now_unix_ms),
+            Self::Postgres(p) => p.claim_exclusive(now_unix_ms),
+        }
+    }
+
+    /// Whether this process still holds the store (Postgres: the connection is open and no
+    /// other gateway has claimed it since, [`StoreError::Deposed`] otherwise). SQLite: the
+    /// data directory's lock cannot be taken away.
+    pub fn check_lease(&self) -> Result<(), StoreError> {
         match self {
             Self::Sqlite(_) => Ok(()),
-            Self::Postgres(p) => p.claim_exclusive(),
+            Self::Postgres(p) => p.check_lease(),
         }
     }
 
@@ -731,6 +756,23 @@ impl SqliteStore {
     /// The cluster's game clock epoch (Unix ms): the real time at which the clock read
     /// `Environment.dat`'s stored time. Stored once, the first time the cluster starts
     /// (`now_unix_ms` then), so the game time survives restarts.
+    fn raise_epoch(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
+        let stored: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [META_LEADER_EPOCH],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let epoch = next_epoch(stored.map(from_i64), now_unix_ms);
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![META_LEADER_EPOCH, to_i64(epoch)],
+        )?;
+        Ok(epoch)
+    }
+
     pub fn clock_epoch(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
         self.conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
@@ -1101,6 +1143,11 @@ pub const MAX_BATCH_OPS: usize = 512;
 /// it heals once space is back even when nothing else writes.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
 
+/// How often a gateway on Postgres checks it still holds the database (besides every
+/// write): with the connection's 5 s timeouts, a gateway cut off from the database
+/// steps down within about 6 s.
+pub const LEASE_EVERY: Duration = Duration::from_secs(1);
+
 /// The least time between two probes run because a write succeeded while out of service.
 const PROBE_MIN_GAP: Duration = Duration::from_millis(250);
 
@@ -1128,6 +1175,7 @@ pub struct Writer {
     stats: Arc<WriterStats>,
     health: Arc<Mutex<Health>>,
     dirty: Arc<Mutex<Dirty>>,
+    deposed: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -1159,16 +1207,32 @@ struct Worker {
     last_probe: Option<Instant>,
     /// Asked to close: acknowledged once the store is closed.
     closing: Option<mpsc::Sender<()>>,
+    /// How often the store's lease is checked ([`Store::check_lease`]); `None`: never
+    /// (SQLite: the data directory's lock cannot be taken away).
+    lease_every: Option<Duration>,
+    /// When the lease was last checked.
+    last_lease: Instant,
+    /// Told once why this gateway no longer holds the store.
+    deposed: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl Worker {
     fn run(mut self, rx: &mpsc::Receiver<Msg>, probe_every: Duration) {
         loop {
-            let first = if self.stats.failing.load(Ordering::Relaxed) {
-                match rx.recv_timeout(probe_every) {
+            let failing = self.stats.failing.load(Ordering::Relaxed);
+            let wait = match (failing, self.lease_every) {
+                (true, Some(l)) => Some(probe_every.min(l)),
+                (true, None) => Some(probe_every),
+                (false, l) => l,
+            };
+            let first = if let Some(wait) = wait {
+                match rx.recv_timeout(wait) {
                     Ok(m) => m,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        self.probe();
+                        self.check_lease();
+                        if failing && self.last_probe.is_none_or(|t| t.elapsed() >= probe_every) {
+                            self.probe();
+                        }
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => return,
@@ -1199,13 +1263,43 @@ impl Worker {
                 let _ = t.send(());
                 return;
             }
-            // A busy queue never times out: probe on time anyway.
+            // A busy queue never times out: check the lease and probe on time anyway.
+            if self
+                .lease_every
+                .is_some_and(|l| self.last_lease.elapsed() >= l)
+            {
+                self.check_lease();
+            }
             if self.stats.failing.load(Ordering::Relaxed)
                 && self.last_probe.is_none_or(|t| t.elapsed() >= probe_every)
             {
                 self.probe();
             }
         }
+    }
+
+    /// Checks this gateway still holds the store; once it does not, says why (once) and
+    /// stops checking.
+    fn check_lease(&mut self) {
+        if self.lease_every.is_none() {
+            return;
+        }
+        self.last_lease = Instant::now();
+        match self.store.check_lease() {
+            Ok(()) => {}
+            Err(e @ StoreError::Deposed(_)) => self.depose(&e),
+            // A failing query on a live connection is the store's health, not its lease.
+            Err(e) => tracing::warn!(error = %e, "store lease check failed"),
+        }
+    }
+
+    /// This gateway no longer holds the store: tell the server (once).
+    fn depose(&mut self, why: &StoreError) {
+        if self.deposed.borrow().is_none() {
+            tracing::error!(error = %why, "this gateway no longer holds the store");
+            let _ = self.deposed.send(Some(why.to_string()));
+        }
+        self.lease_every = None;
     }
 
     /// Adds one message to the group; true when the group must end after it.
@@ -1311,6 +1405,9 @@ impl Worker {
                             Ok(())
                         }
                         Some(Err(e)) => {
+                            if matches!(e, StoreError::Deposed(_)) {
+                                self.depose(&e);
+                            }
                             self.failed_since_after = true;
                             self.stats.failures.fetch_add(k, Ordering::Relaxed);
                             Err(self.failed(&e, batch, dirty))
@@ -1501,8 +1598,12 @@ impl Writer {
         let stats = Arc::new(WriterStats::default());
         let health = Arc::new(Mutex::new(Health::default()));
         let dirty = Arc::new(Mutex::new(Dirty::default()));
+        let (deposed_tx, deposed) = tokio::sync::watch::channel(None);
         let worker = Worker {
             default_max_pages: store.max_pages()?,
+            lease_every: (store.backend() == "postgres").then_some(LEASE_EVERY),
+            last_lease: Instant::now(),
+            deposed: deposed_tx,
             store,
             stats: Arc::clone(&stats),
             health: Arc::clone(&health),
@@ -1524,7 +1625,15 @@ impl Writer {
             stats,
             health,
             dirty,
+            deposed,
         })
+    }
+
+    /// Becomes `Some(why)` once this gateway no longer holds the store (Postgres: another
+    /// gateway claimed it, or the connection and its lock are gone): the gateway must step
+    /// down. Checked every [`LEASE_EVERY`] and on every write.
+    pub fn deposed(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.deposed.clone()
     }
 
     fn send_ops(

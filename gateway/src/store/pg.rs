@@ -11,9 +11,9 @@ use postgres::{Client, NoTls, Transaction};
 use shared::internal::{ActorStateDto, InstanceKey};
 
 use super::{
-    GROUND_VERSION, META_CLOCK_EPOCH, META_NEXT_HANDLE, META_PROBE, PROBE_BYTES, Quarantined,
-    Record, STATE_VERSION, ScriptRows, StoreError, StoredGround, decode_character, decode_ground,
-    from_i64, to_i64,
+    GROUND_VERSION, META_CLOCK_EPOCH, META_LEADER_EPOCH, META_NEXT_HANDLE, META_PROBE, PROBE_BYTES,
+    Quarantined, Record, STATE_VERSION, ScriptRows, StoreError, StoredGround, decode_character,
+    decode_ground, from_i64, to_i64,
 };
 use crate::console::AuditEntry;
 use crate::script_store::StoredEntry;
@@ -31,6 +31,24 @@ pub fn detail(e: &postgres::Error) -> String {
 
 /// The advisory lock key a gateway holds on its database ([`PgStore::claim_exclusive`]).
 const EXCLUSIVE_LOCK: i64 = 0x7263_6761_7465; // "rcgate"
+
+/// How long a silent server or network is waited for (connect, unacknowledged data,
+/// keepalive idle), unless `database_url` says otherwise.
+const LINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Refuses a transaction or a lease check of a store whose epoch `ours` is no longer the
+/// database's `stored`.
+fn check_epoch(ours: u64, stored: Option<i64>) -> Result<(), StoreError> {
+    match stored.map(from_i64) {
+        Some(now) if now == ours => Ok(()),
+        Some(now) => Err(StoreError::Deposed(format!(
+            "another gateway has taken the database over (control epoch {now}, ours {ours})"
+        ))),
+        None => Err(StoreError::Deposed(
+            "the database's control epoch is gone (the database was replaced)".into(),
+        )),
+    }
+}
 
 /// Postgres migrations, one per SQLite migration of the same number.
 const MIGRATIONS: &[&str] = &[
@@ -102,6 +120,9 @@ const MIGRATIONS: &[&str] = &[
 pub struct PgStore {
     // Behind a lock so reads take `&self`, as the SQLite store's do.
     client: std::sync::Mutex<Client>,
+    /// The control-plane epoch this connection claimed ([`PgStore::claim_exclusive`]);
+    /// 0 until then. Every transaction checks it is still the database's.
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -113,10 +134,28 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Connects to `url` (`postgres://user:password@host:port/database`, or the key=value
     /// form) and runs the migrations.
+    ///
+    /// Unless the URL says otherwise, a dead server or network is noticed within seconds:
+    /// connecting gives up after 5 s, unacknowledged data after 5 s (`tcp_user_timeout`),
+    /// and an idle connection is probed after 5 s (TCP keepalives), so a gateway cut off
+    /// from its database learns it before another takes the database over.
     pub fn open(url: &str) -> Result<Self, StoreError> {
-        let client = Client::connect(url, NoTls)?;
+        let mut config: postgres::Config = url.parse()?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(LINK_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(LINK_TIMEOUT);
+        }
+        if config.get_keepalives_idle() == std::time::Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(LINK_TIMEOUT);
+            config.keepalives_interval(std::time::Duration::from_secs(2));
+            config.keepalives_retries(3);
+        }
+        let client = config.connect(NoTls)?;
         let s = Self {
             client: std::sync::Mutex::new(client),
+            epoch: std::sync::atomic::AtomicU64::new(0),
         };
         s.migrate()?;
         Ok(s)
@@ -130,20 +169,73 @@ impl PgStore {
 
     /// Takes this database for this process alone (a session advisory lock, released when
     /// the connection closes, a crash included): one gateway writes a database at a time
-    /// until several gateways share one (issue 41).
-    pub fn claim_exclusive(&self) -> Result<(), StoreError> {
-        let got: bool = self
-            .client()
+    /// until several gateways share one (issue 41). Raises the control-plane epoch
+    /// (`meta.leader_epoch`: the later of the stored one plus one and `now_unix_ms`) and
+    /// returns it: from now on every transaction of this store is refused once the
+    /// database holds a newer one ([`StoreError::Deposed`]).
+    pub fn claim_exclusive(&self, now_unix_ms: u64) -> Result<u64, StoreError> {
+        let mut client = self.client();
+        let got: bool = client
             .query_one("SELECT pg_try_advisory_lock($1)", &[&EXCLUSIVE_LOCK])?
             .get(0);
-        if got {
-            Ok(())
-        } else {
-            Err(StoreError::Unsupported(
+        if !got {
+            return Err(StoreError::Unsupported(
                 "another gateway (or copy-store) uses this Postgres database: one writer at a time"
                     .into(),
-            ))
+            ));
         }
+        // The server notices a vanished holder within seconds too, and frees the lock for
+        // a standby (best effort: a server may refuse these settings).
+        let _ = client.batch_execute(
+            "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; \
+             SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000;",
+        );
+        let mut tx = client.transaction()?;
+        let stored: Option<i64> = tx
+            .query_opt(
+                "SELECT value FROM meta WHERE key = $1 FOR UPDATE",
+                &[&META_LEADER_EPOCH],
+            )?
+            .map(|r| r.get(0));
+        let epoch = super::next_epoch(stored.map(from_i64), now_unix_ms);
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            &[&META_LEADER_EPOCH, &to_i64(epoch)],
+        )?;
+        tx.commit()?;
+        self.epoch
+            .store(epoch, std::sync::atomic::Ordering::Relaxed);
+        Ok(epoch)
+    }
+
+    /// Whether this store still holds the database: its connection is open and the
+    /// database's epoch is the one it claimed. Nothing to check before a claim.
+    pub fn check_lease(&self) -> Result<(), StoreError> {
+        let ours = self.epoch.load(std::sync::atomic::Ordering::Relaxed);
+        if ours == 0 {
+            return Ok(());
+        }
+        let mut client = self.client();
+        if client.is_closed() {
+            return Err(StoreError::Deposed(
+                "the connection to the database is closed (its lock went with it)".into(),
+            ));
+        }
+        let now: Option<i64> = match client.query_opt(
+            "SELECT value FROM meta WHERE key = $1",
+            &[&META_LEADER_EPOCH],
+        ) {
+            Ok(r) => r.map(|r| r.get(0)),
+            Err(e) if e.is_closed() || client.is_closed() => {
+                return Err(StoreError::Deposed(format!(
+                    "the connection to the database is lost: {}",
+                    detail(&e)
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        check_epoch(ours, now)
     }
 
     /// The schema version (the number of migrations applied).
@@ -179,10 +271,27 @@ impl PgStore {
         Ok(())
     }
 
-    /// Applies ops in one transaction.
+    /// Applies ops in one transaction; refused whole once another gateway has claimed the
+    /// database ([`StoreError::Deposed`]: the epoch row is read with a share lock, so a
+    /// claim waits for a transaction under way and every later one sees it).
     pub fn apply(&self, ops: &[PersistOp]) -> Result<(), StoreError> {
+        let ours = self.epoch.load(std::sync::atomic::Ordering::Relaxed);
         let mut client = self.client();
+        if client.is_closed() {
+            return Err(StoreError::Deposed(
+                "the connection to the database is closed (its lock went with it)".into(),
+            ));
+        }
         let mut tx = client.transaction()?;
+        if ours != 0 {
+            let now: Option<i64> = tx
+                .query_opt(
+                    "SELECT value FROM meta WHERE key = $1 FOR SHARE",
+                    &[&META_LEADER_EPOCH],
+                )?
+                .map(|r| r.get(0));
+            check_epoch(ours, now)?;
+        }
         for op in ops {
             apply_one(&mut tx, op)?;
         }

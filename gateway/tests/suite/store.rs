@@ -8,7 +8,7 @@
 
 use gateway::accounts_dat::{self, LegacyAccount};
 use gateway::session::{AccountBook, AccountRow, PersistOp};
-use gateway::store::{FailCause, STATE_VERSION, Store, Writer, resync_ops};
+use gateway::store::{FailCause, STATE_VERSION, Store, StoreError, Writer, resync_ops};
 use proptest::prelude::*;
 use shared::internal::{ActorStateDto, GroundItemDto, InstanceKey, InvSlotDto, KnownSpellDto};
 
@@ -1530,22 +1530,105 @@ fn one_character_is_restored_from_a_backup_file() {
 }
 
 /// One gateway writes a Postgres database at a time (until several share one): a second
-/// store's claim is refused while the first holds it, and granted once the first is gone.
+/// store's claim is refused while the first holds it, and granted once the first is gone,
+/// with a newer control-plane epoch.
 #[test]
 fn a_postgres_database_takes_one_writer_at_a_time() {
     let Some(at) = At::postgres() else { return };
     let first = at.open();
-    first.claim_exclusive().unwrap();
+    let e1 = first.claim_exclusive(1_000).unwrap();
+    assert!(e1 >= 1_000, "at least the wall clock: {e1}");
+    first.check_lease().unwrap();
     let second = at.open();
-    let err = second.claim_exclusive().unwrap_err();
+    let err = second.claim_exclusive(1_000).unwrap_err();
     assert!(err.to_string().contains("one writer at a time"), "{err}");
     drop(first);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while second.claim_exclusive().is_err() {
+    let e2 = loop {
+        if let Ok(e) = second.claim_exclusive(1_000) {
+            break e;
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "released with its connection"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(e2 > e1, "each claim raises the epoch: {e1} then {e2}");
+}
+
+/// A gateway that lost the database steps down, and its writes never land: once its
+/// connection is gone (the server ended it: a partition, a restart) its lease check says
+/// so, and once another store has claimed a newer epoch, a transaction of the old one is
+/// refused whole, before any of its ops is applied. SQLite's claim raises the epoch too.
+#[test]
+fn a_deposed_store_is_told_and_its_writes_are_refused() {
+    let Some(at) = At::postgres() else { return };
+    let At::Pg(_, url) = &at else { return };
+    let mut old = at.open();
+    let e1 = old.claim_exclusive(5).unwrap();
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    // Another claim while the old holder still believes it holds the database (its lock
+    // was lost without it noticing): the epoch row moves on.
+    admin
+        .execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'leader_epoch'",
+            &[],
+        )
+        .unwrap();
+    let err = old
+        .apply(&[PersistOp::UpsertAccount(row(41, "Late"))])
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Deposed(_)),
+        "refused as deposed: {err}"
+    );
+    assert!(err.to_string().contains(&format!("ours {e1}")), "{err}");
+    assert!(matches!(old.check_lease(), Err(StoreError::Deposed(_))));
+    drop(old);
+    let fresh = at.open();
+    assert!(
+        fresh.load_book().unwrap().find_user("Late").is_none(),
+        "nothing of the refused transaction landed"
+    );
+
+    // The server ends a holder's connection: its next lease check says it is deposed.
+    let holder = at.open();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while holder.claim_exclusive(5).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old lock is freed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    holder.check_lease().unwrap();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks \
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match holder.check_lease() {
+            Err(StoreError::Deposed(why)) => {
+                assert!(why.contains("connection"), "{why}");
+                break;
+            }
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "still holding: {other:?}"
+            ),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    // SQLite: the data directory's lock is the claim; each start raises the epoch.
+    let sq = At::sqlite("epoch");
+    let a = sq.open().claim_exclusive(7).unwrap();
+    let b = sq.open().claim_exclusive(7).unwrap();
+    assert!(b > a && a >= 7, "{a} then {b}");
+    sq.open().check_lease().unwrap();
 }

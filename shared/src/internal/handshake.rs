@@ -54,6 +54,7 @@ pub struct GatewayHandshake {
     exporter: Vec<u8>,
     gateway_id: String,
     heartbeat_ms: u64,
+    epoch: u64,
     state: State,
 }
 
@@ -74,8 +75,16 @@ impl GatewayHandshake {
             exporter: exporter.to_vec(),
             gateway_id: gateway_id.to_owned(),
             heartbeat_ms,
+            epoch: 0,
             state: State::AwaitHello,
         }
+    }
+
+    /// The control plane's epoch this gateway holds (sent in `RegisterAck`).
+    #[must_use]
+    pub fn with_epoch(mut self, epoch: u64) -> Self {
+        self.epoch = epoch;
+        self
     }
 
     fn refuse(&mut self, reason: RefuseReason) -> Step {
@@ -155,6 +164,7 @@ impl GatewayHandshake {
                     reply: Msg::RegisterAck {
                         gateway_id: self.gateway_id.clone(),
                         heartbeat_ms: self.heartbeat_ms,
+                        epoch: self.epoch,
                     },
                 }
             }
@@ -189,6 +199,8 @@ pub enum NodeStep {
         gateway_id: String,
         /// The heartbeat period the gateway watches.
         heartbeat_ms: u64,
+        /// The gateway's control-plane epoch (at least the one the node was started with).
+        epoch: u64,
     },
 }
 
@@ -209,6 +221,14 @@ pub enum NodeHandshakeError {
     /// The gateway's proof does not verify.
     #[error("the gateway's proof does not verify (cluster secret mismatch?)")]
     BadGatewayProof,
+    /// The gateway's control epoch is older than one this node has registered with.
+    #[error("the gateway's control epoch {epoch} is older than {seen}: it has been replaced")]
+    StaleEpoch {
+        /// The gateway's.
+        epoch: u64,
+        /// The newest the node has seen.
+        seen: u64,
+    },
     /// A message out of order, or undecodable.
     #[error("{0}")]
     Protocol(String),
@@ -231,6 +251,9 @@ pub struct NodeHandshake {
     secret: Vec<u8>,
     client_nonce: [u8; 32],
     exporter: Vec<u8>,
+    /// The newest control epoch this node has registered with: an older gateway is
+    /// refused.
+    seen_epoch: u64,
     state: NodeState,
 }
 
@@ -246,6 +269,7 @@ impl NodeHandshake {
             secret: secret.to_vec(),
             client_nonce,
             exporter: exporter.to_vec(),
+            seen_epoch: 0,
             state: NodeState::AwaitChallenge,
         };
         let hello = Msg::Hello {
@@ -253,6 +277,14 @@ impl NodeHandshake {
             client_nonce,
         };
         (hs, hello)
+    }
+
+    /// Refuse a gateway whose control epoch is older than `seen` (the newest this node
+    /// has registered with).
+    #[must_use]
+    pub fn not_before(mut self, seen: u64) -> Self {
+        self.seen_epoch = seen;
+        self
     }
 
     fn fail(&mut self, error: NodeHandshakeError) -> NodeStep {
@@ -340,15 +372,27 @@ impl NodeHandshake {
                 let Msg::RegisterAck {
                     gateway_id,
                     heartbeat_ms,
+                    epoch,
                 } = msg
                 else {
                     return self.unexpected("RegisterAck", &msg);
                 };
                 self.state = NodeState::Done;
+                if epoch < self.seen_epoch {
+                    // A deposed leader that has not noticed yet: never take its orders.
+                    let seen = self.seen_epoch;
+                    return NodeStep::Refuse {
+                        msg: Msg::Refused {
+                            reason: RefuseReason::StaleEpoch { epoch, seen },
+                        },
+                        error: NodeHandshakeError::StaleEpoch { epoch, seen },
+                    };
+                }
                 NodeStep::Registered {
                     gateway_id,
                     // The gateway sets the heartbeat period it watches (within sane bounds).
                     heartbeat_ms: heartbeat_ms.clamp(10, 60_000),
+                    epoch,
                 }
             }
             NodeState::Done => self.fail(NodeHandshakeError::Protocol(format!(
@@ -508,7 +552,49 @@ mod tests {
             nstep,
             NodeStep::Registered {
                 gateway_id: "gw".into(),
-                heartbeat_ms: 10
+                heartbeat_ms: 10,
+                epoch: 0,
+            }
+        );
+    }
+
+    #[test]
+    fn a_node_refuses_a_gateway_older_than_one_it_has_seen() {
+        let x = [5u8; 32];
+        // The same epoch or a newer one registers.
+        for epoch in [7, 8] {
+            let mut gw =
+                GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 500).with_epoch(epoch);
+            let (node, hello) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+            let mut node = node.not_before(7);
+            let Ok((_, nstep)) = register_in_memory(&mut gw, &mut node, hello, || register(vec![]))
+            else {
+                panic!("registers")
+            };
+            assert_eq!(
+                nstep,
+                NodeStep::Registered {
+                    gateway_id: "gw".into(),
+                    heartbeat_ms: 500,
+                    epoch,
+                }
+            );
+        }
+        // An older one (a deposed leader) is refused, and told why.
+        let mut gw = GatewayHandshake::new(SECRET, [2; 32], [7; 32], &x, "gw", 500).with_epoch(6);
+        let (node, hello) = NodeHandshake::start(SECRET, [1; 32], &x, "n");
+        let mut node = node.not_before(7);
+        let Ok((_, nstep)) = register_in_memory(&mut gw, &mut node, hello, || register(vec![]))
+        else {
+            panic!("the gateway side registers")
+        };
+        assert_eq!(
+            nstep,
+            NodeStep::Refuse {
+                msg: Msg::Refused {
+                    reason: RefuseReason::StaleEpoch { epoch: 6, seen: 7 }
+                },
+                error: NodeHandshakeError::StaleEpoch { epoch: 6, seen: 7 }
             }
         );
     }
@@ -572,7 +658,8 @@ mod tests {
         assert!(matches!(
             node.on_envelope(env(Msg::RegisterAck {
                 gateway_id: "gw".into(),
-                heartbeat_ms: 1000
+                heartbeat_ms: 1000,
+                epoch: 1,
             })),
             NodeStep::Fail(NodeHandshakeError::Protocol(_))
         ));

@@ -78,7 +78,9 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// and the operator's console ([`Msg::MapQuery`], [`Msg::MapAnswer`], [`Msg::ScriptError`]).
 /// 11: each [`InstanceLoad`] carries its tick p50, handoffs and errors (the console's
 /// Cluster page), and the gateway may send [`Msg::Drain`] (an operator drains a node).
-pub const PROTOCOL_VERSION: u16 = 11;
+/// 12: `RegisterAck` carries the control plane's epoch; a node refuses an older one
+/// ([`RefuseReason::StaleEpoch`]).
+pub const PROTOCOL_VERSION: u16 = 12;
 
 /// Script errors a zone reports to the gateway per instance and second, at most.
 pub const SCRIPT_ERRORS_PER_SECOND: u32 = 10;
@@ -224,6 +226,14 @@ pub enum RefuseReason {
     DuplicateNode,
     /// The node is draining and takes no more players or instances.
     Draining,
+    /// The gateway's control-plane epoch is older than one the node has registered with:
+    /// another gateway has taken the store over since.
+    StaleEpoch {
+        /// The gateway's epoch.
+        epoch: u64,
+        /// The newest the node has seen.
+        seen: u64,
+    },
     /// Anything else.
     Other(String),
 }
@@ -239,6 +249,10 @@ impl std::fmt::Display for RefuseReason {
             Self::Unexpected => f.write_str("unexpected message for the connection state"),
             Self::DuplicateNode => f.write_str("a node with this id is already registered"),
             Self::Draining => f.write_str("the node is draining"),
+            Self::StaleEpoch { epoch, seen } => write!(
+                f,
+                "the gateway's control epoch {epoch} is older than {seen}: another gateway has taken over"
+            ),
             Self::Other(s) => f.write_str(s),
         }
     }
@@ -350,6 +364,10 @@ pub enum Msg {
         gateway_id: String,
         /// Heartbeat period the gateway expects, in ms.
         heartbeat_ms: u64,
+        /// The control plane's epoch: raised each time a gateway takes the store over.
+        /// A node refuses a gateway older than the newest it has registered with (a
+        /// deposed leader that has not noticed yet).
+        epoch: u64,
     },
     /// Either way: the peer is refused; the connection is closed after this.
     Refused {

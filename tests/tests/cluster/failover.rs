@@ -3,7 +3,9 @@
 //! node given both addresses. The active gateway is SIGKILLed: the standby takes the
 //! database, binds its addresses, the node registers with it (the directory rebuilt from
 //! what the node runs, as a gateway restart does), and a player logs in again through it
-//! where the last checkpoint left him, online once.
+//! where the last checkpoint left him, online once. A gateway cut off from the database
+//! (the server ends its connection, and its lock) steps down by itself: it closes its
+//! clients and node links and exits, and the standby serves with a newer control epoch.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::BufRead as _;
@@ -214,6 +216,120 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
     })
     .await;
     assert_eq!(http_get(b_addrs.2, "/readyz").map(|r| r.0), Ok(200));
+}
+
+/// The active gateway loses its database while it runs (the server ends its connection, as
+/// a partition or a database restart does): it must not go on deciding for a cluster whose
+/// store another gateway now holds. It steps down (exits, its players closed with code 3 and
+/// its node links closed), the standby takes the database with a newer epoch, the node
+/// registers with it, and the player logs in again there, where the last checkpoint left
+/// him.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_cut_off_from_its_database_steps_down() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_cutoff").unwrap();
+    let dir = cluster_tests::temp_dir("cutoff");
+    let mut children = Children(Vec::new());
+    let a_addrs = (free_udp(), free_udp(), free_tcp());
+    let b_addrs = (free_udp(), free_udp(), free_tcp());
+    let (a, a_out) = gateway(&dir, "a", &url, a_addrs, false);
+    children.0.push(a);
+    assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
+    let (b, b_out) = gateway(&dir, "b", &url, b_addrs, true);
+    children.0.push(b);
+    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
+    let node = command(&bin("zone-node"))
+        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
+        .arg("--gateway-addr")
+        .arg(format!("{},{}", a_addrs.1, b_addrs.1))
+        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
+        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
+        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(node_log)
+        .spawn()
+        .unwrap();
+    children.0.push(node);
+    wait_cluster(a_addrs.2, "n1 registers with the active gateway", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    let epoch_a = cluster(a_addrs.2).unwrap().control_epoch;
+    assert!(epoch_a > 0, "the active gateway holds an epoch");
+    let (mut p, g) = new_player(a_addrs.0, "cutoff").await;
+    let to = (g.area.x + 7.0, g.area.y, g.area.z - 7.0);
+    assert!(
+        echo(&mut p, g.runtime_id, to, WAIT).await,
+        "the move echoes"
+    );
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    // The database server ends the active gateway's connection (the lock holder's).
+    let cut = Instant::now();
+    let admin_url = url.clone();
+    let ended = tokio::task::spawn_blocking(move || {
+        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+        admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .len()
+    })
+    .await
+    .unwrap();
+    assert_eq!(ended, 1, "one gateway held the database");
+    // It steps down by itself: exits, with the reason in its log.
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = children.0[0].try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the deposed gateway exits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stepped_down = cut.elapsed();
+    assert!(!status.success(), "a step-down is not a clean stop");
+    let log = std::fs::read_to_string(dir.join("a.log")).unwrap_or_default();
+    assert!(log.contains("stepping down"), "{log}");
+    // Its player was told to log in again (code 3), not left hanging.
+    let closed = p.recv_until(|_| false, Duration::from_secs(5)).await;
+    let closed = format!("{closed:?}");
+    assert!(
+        closed.contains("ShuttingDown") && closed.contains("log in again"),
+        "{closed}"
+    );
+    drop(p);
+    assert!(ready(&b_out, WAIT).is_some(), "the standby takes over");
+    wait_cluster(b_addrs.2, "n1 registers with the new gateway", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    let epoch_b = cluster(b_addrs.2).unwrap().control_epoch;
+    assert!(epoch_b > epoch_a, "a newer epoch: {epoch_a} then {epoch_b}");
+    println!(
+        "cut off: the gateway stepped down {:.2} s after its connection ended; the standby serves every instance {:.2} s after it",
+        stepped_down.as_secs_f64(),
+        cut.elapsed().as_secs_f64()
+    );
+    let (_p2, g2) = login_again(b_addrs.0, "cutoff").await;
+    assert!(
+        (g2.area.x - to.0).abs() < 1.0 && (g2.area.z - to.2).abs() < 1.0,
+        "back at ({}, {}), moved to ({}, {})",
+        g2.area.x,
+        g2.area.z,
+        to.0,
+        to.2
+    );
+    wait_cluster(b_addrs.2, "the player online once", |v| {
+        v.sessions.in_game == 1
+    })
+    .await;
 }
 
 /// A standby started before its database (an orchestrator starts everything at once)
