@@ -7,6 +7,12 @@
 #
 #   deploy/failover.sh [--profile debug|release]     (BOTS=100 DURATION=40 KILL_AT=15)
 #
+# With ROUNDS=N (N > 1), a schedule of N faults, EVERY seconds apart (15): each takes the
+# gateway serving then, alternately SIGKILLed and cut off from the database (the server
+# ends its connection: it must step down by itself), and starts it again as a standby
+# 2 s later; DURATION grows to cover them. At the end: every bot's character is in the
+# database once, and no character is online through two gateways.
+#
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
 # loopback; everything is stopped and removed at the end.
@@ -24,6 +30,12 @@ BIN=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE
 BOTS=${BOTS:-100}
 DURATION=${DURATION:-40}
 KILL_AT=${KILL_AT:-15}
+ROUNDS=${ROUNDS:-1}
+EVERY=${EVERY:-15}
+if [ "$ROUNDS" -gt 1 ]; then
+    MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
+    [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
+fi
 for b in gateway zone-node swarm; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: cargo build -p gateway -p zone-node -p client${PROFILE/debug/}" >&2; exit 1; }
 done
@@ -60,6 +72,7 @@ SECRET="failover-$(date +%s%N)-0123456789abcdef0123456789"
 gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
     local name=$1 client=$2 internal=$3 admin=$4
     shift 4
+    : >"$WORK/$name.out" # this start's ready line (the log goes on)
     GATEWAY_CLUSTER_SECRET=$SECRET GATEWAY_PASSWORD_HASH=fast \
     GATEWAY_ENET_LISTEN=127.0.0.1:$(free_port) \
     GATEWAY_LOGIN_ATTEMPTS_PER_MINUTE=100000 GATEWAY_MAX_CONNECTIONS_PER_IP=100000 \
@@ -67,7 +80,7 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
     RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
         "$BIN/gateway" --listen "127.0.0.1:$client" --internal-listen "127.0.0.1:$internal" \
         --admin-listen "127.0.0.1:$admin" --data-dir "$WORK/$name" --database-url "$URL" "$@" \
-        >"$WORK/$name.out" 2>"$WORK/$name.log" &
+        >"$WORK/$name.out" 2>>"$WORK/$name.log" &
     PIDS+=($!)
 }
 A=($(free_port) $(free_port) $(free_port))
@@ -91,30 +104,63 @@ nodes() { curl -fsS -m 2 "http://127.0.0.1:$1/cluster" | python3 -c 'import json
 until [ "$(nodes "${A[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.2; done
 log "gateway A (127.0.0.1:${A[0]}) serves with 2 nodes; standby B (127.0.0.1:${B[0]}) waits"
 
-"$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$BOTS" \
+"$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$BOTS" --prefix fo \
     --duration "$DURATION" --ramp 5 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM=$!
+B_PID=${PIDS[-3]}
+PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
 sleep $((KILL_AT + 5))
-kill -9 "$A_PID"
-KILLED=$(date +%s%N)
-wait "$A_PID" 2>/dev/null || true
-log "SIGKILL gateway A"
-until grep -q "gateway ready" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
-TOOK=$(( ($(date +%s%N) - KILLED) / 1000000 ))
-log "standby B took over ${TOOK} ms after the kill"
-until [ "$(nodes "${B[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
-PLACED=$(( ($(date +%s%N) - KILLED) / 1000000 ))
-log "B has both nodes and every instance placed ${PLACED} ms after the kill"
+TOOK=; PLACED=; FAULTS=()
+for round in $(seq 1 "$ROUNDS"); do
+    # The gateway serving now: the one whose current start printed its ready line.
+    if grep -q "gateway ready" "$WORK/a.out" 2>/dev/null && kill -0 "$A_PID" 2>/dev/null; then
+        LEAD=a; LEAD_PID=$A_PID; OTHER=b; P=("${A[@]}"); O=("${B[@]}")
+    else
+        LEAD=b; LEAD_PID=$B_PID; OTHER=a; P=("${B[@]}"); O=("${A[@]}")
+    fi
+    T0=$(date +%s%N)
+    if [ $((round % 2)) = 1 ] || [ "$ROUNDS" = 1 ]; then
+        kill -9 "$LEAD_PID"; wait "$LEAD_PID" 2>/dev/null || true
+        HOW="SIGKILL"
+    else
+        # The database server ends the leader's connection: it must step down by itself.
+        PSQL "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()" >/dev/null
+        while kill -0 "$LEAD_PID" 2>/dev/null; do sleep 0.05; done
+        wait "$LEAD_PID" 2>/dev/null || true
+        HOW="cut off from the database (stepped down in $(( ($(date +%s%N) - T0) / 1000000 )) ms)"
+    fi
+    log "round $round: gateway ${LEAD^^} $HOW"
+    until grep -q "gateway ready" "$WORK/$OTHER.out" 2>/dev/null; do sleep 0.05; done
+    TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
+    until [ "$(nodes "${O[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
+    PLACED=$(( ($(date +%s%N) - T0) / 1000000 ))
+    log "round $round: ${OTHER^^} took over ${TOOK} ms after, every instance placed ${PLACED} ms after"
+    FAULTS+=("$HOW: took over $TOOK ms, placed $PLACED ms")
+    if [ "$ROUNDS" -gt 1 ]; then
+        sleep 2
+        gateway "$LEAD" "${P[0]}" "${P[1]}" "${P[2]}" --standby
+        if [ "$LEAD" = a ]; then A_PID=${PIDS[-1]}; else B_PID=${PIDS[-1]}; fi
+        log "round $round: ${LEAD^^} back as the standby"
+        [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
+    fi
+done
 wait "$SWARM" || true
-python3 - "$WORK/swarm.json" "$TOOK" "$PLACED" <<'PY'
+# Every bot's character stored once, and no session left twice: the serving gateway's
+# /cluster counts each in-game character once (a second login of one is refused).
+CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
+DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
+python3 - "$WORK/swarm.json" "$TOOK" "$PLACED" "$CHARS" "$DUPES" "${FAULTS[@]}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 g = d.get("gateway_loss", {})
 print("bots: %d, in game to the end: %s, failed: %s" % (d.get("bots", 0), d.get("in_game"), d.get("failed")))
-print("standby took the database: %s ms after the kill; every instance placed: %s ms" % (sys.argv[2], sys.argv[3]))
-print("bots that logged in again through the standby: %s" % g.get("relogins"))
+for f in sys.argv[6:]:
+    print("fault: %s" % f)
+print("standby took the database: %s ms after the (last) fault; every instance placed: %s ms" % (sys.argv[2], sys.argv[3]))
+print("bots that logged in again through the other gateway: %s" % g.get("relogins"))
 print("noticing the loss: the bots' --gateway-lost-after (QUIC idle timeout), 5 s by default")
 print("from noticing to in game again through the standby (ms): %s" % json.dumps(g.get("back_in_game")))
 e = d.get("errors", {})
 print("errors: protocol %s, other %s" % (json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
+print("characters of the bots in the database: %s; names stored twice: %s" % (sys.argv[4], sys.argv[5]))
 PY
