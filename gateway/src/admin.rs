@@ -704,12 +704,13 @@ mod tests {
                 area: "Dark Wood".into(),
                 instance: 1,
             }],
+            control_epoch: 1_795_000_000_000,
             ..ClusterView::default()
         };
         let json = serde_json::to_string(&v).unwrap();
         assert_eq!(
             json,
-            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_p50_ms":0.5,"handoffs":4,"handoffs_failed":1,"errors":2,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}],"locked":false,"update_files":0}"#
+            r#"{"gateway_id":"gw-1","sessions":{"connected":3,"in_menu":1,"in_game":2},"nodes":[{"id":"node-a","address":"10.0.0.2:4433","capacity":4,"load":0.25,"players":2,"draining":false,"last_heartbeat_ms_ago":120,"instances":[{"area":"Plains","instance":0,"generation":7,"players":2,"npcs":30,"tick_p99_ms":1.5,"tick_p50_ms":0.5,"handoffs":4,"handoffs_failed":1,"errors":2,"tick_age_ms":20,"stuck":false}]}],"unplaced":[{"area":"Dark Wood","instance":1}],"locked":false,"update_files":0,"control_epoch":1795000000000}"#
         );
         let back: ClusterView = serde_json::from_str(&json).unwrap();
         assert_eq!(back, v);
