@@ -26,6 +26,10 @@
 #      package (its two binaries, `apt-get download`ed and unpacked, on the local base:
 #      deploy/prometheus/Dockerfile), and writes PROMETHEUS_IMAGE=... into .env.
 #      Grafana has no Debian package: users who can pull get it (`--profile dashboards`).
+#   6. builds Postgres' image, $RC_POSTGRES_IMAGE, from Debian bookworm's `postgresql-15`
+#      package installed on the local base (deploy/postgres/: the upstream image's
+#      POSTGRES_* variables and paths, for the Swarm stack, deploy/stack.yml); skipped when
+#      it exists. `--no-postgres` skips it.
 # deploy/.prebuilt/ and the temporary root filesystem are removed on exit.
 #
 # `--no-server` skips steps 2 and 3 (it needs no binaries): .ci/run starts it in the
@@ -49,10 +53,12 @@ CARGO=1
 VIEWER=1
 SERVER=1
 PROMETHEUS=1
+POSTGRES=1
 ENV_FILE=1
 IMAGE=${RC_IMAGE:-realm-crafter/server:latest}
 TRACE_IMAGE_TAG=${RC_TRACE_IMAGE:-realm-crafter/trace-viewer:local}
 PROMETHEUS_IMAGE_TAG=${RC_PROMETHEUS_IMAGE:-realm-crafter/prometheus:local}
+POSTGRES_IMAGE_TAG=${RC_POSTGRES_IMAGE:-realm-crafter/postgres:local}
 LOCAL_BASE=${RC_LOCAL_BASE:-realm-crafter/bookworm-minbase:local}
 MIRROR=${RC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 RUST_IMAGE=${RUST_IMAGE:-rust:1.95-slim-bookworm}
@@ -73,6 +79,7 @@ while [ $# -gt 0 ]; do
         --no-viewer) VIEWER=0; shift ;;
         --no-server) SERVER=0; shift ;;
         --no-prometheus) PROMETHEUS=0; shift ;;
+        --no-postgres) POSTGRES=0; shift ;;
         --no-env-file) ENV_FILE=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
@@ -235,6 +242,21 @@ if [ "$PROMETHEUS" = 1 ]; then
         -t "$PROMETHEUS_IMAGE_TAG" "$P/context" >/dev/null
     set_env PROMETHEUS_IMAGE "$PROMETHEUS_IMAGE_TAG"
 fi
+# 6. Postgres, from Debian's package (apt-get inside the build: the package's many
+#    libraries come with it). Kept once built: it does not depend on this repository's code
+#    but for deploy/postgres/, whose hash tags it.
+if [ "$POSTGRES" = 1 ]; then
+    PG_HASH=$(cat "$ROOT/deploy/postgres/Dockerfile" "$ROOT/deploy/postgres/entrypoint.sh" | sha256sum | cut -c1-12)
+    PG_BY_SOURCE=${POSTGRES_IMAGE_TAG%:*}:src-$PG_HASH
+    if docker image inspect "$PG_BY_SOURCE" >/dev/null 2>&1; then
+        say "postgres $PG_BY_SOURCE exists"
+    else
+        say "docker build (apt-get install postgresql-15) -> $PG_BY_SOURCE"
+        docker build -q --build-arg "BASE_IMAGE=$LOCAL_BASE" -t "$PG_BY_SOURCE" \
+            "$ROOT/deploy/postgres" >/dev/null || die "building the Postgres image failed"
+    fi
+    docker tag "$PG_BY_SOURCE" "$POSTGRES_IMAGE_TAG"
+fi
 # The build stage and the images these tags replaced stay behind untagged: remove those
 # (only this project's, by label).
 docker image prune -f --filter label=org.realm-crafter.image >/dev/null || true
@@ -242,4 +264,5 @@ BUILT=()
 [ "$SERVER" = 1 ] && BUILT+=("$IMAGE")
 [ "$VIEWER" = 1 ] && BUILT+=("$TRACE_IMAGE_TAG")
 [ "$PROMETHEUS" = 1 ] && BUILT+=("$PROMETHEUS_IMAGE_TAG")
+[ "$POSTGRES" = 1 ] && BUILT+=("$POSTGRES_IMAGE_TAG")
 say "done: $(IFS=,; echo "${BUILT[*]}" | sed 's/,/, /g')"

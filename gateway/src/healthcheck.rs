@@ -19,6 +19,11 @@ pub struct HealthcheckArgs {
     /// Probe this address instead of the configured `admin_listen`.
     #[arg(long)]
     pub addr: Option<SocketAddr>,
+    /// The path probed: `/healthz` (serving, with a node for every area), `/readyz` (the
+    /// same) or `/livez` (alive: also a standby gateway waiting for its database, which
+    /// an orchestrator restarting unhealthy tasks, as Docker Swarm does, must keep).
+    #[arg(long, default_value = "/healthz", value_parser = ["/healthz", "/readyz", "/livez"])]
+    pub path: String,
     /// Bound on the connect and on each read and write (ms).
     #[arg(long, default_value_t = 2000)]
     pub timeout_ms: u64,
@@ -41,10 +46,11 @@ pub fn run(args: &HealthcheckArgs) -> anyhow::Result<()> {
         None => configured_admin(args)?,
     };
     let timeout = Duration::from_millis(args.timeout_ms.clamp(1, 60_000));
-    ops::probe::probe(listen, timeout).context("healthcheck")?;
+    ops::probe::probe_path(listen, &args.path, timeout).context("healthcheck")?;
     println!(
-        "healthy: http://{}/healthz answered 200",
-        ops::probe::probe_addr(listen)
+        "healthy: http://{}{} answered 200",
+        ops::probe::probe_addr(listen),
+        args.path
     );
     Ok(())
 }

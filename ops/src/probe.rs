@@ -69,6 +69,11 @@ pub fn probe_addr(listen: SocketAddr) -> SocketAddr {
 
 /// `GET /healthz` on `listen` (see [`probe_addr`]); `Ok` on a 200 answer.
 pub fn probe(listen: SocketAddr, timeout: Duration) -> Result<(), ProbeError> {
+    probe_path(listen, "/healthz", timeout)
+}
+
+/// [`probe`] of another path (`/livez`: alive, as a standby gateway is; `/readyz`).
+pub fn probe_path(listen: SocketAddr, path: &str, timeout: Duration) -> Result<(), ProbeError> {
     let addr = probe_addr(listen);
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|source| ProbeError::Connect { addr, source })?;
@@ -76,7 +81,7 @@ pub fn probe(listen: SocketAddr, timeout: Duration) -> Result<(), ProbeError> {
     s.set_read_timeout(Some(timeout)).map_err(io)?;
     s.set_write_timeout(Some(timeout)).map_err(io)?;
     s.write_all(
-        format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
     )
     .map_err(io)?;
     let mut buf = Vec::new();

@@ -638,9 +638,19 @@ async fn enter(
         opts.keep_alive = (opts.idle_timeout / 4).max(Duration::from_millis(250));
     }
     opts.profile = ctx.args.profile;
-    let (transport, addr) = ctx.args.transport_of(ctx.index, turn);
-    opts.transport = transport;
-    let mut c = Connection::connect_with(addr, "localhost", opts).await?;
+    // With several gateways, one that does not answer (a standby, a dead one) is passed
+    // over for the next, as a client with a list of servers does.
+    let tries = ctx.args.gateway.len().max(1);
+    let mut k = 0;
+    let mut c = loop {
+        let (transport, addr) = ctx.args.transport_of(ctx.index, turn + k);
+        opts.transport = transport;
+        match Connection::connect_with(addr, "localhost", opts.clone()).await {
+            Ok(c) => break c,
+            Err(e) if k + 1 < tries && e.server_close_code().is_none() => k += 1,
+            Err(e) => return Err(e.into()),
+        }
+    };
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
     let password = "swarm";
     if !ctx.args.existing && turn == 0 {
