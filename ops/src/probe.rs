@@ -150,6 +150,11 @@ mod tests {
         probe(addr, Duration::from_secs(2)).unwrap();
         let req = h.join().unwrap();
         assert!(req.starts_with("GET /healthz HTTP/1.0\r\n"), "{req}");
+        // Another path: a standby gateway is alive (`/livez`) but never healthy.
+        let (addr, h) = serve_once(Some("HTTP/1.1 200 OK\r\n\r\nok: standing by\n"));
+        probe_path(addr, "/livez", Duration::from_secs(2)).unwrap();
+        let req = h.join().unwrap();
+        assert!(req.starts_with("GET /livez HTTP/1.0\r\n"), "{req}");
     }
 
     #[test]
