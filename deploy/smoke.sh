@@ -18,7 +18,7 @@
 #    update host  the gateway as Realm Crafter's update host (deploy/compose.updates.yml):
 #                 a file built by `rccontent build-updates` downloads under the client's
 #                 mangled name and decompresses to the original
-# 4. swarm        50 bots for 60 s warping between an instance on each node (host's swarm;
+# 4. swarm        50 bots for 90 s warping between an instance on each node (host's swarm;
 #                 every other bot on RCEnet, ENet 1.1 as Realm Crafter's own client, through
 #                 the published RCEnet port, the rest on QUIC;
 #                 every 8 s, so that most are not mid-warp when a node dies: swarm counts a
@@ -257,12 +257,13 @@ FROM_AREA=$(py '[i["area"] for i in max(d["nodes"], key=lambda n: len(n["instanc
 for TO_AREA in Darkwood Lakeshore Meadow; do [ "$TO_AREA" != "$FROM_AREA" ] && break; done
 WARP="$FROM_AREA#0,$TO_AREA#1"
 
-# 4. The swarm: 50 DM bots warping between the two nodes for 60 s (plus a 5 s ramp): long
+# 4. The swarm: 50 DM bots warping between the two nodes for 90 s (plus a 5 s ramp): long
 #    enough to outlast steps 5-7 on a loaded machine, so the node killed in step 7 still
 #    has players to put back (with 30 s, a run beside the tests once saw the swarm end
-#    before the node was declared lost, and nothing to recover).
-timeout 150 "$SWARM" --gateway "127.0.0.1:$RC_CLIENT_PORT" --bots 50 --existing --prefix smk \
-    --transport mixed --enet "127.0.0.1:$RC_ENET_PORT" --duration 60 --ramp 5 --warp "$WARP" --warp-every 8 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
+#    before the node was declared lost, and nothing to recover; with 60 s and the 5 s
+#    node timeout, a run on a slower machine did too).
+timeout 180 "$SWARM" --gateway "127.0.0.1:$RC_CLIENT_PORT" --bots 50 --existing --prefix smk \
+    --transport mixed --enet "127.0.0.1:$RC_ENET_PORT" --duration 90 --ramp 5 --warp "$WARP" --warp-every 8 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM_PID=$!
 instance_node() { # instance_node AREA#N: the id of the node hosting it
     cluster >"$WORK/c3.json" && python3 -c 'import json,sys
