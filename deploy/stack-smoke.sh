@@ -62,7 +62,9 @@ if [ "$(docker info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null)" != active
     MADE_SWARM=1
 fi
 cleanup() {
-    pkill -P "$WATCHDOG" 2>/dev/null; kill "$WATCHDOG" 2>/dev/null
+    # The watchdog's shell first: were its sleep ended first, it would go on to the kill.
+    # (Its orphaned sleep writes nowhere and ends by itself.)
+    kill "$WATCHDOG" 2>/dev/null
     docker stack rm "$STACK" >/dev/null 2>&1 || true
     # The stack's tasks and network go first, then its volume can.
     for _ in $(seq 60); do

@@ -117,21 +117,26 @@ async fn wait_cluster(admin: SocketAddr, what: &str, f: impl Fn(&ClusterView) ->
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
-    let Some(server) = pg_server::start_or_skip() else {
-        return;
-    };
-    let url = server.database("rc_failover").unwrap();
-    let dir = cluster_tests::temp_dir("failover");
+/// Gateway A (serving), gateway B (`--standby`) on `url`, and node n1 given both internal
+/// addresses, registered with A and every instance placed.
+struct Pair {
+    children: Children,
+    dir: std::path::PathBuf,
+    a_addrs: (SocketAddr, SocketAddr, SocketAddr),
+    b_addrs: (SocketAddr, SocketAddr, SocketAddr),
+    b_out: mpsc::Receiver<String>,
+}
+
+async fn active_standby_and_a_node(url: &str, name: &str) -> Pair {
+    let dir = cluster_tests::temp_dir(name);
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", &url, a_addrs, false);
+    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
-    let (b, b_out) = gateway(&dir, "b", &url, b_addrs, true);
+    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true);
     children.0.push(b);
     let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
     let node = command(&bin("zone-node"))
@@ -151,6 +156,28 @@ async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
     .await;
+    Pair {
+        children,
+        dir,
+        a_addrs,
+        b_addrs,
+        b_out,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_gateway_takes_over_when_the_active_one_dies() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_failover").unwrap();
+    let Pair {
+        mut children,
+        a_addrs,
+        b_addrs,
+        b_out,
+        ..
+    } = active_standby_and_a_node(&url, "failover").await;
     assert!(
         b_out
             .try_recv()
@@ -230,33 +257,13 @@ async fn a_gateway_cut_off_from_its_database_steps_down() {
         return;
     };
     let url = server.database("rc_cutoff").unwrap();
-    let dir = cluster_tests::temp_dir("cutoff");
-    let mut children = Children(Vec::new());
-    let a_addrs = (free_udp(), free_udp(), free_tcp());
-    let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", &url, a_addrs, false);
-    children.0.push(a);
-    assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
-    let (b, b_out) = gateway(&dir, "b", &url, b_addrs, true);
-    children.0.push(b);
-    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
-    let node = command(&bin("zone-node"))
-        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
-        .arg("--gateway-addr")
-        .arg(format!("{},{}", a_addrs.1, b_addrs.1))
-        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
-        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
-        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
-        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
-        .stdout(Stdio::null())
-        .stderr(node_log)
-        .spawn()
-        .unwrap();
-    children.0.push(node);
-    wait_cluster(a_addrs.2, "n1 registers with the active gateway", |v| {
-        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
-    })
-    .await;
+    let Pair {
+        mut children,
+        dir,
+        a_addrs,
+        b_addrs,
+        b_out,
+    } = active_standby_and_a_node(&url, "cutoff").await;
     let epoch_a = cluster(a_addrs.2).unwrap().control_epoch;
     assert!(epoch_a > 0, "the active gateway holds an epoch");
     let (mut p, g) = new_player(a_addrs.0, "cutoff").await;
