@@ -235,6 +235,19 @@ pub struct ClusterView {
     /// store over; the zone nodes refuse an older one).
     #[serde(default)]
     pub control_epoch: u64,
+    /// Edge gateways relaying their clients to this one (`--peers`), each with the
+    /// clients it relays (counted in `sessions` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edges: Vec<EdgeView>,
+}
+
+/// One edge gateway linked to the leader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeView {
+    /// Its `gateway_id`.
+    pub name: String,
+    /// The clients it relays.
+    pub clients: u64,
 }
 
 /// Client sessions by phase.

@@ -92,6 +92,11 @@ pub struct GatewayConfig {
     /// holding the database is gone (its Postgres lock released: a crash, a stop), then
     /// starts, rebuilding the directory from the zone nodes as a restart does.
     pub standby: bool,
+    /// The internal addresses (`host:port`) of the other gateways (`--peers`,
+    /// `GATEWAY_PEERS`, comma-separated). A standby with peers is an **edge** while it
+    /// waits: it serves clients on its own addresses and relays them to whichever peer
+    /// leads (`docs/operations.md`, "Several gateways").
+    pub peers: Vec<String>,
     /// Password verifications per client network (IPv4 address, IPv6 /64) per minute, and
     /// at once; a verification beyond it is refused unrun (code 4).
     pub login_attempts_per_minute: u32,
@@ -214,6 +219,7 @@ impl Default for GatewayConfig {
             password_hash: "production".into(),
             standalone: false,
             standby: false,
+            peers: Vec::new(),
             login_attempts_per_minute: 10,
             account_creations_per_hour: 5,
             max_concurrent_hashes: 4,
@@ -289,6 +295,14 @@ impl Settings for GatewayConfig {
             "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
             "standalone" => self.standalone = boolean(value)?,
             "standby" => self.standby = boolean(value)?,
+            "peers" => {
+                self.peers = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
             "login_attempts_per_minute" => self.login_attempts_per_minute = num(value)?,
             "account_creations_per_hour" => self.account_creations_per_hour = num(value)?,
             "max_concurrent_hashes" => self.max_concurrent_hashes = num(value)?,
@@ -447,6 +461,19 @@ impl GatewayConfig {
                 "standby",
                 "a standby gateway needs database_url (the Postgres database it takes over)",
             );
+        }
+        if !self.peers.is_empty() && !self.standby {
+            return bad(
+                "peers",
+                "only a standby gateway (--standby) relays to its peers while another leads",
+            );
+        }
+        if let Some(p) = self
+            .peers
+            .iter()
+            .find(|p| !p.contains(':') || p.len() > 255)
+        {
+            return bad("peers", format!("{p:?} is not host:port"));
         }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
             return bad(

@@ -29,6 +29,7 @@ pub mod config;
 pub mod console;
 pub mod control;
 pub mod directory;
+pub mod edge;
 pub mod hub;
 pub mod net;
 pub mod party;

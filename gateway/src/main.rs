@@ -36,6 +36,10 @@ struct RunArgs {
     /// is gone, then take over.
     #[arg(long)]
     standby: bool,
+    /// With --standby: the other gateways' internal addresses (host:port, comma-separated);
+    /// while another leads, this one serves clients and relays them to it (an edge).
+    #[arg(long, value_name = "ADDRS")]
+    peers: Option<String>,
     /// World directory: a native world or a Realm Crafter `Server Data` directory
     /// (default: the embedded demo world).
     #[arg(long)]
@@ -80,6 +84,7 @@ impl RunArgs {
             ("world", &self.world),
             ("data_dir", &self.data_dir),
             ("database_url", &self.database_url),
+            ("peers", &self.peers),
             ("listen", &self.listen),
             ("internal_listen", &self.internal_listen),
             ("enet_listen", &self.enet_listen),

@@ -41,6 +41,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The edge (a standby with peers) did not start.
+    #[error("edge: {0}")]
+    Edge(String),
     /// The embedded zone node.
     #[error("embedded zone node: {0}")]
     Node(String),
@@ -118,6 +121,7 @@ fn load_store(
 /// `/healthz` 503. Returns the stop signal and the server's end.
 async fn standby_probes(
     addr: SocketAddr,
+    edge: Option<watch::Receiver<Option<String>>>,
 ) -> Result<(oneshot::Sender<()>, tokio::task::JoinHandle<()>), StartError> {
     use axum::routing::get;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -127,16 +131,26 @@ async fn standby_probes(
             addr,
             source,
         })?;
-    let waiting = || async {
-        (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "standing by: another gateway holds the database\n",
-        )
+    // An edge is ready while it is linked to the leader: it serves clients.
+    let ready = move || {
+        let edge = edge.clone();
+        async move {
+            match edge.as_ref().and_then(|e| e.borrow().clone()) {
+                Some(leader) => (
+                    axum::http::StatusCode::OK,
+                    format!("ok: edge, relaying clients to {leader}\n"),
+                ),
+                None => (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "standing by: another gateway holds the database\n".to_owned(),
+                ),
+            }
+        }
     };
     let app = axum::Router::new()
         .route("/livez", get(|| async { "ok: standing by\n" }))
-        .route("/readyz", get(waiting))
-        .route("/healthz", get(waiting));
+        .route("/readyz", get(ready.clone()))
+        .route("/healthz", get(ready));
     let (stop, stopped) = oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         let _ = axum::serve(listener, app)
@@ -215,9 +229,29 @@ fn udp_socket(what: &'static str, addr: SocketAddr) -> Result<std::net::UdpSocke
         Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
-    socket.bind(&addr.into()).map_err(err)?;
+    // An edge that just stopped (this gateway taking over) may hold the address a moment
+    // longer while its endpoint drains: try again for up to two seconds.
+    let mut tries = 0;
+    loop {
+        match socket.bind(&addr.into()) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(err(e)),
+        }
+    }
     socket.set_nonblocking(true).map_err(err)?;
     Ok(socket.into())
+}
+
+/// The edge's client endpoint: the same socket and buffers as the full gateway's.
+pub(crate) fn edge_endpoint(
+    addr: SocketAddr,
+    cfg: quinn::ServerConfig,
+) -> Result<quinn::Endpoint, StartError> {
+    bind("clients (edge)", addr, cfg)
 }
 
 /// How many RCEnet host tasks: `enet_shards`, or one per CPU (at most 8) when 0.
@@ -319,8 +353,14 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let (database_url, data_dir) = (cfg.database_url.clone(), cfg.data_dir.clone());
     let standby = cfg.standby;
     // A standby answers its probes while it waits: alive, not ready.
+    // With peers it serves clients meanwhile, relaying them to the leader (an edge).
+    let edge = if standby && !cfg.peers.is_empty() {
+        Some(crate::edge::Edge::start(&cfg).map_err(|e| StartError::Edge(e.to_string()))?)
+    } else {
+        None
+    };
     let probes = if standby {
-        Some(standby_probes(cfg.admin_listen).await?)
+        Some(standby_probes(cfg.admin_listen, edge.as_ref().map(|e| e.linked.clone())).await?)
     } else {
         None
     };
@@ -334,6 +374,10 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     if let Some((stop, served)) = probes {
         let _ = stop.send(());
         let _ = served.await;
+    }
+    // Its clients log in again, through this gateway once it binds the same addresses.
+    if let Some(edge) = edge {
+        edge.stop().await;
     }
     let Loaded {
         store,
@@ -390,7 +434,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     tracing::info!(sha256 = %internal_fp, "internal certificate (pin it on the nodes: ZONE_NODE_GATEWAY_CERT_SHA256)");
     let internal_cfg = tls::server_config(
         &internal_identity,
-        &[shared::internal::ALPN],
+        &[shared::internal::ALPN, shared::internal::edge::ALPN],
         Limits {
             idle: Duration::from_millis(cfg.node_timeout_ms.max(2_000)),
             bidi_streams: 1,
@@ -527,6 +571,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     tokio::spawn(net::node::serve(
         internal_ep.clone(),
         shared.clone(),
+        doors.clone(),
         stop_rx.clone(),
     ));
     let source: Arc<dyn AdminSource> = Arc::new(Admin(shared.clone()));

@@ -15,6 +15,8 @@ pub enum ClientLink {
     Quic(quinn::Connection),
     /// A peer of the RCEnet host.
     Enet(EnetLink),
+    /// A client of an edge gateway, relayed over its edge link (`rc-edge/1`).
+    Relay(RelayLink),
 }
 
 /// The largest rc/1 datagram the fan-out gathers for an RCEnet peer: its frames are cut
@@ -30,6 +32,7 @@ impl ClientLink {
         match self {
             Self::Quic(c) => c.close(code.into(), reason.as_bytes()),
             Self::Enet(e) => e.close(code, reason),
+            Self::Relay(r) => r.close(code, reason),
         }
     }
 
@@ -38,6 +41,7 @@ impl ClientLink {
         match self {
             Self::Quic(c) => c.max_datagram_size(),
             Self::Enet(_) => Some(ENET_DATAGRAM),
+            Self::Relay(r) => r.max_datagram_size(),
         }
     }
 
@@ -47,6 +51,7 @@ impl ClientLink {
         match self {
             Self::Quic(c) => c.datagram_send_buffer_space(),
             Self::Enet(e) => e.room(),
+            Self::Relay(r) => r.conn.datagram_send_buffer_space(),
         }
     }
 
@@ -58,6 +63,7 @@ impl ClientLink {
                 peer: e.peer,
                 frames: d,
             }),
+            Self::Relay(r) => r.send_datagram(&d),
         }
     }
 
@@ -66,6 +72,7 @@ impl ClientLink {
         match self {
             Self::Quic(c) => c.remote_address(),
             Self::Enet(e) => e.addr,
+            Self::Relay(r) => r.addr,
         }
     }
 }
@@ -162,5 +169,79 @@ impl EnetLink {
             kick,
             code,
         });
+    }
+}
+
+/// Messages queued for one edge link's writer, every relayed session together: a session
+/// task waits for room (its client's frames back up in its `client_queue_bytes`).
+pub const RELAY_QUEUE: usize = 4_096;
+
+/// A client of an edge gateway as the leader reaches it: messages to the edge link's
+/// writer, datagrams on the link itself (`shared::internal::edge`).
+#[derive(Debug, Clone)]
+pub struct RelayLink {
+    /// The edge's number of the session.
+    pub id: shared::internal::edge::RelayId,
+    /// The client's address (the edge's peer).
+    pub addr: SocketAddr,
+    /// The edge link's writer.
+    pub tx: mpsc::Sender<shared::internal::edge::EdgeMsg>,
+    /// The edge link.
+    pub conn: quinn::Connection,
+    /// The largest datagram the client takes (0: none).
+    pub max_datagram: usize,
+}
+
+impl RelayLink {
+    /// Asks the edge to close the client. Never waits: when the link's queue is full the
+    /// message is queued from a task of its own.
+    pub fn close(&self, code: u32, reason: &str) {
+        use shared::internal::edge::{EdgeMsg, short_reason};
+        let msg = EdgeMsg::Close {
+            id: self.id,
+            code,
+            reason: short_reason(reason),
+        };
+        if let Err(mpsc::error::TrySendError::Full(msg)) = self.tx.try_send(msg) {
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                let _ = tx.send(msg).await;
+            });
+        }
+    }
+
+    /// The largest rc/1 datagram for the client: its own limit, and the link's less the
+    /// session header.
+    pub fn max_datagram_size(&self) -> Option<usize> {
+        let link = self
+            .conn
+            .max_datagram_size()?
+            .checked_sub(shared::internal::datagram::HEADER_LEN)?;
+        (self.max_datagram > 0).then_some(link.min(self.max_datagram))
+    }
+
+    /// Sends rc/1 datagram frames to the client through the edge.
+    pub fn send_datagram(&self, d: &[u8]) -> Result<(), LinkError> {
+        let mut b =
+            bytes::BytesMut::with_capacity(d.len() + shared::internal::datagram::HEADER_LEN);
+        shared::internal::datagram::put_header(&mut b, self.id);
+        b.extend_from_slice(d);
+        self.conn.send_datagram(b.freeze()).map_err(|_| LinkError)
+    }
+
+    /// Queues the server's reliable frames for the client, waiting for room; false once
+    /// the link is gone.
+    pub async fn frames(&self, frames: &[u8]) -> bool {
+        use shared::internal::edge::{EdgeMsg, MAX_CHUNK};
+        for chunk in frames.chunks(MAX_CHUNK) {
+            let msg = EdgeMsg::Stream {
+                id: self.id,
+                bytes: chunk.to_vec(),
+            };
+            if self.tx.send(msg).await.is_err() {
+                return false;
+            }
+        }
+        true
     }
 }

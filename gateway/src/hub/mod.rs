@@ -42,7 +42,9 @@ mod link;
 mod metrics;
 mod remote;
 mod scripts;
-pub use link::{ClientLink, ENET_COMMANDS, ENET_DATAGRAM, EnetCmd, EnetLink, LinkError};
+pub use link::{
+    ClientLink, ENET_COMMANDS, ENET_DATAGRAM, EnetCmd, EnetLink, LinkError, RELAY_QUEUE, RelayLink,
+};
 pub use metrics::{FAMILIES, Metrics};
 
 pub use control::{
@@ -477,6 +479,9 @@ pub struct Shared {
     /// RCEnet DISCONNECT, handled by the host task before the session task hears of it)
     /// can mark the logout in flight at once ([`Shared::peer_gone`]).
     pub in_world: DashMap<SessionId, AccountId>,
+    /// Edge gateways linked to this one (`rc-edge/1`), by name, with their relayed
+    /// clients.
+    pub edges: DashMap<String, usize>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -571,6 +576,7 @@ impl Shared {
             per_ip: DashMap::new(),
             leaving: DashMap::new(),
             in_world: DashMap::new(),
+            edges: DashMap::new(),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
@@ -1679,6 +1685,19 @@ impl Hub {
             update_files: u64::try_from(gate.files().len()).unwrap_or(u64::MAX),
             shutdown_at_ms: None,
             control_epoch: self.shared.control_epoch.load(Ordering::Relaxed),
+            edges: {
+                let mut e: Vec<crate::admin::EdgeView> = self
+                    .shared
+                    .edges
+                    .iter()
+                    .map(|e| crate::admin::EdgeView {
+                        name: e.key().clone(),
+                        clients: u64::try_from(*e.value()).unwrap_or(u64::MAX),
+                    })
+                    .collect();
+                e.sort_by(|a, b| a.name.cmp(&b.name));
+                e
+            },
         };
         match self.shared.view.lock() {
             Ok(mut v) => *v = view,

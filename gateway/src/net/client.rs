@@ -298,6 +298,8 @@ pub(super) enum Out {
     Quic(quinn::SendStream),
     /// The RCEnet host task (channel 1, one packet per frame).
     Enet(crate::hub::EnetLink),
+    /// The edge gateway that holds the client (`rc-edge/1`).
+    Relay(crate::hub::RelayLink),
 }
 
 impl Out {
@@ -306,12 +308,18 @@ impl Out {
         match self {
             Self::Quic(s) => s.write_all(frames).await.is_ok(),
             Self::Enet(e) => e.frames(Bytes::copy_from_slice(frames)).await.is_ok(),
+            Self::Relay(r) => r.frames(frames).await,
         }
     }
 }
 
 /// The ALPN the client negotiated.
-fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
+pub(super) fn negotiated(conn: &quinn::Connection) -> Option<Vec<u8>> {
+    negotiated_alpn(conn)
+}
+
+/// The ALPN a connection negotiated (the edge's clients too).
+pub fn negotiated_alpn(conn: &quinn::Connection) -> Option<Vec<u8>> {
     conn.handshake_data()
         .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
         .and_then(|d| d.protocol)
@@ -469,6 +477,158 @@ async fn connection(
         tracing::debug!(code, %reason, "closing");
         conn.close(code.into(), reason.as_bytes());
     }
+}
+
+/// A relayed session's inputs from its edge link: stream bytes (with their count, bounded
+/// by the link's reader) and datagrams.
+pub(super) struct RelayedIn {
+    pub(super) stream: mpsc::UnboundedReceiver<Relayed>,
+    pub(super) stream_bytes: Arc<std::sync::atomic::AtomicUsize>,
+    pub(super) datagrams: mpsc::Receiver<Bytes>,
+}
+
+/// What an edge link hands a relayed session's task (`net/relay.rs`).
+#[derive(Debug)]
+pub(super) enum Relayed {
+    /// Reliable stream bytes, as the client sent them.
+    Stream(Vec<u8>),
+}
+
+/// Admits a client an edge gateway relays (`EdgeMsg::Open`) through the same doors as a
+/// connection of this gateway's own (shutting down, the per-network connection rate, the
+/// per-network and total connection limits, the lobby): its slot, or why not.
+pub(super) fn admit_relayed(
+    shared: &Arc<Shared>,
+    doors: &Arc<Doors>,
+    addr: SocketAddr,
+) -> Result<(u64, ConnSlot), &'static str> {
+    if shared.shutting_down.load(Ordering::Relaxed) {
+        Metrics::inc(&shared.metrics.refused_shutting_down);
+        return Err("the server is shutting down");
+    }
+    let peer = peer_key(addr);
+    let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if !shared.accounts().throttle.try_connect(peer, now_ms) {
+        Metrics::inc(&shared.metrics.refused_rate);
+        return Err("too many connections from your network: wait a moment");
+    }
+    let session = shared.next_session();
+    match ConnSlot::take(shared, doors, peer, session, now_ms) {
+        Ok(slot) => Ok((session, slot)),
+        Err(why) => {
+            Metrics::inc(match why {
+                NoSlot::PerIp => &shared.metrics.refused_per_ip,
+                NoSlot::Full => &shared.metrics.refused_full,
+                NoSlot::Lobby => &shared.metrics.refused_lobby,
+            });
+            Err("server busy: try again later")
+        }
+    }
+}
+
+/// One client of an edge gateway: the QUIC connection task's loop, fed by the edge link
+/// (its stream bytes and datagrams), writing back through it.
+pub(super) async fn relayed(
+    shared: Arc<Shared>,
+    session_id: u64,
+    link: crate::hub::RelayLink,
+    compact: bool,
+    input: RelayedIn,
+    slot: ConnSlot,
+) {
+    let RelayedIn {
+        mut stream,
+        stream_bytes,
+        mut datagrams,
+    } = input;
+    let peer = link.addr;
+    let kick = slot.kicked();
+    let login = tracing::info_span!(parent: None, "session.login", session = session_id,
+        peer = %peer, transport = "edge", account = tracing::field::Empty,
+        character = tracing::field::Empty, outcome = tracing::field::Empty);
+    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
+    if compact {
+        Metrics::inc(&shared.metrics.compact_sessions);
+    }
+    let compact = compact.then(|| {
+        Arc::new(std::sync::Mutex::new(
+            shared::compact::DownEncoder::default(),
+        ))
+    });
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    shared.clients.insert(
+        session_id,
+        ClientHandle {
+            tx,
+            queued: queued.clone(),
+            queue_limit: shared.cfg.client_queue_bytes,
+            link: crate::hub::ClientLink::Relay(link.clone()),
+            compact: compact.clone(),
+        },
+    );
+    tracing::debug!("relayed client connected");
+    let mut c = Conn::new(
+        shared.clone(),
+        session_id,
+        peer,
+        Out::Relay(link.clone()),
+        slot,
+        login,
+    );
+    c.compact = compact;
+    let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
+    let start = tokio::time::Instant::now();
+    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
+    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
+    let end: End = loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline), if !c.session.is_logged_in() && !c.in_game => {
+                Metrics::inc(&shared.metrics.login_deadlines);
+                break Some((close::RATE_LIMITED, "no login in time".into()));
+            }
+            () = tokio::time::sleep_until(menu_deadline), if !c.in_game => {
+                Metrics::inc(&shared.metrics.menu_deadlines);
+                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
+            }
+            () = kick.notified(), if !c.in_game => {
+                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
+            }
+            () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
+            r = stream.recv(), if c.may_read() => match r {
+                Some(Relayed::Stream(b)) => {
+                    stream_bytes.fetch_sub(b.len(), Ordering::Relaxed);
+                    Metrics::add(&shared.metrics.bytes_up_stream, b.len());
+                    dec.push(&b);
+                    if let Some(end) = c.frames(&mut dec).await {
+                        break end;
+                    }
+                    if c.session.is_logged_in() {
+                        c.slot.logged_in();
+                    }
+                }
+                // The client left the edge, or the edge link ended.
+                None => break None,
+            },
+            Some(d) = datagrams.recv() => c.datagram(d),
+            o = rx.recv() => match o {
+                Some(ClientOut::Frames(b)) => {
+                    Metrics::inc(&shared.metrics.frames_down);
+                    Metrics::add(&shared.metrics.bytes_down_stream, b.len());
+                    let sent = c.out.write(&b).await;
+                    queued.fetch_sub(b.len(), Ordering::Relaxed);
+                    if !sent {
+                        break None;
+                    }
+                }
+                Some(ClientOut::Close { code, reason }) => break Some((code, reason)),
+                None => break None,
+            },
+        }
+    };
+    c.ended();
+    let (code, reason) = end.unwrap_or((close::NORMAL, String::new()));
+    tracing::debug!(code, %reason, "closing a relayed client");
+    link.close(code, &reason);
 }
 
 impl Conn {

@@ -29,6 +29,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn serve(
     endpoint: quinn::Endpoint,
     shared: Arc<Shared>,
+    doors: Arc<super::client::Doors>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     // Connections not yet authenticated (handshaking, or before the proof): capped, so
@@ -44,7 +45,7 @@ pub async fn serve(
         };
         let shared = shared.clone();
         let span = tracing::info_span!("node_link", peer = %incoming.remote_address());
-        tokio::spawn(connection(incoming, shared, slot).instrument(span));
+        tokio::spawn(connection(incoming, shared, doors.clone(), slot).instrument(span));
     }
 }
 
@@ -190,10 +191,21 @@ async fn handshake(
     }
 }
 
-async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>, preauth: PreAuth) {
+async fn connection(
+    incoming: quinn::Incoming,
+    shared: Arc<Shared>,
+    doors: Arc<super::client::Doors>,
+    preauth: PreAuth,
+) {
     let Ok(Ok(conn)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, incoming).await else {
         return;
     };
+    // An edge gateway relaying its clients, on the same endpoint.
+    if super::client::negotiated(&conn).as_deref() == Some(shared::internal::edge::ALPN) {
+        return super::relay::serve(conn, shared, doors, preauth)
+            .instrument(tracing::info_span!("edge_link"))
+            .await;
+    }
     // Datagrams are drained from the start: none is buffered for a stranger either.
     let pump = AbortOnDrop(tokio::spawn(refuse_datagrams(conn.clone(), shared.clone())));
     let Ok(Ok((mut send, mut recv))) =

@@ -37,6 +37,7 @@ pub mod auth;
 pub mod codec;
 pub mod datagram;
 pub mod dto;
+pub mod edge;
 pub mod fanout;
 pub mod handshake;
 pub mod transfer_id;

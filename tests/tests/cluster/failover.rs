@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use cluster_tests::multiprocess::{
     HEARTBEAT_MS, NODE_TIMEOUT_MS, RESTART_HOLD_MS, bin, command, http_get,
 };
-use cluster_tests::{SECRET, WAIT, echo, login_again, new_player};
+use cluster_tests::{SECRET, WAIT, chat_containing, echo, login_again, new_player};
 use gateway::admin::ClusterView;
 use gateway::store::pg_server;
 
@@ -52,6 +52,7 @@ fn gateway(
     url: &str,
     addrs: (SocketAddr, SocketAddr, SocketAddr),
     standby: bool,
+    peers: &[SocketAddr],
 ) -> (Child, mpsc::Receiver<String>) {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut cmd = command(&bin("gateway"));
@@ -73,6 +74,10 @@ fn gateway(
         // node to say what it runs, as a restarted gateway does.
         cmd.arg("--standby")
             .env("GATEWAY_PLACEMENT_HOLD_MS", RESTART_HOLD_MS.to_string());
+    }
+    if !peers.is_empty() {
+        let peers: Vec<String> = peers.iter().map(ToString::to_string).collect();
+        cmd.args(["--peers", &peers.join(",")]);
     }
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -128,15 +133,22 @@ struct Pair {
 }
 
 async fn active_standby_and_a_node(url: &str, name: &str) -> Pair {
+    pair_and_a_node(url, name, false).await
+}
+
+/// As [`active_standby_and_a_node`]; with `edge`, each gateway is given the other's
+/// internal address (`--peers`), so the standby serves clients meanwhile (an edge).
+async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let dir = cluster_tests::temp_dir(name);
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false);
+    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[]);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
-    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true);
+    let peers = if edge { vec![a_addrs.1] } else { Vec::new() };
+    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers);
     children.0.push(b);
     let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
     let node = command(&bin("zone-node"))
@@ -347,7 +359,7 @@ async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
     let nowhere = free_tcp();
     let url = format!("postgres://rc@127.0.0.1:{}/rc", nowhere.port());
     let addrs = (free_udp(), free_udp(), free_tcp());
-    let (b, _out) = gateway(&dir, "b", &url, addrs, true);
+    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[]);
     let mut children = Children(vec![b]);
     let deadline = Instant::now() + WAIT;
     while http_get(addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
@@ -362,4 +374,114 @@ async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
         std::fs::read_to_string(dir.join("b.log")).unwrap_or_default()
     );
     assert_eq!(http_get(addrs.2, "/livez").map(|r| r.0), Ok(200));
+}
+
+/// Two gateways serve at once (issue 41): B, a standby given A's internal address
+/// (`--peers`), serves clients while A leads and relays each to A over the edge link
+/// (`rc-edge/1`). A player through B plays (his moves echo), chat crosses the gateways,
+/// the same account racing in through both gets in once, and when B dies its player logs
+/// in again through A while A's player plays on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_gateway_serves_clients_while_another_leads() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edges").unwrap();
+    let Pair {
+        mut children,
+        a_addrs,
+        b_addrs,
+        ..
+    } = pair_and_a_node(&url, "edges", true).await;
+    // Linked to the leader, the edge is ready: it serves clients.
+    let deadline = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the edge links to the leader");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_cluster(a_addrs.2, "the leader lists the edge", |v| {
+        v.edges.iter().any(|e| e.name == "gateway")
+    })
+    .await;
+
+    let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
+    let (mut pb, gb) = new_player(b_addrs.0, "bryn").await;
+    assert!(
+        echo(
+            &mut pb,
+            gb.runtime_id,
+            (gb.area.x + 6.0, gb.area.y, gb.area.z + 6.0),
+            WAIT
+        )
+        .await,
+        "a player through the edge moves and sees his own update"
+    );
+    let a_to = (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0);
+    assert!(echo(&mut pa, ga.runtime_id, a_to, WAIT).await);
+    wait_cluster(a_addrs.2, "both in the world, one through the edge", |v| {
+        v.sessions.in_game == 2 && v.edges.iter().any(|e| e.clients == 1)
+    })
+    .await;
+
+    // Chat crosses the gateways both ways.
+    pb.chat("/pm alba,hello from the edge").await.unwrap();
+    assert!(
+        chat_containing(&mut pa, "hello from the edge", WAIT)
+            .await
+            .is_some(),
+        "a /pm from the edge's player reaches the leader's"
+    );
+    pa.chat("/pm bryn,hello from the leader").await.unwrap();
+    assert!(
+        chat_containing(&mut pb, "hello from the leader", WAIT)
+            .await
+            .is_some(),
+        "and back"
+    );
+
+    // One account racing in through both gateways at once enters the world once.
+    let (r, _) = new_player(a_addrs.0, "racer").await;
+    r.close(client::CloseCode::Normal).await;
+    wait_cluster(a_addrs.2, "the racer logged out", |v| {
+        v.sessions.in_game == 2
+    })
+    .await;
+    async fn race(addr: SocketAddr) -> Option<client::Connection> {
+        let mut c = cluster_tests::connect(addr).await;
+        c.login("racer", "secret").await.ok()?;
+        c.start_game(0).await.ok()?;
+        Some(c)
+    }
+    let (x, y) = tokio::join!(race(a_addrs.0), race(b_addrs.0));
+    assert_eq!(
+        u8::from(x.is_some()) + u8::from(y.is_some()),
+        1,
+        "exactly one of two racing logins enters the world"
+    );
+    let racer_on_a = x.is_some();
+    wait_cluster(a_addrs.2, "three in the world", |v| v.sessions.in_game == 3).await;
+
+    // The edge dies: its players' sessions end (they were the leader's), the leader's
+    // player plays on, and the edge's player logs in again through the leader.
+    let _ = children.0[1].kill();
+    let _ = children.0[1].wait();
+    drop(pb);
+    drop(y);
+    let left = if racer_on_a { 2 } else { 1 };
+    wait_cluster(a_addrs.2, "the edge's players logged out", |v| {
+        v.sessions.in_game == left && v.edges.is_empty()
+    })
+    .await;
+    assert!(
+        echo(&mut pa, ga.runtime_id, (a_to.0 + 3.0, a_to.1, a_to.2), WAIT).await,
+        "the leader's player plays on"
+    );
+    let (_pb2, _) = login_again(a_addrs.0, "bryn").await;
+    wait_cluster(
+        a_addrs.2,
+        "the edge's player back through the leader",
+        |v| v.sessions.in_game == left + 1,
+    )
+    .await;
+    drop(x);
 }

@@ -1,0 +1,560 @@
+//! An edge gateway: a standby with peers (`--standby --peers A,B`) serves clients while
+//! another gateway leads, and relays each to the leader over the edge link (`rc-edge/1`,
+//! `shared::internal::edge`; the leader's side is `net/relay.rs`). The edge terminates
+//! the client's QUIC connection and pipes its stream bytes and datagrams, nothing more:
+//! the leader runs the login flow, the budgets, the routing and the logout, so a
+//! character is online through one gateway at most, and chat, parties, kicks and admin
+//! actions reach every client wherever it connected.
+//!
+//! The edge finds the leader by trying its peers in turn (a standby binds nothing, so
+//! only the leader answers), keeps the newest control epoch it has seen (an older
+//! leader is refused, as the zone nodes refuse one), and when the link ends closes its
+//! clients with code 3 ("log in again"): their sessions were the leader's. When this
+//! gateway takes the database over itself, the edge stops first and the full gateway
+//! binds the same addresses.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use dashmap::DashMap;
+use shared::internal::edge::{self, Decoder, EdgeMsg, RelayId};
+use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, datagram};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument as _;
+
+use crate::config::GatewayConfig;
+use crate::session::close;
+use crate::tls::{self, Limits};
+
+/// How long the edge waits between rounds over its peers when none leads.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// What a client task hears from the leader.
+#[derive(Debug)]
+enum Down {
+    /// The server's frames.
+    Stream(Vec<u8>),
+    /// Close the client.
+    Close(u32, String),
+}
+
+/// One relayed client as the link's reader reaches it.
+struct Client {
+    down: mpsc::UnboundedSender<Down>,
+    /// Bytes in `down` not yet written (bounded by `client_queue_bytes`).
+    queued: Arc<AtomicUsize>,
+    conn: quinn::Connection,
+}
+
+/// The link to the leader.
+struct Leader {
+    name: String,
+    conn: quinn::Connection,
+    tx: mpsc::Sender<EdgeMsg>,
+    clients: DashMap<RelayId, Client>,
+}
+
+/// The edge's state every task shares.
+struct State {
+    cfg: GatewayConfig,
+    leader: watch::Sender<Option<Arc<Leader>>>,
+    next_id: AtomicU64,
+    open: AtomicUsize,
+    per_ip: DashMap<crate::session::PeerKey, u32>,
+    /// The newest control epoch a leader welcomed this edge with.
+    epoch: AtomicU64,
+}
+
+/// A running edge; [`Edge::stop`] closes its clients and unbinds its addresses.
+pub struct Edge {
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    endpoint: quinn::Endpoint,
+    /// The leader's name while linked.
+    pub linked: watch::Receiver<Option<String>>,
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge").finish_non_exhaustive()
+    }
+}
+
+/// Why the edge did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EdgeError {
+    /// TLS configuration.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    /// The client endpoint could not be bound.
+    #[error("{0}")]
+    Endpoint(String),
+    /// An address could not be bound.
+    #[error("cannot bind {what} on {addr}: {source}")]
+    Bind {
+        /// What.
+        what: &'static str,
+        /// Where.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl Edge {
+    /// Binds the client endpoint on `cfg.listen` and starts looking for the leader among
+    /// `cfg.peers`.
+    pub fn start(cfg: &GatewayConfig) -> Result<Self, EdgeError> {
+        let (identity, _) = match (&cfg.cert_path, &cfg.key_path) {
+            (Some(c), Some(k)) => (tls::load_pem(c, k)?, false),
+            _ => tls::load_or_create(&cfg.data_dir)?,
+        };
+        let server = tls::server_config(
+            &identity,
+            &[b"rc/1", shared::compact::ALPN],
+            Limits {
+                idle: cfg.idle_timeout(),
+                bidi_streams: 1,
+                datagram_buffer: 256 * 1024,
+                peer_acks: Some(tls::PeerAcks::CLIENTS),
+            },
+        )?;
+        let endpoint = crate::server::edge_endpoint(cfg.listen, server)
+            .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
+        let heartbeat = Duration::from_millis(cfg.heartbeat_ms.max(10));
+        let idle = Duration::from_millis(cfg.node_timeout_ms.max(2_000));
+        let client_cfg = tls::edge_client_config(heartbeat, idle)?;
+        let unspecified: SocketAddr = if cfg.internal_listen.is_ipv6() {
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        };
+        let mut link_ep =
+            quinn::Endpoint::client(unspecified).map_err(|source| EdgeError::Bind {
+                what: "edge link",
+                addr: unspecified,
+                source,
+            })?;
+        link_ep.set_default_client_config(client_cfg);
+        let (leader, _) = watch::channel(None);
+        let state = Arc::new(State {
+            cfg: cfg.clone(),
+            leader,
+            next_id: AtomicU64::new(1),
+            open: AtomicUsize::new(0),
+            per_ip: DashMap::new(),
+            epoch: AtomicU64::new(0),
+        });
+        let (stop, stop_rx) = watch::channel(false);
+        let (linked_tx, linked) = watch::channel(None);
+        let tasks = vec![
+            tokio::spawn(
+                find_leader(state.clone(), link_ep, linked_tx, stop_rx.clone())
+                    .instrument(tracing::info_span!("edge")),
+            ),
+            tokio::spawn(
+                accept(state, endpoint.clone(), stop_rx).instrument(tracing::info_span!("edge")),
+            ),
+        ];
+        tracing::info!(listen = %cfg.listen, peers = %cfg.peers.join(","),
+            "edge: serving clients, relaying them to the leading gateway");
+        Ok(Self {
+            stop,
+            tasks,
+            endpoint,
+            linked,
+        })
+    }
+
+    /// Closes every client (code 3: they log in again, through this gateway once it
+    /// serves), ends the link and unbinds the client address.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        self.endpoint.close(
+            close::SHUTDOWN.into(),
+            b"this gateway is taking over: log in again",
+        );
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.endpoint.wait_idle()).await;
+    }
+}
+
+/// Tries the peers in turn until one welcomes this edge, serves the link until it ends,
+/// and starts over; until `stop`.
+async fn find_leader(
+    state: Arc<State>,
+    ep: quinn::Endpoint,
+    linked: watch::Sender<Option<String>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut logged_none = false;
+    loop {
+        let round = async {
+            for peer in &state.cfg.peers {
+                match connect(&state, &ep, peer).await {
+                    Ok(l) => return Some(l),
+                    Err(e) => tracing::debug!(peer = %peer, error = %e, "edge: not the leader"),
+                }
+            }
+            None
+        };
+        let found = tokio::select! {
+            f = round => f,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        if let Some((leader, recv)) = found {
+            logged_none = false;
+            let leader = Arc::new(leader);
+            tracing::info!(leader = %leader.name, "edge: linked to the leader");
+            state.leader.send_replace(Some(leader.clone()));
+            let _ = linked.send(Some(leader.name.clone()));
+            let why = tokio::select! {
+                why = serve_link(&state, &leader, recv) => why,
+                _ = stop.wait_for(|s| *s) => "this gateway stops relaying".to_owned(),
+            };
+            state.leader.send_replace(None);
+            let _ = linked.send(None);
+            tracing::warn!(leader = %leader.name, reason = %why, clients = leader.clients.len(),
+                "edge: the link to the leader ended; its clients log in again");
+            // Every relayed session was the leader's.
+            let ids: Vec<RelayId> = leader.clients.iter().map(|c| *c.key()).collect();
+            for id in ids {
+                if let Some((_, c)) = leader.clients.remove(&id) {
+                    let _ = c.down.send(Down::Close(
+                        close::SHUTDOWN,
+                        "the gateway lost its leader: log in again".into(),
+                    ));
+                }
+            }
+            leader.conn.close(0u32.into(), b"edge link ended");
+        } else if !logged_none {
+            logged_none = true;
+            tracing::warn!(peers = %state.cfg.peers.join(","), "edge: no peer leads yet; new clients are refused until one does");
+        }
+        if *stop.borrow() {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(RETRY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+async fn write_one(send: &mut quinn::SendStream, msg: &EdgeMsg) -> Result<(), String> {
+    let mut v = Vec::new();
+    edge::encode(msg, &mut v).map_err(|e| e.to_string())?;
+    send.write_all(&v).await.map_err(|e| e.to_string())
+}
+
+/// Connects to `peer` and runs the handshake: the link, its stream halves.
+async fn connect(
+    state: &State,
+    ep: &quinn::Endpoint,
+    peer: &str,
+) -> Result<(Leader, Decoding), String> {
+    let addr = tokio::net::lookup_host(peer)
+        .await
+        .map_err(|e| format!("resolve: {e}"))?
+        .next()
+        .ok_or("resolves to nothing")?;
+    let timeout = Duration::from_secs(3);
+    let connecting = ep.connect(addr, "gateway").map_err(|e| e.to_string())?;
+    let conn = tokio::time::timeout(timeout, connecting)
+        .await
+        .map_err(|_| "no answer")?
+        .map_err(|e| e.to_string())?;
+    let (mut send, recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+    let mut exporter = [0u8; EXPORTER_LEN];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .map_err(|_| "no exporter")?;
+    let secret = state.cfg.cluster_secret.as_bytes();
+    write_one(
+        &mut send,
+        &EdgeMsg::Hello {
+            version: edge::VERSION,
+            edge: state.cfg.gateway_id.clone(),
+            proof: edge::edge_proof(secret, &exporter),
+        },
+    )
+    .await?;
+    let mut rd = Decoding {
+        recv,
+        dec: Decoder::default(),
+        buf: vec![0u8; 64 * 1024],
+    };
+    let answer = tokio::time::timeout(timeout, rd.next())
+        .await
+        .map_err(|_| "no welcome")??;
+    match answer {
+        EdgeMsg::Welcome {
+            version,
+            leader,
+            epoch,
+            proof,
+        } => {
+            if !edge::verify_leader(secret, &exporter, &proof) {
+                conn.close(2u32.into(), b"authentication failed");
+                return Err("the peer's proof does not verify (another cluster secret?)".into());
+            }
+            if version != edge::VERSION {
+                return Err(format!(
+                    "edge link version {version}, ours {}",
+                    edge::VERSION
+                ));
+            }
+            let seen = state.epoch.load(Ordering::Relaxed);
+            if epoch < seen {
+                conn.close(2u32.into(), b"stale epoch");
+                return Err(format!(
+                    "epoch {epoch} is older than {seen}: a deposed leader"
+                ));
+            }
+            state.epoch.store(epoch, Ordering::Relaxed);
+            let (tx, rx) = mpsc::channel(crate::hub::RELAY_QUEUE);
+            tokio::spawn(writer(send, rx));
+            let leader = Leader {
+                name: edge::short_reason(&leader),
+                conn,
+                tx,
+                clients: DashMap::new(),
+            };
+            Ok((leader, rd))
+        }
+        EdgeMsg::Refused { reason } => Err(format!("refused: {reason}")),
+        _ => Err("an unexpected answer".into()),
+    }
+}
+
+/// The link's stream, read into whole messages.
+struct Decoding {
+    recv: quinn::RecvStream,
+    dec: Decoder,
+    buf: Vec<u8>,
+}
+
+impl Decoding {
+    async fn next(&mut self) -> Result<EdgeMsg, String> {
+        loop {
+            if let Some(m) = self.dec.next_msg().map_err(|e| e.to_string())? {
+                return Ok(m);
+            }
+            match self.recv.read(&mut self.buf).await {
+                Ok(Some(n)) => self.dec.push(self.buf.get(..n).unwrap_or(&[])),
+                Ok(None) => return Err("the leader ended the link".into()),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+/// Writes every queued message, batched, until the queue closes or the stream fails.
+async fn writer(mut send: quinn::SendStream, mut rx: mpsc::Receiver<EdgeMsg>) {
+    let mut out = Vec::new();
+    while let Some(m) = rx.recv().await {
+        out.clear();
+        if edge::encode(&m, &mut out).is_err() {
+            continue;
+        }
+        while out.len() < 64 * 1024 {
+            match rx.try_recv() {
+                Ok(m) => {
+                    let _ = edge::encode(&m, &mut out);
+                }
+                Err(_) => break,
+            }
+        }
+        if send.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads the leader's messages and datagrams until the link ends; returns why.
+async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String {
+    loop {
+        tokio::select! {
+            m = rd.next() => match m {
+                Ok(EdgeMsg::Stream { id, bytes }) => {
+                    let Some(c) = leader.clients.get(&id) else { continue };
+                    let len = bytes.len();
+                    let before = c.queued.fetch_add(len, Ordering::Relaxed);
+                    if before.saturating_add(len) > state.cfg.client_queue_bytes {
+                        tracing::info!(relay = id, "edge: client too slow: send queue past its limit");
+                        let _ = c.down.send(Down::Close(close::TOO_SLOW,
+                            "send queue overflow: the client is too slow".into()));
+                    } else if c.down.send(Down::Stream(bytes)).is_err() {
+                        c.queued.fetch_sub(len, Ordering::Relaxed);
+                    }
+                }
+                Ok(EdgeMsg::Close { id, code, reason }) => {
+                    if let Some(c) = leader.clients.get(&id) {
+                        let _ = c.down.send(Down::Close(code, reason));
+                    }
+                }
+                Ok(_) => return "the leader sent an unexpected message".into(),
+                Err(e) => return e,
+            },
+            d = leader.conn.read_datagram() => match d {
+                Ok(d) => {
+                    if let Ok((id, frames)) = datagram::decode(&d)
+                        && let Some(c) = leader.clients.get(&id)
+                        && c.conn.datagram_send_buffer_space() >= frames.len()
+                    {
+                        let _ = c.conn.send_datagram(frames);
+                    }
+                }
+                Err(e) => return e.to_string(),
+            },
+        }
+    }
+}
+
+/// Accepts clients while a leader is linked (refused otherwise: they try another
+/// address), within `max_connections` and `max_connections_per_ip`.
+async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::Receiver<bool>) {
+    loop {
+        let incoming = tokio::select! {
+            i = endpoint.accept() => match i {
+                Some(i) => i,
+                None => return,
+            },
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let Some(leader) = state.leader.borrow().clone() else {
+            incoming.refuse();
+            continue;
+        };
+        let addr = incoming.remote_address();
+        let peer = crate::net::client::peer_key(addr);
+        let cap = if peer.is_loopback() && !state.cfg.limit_loopback {
+            u32::MAX
+        } else {
+            state.cfg.max_connections_per_ip
+        };
+        let max = usize::try_from(state.cfg.max_connections).unwrap_or(usize::MAX);
+        let admitted = {
+            let mut n = state.per_ip.entry(peer).or_insert(0);
+            if *n >= cap || state.open.load(Ordering::Relaxed) >= max {
+                false
+            } else {
+                *n += 1;
+                state.open.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        };
+        if !admitted {
+            incoming.refuse();
+            continue;
+        }
+        let state = state.clone();
+        tokio::spawn(
+            async move {
+                client(&state, leader, incoming).await;
+                state.open.fetch_sub(1, Ordering::Relaxed);
+                state.per_ip.remove_if_mut(&peer, |_, n| {
+                    *n = n.saturating_sub(1);
+                    *n == 0
+                });
+            }
+            .instrument(tracing::info_span!("edge_client", peer = %addr)),
+        );
+    }
+}
+
+/// One client: opened at the leader, its bytes piped both ways until either side ends.
+async fn client(state: &State, leader: Arc<Leader>, incoming: quinn::Incoming) {
+    let hs = Duration::from_millis(state.cfg.handshake_timeout_ms);
+    let Ok(Ok(conn)) = tokio::time::timeout(hs, incoming).await else {
+        return;
+    };
+    let Ok(Ok((mut send, mut recv))) = tokio::time::timeout(hs, conn.accept_bi()).await else {
+        conn.close(
+            close::PROTOCOL.into(),
+            shared::frame::NO_STREAM_IN_TIME.as_bytes(),
+        );
+        return;
+    };
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let (down_tx, mut down) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    leader.clients.insert(
+        id,
+        Client {
+            down: down_tx,
+            queued: queued.clone(),
+            conn: conn.clone(),
+        },
+    );
+    let compact =
+        crate::net::client::negotiated_alpn(&conn).as_deref() == Some(shared::compact::ALPN);
+    let max_datagram = conn
+        .max_datagram_size()
+        .map_or(0, |m| u16::try_from(m).unwrap_or(u16::MAX));
+    let opened = leader
+        .tx
+        .send(EdgeMsg::Open {
+            id,
+            addr: conn.remote_address(),
+            compact,
+            max_datagram,
+        })
+        .await
+        .is_ok();
+    let mut buf = vec![0u8; edge::MAX_CHUNK];
+    let mut pool = BytesMut::new();
+    let end: (u32, String) = if !opened {
+        (
+            close::SHUTDOWN,
+            "the gateway lost its leader: log in again".into(),
+        )
+    } else {
+        loop {
+            tokio::select! {
+                r = recv.read(&mut buf) => match r {
+                    Ok(Some(n)) => {
+                        let bytes = buf.get(..n).unwrap_or(&[]).to_vec();
+                        if leader.tx.send(EdgeMsg::Stream { id, bytes }).await.is_err() {
+                            break (close::SHUTDOWN, "the gateway lost its leader: log in again".into());
+                        }
+                    }
+                    // The client finished its stream or its connection ended.
+                    _ => break (close::NORMAL, String::new()),
+                },
+                d = conn.read_datagram() => match d {
+                    Ok(d) => {
+                        pool.reserve(d.len() + datagram::HEADER_LEN);
+                        datagram::put_header(&mut pool, id);
+                        pool.extend_from_slice(&d);
+                        let out: Bytes = pool.split().freeze();
+                        let _ = leader.conn.send_datagram(out);
+                    }
+                    Err(_) => break (close::NORMAL, String::new()),
+                },
+                m = down.recv() => match m {
+                    Some(Down::Stream(b)) => {
+                        let ok = send.write_all(&b).await.is_ok();
+                        queued.fetch_sub(b.len(), Ordering::Relaxed);
+                        if !ok {
+                            break (close::NORMAL, String::new());
+                        }
+                    }
+                    Some(Down::Close(code, reason)) => break (code, reason),
+                    None => break (close::SHUTDOWN, "the gateway lost its leader: log in again".into()),
+                },
+            }
+        }
+    };
+    leader.clients.remove(&id);
+    // The leader forgets the session (a no-op when it closed it).
+    let _ = leader.tx.try_send(EdgeMsg::Gone { id });
+    // Let queued packets (a P_KickedPlayer, a refusal) reach the client first.
+    let _ = send.finish();
+    let _ = tokio::time::timeout(Duration::from_millis(500), send.stopped()).await;
+    conn.close(end.0.into(), end.1.as_bytes());
+}

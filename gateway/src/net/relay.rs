@@ -1,0 +1,311 @@
+//! The leader's side of the edge link (`rc-edge/1`, `shared::internal::edge`): an edge
+//! gateway proves the cluster secret, then relays its clients; each becomes a session
+//! task of this gateway (`client::relayed`), with the same doors, login flow, budgets and
+//! logout as a connection of its own. The link's reader hands each session its stream
+//! bytes (bounded per session) and datagrams; one writer sends every session's frames and
+//! closes back. When the link ends, its sessions end (their players are logged out).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use shared::internal::edge::{self, Decoder, EdgeMsg, RelayId};
+use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN};
+use tokio::sync::mpsc;
+use tracing::Instrument as _;
+
+use super::client::{Doors, Relayed, RelayedIn, admit_relayed, relayed};
+use crate::hub::{Metrics, RELAY_QUEUE, RelayLink, Shared};
+use crate::session::close;
+
+/// Stream bytes a relayed session may have waiting for its task (the hub's back-pressure
+/// holds its task; past this the client is closed as a flood, as an RCEnet peer is).
+pub const RELAY_INBOUND_BYTES: usize = 256 * 1024;
+
+/// Datagrams a relayed session may have waiting (more are dropped, counted).
+const RELAY_DATAGRAMS: usize = 64;
+
+/// What the reader keeps per relayed session.
+struct Session {
+    stream: mpsc::UnboundedSender<Relayed>,
+    stream_bytes: Arc<AtomicUsize>,
+    datagrams: mpsc::Sender<Bytes>,
+}
+
+async fn write_one(send: &mut quinn::SendStream, msg: &EdgeMsg) -> bool {
+    let mut v = Vec::new();
+    edge::encode(msg, &mut v).is_ok() && send.write_all(&v).await.is_ok()
+}
+
+/// An authenticated edge's link until it ends. `conn` negotiated [`edge::ALPN`].
+pub(super) async fn serve(
+    conn: quinn::Connection,
+    shared: Arc<Shared>,
+    doors: Arc<Doors>,
+    preauth: impl Send,
+) {
+    let hs = Duration::from_secs(10);
+    let Ok(Ok((mut send, mut recv))) = tokio::time::timeout(hs, conn.accept_bi()).await else {
+        conn.close(2u32.into(), b"no stream");
+        return;
+    };
+    let mut dec = Decoder::default();
+    let mut buf = vec![0u8; 16 * 1024];
+    let hello = tokio::time::timeout(hs, async {
+        loop {
+            match dec.next_msg() {
+                Ok(Some(m)) => return Some(m),
+                Ok(None) => {}
+                Err(_) => return None,
+            }
+            match recv.read(&mut buf).await {
+                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+                _ => return None,
+            }
+        }
+    })
+    .await;
+    let Ok(Some(EdgeMsg::Hello {
+        version,
+        edge: name,
+        proof,
+    })) = hello
+    else {
+        Metrics::inc(&shared.metrics.internal_refused);
+        conn.close(2u32.into(), b"no edge hello");
+        return;
+    };
+    let mut exporter = [0u8; EXPORTER_LEN];
+    if conn
+        .export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .is_err()
+    {
+        return;
+    }
+    let secret = shared.cfg.cluster_secret.as_bytes();
+    let refusal = if !edge::verify_edge(secret, &exporter, &proof) {
+        Some("authentication failed")
+    } else if version != edge::VERSION {
+        Some("edge link version mismatch")
+    } else if shared.shutting_down.load(Ordering::Relaxed) {
+        Some("the leader is shutting down")
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        Metrics::inc(&shared.metrics.internal_refused);
+        tracing::warn!(edge = %edge::short_reason(&name), reason, "edge refused");
+        let _ = write_one(
+            &mut send,
+            &EdgeMsg::Refused {
+                reason: reason.into(),
+            },
+        )
+        .await;
+        let _ = send.finish();
+        let _ = tokio::time::timeout(Duration::from_millis(300), send.stopped()).await;
+        conn.close(2u32.into(), reason.as_bytes());
+        return;
+    }
+    let welcome = EdgeMsg::Welcome {
+        version: edge::VERSION,
+        leader: shared.cfg.gateway_id.clone(),
+        epoch: shared.control_epoch.load(Ordering::Relaxed),
+        proof: edge::leader_proof(secret, &exporter),
+    };
+    if !write_one(&mut send, &welcome).await {
+        return;
+    }
+    drop(preauth);
+    let name = edge::short_reason(&name);
+    tracing::info!(edge = %name, peer = %conn.remote_address(), "edge link up");
+    shared.edges.insert(name.clone(), 0);
+    let (tx, mut rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
+    let writer = tokio::spawn(
+        async move {
+            let mut out = Vec::new();
+            while let Some(m) = rx.recv().await {
+                out.clear();
+                if edge::encode(&m, &mut out).is_err() {
+                    continue;
+                }
+                // Whatever else is queued goes in the same write.
+                while out.len() < 64 * 1024 {
+                    match rx.try_recv() {
+                        Ok(m) => {
+                            let _ = edge::encode(&m, &mut out);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if send.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+        }
+        .in_current_span(),
+    );
+    let mut sessions: HashMap<RelayId, Session> = HashMap::new();
+    let why = loop {
+        tokio::select! {
+            r = recv.read(&mut buf) => match r {
+                Ok(Some(n)) => {
+                    dec.push(buf.get(..n).unwrap_or(&[]));
+                    let mut bad = None;
+                    loop {
+                        match dec.next_msg() {
+                            Ok(Some(m)) => {
+                                if let Err(e) = message(&shared, &doors, &conn, &tx, &mut sessions, m) {
+                                    bad = Some(e);
+                                    break;
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(e) => {
+                                bad = Some(format!("undecodable edge message: {e}"));
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(e) = bad {
+                        Metrics::inc(&shared.metrics.internal_refused);
+                        conn.close(2u32.into(), b"protocol violation");
+                        break e;
+                    }
+                }
+                _ => break "the edge link closed".to_owned(),
+            },
+            d = conn.read_datagram() => match d {
+                Ok(d) => match shared::internal::datagram::decode(&d) {
+                    Ok((id, frames)) => {
+                        if let Some(s) = sessions.get(&id)
+                            && s.datagrams.try_send(frames).is_err()
+                        {
+                            Metrics::inc(&shared.metrics.bad_datagrams);
+                        }
+                    }
+                    Err(_) => Metrics::inc(&shared.metrics.bad_datagrams),
+                },
+                Err(_) => break "the edge link closed".to_owned(),
+            },
+        }
+        if let Some(mut n) = shared.edges.get_mut(&name) {
+            *n = sessions.len();
+        }
+    };
+    tracing::info!(edge = %name, reason = %why, sessions = sessions.len(), "edge link down: its clients are logged out");
+    shared.edges.remove(&name);
+    // Dropping the senders ends every session task (as a closed connection).
+    sessions.clear();
+    drop(tx);
+    writer.abort();
+}
+
+/// One message from the edge; an error ends the link.
+fn message(
+    shared: &Arc<Shared>,
+    doors: &Arc<Doors>,
+    conn: &quinn::Connection,
+    tx: &mpsc::Sender<EdgeMsg>,
+    sessions: &mut HashMap<RelayId, Session>,
+    m: EdgeMsg,
+) -> Result<(), String> {
+    match m {
+        EdgeMsg::Open {
+            id,
+            addr,
+            compact,
+            max_datagram,
+        } => {
+            if sessions.contains_key(&id) {
+                return Err(format!("session {id} opened twice"));
+            }
+            let link = RelayLink {
+                id,
+                addr,
+                tx: tx.clone(),
+                conn: conn.clone(),
+                max_datagram: usize::from(max_datagram),
+            };
+            let (session, slot) = match admit_relayed(shared, doors, addr) {
+                Ok(s) => s,
+                Err(why) => {
+                    // Still open on the edge until it hears back; it answers `Gone`.
+                    link.close(close::RATE_LIMITED, why);
+                    return Ok(());
+                }
+            };
+            let (stream_tx, stream_rx) = mpsc::unbounded_channel();
+            let (dg_tx, dg_rx) = mpsc::channel(RELAY_DATAGRAMS);
+            let stream_bytes = Arc::new(AtomicUsize::new(0));
+            sessions.insert(
+                id,
+                Session {
+                    stream: stream_tx,
+                    stream_bytes: stream_bytes.clone(),
+                    datagrams: dg_tx,
+                },
+            );
+            let span = tracing::info_span!("session", session, peer = %addr, relay = id);
+            tokio::spawn(
+                relayed(
+                    shared.clone(),
+                    session,
+                    link,
+                    compact,
+                    RelayedIn {
+                        stream: stream_rx,
+                        stream_bytes,
+                        datagrams: dg_rx,
+                    },
+                    slot,
+                )
+                .instrument(span),
+            );
+        }
+        EdgeMsg::Stream { id, bytes } => {
+            let Some(s) = sessions.get(&id) else {
+                // A session that ended here and has not been told gone yet.
+                return Ok(());
+            };
+            let len = bytes.len();
+            let before = s.stream_bytes.fetch_add(len, Ordering::Relaxed);
+            if before.saturating_add(len) > RELAY_INBOUND_BYTES {
+                Metrics::inc(&shared.metrics.protocol_violations);
+                tracing::info!(relay = id, "relayed client flooding its stream: closed");
+                sessions.remove(&id);
+                RelayLink {
+                    id,
+                    addr: conn.remote_address(),
+                    tx: tx.clone(),
+                    conn: conn.clone(),
+                    max_datagram: 0,
+                }
+                .close(
+                    close::PROTOCOL,
+                    "too much data before the server could read it",
+                );
+            } else if s.stream.send(Relayed::Stream(bytes)).is_err() {
+                s.stream_bytes.fetch_sub(len, Ordering::Relaxed);
+                sessions.remove(&id);
+            }
+        }
+        EdgeMsg::Gone { id } => {
+            sessions.remove(&id);
+        }
+        other => {
+            return Err(format!(
+                "unexpected edge message {}",
+                match other {
+                    EdgeMsg::Hello { .. } => "Hello",
+                    EdgeMsg::Welcome { .. } => "Welcome",
+                    EdgeMsg::Refused { .. } => "Refused",
+                    _ => "Close",
+                }
+            ));
+        }
+    }
+    Ok(())
+}
