@@ -485,3 +485,59 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     .await;
     drop(x);
 }
+
+/// The leader dies while an edge relays a player: the edge closes its client (code 3, the
+/// session was the leader's), takes the database, stops relaying and binds the same client
+/// address as a full gateway; the node registers with it and the player logs in again
+/// there, where his last checkpoint left him.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_takes_over_when_the_leader_dies() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_takeover").unwrap();
+    let Pair {
+        mut children,
+        a_addrs,
+        b_addrs,
+        b_out,
+        ..
+    } = pair_and_a_node(&url, "edge-takeover", true).await;
+    let deadline = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the edge links to the leader");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut p, g) = new_player(b_addrs.0, "carys").await;
+    let to = (g.area.x + 7.0, g.area.y, g.area.z + 7.0);
+    assert!(echo(&mut p, g.runtime_id, to, WAIT).await, "the move echoes");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    let killed = Instant::now();
+    let _ = children.0[0].kill();
+    let _ = children.0[0].wait();
+    let line = ready(&b_out, WAIT).expect("the edge takes over");
+    assert!(line.contains(&b_addrs.0.to_string()), "{line}");
+    println!(
+        "edge takeover: serving {:.2} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
+    wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    drop(p);
+    let (_p2, g2) = login_again(b_addrs.0, "carys").await;
+    assert!(
+        (g2.area.x - to.0).abs() < 1.0 && (g2.area.z - to.2).abs() < 1.0,
+        "back at ({}, {}), moved to ({}, {})",
+        g2.area.x,
+        g2.area.z,
+        to.0,
+        to.2
+    );
+    wait_cluster(b_addrs.2, "the player online once", |v| {
+        v.sessions.in_game == 1
+    })
+    .await;
+}
