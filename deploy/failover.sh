@@ -13,6 +13,12 @@
 # 2 s later; DURATION grows to cover them. At the end: every bot's character is in the
 # database once, and no character is online through two gateways.
 #
+# With EDGES=1, both gateways run `--standby --peers <the other>`: B serves clients as an
+# edge while A leads, half the bots start on each (`--gateway A,B` and `--gateway B,A`,
+# prefixes `foa` and `fob`), and the fault (ROUNDS=1 only) is KILL=edge (default: B is
+# SIGKILLed; A's bots must see no error) or KILL=leader (A is; B takes over). Each half's
+# summary is printed on its own.
+#
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
 # loopback; everything is stopped and removed at the end.
@@ -32,6 +38,11 @@ DURATION=${DURATION:-40}
 KILL_AT=${KILL_AT:-15}
 ROUNDS=${ROUNDS:-1}
 EVERY=${EVERY:-15}
+EDGES=${EDGES:-0}
+KILL=${KILL:-edge}
+if [ "$EDGES" = 1 ] && [ "$ROUNDS" != 1 ]; then
+    echo "EDGES=1 takes one fault (ROUNDS=1)" >&2; exit 2
+fi
 if [ "$ROUNDS" -gt 1 ]; then
     MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
@@ -85,13 +96,17 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
 }
 A=($(free_port) $(free_port) $(free_port))
 B=($(free_port) $(free_port) $(free_port))
-gateway a "${A[0]}" "${A[1]}" "${A[2]}"
+A_PEERS=(); B_PEERS=()
+if [ "$EDGES" = 1 ]; then
+    A_PEERS=(--standby --peers "127.0.0.1:${B[1]}"); B_PEERS=(--peers "127.0.0.1:${A[1]}")
+fi
+gateway a "${A[0]}" "${A[1]}" "${A[2]}" "${A_PEERS[@]}"
 A_PID=${PIDS[-1]}
 until grep -q "gateway ready" "$WORK/a.out" 2>/dev/null; do
     kill -0 "$A_PID" 2>/dev/null || { echo "gateway A exited:"; tail -5 "$WORK/a.log"; exit 1; }
     sleep 0.2
 done
-gateway b "${B[0]}" "${B[1]}" "${B[2]}" --standby
+gateway b "${B[0]}" "${B[1]}" "${B[2]}" --standby "${B_PEERS[@]}"
 for n in n1 n2; do
     ZONE_NODE_CLUSTER_SECRET=$SECRET ZONE_NODE_INSECURE_SKIP_VERIFY=true \
     ZONE_NODE_GATEWAY_ADDR="127.0.0.1:${A[1]},127.0.0.1:${B[1]}" \
@@ -102,12 +117,51 @@ for n in n1 n2; do
 done
 nodes() { curl -fsS -m 2 "http://127.0.0.1:$1/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["nodes"]) if not d["unplaced"] else 0)'; }
 until [ "$(nodes "${A[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.2; done
+B_PID=${PIDS[-3]}
+if [ "$EDGES" = 1 ]; then
+    until curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.2; done
+    log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
+    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$((BOTS / 2))" --prefix foa \
+        --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
+    SWARM_A=$!
+    "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" --bots "$((BOTS - BOTS / 2))" --prefix fob \
+        --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
+    SWARM_B=$!
+    PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
+    sleep $((KILL_AT + 5))
+    T0=$(date +%s%N)
+    if [ "$KILL" = leader ]; then
+        kill -9 "$A_PID"; wait "$A_PID" 2>/dev/null || true
+        log "leader A SIGKILLed"
+        until grep -q "gateway ready" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
+        TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
+        until [ "$(nodes "${B[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
+        log "B took over ${TOOK} ms after, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after"
+    else
+        kill -9 "$B_PID"; wait "$B_PID" 2>/dev/null || true
+        log "edge B SIGKILLed"
+    fi
+    wait "$SWARM_A" || true
+    wait "$SWARM_B" || true
+    CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
+    DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
+    python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" <<'PY'
+import json, sys
+for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's bots (the edge's)")):
+    d = json.load(open(path))
+    g, e, gap = d.get("gateway_loss", {}), d.get("errors", {}), d.get("own_update_gap", {})
+    print("%s: %d bots, in game to the end %s, failed %s; logged in again through the other gateway %s, back in game (ms) %s; longest own-update gap p99 %s ms, max %s ms; errors: protocol %s, other %s" % (
+        who, d.get("bots", 0), d.get("in_game"), d.get("failed"), g.get("relogins"), json.dumps(g.get("back_in_game")),
+        gap.get("p99_ms"), gap.get("max_ms"), json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
+print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (sys.argv[3], sys.argv[4], sys.argv[5]))
+PY
+    exit 0
+fi
 log "gateway A (127.0.0.1:${A[0]}) serves with 2 nodes; standby B (127.0.0.1:${B[0]}) waits"
 
 "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$BOTS" --prefix fo \
     --duration "$DURATION" --ramp 5 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM=$!
-B_PID=${PIDS[-3]}
 PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
 sleep $((KILL_AT + 5))
 TOOK=; PLACED=; FAULTS=()
