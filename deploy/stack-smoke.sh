@@ -4,10 +4,12 @@
 # images deploy/images.sh built (realm-crafter/server, and realm-crafter/postgres where
 # postgres:15 cannot be pulled). Checks, printing PASS or FAIL for each:
 #   1. deploy     every service runs; Postgres with its volume, secrets as Swarm secrets
-#   2. one serves one gateway ready (/readyz 200) with both zone nodes; the other stands by
-#   3. play       bots given both gateways' addresses log in (creating accounts) and play
-#   4. takeover   `docker kill` of the serving gateway's container: the other serves, the
-#                 nodes register with it, Swarm restarts the killed one as the standby
+#   2. one leads  one gateway leads (/cluster) with both zone nodes; the other serves as
+#                 its edge (/readyz 200, "edge")
+#   3. play       bots given both gateways' addresses log in (creating accounts) and play,
+#                 half through each gateway first
+#   4. takeover   `docker kill` of the leader's container: the other leads, the nodes
+#                 register with it, Swarm restarts the killed one, an edge again
 #   5. bots back  every bot played to the end (logged in again through the other), no
 #                 protocol error, and each bot's character is stored once in Postgres
 # It always removes the stack, its volume and (when it made it) the swarm.
@@ -108,9 +110,11 @@ wait_for() { # SECONDS COMMAND...
     local until=$(( $(date +%s) + $1 )); shift
     while ! "$@"; do [ "$(date +%s)" -ge "$until" ] && return 1; sleep 0.5; done
 }
-serving() { # the serving gateway's admin port
-    if ready "$RC_ADMIN_PORT"; then echo "$RC_ADMIN_PORT a"; elif ready "$RC_ADMIN_PORT_B"; then echo "$RC_ADMIN_PORT_B b"; else return 1; fi
+leads() { ready "$1" && curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$1/cluster"; } # an edge has no /cluster
+serving() { # the leading gateway's admin port
+    if leads "$RC_ADMIN_PORT"; then echo "$RC_ADMIN_PORT a"; elif leads "$RC_ADMIN_PORT_B"; then echo "$RC_ADMIN_PORT_B b"; else return 1; fi
 }
+is_edge() { curl -fsS -m 2 "http://127.0.0.1:$1/readyz" 2>/dev/null | grep -q "edge"; }
 nodes_placed() { curl -fsS -m 2 "http://127.0.0.1:$1/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if len(d["nodes"]) == 2 and not d["unplaced"] else 1)'; }
 
 # 1. Deploy.
@@ -126,27 +130,30 @@ else
     fail "deploy" "$(tail -n 3 "$WORK/deploy.log")"
 fi
 
-# 2. One gateway serves with both nodes; the other stands by.
+# 2. One gateway leads with both nodes; the other serves as its edge.
 if wait_for 120 serving >/dev/null && read -r LEAD_PORT LEAD <<<"$(serving)" && wait_for 60 nodes_placed "$LEAD_PORT"; then
     OTHER_PORT=$([ "$LEAD" = a ] && echo "$RC_ADMIN_PORT_B" || echo "$RC_ADMIN_PORT")
-    standby=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$OTHER_PORT/readyz")
-    if [ "$standby" = 503 ]; then
-        pass "one serves" "gateway-$LEAD serves with 2 nodes, epoch $(curl -fsS -m 2 "http://127.0.0.1:$LEAD_PORT/cluster" | python3 -c 'import json,sys; print(json.load(sys.stdin)["control_epoch"])'); the other stands by (/readyz 503)"
+    if wait_for 30 is_edge "$OTHER_PORT"; then
+        pass "one leads" "gateway-$LEAD leads with 2 nodes, epoch $(curl -fsS -m 2 "http://127.0.0.1:$LEAD_PORT/cluster" | python3 -c 'import json,sys; print(json.load(sys.stdin)["control_epoch"])'); the other serves as its edge ($(curl -fsS -m 2 "http://127.0.0.1:$OTHER_PORT/readyz" | tr -d '\n'))"
     else
-        fail "one serves" "the other gateway answered /readyz $standby"
+        fail "one leads" "the other gateway is not an edge: /readyz $(curl -s -m 2 -w ' %{http_code}' "http://127.0.0.1:$OTHER_PORT/readyz")"
     fi
 else
     LEAD=
     fail "one serves" "no gateway ready: $(docker service logs --tail 5 "${STACK}_gateway-a" 2>&1 | tail -n 2)"
 fi
 
-# 3-5. Bots on both addresses; the serving gateway's container is killed mid-run.
-"$SWARM_BIN" --gateway "127.0.0.1:$RC_CLIENT_PORT,127.0.0.1:$RC_CLIENT_PORT_B" --bots 8 --prefix stk \
+# 3-5. Bots on both addresses, half on each gateway first; the leading gateway's
+# container is killed mid-run.
+"$SWARM_BIN" --gateway "127.0.0.1:$RC_CLIENT_PORT,127.0.0.1:$RC_CLIENT_PORT_B" --bots 4 --prefix stka \
     --duration 40 --ramp 2 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM=$!
-in_game() { curl -fsS -m 2 "http://127.0.0.1:$LEAD_PORT/cluster" | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["sessions"]["in_game"] >= 8 else 1)'; }
+"$SWARM_BIN" --gateway "127.0.0.1:$RC_CLIENT_PORT_B,127.0.0.1:$RC_CLIENT_PORT" --bots 4 --prefix stkb \
+    --duration 40 --ramp 2 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
+SWARM_B=$!
+in_game() { curl -fsS -m 2 "http://127.0.0.1:$LEAD_PORT/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["sessions"]["in_game"] >= 8 and sum(e["clients"] for e in d.get("edges", [])) >= 4 else 1)'; }
 if [ -n "$LEAD" ] && wait_for 40 in_game; then
-    pass "play" "8 bots in game through gateway-$LEAD"
+    pass "play" "8 bots in game, 4 through each gateway (the edge's relayed to gateway-$LEAD)"
 else
     fail "play" "$(curl -fsS -m 2 "http://127.0.0.1:$LEAD_PORT/cluster" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"])') $(tail -n 3 "$WORK/swarm.err")"
 fi
@@ -157,28 +164,27 @@ if [ -n "$LEAD" ]; then
     NEW_PORT=$([ "$LEAD" = a ] && echo "$RC_ADMIN_PORT_B" || echo "$RC_ADMIN_PORT")
     if wait_for 60 ready "$NEW_PORT" && wait_for 60 nodes_placed "$NEW_PORT"; then
         TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
-        back_as_standby() { [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LEAD_PORT/readyz")" = 503 ]; }
-        if wait_for 60 back_as_standby; then
-            pass "takeover" "the other gateway serves with both nodes ${TOOK} ms after the kill; Swarm restarted gateway-$LEAD as the standby"
+        if wait_for 60 is_edge "$LEAD_PORT"; then
+            pass "takeover" "the other gateway leads with both nodes ${TOOK} ms after the kill; Swarm restarted gateway-$LEAD, an edge again"
         else
-            fail "takeover" "gateway-$LEAD did not come back as the standby"
+            fail "takeover" "gateway-$LEAD did not come back as an edge"
         fi
     else
         fail "takeover" "the other gateway never served: $(docker service logs --tail 5 "${STACK}_gateway-a" 2>&1 | tail -n 2)"
     fi
 fi
-if wait "$SWARM" && [ -s "$WORK/swarm.json" ]; then
+if wait "$SWARM" && wait "$SWARM_B" && [ -s "$WORK/swarm.json" ] && [ -s "$WORK/swarm-b.json" ]; then
     PG=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_postgres" | head -n 1)
     STORED=$(docker exec -e "PGPASSWORD=$(cat "$RC_SECRETS_DIR/db_password")" "$PG" psql -h 127.0.0.1 -U rc -d rc -Atc "SELECT count(*), count(DISTINCT lower(name)) FROM characters WHERE lower(name) LIKE 'stk%'" 2>/dev/null | tr '|' ' ')
-    summary=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["in_game"], d["failed"], d["protocol_errors"], d["gateway_loss"]["relogins"])' "$WORK/swarm.json")
+    summary=$(python3 -c 'import json,sys; ds=[json.load(open(p)) for p in sys.argv[1:]]; print(sum(d["in_game"] for d in ds), sum(d["failed"] for d in ds), sum(d["protocol_errors"] for d in ds), sum(d["gateway_loss"]["relogins"] for d in ds))' "$WORK/swarm.json" "$WORK/swarm-b.json")
     read -r IN FAILS PERR RELOGINS <<<"$summary"
     if [ "$IN" = 8 ] && [ "$FAILS" = 0 ] && [ "$PERR" = 0 ] && [ "$RELOGINS" -ge 1 ] && [ "$STORED" = "8 8" ]; then
         pass "bots back" "8/8 played to the end, $RELOGINS logins again through the other gateway, 0 protocol errors; 8 characters stored once each"
     else
-        fail "bots back" "in game $IN, failed $FAILS, protocol errors $PERR, relogins $RELOGINS, stored (rows, names) $STORED; errors $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["errors"])' "$WORK/swarm.json")"
+        fail "bots back" "in game $IN, failed $FAILS, protocol errors $PERR, relogins $RELOGINS, stored (rows, names) $STORED; errors $(python3 -c 'import json,sys; print([json.load(open(p))["errors"] for p in sys.argv[1:]])' "$WORK/swarm.json" "$WORK/swarm-b.json")"
     fi
 else
-    fail "bots back" "no swarm summary: $(tail -n 3 "$WORK/swarm.err")"
+    fail "bots back" "no swarm summary: $(tail -n 3 "$WORK/swarm.err" "$WORK/swarm-b.err")"
 fi
 echo "== stack smoke test ($(($(date +%s) - START)) s)"
 printf '%s\n' "${RESULTS[@]}"

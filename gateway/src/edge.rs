@@ -32,6 +32,10 @@ use crate::tls::{self, Limits};
 /// How long the edge waits between rounds over its peers when none leads.
 const RETRY: Duration = Duration::from_millis(500);
 
+/// How long a client whose player is in the world waits, once the leader is gone, for
+/// this gateway to take over and adopt it (then it is closed: log in again).
+const KEEP_FOR: Duration = Duration::from_secs(10);
+
 /// What a client task hears from the leader.
 #[derive(Debug)]
 enum Down {
@@ -39,6 +43,46 @@ enum Down {
     Stream(Vec<u8>),
     /// Close the client.
     Close(u32, String),
+    /// The session's player entered the world.
+    Entered {
+        session: u64,
+        account: u64,
+        slot: u8,
+        rid: u16,
+    },
+    /// The link to the leader ended (or this gateway takes over): keep the client if its
+    /// player is in the world, else close it.
+    LeaderLost,
+}
+
+/// A client whose player was in the world when the leader went, kept for the gateway
+/// that takes over ([`Edge::hand_over`]): its connection, untouched, and who it is.
+#[derive(Debug)]
+pub struct Kept {
+    /// The client's connection.
+    pub conn: quinn::Connection,
+    /// Its stream's halves.
+    pub send: quinn::SendStream,
+    /// Its stream's receiving half.
+    pub recv: quinn::RecvStream,
+    /// The previous leader's session id (the zone nodes know the player by it).
+    pub session: u64,
+    /// The account.
+    pub account: u64,
+    /// The character slot.
+    pub slot: u8,
+    /// The player's RuntimeID.
+    pub rid: u16,
+}
+
+/// What a stopped edge hands the full gateway of the same process: its bound client
+/// endpoint (the kept clients' connections live on it) and the kept clients.
+#[derive(Debug)]
+pub struct Handover {
+    /// The client endpoint.
+    pub endpoint: quinn::Endpoint,
+    /// The clients kept.
+    pub kept: Vec<Kept>,
 }
 
 /// One relayed client as the link's reader reaches it.
@@ -66,10 +110,13 @@ struct State {
     per_ip: DashMap<crate::session::PeerKey, u32>,
     /// The newest control epoch a leader welcomed this edge with.
     epoch: AtomicU64,
+    /// Clients kept when the leader went, by relay id.
+    kept: DashMap<RelayId, Kept>,
 }
 
 /// A running edge; [`Edge::stop`] closes its clients and unbinds its addresses.
 pub struct Edge {
+    state: Arc<State>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     endpoint: quinn::Endpoint,
@@ -147,9 +194,11 @@ impl Edge {
             open: AtomicUsize::new(0),
             per_ip: DashMap::new(),
             epoch: AtomicU64::new(0),
+            kept: DashMap::new(),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
+        let state_for_edge = state.clone();
         let tasks = vec![
             tokio::spawn(
                 find_leader(state.clone(), link_ep, linked_tx, stop_rx.clone())
@@ -162,11 +211,43 @@ impl Edge {
         tracing::info!(listen = %cfg.listen, peers = %cfg.peers.join(","),
             "edge: serving clients, relaying them to the leading gateway");
         Ok(Self {
+            state: state_for_edge,
             stop,
             tasks,
             endpoint,
             linked,
         })
+    }
+
+    /// Stops relaying to hand this gateway's clients to the full gateway starting in this
+    /// process (it took the database over): the link ends, every client whose player is
+    /// in the world is kept (its connection untouched; the zone node still hosts the
+    /// player), the others are closed with code 3, and the client endpoint stays bound
+    /// for the full gateway to serve on.
+    pub async fn hand_over(self) -> Handover {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+        }
+        // Each client task parks or closes its client on `LeaderLost`.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.state.open.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let ids: Vec<RelayId> = self.state.kept.iter().map(|k| *k.key()).collect();
+        let kept: Vec<Kept> = ids
+            .into_iter()
+            .filter_map(|id| self.state.kept.remove(&id).map(|(_, k)| k))
+            .collect();
+        tracing::info!(
+            kept = kept.len(),
+            "edge: handing its clients in the world to this gateway"
+        );
+        Handover {
+            endpoint: self.endpoint,
+            kept,
+        }
     }
 
     /// Closes every client (code 3: they log in again, through this gateway once it
@@ -221,14 +302,12 @@ async fn find_leader(
             let _ = linked.send(None);
             tracing::warn!(leader = %leader.name, reason = %why, clients = leader.clients.len(),
                 "edge: the link to the leader ended; its clients log in again");
-            // Every relayed session was the leader's.
+            // Every relayed session was the leader's: those in the world are kept a moment
+            // for a gateway taking over (this one) to adopt, the others close.
             let ids: Vec<RelayId> = leader.clients.iter().map(|c| *c.key()).collect();
             for id in ids {
                 if let Some((_, c)) = leader.clients.remove(&id) {
-                    let _ = c.down.send(Down::Close(
-                        close::SHUTDOWN,
-                        "the gateway lost its leader: log in again".into(),
-                    ));
+                    let _ = c.down.send(Down::LeaderLost);
                 }
             }
             leader.conn.close(0u32.into(), b"edge link ended");
@@ -397,6 +476,11 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                         let _ = c.down.send(Down::Close(code, reason));
                     }
                 }
+                Ok(EdgeMsg::Entered { id, session, account, slot, rid }) => {
+                    if let Some(c) = leader.clients.get(&id) {
+                        let _ = c.down.send(Down::Entered { session, account, slot, rid });
+                    }
+                }
                 Ok(_) => return "the leader sent an unexpected message".into(),
                 Err(e) => return e,
             },
@@ -468,7 +552,7 @@ async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::R
 }
 
 /// One client: opened at the leader, its bytes piped both ways until either side ends.
-async fn client(state: &State, leader: Arc<Leader>, incoming: quinn::Incoming) {
+async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incoming) {
     let hs = Duration::from_millis(state.cfg.handshake_timeout_ms);
     let Ok(Ok(conn)) = tokio::time::timeout(hs, incoming).await else {
         return;
@@ -508,6 +592,13 @@ async fn client(state: &State, leader: Arc<Leader>, incoming: quinn::Incoming) {
         .is_ok();
     let mut buf = vec![0u8; edge::MAX_CHUNK];
     let mut pool = BytesMut::new();
+    let mut entered = None;
+    let lost = || {
+        (
+            close::SHUTDOWN,
+            "the gateway lost its leader: log in again".to_owned(),
+        )
+    };
     let end: (u32, String) = if !opened {
         (
             close::SHUTDOWN,
@@ -545,7 +636,10 @@ async fn client(state: &State, leader: Arc<Leader>, incoming: quinn::Incoming) {
                         }
                     }
                     Some(Down::Close(code, reason)) => break (code, reason),
-                    None => break (close::SHUTDOWN, "the gateway lost its leader: log in again".into()),
+                    Some(Down::Entered { session, account, slot, rid }) => {
+                        entered = Some((session, account, slot, rid));
+                    }
+                    Some(Down::LeaderLost) | None => break lost(),
                 },
             }
         }
@@ -553,6 +647,33 @@ async fn client(state: &State, leader: Arc<Leader>, incoming: quinn::Incoming) {
     leader.clients.remove(&id);
     // The leader forgets the session (a no-op when it closed it).
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
+    // A player in the world whose leader is gone: kept for a gateway taking over.
+    if let (Some((session, account, slot, rid)), true) = (entered, end == lost()) {
+        state.kept.insert(
+            id,
+            Kept {
+                conn,
+                send,
+                recv,
+                session,
+                account,
+                slot,
+                rid,
+            },
+        );
+        let state = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(KEEP_FOR).await;
+            // Not handed over in time: no gateway of this process took over.
+            if let Some((_, k)) = state.kept.remove(&id) {
+                k.conn.close(
+                    close::SHUTDOWN.into(),
+                    b"the gateway lost its leader: log in again",
+                );
+            }
+        });
+        return;
+    }
     // Let queued packets (a P_KickedPlayer, a refusal) reach the client first.
     let _ = send.finish();
     let _ = tokio::time::timeout(Duration::from_millis(500), send.stopped()).await;

@@ -375,10 +375,12 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         let _ = stop.send(());
         let _ = served.await;
     }
-    // Its clients log in again, through this gateway once it binds the same addresses.
-    if let Some(edge) = edge {
-        edge.stop().await;
-    }
+    // The edge's clients whose players are in the world go on as this gateway's own (the
+    // zone nodes still host them); the others log in again.
+    let handover = match edge {
+        Some(edge) => Some(edge.hand_over().await),
+        None => None,
+    };
     let Loaded {
         store,
         control_epoch,
@@ -442,7 +444,14 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             peer_acks: Some(tls::PeerAcks::NODES),
         },
     )?;
-    let client_ep = bind("clients", cfg.listen, client_cfg)?;
+    let (client_ep, kept) = match handover {
+        // The kept clients' connections live on the edge's endpoint: it stays.
+        Some(h) => {
+            h.endpoint.set_server_config(Some(client_cfg));
+            (h.endpoint, h.kept)
+        }
+        None => (bind("clients", cfg.listen, client_cfg)?, Vec::new()),
+    };
     let internal_ep = bind("zone nodes", cfg.internal_listen, internal_cfg)?;
     let client_addr = client_ep.local_addr().map_err(|source| StartError::Bind {
         what: "clients",
@@ -550,6 +559,15 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
     let doors = net::client::Doors::new(&shared);
+    if !kept.is_empty() {
+        tracing::info!(
+            kept = kept.len(),
+            "resuming the sessions this gateway's edge kept through the leader change"
+        );
+    }
+    for k in kept {
+        net::client::resume(&shared, &doors, k);
+    }
     tokio::spawn(net::client::serve(
         client_ep.clone(),
         shared.clone(),

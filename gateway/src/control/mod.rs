@@ -167,7 +167,31 @@ pub enum Event {
     },
     /// Save every in-game player (detach them), then end ([`Action::ShutdownDone`]).
     Shutdown,
+    /// A session of the gateway this one took over from, kept through the change by its
+    /// edge (this gateway, before it led): its player is adopted where a zone node still
+    /// hosts it, instead of being logged out; unless a node reports it within
+    /// [`RESUME_WINDOW`], its client is closed and the account logged off.
+    Resume(Box<Resume>),
 }
+
+/// A session kept through a leader change ([`Event::Resume`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    /// The session (the previous leader's id, which the zone nodes know it by).
+    pub session: SessionId,
+    /// The account.
+    pub account: AccountId,
+    /// The character slot.
+    pub slot: u8,
+    /// The player's RuntimeID.
+    pub rid: u16,
+    /// The player as chat and parties see him.
+    pub online: OnlinePlayer,
+}
+
+/// How long a kept session waits for a zone node to report its player (the nodes
+/// register with the new leader within their reconnect backoff).
+pub const RESUME_WINDOW: Duration = Duration::from_secs(15);
 
 /// Which trace an action belongs to (the shell keeps the spans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -475,6 +499,9 @@ pub struct Control {
     ended: BTreeSet<SessionId>,
     ended_order: VecDeque<SessionId>,
     players: BTreeMap<SessionId, Player>,
+    /// Sessions kept through a leader change, until a node reports their player or the
+    /// deadline passes ([`Event::Resume`]).
+    resumable: BTreeMap<SessionId, (Resume, Duration)>,
     by_name: BTreeMap<String, SessionId>,
     /// Free player RuntimeIDs, least recently freed first: a freed one is reused last, so
     /// a new login never gets the RID of a leaving copy a node has not removed yet (found
@@ -526,6 +553,7 @@ impl Control {
             ended: BTreeSet::new(),
             ended_order: VecDeque::new(),
             players: BTreeMap::new(),
+            resumable: BTreeMap::new(),
             by_name: BTreeMap::new(),
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).collect(),
             transfers: BTreeMap::new(),
@@ -563,7 +591,15 @@ impl Control {
         match e {
             Event::Entered(login) => self.entered(*login),
             Event::Frames { session, frames } => self.frames(session, frames),
-            Event::Gone { session } => self.gone(session),
+            Event::Gone { session } => {
+                if let Some((r, _)) = self.resumable.remove(&session) {
+                    self.free_rids.push_back(r.rid);
+                    self.out.push(Action::LoggedOff { account: r.account });
+                } else {
+                    self.gone(session);
+                }
+            }
+            Event::Resume(r) => self.resume(*r),
             Event::NodeUp {
                 node,
                 addr,
@@ -602,6 +638,9 @@ impl Control {
         for t in self.transfers.values() {
             at(t.deadline);
         }
+        for (_, deadline) in self.resumable.values() {
+            at(*deadline);
+        }
         if !self.removals.is_empty() {
             at(self.now + POLL_INTERVAL);
         }
@@ -624,6 +663,28 @@ impl Control {
             actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
             tracing::info!(placed = actions.len(), "placement hold over");
             self.apply(actions, Trace::Current, chars);
+        }
+        // Kept sessions no node reported: their players are not in the world.
+        let expired: Vec<SessionId> = self
+            .resumable
+            .iter()
+            .filter(|(_, (_, d))| now >= *d)
+            .map(|(s, _)| *s)
+            .collect();
+        for session in expired {
+            if let Some((r, _)) = self.resumable.remove(&session) {
+                tracing::warn!(
+                    session,
+                    "a kept session's player is on no zone node: closing it"
+                );
+                self.free_rids.push_back(r.rid);
+                self.close_client(
+                    session,
+                    close::SHUTDOWN,
+                    "your session could not be kept: log in again",
+                );
+                self.out.push(Action::LoggedOff { account: r.account });
+            }
         }
         // The nodes the directory drops are named from the directory itself: a node whose
         // link closed first (a killed process) is no longer live, but it is only now, at
@@ -732,6 +793,85 @@ impl Control {
     /// Whether `session` is in the world (attaching, in game, leaving or recovering).
     pub fn knows(&self, session: SessionId) -> bool {
         self.players.contains_key(&session)
+    }
+
+    /// A session's account, character slot and RuntimeID, while it is in the world.
+    pub fn player_ids(&self, session: SessionId) -> Option<(AccountId, u8, u16)> {
+        self.players
+            .get(&session)
+            .map(|p| (p.account, p.slot, p.rid))
+    }
+
+    /// Sessions kept through a leader change, not yet adopted.
+    pub fn kept(&self) -> usize {
+        self.resumable.len()
+    }
+
+    fn resume(&mut self, r: Resume) {
+        let session = r.session;
+        let taken = self.players.contains_key(&session)
+            || self.resumable.contains_key(&session)
+            || self.by_name.contains_key(&fold(&r.online.name));
+        let Some(i) = self
+            .free_rids
+            .iter()
+            .position(|&x| x == r.rid)
+            .filter(|_| !taken)
+        else {
+            tracing::warn!(
+                session,
+                rid = r.rid,
+                "a kept session clashes with one in the world: closing it"
+            );
+            self.close_client(
+                session,
+                close::SHUTDOWN,
+                "your session could not be kept: log in again",
+            );
+            if !taken {
+                self.out.push(Action::LoggedOff { account: r.account });
+            }
+            return;
+        };
+        self.free_rids.remove(i);
+        let deadline = self.now + RESUME_WINDOW;
+        self.resumable.insert(session, (r, deadline));
+    }
+
+    /// Adopts the kept sessions whose player `node` hosts (it registers): in the world
+    /// there, routed to it, with no new fencing token (the node's copy carries the one
+    /// the store holds).
+    fn adopt_kept(&mut self, node: &str, running: &[RunningInstance]) {
+        for inst in running {
+            for s in &inst.sessions {
+                let Some((r, _)) = self.resumable.remove(s) else {
+                    continue;
+                };
+                tracing::info!(session = s, node, instance = %inst.key, "adopting a kept session");
+                self.by_name.insert(fold(&r.online.name), *s);
+                self.players.insert(
+                    *s,
+                    Player {
+                        account: r.account,
+                        slot: r.slot,
+                        online: r.online,
+                        rid: r.rid,
+                        key: inst.key.clone(),
+                        state: None,
+                        arrival: ArrivalDto::Saved,
+                        node: Some(node.to_owned()),
+                        phase: Phase::InGame,
+                        queued: Vec::new(),
+                        login_open: false,
+                    },
+                );
+                self.out.push(Action::Route {
+                    session: *s,
+                    node: node.to_owned(),
+                });
+                self.out.push(Action::ZoneChanged { session: *s });
+            }
+        }
     }
 
     /// The session of an online character (ASCII case-insensitive).
@@ -1184,6 +1324,7 @@ impl Control {
             self.transfers_link_lost(&node);
         }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        self.adopt_kept(&node, running);
         // A session is the node's to keep only while the gateway still has it there: one
         // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
         // fenced).

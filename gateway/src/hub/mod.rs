@@ -303,6 +303,18 @@ pub enum HubEvent {
         /// Session.
         session: SessionId,
     },
+    /// A session kept through a leader change (this gateway's edge held its client): its
+    /// player is adopted where a zone node still hosts it (`control::Event::Resume`).
+    Resume {
+        /// Session (the previous leader's id).
+        session: SessionId,
+        /// Account.
+        account: AccountId,
+        /// Character slot.
+        slot: u8,
+        /// RuntimeID.
+        rid: u16,
+    },
     /// A node registered.
     NodeUp {
         /// Node id.
@@ -590,6 +602,13 @@ impl Shared {
         self.next_session.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Keeps `session` (a kept session of the previous leader) from ever being handed
+    /// out again here.
+    pub fn reserve_session(&self, session: SessionId) {
+        self.next_session
+            .fetch_max(session.saturating_add(1), Ordering::Relaxed);
+    }
+
     /// A fresh node connection serial.
     pub fn next_serial(&self) -> u64 {
         self.next_serial.fetch_add(1, Ordering::Relaxed)
@@ -802,6 +821,50 @@ impl Hub {
             }
             HubEvent::Chat { session, frame } => self.chat(session, frame),
             HubEvent::Gone { session } => self.control(control::Event::Gone { session }),
+            HubEvent::Resume {
+                session,
+                account,
+                slot,
+                rid,
+            } => {
+                let online = {
+                    let mut acc = self.shared.accounts();
+                    let found = acc.book.get(account).and_then(|a| {
+                        let c = a.characters.get(usize::from(slot))?;
+                        Some(chat::OnlinePlayer {
+                            session,
+                            account,
+                            name: c.name.clone(),
+                            team: c.team,
+                            is_dm: a.row.is_dm,
+                            ignore: a.row.ignore.clone(),
+                        })
+                    });
+                    if found.is_some() {
+                        acc.book.set_logged_on(account, true);
+                    }
+                    found
+                };
+                match online {
+                    Some(online) => {
+                        self.control(control::Event::Resume(Box::new(control::Resume {
+                            session,
+                            account,
+                            slot,
+                            rid,
+                            online,
+                        })))
+                    }
+                    None => {
+                        if let Some(c) = self.client(session) {
+                            c.close(
+                                close::SHUTDOWN,
+                                "your session could not be kept: log in again",
+                            );
+                        }
+                    }
+                }
+            }
             HubEvent::NodeUp {
                 node,
                 addr,
@@ -1011,6 +1074,7 @@ impl Hub {
                 Action::Attached { session } => {
                     self.logins.remove(&session);
                     self.handle_attached(session);
+                    self.tell_edge_entered(session);
                 }
                 Action::Count(c) => Metrics::inc(self.counter(c)),
                 Action::HandoffLatency(d) => self.shared.metrics.handoff_latency.observe(d),

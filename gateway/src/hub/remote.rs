@@ -216,6 +216,24 @@ impl Hub {
         }
     }
 
+    /// A relayed session's player is in the world: its edge keeps who it is, so that a
+    /// gateway taking over can adopt the player instead of logging it out.
+    pub(super) fn tell_edge_entered(&self, session: SessionId) {
+        let Some(crate::hub::ClientLink::Relay(r)) = self.client(session).map(|c| c.link.clone())
+        else {
+            return;
+        };
+        if let Some((account, slot, rid)) = self.control.player_ids(session) {
+            let _ = r.tx.try_send(shared::internal::edge::EdgeMsg::Entered {
+                id: r.id,
+                session,
+                account,
+                slot,
+                rid,
+            });
+        }
+    }
+
     /// A zone's `Output` to a player handle it does not host: the line goes to that
     /// player's session, wherever it plays (nothing if it is not in the game).
     pub(super) fn tell(&mut self, handle: u32, text: Vec<u8>, rgb: (u8, u8, u8)) {

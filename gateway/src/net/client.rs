@@ -364,7 +364,7 @@ async fn connection(
     let login = tracing::info_span!(parent: None, "session.login", session = session_id,
         peer = %peer, account = tracing::field::Empty, character = tracing::field::Empty,
         outcome = tracing::field::Empty);
-    let (send, mut recv) = match tokio::time::timeout(hs, conn.accept_bi()).await {
+    let (send, recv) = match tokio::time::timeout(hs, conn.accept_bi()).await {
         Ok(Ok(s)) => s,
         Ok(Err(_)) => return,
         Err(_) => {
@@ -376,6 +376,79 @@ async fn connection(
             return;
         }
     };
+    serve_conn(shared, session_id, slot, conn, send, recv, login, None).await;
+}
+
+/// A client an edge of this gateway kept through the leader change: its player is in the
+/// world on a zone node under the previous leader's `session`.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptSession {
+    /// The previous leader's session id.
+    pub session: u64,
+    /// The account.
+    pub account: crate::session::AccountId,
+    /// The character slot.
+    pub slot: u8,
+    /// The player's RuntimeID.
+    pub rid: u16,
+}
+
+/// Serves a client the edge of this process kept when the leader it relayed to went
+/// (`edge::Handover`): its connection goes on as one of this gateway's own, in the world,
+/// once the control plane adopts its player from the zone node that hosts it.
+pub fn resume(shared: &Arc<Shared>, doors: &Arc<Doors>, kept: crate::edge::Kept) {
+    let crate::edge::Kept {
+        conn,
+        send,
+        recv,
+        session,
+        account,
+        slot,
+        rid,
+    } = kept;
+    shared.reserve_session(session);
+    let peer = conn.remote_address();
+    let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let Ok(mut cslot) = ConnSlot::take(shared, doors, peer_key(peer), session, now_ms) else {
+        conn.close(
+            close::SHUTDOWN.into(),
+            b"your session could not be kept: log in again",
+        );
+        return;
+    };
+    cslot.logged_in();
+    cslot.entered();
+    let shared = shared.clone();
+    let login = tracing::Span::none();
+    let ids = KeptSession {
+        session,
+        account,
+        slot,
+        rid,
+    };
+    tokio::spawn(
+        async move {
+            serve_conn(shared, session, cslot, conn, send, recv, login, Some(ids)).await;
+        }
+        .instrument(tracing::info_span!("session", session, peer = %peer, kept = true)),
+    );
+}
+
+/// A connection past its handshake, until it ends: the session task's loop. A kept
+/// session (`kept`) starts in the world.
+#[allow(clippy::too_many_arguments)]
+async fn serve_conn(
+    shared: Arc<Shared>,
+    session_id: u64,
+    slot: ConnSlot,
+    conn: quinn::Connection,
+    send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    login: tracing::Span,
+    kept: Option<KeptSession>,
+) {
+    let kick = slot.kicked();
+    let peer = conn.remote_address();
     let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
     let compact = negotiated(&conn).as_deref() == Some(shared::compact::ALPN);
     if compact {
@@ -407,6 +480,19 @@ async fn connection(
         login,
     );
     c.compact = compact;
+    if let Some(k) = kept {
+        // In the world already: the hub marks the account logged on and the control
+        // plane adopts the player once its zone node reports it.
+        c.in_game = true;
+        c.account = Some(k.account);
+        shared.in_world.insert(session_id, k.account);
+        shared.to_hub(HubEvent::Resume {
+            session: k.session,
+            account: k.account,
+            slot: k.slot,
+            rid: k.rid,
+        });
+    }
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
     let start = tokio::time::Instant::now();

@@ -20,7 +20,9 @@
 //!   leader's per-network limits), [`EdgeMsg::Stream`] carries the client's reliable
 //!   stream bytes up and the server's frames down (rc/1 framing, `[len u16][type]
 //!   [payload]`, never re-encoded), [`EdgeMsg::Gone`] tells the leader the client left,
-//!   and [`EdgeMsg::Close`] tells the edge to close it.
+//!   [`EdgeMsg::Entered`] tells the edge the session's player is in the world (what a
+//!   gateway taking over needs to adopt him), and [`EdgeMsg::Close`] tells the edge to
+//!   close it.
 //! - Client datagrams (`P_StandardUpdate`) ride QUIC datagrams of the link, both ways,
 //!   with the internal 8-byte header ([`super::datagram`]) naming the relayed session.
 //!
@@ -111,6 +113,21 @@ pub enum EdgeMsg {
     Gone {
         /// The session.
         id: RelayId,
+    },
+    /// Leader → edge: the session entered the world (its player is attached in a zone).
+    /// The edge keeps it: should the leader die, the gateway that takes over can adopt
+    /// the player the zone node still hosts instead of logging it out.
+    Entered {
+        /// The session on this link.
+        id: RelayId,
+        /// The leader's session id (the zone nodes' key of the player).
+        session: u64,
+        /// The account.
+        account: u64,
+        /// The character slot.
+        slot: u8,
+        /// The player's RuntimeID.
+        rid: u16,
     },
     /// Leader → edge: close the client's connection (after what was queued) with `code`
     /// (transport.md).
@@ -287,6 +304,13 @@ mod tests {
                 bytes: vec![1, 0, 2, 0xff],
             },
             EdgeMsg::Gone { id: 3 },
+            EdgeMsg::Entered {
+                id: 3,
+                session: 1_700_000_000_000_001,
+                account: 42,
+                slot: 1,
+                rid: 7,
+            },
             EdgeMsg::Close {
                 id: 3,
                 code: 6,

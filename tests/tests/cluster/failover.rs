@@ -486,12 +486,13 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     drop(x);
 }
 
-/// The leader dies while an edge relays a player: the edge closes its client (code 3, the
-/// session was the leader's), takes the database, stops relaying and binds the same client
-/// address as a full gateway; the node registers with it and the player logs in again
-/// there, where his last checkpoint left him.
+/// The leader dies while an edge relays a player and serves one of its own: the edge
+/// takes the database, stops relaying and serves as a full gateway on the same client
+/// address, keeping its client's connection: the node registers with it, and the edge's
+/// player plays on in the same session (his move echoes, no login). The dead leader's
+/// player logs in again through it, where his last checkpoint left him.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edge_takes_over_when_the_leader_dies() {
+async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
     let Some(server) = pg_server::start_or_skip() else {
         return;
     };
@@ -508,9 +509,13 @@ async fn an_edge_takes_over_when_the_leader_dies() {
         assert!(Instant::now() < deadline, "the edge links to the leader");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (mut p, g) = new_player(b_addrs.0, "carys").await;
-    let to = (g.area.x + 7.0, g.area.y, g.area.z + 7.0);
-    assert!(echo(&mut p, g.runtime_id, to, WAIT).await, "the move echoes");
+    let (mut pa, ga) = new_player(a_addrs.0, "dai").await;
+    let (mut pb, gb) = new_player(b_addrs.0, "carys").await;
+    let a_to = (ga.area.x + 7.0, ga.area.y, ga.area.z + 7.0);
+    assert!(echo(&mut pa, ga.runtime_id, a_to, WAIT).await);
+    let b_to = (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0);
+    assert!(echo(&mut pb, gb.runtime_id, b_to, WAIT).await);
+    // A checkpoint (every 500 ms) saves both.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
     let killed = Instant::now();
@@ -518,26 +523,39 @@ async fn an_edge_takes_over_when_the_leader_dies() {
     let _ = children.0[0].wait();
     let line = ready(&b_out, WAIT).expect("the edge takes over");
     assert!(line.contains(&b_addrs.0.to_string()), "{line}");
-    println!(
-        "edge takeover: serving {:.2} s after the kill",
-        killed.elapsed().as_secs_f64()
-    );
+    let took = killed.elapsed();
     wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
     .await;
-    drop(p);
-    let (_p2, g2) = login_again(b_addrs.0, "carys").await;
+    // The edge's player never left: the same connection, the same session.
+    let b_again = (b_to.0 + 4.0, b_to.1, b_to.2);
     assert!(
-        (g2.area.x - to.0).abs() < 1.0 && (g2.area.z - to.2).abs() < 1.0,
-        "back at ({}, {}), moved to ({}, {})",
-        g2.area.x,
-        g2.area.z,
-        to.0,
-        to.2
+        echo(&mut pb, gb.runtime_id, b_again, WAIT).await,
+        "the edge's player plays on through the leader change"
     );
-    wait_cluster(b_addrs.2, "the player online once", |v| {
-        v.sessions.in_game == 1
-    })
-    .await;
+    println!(
+        "edge takeover: serving {:.2} s after the kill; the edge's player moving again {:.2} s after it",
+        took.as_secs_f64(),
+        killed.elapsed().as_secs_f64()
+    );
+    drop(pa);
+    let (_pa2, ga2) = login_again(b_addrs.0, "dai").await;
+    assert!(
+        (ga2.area.x - a_to.0).abs() < 1.0 && (ga2.area.z - a_to.2).abs() < 1.0,
+        "back at ({}, {}), moved to ({}, {})",
+        ga2.area.x,
+        ga2.area.z,
+        a_to.0,
+        a_to.2
+    );
+    wait_cluster(b_addrs.2, "both online once", |v| v.sessions.in_game == 2).await;
+    // The kept player is the new leader's own now: chat reaches him.
+    let (mut pc, _) = new_player(b_addrs.0, "eben").await;
+    pc.chat("/pm carys,still here?").await.unwrap();
+    assert!(
+        chat_containing(&mut pb, "still here?", WAIT)
+            .await
+            .is_some()
+    );
 }
