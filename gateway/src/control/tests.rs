@@ -1027,3 +1027,75 @@ fn an_operator_drains_a_node_it_takes_nothing_new_and_is_told_to_drain() {
         "{a:?}"
     );
 }
+
+fn kept(session: SessionId, account: AccountId, name: &str, rid: u16) -> Event {
+    Event::Resume(Box::new(Resume {
+        session,
+        account,
+        slot: 0,
+        rid,
+        online: OnlinePlayer {
+            session,
+            account,
+            name: name.into(),
+            team: 0,
+            is_dm: false,
+            ignore: Vec::new(),
+        },
+    }))
+}
+
+#[test]
+fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it() {
+    // A gateway that just took over: its edge kept Ann's client (session 7 of the old
+    // leader) and Bob's (session 8).
+    let mut cl = Cluster::new();
+    let rid = MIN_PLAYER_RID + 5;
+    cl.ev(kept(7, 1, "Ann", rid));
+    cl.ev(kept(8, 2, "Bob", rid + 1));
+    assert_eq!(cl.c.kept(), 2);
+    // n1 registers still hosting Ann in an instance of the old leader's placement.
+    let a = cl.up("n1", 1, vec![running(key("Meadow", 0), 500, vec![7])]);
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Route { session: 7, node } if node == "n1")),
+        "{a:?}"
+    );
+    assert!(
+        !sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
+        "adopted, not detached: {a:?}"
+    );
+    assert!(
+        !a.iter().any(|x| matches!(x, Action::HandOut { .. })),
+        "no new fencing token: the node's copy carries the stored one"
+    );
+    assert_eq!(cl.c.node_of(7), Some("n1"));
+    assert_eq!(cl.c.player_ids(7), Some((1, 0, rid)));
+    assert_eq!(cl.c.session_by_name("ann"), Some(7));
+    // A new login never gets the kept player's RuntimeID.
+    cl.login(3, 2);
+    assert_ne!(cl.c.player_ids(3).map(|p| p.2), Some(rid));
+    // Bob's player is on no node: once the window passes his client is closed and his
+    // account may log in again.
+    let a = cl.timeouts(u64::try_from(RESUME_WINDOW.as_millis()).unwrap() + 1);
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::CloseClient { session: 8, .. })),
+        "{a:?}"
+    );
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::LoggedOff { account: 2 })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.kept(), 0);
+    // A kept session whose client leaves before any node reports it logs its account off.
+    cl.ev(kept(9, 4, "Cal", rid + 2));
+    let a = cl.ev(Event::Gone { session: 9 });
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::LoggedOff { account: 4 })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.kept(), 0);
+}
