@@ -246,6 +246,16 @@ fn udp_socket(what: &'static str, addr: SocketAddr) -> Result<std::net::UdpSocke
     Ok(socket.into())
 }
 
+/// The edge's RCEnet socket: one, on the full gateway's address.
+pub(crate) fn edge_enet_socket(addr: SocketAddr) -> Result<tokio::net::UdpSocket, StartError> {
+    let s = udp_socket("RCEnet clients (edge)", addr)?;
+    tokio::net::UdpSocket::from_std(s).map_err(|source| StartError::Bind {
+        what: "RCEnet clients (edge)",
+        addr,
+        source,
+    })
+}
+
 /// The edge's client endpoint: the same socket and buffers as the full gateway's.
 pub(crate) fn edge_endpoint(
     addr: SocketAddr,
@@ -286,7 +296,18 @@ fn enet_sockets(addr: SocketAddr, n: usize) -> Result<Vec<std::net::UdpSocket>, 
             }
             break;
         }
-        socket.bind(&bind_to.into()).map_err(err)?;
+        // An edge that just stopped may hold the port a moment longer (see `udp_socket`).
+        let mut tries = 0;
+        loop {
+            match socket.bind(&bind_to.into()) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 20 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
         socket.set_nonblocking(true).map_err(err)?;
         let socket: std::net::UdpSocket = socket.into();
         if i == 0 {

@@ -53,6 +53,7 @@ fn gateway(
     addrs: (SocketAddr, SocketAddr, SocketAddr),
     standby: bool,
     peers: &[SocketAddr],
+    enet: Option<SocketAddr>,
 ) -> (Child, mpsc::Receiver<String>) {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut cmd = command(&bin("gateway"));
@@ -63,7 +64,10 @@ fn gateway(
         .arg(dir.join(name))
         .args(["--database-url", url])
         .env("GATEWAY_CLUSTER_SECRET", SECRET)
-        .env("GATEWAY_ENET_LISTEN", "127.0.0.1:0")
+        .env(
+            "GATEWAY_ENET_LISTEN",
+            enet.map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string()),
+        )
         .env("GATEWAY_PASSWORD_HASH", "fast")
         .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
         .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
@@ -114,10 +118,16 @@ fn cluster(admin: SocketAddr) -> Option<ClusterView> {
 async fn wait_cluster(admin: SocketAddr, what: &str, f: impl Fn(&ClusterView) -> bool) {
     let deadline = Instant::now() + WAIT;
     loop {
-        if cluster(admin).as_ref().is_some_and(&f) {
+        let v = cluster(admin);
+        if v.as_ref().is_some_and(&f) {
             return;
         }
-        assert!(Instant::now() < deadline, "{what} (at {admin})");
+        assert!(
+            Instant::now() < deadline,
+            "{what} (at {admin}): sessions {:?}, edges {:?}",
+            v.as_ref().map(|v| v.sessions),
+            v.as_ref().map(|v| v.edges.clone())
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -130,6 +140,8 @@ struct Pair {
     a_addrs: (SocketAddr, SocketAddr, SocketAddr),
     b_addrs: (SocketAddr, SocketAddr, SocketAddr),
     b_out: mpsc::Receiver<String>,
+    /// B's RCEnet address.
+    b_enet: SocketAddr,
 }
 
 async fn active_standby_and_a_node(url: &str, name: &str) -> Pair {
@@ -143,12 +155,13 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[]);
+    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[], None);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
     let peers = if edge { vec![a_addrs.1] } else { Vec::new() };
-    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers);
+    let b_enet = free_udp();
+    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet));
     children.0.push(b);
     let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
     let node = command(&bin("zone-node"))
@@ -174,6 +187,7 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
         a_addrs,
         b_addrs,
         b_out,
+        b_enet,
     }
 }
 
@@ -275,6 +289,7 @@ async fn a_gateway_cut_off_from_its_database_steps_down() {
         a_addrs,
         b_addrs,
         b_out,
+        ..
     } = active_standby_and_a_node(&url, "cutoff").await;
     let epoch_a = cluster(a_addrs.2).unwrap().control_epoch;
     assert!(epoch_a > 0, "the active gateway holds an epoch");
@@ -359,7 +374,7 @@ async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
     let nowhere = free_tcp();
     let url = format!("postgres://rc@127.0.0.1:{}/rc", nowhere.port());
     let addrs = (free_udp(), free_udp(), free_tcp());
-    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[]);
+    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[], None);
     let mut children = Children(vec![b]);
     let deadline = Instant::now() + WAIT;
     while http_get(addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
@@ -391,6 +406,7 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         mut children,
         a_addrs,
         b_addrs,
+        b_enet,
         ..
     } = pair_and_a_node(&url, "edges", true).await;
     // Linked to the leader, the edge is ready: it serves clients.
@@ -406,6 +422,18 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
 
     let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
     let (mut pb, gb) = new_player(b_addrs.0, "bryn").await;
+    // Realm Crafter's own transport (RCEnet) through the edge too.
+    let (mut pe, ge, _) = cluster_tests::new_enet_player(b_enet, "enid").await;
+    assert!(
+        echo(
+            &mut pe,
+            ge.runtime_id,
+            (ge.area.x + 3.0, ge.area.y, ge.area.z + 3.0),
+            WAIT
+        )
+        .await,
+        "an RCEnet player through the edge moves and sees his own update"
+    );
     assert!(
         echo(
             &mut pb,
@@ -418,8 +446,8 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     );
     let a_to = (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0);
     assert!(echo(&mut pa, ga.runtime_id, a_to, WAIT).await);
-    wait_cluster(a_addrs.2, "both in the world, one through the edge", |v| {
-        v.sessions.in_game == 2 && v.edges.iter().any(|e| e.clients == 1)
+    wait_cluster(a_addrs.2, "three in the world, two through the edge", |v| {
+        v.sessions.in_game == 3 && v.edges.iter().any(|e| e.clients == 2)
     })
     .await;
 
@@ -443,7 +471,7 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     let (r, _) = new_player(a_addrs.0, "racer").await;
     r.close(client::CloseCode::Normal).await;
     wait_cluster(a_addrs.2, "the racer logged out", |v| {
-        v.sessions.in_game == 2
+        v.sessions.in_game == 3
     })
     .await;
     async fn race(addr: SocketAddr) -> Option<client::Connection> {
@@ -459,13 +487,14 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         "exactly one of two racing logins enters the world"
     );
     let racer_on_a = x.is_some();
-    wait_cluster(a_addrs.2, "three in the world", |v| v.sessions.in_game == 3).await;
+    wait_cluster(a_addrs.2, "four in the world", |v| v.sessions.in_game == 4).await;
 
     // The edge dies: its players' sessions end (they were the leader's), the leader's
     // player plays on, and the edge's player logs in again through the leader.
     let _ = children.0[1].kill();
     let _ = children.0[1].wait();
     drop(pb);
+    drop(pe);
     drop(y);
     let left = if racer_on_a { 2 } else { 1 };
     wait_cluster(a_addrs.2, "the edge's players logged out", |v| {

@@ -6,6 +6,8 @@
 //! character is online through one gateway at most, and chat, parties, kicks and admin
 //! actions reach every client wherever it connected.
 //!
+//! Realm Crafter's own clients (RCEnet) are relayed the same way by [`enet`]'s host task.
+//!
 //! The edge finds the leader by trying its peers in turn (a standby binds nothing, so
 //! only the leader answers), keeps the newest control epoch it has seen (an older
 //! leader is refused, as the zone nodes refuse one), and when the link ends closes its
@@ -24,6 +26,8 @@ use shared::internal::edge::{self, Decoder, EdgeMsg, RelayId};
 use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, datagram};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument as _;
+
+mod enet;
 
 use crate::config::GatewayConfig;
 use crate::session::close;
@@ -90,7 +94,16 @@ struct Client {
     down: mpsc::UnboundedSender<Down>,
     /// Bytes in `down` not yet written (bounded by `client_queue_bytes`).
     queued: Arc<AtomicUsize>,
-    conn: quinn::Connection,
+    /// Where its datagrams go.
+    sink: Sink,
+}
+
+/// Where a relayed client's datagrams go.
+enum Sink {
+    /// Its QUIC connection.
+    Quic(quinn::Connection),
+    /// Its RCEnet peer, through the edge's RCEnet host task.
+    Enet(rcenet::PeerId, mpsc::Sender<enet::EnetOut>),
 }
 
 /// The link to the leader.
@@ -199,7 +212,16 @@ impl Edge {
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
         let state_for_edge = state.clone();
-        let tasks = vec![
+        let mut tasks = Vec::new();
+        if let Some(addr) = cfg.enet_listen {
+            let socket = crate::server::edge_enet_socket(addr)
+                .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
+            tasks.push(tokio::spawn(
+                enet::serve(state.clone(), socket, stop_rx.clone())
+                    .instrument(tracing::info_span!("edge_enet")),
+            ));
+        }
+        tasks.extend([
             tokio::spawn(
                 find_leader(state.clone(), link_ep, linked_tx, stop_rx.clone())
                     .instrument(tracing::info_span!("edge")),
@@ -207,7 +229,7 @@ impl Edge {
             tokio::spawn(
                 accept(state, endpoint.clone(), stop_rx).instrument(tracing::info_span!("edge")),
             ),
-        ];
+        ]);
         tracing::info!(listen = %cfg.listen, peers = %cfg.peers.join(","),
             "edge: serving clients, relaying them to the leading gateway");
         Ok(Self {
@@ -488,9 +510,17 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                 Ok(d) => {
                     if let Ok((id, frames)) = datagram::decode(&d)
                         && let Some(c) = leader.clients.get(&id)
-                        && c.conn.datagram_send_buffer_space() >= frames.len()
                     {
-                        let _ = c.conn.send_datagram(frames);
+                        match &c.sink {
+                            Sink::Quic(conn) => {
+                                if conn.datagram_send_buffer_space() >= frames.len() {
+                                    let _ = conn.send_datagram(frames);
+                                }
+                            }
+                            Sink::Enet(peer, tx) => {
+                                let _ = tx.try_send(enet::EnetOut::Datagram { peer: *peer, frames });
+                            }
+                        }
                     }
                 }
                 Err(e) => return e.to_string(),
@@ -516,23 +546,7 @@ async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::R
         };
         let addr = incoming.remote_address();
         let peer = crate::net::client::peer_key(addr);
-        let cap = if peer.is_loopback() && !state.cfg.limit_loopback {
-            u32::MAX
-        } else {
-            state.cfg.max_connections_per_ip
-        };
-        let max = usize::try_from(state.cfg.max_connections).unwrap_or(usize::MAX);
-        let admitted = {
-            let mut n = state.per_ip.entry(peer).or_insert(0);
-            if *n >= cap || state.open.load(Ordering::Relaxed) >= max {
-                false
-            } else {
-                *n += 1;
-                state.open.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-        };
-        if !admitted {
+        if !admit(&state, addr) {
             incoming.refuse();
             continue;
         }
@@ -549,6 +563,25 @@ async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::R
             .instrument(tracing::info_span!("edge_client", peer = %addr)),
         );
     }
+}
+
+/// Counts a new client from `addr` in the edge's limits (`max_connections`,
+/// `max_connections_per_ip`), unless they are reached.
+fn admit(state: &State, addr: SocketAddr) -> bool {
+    let peer = crate::net::client::peer_key(addr);
+    let cap = if peer.is_loopback() && !state.cfg.limit_loopback {
+        u32::MAX
+    } else {
+        state.cfg.max_connections_per_ip
+    };
+    let max = usize::try_from(state.cfg.max_connections).unwrap_or(usize::MAX);
+    let mut n = state.per_ip.entry(peer).or_insert(0);
+    if *n >= cap || state.open.load(Ordering::Relaxed) >= max {
+        return false;
+    }
+    *n += 1;
+    state.open.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// One client: opened at the leader, its bytes piped both ways until either side ends.
@@ -572,7 +605,7 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
         Client {
             down: down_tx,
             queued: queued.clone(),
-            conn: conn.clone(),
+            sink: Sink::Quic(conn.clone()),
         },
     );
     let compact =

@@ -1,0 +1,361 @@
+//! An edge's RCEnet side (Realm Crafter's own clients, ENet 1.1): one host task owning
+//! the socket and a sans-IO `rcenet::Host`, and per peer a task piping its packets to the
+//! leader over the edge link, as a QUIC client's are. Up, each reliable packet
+//! `[type][payload]` becomes an rc/1 frame `[len u16][type][payload]` of the session's
+//! stream and each `P_StandardUpdate` on channel 2 a datagram; down, the leader's rc/1
+//! frames become reliable packets on channel 1 and its datagrams unreliable
+//! `P_StandardUpdate`s on channel 2. A close other than a normal one or a kick sends
+//! `P_KickedPlayer` first, the only thing the original client reacts to. An RCEnet
+//! client is not kept through a leader change (its ENet peer state cannot move to another
+//! host): it is kicked, and logs in again.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use rcenet::{Event, Host, PeerId};
+use shared::frame::FrameDecoder;
+use shared::internal::datagram;
+use shared::internal::edge::EdgeMsg;
+use shared::proto::{KickedPlayer, ServerPacket, ids};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::{Client, Down, Leader, Sink, State};
+use crate::net::enet::{CHANNEL_RELIABLE, CHANNEL_UPDATES, host_config};
+use crate::session::close;
+
+/// What a peer's task (and the link's reader) asks of the host task.
+#[derive(Debug)]
+pub(super) enum EnetOut {
+    /// One RC packet `[type][payload]`, reliable on channel 1.
+    Reliable {
+        /// The peer.
+        peer: PeerId,
+        /// The packet.
+        packet: Vec<u8>,
+    },
+    /// rc/1 datagram frames: each `P_StandardUpdate` unreliable on channel 2.
+    Datagram {
+        /// The peer.
+        peer: PeerId,
+        /// The frames.
+        frames: Bytes,
+    },
+    /// End the connection, `P_KickedPlayer` first when `kick`.
+    Close {
+        /// The peer.
+        peer: PeerId,
+        /// Send `P_KickedPlayer` first.
+        kick: bool,
+        /// The close code (the ENet DISCONNECT's data).
+        code: u32,
+    },
+}
+
+/// Commands queued for the host task at most.
+const COMMANDS: usize = 1 << 16;
+
+/// One connected peer as the host task keeps it.
+struct Peer {
+    id: u64,
+    leader: Arc<Leader>,
+    /// Its reliable packets to its task (as rc/1 frames); `None` once closing.
+    up: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Bytes in `up` not yet relayed.
+    up_bytes: Arc<AtomicUsize>,
+    /// Whether it counts in the edge's connection limits.
+    counted: bool,
+    addr: SocketAddr,
+}
+
+/// Serves RCEnet on `socket` until `stop`.
+pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch::Receiver<bool>) {
+    let mut host = Host::new(host_config(&state.cfg, 1));
+    let (tx, mut cmds) = mpsc::channel::<EnetOut>(COMMANDS);
+    let mut peers: HashMap<PeerId, Peer> = HashMap::new();
+    let epoch = Instant::now();
+    let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; 65_536];
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            r = socket.recv_from(&mut buf) => {
+                if let Ok((n, from)) = r {
+                    host.handle_datagram(now(), from, buf.get(..n).unwrap_or(&[]));
+                }
+            }
+            Some(cmd) = cmds.recv() => command(&mut host, &mut peers, cmd, now()),
+            _ = tick.tick() => host.handle_timeout(now()),
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        while let Some(e) = host.poll_event() {
+            match e {
+                Event::Connect { peer, addr } => {
+                    connected(&state, &mut host, &mut peers, &tx, peer, addr, now());
+                }
+                Event::Receive {
+                    peer,
+                    channel,
+                    data,
+                    reliable,
+                } => received(&peers, peer, channel, &data, reliable),
+                Event::Disconnect { peer, .. } => {
+                    if let Some(p) = peers.remove(&peer) {
+                        forget(&state, &p);
+                    }
+                }
+            }
+        }
+        while let Some(out) = host.poll_transmit(now()) {
+            let _ = socket.send_to(&out.data, out.dest).await;
+        }
+    }
+    // Stopping (this gateway takes over, or shuts down): every peer is kicked.
+    let t = now();
+    let ids: Vec<PeerId> = peers.keys().copied().collect();
+    for peer in ids {
+        kick(&mut host, peer);
+        host.disconnect(t, peer, close::SHUTDOWN);
+        if let Some(p) = peers.remove(&peer) {
+            forget(&state, &p);
+        }
+    }
+    while let Some(out) = host.poll_transmit(t) {
+        let _ = socket.send_to(&out.data, out.dest).await;
+    }
+}
+
+fn kick(host: &mut Host, peer: PeerId) {
+    let packet = ServerPacket::KickedPlayer(KickedPlayer {}).to_bytes();
+    let _ = host.send(peer, CHANNEL_RELIABLE, &packet, true);
+}
+
+/// A peer leaves the edge's connection limits.
+fn forget(state: &State, p: &Peer) {
+    if p.counted {
+        state.open.fetch_sub(1, Ordering::Relaxed);
+        let key = crate::net::client::peer_key(p.addr);
+        state.per_ip.remove_if_mut(&key, |_, n| {
+            *n = n.saturating_sub(1);
+            *n == 0
+        });
+    }
+}
+
+/// A peer finished ENet's handshake: within the edge's limits and with a leader linked,
+/// it is opened at the leader and given its task; refused otherwise.
+fn connected(
+    state: &Arc<State>,
+    host: &mut Host,
+    peers: &mut HashMap<PeerId, Peer>,
+    tx: &mpsc::Sender<EnetOut>,
+    peer: PeerId,
+    addr: SocketAddr,
+    now: u64,
+) {
+    let Some(leader) = state.leader.borrow().clone() else {
+        host.disconnect_now(now, peer, close::UNAVAILABLE);
+        return;
+    };
+    if !super::admit(state, addr) {
+        host.disconnect_now(now, peer, close::RATE_LIMITED);
+        return;
+    }
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let (down_tx, down_rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    leader.clients.insert(
+        id,
+        Client {
+            down: down_tx,
+            queued: queued.clone(),
+            sink: Sink::Enet(peer, tx.clone()),
+        },
+    );
+    let open = EdgeMsg::Open {
+        id,
+        addr,
+        compact: false,
+        max_datagram: u16::try_from(crate::hub::ENET_DATAGRAM).unwrap_or(u16::MAX),
+    };
+    if leader.tx.try_send(open).is_err() {
+        leader.clients.remove(&id);
+        state.open.fetch_sub(1, Ordering::Relaxed);
+        host.disconnect_now(now, peer, close::UNAVAILABLE);
+        return;
+    }
+    let (up_tx, up_rx) = mpsc::unbounded_channel();
+    let up_bytes = Arc::new(AtomicUsize::new(0));
+    peers.insert(
+        peer,
+        Peer {
+            id,
+            leader: leader.clone(),
+            up: Some(up_tx),
+            up_bytes: up_bytes.clone(),
+            counted: true,
+            addr,
+        },
+    );
+    tokio::spawn(peer_task(
+        leader,
+        id,
+        peer,
+        tx.clone(),
+        up_rx,
+        up_bytes,
+        down_rx,
+        queued,
+    ));
+}
+
+/// Stream bytes an RCEnet peer may have waiting for the leader link (past it the peer
+/// is closed as a flood, as the full gateway's host task does).
+const UP_BYTES: usize = 256 * 1024;
+
+fn received(peers: &HashMap<PeerId, Peer>, peer: PeerId, channel: u8, data: &[u8], reliable: bool) {
+    let Some(p) = peers.get(&peer) else { return };
+    let Some(&ty) = data.first() else { return };
+    // The server's own messages (200..=202) are never taken from the network.
+    if (200..=202).contains(&ty) {
+        return;
+    }
+    let Ok(len) = u16::try_from(data.len()) else {
+        return;
+    };
+    if !reliable {
+        if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
+            let mut b = BytesMut::with_capacity(datagram::HEADER_LEN + 2 + data.len());
+            datagram::put_header(&mut b, p.id);
+            b.extend_from_slice(&len.to_le_bytes());
+            b.extend_from_slice(data);
+            let _ = p.leader.conn.send_datagram(b.freeze());
+        }
+        return;
+    }
+    let Some(up) = &p.up else { return };
+    let mut frame = Vec::with_capacity(2 + data.len());
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.extend_from_slice(data);
+    let before = p.up_bytes.fetch_add(frame.len(), Ordering::Relaxed);
+    if before.saturating_add(frame.len()) > UP_BYTES {
+        // Its task closes it: the channel's other end sees nothing more.
+        p.up_bytes.fetch_sub(frame.len(), Ordering::Relaxed);
+        return;
+    }
+    let _ = up.send(frame);
+}
+
+fn command(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, cmd: EnetOut, now: u64) {
+    match cmd {
+        EnetOut::Reliable { peer, packet } => {
+            if peers.contains_key(&peer)
+                && host.send(peer, CHANNEL_RELIABLE, &packet, true).is_err()
+            {
+                // More unacknowledged than the host allows: it cannot keep up.
+                host.disconnect_now(now, peer, close::TOO_SLOW);
+            }
+        }
+        EnetOut::Datagram { peer, frames } => {
+            if !peers.contains_key(&peer) {
+                return;
+            }
+            let mut at = 0usize;
+            while let Some(&[lo, hi]) = frames.get(at..at + 2) {
+                let len = usize::from(u16::from_le_bytes([lo, hi]));
+                let Some(packet) = frames.get(at + 2..at + 2 + len) else {
+                    break;
+                };
+                at += 2 + len;
+                if packet.first() == Some(&ids::P_STANDARD_UPDATE) {
+                    let _ = host.send(peer, CHANNEL_UPDATES, packet, false);
+                }
+            }
+        }
+        EnetOut::Close {
+            peer,
+            kick: k,
+            code,
+        } => {
+            if let Some(p) = peers.get_mut(&peer) {
+                p.up = None;
+                if k {
+                    kick(host, peer);
+                }
+                host.disconnect(now, peer, code);
+            }
+        }
+    }
+}
+
+/// One RCEnet peer's relay: its reliable packets up the link, the leader's frames and
+/// closes down to the host task.
+#[allow(clippy::too_many_arguments)]
+async fn peer_task(
+    leader: Arc<Leader>,
+    id: u64,
+    peer: PeerId,
+    host: mpsc::Sender<EnetOut>,
+    mut up: mpsc::UnboundedReceiver<Vec<u8>>,
+    up_bytes: Arc<AtomicUsize>,
+    mut down: mpsc::UnboundedReceiver<Down>,
+    queued: Arc<AtomicUsize>,
+) {
+    // The leader's frames: at most 16 bit long each, the rc/1 framing's own limit.
+    let mut dec = FrameDecoder::with_max_frame_len(usize::from(u16::MAX));
+    let (kick, code) = loop {
+        tokio::select! {
+            f = up.recv() => match f {
+                Some(frame) => {
+                    up_bytes.fetch_sub(frame.len(), Ordering::Relaxed);
+                    if leader.tx.send(EdgeMsg::Stream { id, bytes: frame }).await.is_err() {
+                        break (true, close::SHUTDOWN);
+                    }
+                }
+                // The peer disconnected (or is closing).
+                None => break (false, close::NORMAL),
+            },
+            m = down.recv() => match m {
+                Some(Down::Stream(b)) => {
+                    queued.fetch_sub(b.len(), Ordering::Relaxed);
+                    dec.push(&b);
+                    loop {
+                        match dec.next_frame() {
+                            Ok(Some(f)) => {
+                                // The original client's menu reads type 0 as "connection lost".
+                                if f.ty == 0 {
+                                    continue;
+                                }
+                                let mut packet = Vec::with_capacity(1 + f.payload.len());
+                                packet.push(f.ty);
+                                packet.extend_from_slice(f.payload);
+                                if host.send(EnetOut::Reliable { peer, packet }).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(_) => {
+                                let _ = host.send(EnetOut::Close { peer, kick: true, code: close::PROTOCOL }).await;
+                                return;
+                            }
+                        }
+                    }
+                }
+                Some(Down::Close(code, _)) => {
+                    break (code != close::NORMAL && code != close::KICKED, code);
+                }
+                Some(Down::Entered { .. }) => {}
+                Some(Down::LeaderLost) | None => break (true, close::SHUTDOWN),
+            },
+        }
+    };
+    leader.clients.remove(&id);
+    let _ = leader.tx.try_send(EdgeMsg::Gone { id });
+    let _ = host.send(EnetOut::Close { peer, kick, code }).await;
+}
