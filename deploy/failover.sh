@@ -15,9 +15,13 @@
 #
 # With EDGES=1, both gateways run `--standby --peers <the other>`: B serves clients as an
 # edge while A leads, half the bots start on each (`--gateway A,B` and `--gateway B,A`,
-# prefixes `foa` and `fob`), and the fault (ROUNDS=1 only) is KILL=edge (default: B is
-# SIGKILLed; A's bots must see no error) or KILL=leader (A is; B takes over). Each half's
-# summary is printed on its own.
+# prefixes `foa` and `fob`), and the fault is KILL=edge (default: B is SIGKILLed; A's bots
+# must see no error) or KILL=leader (A is; B takes over, keeping its bots' sessions). Each
+# half's summary is printed on its own. With ROUNDS=N too, N faults EVERY seconds apart,
+# alternately the leader (first) and the edge, each victim restarted 2 s later (an edge
+# again); before each kill the leader's /cluster says how many bots the victim holds, and
+# at the end the logins again are compared with them: the surviving gateway's bots must
+# never have lost their session.
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -40,9 +44,6 @@ ROUNDS=${ROUNDS:-1}
 EVERY=${EVERY:-15}
 EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
-if [ "$EDGES" = 1 ] && [ "$ROUNDS" != 1 ]; then
-    echo "EDGES=1 takes one fault (ROUNDS=1)" >&2; exit 2
-fi
 if [ "$ROUNDS" -gt 1 ]; then
     MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
@@ -129,23 +130,46 @@ if [ "$EDGES" = 1 ]; then
     SWARM_B=$!
     PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
     sleep $((KILL_AT + 5))
-    T0=$(date +%s%N)
-    if [ "$KILL" = leader ]; then
-        kill -9 "$A_PID"; wait "$A_PID" 2>/dev/null || true
-        log "leader A SIGKILLed"
-        until grep -q "gateway ready" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
-        TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
-        until [ "$(nodes "${B[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
-        log "B took over ${TOOK} ms after, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after"
-    else
-        kill -9 "$B_PID"; wait "$B_PID" 2>/dev/null || true
-        log "edge B SIGKILLed"
-    fi
+    EXPECTED=0
+    lead_port() { if curl -fsS -m 2 -o /dev/null "http://127.0.0.1:${A[2]}/cluster" 2>/dev/null; then echo a; else echo b; fi; }
+    for round in $(seq 1 "$ROUNDS"); do
+        WHO=$KILL
+        if [ "$ROUNDS" -gt 1 ]; then
+            WHO=$([ $((round % 2)) = 1 ] && echo leader || echo edge)
+        fi
+        L=$(lead_port)
+        if [ "$L" = a ]; then LP=("${A[@]}"); EP=("${B[@]}"); LPID=$A_PID; EPID=$B_PID; E=b; else LP=("${B[@]}"); EP=("${A[@]}"); LPID=$B_PID; EPID=$A_PID; E=a; fi
+        # The bots the victim holds: the edge's relayed clients, or the leader's own.
+        ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${LP[2]}/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=sum(x["clients"] for x in d.get("edges",[])); print(e if sys.argv[1]=="edge" else d["sessions"]["in_game"]-e)' "$WHO")
+        EXPECTED=$((EXPECTED + ON_VICTIM))
+        T0=$(date +%s%N)
+        if [ "$WHO" = leader ]; then
+            kill -9 "$LPID"; wait "$LPID" 2>/dev/null || true
+            log "round $round: leader ${L^^} SIGKILLed ($ON_VICTIM bots on it)"
+            until grep -q "gateway ready" "$WORK/$E.out" 2>/dev/null; do sleep 0.05; done
+            TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
+            until [ "$(nodes "${EP[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
+            log "round $round: ${E^^} took over ${TOOK} ms after, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after"
+            VICTIM=$L; VP=("${LP[@]}"); OTHER_INTERNAL=${EP[1]}
+        else
+            kill -9 "$EPID"; wait "$EPID" 2>/dev/null || true
+            log "round $round: edge ${E^^} SIGKILLed ($ON_VICTIM bots on it)"
+            VICTIM=$E; VP=("${EP[@]}"); OTHER_INTERNAL=${LP[1]}
+        fi
+        if [ "$ROUNDS" -gt 1 ]; then
+            sleep 2
+            gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
+            if [ "$VICTIM" = a ]; then A_PID=${PIDS[-1]}; else B_PID=${PIDS[-1]}; fi
+            until curl -fsS -m 2 "http://127.0.0.1:${VP[2]}/readyz" 2>/dev/null | grep -q edge; do sleep 0.2; done
+            log "round $round: ${VICTIM^^} back, an edge"
+            [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
+        fi
+    done
     wait "$SWARM_A" || true
     wait "$SWARM_B" || true
     CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
     DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
-    python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" <<'PY'
+    python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" "$ROUNDS" "$EXPECTED" <<'PY'
 import json, sys
 for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's bots (the edge's)")):
     d = json.load(open(path))
@@ -153,7 +177,10 @@ for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's b
     print("%s: %d bots, in game to the end %s, failed %s; logged in again through the other gateway %s, back in game (ms) %s; longest own-update gap p99 %s ms, max %s ms; errors: protocol %s, other %s" % (
         who, d.get("bots", 0), d.get("in_game"), d.get("failed"), g.get("relogins"), json.dumps(g.get("back_in_game")),
         gap.get("p99_ms"), gap.get("max_ms"), json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
-print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (sys.argv[3], sys.argv[4], sys.argv[5]))
+what = sys.argv[3] if sys.argv[6] == "1" else "%s faults, leader and edge in turn" % sys.argv[6]
+print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (what, sys.argv[4], sys.argv[5]))
+relogins = sum(json.load(open(p)).get("gateway_loss", {}).get("relogins", 0) for p in sys.argv[1:3])
+print("bots on the victims when killed: %s; logins again: %s; the surviving gateways' bots that lost their session: %d" % (sys.argv[7], relogins, max(0, relogins - int(sys.argv[7]))))
 PY
     exit 0
 fi
