@@ -185,8 +185,29 @@ pub struct Resume {
     pub slot: u8,
     /// The player's RuntimeID.
     pub rid: u16,
+    /// The node the previous leader had the player on, as last heard.
+    pub node: NodeId,
+    /// The fencing token of the player's copy there (the previous leader's last hand-out
+    /// of the character): adopted only if the store holds the same, so a copy older than
+    /// a recovery the edge did not hear of is never taken for the player.
+    pub fence: u64,
     /// The player as chat and parties see him.
     pub online: OnlinePlayer,
+}
+
+/// Who an in-game session is, as an edge keeps it ([`Control::session_ids`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionIds {
+    /// The account.
+    pub account: AccountId,
+    /// The character slot.
+    pub slot: u8,
+    /// The RuntimeID.
+    pub rid: u16,
+    /// The node hosting the player, when attached.
+    pub node: Option<NodeId>,
+    /// The fencing token this gateway last handed the character out with.
+    pub fence: u64,
 }
 
 /// How long a kept session waits for a zone node to report its player (the nodes
@@ -502,6 +523,8 @@ pub struct Control {
     /// Sessions kept through a leader change, until a node reports their player or the
     /// deadline passes ([`Event::Resume`]).
     resumable: BTreeMap<SessionId, (Resume, Duration)>,
+    /// The fencing token each character was last handed out with (or adopted with).
+    fences: BTreeMap<(AccountId, u8), u64>,
     by_name: BTreeMap<String, SessionId>,
     /// Free player RuntimeIDs, least recently freed first: a freed one is reused last, so
     /// a new login never gets the RID of a leaving copy a node has not removed yet (found
@@ -554,6 +577,7 @@ impl Control {
             ended_order: VecDeque::new(),
             players: BTreeMap::new(),
             resumable: BTreeMap::new(),
+            fences: BTreeMap::new(),
             by_name: BTreeMap::new(),
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).collect(),
             transfers: BTreeMap::new(),
@@ -795,11 +819,15 @@ impl Control {
         self.players.contains_key(&session)
     }
 
-    /// A session's account, character slot and RuntimeID, while it is in the world.
-    pub fn player_ids(&self, session: SessionId) -> Option<(AccountId, u8, u16)> {
-        self.players
-            .get(&session)
-            .map(|p| (p.account, p.slot, p.rid))
+    /// Who a session in the world is and where its player lives (what an edge keeps).
+    pub fn session_ids(&self, session: SessionId) -> Option<SessionIds> {
+        self.players.get(&session).map(|p| SessionIds {
+            account: p.account,
+            slot: p.slot,
+            rid: p.rid,
+            node: p.node.clone(),
+            fence: self.fences.get(&(p.account, p.slot)).copied().unwrap_or(0),
+        })
     }
 
     /// Sessions kept through a leader change, not yet adopted.
@@ -841,12 +869,22 @@ impl Control {
     /// Adopts the kept sessions whose player `node` hosts (it registers): in the world
     /// there, routed to it, with no new fencing token (the node's copy carries the one
     /// the store holds).
-    fn adopt_kept(&mut self, node: &str, running: &[RunningInstance]) {
+    fn adopt_kept(&mut self, node: &str, running: &[RunningInstance], chars: &dyn Characters) {
         for inst in running {
             for s in &inst.sessions {
+                // Only the copy where the previous leader had the player, of the lineage
+                // the store holds: any other is an orphan, detached as after a restart.
+                let current = self.resumable.get(s).is_some_and(|(r, _)| {
+                    r.node == node
+                        && chars.saved(r.account, r.slot).map(|c| c.fence) == Some(r.fence)
+                });
+                if !current {
+                    continue;
+                }
                 let Some((r, _)) = self.resumable.remove(s) else {
                     continue;
                 };
+                self.fences.insert((r.account, r.slot), r.fence);
                 tracing::info!(session = s, node, instance = %inst.key, "adopting a kept session");
                 self.by_name.insert(fold(&r.online.name), *s);
                 self.players.insert(
@@ -1058,6 +1096,7 @@ impl Control {
         let fence = self.next_fence.max(state.fence.saturating_add(1));
         self.next_fence = fence.saturating_add(1);
         state.fence = fence;
+        self.fences.insert((account, slot), fence);
         self.out.push(Action::HandOut {
             account,
             slot,
@@ -1324,7 +1363,7 @@ impl Control {
             self.transfers_link_lost(&node);
         }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
-        self.adopt_kept(&node, running);
+        self.adopt_kept(&node, running, chars);
         // A session is the node's to keep only while the gateway still has it there: one
         // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
         // fenced).

@@ -1034,6 +1034,9 @@ fn kept(session: SessionId, account: AccountId, name: &str, rid: u16) -> Event {
         account,
         slot: 0,
         rid,
+        node: "n1".into(),
+        // The store's token of the test characters.
+        fence: 0,
         online: OnlinePlayer {
             session,
             account,
@@ -1070,11 +1073,22 @@ fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it()
         "no new fencing token: the node's copy carries the stored one"
     );
     assert_eq!(cl.c.node_of(7), Some("n1"));
-    assert_eq!(cl.c.player_ids(7), Some((1, 0, rid)));
+    let ids = cl.c.session_ids(7).unwrap();
+    assert_eq!((ids.account, ids.slot, ids.rid), (1, 0, rid));
     assert_eq!(cl.c.session_by_name("ann"), Some(7));
+    // A copy on another node than the one the previous leader had him on, or of another
+    // lineage than the store's, is not his: Bob reported by n2 stays unadopted.
+    let a = cl.up("n2", 2, vec![running(key("Lakeshore", 0), 501, vec![8])]);
+    assert!(
+        !a.iter()
+            .any(|x| matches!(x, Action::Route { session: 8, .. })),
+        "{a:?}"
+    );
+    assert_eq!(cl.c.node_of(8), None);
+    assert_eq!(cl.c.kept(), 1);
     // A new login never gets the kept player's RuntimeID.
     cl.login(3, 2);
-    assert_ne!(cl.c.player_ids(3).map(|p| p.2), Some(rid));
+    assert_ne!(cl.c.session_ids(3).map(|p| p.rid), Some(rid));
     // Bob's player is on no node: once the window passes his client is closed and his
     // account may log in again.
     let a = cl.timeouts(u64::try_from(RESUME_WINDOW.as_millis()).unwrap() + 1);

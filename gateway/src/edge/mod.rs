@@ -53,6 +53,8 @@ enum Down {
         account: u64,
         slot: u8,
         rid: u16,
+        node: String,
+        fence: u64,
     },
     /// The link to the leader ended (or this gateway takes over): keep the client if its
     /// player is in the world, else close it.
@@ -77,6 +79,10 @@ pub struct Kept {
     pub slot: u8,
     /// The player's RuntimeID.
     pub rid: u16,
+    /// The zone node hosting the player, as the leader last said.
+    pub node: String,
+    /// The fencing token of the player's copy there.
+    pub fence: u64,
 }
 
 /// What a stopped edge hands the full gateway of the same process: its bound client
@@ -498,9 +504,9 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                         let _ = c.down.send(Down::Close(code, reason));
                     }
                 }
-                Ok(EdgeMsg::Entered { id, session, account, slot, rid }) => {
+                Ok(EdgeMsg::Entered { id, session, account, slot, rid, node, fence }) => {
                     if let Some(c) = leader.clients.get(&id) {
-                        let _ = c.down.send(Down::Entered { session, account, slot, rid });
+                        let _ = c.down.send(Down::Entered { session, account, slot, rid, node, fence });
                     }
                 }
                 Ok(_) => return "the leader sent an unexpected message".into(),
@@ -669,8 +675,8 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
                         }
                     }
                     Some(Down::Close(code, reason)) => break (code, reason),
-                    Some(Down::Entered { session, account, slot, rid }) => {
-                        entered = Some((session, account, slot, rid));
+                    Some(Down::Entered { session, account, slot, rid, node, fence }) => {
+                        entered = Some((session, account, slot, rid, node, fence));
                     }
                     Some(Down::LeaderLost) | None => break lost(),
                 },
@@ -681,7 +687,7 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
     // The leader forgets the session (a no-op when it closed it).
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
     // A player in the world whose leader is gone: kept for a gateway taking over.
-    if let (Some((session, account, slot, rid)), true) = (entered, end == lost()) {
+    if let (Some((session, account, slot, rid, node, fence)), true) = (entered, end == lost()) {
         state.kept.insert(
             id,
             Kept {
@@ -692,6 +698,8 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
                 account,
                 slot,
                 rid,
+                node,
+                fence,
             },
         );
         let state = state.clone();

@@ -314,6 +314,10 @@ pub enum HubEvent {
         slot: u8,
         /// RuntimeID.
         rid: u16,
+        /// The node the previous leader had the player on.
+        node: String,
+        /// The fencing token of the player's copy there.
+        fence: u64,
     },
     /// A node registered.
     NodeUp {
@@ -826,6 +830,8 @@ impl Hub {
                 account,
                 slot,
                 rid,
+                node,
+                fence,
             } => {
                 let online = {
                     let mut acc = self.shared.accounts();
@@ -852,6 +858,8 @@ impl Hub {
                             account,
                             slot,
                             rid,
+                            node,
+                            fence,
                             online,
                         })))
                     }
@@ -1025,6 +1033,8 @@ impl Hub {
                         self.shared.routes.insert(session, l.conn.clone());
                     }
                     self.actions_redeliver(session, &node);
+                    // A relayed player's edge follows him from node to node.
+                    self.tell_edge_entered(session);
                 }
                 Action::Unroute { session } => {
                     self.shared.routes.remove(&session);

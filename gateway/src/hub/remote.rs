@@ -216,20 +216,25 @@ impl Hub {
         }
     }
 
-    /// A relayed session's player is in the world: its edge keeps who it is, so that a
-    /// gateway taking over can adopt the player instead of logging it out.
+    /// A relayed session's player is in the world (or moved to another node): its edge
+    /// keeps who it is and where, so that a gateway taking over can adopt the player
+    /// instead of logging it out.
     pub(super) fn tell_edge_entered(&self, session: SessionId) {
         let Some(crate::hub::ClientLink::Relay(r)) = self.client(session).map(|c| c.link.clone())
         else {
             return;
         };
-        if let Some((account, slot, rid)) = self.control.player_ids(session) {
+        if let Some(ids) = self.control.session_ids(session)
+            && let Some(node) = ids.node
+        {
             let _ = r.tx.try_send(shared::internal::edge::EdgeMsg::Entered {
                 id: r.id,
                 session,
-                account,
-                slot,
-                rid,
+                account: ids.account,
+                slot: ids.slot,
+                rid: ids.rid,
+                node,
+                fence: ids.fence,
             });
         }
     }

@@ -381,7 +381,7 @@ async fn connection(
 
 /// A client an edge of this gateway kept through the leader change: its player is in the
 /// world on a zone node under the previous leader's `session`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct KeptSession {
     /// The previous leader's session id.
     pub session: u64,
@@ -391,6 +391,10 @@ pub struct KeptSession {
     pub slot: u8,
     /// The player's RuntimeID.
     pub rid: u16,
+    /// The node the previous leader had the player on.
+    pub node: String,
+    /// The fencing token of the player's copy there.
+    pub fence: u64,
 }
 
 /// Serves a client the edge of this process kept when the leader it relayed to went
@@ -405,6 +409,8 @@ pub fn resume(shared: &Arc<Shared>, doors: &Arc<Doors>, kept: crate::edge::Kept)
         account,
         slot,
         rid,
+        node,
+        fence,
     } = kept;
     shared.reserve_session(session);
     let peer = conn.remote_address();
@@ -425,6 +431,8 @@ pub fn resume(shared: &Arc<Shared>, doors: &Arc<Doors>, kept: crate::edge::Kept)
         account,
         slot,
         rid,
+        node,
+        fence,
     };
     tokio::spawn(
         async move {
@@ -491,6 +499,8 @@ async fn serve_conn(
             account: k.account,
             slot: k.slot,
             rid: k.rid,
+            node: k.node,
+            fence: k.fence,
         });
     }
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);

@@ -128,6 +128,10 @@ pub enum EdgeMsg {
         slot: u8,
         /// The player's RuntimeID.
         rid: u16,
+        /// The zone node hosting the player (sent again whenever it changes).
+        node: String,
+        /// The fencing token of the player's copy (the character's last hand-out).
+        fence: u64,
     },
     /// Leader → edge: close the client's connection (after what was queued) with `code`
     /// (transport.md).
@@ -310,6 +314,8 @@ mod tests {
                 account: 42,
                 slot: 1,
                 rid: 7,
+                node: "n1".into(),
+                fence: 1_795_000_000_000_123,
             },
             EdgeMsg::Close {
                 id: 3,

@@ -94,6 +94,8 @@ fn replay(path: &str, opts: &Options) -> anyhow::Result<ExitCode> {
         "steps": r.steps,
         "handoffs": r.handoffs,
         "recoveries": r.recoveries,
+        "kept": r.kept,
+        "adopted": r.adopted,
     });
     if let Some(v) = &r.violation {
         line["violation"] = serde_json::json!(format!("at {} ms: {}", v.at_ms, v.what));
@@ -112,6 +114,8 @@ struct Totals {
     steps: u64,
     handoffs: u64,
     recoveries: u64,
+    kept: u64,
+    adopted: u64,
     violations: u64,
     first_failure: Option<Report>,
 }
@@ -121,6 +125,8 @@ impl Totals {
         self.steps += r.steps;
         self.handoffs += r.handoffs;
         self.recoveries += r.recoveries;
+        self.kept += r.kept;
+        self.adopted += r.adopted;
         if r.violation.is_some() {
             self.violations += 1;
             if self.first_failure.as_ref().is_none_or(|f| r.seed < f.seed) {
@@ -133,6 +139,8 @@ impl Totals {
         self.steps += other.steps;
         self.handoffs += other.handoffs;
         self.recoveries += other.recoveries;
+        self.kept += other.kept;
+        self.adopted += other.adopted;
         self.violations += other.violations;
         if let Some(f) = other.first_failure
             && self
@@ -190,6 +198,8 @@ fn main() -> anyhow::Result<ExitCode> {
         steps,
         handoffs,
         recoveries,
+        kept,
+        adopted,
         violations,
         first_failure,
     } = totals
@@ -202,6 +212,8 @@ fn main() -> anyhow::Result<ExitCode> {
         "steps": steps,
         "handoffs": handoffs,
         "recoveries": recoveries,
+        "kept": kept,
+        "adopted": adopted,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     if let Some(r) = &first_failure

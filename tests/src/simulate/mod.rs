@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gateway::control::{
-    Action, Characters, Control, ControlConfig, Event, LinkEnd, Login, Save, Where,
+    Action, Characters, Control, ControlConfig, Event, LinkEnd, Login, Resume, Save, Where,
 };
 use gateway::session::AccountBook;
 use rand::rngs::SmallRng;
@@ -94,6 +94,11 @@ pub struct Report {
     pub handoffs: u64,
     /// Players put back after a node loss.
     pub recoveries: u64,
+    /// Sessions in the world kept through a gateway restart (a leader change whose new
+    /// leader was their edge).
+    pub kept: u64,
+    /// Kept sessions whose player the new gateway adopted from a node.
+    pub adopted: u64,
     /// The faults and client actions the schedule injected, as a replayable [`Schedule`]
     /// would list them.
     pub faults: Vec<Timed>,
@@ -123,6 +128,8 @@ fn finish(seed: u64, mut sim: Sim) -> Report {
         trace: sim.trace,
         handoffs: sim.handoffs,
         recoveries: sim.recoveries,
+        kept: sim.kept,
+        adopted: sim.adopted,
         faults: sim.faults,
     }
 }
@@ -256,6 +263,10 @@ struct Client {
 
 struct Sim {
     rng: SmallRng,
+    /// Decides, per gateway restart, whether the gateway taking over kept the sessions in
+    /// the world (it was their edge); apart from `rng`, so a schedule's other draws stay
+    /// what they were.
+    keep_seed: u64,
     opts: Options,
     now: u64,
     world: Arc<World>,
@@ -284,6 +295,10 @@ struct Sim {
     steps: u64,
     handoffs: u64,
     recoveries: u64,
+    kept: u64,
+    adopted: u64,
+    /// Kept sessions not adopted yet.
+    kept_pending: BTreeSet<SessionId>,
     healing: bool,
     /// A violation found while handling an event, reported by the next check.
     pending_violation: Option<Violation>,
@@ -309,6 +324,7 @@ impl Sim {
             })
             .collect();
         let control = Control::new(gateway_config(), world.clone(), 1_000);
+        let keep_seed = seed;
         let mut store = Store::default();
         let template = world.actors.iter().find(|t| t.playable).cloned();
         for a in 0..opts.accounts as u64 {
@@ -354,6 +370,7 @@ impl Sim {
             .collect();
         let mut sim = Self {
             rng: SmallRng::seed_from_u64(seed),
+            keep_seed,
             opts,
             now: 0,
             world,
@@ -377,6 +394,9 @@ impl Sim {
             steps: 0,
             handoffs: 0,
             recoveries: 0,
+            kept: 0,
+            adopted: 0,
+            kept_pending: BTreeSet::new(),
             healing: false,
             pending_violation: None,
             gw_started: BTreeMap::new(),
@@ -836,7 +856,33 @@ impl Sim {
     }
 
     fn restart_gateway(&mut self) {
-        self.log(|| "gateway restarts".into());
+        // Half the restarts are a leader change where the gateway taking over was the edge
+        // of the players in the world: it keeps their clients, and its control plane adopts
+        // them from the nodes (`Event::Resume`) instead of logging them out.
+        let keep = SmallRng::seed_from_u64(self.keep_seed ^ self.gateway_epoch).gen_bool(0.5);
+        let kept: Vec<Resume> = if keep {
+            self.control
+                .players()
+                .filter(|(s, .., w)| {
+                    *w == Where::InGame && self.clients.get(s).is_some_and(|c| c.open)
+                })
+                .filter_map(|(session, online, ..)| {
+                    let ids = self.control.session_ids(session)?;
+                    Some(Resume {
+                        session,
+                        account: ids.account,
+                        slot: ids.slot,
+                        rid: ids.rid,
+                        node: ids.node?,
+                        fence: ids.fence,
+                        online: online.clone(),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.log(|| format!("gateway restarts (keeping {} sessions)", kept.len()));
         self.gateway_epoch += 1;
         // The new process's clock starts now.
         self.gw_offset = self.now;
@@ -850,9 +896,12 @@ impl Sim {
         // Every client connection ends with the process; the accounts are free again.
         let open = self.open_sessions();
         for s in open {
-            self.close_session(s, "gateway restart");
+            if !kept.iter().any(|k| k.session == s) {
+                self.close_session(s, "gateway restart");
+            }
         }
-        self.logged_on.clear();
+        self.logged_on
+            .retain(|a| kept.iter().any(|k| k.account == *a));
         // Every node link ends too (the nodes reconnect).
         for i in 0..self.nodes.len() {
             if let Some(serial) = self.nodes[i].link {
@@ -865,6 +914,12 @@ impl Sim {
         // store committed stays (this store commits at once).
         self.queue
             .retain(|_, d| !matches!(d, Delivery::LinkDown { .. } | Delivery::Committed { .. }));
+        self.kept_pending.clear();
+        for k in kept {
+            self.kept += 1;
+            self.kept_pending.insert(k.session);
+            self.gateway_event(Event::Resume(Box::new(k)));
+        }
     }
 
     // ----- deliveries -------------------------------------------------------------------
@@ -1103,6 +1158,9 @@ impl Sim {
                 }
                 Action::Count(gateway::control::Count::HandoffCompleted) => self.handoffs += 1,
                 Action::Count(gateway::control::Count::Recovery) => self.recoveries += 1,
+                Action::Route { session, .. } if self.kept_pending.remove(&session) => {
+                    self.adopted += 1;
+                }
                 Action::TransferBegan {
                     id,
                     session,

@@ -70,9 +70,11 @@ fn a_seed_replays_exactly() {
 fn schedules_exercise_handoffs_recoveries_and_faults() {
     let opts = Options::default();
     let (mut handoffs, mut recoveries, mut restarts, mut kills, mut pauses) = (0, 0, 0, 0, 0);
-    let mut given_up = 0;
+    let (mut given_up, mut kept, mut adopted) = (0, 0, 0);
     for seed in 0..100 {
         let r = simulate::run(seed, &opts);
+        kept += r.kept;
+        adopted += r.adopted;
         handoffs += r.handoffs;
         recoveries += r.recoveries;
         restarts += r
@@ -96,6 +98,8 @@ fn schedules_exercise_handoffs_recoveries_and_faults() {
     );
     // The tick watchdog giving one instance of a node up (issue 36).
     assert!(given_up > 20, "{given_up} instances given up");
+    // Leader changes whose new leader kept the sessions in the world (issue 41).
+    assert!(kept > 20 && adopted > 10, "{kept} kept, {adopted} adopted");
 }
 
 /// The seeds that found bugs, each named by what it found (docs/testing.md has the
@@ -140,6 +144,10 @@ fn regression_seeds() {
         // placement was held after a gateway restart: the transfer was refused at once
         // although its source had committed, and the player was lost.
         (106_832, "prepared destination given up"),
+        // A leader change kept a player whose node had been lost and who had been put
+        // back on another: the new leader adopted the stale copy the lost node reported
+        // first (issue 41; adoption now asks for the node and the store's fencing token).
+        (7_615, "kept session adopted from a stale copy"),
     ];
     let opts = Options::default();
     for (seed, what) in found {
