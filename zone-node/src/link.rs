@@ -385,6 +385,7 @@ async fn write_env(send: &mut quinn::SendStream, env: Envelope) -> Result<(), Se
 async fn handshake(
     cfg: &NodeConfig,
     gateway: &str,
+    round: usize,
     endpoint: &quinn::Endpoint,
     reg: &Registry,
     seen_epoch: u64,
@@ -398,10 +399,15 @@ async fn handshake(
     ),
     SessionEnd,
 > {
-    let addr = tokio::net::lookup_host(gateway)
+    // A name with several addresses (every gateway pod behind one headless service):
+    // each round over the list tries the next of them.
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(gateway)
         .await
         .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?
-        .next()
+        .collect();
+    let addr = addrs
+        .get(round % addrs.len().max(1))
+        .copied()
         .ok_or_else(|| SessionEnd::Connect(format!("{gateway} has no address")))?;
     let conn = endpoint
         .connect(addr, &cfg.gateway_server_name)
@@ -550,8 +556,9 @@ async fn session(
         .get(state.attempts % gateways.len().max(1))
         .copied()
         .unwrap_or(cfg.gateway_addr.as_str());
+    let round = state.attempts / gateways.len().max(1);
     state.attempts = state.attempts.wrapping_add(1);
-    let hs = handshake(cfg, gateway, endpoint, reg, state.gateway_epoch);
+    let hs = handshake(cfg, gateway, round, endpoint, reg, state.gateway_epoch);
     tokio::pin!(hs);
     let first_limit = limit(state);
     let hs_result = tokio::select! {

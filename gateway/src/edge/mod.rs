@@ -305,9 +305,21 @@ async fn find_leader(
     loop {
         let round = async {
             for peer in &state.cfg.peers {
-                match connect(&state, &ep, peer).await {
-                    Ok(l) => return Some(l),
-                    Err(e) => tracing::debug!(peer = %peer, error = %e, "edge: not the leader"),
+                // A name may stand for several gateways (a headless service): each.
+                let addrs: Vec<SocketAddr> = match tokio::net::lookup_host(peer.as_str()).await {
+                    Ok(a) => a.collect(),
+                    Err(e) => {
+                        tracing::debug!(peer = %peer, error = %e, "edge: peer does not resolve");
+                        continue;
+                    }
+                };
+                for addr in addrs {
+                    match connect(&state, &ep, addr).await {
+                        Ok(l) => return Some(l),
+                        Err(e) => {
+                            tracing::debug!(peer = %peer, %addr, error = %e, "edge: not the leader")
+                        }
+                    }
                 }
             }
             None
@@ -363,13 +375,8 @@ async fn write_one(send: &mut quinn::SendStream, msg: &EdgeMsg) -> Result<(), St
 async fn connect(
     state: &State,
     ep: &quinn::Endpoint,
-    peer: &str,
+    addr: SocketAddr,
 ) -> Result<(Leader, Decoding), String> {
-    let addr = tokio::net::lookup_host(peer)
-        .await
-        .map_err(|e| format!("resolve: {e}"))?
-        .next()
-        .ok_or("resolves to nothing")?;
     let timeout = Duration::from_secs(3);
     let connecting = ep.connect(addr, "gateway").map_err(|e| e.to_string())?;
     let conn = tokio::time::timeout(timeout, connecting)
