@@ -434,22 +434,9 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let writer = Writer::spawn(store)?;
     // Handles given at load to characters of an older database.
     writer.submit(book.take_persist())?;
-    let (identity, created) = match (&cfg.cert_path, &cfg.key_path) {
-        (Some(c), Some(k)) => (tls::load_pem(c, k)?, false),
-        _ => tls::load_or_create(&cfg.data_dir)?,
-    };
+    let (client_cfg, identity, created) = tls::client_endpoint_config(&cfg)?;
     let fingerprint = identity.fingerprint();
     tracing::info!(sha256 = %fingerprint, created, "client certificate");
-    let client_cfg = tls::server_config(
-        &identity,
-        &[b"rc/1", shared::compact::ALPN],
-        Limits {
-            idle: cfg.idle_timeout(),
-            bidi_streams: 1,
-            datagram_buffer: 256 * 1024,
-            peer_acks: Some(tls::PeerAcks::CLIENTS),
-        },
-    )?;
     // Kept in the data directory: nodes may pin its fingerprint, which must survive
     // restarts (it was generated afresh at every start).
     let (internal_identity, _) = tls::load_or_create_internal(&cfg.data_dir)?;

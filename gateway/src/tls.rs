@@ -249,6 +249,29 @@ pub fn server_config(
     Ok(cfg)
 }
 
+/// The players' endpoint's configuration: the configured certificate (`cert_path`,
+/// `key_path`) or the one kept in the data directory, ALPN `rc/1` and `rc-compact/1`.
+/// Returns it with the identity and whether the certificate was just made.
+pub fn client_endpoint_config(
+    cfg: &crate::config::GatewayConfig,
+) -> Result<(quinn::ServerConfig, Identity, bool), TlsError> {
+    let (identity, created) = match (&cfg.cert_path, &cfg.key_path) {
+        (Some(c), Some(k)) => (load_pem(c, k)?, false),
+        _ => load_or_create(&cfg.data_dir)?,
+    };
+    let server = server_config(
+        &identity,
+        &[b"rc/1", shared::compact::ALPN],
+        Limits {
+            idle: cfg.idle_timeout(),
+            bidi_streams: 1,
+            datagram_buffer: 256 * 1024,
+            peer_acks: Some(PeerAcks::CLIENTS),
+        },
+    )?;
+    Ok((server, identity, created))
+}
+
 /// Accepts any certificate from the leader: an edge authenticates the leader by its
 /// HMAC proof over the cluster secret, bound to this TLS connection's exporter
 /// (`shared::internal::edge`), which a man in the middle cannot produce; TLS still

@@ -31,7 +31,7 @@ mod enet;
 
 use crate::config::GatewayConfig;
 use crate::session::close;
-use crate::tls::{self, Limits};
+use crate::tls;
 
 /// How long the edge waits between rounds over its peers when none leads.
 const RETRY: Duration = Duration::from_millis(500);
@@ -174,20 +174,7 @@ impl Edge {
     /// Binds the client endpoint on `cfg.listen` and starts looking for the leader among
     /// `cfg.peers`.
     pub fn start(cfg: &GatewayConfig) -> Result<Self, EdgeError> {
-        let (identity, _) = match (&cfg.cert_path, &cfg.key_path) {
-            (Some(c), Some(k)) => (tls::load_pem(c, k)?, false),
-            _ => tls::load_or_create(&cfg.data_dir)?,
-        };
-        let server = tls::server_config(
-            &identity,
-            &[b"rc/1", shared::compact::ALPN],
-            Limits {
-                idle: cfg.idle_timeout(),
-                bidi_streams: 1,
-                datagram_buffer: 256 * 1024,
-                peer_acks: Some(tls::PeerAcks::CLIENTS),
-            },
-        )?;
+        let (server, _, _) = tls::client_endpoint_config(cfg)?;
         let endpoint = crate::server::edge_endpoint(cfg.listen, server)
             .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
         let heartbeat = Duration::from_millis(cfg.heartbeat_ms.max(10));
@@ -467,8 +454,9 @@ impl Decoding {
     }
 }
 
-/// Writes every queued message, batched, until the queue closes or the stream fails.
-async fn writer(mut send: quinn::SendStream, mut rx: mpsc::Receiver<EdgeMsg>) {
+/// Writes every queued message, batched, until the queue closes or the stream fails
+/// (both ends of the edge link).
+pub(crate) async fn writer(mut send: quinn::SendStream, mut rx: mpsc::Receiver<EdgeMsg>) {
     let mut out = Vec::new();
     while let Some(m) = rx.recv().await {
         out.clear();

@@ -379,6 +379,105 @@ async fn connection(
     serve_conn(shared, session_id, slot, conn, send, recv, login, None).await;
 }
 
+/// A connection's session task, set up ([`open`]): its state, what the hub and the node
+/// readers send it, and when it must close if it lingers before the world.
+pub(super) struct Opened {
+    pub(super) c: Conn,
+    pub(super) rx: mpsc::Receiver<ClientOut>,
+    pub(super) lingering: Lingering,
+}
+
+/// When a connection not yet in the world is closed: no login by `login_deadline_ms`, no
+/// character chosen by `menu_deadline_ms`, or displaced by a newcomer (the lobby is full).
+pub(super) struct Lingering {
+    login: tokio::time::Instant,
+    menu: tokio::time::Instant,
+    kick: Arc<tokio::sync::Notify>,
+}
+
+impl Lingering {
+    /// Resolves when the connection must close (never once it is in the world), counted
+    /// and logged; `logged_in` and `in_game` as they are now.
+    pub(super) async fn due(
+        &self,
+        shared: &Shared,
+        logged_in: bool,
+        in_game: bool,
+    ) -> (u32, String) {
+        if in_game {
+            return std::future::pending().await;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(self.login), if !logged_in => {
+                Metrics::inc(&shared.metrics.login_deadlines);
+                tracing::info!("no login within the deadline");
+                (close::RATE_LIMITED, "no login in time".into())
+            }
+            () = tokio::time::sleep_until(self.menu) => {
+                Metrics::inc(&shared.metrics.menu_deadlines);
+                tracing::info!("no character chosen within the menu deadline");
+                (close::RATE_LIMITED, "no character chosen in time".into())
+            }
+            () = self.kick.notified() => {
+                tracing::info!("displaced: the lobby is full and this connection had not logged in");
+                (close::RATE_LIMITED, "server busy: log in sooner".into())
+            }
+        }
+    }
+}
+
+/// Registers a new connection's client handle (how the hub and the node readers reach it;
+/// `queued` counts the bytes queued to it and not yet written) and builds its session
+/// state, whatever its transport.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn open(
+    shared: &Arc<Shared>,
+    session_id: u64,
+    peer: SocketAddr,
+    link: crate::hub::ClientLink,
+    out: Out,
+    slot: ConnSlot,
+    login: tracing::Span,
+    compact: bool,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+) -> Opened {
+    let kick = slot.kicked();
+    let (tx, rx) = mpsc::channel(CLIENT_QUEUE);
+    if compact {
+        Metrics::inc(&shared.metrics.compact_sessions);
+    }
+    let compact = compact.then(|| {
+        Arc::new(std::sync::Mutex::new(
+            shared::compact::DownEncoder::default(),
+        ))
+    });
+    shared.clients.insert(
+        session_id,
+        ClientHandle {
+            tx,
+            queued,
+            queue_limit: shared.cfg.client_queue_bytes,
+            link,
+            compact: compact.clone(),
+        },
+    );
+    tracing::debug!("client connected");
+    let mut c = Conn::new(shared.clone(), session_id, peer, out, slot, login);
+    c.compact = compact;
+    let start = tokio::time::Instant::now();
+    Opened {
+        c,
+        rx,
+        lingering: Lingering {
+            login: start + Duration::from_millis(shared.cfg.login_deadline_ms),
+            // A logged-in connection must also choose a character in time: the lobby is
+            // not a place to stay.
+            menu: start + Duration::from_millis(shared.cfg.menu_deadline_ms),
+            kick,
+        },
+    }
+}
+
 /// A client an edge of this gateway kept through the leader change: its player is in the
 /// world on a zone node under the previous leader's `session`.
 #[derive(Debug, Clone)]
@@ -455,39 +554,24 @@ async fn serve_conn(
     login: tracing::Span,
     kept: Option<KeptSession>,
 ) {
-    let kick = slot.kicked();
     let peer = conn.remote_address();
-    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
     let compact = negotiated(&conn).as_deref() == Some(shared::compact::ALPN);
-    if compact {
-        Metrics::inc(&shared.metrics.compact_sessions);
-    }
-    let compact = compact.then(|| {
-        Arc::new(std::sync::Mutex::new(
-            shared::compact::DownEncoder::default(),
-        ))
-    });
     let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    shared.clients.insert(
-        session_id,
-        ClientHandle {
-            tx,
-            queued: queued.clone(),
-            queue_limit: shared.cfg.client_queue_bytes,
-            link: crate::hub::ClientLink::Quic(conn.clone()),
-            compact: compact.clone(),
-        },
-    );
-    tracing::debug!("client connected");
-    let mut c = Conn::new(
-        shared.clone(),
+    let Opened {
+        mut c,
+        mut rx,
+        lingering,
+    } = open(
+        &shared,
         session_id,
         peer,
+        crate::hub::ClientLink::Quic(conn.clone()),
         Out::Quic(send),
         slot,
         login,
+        compact,
+        queued.clone(),
     );
-    c.compact = compact;
     if let Some(k) = kept {
         // In the world already: the hub marks the account logged on and the control
         // plane adopts the player once its zone node reports it.
@@ -505,27 +589,10 @@ async fn serve_conn(
     }
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
-    let start = tokio::time::Instant::now();
-    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
-    // A logged-in connection must also choose a character in time: the lobby is not a
-    // place to stay.
-    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
     let end: End = loop {
+        let (logged_in, in_game) = (c.session.is_logged_in(), c.in_game);
         tokio::select! {
-            () = tokio::time::sleep_until(deadline), if !c.session.is_logged_in() && !c.in_game => {
-                Metrics::inc(&shared.metrics.login_deadlines);
-                tracing::info!("no login within the deadline");
-                break Some((close::RATE_LIMITED, "no login in time".into()));
-            }
-            () = tokio::time::sleep_until(menu_deadline), if !c.in_game => {
-                Metrics::inc(&shared.metrics.menu_deadlines);
-                tracing::info!("no character chosen within the menu deadline");
-                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
-            }
-            () = kick.notified(), if !c.in_game => {
-                tracing::info!("displaced: the lobby is full and this connection had not logged in");
-                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
-            }
+            end = lingering.due(&shared, logged_in, in_game) => break Some(end),
             // The hub has not caught up with this client's frames (or anyone's): read on
             // once it has; meanwhile the client waits in QUIC's flow control.
             () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
@@ -638,57 +705,30 @@ pub(super) async fn relayed(
         mut datagrams,
     } = input;
     let peer = link.addr;
-    let kick = slot.kicked();
     let login = tracing::info_span!(parent: None, "session.login", session = session_id,
         peer = %peer, transport = "edge", account = tracing::field::Empty,
         character = tracing::field::Empty, outcome = tracing::field::Empty);
-    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
-    if compact {
-        Metrics::inc(&shared.metrics.compact_sessions);
-    }
-    let compact = compact.then(|| {
-        Arc::new(std::sync::Mutex::new(
-            shared::compact::DownEncoder::default(),
-        ))
-    });
     let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    shared.clients.insert(
-        session_id,
-        ClientHandle {
-            tx,
-            queued: queued.clone(),
-            queue_limit: shared.cfg.client_queue_bytes,
-            link: crate::hub::ClientLink::Relay(link.clone()),
-            compact: compact.clone(),
-        },
-    );
-    tracing::debug!("relayed client connected");
-    let mut c = Conn::new(
-        shared.clone(),
+    let Opened {
+        mut c,
+        mut rx,
+        lingering,
+    } = open(
+        &shared,
         session_id,
         peer,
+        crate::hub::ClientLink::Relay(link.clone()),
         Out::Relay(link.clone()),
         slot,
         login,
+        compact,
+        queued.clone(),
     );
-    c.compact = compact;
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
-    let start = tokio::time::Instant::now();
-    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
-    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
     let end: End = loop {
+        let (logged_in, in_game) = (c.session.is_logged_in(), c.in_game);
         tokio::select! {
-            () = tokio::time::sleep_until(deadline), if !c.session.is_logged_in() && !c.in_game => {
-                Metrics::inc(&shared.metrics.login_deadlines);
-                break Some((close::RATE_LIMITED, "no login in time".into()));
-            }
-            () = tokio::time::sleep_until(menu_deadline), if !c.in_game => {
-                Metrics::inc(&shared.metrics.menu_deadlines);
-                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
-            }
-            () = kick.notified(), if !c.in_game => {
-                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
-            }
+            end = lingering.due(&shared, logged_in, in_game) => break Some(end),
             () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
             r = stream.recv(), if c.may_read() => match r {
                 Some(Relayed::Stream(b)) => {

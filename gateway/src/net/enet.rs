@@ -24,11 +24,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::client::{Conn, ConnSlot, Doors, End, NoSlot, Out, budgets, peer_key, to_node};
-use crate::hub::{
-    CLIENT_QUEUE, ClientHandle, ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics,
-    Shared,
-};
+use super::client::{ConnSlot, Doors, End, NoSlot, Opened, Out, budgets, open, peer_key, to_node};
+use crate::hub::{ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics, Shared};
 use crate::session::budget::{InputBudget, Verdict};
 use crate::session::close;
 
@@ -645,49 +642,28 @@ async fn session_task(
     slot: ConnSlot,
 ) {
     let peer = link.addr;
-    let kick = slot.kicked();
     let login = tracing::info_span!(parent: None, "session.login", session = session_id,
         peer = %peer, transport = "enet", account = tracing::field::Empty,
         character = tracing::field::Empty, outcome = tracing::field::Empty);
-    let (tx, mut rx) = mpsc::channel(CLIENT_QUEUE);
-    shared.clients.insert(
-        session_id,
-        ClientHandle {
-            tx,
-            queued: queued.clone(),
-            queue_limit: shared.cfg.client_queue_bytes,
-            link: ClientLink::Enet(link.clone()),
-            compact: None,
-        },
-    );
-    tracing::debug!("RCEnet client connected");
-    let mut c = Conn::new(
-        shared.clone(),
+    let Opened {
+        mut c,
+        mut rx,
+        lingering,
+    } = open(
+        &shared,
         session_id,
         peer,
+        ClientLink::Enet(link.clone()),
         Out::Enet(link.clone()),
         slot,
         login,
+        false,
+        queued.clone(),
     );
-    let start = Instant::now();
-    let deadline = start + Duration::from_millis(shared.cfg.login_deadline_ms);
-    let menu_deadline = start + Duration::from_millis(shared.cfg.menu_deadline_ms);
     let end: End = loop {
+        let (logged_in, in_game) = (c.is_logged_in(), c.in_game());
         tokio::select! {
-            () = tokio::time::sleep_until(deadline), if !c.is_logged_in() && !c.in_game() => {
-                Metrics::inc(&shared.metrics.login_deadlines);
-                tracing::info!("no login within the deadline");
-                break Some((close::RATE_LIMITED, "no login in time".into()));
-            }
-            () = tokio::time::sleep_until(menu_deadline), if !c.in_game() => {
-                Metrics::inc(&shared.metrics.menu_deadlines);
-                tracing::info!("no character chosen within the menu deadline");
-                break Some((close::RATE_LIMITED, "no character chosen in time".into()));
-            }
-            () = kick.notified(), if !c.in_game() => {
-                tracing::info!("displaced: the lobby is full and this connection had not logged in");
-                break Some((close::RATE_LIMITED, "server busy: log in sooner".into()));
-            }
+            end = lingering.due(&shared, logged_in, in_game) => break Some(end),
             () = tokio::time::sleep(Duration::from_millis(5)), if !c.may_read() => {}
             m = inbound.recv(), if c.may_read() => match m {
                 Some(Inbound(p)) => {

@@ -122,31 +122,8 @@ pub(super) async fn serve(
     let name = edge::short_reason(&name);
     tracing::info!(edge = %name, peer = %conn.remote_address(), "edge link up");
     shared.edges.insert(name.clone(), 0);
-    let (tx, mut rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
-    let writer = tokio::spawn(
-        async move {
-            let mut out = Vec::new();
-            while let Some(m) = rx.recv().await {
-                out.clear();
-                if edge::encode(&m, &mut out).is_err() {
-                    continue;
-                }
-                // Whatever else is queued goes in the same write.
-                while out.len() < 64 * 1024 {
-                    match rx.try_recv() {
-                        Ok(m) => {
-                            let _ = edge::encode(&m, &mut out);
-                        }
-                        Err(_) => break,
-                    }
-                }
-                if send.write_all(&out).await.is_err() {
-                    break;
-                }
-            }
-        }
-        .in_current_span(),
-    );
+    let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
+    let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
     let why = loop {
         tokio::select! {
