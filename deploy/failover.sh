@@ -131,7 +131,8 @@ if [ "$EDGES" = 1 ]; then
     PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
     sleep $((KILL_AT + 5))
     EXPECTED=0
-    lead_port() { if curl -fsS -m 2 -o /dev/null "http://127.0.0.1:${A[2]}/cluster" 2>/dev/null; then echo a; else echo b; fi; }
+    # The leader: ready and not an edge (an edge is ready too, and passes /cluster on).
+    lead_port() { if curl -fsS -m 2 "http://127.0.0.1:${A[2]}/readyz" 2>/dev/null | grep -qv edge; then echo a; else echo b; fi; }
     for round in $(seq 1 "$ROUNDS"); do
         WHO=$KILL
         if [ "$ROUNDS" -gt 1 ]; then

@@ -111,11 +111,11 @@ wait_for() { # SECONDS COMMAND...
     local until=$(( $(date +%s) + $1 )); shift
     while ! "$@"; do [ "$(date +%s)" -ge "$until" ] && return 1; sleep 0.5; done
 }
-leads() { ready "$1" && curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$1/cluster" 2>/dev/null; } # an edge has no /cluster
+is_edge() { curl -fsS -m 2 "http://127.0.0.1:$1/readyz" 2>/dev/null | grep -q "edge"; }
+leads() { ready "$1" && ! is_edge "$1"; } # an edge is ready too, and says so
 serving() { # the leading gateway's admin port
     if leads "$RC_ADMIN_PORT"; then echo "$RC_ADMIN_PORT a"; elif leads "$RC_ADMIN_PORT_B"; then echo "$RC_ADMIN_PORT_B b"; else return 1; fi
 }
-is_edge() { curl -fsS -m 2 "http://127.0.0.1:$1/readyz" 2>/dev/null | grep -q "edge"; }
 nodes_placed() { curl -fsS -m 2 "http://127.0.0.1:$1/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if len(d["nodes"]) == 2 and not d["unplaced"] else 1)'; }
 
 # 1. Deploy.

@@ -118,11 +118,15 @@ fn load_store(
 
 /// A standby's probes while it waits for the database (on `admin_listen`, until it takes
 /// over and the admin endpoint proper binds there): `/livez` 200, `/readyz` and
-/// `/healthz` 503. Returns the stop signal and the server's end.
+/// `/healthz` 503, or 200 while it is an edge linked to the leader; and an edge passes
+/// every other request (`/cluster`, `/metrics`, `/admin`, the console and `/api/v1/`) to
+/// the leader's admin endpoint, so they show the whole cluster through any gateway.
+/// Returns the stop signal and the server's end.
 async fn standby_probes(
     addr: SocketAddr,
-    edge: Option<watch::Receiver<Option<String>>>,
+    edge: Option<watch::Receiver<Option<crate::edge::Linked>>>,
 ) -> Result<(oneshot::Sender<()>, tokio::task::JoinHandle<()>), StartError> {
+    use axum::response::IntoResponse as _;
     use axum::routing::get;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -132,13 +136,14 @@ async fn standby_probes(
             source,
         })?;
     // An edge is ready while it is linked to the leader: it serves clients.
+    let linked = edge.clone();
     let ready = move || {
-        let edge = edge.clone();
+        let edge = linked.clone();
         async move {
             match edge.as_ref().and_then(|e| e.borrow().clone()) {
                 Some(leader) => (
                     axum::http::StatusCode::OK,
-                    format!("ok: edge, relaying clients to {leader}\n"),
+                    format!("ok: edge, relaying clients to {}\n", leader.name),
                 ),
                 None => (
                     axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -147,10 +152,41 @@ async fn standby_probes(
             }
         }
     };
+    let client: hyper_util::client::legacy::Client<_, axum::body::Body> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http();
+    let proxy = move |mut req: axum::extract::Request| {
+        let edge = edge.clone();
+        let client = client.clone();
+        async move {
+            let Some(leader) = edge.as_ref().and_then(|e| e.borrow().clone()) else {
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "standing by: no leader to ask\n",
+                )
+                    .into_response();
+            };
+            let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+            let Ok(uri) = format!("http://{}{path}", leader.admin).parse::<axum::http::Uri>()
+            else {
+                return axum::http::StatusCode::BAD_REQUEST.into_response();
+            };
+            *req.uri_mut() = uri;
+            match tokio::time::timeout(Duration::from_secs(15), client.request(req)).await {
+                Ok(Ok(resp)) => resp.map(axum::body::Body::new).into_response(),
+                _ => (
+                    axum::http::StatusCode::BAD_GATEWAY,
+                    "the leader's admin endpoint did not answer\n",
+                )
+                    .into_response(),
+            }
+        }
+    };
     let app = axum::Router::new()
         .route("/livez", get(|| async { "ok: standing by\n" }))
         .route("/readyz", get(ready.clone()))
-        .route("/healthz", get(ready));
+        .route("/healthz", get(ready))
+        .fallback(proxy);
     let (stop, stopped) = oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         let _ = axum::serve(listener, app)

@@ -115,6 +115,7 @@ enum Sink {
 /// The link to the leader.
 struct Leader {
     name: String,
+    admin: SocketAddr,
     conn: quinn::Connection,
     tx: mpsc::Sender<EdgeMsg>,
     clients: DashMap<RelayId, Client>,
@@ -133,14 +134,23 @@ struct State {
     kept: DashMap<RelayId, Kept>,
 }
 
-/// A running edge; [`Edge::stop`] closes its clients and unbinds its addresses.
+/// The leader an edge is linked to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    /// Its name (`gateway_id`).
+    pub name: String,
+    /// Its admin HTTP address, as this edge reaches it.
+    pub admin: SocketAddr,
+}
+
+/// A running edge; [`Edge::hand_over`] gives its clients to the gateway taking over.
 pub struct Edge {
     state: Arc<State>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     endpoint: quinn::Endpoint,
-    /// The leader's name while linked.
-    pub linked: watch::Receiver<Option<String>>,
+    /// The leader while linked.
+    pub linked: watch::Receiver<Option<Linked>>,
 }
 
 impl std::fmt::Debug for Edge {
@@ -264,20 +274,6 @@ impl Edge {
             kept,
         }
     }
-
-    /// Closes every client (code 3: they log in again, through this gateway once it
-    /// serves), ends the link and unbinds the client address.
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        self.endpoint.close(
-            close::SHUTDOWN.into(),
-            b"this gateway is taking over: log in again",
-        );
-        for t in self.tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.endpoint.wait_idle()).await;
-    }
 }
 
 /// Tries the peers in turn until one welcomes this edge, serves the link until it ends,
@@ -285,7 +281,7 @@ impl Edge {
 async fn find_leader(
     state: Arc<State>,
     ep: quinn::Endpoint,
-    linked: watch::Sender<Option<String>>,
+    linked: watch::Sender<Option<Linked>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut logged_none = false;
@@ -320,7 +316,10 @@ async fn find_leader(
             let leader = Arc::new(leader);
             tracing::info!(leader = %leader.name, "edge: linked to the leader");
             state.leader.send_replace(Some(leader.clone()));
-            let _ = linked.send(Some(leader.name.clone()));
+            let _ = linked.send(Some(Linked {
+                name: leader.name.clone(),
+                admin: leader.admin,
+            }));
             let why = tokio::select! {
                 why = serve_link(&state, &leader, recv) => why,
                 _ = stop.wait_for(|s| *s) => "this gateway stops relaying".to_owned(),
@@ -397,6 +396,7 @@ async fn connect(
             version,
             leader,
             epoch,
+            admin,
             proof,
         } => {
             if !edge::verify_leader(secret, &exporter, &proof) {
@@ -419,7 +419,14 @@ async fn connect(
             state.epoch.store(epoch, Ordering::Relaxed);
             let (tx, rx) = mpsc::channel(crate::hub::RELAY_QUEUE);
             tokio::spawn(writer(send, rx));
+            // An unspecified admin address is the one this edge reached the leader at.
+            let admin = match admin.parse::<SocketAddr>() {
+                Ok(a) if a.ip().is_unspecified() => SocketAddr::new(addr.ip(), a.port()),
+                Ok(a) => a,
+                Err(_) => SocketAddr::new(addr.ip(), 9180),
+            };
             let leader = Leader {
+                admin,
                 name: edge::short_reason(&leader),
                 conn,
                 tx,

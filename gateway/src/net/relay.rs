@@ -113,6 +113,7 @@ pub(super) async fn serve(
         version: edge::VERSION,
         leader: shared.cfg.gateway_id.clone(),
         epoch: shared.control_epoch.load(Ordering::Relaxed),
+        admin: shared.cfg.admin_listen.to_string(),
         proof: edge::leader_proof(secret, &exporter),
     };
     if !write_one(&mut send, &welcome).await {

@@ -81,6 +81,10 @@ pub enum EdgeMsg {
         /// The leader's control epoch (an edge keeps the newest it has seen and refuses
         /// an older leader, as the zone nodes do).
         epoch: u64,
+        /// The leader's admin HTTP address (`admin_listen`; an unspecified IP means the
+        /// address the edge reached the leader at): the edge passes its console, admin
+        /// API and `/cluster` requests there.
+        admin: String,
         /// [`leader_proof`] of this connection.
         proof: [u8; 32],
     },
@@ -292,6 +296,7 @@ mod tests {
                 version: VERSION,
                 leader: "gw-a".into(),
                 epoch: 1_700_000_000_000,
+                admin: "0.0.0.0:9180".into(),
                 proof: [9; 32],
             },
             EdgeMsg::Refused {

@@ -419,6 +419,11 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         v.edges.iter().any(|e| e.name == "gateway")
     })
     .await;
+    // The edge's admin endpoint shows the whole cluster too: it asks the leader's.
+    wait_cluster(b_addrs.2, "the edge's /cluster is the leader's", |v| {
+        v.edges.iter().any(|e| e.name == "gateway") && v.nodes.iter().any(|n| n.id == "n1")
+    })
+    .await;
 
     let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
     let (mut pb, gb) = new_player(b_addrs.0, "bryn").await;
