@@ -127,6 +127,11 @@ pub enum AdminCommand {
         /// What was read.
         data: crate::script_import::ScriptData,
     },
+    /// Hand the lead over (a gateway upgrade without a full disconnect): this gateway
+    /// leaves as if it had died, saving nothing and telling the zone nodes nothing (they
+    /// keep their players), and exits; an edge takes the database over and keeps the
+    /// players it relays in their sessions. This gateway's own players log in again.
+    HandOver,
 }
 
 /// A boxed future of an admin command's outcome: `Ok(text)` answers 200 with the text,
@@ -178,6 +183,7 @@ impl AdminCommand {
             Self::Unlock => "unlock",
             Self::ReloadScripts => "reload_scripts",
             Self::ImportScriptData { .. } => "import_script_data",
+            Self::HandOver => "hand_over",
         }
     }
 

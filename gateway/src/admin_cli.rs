@@ -135,6 +135,10 @@ enum AdminCmd {
     },
     /// The characters online: name, area, instance.
     Online,
+    /// Hand the lead over to an edge (upgrading gateways one at a time): this gateway
+    /// exits as if it had died, its edge takes over keeping the players it relays, and this
+    /// gateway's own players log in again (docs/operations.md, "Several gateways").
+    HandOver,
     /// Lock the server for maintenance (Realm Crafter's "lock updates server"): nobody
     /// logs in or downloads updates; the players online are told and removed.
     Lock {
@@ -317,6 +321,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
             (v1("POST", "/broadcast".into(), json!({"text": text})), None)
         }
         AdminCmd::Online => (v1("GET", "/players".into(), json!(null)), None),
+        AdminCmd::HandOver => (None, Some(AdminCommand::HandOver)),
         AdminCmd::Instances => (v1("GET", "/instances".into(), json!(null)), None),
         AdminCmd::Actors { area, instance } => (
             v1(

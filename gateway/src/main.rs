@@ -442,6 +442,11 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
                 // A supervisor restarts it; with `--standby` it waits for the database.
                 anyhow::bail!("stepped down: {why} (restart it with --standby to stand by)");
             }
+            () = gw.hand_over_requested() => {
+                gw.step_down("an operator handed the lead over").await;
+                tracing::warn!("handed the lead over: exiting (restart it with --standby --peers to serve as an edge)");
+                return anyhow::Ok(());
+            }
         }
         tracing::info!("shutting down (a second signal forces the exit)");
         tokio::select! {

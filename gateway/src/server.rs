@@ -711,6 +711,13 @@ impl Gateway {
         &self.shared
     }
 
+    /// Completes when an operator hands the lead over (`gateway admin hand-over`): then
+    /// [`Gateway::step_down`].
+    pub async fn hand_over_requested(&self) {
+        let mut rx = self.shared.hand_over.subscribe();
+        let _ = rx.wait_for(|due| *due).await;
+    }
+
     /// Completes when a shutdown an operator scheduled (`POST /api/v1/shutdown`) is due.
     pub async fn scheduled_stop(&self) {
         let mut rx = self.shared.stop_requested.subscribe();
@@ -740,14 +747,18 @@ impl Gateway {
             "stepping down: another gateway serves the cluster now");
         self.shared.shutting_down.store(true, Ordering::Relaxed);
         self.hub.abort();
+        // The clients an edge relays are left to it: it keeps those in the world for the
+        // gateway that takes over (their link ends with the internal endpoint).
         for c in &self.shared.clients {
-            c.close(
-                crate::session::close::SHUTDOWN,
-                "this gateway lost its database: log in again",
-            );
+            if !matches!(c.link, hub::ClientLink::Relay(_)) {
+                c.close(
+                    crate::session::close::SHUTDOWN,
+                    "this gateway left the cluster: log in again",
+                );
+            }
         }
         self.client_ep
-            .close(3u32.into(), b"this gateway lost its database: log in again");
+            .close(3u32.into(), b"this gateway left the cluster: log in again");
         self.internal_ep.close(0u32.into(), b"gateway stepped down");
         let _ = self.stop.send(true);
         if let Some(e) = self.embedded {
@@ -1217,6 +1228,16 @@ async fn run_admin(shared: &Arc<Shared>, cmd: AdminCommand) -> Result<String, St
                 data: Box::new(data),
             })
             .await
+        }
+        AdminCommand::HandOver => {
+            if shared.edges.is_empty() {
+                return Err(
+                    "no edge is linked to this gateway: a hand-over would disconnect every player (stop it with SIGTERM instead)"
+                        .into(),
+                );
+            }
+            let _ = shared.hand_over.send(true);
+            Ok("handing the lead over: this gateway exits; an edge takes over".into())
         }
         AdminCommand::Unlock => {
             let updates = shared.updates.clone();

@@ -157,13 +157,48 @@ pub fn command(bin: &Path) -> Command {
 
 /// `GET path` over HTTP/1.0 (bounded by 2 s timeouts): the status and the body.
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    http_request(addr, "GET", path, None, "")
+}
+
+/// `POST path` with a JSON body and a bearer token over HTTP/1.0: the status and the body.
+pub fn http_post(
+    addr: SocketAddr,
+    path: &str,
+    token: &str,
+    json: &str,
+) -> Result<(u16, String), String> {
+    http_request(addr, "POST", path, Some(token), json)
+}
+
+/// One HTTP/1.0 request (bounded by 2 s timeouts), with a bearer `token` if given: the status and
+/// the body.
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> Result<(u16, String), String> {
     let timeout = Duration::from_secs(2);
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    let length = if method == "GET" {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    };
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}{length}\r\n{body}"
+    )
+    .map_err(|e| e.to_string())?;
     let mut text = String::new();
     s.read_to_string(&mut text).map_err(|e| e.to_string())?;
     let (head, body) = text

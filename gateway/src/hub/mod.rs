@@ -510,6 +510,8 @@ pub struct Shared {
     pub shutdown_plan: Mutex<Option<crate::console::ShutdownPlan>>,
     /// Turns true when a scheduled shutdown's time comes (`Gateway::scheduled_stop`).
     pub stop_requested: tokio::sync::watch::Sender<bool>,
+    /// Turns true when an operator hands the lead over (`AdminCommand::HandOver`).
+    pub hand_over: tokio::sync::watch::Sender<bool>,
     next_session: AtomicU64,
     next_serial: AtomicU64,
 }
@@ -570,6 +572,7 @@ impl Shared {
             extra_metrics: std::sync::OnceLock::new(),
             shutdown_plan: Mutex::new(None),
             stop_requested: tokio::sync::watch::channel(false).0,
+            hand_over: tokio::sync::watch::channel(false).0,
             cfg,
             world,
             accounts: Mutex::new(Accounts { book, throttle }),

@@ -15,11 +15,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cluster_tests::multiprocess::{
-    HEARTBEAT_MS, NODE_TIMEOUT_MS, RESTART_HOLD_MS, bin, command, http_get,
+    HEARTBEAT_MS, NODE_TIMEOUT_MS, RESTART_HOLD_MS, bin, command, http_get, http_post, http_request,
 };
 use cluster_tests::{SECRET, WAIT, chat_containing, echo, login_again, new_player};
 use gateway::admin::ClusterView;
 use gateway::store::pg_server;
+
+/// The gateways' admin token.
+const ADMIN_TOKEN: &str = "failover-admin-token-0123456789abcdef";
 
 /// Children killed when dropped (also when the test panics).
 struct Children(Vec<Child>);
@@ -69,6 +72,7 @@ fn gateway(
             enet.map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string()),
         )
         .env("GATEWAY_PASSWORD_HASH", "fast")
+        .env("GATEWAY_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
         .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
         .stdout(Stdio::piped())
@@ -110,7 +114,7 @@ fn ready(rx: &mpsc::Receiver<String>, within: Duration) -> Option<String> {
 }
 
 fn cluster(admin: SocketAddr) -> Option<ClusterView> {
-    http_get(admin, "/cluster")
+    http_request(admin, "GET", "/cluster", Some(ADMIN_TOKEN), "")
         .ok()
         .and_then(|(s, b)| (s == 200).then(|| serde_json::from_str(&b).ok())?)
 }
@@ -592,4 +596,70 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
             .await
             .is_some()
     );
+}
+
+/// A gateway upgrade without a full disconnect: the leader hands the lead over (`gateway
+/// admin hand-over`); it exits at once, saving nothing and telling the node nothing, and
+/// its edge takes over keeping the player it relays in his session. A gateway with no
+/// edge refuses (it would disconnect everyone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_hands_the_lead_over_to_its_edge() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_hand_over").unwrap();
+    let Pair {
+        mut children,
+        a_addrs,
+        b_addrs,
+        b_out,
+        ..
+    } = pair_and_a_node(&url, "hand-over", true).await;
+    let deadline = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the edge links to the leader");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut p, g) = new_player(b_addrs.0, "gwen").await;
+    let to = (g.area.x + 5.0, g.area.y, g.area.z + 5.0);
+    assert!(echo(&mut p, g.runtime_id, to, WAIT).await);
+    let handed = Instant::now();
+    let (status, body) = http_post(
+        a_addrs.2,
+        "/admin",
+        ADMIN_TOKEN,
+        r#"{"command":"hand_over"}"#,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let exit = children.0[0].wait().unwrap();
+    assert!(exit.success(), "the old leader exits cleanly: {exit}");
+    let line = ready(&b_out, WAIT).expect("the edge takes over");
+    assert!(line.contains(&b_addrs.0.to_string()), "{line}");
+    wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    assert!(
+        echo(&mut p, g.runtime_id, (to.0 + 3.0, to.1, to.2), WAIT).await,
+        "the edge's player plays on through the hand-over"
+    );
+    println!(
+        "hand-over: the edge's player moving again {:.2} s after it",
+        handed.elapsed().as_secs_f64()
+    );
+    wait_cluster(b_addrs.2, "the player online once", |v| {
+        v.sessions.in_game == 1
+    })
+    .await;
+    // The new leader has no edge (the old one exited): it refuses to hand over.
+    let (status, body) = http_post(
+        b_addrs.2,
+        "/admin",
+        ADMIN_TOKEN,
+        r#"{"command":"hand_over"}"#,
+    )
+    .unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("no edge"), "{body}");
 }
