@@ -104,7 +104,16 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
                     channel,
                     data,
                     reliable,
-                } => received(&peers, peer, channel, &data, reliable),
+                } => {
+                    if !received(&peers, peer, channel, &data, reliable) {
+                        // It sends faster than the leader link takes: a flood.
+                        tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
+                        if let Some(p) = peers.get_mut(&peer) {
+                            p.up = None;
+                        }
+                        host.disconnect(now(), peer, close::RATE_LIMITED);
+                    }
+                }
                 Event::Disconnect { peer, .. } => {
                     if let Some(p) = peers.remove(&peer) {
                         forget(&state, &p);
@@ -139,13 +148,18 @@ fn kick(host: &mut Host, peer: PeerId) {
 /// A peer leaves the edge's connection limits.
 fn forget(state: &State, p: &Peer) {
     if p.counted {
-        state.open.fetch_sub(1, Ordering::Relaxed);
-        let key = crate::net::client::peer_key(p.addr);
-        state.per_ip.remove_if_mut(&key, |_, n| {
-            *n = n.saturating_sub(1);
-            *n == 0
-        });
+        unadmit(state, p.addr);
     }
+}
+
+/// Gives back what [`super::admit`] counted for a client from `addr`.
+fn unadmit(state: &State, addr: SocketAddr) {
+    state.open.fetch_sub(1, Ordering::Relaxed);
+    let key = crate::net::client::peer_key(addr);
+    state.per_ip.remove_if_mut(&key, |_, n| {
+        *n = n.saturating_sub(1);
+        *n == 0
+    });
 }
 
 /// A peer finished ENet's handshake: within the edge's limits and with a leader linked,
@@ -186,7 +200,7 @@ fn connected(
     };
     if leader.tx.try_send(open).is_err() {
         leader.clients.remove(&id);
-        state.open.fetch_sub(1, Ordering::Relaxed);
+        unadmit(state, addr);
         host.disconnect_now(now, peer, close::UNAVAILABLE);
         return;
     }
@@ -219,15 +233,27 @@ fn connected(
 /// is closed as a flood, as the full gateway's host task does).
 const UP_BYTES: usize = 256 * 1024;
 
-fn received(peers: &HashMap<PeerId, Peer>, peer: PeerId, channel: u8, data: &[u8], reliable: bool) {
-    let Some(p) = peers.get(&peer) else { return };
-    let Some(&ty) = data.first() else { return };
+/// One packet from a peer, relayed; false when the peer floods (past [`UP_BYTES`]
+/// waiting): it is to be disconnected, a reliable packet cannot be dropped.
+fn received(
+    peers: &HashMap<PeerId, Peer>,
+    peer: PeerId,
+    channel: u8,
+    data: &[u8],
+    reliable: bool,
+) -> bool {
+    let Some(p) = peers.get(&peer) else {
+        return true;
+    };
+    let Some(&ty) = data.first() else {
+        return true;
+    };
     // The server's own messages (200..=202) are never taken from the network.
     if (200..=202).contains(&ty) {
-        return;
+        return true;
     }
     let Ok(len) = u16::try_from(data.len()) else {
-        return;
+        return true;
     };
     if !reliable {
         if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
@@ -237,19 +263,21 @@ fn received(peers: &HashMap<PeerId, Peer>, peer: PeerId, channel: u8, data: &[u8
             b.extend_from_slice(data);
             let _ = p.leader.conn.send_datagram(b.freeze());
         }
-        return;
+        return true;
     }
-    let Some(up) = &p.up else { return };
+    let Some(up) = &p.up else {
+        return true;
+    };
     let mut frame = Vec::with_capacity(2 + data.len());
     frame.extend_from_slice(&len.to_le_bytes());
     frame.extend_from_slice(data);
     let before = p.up_bytes.fetch_add(frame.len(), Ordering::Relaxed);
     if before.saturating_add(frame.len()) > UP_BYTES {
-        // Its task closes it: the channel's other end sees nothing more.
         p.up_bytes.fetch_sub(frame.len(), Ordering::Relaxed);
-        return;
+        return false;
     }
     let _ = up.send(frame);
+    true
 }
 
 fn command(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, cmd: EnetOut, now: u64) {
