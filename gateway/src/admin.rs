@@ -252,6 +252,9 @@ pub struct ClusterView {
 pub struct EdgeView {
     /// Its `gateway_id`.
     pub name: String,
+    /// The address its link comes from (two edges may share a name).
+    #[serde(default)]
+    pub address: String,
     /// The clients it relays.
     pub clients: u64,
 }

@@ -497,7 +497,7 @@ pub struct Shared {
     pub in_world: DashMap<SessionId, AccountId>,
     /// Edge gateways linked to this one (`rc-edge/1`), by name, with their relayed
     /// clients.
-    pub edges: DashMap<String, usize>,
+    pub edges: DashMap<(String, std::net::SocketAddr), usize>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -1768,11 +1768,12 @@ impl Hub {
                     .edges
                     .iter()
                     .map(|e| crate::admin::EdgeView {
-                        name: e.key().clone(),
+                        name: e.key().0.clone(),
+                        address: e.key().1.to_string(),
                         clients: u64::try_from(*e.value()).unwrap_or(u64::MAX),
                     })
                     .collect();
-                e.sort_by(|a, b| a.name.cmp(&b.name));
+                e.sort_by(|a, b| (&a.name, &a.address).cmp(&(&b.name, &b.address)));
                 e
             },
         };

@@ -122,7 +122,8 @@ pub(super) async fn serve(
     drop(preauth);
     let name = edge::short_reason(&name);
     tracing::info!(edge = %name, peer = %conn.remote_address(), "edge link up");
-    shared.edges.insert(name.clone(), 0);
+    let key = (name.clone(), conn.remote_address());
+    shared.edges.insert(key.clone(), 0);
     let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
     let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
@@ -169,12 +170,12 @@ pub(super) async fn serve(
                 Err(_) => break "the edge link closed".to_owned(),
             },
         }
-        if let Some(mut n) = shared.edges.get_mut(&name) {
+        if let Some(mut n) = shared.edges.get_mut(&key) {
             *n = sessions.len();
         }
     };
     tracing::info!(edge = %name, reason = %why, sessions = sessions.len(), "edge link down: its clients are logged out");
-    shared.edges.remove(&name);
+    shared.edges.remove(&key);
     // Dropping the senders ends every session task (as a closed connection).
     sessions.clear();
     drop(tx);
