@@ -204,10 +204,26 @@ impl Browser {
         );
     }
 
-    /// Clicks the element `css` selects.
+    /// Clicks the element `css` selects (found again if the page re-rendered it first).
     pub fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.ok("POST", &format!("/element/{id}/click"), Some(json!({})));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let id = self.find(css);
+            let (status, v) = self
+                .call("POST", &format!("/element/{id}/click"), Some(&json!({})))
+                .expect("the driver answers");
+            if status == 200 {
+                return;
+            }
+            // The page re-rendered between the find and the click (a live table): find
+            // the element again.
+            let stale = v["value"]["error"].as_str() == Some("stale element reference");
+            assert!(
+                stale && Instant::now() < deadline,
+                "POST click {css}: {status} {v}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Runs `script` (a function body; `arguments` are `args`) in the page; its result.
