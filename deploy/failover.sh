@@ -21,7 +21,9 @@
 # alternately the leader (first) and the edge, each victim restarted 2 s later (an edge
 # again); before each kill the leader's /cluster says how many bots the victim holds, and
 # at the end the logins again are compared with them: the surviving gateway's bots must
-# never have lost their session.
+# never have lost their session. KILL=none kills nothing; B_SHARE=P starts P % of the bots
+# on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
+# each process's CPU (cores) over 20 s is printed.
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -44,6 +46,7 @@ ROUNDS=${ROUNDS:-1}
 EVERY=${EVERY:-15}
 EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
+B_SHARE=${B_SHARE:-50}
 if [ "$ROUNDS" -gt 1 ]; then
     MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
@@ -122,18 +125,34 @@ B_PID=${PIDS[-3]}
 if [ "$EDGES" = 1 ]; then
     until curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.2; done
     log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
-    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$((BOTS / 2))" --prefix foa \
+    ON_B=$((BOTS * B_SHARE / 100))
+    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$((BOTS - ON_B))" --prefix foa \
         --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
     SWARM_A=$!
-    "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" --bots "$((BOTS - BOTS / 2))" --prefix fob \
-        --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
-    SWARM_B=$!
+    if [ "$ON_B" -gt 0 ]; then
+        "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" --bots "$ON_B" --prefix fob \
+            --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
+        SWARM_B=$!
+    else
+        SWARM_B=
+        echo '{"bots": 0}' >"$WORK/swarm-b.json"
+    fi
     PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
-    sleep $((KILL_AT + 5))
+    sleep $((KILL_AT - 15 > 0 ? KILL_AT - 15 : 0))
+    # CPU (cores) of each process over 20 s of steady play.
+    ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+    CPU_PIDS=("$A_PID" "$B_PID" "${PIDS[-2]}" "${PIDS[-1]}")
+    T_BEFORE=(); for p in "${CPU_PIDS[@]}"; do T_BEFORE+=("$(ticks "$p")"); done
+    sleep 20
+    HZ=$(getconf CLK_TCK)
+    CPU=(); i=0; for p in "${CPU_PIDS[@]}"; do CPU+=("$(python3 -c "print(round(($(ticks "$p") - ${T_BEFORE[$i]}) / $HZ / 20, 3))")"); i=$((i + 1)); done
+    log "CPU (cores) over 20 s: leader A ${CPU[0]}, edge B ${CPU[1]}, node n1 ${CPU[2]}, node n2 ${CPU[3]} ($((BOTS - ON_B)) bots start on A, $ON_B on B)"
+    sleep 5
     EXPECTED=0
     # The leader: ready and not an edge (an edge is ready too, and passes /cluster on).
     lead_port() { if curl -fsS -m 2 "http://127.0.0.1:${A[2]}/readyz" 2>/dev/null | grep -qv edge; then echo a; else echo b; fi; }
     for round in $(seq 1 "$ROUNDS"); do
+        [ "$KILL" = none ] && break
         WHO=$KILL
         if [ "$ROUNDS" -gt 1 ]; then
             WHO=$([ $((round % 2)) = 1 ] && echo leader || echo edge)
@@ -167,7 +186,7 @@ if [ "$EDGES" = 1 ]; then
         fi
     done
     wait "$SWARM_A" || true
-    wait "$SWARM_B" || true
+    [ -z "$SWARM_B" ] || wait "$SWARM_B" || true
     CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
     DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
     python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" "$ROUNDS" "$EXPECTED" <<'PY'
