@@ -292,6 +292,20 @@ pub(crate) fn edge_enet_socket(addr: SocketAddr) -> Result<tokio::net::UdpSocket
     })
 }
 
+/// The edge's endpoint for its link to the leader (a client endpoint), with the large
+/// socket buffers of the gateway's own endpoints.
+pub(crate) fn edge_link_endpoint(addr: SocketAddr) -> Result<quinn::Endpoint, StartError> {
+    let err = |source| StartError::Bind {
+        what: "edge link",
+        addr,
+        source,
+    };
+    let socket = udp_socket("edge link", addr)?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| err(std::io::Error::other("no async runtime for quinn")))?;
+    quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, runtime).map_err(err)
+}
+
 /// The edge's client endpoint: the same socket and buffers as the full gateway's.
 pub(crate) fn edge_endpoint(
     addr: SocketAddr,

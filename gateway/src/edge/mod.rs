@@ -195,12 +195,10 @@ impl Edge {
         } else {
             SocketAddr::from(([0, 0, 0, 0], 0))
         };
-        let mut link_ep =
-            quinn::Endpoint::client(unspecified).map_err(|source| EdgeError::Bind {
-                what: "edge link",
-                addr: unspecified,
-                source,
-            })?;
+        // The link carries every relayed client's positions: a broadcast tick arrives as a
+        // burst of hundreds of datagrams, which the default socket buffer would drop.
+        let mut link_ep = crate::server::edge_link_endpoint(unspecified)
+            .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
         link_ep.set_default_client_config(client_cfg);
         let (leader, _) = watch::channel(None);
         let state = Arc::new(State {
