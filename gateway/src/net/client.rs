@@ -617,19 +617,11 @@ async fn serve_conn(
                 Ok(d) => c.datagram(d),
                 Err(_) => break None,
             },
-            o = rx.recv() => match o {
-                Some(ClientOut::Frames(b)) => {
-                    Metrics::inc(&shared.metrics.frames_down);
-                    Metrics::add(&shared.metrics.bytes_down_stream, b.len());
-                    let sent = c.out.write(&b).await;
-                    queued.fetch_sub(b.len(), Ordering::Relaxed);
-                    if !sent {
-                        break None;
-                    }
+            o = rx.recv() => {
+                if let Some(end) = c.deliver(o, &queued).await {
+                    break end;
                 }
-                Some(ClientOut::Close { code, reason }) => break Some((code, reason)),
-                None => break None,
-            },
+            }
         }
     };
     c.ended();
@@ -746,19 +738,11 @@ pub(super) async fn relayed(
                 None => break None,
             },
             Some(d) = datagrams.recv() => c.datagram(d),
-            o = rx.recv() => match o {
-                Some(ClientOut::Frames(b)) => {
-                    Metrics::inc(&shared.metrics.frames_down);
-                    Metrics::add(&shared.metrics.bytes_down_stream, b.len());
-                    let sent = c.out.write(&b).await;
-                    queued.fetch_sub(b.len(), Ordering::Relaxed);
-                    if !sent {
-                        break None;
-                    }
+            o = rx.recv() => {
+                if let Some(end) = c.deliver(o, &queued).await {
+                    break end;
                 }
-                Some(ClientOut::Close { code, reason }) => break Some((code, reason)),
-                None => break None,
-            },
+            }
         }
     };
     c.ended();
@@ -794,6 +778,27 @@ impl Conn {
             compact: None,
             account: None,
             shared,
+        }
+    }
+
+    /// What the hub or a node reader queued for the client (`None`: the queue closed):
+    /// frames written to its connection (counted, then out of `queued`), or the end.
+    /// `Some(end)` ends the connection.
+    async fn deliver(
+        &mut self,
+        o: Option<ClientOut>,
+        queued: &std::sync::atomic::AtomicUsize,
+    ) -> Option<End> {
+        match o {
+            Some(ClientOut::Frames(b)) => {
+                Metrics::inc(&self.shared.metrics.frames_down);
+                Metrics::add(&self.shared.metrics.bytes_down_stream, b.len());
+                let sent = self.out.write(&b).await;
+                queued.fetch_sub(b.len(), Ordering::Relaxed);
+                (!sent).then_some(None)
+            }
+            Some(ClientOut::Close { code, reason }) => Some(Some((code, reason))),
+            None => Some(None),
         }
     }
 
