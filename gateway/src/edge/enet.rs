@@ -27,6 +27,7 @@ use tokio::time::Instant;
 
 use super::{Client, Down, Leader, Sink, State};
 use crate::net::enet::{CHANNEL_RELIABLE, CHANNEL_UPDATES, host_config};
+use crate::net::udp::{self, Outbox};
 use crate::session::close;
 
 /// What a peer's task (and the link's reader) asks of the host task.
@@ -57,8 +58,10 @@ pub(super) enum EnetOut {
     },
 }
 
-/// Commands queued for the host task at most.
+/// Commands queued for the host task at most (and taken in one window at most).
 const COMMANDS: usize = 1 << 16;
+/// Most datagrams read in one window.
+const READ_PER_TICK: usize = 8_192;
 
 /// One connected peer as the host task keeps it.
 struct Peer {
@@ -80,20 +83,36 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
     let mut peers: HashMap<PeerId, Peer> = HashMap::new();
     let epoch = Instant::now();
     let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+    // Read and written on the host's clock, as the full gateway's host tasks (net::udp).
+    let socket = match socket.into_std() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "RCEnet socket unusable: not serving RCEnet");
+            return;
+        }
+    };
     let mut buf = vec![0u8; 65_536];
+    let mut outbox = Outbox::default();
     let mut tick = tokio::time::interval(Duration::from_millis(5));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            r = socket.recv_from(&mut buf) => {
-                if let Ok((n, from)) = r {
-                    host.handle_datagram(now(), from, buf.get(..n).unwrap_or(&[]));
-                }
-            }
-            Some(cmd) = cmds.recv() => command(&mut host, &mut peers, cmd, now()),
-            _ = tick.tick() => host.handle_timeout(now()),
+            _ = tick.tick() => {}
             _ = stop.wait_for(|s| *s) => break,
         }
+        for _ in 0..READ_PER_TICK {
+            let Some((n, from)) = udp::recv(&socket, &mut buf) else {
+                break;
+            };
+            host.handle_datagram(now(), from, buf.get(..n).unwrap_or(&[]));
+        }
+        for _ in 0..COMMANDS {
+            match cmds.try_recv() {
+                Ok(cmd) => command(&mut host, &mut peers, cmd, now()),
+                Err(_) => break,
+            }
+        }
+        host.handle_timeout(now());
         while let Some(e) = host.poll_event() {
             match e {
                 Event::Connect { peer, addr } => {
@@ -121,9 +140,7 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
                 }
             }
         }
-        while let Some(out) = host.poll_transmit(now()) {
-            let _ = socket.send_to(&out.data, out.dest).await;
-        }
+        flush(&mut host, &socket, &mut outbox, now());
     }
     // Stopping (this gateway takes over, or shuts down): every peer is kicked.
     let t = now();
@@ -135,9 +152,15 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
             forget(&state, &p);
         }
     }
-    while let Some(out) = host.poll_transmit(t) {
-        let _ = socket.send_to(&out.data, out.dest).await;
+    flush(&mut host, &socket, &mut outbox, t);
+}
+
+/// Hands the host's datagrams to the socket (what does not fit waits in `outbox`).
+fn flush(host: &mut Host, socket: &std::net::UdpSocket, outbox: &mut Outbox, now: u64) {
+    while let Some(out) = host.poll_transmit(now) {
+        outbox.push(out);
     }
+    outbox.flush(socket);
 }
 
 fn kick(host: &mut Host, peer: PeerId) {

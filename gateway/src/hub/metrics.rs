@@ -239,6 +239,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Bytes of RCEnet UDP datagrams, by direction (ENet headers included).",
     ),
     (
+        "rc_gateway_enet_send_dropped_total",
+        "RCEnet datagrams not sent: refused by the kernel, or dropped while too many waited for room in the socket's send buffer.",
+    ),
+    (
         "rc_gateway_enet_packets_total",
         "RC packets carried by RCEnet, by direction.",
     ),
@@ -423,6 +427,9 @@ shared::counters! {
         enet_bytes_in => "rc_gateway_enet_bytes_total" ["direction" = "in"];
         /// RCEnet datagram bytes sent.
         enet_bytes_out => "rc_gateway_enet_bytes_total" ["direction" = "out"];
+        /// RCEnet datagrams not sent: refused by the kernel, or dropped while too many
+        /// waited for room in the socket's send buffer.
+        enet_send_dropped => "rc_gateway_enet_send_dropped_total";
         /// RC packets received over RCEnet.
         enet_packets_in => "rc_gateway_enet_packets_total" ["direction" = "in"];
         /// RC packets sent over RCEnet.

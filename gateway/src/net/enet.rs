@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::client::{ConnSlot, Doors, End, NoSlot, Opened, Out, budgets, open, peer_key, to_node};
+use super::udp::{self, Outbox};
 use crate::hub::{ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics, Shared};
 use crate::session::budget::{InputBudget, Verdict};
 use crate::session::close;
@@ -43,15 +44,20 @@ const INBOUND_PACKETS: usize = 1_024;
 const KICK_GRACE_MS: u64 = 1_000;
 /// How long a disconnecting peer has to acknowledge it before it is forgotten.
 const DISCONNECT_GRACE_MS: u64 = 3_000;
-/// Datagrams read in one go before the task looks at its other work.
-const READ_BURST: usize = 64;
+/// Most datagrams read in one flush window (the rest wait for the next; the kernel's
+/// buffer drops past its size).
+const READ_PER_TICK: usize = 8_192;
+/// Most commands taken in one flush window.
+const COMMANDS_PER_TICK: usize = 65_536;
 /// How often the host's timers run (ms): ENet's retransmissions, pings and timeouts at
 /// this resolution, and no scan of every peer per datagram.
 const TIMER_MS: u64 = 10;
-/// How often the host's datagrams go out (ms): what a peer is sent within this window
-/// (its broadcast, the zone's reliable packets of the same tick, the ACK of its PING)
-/// shares datagrams, at the cost of at most this much latency. ENet 1.1 flushed at
-/// every service call; a datagram is a system call and a wake-up on each side.
+/// The host task's window (ms): it wakes once per window, reads what arrived, takes its
+/// commands and sends its datagrams. What a peer is sent within it (its broadcast, the
+/// zone's reliable packets of the same tick, the ACK of its PING) shares datagrams, and
+/// what a peer sends waits at most this long, at the cost of at most this much latency
+/// each way. ENet 1.1 flushed at every service call; a datagram is a system call and a
+/// wake-up on each side.
 const FLUSH_MS: u64 = 5;
 /// How often the server PINGs an idle client (ms; ENet 1.1: 500).
 const PING_MS: u64 = 2_000;
@@ -141,40 +147,43 @@ pub async fn serve(
         doors,
         tx,
     };
+    // The runtime does not watch the socket: it is read and written on the host's clock
+    // (net::udp), one wake-up per flush window whatever the load.
+    let socket = match socket.into_std() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "RCEnet socket unusable: not serving RCEnet");
+            return;
+        }
+    };
     let mut buf = vec![0u8; 65_536];
+    let mut outbox = Outbox::default();
     let mut timers = tokio::time::interval(Duration::from_millis(FLUSH_MS));
     timers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_timers = 0u64;
-    let mut next_flush = 0u64;
     let mut next_metrics = 0u64;
     loop {
         tokio::select! {
-            r = socket.recv_from(&mut buf) => {
-                if let Ok((n, from)) = r {
-                    t.datagram(from, buf.get(..n).unwrap_or(&[]));
-                }
-                // More that already arrived, before anything else.
-                for _ in 1..READ_BURST {
-                    match socket.try_recv_from(&mut buf) {
-                        Ok((n, from)) => t.datagram(from, buf.get(..n).unwrap_or(&[])),
-                        Err(_) => break,
-                    }
-                }
-            }
-            Some(cmd) = cmds.recv() => {
-                t.command(cmd);
-                for _ in 1..READ_BURST {
-                    match cmds.try_recv() {
-                        Ok(cmd) => t.command(cmd),
-                        Err(_) => break,
-                    }
-                }
-            }
             _ = timers.tick() => {}
             r = shutdown.changed() => {
                 if r.is_err() || *shutdown.borrow() {
                     break;
                 }
+            }
+        }
+        // What arrived since the last window: datagrams, then the commands of the session
+        // tasks, the hub and the node links (each bounded: a flood waits in the kernel's
+        // buffer, which drops past it, and the host's flush still goes out).
+        for _ in 0..READ_PER_TICK {
+            let Some((n, from)) = udp::recv(&socket, &mut buf) else {
+                break;
+            };
+            t.datagram(from, buf.get(..n).unwrap_or(&[]));
+        }
+        for _ in 0..COMMANDS_PER_TICK {
+            match cmds.try_recv() {
+                Ok(cmd) => t.command(cmd),
+                Err(_) => break,
             }
         }
         let now = t.now();
@@ -184,17 +193,7 @@ pub async fn serve(
             t.closing(now);
         }
         t.events();
-        if now >= next_flush {
-            next_flush = now + FLUSH_MS;
-            while let Some(out) = t.host.poll_transmit(now) {
-                match socket.send_to(&out.data, out.dest).await {
-                    Ok(n) => Metrics::add(&t.shared.metrics.enet_bytes_out, n),
-                    Err(e) => {
-                        tracing::debug!(error = %e, dest = %out.dest, "RCEnet datagram not sent");
-                    }
-                }
-            }
-        }
+        t.flush(&socket, &mut outbox, now);
         if now >= next_metrics {
             next_metrics = now + METRICS_MS;
             t.sync_metrics();
@@ -207,9 +206,7 @@ pub async fn serve(
         t.kick(p);
         t.host.disconnect(now, p, close::SHUTDOWN);
     }
-    while let Some(out) = t.host.poll_transmit(now) {
-        let _ = socket.send_to(&out.data, out.dest).await;
-    }
+    t.flush(&socket, &mut outbox, now);
 }
 
 /// A host task's counters as last added to the gateway's metrics.
@@ -243,6 +240,19 @@ struct HostTask {
 impl HostTask {
     fn now(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Hands the host's datagrams to the socket (what does not fit waits in `outbox`).
+    fn flush(&mut self, socket: &std::net::UdpSocket, outbox: &mut Outbox, now: u64) {
+        let m = &self.shared.metrics;
+        while let Some(out) = self.host.poll_transmit(now) {
+            if outbox.push(out) {
+                Metrics::inc(&m.enet_send_dropped);
+            }
+        }
+        let f = outbox.flush(socket);
+        Metrics::add(&m.enet_bytes_out, f.bytes);
+        Metrics::add(&m.enet_send_dropped, f.failed);
     }
 
     fn datagram(&mut self, from: SocketAddr, data: &[u8]) {

@@ -1,13 +1,14 @@
 //! The network shells around the sans-IO cores: [`client`] for players on QUIC (ALPN
 //! `rc/1`), [`enet`] for Realm Crafter's own clients on RCEnet (ENet 1.1), [`node`] for zone
 //! nodes (ALPN `rc-internal/1`), [`relay`] for the clients of edge gateways on the same
-//! endpoint (ALPN `rc-edge/1`).
+//! endpoint (ALPN `rc-edge/1`); [`udp`] batches the RCEnet hosts' datagrams.
 
 pub mod client;
 #[doc(alias = "RCEnet")]
 pub mod enet;
 pub mod node;
 pub mod relay;
+pub mod udp;
 
 /// The next connection attempt, or `None` once the endpoint closed or `shutdown` turned
 /// true (the accept loop of both endpoints).
