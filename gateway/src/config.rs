@@ -468,11 +468,13 @@ impl GatewayConfig {
                 "only a standby gateway (--standby) relays to its peers while another leads",
             );
         }
-        if let Some(p) = self
-            .peers
-            .iter()
-            .find(|p| !p.contains(':') || p.len() > 255)
-        {
+        let host_port = |p: &str| {
+            p.len() <= 255
+                && p.rsplit_once(':').is_some_and(|(host, port)| {
+                    !host.is_empty() && port.parse::<u16>().is_ok_and(|n| n != 0)
+                })
+        };
+        if let Some(p) = self.peers.iter().find(|p| !host_port(p)) {
             return bad("peers", format!("{p:?} is not host:port"));
         }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
@@ -618,6 +620,38 @@ mod tests {
             .unwrap();
         c.validate().unwrap();
         assert!(c.set("standby", "maybe").is_err());
+    }
+
+    #[test]
+    fn peers_are_host_port_and_only_for_a_standby() {
+        let mut c = GatewayConfig {
+            cluster_secret: secret(),
+            database_url: "postgres://rc:pw@db:5432/rc".into(),
+            ..GatewayConfig::default()
+        };
+        c.set("peers", "gw-b:25001").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("peers") && e.contains("standby"), "{e}");
+        c.set("standby", "true").unwrap();
+        c.set("peers", " gw-a:25001, 10.0.0.2:25001 ,[::1]:25001,")
+            .unwrap();
+        assert_eq!(c.peers, ["gw-a:25001", "10.0.0.2:25001", "[::1]:25001"]);
+        c.validate().unwrap();
+        for bad in [
+            "gw-a",
+            "gw-a:",
+            ":25001",
+            "gw-a:port",
+            "gw-a:0",
+            "gw-a:70000",
+        ] {
+            c.set("peers", &format!("gw-b:25001,{bad}")).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("peers") && e.contains(bad), "{bad:?}: {e}");
+        }
+        c.set("peers", "").unwrap();
+        assert!(c.peers.is_empty());
+        c.validate().unwrap();
     }
 
     #[test]

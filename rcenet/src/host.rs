@@ -55,6 +55,9 @@ enum After {
 pub struct Host {
     cfg: HostConfig,
     slots: Vec<Slot>,
+    /// One past the highest slot holding a peer: the timers and the scans stop there
+    /// (the lowest free slot is taken first, so peers sit at the front).
+    in_use_end: usize,
     free: BTreeSet<u16>,
     by_addr_session: HashMap<(SocketAddr, u32), u16>,
     half_open_count: usize,
@@ -84,6 +87,7 @@ impl Host {
             cookie_budget: ReplyBudget::new(cfg.max_cookie_replies_per_sec),
             cfg,
             slots,
+            in_use_end: 0,
             free,
             by_addr_session: HashMap::new(),
             half_open_count: 0,
@@ -148,7 +152,10 @@ impl Host {
     }
 
     fn peers(&self) -> impl Iterator<Item = &Peer> {
-        self.slots.iter().filter_map(|s| s.peer.as_deref())
+        self.slots
+            .iter()
+            .take(self.in_use_end)
+            .filter_map(|s| s.peer.as_deref())
     }
 
     fn peer(&self, id: PeerId) -> Option<&Peer> {
@@ -184,6 +191,7 @@ impl Host {
         let limit = u8::try_from(self.cfg.channel_limit.clamp(1, 255)).unwrap_or(u8::MAX);
         let channels = channels.clamp(1, limit);
         let slot = self.free.pop_first().ok_or(ConnectError::NoFreeSlot)?;
+        self.in_use_end = self.in_use_end.max(usize::from(slot) + 1);
         let Some(s) = self.slots.get_mut(usize::from(slot)) else {
             return Err(ConnectError::NoFreeSlot);
         };
@@ -303,6 +311,14 @@ impl Host {
         let Some(peer) = slot.peer.take() else { return };
         slot.generation = slot.generation.wrapping_add(1);
         self.free.insert(id.slot);
+        while self.in_use_end > 0
+            && self
+                .slots
+                .get(self.in_use_end - 1)
+                .is_some_and(|s| s.peer.is_none())
+        {
+            self.in_use_end -= 1;
+        }
         if self.by_addr_session.get(&(peer.addr, peer.session)) == Some(&id.slot) {
             self.by_addr_session.remove(&(peer.addr, peer.session));
         }
@@ -533,6 +549,7 @@ impl Host {
             self.stats.connect_refused += 1;
             return;
         };
+        self.in_use_end = self.in_use_end.max(usize::from(slot) + 1);
         let Some(s) = self.slots.get_mut(usize::from(slot)) else {
             return;
         };
@@ -677,6 +694,7 @@ impl Host {
             now,
         )));
         self.free.remove(&slot);
+        self.in_use_end = self.in_use_end.max(usize::from(slot) + 1);
         self.by_addr_session.insert((from, header.session), slot);
         self.recalc_bandwidth = true;
         self.stats.connects += 1;
@@ -856,7 +874,7 @@ impl Host {
     /// Does what time requires: half-open expiry, retransmissions and timeouts, pings, the
     /// bandwidth-limit notices.
     pub fn handle_timeout(&mut self, now: u64) {
-        for i in 0..self.slots.len() {
+        for i in 0..self.in_use_end.min(self.slots.len()) {
             let Some(peer) = self.slots.get_mut(i).and_then(|s| s.peer.as_deref_mut()) else {
                 continue;
             };

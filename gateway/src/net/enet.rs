@@ -50,8 +50,9 @@ const READ_PER_TICK: usize = 8_192;
 /// Most commands taken in one flush window.
 const COMMANDS_PER_TICK: usize = 65_536;
 /// How often the host's timers run (ms): ENet's retransmissions, pings and timeouts at
-/// this resolution, and no scan of every peer per datagram.
-const TIMER_MS: u64 = 10;
+/// this resolution (the original client serviced its host once a frame, 16-33 ms), and
+/// no scan of every peer per datagram.
+const TIMER_MS: u64 = 20;
 /// The host task's window (ms): it wakes once per window, reads what arrived, takes its
 /// commands and sends its datagrams. What a peer is sent within it (its broadcast, the
 /// zone's reliable packets of the same tick, the ACK of its PING) shares datagrams, and

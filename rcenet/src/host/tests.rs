@@ -1118,3 +1118,46 @@ fn a_server_may_ping_less_often_than_enet_and_still_pings() {
     assert_eq!(pings(&mut s, 1_600), 0, "not at ENet's 500 ms");
     assert_eq!(pings(&mut s, 3_100), 1, "at 2 s");
 }
+
+#[test]
+fn the_scan_ends_after_the_last_peer_and_follows_it_down() {
+    let cfg = HostConfig {
+        max_half_open: 8,
+        max_half_open_per_ip: 8,
+        evict_half_open_after_ms: None,
+        cookies: false,
+        ..HostConfig::default()
+    };
+    let mut s = Host::new(cfg);
+    assert_eq!(s.in_use_end, 0);
+    for i in 0..3u16 {
+        s.handle_datagram(
+            0,
+            addr(&format!("1.1.1.1:{}", 1000 + i)),
+            &hex(golden::CONNECT),
+        );
+    }
+    assert_eq!((s.half_open(), s.in_use_end), (3, 3));
+    // The handshakes expire: every slot is free again and the scan is empty.
+    s.handle_timeout(60_000);
+    assert_eq!((s.half_open(), s.in_use_end), (0, 0));
+    // A client's peer is scanned: its timers fire.
+    let mut c = Host::new(HostConfig::client());
+    c.connect(0, addr(SERVER), 254, 7).unwrap();
+    assert_eq!(c.in_use_end, 1);
+    // Nothing answers: the client's CONNECT times out through handle_timeout.
+    let mut dropped = false;
+    for t in (0..120_000).step_by(100) {
+        let _ = drain(&mut c, t);
+        c.handle_timeout(t);
+        if events(&mut c)
+            .iter()
+            .any(|e| matches!(e, Event::Disconnect { .. }))
+        {
+            dropped = true;
+            break;
+        }
+    }
+    assert!(dropped, "the silent server's peer timed out");
+    assert_eq!(c.in_use_end, 0);
+}
