@@ -124,8 +124,10 @@ apt_install() {
     command -v "$1" >/dev/null 2>&1 && return 0
     say "installing $2 (for $1)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y --no-install-recommends "$2" >/dev/null 2>&1 \
-        || { apt-get update -qq && apt-get install -y --no-install-recommends "$2" >/dev/null; } \
+    # Another install (the CI's, beside this) may hold dpkg's lock: wait for it.
+    apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$2" >/dev/null 2>&1 \
+        || { apt-get -o DPkg::Lock::Timeout=300 update -qq \
+            && apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$2" >/dev/null; } \
         || die "apt-get install $2 failed"
 }
 
