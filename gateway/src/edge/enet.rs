@@ -100,12 +100,9 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
             _ = tick.tick() => {}
             _ = stop.wait_for(|s| *s) => break,
         }
-        for _ in 0..READ_PER_TICK {
-            let Some((n, from)) = udp::recv(&socket, &mut buf) else {
-                break;
-            };
-            host.handle_datagram(now(), from, buf.get(..n).unwrap_or(&[]));
-        }
+        udp::read(&socket, &mut buf, READ_PER_TICK, |from, data| {
+            host.handle_datagram(now(), from, data);
+        });
         for _ in 0..COMMANDS {
             match cmds.try_recv() {
                 Ok(cmd) => command(&mut host, &mut peers, cmd, now()),
@@ -140,7 +137,7 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
                 }
             }
         }
-        flush(&mut host, &socket, &mut outbox, now());
+        outbox.send_from(&mut host, &socket, now());
     }
     // Stopping (this gateway takes over, or shuts down): every peer is kicked.
     let t = now();
@@ -152,15 +149,7 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
             forget(&state, &p);
         }
     }
-    flush(&mut host, &socket, &mut outbox, t);
-}
-
-/// Hands the host's datagrams to the socket (what does not fit waits in `outbox`).
-fn flush(host: &mut Host, socket: &std::net::UdpSocket, outbox: &mut Outbox, now: u64) {
-    while let Some(out) = host.poll_transmit(now) {
-        outbox.push(out);
-    }
-    outbox.flush(socket);
+    outbox.send_from(&mut host, &socket, t);
 }
 
 fn kick(host: &mut Host, peer: PeerId) {

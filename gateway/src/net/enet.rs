@@ -175,12 +175,9 @@ pub async fn serve(
         // What arrived since the last window: datagrams, then the commands of the session
         // tasks, the hub and the node links (each bounded: a flood waits in the kernel's
         // buffer, which drops past it, and the host's flush still goes out).
-        for _ in 0..READ_PER_TICK {
-            let Some((n, from)) = udp::recv(&socket, &mut buf) else {
-                break;
-            };
-            t.datagram(from, buf.get(..n).unwrap_or(&[]));
-        }
+        udp::read(&socket, &mut buf, READ_PER_TICK, |from, data| {
+            t.datagram(from, data);
+        });
         for _ in 0..COMMANDS_PER_TICK {
             match cmds.try_recv() {
                 Ok(cmd) => t.command(cmd),
@@ -245,15 +242,10 @@ impl HostTask {
 
     /// Hands the host's datagrams to the socket (what does not fit waits in `outbox`).
     fn flush(&mut self, socket: &std::net::UdpSocket, outbox: &mut Outbox, now: u64) {
+        let f = outbox.send_from(&mut self.host, socket, now);
         let m = &self.shared.metrics;
-        while let Some(out) = self.host.poll_transmit(now) {
-            if outbox.push(out) {
-                Metrics::inc(&m.enet_send_dropped);
-            }
-        }
-        let f = outbox.flush(socket);
         Metrics::add(&m.enet_bytes_out, f.bytes);
-        Metrics::add(&m.enet_send_dropped, f.failed);
+        Metrics::add(&m.enet_send_dropped, f.failed + f.dropped);
     }
 
     fn datagram(&mut self, from: SocketAddr, data: &[u8]) {

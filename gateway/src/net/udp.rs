@@ -60,6 +60,20 @@ impl Outbox {
         self.queue.is_empty()
     }
 
+    /// Takes the datagrams `host` has due at `now` and sends what the socket takes (the
+    /// rest waits for the next call).
+    pub fn send_from(&mut self, host: &mut rcenet::Host, socket: &UdpSocket, now: u64) -> Flushed {
+        let mut dropped = 0;
+        while let Some(t) = host.poll_transmit(now) {
+            if self.push(t) {
+                dropped += 1;
+            }
+        }
+        let mut f = self.flush(socket);
+        f.dropped += dropped;
+        f
+    }
+
     /// Sends what waits until the socket's buffer is full or nothing is left. `socket`
     /// is non-blocking.
     pub fn flush(&mut self, socket: &UdpSocket) -> Flushed {
@@ -129,9 +143,24 @@ fn send_some(socket: &UdpSocket, batch: &[Transmit]) -> io::Result<usize> {
     Ok(sent)
 }
 
+/// Hands each datagram that arrived (at most `limit`) to `on`, in order.
+pub fn read(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    limit: usize,
+    mut on: impl FnMut(SocketAddr, &[u8]),
+) {
+    for _ in 0..limit {
+        let Some((n, from)) = recv(socket, buf) else {
+            break;
+        };
+        on(from, buf.get(..n).unwrap_or(&[]));
+    }
+}
+
 /// Reads one datagram that arrived, if any (`socket` is non-blocking). Errors other than
 /// "nothing there" (an ICMP error reported on the socket) are skipped.
-pub fn recv(socket: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
+fn recv(socket: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
     // A few tries: an ICMP error queued on the socket is reported once, then the
     // datagrams behind it are read.
     for _ in 0..4 {
