@@ -216,6 +216,10 @@ pub struct ConnectOptions {
     /// The transport. Default [`Transport::Quic`]; with [`Transport::Enet`] the
     /// certificate check, keep-alive, endpoint, profile and window settings do not apply.
     pub transport: Transport,
+    /// On RCEnet: connect through this endpoint (one UDP socket and ENet host shared by
+    /// many connections, e.g. a bot swarm) instead of a new one of its own.
+    #[doc(alias = "RCEnet")]
+    pub enet_endpoint: Option<crate::enet::EnetEndpoint>,
 }
 
 impl ConnectOptions {
@@ -233,6 +237,7 @@ impl ConnectOptions {
             profile: Profile::Rc,
             receive_window: None,
             transport: Transport::Quic,
+            enet_endpoint: None,
         }
     }
 }
@@ -387,6 +392,7 @@ impl Connection {
     ) -> Result<Self, ClientError> {
         if opts.transport == Transport::Enet {
             let link = crate::enet::EnetTransport::connect(
+                opts.enet_endpoint.as_ref(),
                 addr,
                 opts.connect_timeout,
                 opts.send_new_client,

@@ -229,7 +229,7 @@ pub enum ClientError {
         max: Option<usize>,
     },
     /// The handshake did not finish in time (no server there, or UDP blocked).
-    #[error("no QUIC handshake with the server within {0:?}")]
+    #[error("no handshake with the server within {0:?}")]
     ConnectTimeout(Duration),
     /// Nothing (or not the expected packet) arrived in time.
     #[error("nothing arrived within {0:?}")]

@@ -92,7 +92,7 @@
 pub mod clock;
 pub mod conn;
 mod enet;
-pub use enet::EnetCounts;
+pub use enet::{EnetCounts, EnetEndpoint};
 pub mod error;
 pub mod event;
 pub mod items;

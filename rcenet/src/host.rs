@@ -11,7 +11,7 @@ use crate::cookie::{self, ReplyBudget};
 use crate::error::{ConnectError, SendError};
 use crate::event::{DisconnectReason, Event, PeerId, PeerState, Transmit};
 use crate::peer::{AckResult, Delivery, Fault, Payload, Peer, clamp_mtu, verify_params};
-use crate::stats::Stats;
+use crate::stats::{PeerTraffic, Stats};
 use crate::wire::{self, Command, Commands, FLAG_ACKNOWLEDGE, Frame, Header, SYSTEM_CHANNEL, kind};
 
 /// ENet recomputes bandwidth limits at most this often (ms).
@@ -139,6 +139,11 @@ impl Host {
     /// A peer's smoothed round-trip time in ms (500 until the first ACK).
     pub fn peer_rtt(&self, peer: PeerId) -> Option<u32> {
         self.peer(peer).map(|p| p.rtt)
+    }
+
+    /// A peer's own traffic (its share of [`Host::stats`]).
+    pub fn peer_traffic(&self, peer: PeerId) -> Option<PeerTraffic> {
+        self.peer(peer).map(|p| p.traffic)
     }
 
     /// Payload bytes queued for a peer or sent and not yet acknowledged (0 if unknown).
@@ -426,6 +431,8 @@ impl Host {
             return;
         }
         let id = peer.id;
+        peer.traffic.datagrams_in += 1;
+        peer.traffic.bytes_in += data.len() as u64;
         if from != peer.addr {
             let old = peer.addr;
             peer.addr = from;
@@ -988,6 +995,8 @@ impl Host {
                 dest: peer.addr,
                 data: built.data,
             };
+            peer.traffic.datagrams_out += 1;
+            peer.traffic.bytes_out += t.data.len() as u64;
             if built.acked_disconnect && peer.state == PeerState::AcknowledgingDisconnect {
                 let data = peer.disconnect_data;
                 self.drop_peer(id, Some(DisconnectReason::Graceful(data)), false);

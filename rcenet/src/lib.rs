@@ -62,4 +62,4 @@ pub use config::HostConfig;
 pub use error::{ConnectError, SendError};
 pub use event::{DisconnectReason, Event, PeerId, PeerState, Transmit};
 pub use host::Host;
-pub use stats::Stats;
+pub use stats::{PeerTraffic, Stats};

@@ -11,6 +11,7 @@ use crate::error::SendError;
 use crate::event::{PeerId, PeerState};
 use crate::host::Src;
 use crate::seq::{Order, classify};
+use crate::stats::PeerTraffic;
 use crate::wire::{
     self, Command, CommandHeader, ConnectParams, FLAG_ACKNOWLEDGE, FragmentInfo, Frame, Header,
     SYSTEM_CHANNEL, kind,
@@ -299,6 +300,8 @@ pub(crate) struct Peer {
     pub visible: bool,
     /// Whether the slot sits in the host's transmit queue.
     pub queued_for_transmit: bool,
+    /// The peer's own datagrams and bytes, both ways.
+    pub traffic: PeerTraffic,
 }
 
 impl Peer {
@@ -349,6 +352,7 @@ impl Peer {
             ),
             disconnect_data: 0,
             created: now,
+            traffic: PeerTraffic::default(),
             visible: false,
             queued_for_transmit: false,
         }

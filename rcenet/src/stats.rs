@@ -65,3 +65,18 @@ pub struct Stats {
     /// CONNECTs refused because `max_cookie_replies_per_sec` was spent.
     pub cookies_refused: u64,
 }
+
+/// One peer's traffic: the datagrams that reached its slot (session checked) and the
+/// datagrams built for it. Several connections sharing one host (and one socket) read
+/// their own share here; [`Stats`] counts the host's whole traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerTraffic {
+    /// Datagrams received for this peer.
+    pub datagrams_in: u64,
+    /// Datagrams sent to this peer.
+    pub datagrams_out: u64,
+    /// Bytes of datagrams received for this peer.
+    pub bytes_in: u64,
+    /// Bytes of datagrams sent to this peer.
+    pub bytes_out: u64,
+}

@@ -1161,3 +1161,46 @@ fn the_scan_ends_after_the_last_peer_and_follows_it_down() {
     assert!(dropped, "the silent server's peer timed out");
     assert_eq!(c.in_use_end, 0);
 }
+
+#[test]
+fn two_connections_of_one_client_host_count_their_own_traffic() {
+    // One client host (one socket) with two peers on one server: the server tells them
+    // apart by session, and each peer's counters hold its own datagrams only.
+    let now = 1_000;
+    let mut c = Host::new(HostConfig {
+        max_peers: 2,
+        ..HostConfig::client()
+    });
+    let mut s = Host::new(HostConfig::default());
+    let a = c.connect(now, addr(SERVER), 254, 7).unwrap();
+    let b = c.connect(now, addr(SERVER), 254, 8).unwrap();
+    pump(&mut c, &mut s, now);
+    assert_eq!(s.connected_peers(), 2);
+    events(&mut c);
+    events(&mut s);
+    c.send(a, 1, b"\x05hello", true).unwrap();
+    pump(&mut c, &mut s, now + 10);
+    let ta = c.peer_traffic(a).unwrap();
+    let tb = c.peer_traffic(b).unwrap();
+    assert!(ta.datagrams_out > tb.datagrams_out, "{ta:?} {tb:?}");
+    assert!(ta.bytes_out > tb.bytes_out);
+    let st = c.stats();
+    assert_eq!(ta.datagrams_in + tb.datagrams_in, st.datagrams_in);
+    assert_eq!(ta.datagrams_out + tb.datagrams_out, st.datagrams_out);
+    assert_eq!(ta.bytes_in + tb.bytes_in, st.bytes_in);
+    let got: Vec<_> = events(&mut s)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Receive { data, .. } => Some(data),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, [&b"\x05hello"[..]]);
+    assert_eq!(
+        c.peer_traffic(PeerId {
+            slot: 9,
+            generation: 0
+        }),
+        None
+    );
+}

@@ -66,9 +66,6 @@ const STEP: f32 = 1.8;
 const TRAVEL_STEP: f32 = 4.5;
 /// Realm Crafter's portal re-entry lock after arriving through it.
 const PORTAL_LOCK: Duration = Duration::from_secs(36);
-/// Bots per shared UDP endpoint (each with a [`client::SOCKET_BUFFER`] receive buffer: a
-/// broadcast tick's burst for all of them must fit).
-const BOTS_PER_ENDPOINT: u32 = 64;
 /// Moves remembered while waiting for their echo.
 const PENDING_MOVES: usize = 64;
 
@@ -96,6 +93,12 @@ struct Args {
     /// comma-separated, in `--gateway`'s order.
     #[arg(long, value_delimiter = ',')]
     enet: Vec<SocketAddr>,
+    /// Bots per UDP socket: a QUIC endpoint, or an RCEnet endpoint (one ENet host and one
+    /// task for all its bots). Each socket has a [`client::SOCKET_BUFFER`] receive buffer:
+    /// a broadcast tick's burst for all its bots must fit. 1: a socket per bot, as players'
+    /// machines have.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    bots_per_socket: u32,
     /// Number of bots.
     #[arg(long, default_value_t = 10)]
     bots: u32,
@@ -479,6 +482,8 @@ struct BotCtx {
     stats: Arc<Stats>,
     portals: Arc<PortalMap>,
     endpoint: quinn::Endpoint,
+    /// The RCEnet endpoint of the bot's socket group (when any bot speaks RCEnet).
+    enet_endpoint: Option<client::EnetEndpoint>,
     user: String,
     /// The bot's number in the run.
     index: u32,
@@ -631,6 +636,7 @@ async fn enter(
     };
     let mut opts = ConnectOptions::new(verify);
     opts.endpoint = Some(ctx.endpoint.clone());
+    opts.enet_endpoint = ctx.enet_endpoint.clone();
     opts.reply_timeout = Duration::from_secs(30);
     if ctx.args.gateway.len() > 1 {
         // A gateway that went silent is noticed in seconds, not at the 30 s default.
@@ -1389,15 +1395,27 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     };
     let args = Arc::new(args);
     let stats = Arc::new(Stats::default());
-    let n_endpoints = args.bots.div_ceil(BOTS_PER_ENDPOINT);
-    let mut endpoints = Vec::new();
-    for _ in 0..n_endpoints {
-        let bind = if args.gateway().is_ipv4() {
+    let per_socket = args.bots_per_socket.max(1);
+    let n_endpoints = args.bots.div_ceil(per_socket);
+    let unspecified = |ipv4: bool| {
+        if ipv4 {
             SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
         } else {
             SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
-        };
+        }
+    };
+    let mut endpoints = Vec::new();
+    let mut enet_endpoints = Vec::new();
+    let enet_ipv4 = args.transport_of(1, 0).1.is_ipv4();
+    for _ in 0..n_endpoints {
+        let bind = unspecified(args.gateway().is_ipv4());
         endpoints.push(client::client_endpoint(bind).context("binding a UDP socket")?);
+        if args.transport != TransportChoice::Quic {
+            enet_endpoints.push(
+                client::EnetEndpoint::bind(unspecified(enet_ipv4), per_socket as usize)
+                    .context("binding an RCEnet socket")?,
+            );
+        }
     }
     let t0 = Instant::now();
     let ramp = Duration::from_secs_f64(args.ramp);
@@ -1411,9 +1429,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
             stats: stats.clone(),
             portals: portals.clone(),
             endpoint: endpoints
-                .get((i / BOTS_PER_ENDPOINT) as usize)
+                .get((i / per_socket) as usize)
                 .cloned()
                 .context("endpoint")?,
+            enet_endpoint: enet_endpoints.get((i / per_socket) as usize).cloned(),
             user: format!("{prefix}{i}"),
             index: i,
             prefix: prefix.clone(),
