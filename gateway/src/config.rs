@@ -40,6 +40,10 @@ pub struct GatewayConfig {
     pub enet_half_open_per_ip: u32,
     /// An RCEnet handshake not completed within this time frees its slot (ms).
     pub enet_connect_timeout_ms: u64,
+    /// ENet 1.1's unreliable throttle: positions to a client whose round trip is rising are
+    /// partly dropped unsent, as Realm Crafter's own server did (`rcenet::HostConfig`).
+    /// Off by default (docs/benchmarks.md).
+    pub enet_throttle: bool,
     /// RCEnet host tasks, each with its own socket on `enet_listen` (`SO_REUSEPORT`: the
     /// kernel keeps each client on one); 0 = one per CPU, at most 8. Where the system has
     /// no `SO_REUSEPORT`, one.
@@ -196,6 +200,7 @@ impl Default for GatewayConfig {
             enet_half_open: 256,
             enet_half_open_per_ip: 8,
             enet_connect_timeout_ms: 5_000,
+            enet_throttle: false,
             enet_shards: 0,
             admin_listen: crate::admin::DEFAULT_ADDR,
             data_dir: PathBuf::from("data"),
@@ -274,6 +279,7 @@ impl Settings for GatewayConfig {
             "enet_half_open" => self.enet_half_open = num(value)?,
             "enet_half_open_per_ip" => self.enet_half_open_per_ip = num(value)?,
             "enet_connect_timeout_ms" => self.enet_connect_timeout_ms = num(value)?,
+            "enet_throttle" => self.enet_throttle = boolean(value)?,
             "enet_shards" => self.enet_shards = num(value)?,
             "admin_listen" => self.admin_listen = num(value)?,
             "data_dir" => self.data_dir = PathBuf::from(value),

@@ -52,6 +52,12 @@ pub struct HostConfig {
     /// players on one machine). Nothing on the wire changes; the timeout rules still drop
     /// a silent peer within ENet's 5–40 s. 1 restores ENet 1.1 exactly.
     pub min_rto_ms: u64,
+    /// ENet 1.1's unreliable packet throttle: when a peer's round-trip time rises, a share
+    /// of the unreliable packets queued for it is dropped before sending (and fewer again
+    /// as it falls); nothing on the wire changes. Off by default: on loopback it dropped
+    /// positions at a load the machine held without it, and it did not keep an overloaded
+    /// gateway from collapsing (docs/benchmarks.md). `true` restores 1.1.
+    pub unreliable_throttle: bool,
 }
 
 impl Default for HostConfig {
@@ -72,6 +78,7 @@ impl Default for HostConfig {
             max_cookie_replies_per_sec: 20_000,
             ping_interval_ms: crate::peer::PING_INTERVAL,
             min_rto_ms: 100,
+            unreliable_throttle: false,
         }
     }
 }

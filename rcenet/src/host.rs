@@ -988,7 +988,11 @@ impl Host {
             if peer.state == PeerState::Zombie {
                 continue;
             }
-            let Some(built) = peer.build(now) else {
+            let throttled = peer.throttled;
+            let built = peer.build(now);
+            let throttled = peer.throttled - throttled;
+            let Some(built) = built else {
+                self.stats.unreliable_throttled += throttled;
                 continue;
             };
             let t = Transmit {
@@ -997,8 +1001,11 @@ impl Host {
             };
             peer.traffic.datagrams_out += 1;
             peer.traffic.bytes_out += t.data.len() as u64;
-            if built.acked_disconnect && peer.state == PeerState::AcknowledgingDisconnect {
-                let data = peer.disconnect_data;
+            let disconnect = (built.acked_disconnect
+                && peer.state == PeerState::AcknowledgingDisconnect)
+                .then_some(peer.disconnect_data);
+            self.stats.unreliable_throttled += throttled;
+            if let Some(data) = disconnect {
                 self.drop_peer(id, Some(DisconnectReason::Graceful(data)), false);
             } else {
                 self.schedule(id);

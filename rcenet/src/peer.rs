@@ -253,6 +253,82 @@ pub(crate) struct Built {
     pub acked_disconnect: bool,
 }
 
+/// ENet's throttle scale: a throttle of 32 sends every unreliable packet, 0 almost none.
+const THROTTLE_SCALE: u32 = 32;
+/// What the throttle counter advances per unreliable packet (mod the scale).
+const THROTTLE_COUNTER_STEP: u32 = 7;
+
+/// ENet 1.1's unreliable packet throttle (`enet_peer_throttle` and the RTT epochs of
+/// `handle_acknowledge`): each ACK's round trip against the lowest of the last interval.
+#[derive(Debug, Clone, Copy)]
+struct Throttle {
+    on: bool,
+    /// 0..=`THROTTLE_SCALE`: the share of unreliable packets sent, in 32ths.
+    value: u32,
+    counter: u32,
+    last_rtt: u32,
+    last_rtt_var: u32,
+    lowest_rtt: u32,
+    highest_rtt_var: u32,
+    epoch: Option<u64>,
+}
+
+impl Throttle {
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            value: THROTTLE_SCALE,
+            counter: 0,
+            last_rtt: DEFAULT_RTT,
+            last_rtt_var: 0,
+            lowest_rtt: DEFAULT_RTT,
+            highest_rtt_var: 0,
+            epoch: None,
+        }
+    }
+
+    /// One round-trip sample, before the RTT estimate takes it (`enet_peer_throttle`).
+    fn sample(&mut self, rtt: u32, acceleration: u32, deceleration: u32) {
+        if self.last_rtt <= self.last_rtt_var {
+            self.value = THROTTLE_SCALE;
+        } else if rtt < self.last_rtt {
+            self.value = self.value.saturating_add(acceleration).min(THROTTLE_SCALE);
+        } else if rtt
+            > self
+                .last_rtt
+                .saturating_add(self.last_rtt_var.saturating_mul(2))
+        {
+            self.value = self.value.saturating_sub(deceleration);
+        }
+    }
+
+    /// After the RTT estimate took a sample: the interval's extremes, and a new interval
+    /// every `interval` ms.
+    fn after(&mut self, now: u64, rtt: u32, rtt_var: u32, interval: u32) {
+        self.lowest_rtt = self.lowest_rtt.min(rtt);
+        self.highest_rtt_var = self.highest_rtt_var.max(rtt_var);
+        if self
+            .epoch
+            .is_none_or(|e| now.saturating_sub(e) >= u64::from(interval))
+        {
+            self.last_rtt = self.lowest_rtt;
+            self.last_rtt_var = self.highest_rtt_var;
+            self.lowest_rtt = rtt;
+            self.highest_rtt_var = rtt_var;
+            self.epoch = Some(now);
+        }
+    }
+
+    /// Whether the next unreliable packet goes (ENet's counter against the throttle).
+    fn pass(&mut self) -> bool {
+        if !self.on {
+            return true;
+        }
+        self.counter = (self.counter + THROTTLE_COUNTER_STEP) % THROTTLE_SCALE;
+        self.counter <= self.value
+    }
+}
+
 /// One connection.
 #[derive(Debug)]
 pub(crate) struct Peer {
@@ -302,6 +378,10 @@ pub(crate) struct Peer {
     pub queued_for_transmit: bool,
     /// The peer's own datagrams and bytes, both ways.
     pub traffic: PeerTraffic,
+    /// The unreliable packet throttle.
+    unreliable_throttle: Throttle,
+    /// Unreliable packets the throttle dropped.
+    pub throttled: u64,
 }
 
 impl Peer {
@@ -353,6 +433,8 @@ impl Peer {
             disconnect_data: 0,
             created: now,
             traffic: PeerTraffic::default(),
+            unreliable_throttle: Throttle::new(cfg.unreliable_throttle),
+            throttled: 0,
             visible: false,
             queued_for_transmit: false,
         }
@@ -626,6 +708,9 @@ impl Peer {
             self.next_timeout = now;
         }
         let sample = u32::try_from(now - sent).unwrap_or(u32::MAX);
+        let (interval, acceleration, deceleration) = self.throttle;
+        self.unreliable_throttle
+            .sample(sample, acceleration, deceleration);
         self.rtt_var -= self.rtt_var / 4;
         if sample >= self.rtt {
             self.rtt += (sample - self.rtt) / 8;
@@ -634,6 +719,8 @@ impl Peer {
             self.rtt -= (self.rtt - sample) / 8;
             self.rtt_var = self.rtt_var.saturating_add((self.rtt - sample) / 4);
         }
+        self.unreliable_throttle
+            .after(now, self.rtt, self.rtt_var, interval);
         AckResult::Removed(self.remove_sent(received_seq, channel))
     }
 
@@ -1146,6 +1233,14 @@ impl Peer {
                     continue;
                 }
                 break;
+            }
+            if !self.unreliable_throttle.pass() {
+                // Throttled (ENet 1.1): dropped unsent while the round trip is rising.
+                if let Some(len) = self.outgoing_unreliable.pop(None) {
+                    self.queued_bytes = self.queued_bytes.saturating_sub(len);
+                }
+                self.throttled += 1;
+                continue;
             }
             if let Some(len) = self.outgoing_unreliable.pop(Some(&mut body)) {
                 self.queued_bytes = self.queued_bytes.saturating_sub(len);

@@ -54,6 +54,9 @@ pub struct Stats {
     pub unreliable_dropped: u64,
     /// `send` calls refused with `QueueFull`.
     pub queue_full: u64,
+    /// Unreliable packets dropped unsent by the throttle (`HostConfig::unreliable_throttle`)
+    /// while a peer's round trip rose.
+    pub unreliable_throttled: u64,
     /// ACKs not queued because a peer had too many pending.
     pub acks_dropped: u64,
     /// Stateless VERIFY_CONNECTs (cookies) sent instead of refusing at a half-open cap.

@@ -259,6 +259,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Reliable ENet commands sent again.",
     ),
     (
+        "rc_gateway_enet_throttled_total",
+        "Unreliable RCEnet packets (positions) dropped unsent by ENet's throttle while their peer's round trip rose (enet_throttle).",
+    ),
+    (
         "rc_gateway_enet_cookies_total",
         "RCEnet stateless handshake cookies (CONNECTs past enet_half_open or enet_half_open_per_ip), by outcome: sent (a cookie VERIFY_CONNECT sent, no state kept), connected (a client's ACK carried a valid cookie: a peer made), bad (an ACK to a free slot with a wrong or expired cookie, dropped), refused (cookie replies past their per-second bound: the CONNECT refused).",
     ),
@@ -451,6 +455,8 @@ shared::counters! {
         enet_timeouts => "rc_gateway_enet_timeouts_total";
         /// Reliable commands sent again (copied from the host).
         enet_retransmits => "rc_gateway_enet_retransmits_total";
+        /// Unreliable packets dropped by ENet's throttle (copied from the host).
+        enet_throttled => "rc_gateway_enet_throttled_total";
         /// Cookie VERIFY_CONNECTs sent past the half-open caps (copied from the host).
         enet_cookies_sent => "rc_gateway_enet_cookies_total" ["outcome" = "sent"];
         /// Peers made by a valid cookie (copied from the host).

@@ -117,6 +117,7 @@ pub fn host_config(cfg: &crate::config::GatewayConfig, shards: usize) -> HostCon
         // The clients ping every 500 ms on their own; the server's own pings (and their
         // ACKs) every 2 s are enough to notice a silent client within ENet's bounds.
         ping_interval_ms: PING_MS,
+        unreliable_throttle: cfg.enet_throttle,
         ..HostConfig::default()
     }
 }
@@ -219,6 +220,7 @@ struct Synced {
     cookies_refused: u64,
     timeouts: u64,
     retransmits: u64,
+    throttled: u64,
     peers: u64,
     half_open: u64,
 }
@@ -280,6 +282,7 @@ impl HostTask {
             cookies_refused: s.cookies_refused,
             timeouts: s.timeouts,
             retransmits: s.retransmits,
+            throttled: s.unreliable_throttled,
             peers: u64::try_from(self.host.connected_peers()).unwrap_or(u64::MAX),
             half_open: u64::try_from(self.host.half_open()).unwrap_or(u64::MAX),
         };
@@ -315,6 +318,7 @@ impl HostTask {
         );
         add(&m.enet_timeouts, now.timeouts, before.timeouts);
         add(&m.enet_retransmits, now.retransmits, before.retransmits);
+        add(&m.enet_throttled, now.throttled, before.throttled);
         add(&m.enet_peers, now.peers, before.peers);
         add(&m.enet_half_open, now.half_open, before.half_open);
     }

@@ -1204,3 +1204,63 @@ fn two_connections_of_one_client_host_count_their_own_traffic() {
         None
     );
 }
+
+/// Unreliable packets the server's throttle dropped while the client's ACKs came later
+/// and later.
+fn throttled_under_rising_round_trips(on: bool) -> (u64, usize) {
+    let now = 1_000;
+    let mut c = Host::new(HostConfig::client());
+    let mut s = Host::new(HostConfig {
+        unreliable_throttle: on,
+        ..HostConfig::default()
+    });
+    c.connect(now, addr(SERVER), 254, 41).unwrap();
+    pump(&mut c, &mut s, now);
+    let Some(Event::Connect { peer: sp, .. }) = events(&mut s).pop() else {
+        panic!()
+    };
+    events(&mut c);
+    let mut t = now;
+    let mut delivered = 0;
+    for delay in [
+        5u64, 5, 5, 5, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000,
+    ] {
+        s.send(sp, 1, b"\x05r", true).unwrap();
+        for _ in 0..8 {
+            s.send(sp, 2, b"\x0eu", false).unwrap();
+        }
+        for d in drain(&mut s, t) {
+            c.handle_datagram(t, addr(SERVER), &d.data);
+        }
+        delivered += events(&mut c)
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Receive {
+                        reliable: false,
+                        ..
+                    }
+                )
+            })
+            .count();
+        t += delay;
+        for d in drain(&mut c, t) {
+            s.handle_datagram(t, addr(CLIENT), &d.data);
+        }
+    }
+    (s.stats().unreliable_throttled, delivered)
+}
+
+#[test]
+fn a_peer_whose_round_trip_rises_gets_fewer_unreliable_packets() {
+    let (throttled, delivered) = throttled_under_rising_round_trips(true);
+    assert!(throttled > 0, "{throttled}");
+    assert_eq!(delivered as u64 + throttled, 15 * 8);
+    // Off: every one goes.
+    assert_eq!(throttled_under_rising_round_trips(false), (0, 15 * 8));
+    assert!(
+        !HostConfig::default().unreliable_throttle,
+        "off unless asked"
+    );
+}

@@ -325,3 +325,48 @@ fn unreliable_packets_go_out_in_order_from_their_encoded_queue() {
     assert_eq!(p.outgoing_bytes(), 0);
     assert!(!p.has_sendable());
 }
+
+#[test]
+fn the_throttle_follows_enet_1_1() {
+    let mut t = Throttle::new(true);
+    // The first ACK opens an interval: its lowest RTT and highest variance become the
+    // reference.
+    t.after(0, 10, 2, 5_000);
+    assert_eq!(
+        (t.last_rtt, t.last_rtt_var, t.value),
+        (10, 2, THROTTLE_SCALE)
+    );
+    // A round trip above last + 2·variance takes `deceleration` off, down to 0.
+    t.sample(15, 2, 2);
+    assert_eq!(t.value, 30);
+    for _ in 0..20 {
+        t.sample(100, 2, 2);
+    }
+    assert_eq!(t.value, 0);
+    // At 0, one unreliable packet in 32 goes (ENet's counter steps by 7 mod 32).
+    let sent = (0..320).filter(|_| t.pass()).count();
+    assert_eq!(sent, 10);
+    // Within the band: no change; below the reference: `acceleration` back, up to 32.
+    t.sample(12, 2, 2);
+    assert_eq!(t.value, 0);
+    for _ in 0..20 {
+        t.sample(5, 2, 2);
+    }
+    assert_eq!(t.value, THROTTLE_SCALE);
+    assert_eq!((0..64).filter(|_| t.pass()).count(), 64);
+    // A reference within its own variance (loopback, a LAN): everything goes.
+    t.value = 0;
+    t.last_rtt = 1;
+    t.last_rtt_var = 1;
+    t.sample(500, 2, 2);
+    assert_eq!(t.value, THROTTLE_SCALE);
+    // A new interval after `interval` ms takes the last one's extremes.
+    t.after(1_000, 40, 9, 5_000);
+    assert_eq!(t.last_rtt, 1);
+    t.after(5_000, 30, 3, 5_000);
+    assert_eq!((t.last_rtt, t.last_rtt_var), (10, 9));
+    // Off: every packet goes whatever the value.
+    let mut off = Throttle::new(false);
+    off.value = 0;
+    assert_eq!((0..64).filter(|_| off.pass()).count(), 64);
+}
