@@ -58,6 +58,21 @@ fn gateway(
     peers: &[SocketAddr],
     enet: Option<SocketAddr>,
 ) -> (Child, mpsc::Receiver<String>) {
+    gateway_with_secret(dir, name, url, addrs, standby, peers, enet, SECRET)
+}
+
+/// As [`gateway`], with this cluster secret.
+#[allow(clippy::too_many_arguments)]
+fn gateway_with_secret(
+    dir: &std::path::Path,
+    name: &str,
+    url: &str,
+    addrs: (SocketAddr, SocketAddr, SocketAddr),
+    standby: bool,
+    peers: &[SocketAddr],
+    enet: Option<SocketAddr>,
+    secret: &str,
+) -> (Child, mpsc::Receiver<String>) {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut cmd = command(&bin("gateway"));
     cmd.args(["--listen", &addrs.0.to_string()])
@@ -66,7 +81,7 @@ fn gateway(
         .arg("--data-dir")
         .arg(dir.join(name))
         .args(["--database-url", url])
-        .env("GATEWAY_CLUSTER_SECRET", SECRET)
+        .env("GATEWAY_CLUSTER_SECRET", secret)
         .env(
             "GATEWAY_ENET_LISTEN",
             enet.map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string()),
@@ -522,6 +537,115 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     )
     .await;
     drop(x);
+}
+
+/// The edge is no way around the budgets (issue 41): a client of the edge floods equipment
+/// swaps (100,000 in one write) through the edge link; it is disconnected with code 4 as
+/// it would be on the leader, and a player of the edge and one of the leader play on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_client_of_an_edge_is_disconnected_and_the_others_play_on() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_flood").unwrap();
+    let Pair {
+        children: _children,
+        a_addrs,
+        b_addrs,
+        ..
+    } = pair_and_a_node(&url, "edge-flood", true).await;
+    let deadline = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the edge links to the leader");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
+    let (mut pb, gb) = new_player(b_addrs.0, "bryn").await;
+    let (mut flooder, g) = new_player(b_addrs.0, "swapper").await;
+    crate::flood::wait_for_sword(&mut flooder).await;
+    let _ = flooder
+        .send_raw(&crate::flood::swap_flood(g.runtime_id, 100_000))
+        .await;
+    assert_eq!(
+        crate::flood::closed_with(&flooder).await,
+        Some(client::CloseCode::RateLimited),
+        "the edge's flooder is disconnected as on the leader"
+    );
+    assert!(
+        echo(
+            &mut pb,
+            gb.runtime_id,
+            (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0),
+            WAIT
+        )
+        .await,
+        "the edge's other player plays on"
+    );
+    assert!(
+        echo(
+            &mut pa,
+            ga.runtime_id,
+            (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0),
+            WAIT
+        )
+        .await,
+        "the leader's player plays on"
+    );
+    wait_cluster(a_addrs.2, "the flooder logged out, two play on", |v| {
+        v.sessions.in_game == 2 && v.edges.iter().any(|e| e.clients == 1)
+    })
+    .await;
+}
+
+/// A forged edge (issue 41): a gateway that knows the database and the leader's internal
+/// address but not the cluster secret is refused by the leader. It never becomes ready,
+/// the leader lists no edge, and the leader's player plays on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_without_the_cluster_secret_is_refused() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_forged_edge").unwrap();
+    let Pair {
+        mut children,
+        dir,
+        a_addrs,
+        ..
+    } = active_standby_and_a_node(&url, "forged-edge").await;
+    // The pair's standby (B, no peers) is not in the way: it waits for the database.
+    let f_addrs = (free_udp(), free_udp(), free_tcp());
+    let (f, _f_out) = gateway_with_secret(
+        &dir,
+        "forged",
+        &url,
+        f_addrs,
+        true,
+        &[a_addrs.1],
+        None,
+        "not-the-cluster-secret-0123456789abcdef",
+    );
+    children.0.push(f);
+    let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
+    // Long enough for several of its tries (every 500 ms).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ready = http_get(f_addrs.2, "/readyz").map(|r| r.0).ok();
+    assert_ne!(ready, Some(200), "the forged edge never becomes ready");
+    let v = cluster(a_addrs.2).expect("the leader's /cluster");
+    assert!(
+        v.edges.is_empty(),
+        "the leader lists no edge: {:?}",
+        v.edges
+    );
+    assert!(
+        echo(
+            &mut pa,
+            ga.runtime_id,
+            (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0),
+            WAIT
+        )
+        .await,
+        "the leader's player plays on"
+    );
 }
 
 /// The leader dies while an edge relays a player and serves one of its own: the edge

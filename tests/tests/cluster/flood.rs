@@ -65,7 +65,7 @@ async fn stop_bots(mut bots: JoinSet<u64>, stop: &Arc<AtomicBool>, secs: u64) {
 }
 
 /// Wait (bounded) until the starter kit's sword is in the weapon slot (slot 0).
-async fn wait_for_sword(c: &mut Connection) {
+pub(crate) async fn wait_for_sword(c: &mut Connection) {
     let end = tokio::time::Instant::now() + WAIT;
     while c.items().slot(0).is_none() {
         assert!(tokio::time::Instant::now() < end, "no starter sword");
@@ -74,7 +74,7 @@ async fn wait_for_sword(c: &mut Connection) {
 }
 
 /// `n` swaps of the weapon slot with backpack slot 30 and back, as one write.
-fn swap_flood(rid: u16, n: usize) -> Vec<u8> {
+pub(crate) fn swap_flood(rid: u16, n: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for i in 0..n {
         let (from, to) = if i % 2 == 0 { (0, 30) } else { (30, 0) };
@@ -90,7 +90,7 @@ fn swap_flood(rid: u16, n: usize) -> Vec<u8> {
     out
 }
 
-async fn closed_with(c: &Connection) -> Option<CloseCode> {
+pub(crate) async fn closed_with(c: &Connection) -> Option<CloseCode> {
     match tokio::time::timeout(WAIT, c.closed()).await {
         Ok(CloseReason::Server { code, .. }) => Some(code),
         _ => None,
