@@ -22,6 +22,22 @@ fn events(h: &mut Host) -> Vec<Event> {
     std::iter::from_fn(|| h.poll_event()).collect()
 }
 
+/// How many of the host's pending events are unreliable packets received.
+fn unreliable_received(h: &mut Host) -> usize {
+    events(h)
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Receive {
+                    reliable: false,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
 /// Moves datagrams both ways until neither host has anything to send.
 fn pump(c: &mut Host, s: &mut Host, now: u64) {
     for _ in 0..100 {
@@ -734,18 +750,7 @@ fn unreliable_newer_only_on_the_current_reliable_number() {
     for (seq, rel) in [(2, 0), (1, 0), (2, 0), (3, 1), (5, 0)] {
         s.handle_datagram(30, addr(CLIENT), &unrel(seq, rel));
     }
-    let n = events(&mut s)
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::Receive {
-                    reliable: false,
-                    ..
-                }
-            )
-        })
-        .count();
+    let n = unreliable_received(&mut s);
     assert_eq!(n, 2, "2 and 5");
     assert_eq!(s.stats().unreliable_dropped, 3);
 }
@@ -1232,18 +1237,7 @@ fn throttled_under_rising_round_trips(on: bool) -> (u64, usize) {
         for d in drain(&mut s, t) {
             c.handle_datagram(t, addr(SERVER), &d.data);
         }
-        delivered += events(&mut c)
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Receive {
-                        reliable: false,
-                        ..
-                    }
-                )
-            })
-            .count();
+        delivered += unreliable_received(&mut c);
         t += delay;
         for d in drain(&mut c, t) {
             s.handle_datagram(t, addr(CLIENT), &d.data);

@@ -48,22 +48,10 @@ fn free_tcp() -> SocketAddr {
         .unwrap()
 }
 
-/// A gateway process on `url`; its stdout lines come through the receiver.
-fn gateway(
-    dir: &std::path::Path,
-    name: &str,
-    url: &str,
-    addrs: (SocketAddr, SocketAddr, SocketAddr),
-    standby: bool,
-    peers: &[SocketAddr],
-    enet: Option<SocketAddr>,
-) -> (Child, mpsc::Receiver<String>) {
-    gateway_with_secret(dir, name, url, addrs, standby, peers, enet, SECRET)
-}
-
-/// As [`gateway`], with this cluster secret.
+/// A gateway process on `url` with this cluster secret; its stdout lines come through the
+/// receiver.
 #[allow(clippy::too_many_arguments)]
-fn gateway_with_secret(
+fn gateway(
     dir: &std::path::Path,
     name: &str,
     url: &str,
@@ -151,6 +139,27 @@ async fn wait_cluster(admin: SocketAddr, what: &str, f: impl Fn(&ClusterView) ->
     }
 }
 
+/// Waits (bounded) until the edge whose admin address is `admin` is linked to the leader
+/// (`/readyz` 200).
+async fn edge_ready(admin: SocketAddr) {
+    let deadline = Instant::now() + WAIT;
+    while http_get(admin, "/readyz").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "the edge links to the leader");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The player moves `d` units from his start on both axes and sees his own update.
+async fn moves(c: &mut client::Connection, g: &client::GameStart, d: f32) -> bool {
+    echo(
+        c,
+        g.runtime_id,
+        (g.area.x + d, g.area.y, g.area.z + d),
+        WAIT,
+    )
+    .await
+}
+
 /// Gateway A (serving), gateway B (`--standby`) on `url`, and node n1 given both internal
 /// addresses, registered with A and every instance placed.
 struct Pair {
@@ -174,13 +183,13 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[], None);
+    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[], None, SECRET);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
     let peers = if edge { vec![a_addrs.1] } else { Vec::new() };
     let b_enet = free_udp();
-    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet));
+    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet), SECRET);
     children.0.push(b);
     let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
     let node = command(&bin("zone-node"))
@@ -393,7 +402,7 @@ async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
     let nowhere = free_tcp();
     let url = format!("postgres://rc@127.0.0.1:{}/rc", nowhere.port());
     let addrs = (free_udp(), free_udp(), free_tcp());
-    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[], None);
+    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[], None, SECRET);
     let mut children = Children(vec![b]);
     let deadline = Instant::now() + WAIT;
     while http_get(addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
@@ -429,11 +438,7 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         ..
     } = pair_and_a_node(&url, "edges", true).await;
     // Linked to the leader, the edge is ready: it serves clients.
-    let deadline = Instant::now() + WAIT;
-    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
-        assert!(Instant::now() < deadline, "the edge links to the leader");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    edge_ready(b_addrs.2).await;
     wait_cluster(a_addrs.2, "the leader lists the edge", |v| {
         v.edges.iter().any(|e| e.name == "gateway")
     })
@@ -449,23 +454,11 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     // Realm Crafter's own transport (RCEnet) through the edge too.
     let (mut pe, ge, _) = cluster_tests::new_enet_player(b_enet, "enid").await;
     assert!(
-        echo(
-            &mut pe,
-            ge.runtime_id,
-            (ge.area.x + 3.0, ge.area.y, ge.area.z + 3.0),
-            WAIT
-        )
-        .await,
+        moves(&mut pe, &ge, 3.0).await,
         "an RCEnet player through the edge moves and sees his own update"
     );
     assert!(
-        echo(
-            &mut pb,
-            gb.runtime_id,
-            (gb.area.x + 6.0, gb.area.y, gb.area.z + 6.0),
-            WAIT
-        )
-        .await,
+        moves(&mut pb, &gb, 6.0).await,
         "a player through the edge moves and sees his own update"
     );
     let a_to = (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0);
@@ -554,11 +547,7 @@ async fn a_flooding_client_of_an_edge_is_disconnected_and_the_others_play_on() {
         b_addrs,
         ..
     } = pair_and_a_node(&url, "edge-flood", true).await;
-    let deadline = Instant::now() + WAIT;
-    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
-        assert!(Instant::now() < deadline, "the edge links to the leader");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    edge_ready(b_addrs.2).await;
     let (mut pa, ga) = new_player(a_addrs.0, "alba").await;
     let (mut pb, gb) = new_player(b_addrs.0, "bryn").await;
     let (mut flooder, g) = new_player(b_addrs.0, "swapper").await;
@@ -572,23 +561,11 @@ async fn a_flooding_client_of_an_edge_is_disconnected_and_the_others_play_on() {
         "the edge's flooder is disconnected as on the leader"
     );
     assert!(
-        echo(
-            &mut pb,
-            gb.runtime_id,
-            (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0),
-            WAIT
-        )
-        .await,
+        moves(&mut pb, &gb, 5.0).await,
         "the edge's other player plays on"
     );
     assert!(
-        echo(
-            &mut pa,
-            ga.runtime_id,
-            (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0),
-            WAIT
-        )
-        .await,
+        moves(&mut pa, &ga, 4.0).await,
         "the leader's player plays on"
     );
     wait_cluster(a_addrs.2, "the flooder logged out, two play on", |v| {
@@ -614,7 +591,7 @@ async fn an_edge_without_the_cluster_secret_is_refused() {
     } = active_standby_and_a_node(&url, "forged-edge").await;
     // The pair's standby (B, no peers) is not in the way: it waits for the database.
     let f_addrs = (free_udp(), free_udp(), free_tcp());
-    let (f, _f_out) = gateway_with_secret(
+    let (f, _f_out) = gateway(
         &dir,
         "forged",
         &url,
@@ -637,13 +614,7 @@ async fn an_edge_without_the_cluster_secret_is_refused() {
         v.edges
     );
     assert!(
-        echo(
-            &mut pa,
-            ga.runtime_id,
-            (ga.area.x + 4.0, ga.area.y, ga.area.z + 4.0),
-            WAIT
-        )
-        .await,
+        moves(&mut pa, &ga, 4.0).await,
         "the leader's player plays on"
     );
 }
@@ -666,11 +637,7 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         b_out,
         ..
     } = pair_and_a_node(&url, "edge-takeover", true).await;
-    let deadline = Instant::now() + WAIT;
-    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
-        assert!(Instant::now() < deadline, "the edge links to the leader");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    edge_ready(b_addrs.2).await;
     let (mut pa, ga) = new_player(a_addrs.0, "dai").await;
     let (mut pb, gb) = new_player(b_addrs.0, "carys").await;
     let a_to = (ga.area.x + 7.0, ga.area.y, ga.area.z + 7.0);
@@ -739,11 +706,7 @@ async fn a_leader_hands_the_lead_over_to_its_edge() {
         b_out,
         ..
     } = pair_and_a_node(&url, "hand-over", true).await;
-    let deadline = Instant::now() + WAIT;
-    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() != Some(200) {
-        assert!(Instant::now() < deadline, "the edge links to the leader");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    edge_ready(b_addrs.2).await;
     let (mut p, g) = new_player(b_addrs.0, "gwen").await;
     let to = (g.area.x + 5.0, g.area.y, g.area.z + 5.0);
     assert!(echo(&mut p, g.runtime_id, to, WAIT).await);
