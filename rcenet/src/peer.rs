@@ -358,6 +358,11 @@ pub(crate) struct Peer {
     sent_reliable: VecDeque<OutCmd>,
     outgoing_unreliable: Unreliables,
     in_transit: usize,
+    /// The reliable bytes this side lets be in flight for commands never sent yet, after
+    /// losses (sender side only, invisible on the wire): halved at each round of
+    /// retransmissions, grown by each acknowledged command's bytes, within `window`;
+    /// resent commands go within `window` alone. 1.1 keeps the fixed window.
+    loss_window: usize,
     queued_bytes: usize,
     held: BTreeMap<(u8, u16), Held>,
     held_bytes: usize,
@@ -417,6 +422,7 @@ impl Peer {
             sent_reliable: VecDeque::new(),
             outgoing_unreliable: Unreliables::default(),
             in_transit: 0,
+            loss_window: wire::MAX_WINDOW as usize,
             queued_bytes: 0,
             held: BTreeMap::new(),
             held_bytes: 0,
@@ -731,6 +737,10 @@ impl Peer {
         let found = if let Some(i) = self.sent_reliable.iter().position(matches) {
             let cmd = self.sent_reliable.remove(i)?;
             self.in_transit = self.in_transit.saturating_sub(cmd.payload.len());
+            self.loss_window = self
+                .loss_window
+                .saturating_add(cmd.payload.len().max(1))
+                .min(wire::MAX_WINDOW as usize);
             cmd
         } else {
             let i = self.outgoing_reliable.iter().position(matches)?;
@@ -1098,6 +1108,9 @@ impl Peer {
             resend.push(cmd);
         }
         let n = resend.len();
+        if n > 0 {
+            self.loss_window = (self.loss_window / 2).max(usize::from(self.mtu));
+        }
         if let Some(rto) = resend.iter().map(|c| c.rto).min() {
             self.recovering = true;
             self.probe_due = now.saturating_add(rto);
@@ -1140,8 +1153,12 @@ impl Peer {
         !self.acks.is_empty()
             || !self.outgoing_unreliable.is_empty()
             || self.outgoing_reliable.front().is_some_and(|c| {
-                self.in_transit + c.payload.len() <= self.window as usize
-                    && span_ok(&self.unacked, c)
+                let window = if c.rto == 0 {
+                    (self.window as usize).min(self.loss_window)
+                } else {
+                    self.window as usize
+                };
+                self.in_transit + c.payload.len() <= window && span_ok(&self.unacked, c)
             })
     }
 
@@ -1186,15 +1203,20 @@ impl Peer {
         }
 
         let mut stop = false;
+        let fresh_window = (self.window as usize).min(self.loss_window);
         while let Some(cmd) = self.outgoing_reliable.front_mut() {
             let fixed = cmd.fixed_size();
             let plen = cmd.payload.len();
             if n >= wire::MAX_COMMANDS_PER_DATAGRAM || room(size) < fixed {
                 break;
             }
-            if plen > 0
-                && (self.in_transit + plen > self.window as usize || room(size) < fixed + plen)
-            {
+            // A command never sent waits for the loss window; a resent one only for 1.1's.
+            let window = if cmd.rto == 0 {
+                fresh_window
+            } else {
+                self.window as usize
+            };
+            if plen > 0 && (self.in_transit + plen > window || room(size) < fixed + plen) {
                 break;
             }
             if !span_ok(&self.unacked, cmd) {
