@@ -365,6 +365,18 @@ struct Live {
     batch: Vec<Packet>,
 }
 
+impl Live {
+    /// Publishes the host's round trip and traffic counts of `peer` to its connection.
+    fn publish(&self, host: &Host, peer: PeerId) {
+        if let Some(rtt) = host.peer_rtt(peer) {
+            self.rtt_ms.store(rtt, Ordering::Relaxed);
+        }
+        if let Some(t) = host.peer_traffic(peer) {
+            self.counts.set(&t);
+        }
+    }
+}
+
 /// A connection in its handshake.
 struct Pending {
     deadline: Instant,
@@ -519,9 +531,7 @@ impl Driver {
                 let now = self.now();
                 self.host.disconnect_now(now, peer, 0);
             }
-            if let Some(t) = self.host.peer_traffic(peer) {
-                l.counts.set(&t);
-            }
+            l.publish(&self.host, peer);
             let _ = l.closed.send(Some(why));
         }
     }
@@ -586,12 +596,7 @@ impl Driver {
             return;
         }
         let batch = std::mem::take(&mut l.batch);
-        if let Some(rtt) = self.host.peer_rtt(peer) {
-            l.rtt_ms.store(rtt, Ordering::Relaxed);
-        }
-        if let Some(t) = self.host.peer_traffic(peer) {
-            l.counts.set(&t);
-        }
+        l.publish(&self.host, peer);
         match l.inbound.try_send(batch) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => self.end(
@@ -684,12 +689,7 @@ impl Driver {
             self.end(peer, CloseReason::Local, true);
         }
         for (&peer, l) in &self.peers {
-            if let Some(rtt) = self.host.peer_rtt(peer) {
-                l.rtt_ms.store(rtt, Ordering::Relaxed);
-            }
-            if let Some(t) = self.host.peer_traffic(peer) {
-                l.counts.set(&t);
-            }
+            l.publish(&self.host, peer);
         }
     }
 
