@@ -1,5 +1,5 @@
 //! Peer-level unit tests: sentTime reconstruction, the RTT update, fragment checks, the
-//! sequence-span rule and the retransmission schedule.
+//! sequence-span rule, the retransmission schedule and the loss window.
 
 use std::net::SocketAddr;
 
@@ -369,4 +369,69 @@ fn the_throttle_follows_enet_1_1() {
     let mut off = Throttle::new(false);
     off.value = 0;
     assert_eq!((0..64).filter(|_| off.pass()).count(), 64);
+}
+
+#[test]
+fn the_loss_window_holds_new_commands_back_after_losses_and_grows_with_acks() {
+    let cfg = HostConfig::client();
+    let mut p = forty_in_flight();
+    assert_eq!(p.loss_window, wire::MAX_WINDOW as usize);
+    // A round of retransmissions halves it.
+    assert_eq!(p.check_timeouts(100), Ok(RESEND_BURST));
+    assert_eq!(p.loss_window, wire::MAX_WINDOW as usize / 2);
+    // 4,000 bytes in flight: 20 new packets of 1,000 bytes would pass 1.1's 32 KiB
+    // window, but only the loss window's share goes; the resent ones go all the same.
+    for _ in 0..20 {
+        p.send(1, Payload::Shared(Bytes::from(vec![7; 1_000])), true, &cfg)
+            .unwrap();
+    }
+    while p.build(100).is_some() {}
+    let resent = p
+        .sent_reliable
+        .iter()
+        .filter(|c| c.sent_time == 100)
+        .count();
+    let fresh_sent = p
+        .sent_reliable
+        .iter()
+        .filter(|c| c.payload.len() == 1_000)
+        .count();
+    assert_eq!(resent - fresh_sent, RESEND_BURST);
+    assert!(
+        p.in_transit <= p.loss_window,
+        "{} {}",
+        p.in_transit,
+        p.loss_window
+    );
+    assert!((10..20).contains(&fresh_sent), "{fresh_sent}");
+    assert_eq!(p.outgoing_reliable.len(), 20 - fresh_sent);
+    // Each ACK gives its command's bytes back to the window, never past 32 KiB.
+    let acked: Vec<(u16, u8)> = p
+        .sent_reliable
+        .iter()
+        .map(|c| (c.header.reliable_seq, c.header.channel))
+        .collect();
+    let before = p.loss_window;
+    for (seq, ch) in acked {
+        p.handle_ack(150, ch, seq, 100);
+    }
+    assert!(p.loss_window > before);
+    assert!(p.loss_window <= wire::MAX_WINDOW as usize);
+    // ...and what was held back goes.
+    while p.build(150).is_some() {}
+    assert!(p.outgoing_reliable.is_empty());
+}
+
+#[test]
+fn the_loss_window_halves_each_round_down_to_the_mtu() {
+    let mut p = forty_in_flight();
+    let mut now = 0;
+    let mut windows = Vec::new();
+    for _ in 0..6 {
+        now = now.max(p.next_timeout);
+        assert!(p.check_timeouts(now).is_ok_and(|n| n > 0));
+        windows.push(p.loss_window);
+        while p.build(now).is_some() {}
+    }
+    assert_eq!(windows, [16_384, 8_192, 4_096, 2_048, 1_400, 1_400]);
 }
