@@ -282,14 +282,13 @@ fn udp_socket(what: &'static str, addr: SocketAddr) -> Result<std::net::UdpSocke
     Ok(socket.into())
 }
 
-/// The edge's RCEnet socket: one, on the full gateway's address.
-pub(crate) fn edge_enet_socket(addr: SocketAddr) -> Result<tokio::net::UdpSocket, StartError> {
-    let s = udp_socket("RCEnet clients (edge)", addr)?;
-    tokio::net::UdpSocket::from_std(s).map_err(|source| StartError::Bind {
-        what: "RCEnet clients (edge)",
-        addr,
-        source,
-    })
+/// The edge's RCEnet sockets: as many as the full gateway's host tasks, on its address,
+/// so that the full gateway this edge may become serves its peers on them as they are.
+pub(crate) fn edge_enet_sockets(
+    cfg: &GatewayConfig,
+    addr: SocketAddr,
+) -> Result<Vec<std::net::UdpSocket>, StartError> {
+    enet_sockets(addr, enet_shards(cfg))
 }
 
 /// The edge's endpoint for its link to the leader (a client endpoint), with the large
@@ -502,13 +501,18 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             peer_acks: Some(tls::PeerAcks::NODES),
         },
     )?;
-    let (client_ep, kept) = match handover {
-        // The kept clients' connections live on the edge's endpoint: it stays.
+    let (client_ep, kept, adopted) = match handover {
+        // The kept clients' connections live on the edge's endpoint, its RCEnet peers in
+        // its hosts: they stay.
         Some(h) => {
             h.endpoint.set_server_config(Some(client_cfg));
-            (h.endpoint, h.kept)
+            (h.endpoint, h.kept, h.enet)
         }
-        None => (bind("clients", cfg.listen, client_cfg)?, Vec::new()),
+        None => (
+            bind("clients", cfg.listen, client_cfg)?,
+            Vec::new(),
+            Vec::new(),
+        ),
     };
     let internal_ep = bind("zone nodes", cfg.internal_listen, internal_cfg)?;
     let client_addr = client_ep.local_addr().map_err(|source| StartError::Bind {
@@ -530,15 +534,23 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
                 addr,
                 source,
             };
-            let mut sockets = Vec::new();
-            for s in enet_sockets(addr, enet_shards(&cfg))? {
-                sockets.push(tokio::net::UdpSocket::from_std(s).map_err(err)?);
-            }
-            let local = match sockets.first() {
-                Some(s) => s.local_addr().map_err(err)?,
+            // The edge's sockets and hosts, its kept peers in them; else fresh ones.
+            let shards: Vec<(std::net::UdpSocket, Option<_>)> = if adopted.is_empty() {
+                enet_sockets(addr, enet_shards(&cfg))?
+                    .into_iter()
+                    .map(|s| (s, None))
+                    .collect()
+            } else {
+                adopted
+                    .into_iter()
+                    .map(|a| (a.socket, Some((a.host, a.epoch, a.kept))))
+                    .collect()
+            };
+            let local = match shards.first() {
+                Some((s, _)) => s.local_addr().map_err(err)?,
                 None => addr,
             };
-            Some((sockets, local))
+            Some((shards, local))
         }
         None => None,
     };
@@ -617,9 +629,15 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
     let (stop, stop_rx) = watch::channel(false);
     let doors = net::client::Doors::new(&shared);
-    if !kept.is_empty() {
+    let kept_enet: usize = enet
+        .iter()
+        .flat_map(|(shards, _)| shards.iter())
+        .filter_map(|(_, a)| a.as_ref().map(|(_, _, k)| k.len()))
+        .sum();
+    if !kept.is_empty() || kept_enet > 0 {
         tracing::info!(
             kept = kept.len(),
+            kept_enet,
             "resuming the sessions this gateway's edge kept through the leader change"
         );
     }
@@ -634,13 +652,14 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     ));
     if let Some((sockets, _)) = enet {
         let shards = sockets.len();
-        for socket in sockets {
+        for (socket, adopted) in sockets {
             tokio::spawn(net::enet::serve(
                 socket,
                 shards,
                 shared.clone(),
                 doors.clone(),
                 stop_rx.clone(),
+                adopted,
             ));
         }
     }

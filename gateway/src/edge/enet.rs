@@ -5,9 +5,14 @@
 //! stream and each `P_StandardUpdate` on channel 2 a datagram; down, the leader's rc/1
 //! frames become reliable packets on channel 1 and its datagrams unreliable
 //! `P_StandardUpdate`s on channel 2. A close other than a normal one or a kick sends
-//! `P_KickedPlayer` first, the only thing the original client reacts to. An RCEnet
-//! client is not kept through a leader change (its ENet peer state cannot move to another
-//! host): it is kicked, and logs in again.
+//! `P_KickedPlayer` first, the only thing the original client reacts to.
+//!
+//! A peer whose player is in the world is kept when the leader goes, as a QUIC client is:
+//! the host task goes on serving ENet for it (pings, acknowledgements) and, when this
+//! gateway takes over, hands its socket and host, the peer's ENet state in it, to the full
+//! gateway's RCEnet host task of the same shard (`net::enet::Adopted`), whose session
+//! task starts in the world. A peer not in the world, or not taken over within
+//! [`super::KEEP_FOR`], is kicked and logs in again.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,12 +26,12 @@ use shared::frame::FrameDecoder;
 use shared::internal::datagram;
 use shared::internal::edge::EdgeMsg;
 use shared::proto::{KickedPlayer, ServerPacket, ids};
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{Client, Down, Leader, Sink, State};
-use crate::net::enet::{CHANNEL_RELIABLE, CHANNEL_UPDATES, host_config};
+use super::{Client, Down, KEEP_FOR, Leader, Sink, State};
+use crate::net::client::KeptSession;
+use crate::net::enet::{Adopted, CHANNEL_RELIABLE, CHANNEL_UPDATES, KeptPeer, host_config};
 use crate::net::udp::{self, Outbox};
 use crate::session::close;
 
@@ -46,6 +51,20 @@ pub(super) enum EnetOut {
         peer: PeerId,
         /// The frames.
         frames: Bytes,
+    },
+    /// The peer's player entered the world (the leader said so): it is kept if the
+    /// leader goes.
+    Entered {
+        /// The peer.
+        peer: PeerId,
+        /// Who its player is, where.
+        who: KeptSession,
+    },
+    /// The link to the leader ended: the peer is kept if its player is in the world,
+    /// kicked otherwise.
+    Lost {
+        /// The peer.
+        peer: PeerId,
     },
     /// End the connection, `P_KickedPlayer` first when `kick`.
     Close {
@@ -74,23 +93,29 @@ struct Peer {
     /// Whether it counts in the edge's connection limits.
     counted: bool,
     addr: SocketAddr,
+    /// Its player in the world, as the leader last said.
+    entered: Option<KeptSession>,
+    /// Being closed (a kick, a flood, the leader's close): never kept.
+    closing: bool,
+    /// Kept since the leader went: kicked at this time unless handed over first.
+    kept_until: Option<u64>,
 }
 
-/// Serves RCEnet on `socket` until `stop`.
-pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch::Receiver<bool>) {
-    let mut host = Host::new(host_config(&state.cfg, 1));
+/// Serves RCEnet on `socket` (one of `shards` on the address) until `stop`; then hands
+/// the socket, the host and the peers kept in it back (for the full gateway taking over).
+pub(super) async fn serve(
+    state: Arc<State>,
+    socket: std::net::UdpSocket,
+    shards: usize,
+    mut stop: watch::Receiver<bool>,
+) -> Option<Adopted> {
+    let mut host = Host::new(host_config(&state.cfg, shards));
     let (tx, mut cmds) = mpsc::channel::<EnetOut>(COMMANDS);
     let mut peers: HashMap<PeerId, Peer> = HashMap::new();
     let epoch = Instant::now();
     let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let keep_for = u64::try_from(KEEP_FOR.as_millis()).unwrap_or(u64::MAX);
     // Read and written on the host's clock, as the full gateway's host tasks (net::udp).
-    let socket = match socket.into_std() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "RCEnet socket unusable: not serving RCEnet");
-            return;
-        }
-    };
     let mut buf = vec![0u8; 65_536];
     let mut outbox = Outbox::default();
     let mut tick = tokio::time::interval(Duration::from_millis(5));
@@ -105,11 +130,22 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
         });
         for _ in 0..COMMANDS {
             match cmds.try_recv() {
-                Ok(cmd) => command(&mut host, &mut peers, cmd, now()),
+                Ok(cmd) => command(&mut host, &mut peers, cmd, now(), keep_for),
                 Err(_) => break,
             }
         }
         host.handle_timeout(now());
+        // Kept peers no gateway of this process took over in time: log in again.
+        let t = now();
+        for (&peer, p) in &mut peers {
+            if p.kept_until.is_some_and(|at| t >= at) {
+                p.kept_until = None;
+                p.entered = None;
+                p.closing = true;
+                kick(&mut host, peer);
+                host.disconnect(t, peer, close::SHUTDOWN);
+            }
+        }
         while let Some(e) = host.poll_event() {
             match e {
                 Event::Connect { peer, addr } => {
@@ -126,6 +162,7 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
                         tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
                         if let Some(p) = peers.get_mut(&peer) {
                             p.up = None;
+                            p.closing = true;
                         }
                         host.disconnect(now(), peer, close::RATE_LIMITED);
                     }
@@ -139,17 +176,37 @@ pub(super) async fn serve(state: Arc<State>, socket: UdpSocket, mut stop: watch:
         }
         outbox.send_from(&mut host, &socket, now());
     }
-    // Stopping (this gateway takes over, or shuts down): every peer is kicked.
+    // Stopping: this gateway takes over. What the link's reader and the peer tasks said
+    // last is taken; the peers in the world are handed over with the host, the others
+    // are kicked (the disconnects go out now).
+    while let Ok(cmd) = cmds.try_recv() {
+        command(&mut host, &mut peers, cmd, now(), keep_for);
+    }
     let t = now();
-    let ids: Vec<PeerId> = peers.keys().copied().collect();
-    for peer in ids {
-        kick(&mut host, peer);
-        host.disconnect(t, peer, close::SHUTDOWN);
-        if let Some(p) = peers.remove(&peer) {
-            forget(&state, &p);
+    let mut kept = Vec::new();
+    for (peer, p) in peers.drain() {
+        forget(&state, &p);
+        match p.entered {
+            Some(who) if !p.closing => kept.push(KeptPeer {
+                peer,
+                addr: p.addr,
+                who,
+            }),
+            _ => {
+                if !p.closing {
+                    kick(&mut host, peer);
+                    host.disconnect(t, peer, close::SHUTDOWN);
+                }
+            }
         }
     }
     outbox.send_from(&mut host, &socket, t);
+    Some(Adopted {
+        socket,
+        host,
+        epoch,
+        kept,
+    })
 }
 
 fn kick(host: &mut Host, peer: PeerId) {
@@ -227,6 +284,9 @@ fn connected(
             up_bytes: up_bytes.clone(),
             counted: true,
             addr,
+            entered: None,
+            closing: false,
+            kept_until: None,
         },
     );
     tokio::spawn(peer_task(
@@ -292,8 +352,32 @@ fn received(
     true
 }
 
-fn command(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, cmd: EnetOut, now: u64) {
+fn command(
+    host: &mut Host,
+    peers: &mut HashMap<PeerId, Peer>,
+    cmd: EnetOut,
+    now: u64,
+    keep_for: u64,
+) {
     match cmd {
+        EnetOut::Entered { peer, who } => {
+            if let Some(p) = peers.get_mut(&peer) {
+                p.entered = Some(who);
+            }
+        }
+        EnetOut::Lost { peer } => {
+            let Some(p) = peers.get_mut(&peer) else {
+                return;
+            };
+            p.up = None;
+            if p.entered.is_some() && !p.closing {
+                p.kept_until = Some(now.saturating_add(keep_for));
+            } else if !p.closing {
+                p.closing = true;
+                kick(host, peer);
+                host.disconnect(now, peer, close::SHUTDOWN);
+            }
+        }
         EnetOut::Reliable { peer, packet } => {
             if peers.contains_key(&peer)
                 && host.send(peer, CHANNEL_RELIABLE, &packet, true).is_err()
@@ -325,6 +409,7 @@ fn command(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, cmd: EnetOut, now
         } => {
             if let Some(p) = peers.get_mut(&peer) {
                 p.up = None;
+                p.closing = true;
                 if k {
                     kick(host, peer);
                 }
@@ -390,8 +475,13 @@ async fn peer_task(
                 Some(Down::Close(code, _)) => {
                     break (code != close::NORMAL && code != close::KICKED, code);
                 }
-                Some(Down::Entered { .. }) => {}
-                Some(Down::LeaderLost) | None => break (true, close::SHUTDOWN),
+                // The link's reader tells the host task itself.
+                Some(Down::Entered(_)) => {}
+                Some(Down::LeaderLost) | None => {
+                    leader.clients.remove(&id);
+                    let _ = host.send(EnetOut::Lost { peer }).await;
+                    return;
+                }
             },
         }
     };

@@ -30,6 +30,7 @@ use tracing::Instrument as _;
 mod enet;
 
 use crate::config::GatewayConfig;
+use crate::net::client::KeptSession;
 use crate::session::close;
 use crate::tls;
 
@@ -48,14 +49,7 @@ enum Down {
     /// Close the client.
     Close(u32, String),
     /// The session's player entered the world.
-    Entered {
-        session: u64,
-        account: u64,
-        slot: u8,
-        rid: u16,
-        node: String,
-        fence: u64,
-    },
+    Entered(KeptSession),
     /// The link to the leader ended (or this gateway takes over): keep the client if its
     /// player is in the world, else close it.
     LeaderLost,
@@ -71,28 +65,22 @@ pub struct Kept {
     pub send: quinn::SendStream,
     /// Its stream's receiving half.
     pub recv: quinn::RecvStream,
-    /// The previous leader's session id (the zone nodes know the player by it).
-    pub session: u64,
-    /// The account.
-    pub account: u64,
-    /// The character slot.
-    pub slot: u8,
-    /// The player's RuntimeID.
-    pub rid: u16,
-    /// The zone node hosting the player, as the leader last said.
-    pub node: String,
-    /// The fencing token of the player's copy there.
-    pub fence: u64,
+    /// Who its player is and where the previous leader had him.
+    pub who: KeptSession,
 }
 
 /// What a stopped edge hands the full gateway of the same process: its bound client
-/// endpoint (the kept clients' connections live on it) and the kept clients.
+/// endpoint (the kept clients' connections live on it), the kept clients, and its RCEnet
+/// hosts with their sockets and kept peers (the peers' ENet state lives in them).
 #[derive(Debug)]
 pub struct Handover {
     /// The client endpoint.
     pub endpoint: quinn::Endpoint,
     /// The clients kept.
     pub kept: Vec<Kept>,
+    /// The RCEnet host tasks' sockets and hosts, one per shard (empty: none, or they
+    /// failed; the full gateway binds its own).
+    pub enet: Vec<crate::net::enet::Adopted>,
 }
 
 /// One relayed client as the link's reader reaches it.
@@ -148,6 +136,8 @@ pub struct Edge {
     state: Arc<State>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The RCEnet host tasks: each hands back its socket, host and kept peers.
+    enet_tasks: Vec<tokio::task::JoinHandle<Option<crate::net::enet::Adopted>>>,
     endpoint: quinn::Endpoint,
     /// The leader while linked.
     pub linked: watch::Receiver<Option<Linked>>,
@@ -213,16 +203,19 @@ impl Edge {
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
         let state_for_edge = state.clone();
-        let mut tasks = Vec::new();
+        let mut enet_tasks = Vec::new();
         if let Some(addr) = cfg.enet_listen {
-            let socket = crate::server::edge_enet_socket(addr)
+            let sockets = crate::server::edge_enet_sockets(cfg, addr)
                 .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
-            tasks.push(tokio::spawn(
-                enet::serve(state.clone(), socket, stop_rx.clone())
-                    .instrument(tracing::info_span!("edge_enet")),
-            ));
+            let shards = sockets.len();
+            for socket in sockets {
+                enet_tasks.push(tokio::spawn(
+                    enet::serve(state.clone(), socket, shards, stop_rx.clone())
+                        .instrument(tracing::info_span!("edge_enet")),
+                ));
+            }
         }
-        tasks.extend([
+        let tasks = vec![
             tokio::spawn(
                 find_leader(state.clone(), link_ep, linked_tx, stop_rx.clone())
                     .instrument(tracing::info_span!("edge")),
@@ -230,13 +223,14 @@ impl Edge {
             tokio::spawn(
                 accept(state, endpoint.clone(), stop_rx).instrument(tracing::info_span!("edge")),
             ),
-        ]);
+        ];
         tracing::info!(listen = %cfg.listen, peers = %cfg.peers.join(","),
             "edge: serving clients, relaying them to the leading gateway");
         Ok(Self {
             state: state_for_edge,
             stop,
             tasks,
+            enet_tasks,
             endpoint,
             linked,
         })
@@ -244,13 +238,25 @@ impl Edge {
 
     /// Stops relaying to hand this gateway's clients to the full gateway starting in this
     /// process (it took the database over): the link ends, every client whose player is
-    /// in the world is kept (its connection untouched; the zone node still hosts the
-    /// player), the others are closed with code 3, and the client endpoint stays bound
-    /// for the full gateway to serve on.
+    /// in the world is kept (its connection untouched, or its ENet peer in its host; the
+    /// zone node still hosts the player), the others are closed with code 3 (RCEnet:
+    /// kicked), and the client endpoint and RCEnet sockets stay bound for the full
+    /// gateway to serve on.
     pub async fn hand_over(self) -> Handover {
         let _ = self.stop.send(true);
         for t in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+        }
+        let mut enet = Vec::new();
+        let shards = self.enet_tasks.len();
+        for t in self.enet_tasks {
+            if let Ok(Ok(Some(a))) = tokio::time::timeout(Duration::from_secs(2), t).await {
+                enet.push(a);
+            }
+        }
+        if enet.len() != shards {
+            // A host task failed: the full gateway binds its own sockets (these close).
+            enet.clear();
         }
         // Each client task parks or closes its client on `LeaderLost`.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
@@ -263,13 +269,16 @@ impl Edge {
             .into_iter()
             .filter_map(|id| self.state.kept.remove(&id).map(|(_, k)| k))
             .collect();
+        let kept_enet: usize = enet.iter().map(|a| a.kept.len()).sum();
         tracing::info!(
             kept = kept.len(),
+            kept_enet,
             "edge: handing its clients in the world to this gateway"
         );
         Handover {
             endpoint: self.endpoint,
             kept,
+            enet,
         }
     }
 }
@@ -506,7 +515,16 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                 }
                 Ok(EdgeMsg::Entered { id, session, account, slot, rid, node, fence }) => {
                     if let Some(c) = leader.clients.get(&id) {
-                        let _ = c.down.send(Down::Entered { session, account, slot, rid, node, fence });
+                        let who = KeptSession { session, account, slot, rid, node, fence };
+                        match &c.sink {
+                            Sink::Quic(_) => {
+                                let _ = c.down.send(Down::Entered(who));
+                            }
+                            // The host task keeps an RCEnet peer itself.
+                            Sink::Enet(peer, tx) => {
+                                let _ = tx.try_send(enet::EnetOut::Entered { peer: *peer, who });
+                            }
+                        }
                     }
                 }
                 Ok(_) => return "the leader sent an unexpected message".into(),
@@ -675,9 +693,7 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
                         }
                     }
                     Some(Down::Close(code, reason)) => break (code, reason),
-                    Some(Down::Entered { session, account, slot, rid, node, fence }) => {
-                        entered = Some((session, account, slot, rid, node, fence));
-                    }
+                    Some(Down::Entered(who)) => entered = Some(who),
                     Some(Down::LeaderLost) | None => break lost(),
                 },
             }
@@ -687,19 +703,14 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
     // The leader forgets the session (a no-op when it closed it).
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
     // A player in the world whose leader is gone: kept for a gateway taking over.
-    if let (Some((session, account, slot, rid, node, fence)), true) = (entered, end == lost()) {
+    if let (Some(who), true) = (entered, end == lost()) {
         state.kept.insert(
             id,
             Kept {
                 conn,
                 send,
                 recv,
-                session,
-                account,
-                slot,
-                rid,
-                node,
-                fence,
+                who,
             },
         );
         let state = state.clone();

@@ -504,41 +504,42 @@ pub fn resume(shared: &Arc<Shared>, doors: &Arc<Doors>, kept: crate::edge::Kept)
         conn,
         send,
         recv,
-        session,
-        account,
-        slot,
-        rid,
-        node,
-        fence,
+        who,
     } = kept;
-    shared.reserve_session(session);
+    let session = who.session;
     let peer = conn.remote_address();
-    let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let Ok(mut cslot) = ConnSlot::take(shared, doors, peer_key(peer), session, now_ms) else {
+    let Some(cslot) = kept_slot(shared, doors, peer, session) else {
         conn.close(
             close::SHUTDOWN.into(),
             b"your session could not be kept: log in again",
         );
         return;
     };
-    cslot.logged_in();
-    cslot.entered();
     let shared = shared.clone();
     let login = tracing::Span::none();
-    let ids = KeptSession {
-        session,
-        account,
-        slot,
-        rid,
-        node,
-        fence,
-    };
     tokio::spawn(
         async move {
-            serve_conn(shared, session, cslot, conn, send, recv, login, Some(ids)).await;
+            serve_conn(shared, session, cslot, conn, send, recv, login, Some(who)).await;
         }
         .instrument(tracing::info_span!("session", session, peer = %peer, kept = true)),
     );
+}
+
+/// The connection slot of a session kept through a leader change (`session` is the
+/// previous leader's id, which this gateway never gives out again): counted in the
+/// connection limits, past the lobby. `None` when there is no room.
+pub(super) fn kept_slot(
+    shared: &Arc<Shared>,
+    doors: &Arc<Doors>,
+    peer: SocketAddr,
+    session: u64,
+) -> Option<ConnSlot> {
+    shared.reserve_session(session);
+    let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut slot = ConnSlot::take(shared, doors, peer_key(peer), session, now_ms).ok()?;
+    slot.logged_in();
+    slot.entered();
+    Some(slot)
 }
 
 /// A connection past its handshake, until it ends: the session task's loop. A kept
@@ -573,19 +574,7 @@ async fn serve_conn(
         queued.clone(),
     );
     if let Some(k) = kept {
-        // In the world already: the hub marks the account logged on and the control
-        // plane adopts the player once its zone node reports it.
-        c.in_game = true;
-        c.account = Some(k.account);
-        shared.in_world.insert(session_id, k.account);
-        shared.to_hub(HubEvent::Resume {
-            session: k.session,
-            account: k.account,
-            slot: k.slot,
-            rid: k.rid,
-            node: k.node,
-            fence: k.fence,
-        });
+        c.adopt(k);
     }
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let mut buf = vec![0u8; 16 * 1024];
@@ -859,6 +848,23 @@ impl Conn {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// A session kept through a leader change starts in the world: the hub marks the
+    /// account logged on and the control plane adopts the player once its zone node
+    /// reports it (`control::Event::Resume`).
+    pub(super) fn adopt(&mut self, k: KeptSession) {
+        self.in_game = true;
+        self.account = Some(k.account);
+        self.shared.in_world.insert(self.session_id, k.account);
+        self.shared.to_hub(HubEvent::Resume {
+            session: k.session,
+            account: k.account,
+            slot: k.slot,
+            rid: k.rid,
+            node: k.node,
+            fence: k.fence,
+        });
     }
 
     /// Whether the player is in the world.

@@ -19,12 +19,14 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use rcenet::{Event, Host, HostConfig, PeerId};
 use shared::proto::{KickedPlayer, ServerPacket, ids};
-use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::client::{ConnSlot, Doors, End, NoSlot, Opened, Out, budgets, open, peer_key, to_node};
+use super::client::{
+    ConnSlot, Doors, End, KeptSession, NoSlot, Opened, Out, budgets, kept_slot, open, peer_key,
+    to_node,
+};
 use super::udp::{self, Outbox};
 use crate::hub::{ClientLink, ClientOut, ENET_COMMANDS, EnetCmd, EnetLink, Metrics, Shared};
 use crate::session::budget::{InputBudget, Verdict};
@@ -129,35 +131,75 @@ fn cookie_secret() -> [u8; 16] {
     secret
 }
 
-/// Serve RCEnet on `socket` (one of `shards` on the same port) until `shutdown` turns
-/// true.
+/// An RCEnet host another task of this process served until now, with its socket: this
+/// gateway's edge, taking over (`edge::Handover`). Its peers' ENet state (sequence
+/// numbers, windows, what is in flight) is in the host, so a kept peer goes on as it was.
+pub struct Adopted {
+    /// The host's socket (non-blocking, one of the shards on the RCEnet address).
+    pub socket: std::net::UdpSocket,
+    /// The host.
+    pub host: Host,
+    /// The host's clock: its times are ms since this instant.
+    pub epoch: Instant,
+    /// The peers whose players are in the world, to serve as this gateway's own.
+    pub kept: Vec<KeptPeer>,
+}
+
+impl std::fmt::Debug for Adopted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adopted")
+            .field("kept", &self.kept.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An RCEnet peer kept through a leader change: its player is in the world on a zone node
+/// under the previous leader's session.
+#[derive(Debug)]
+pub struct KeptPeer {
+    /// The peer in the adopted host.
+    pub peer: PeerId,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Who its player is, where.
+    pub who: KeptSession,
+}
+
+/// Serve RCEnet on `socket` (one of `shards` on the same port, non-blocking) until
+/// `shutdown` turns true; with `adopted`, on the host (and socket) an edge of this process
+/// served, its kept peers resumed in the world.
 pub async fn serve(
-    socket: UdpSocket,
+    socket: std::net::UdpSocket,
     shards: usize,
     shared: Arc<Shared>,
     doors: Arc<Doors>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
+    adopted: Option<(Host, Instant, Vec<KeptPeer>)>,
 ) {
     let (tx, mut cmds) = mpsc::channel(ENET_COMMANDS);
+    let (host, epoch, kept) = match adopted {
+        Some(a) => a,
+        None => (
+            Host::new(host_config(&shared.cfg, shards)),
+            Instant::now(),
+            Vec::new(),
+        ),
+    };
     let mut t = HostTask {
-        host: Host::new(host_config(&shared.cfg, shards)),
+        host,
         synced: Synced::default(),
         peers: HashMap::new(),
         pool: BytesMut::new(),
-        epoch: Instant::now(),
+        epoch,
         shared,
         doors,
         tx,
     };
+    for k in kept {
+        t.resume(k);
+    }
     // The runtime does not watch the socket: it is read and written on the host's clock
     // (net::udp), one wake-up per flush window whatever the load.
-    let socket = match socket.into_std() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "RCEnet socket unusable: not serving RCEnet");
-            return;
-        }
-    };
     let mut buf = vec![0u8; 65_536];
     let mut outbox = Outbox::default();
     let mut timers = tokio::time::interval(Duration::from_millis(FLUSH_MS));
@@ -380,6 +422,34 @@ impl HostTask {
         };
         Metrics::inc(&m.connections_accepted);
         Metrics::inc(&m.enet_connections);
+        self.session(peer, addr, session, slot, None);
+    }
+
+    /// A peer this gateway's edge kept through the leader change: its session task starts
+    /// in the world under the previous leader's session id (the zone node knows the player
+    /// by it); kicked when there is no room.
+    fn resume(&mut self, k: KeptPeer) {
+        let KeptPeer { peer, addr, who } = k;
+        let session = who.session;
+        let Some(slot) = kept_slot(&self.shared, &self.doors, addr, session) else {
+            self.kick(peer);
+            let now = self.now();
+            self.host.disconnect(now, peer, close::SHUTDOWN);
+            return;
+        };
+        self.session(peer, addr, session, slot, Some(who));
+    }
+
+    /// A peer's entry and its session task.
+    fn session(
+        &mut self,
+        peer: PeerId,
+        addr: SocketAddr,
+        session: u64,
+        slot: ConnSlot,
+        kept: Option<KeptSession>,
+    ) {
+        let shared = self.shared.clone();
         let (in_tx, in_rx) = mpsc::channel(INBOUND_PACKETS);
         let inbound_bytes = Arc::new(AtomicUsize::new(0));
         let queued = Arc::new(AtomicUsize::new(0));
@@ -399,16 +469,22 @@ impl HostTask {
             addr,
             tx: self.tx.clone(),
         };
-        let span = tracing::info_span!("session", session, peer = %addr, transport = "enet");
+        let span = match kept {
+            Some(_) => {
+                tracing::info_span!("session", session, peer = %addr, transport = "enet", kept = true)
+            }
+            None => tracing::info_span!("session", session, peer = %addr, transport = "enet"),
+        };
         tokio::spawn(
             session_task(
-                shared.clone(),
+                shared,
                 session,
                 link,
                 in_rx,
                 inbound_bytes,
                 queued,
                 slot,
+                kept,
             )
             .instrument(span),
         );
@@ -638,7 +714,9 @@ impl HostTask {
     }
 }
 
-/// One RCEnet peer's session: the QUIC connection task's loop, fed by the host task.
+/// One RCEnet peer's session: the QUIC connection task's loop, fed by the host task. A
+/// kept session (`kept`) starts in the world.
+#[allow(clippy::too_many_arguments)]
 async fn session_task(
     shared: Arc<Shared>,
     session_id: u64,
@@ -647,6 +725,7 @@ async fn session_task(
     inbound_bytes: Arc<AtomicUsize>,
     queued: Arc<AtomicUsize>,
     slot: ConnSlot,
+    kept: Option<KeptSession>,
 ) {
     let peer = link.addr;
     let login = tracing::info_span!(parent: None, "session.login", session = session_id,
@@ -667,6 +746,9 @@ async fn session_task(
         false,
         queued.clone(),
     );
+    if let Some(k) = kept {
+        c.adopt(k);
+    }
     let end: End = loop {
         let (logged_in, in_game) = (c.is_logged_in(), c.in_game());
         tokio::select! {

@@ -635,11 +635,16 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         a_addrs,
         b_addrs,
         b_out,
+        b_enet,
         ..
     } = pair_and_a_node(&url, "edge-takeover", true).await;
     edge_ready(b_addrs.2).await;
     let (mut pa, ga) = new_player(a_addrs.0, "dai").await;
     let (mut pb, gb) = new_player(b_addrs.0, "carys").await;
+    // Realm Crafter's own transport (RCEnet) through the edge: kept too.
+    let (mut pe, ge, _) = cluster_tests::new_enet_player(b_enet, "emrys").await;
+    let e_to = (ge.area.x + 3.0, ge.area.y, ge.area.z + 3.0);
+    assert!(echo(&mut pe, ge.runtime_id, e_to, WAIT).await);
     let a_to = (ga.area.x + 7.0, ga.area.y, ga.area.z + 7.0);
     assert!(echo(&mut pa, ga.runtime_id, a_to, WAIT).await);
     let b_to = (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0);
@@ -663,6 +668,10 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         echo(&mut pb, gb.runtime_id, b_again, WAIT).await,
         "the edge's player plays on through the leader change"
     );
+    assert!(
+        echo(&mut pe, ge.runtime_id, (e_to.0 + 2.0, e_to.1, e_to.2), WAIT).await,
+        "the edge's RCEnet player plays on through the leader change: the same ENet peer"
+    );
     println!(
         "edge takeover: serving {:.2} s after the kill; the edge's player moving again {:.2} s after it",
         took.as_secs_f64(),
@@ -678,7 +687,10 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         a_to.0,
         a_to.2
     );
-    wait_cluster(b_addrs.2, "both online once", |v| v.sessions.in_game == 2).await;
+    wait_cluster(b_addrs.2, "all three online once", |v| {
+        v.sessions.in_game == 3
+    })
+    .await;
     // The kept player is the new leader's own now: chat reaches him.
     let (mut pc, _) = new_player(b_addrs.0, "eben").await;
     pc.chat("/pm carys,still here?").await.unwrap();
@@ -686,6 +698,11 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         chat_containing(&mut pb, "still here?", WAIT)
             .await
             .is_some()
+    );
+    pc.chat("/pm emrys,and you?").await.unwrap();
+    assert!(
+        chat_containing(&mut pe, "and you?", WAIT).await.is_some(),
+        "the kept RCEnet player is the new leader's own"
     );
 }
 
