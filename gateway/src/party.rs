@@ -81,6 +81,11 @@ pub struct Parties {
     /// Invitee → inviter (the latest invite wins).
     invites: HashMap<String, String>,
     next: u64,
+    /// Players kept through a leader change, not yet adopted here: the party each was in
+    /// (every member, leader first), as his edge last heard it ([`Parties::expect`]).
+    kept: HashMap<String, Vec<String>>,
+    /// Players adopted with a party no other member of it is back in yet.
+    waiting: HashMap<String, Vec<String>>,
 }
 
 impl Parties {
@@ -196,6 +201,8 @@ impl Parties {
     /// out of any pending invite.
     pub fn leave(&mut self, who: &str) -> Vec<PartyEffect> {
         self.invites.remove(&key(who));
+        self.kept.remove(&key(who));
+        self.waiting.remove(&key(who));
         let Some(id) = self.of.remove(&key(who)) else {
             return Vec::new();
         };
@@ -229,6 +236,75 @@ impl Parties {
             return out;
         }
         let members = members.clone();
+        Self::everyone_told(&members, &mut out);
+        out
+    }
+
+    /// A player kept through a leader change was in this party (`members`, leader first,
+    /// as his edge last heard it from the previous leader): once he is adopted
+    /// ([`Parties::restore`]) he is in it again with whichever of its members are back.
+    pub fn expect(&mut self, who: &str, members: Vec<String>) {
+        let has_him = members.iter().any(|m| m.eq_ignore_ascii_case(who));
+        if has_him && members.len() > 1 && members.len() <= MAX_MEMBERS {
+            self.kept.insert(key(who), members);
+        } else {
+            self.kept.remove(&key(who));
+        }
+    }
+
+    /// `who`, kept through a leader change, is adopted (in the world here): he joins the
+    /// party of a member of his old party who is back already, or forms it again with
+    /// one who is waiting; with none back yet he waits. Members who were not kept (they
+    /// logged in again: a logout leaves the party, in Realm Crafter too) are not in it.
+    pub fn restore(&mut self, who: &str) -> Vec<PartyEffect> {
+        let Some(was) = self.kept.remove(&key(who)) else {
+            return Vec::new();
+        };
+        if self.of.contains_key(&key(who)) {
+            return Vec::new();
+        }
+        let rank = |n: &str| was.iter().position(|m| m.eq_ignore_ascii_case(n));
+        let others: Vec<&String> = was
+            .iter()
+            .filter(|m| !m.eq_ignore_ascii_case(who))
+            .collect();
+        // A member back in a party of members of the old one (not full): join it.
+        let joined = others.iter().find_map(|m| {
+            let id = *self.of.get(&key(m))?;
+            let members = self.parties.get(&id)?;
+            (members.len() < MAX_MEMBERS && members.iter().all(|x| rank(x).is_some())).then_some(id)
+        });
+        let id = match joined {
+            Some(id) => id,
+            None => {
+                // A member back, in no party, whose old party had `who`: the two again.
+                let partner = others.iter().find(|m| {
+                    !self.of.contains_key(&key(m))
+                        && self
+                            .waiting
+                            .get(&key(m))
+                            .is_some_and(|l| l.iter().any(|x| x.eq_ignore_ascii_case(who)))
+                });
+                let Some(partner) = partner.map(|p| (*p).clone()) else {
+                    self.waiting.insert(key(who), was);
+                    return Vec::new();
+                };
+                self.waiting.remove(&key(&partner));
+                self.next += 1;
+                let id = self.next;
+                self.parties.insert(id, vec![partner.clone()]);
+                self.of.insert(key(&partner), id);
+                id
+            }
+        };
+        let Some(members) = self.parties.get_mut(&id) else {
+            return Vec::new();
+        };
+        members.push(who.to_owned());
+        members.sort_by_key(|m| rank(m));
+        self.of.insert(key(who), id);
+        let members = members.clone();
+        let mut out = Vec::new();
         Self::everyone_told(&members, &mut out);
         out
     }
@@ -303,6 +379,63 @@ mod tests {
             p.chat("Ann", "x").as_slice(),
             [PartyEffect::Chat { red: true, .. }]
         ));
+    }
+
+    #[test]
+    fn kept_players_are_put_back_in_their_party_as_they_are_adopted() {
+        let mut p = Parties::new();
+        let was: Vec<String> = ["Ann", "Bob", "Cat", "Dai"].map(String::from).to_vec();
+        // Ann (the leader) and Dai logged in again (not kept); Bob, Cat and Dai's old
+        // party list come back with the edge.
+        for who in ["Bob", "Cat"] {
+            p.expect(who, was.clone());
+        }
+        // Bob is adopted first: nobody of his party is back, he waits.
+        assert!(p.restore("Bob").is_empty());
+        assert!(p.members_of("Bob").is_none());
+        // Ann logged in again meanwhile and is in no party; Cat is adopted: the two kept.
+        let e = p.restore("cat");
+        assert_eq!(
+            p.members_of("Bob"),
+            Some(&["Bob".to_string(), "cat".to_string()][..])
+        );
+        assert!(updates(&e).contains(&("Bob".into(), vec!["cat".to_string()])));
+        assert!(e.contains(&PartyEffect::Members {
+            who: "cat".into(),
+            members: vec!["Bob".into(), "cat".into()]
+        }));
+        // A third kept member joins them, in the old order (leader first).
+        p.expect("Ann", was.clone());
+        p.restore("Ann");
+        assert_eq!(
+            p.members_of("cat").map(<[String]>::to_vec),
+            Some(vec!["Ann".into(), "Bob".into(), "cat".into()])
+        );
+        // Restored once: a second adoption of the same name does nothing.
+        assert!(p.restore("Ann").is_empty());
+    }
+
+    #[test]
+    fn a_kept_party_is_not_restored_over_a_new_one_or_after_a_logout() {
+        let mut p = Parties::new();
+        let was: Vec<String> = ["Ann", "Bob"].map(String::from).to_vec();
+        p.expect("Ann", was.clone());
+        p.expect("Bob", was.clone());
+        p.restore("Ann");
+        // Ann joins someone else's party before Bob is back: Bob waits alone.
+        p.invite("Eve", Some("Ann"), "Ann");
+        p.accept("Ann", |_| true);
+        assert!(p.restore("Bob").is_empty());
+        assert_eq!(p.members_of("Ann").map(<[String]>::len), Some(2));
+        assert!(p.members_of("Bob").is_none());
+        // A waiting player who logs out is forgotten.
+        p.leave("Bob");
+        p.expect("Cy", vec!["Bob".into(), "Cy".into()]);
+        assert!(p.restore("Cy").is_empty());
+        assert!(p.members_of("Cy").is_none());
+        // A list without the player, or of one, is no party.
+        p.expect("Zed", vec!["Yan".into(), "Xia".into()]);
+        assert!(p.restore("Zed").is_empty());
     }
 
     #[test]

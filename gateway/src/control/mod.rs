@@ -399,6 +399,14 @@ pub enum Action {
         /// Its character's name.
         name: String,
     },
+    /// A session kept through a leader change was adopted (its party, as its edge kept
+    /// it, is put back).
+    Adopted {
+        /// Session.
+        session: SessionId,
+        /// Its character's name.
+        name: String,
+    },
     /// A session's zone changed (its new zone learns its party).
     ZoneChanged {
         /// Session.
@@ -886,6 +894,10 @@ impl Control {
                 };
                 self.fences.insert((r.account, r.slot), r.fence);
                 tracing::info!(session = s, node, instance = %inst.key, "adopting a kept session");
+                self.out.push(Action::Adopted {
+                    session: *s,
+                    name: r.online.name.clone(),
+                });
                 self.by_name.insert(fold(&r.online.name), *s);
                 self.players.insert(
                     *s,

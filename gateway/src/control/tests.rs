@@ -1069,6 +1069,11 @@ fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it()
         "adopted, not detached: {a:?}"
     );
     assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Adopted { session: 7, name } if name == "Ann")),
+        "the adoption is announced (the hub puts the party back): {a:?}"
+    );
+    assert!(
         !a.iter().any(|x| matches!(x, Action::HandOut { .. })),
         "no new fencing token: the node's copy carries the stored one"
     );

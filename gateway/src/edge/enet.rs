@@ -60,6 +60,13 @@ pub(super) enum EnetOut {
         /// Who its player is, where.
         who: KeptSession,
     },
+    /// The peer's party changed (every member, leader first; empty: none).
+    Party {
+        /// The peer.
+        peer: PeerId,
+        /// The members.
+        members: Vec<String>,
+    },
     /// The link to the leader ended: the peer is kept if its player is in the world,
     /// kicked otherwise.
     Lost {
@@ -95,6 +102,8 @@ struct Peer {
     addr: SocketAddr,
     /// Its player in the world, as the leader last said.
     entered: Option<KeptSession>,
+    /// Its party, as the leader last said.
+    party: Vec<String>,
     /// Being closed (a kick, a flood, the leader's close): never kept.
     closing: bool,
     /// Kept since the leader went: kicked at this time unless handed over first.
@@ -187,11 +196,14 @@ pub(super) async fn serve(
     for (peer, p) in peers.drain() {
         forget(&state, &p);
         match p.entered {
-            Some(who) if !p.closing => kept.push(KeptPeer {
-                peer,
-                addr: p.addr,
-                who,
-            }),
+            Some(mut who) if !p.closing => {
+                who.party = p.party;
+                kept.push(KeptPeer {
+                    peer,
+                    addr: p.addr,
+                    who,
+                });
+            }
             _ => {
                 if !p.closing {
                     kick(&mut host, peer);
@@ -285,6 +297,7 @@ fn connected(
             counted: true,
             addr,
             entered: None,
+            party: Vec::new(),
             closing: false,
             kept_until: None,
         },
@@ -363,6 +376,11 @@ fn command(
         EnetOut::Entered { peer, who } => {
             if let Some(p) = peers.get_mut(&peer) {
                 p.entered = Some(who);
+            }
+        }
+        EnetOut::Party { peer, members } => {
+            if let Some(p) = peers.get_mut(&peer) {
+                p.party = members;
             }
         }
         EnetOut::Lost { peer } => {
@@ -476,7 +494,7 @@ async fn peer_task(
                     break (code != close::NORMAL && code != close::KICKED, code);
                 }
                 // The link's reader tells the host task itself.
-                Some(Down::Entered(_)) => {}
+                Some(Down::Entered(_) | Down::Party(_)) => {}
                 Some(Down::LeaderLost) | None => {
                     leader.clients.remove(&id);
                     let _ = host.send(EnetOut::Lost { peer }).await;

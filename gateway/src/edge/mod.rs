@@ -50,6 +50,8 @@ enum Down {
     Close(u32, String),
     /// The session's player entered the world.
     Entered(KeptSession),
+    /// The session's party changed (every member, leader first; empty: none).
+    Party(Vec<String>),
     /// The link to the leader ended (or this gateway takes over): keep the client if its
     /// player is in the world, else close it.
     LeaderLost,
@@ -410,9 +412,10 @@ async fn connect(
                 conn.close(2u32.into(), b"authentication failed");
                 return Err("the peer's proof does not verify (another cluster secret?)".into());
             }
-            if version != edge::VERSION {
+            if !(edge::MIN_VERSION..=edge::VERSION).contains(&version) {
                 return Err(format!(
-                    "edge link version {version}, ours {}",
+                    "edge link version {version}, ours {}..={}",
+                    edge::MIN_VERSION,
                     edge::VERSION
                 ));
             }
@@ -515,7 +518,8 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                 }
                 Ok(EdgeMsg::Entered { id, session, account, slot, rid, node, fence }) => {
                     if let Some(c) = leader.clients.get(&id) {
-                        let who = KeptSession { session, account, slot, rid, node, fence };
+                        // Its party comes on its own (`Party`), kept beside this.
+                        let who = KeptSession { session, account, slot, rid, node, fence, party: Vec::new() };
                         match &c.sink {
                             Sink::Quic(_) => {
                                 let _ = c.down.send(Down::Entered(who));
@@ -523,6 +527,19 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                             // The host task keeps an RCEnet peer itself.
                             Sink::Enet(peer, tx) => {
                                 let _ = tx.try_send(enet::EnetOut::Entered { peer: *peer, who });
+                            }
+                        }
+                    }
+                }
+                Ok(EdgeMsg::Party { id, mut members }) => {
+                    members.truncate(edge::MAX_PARTY);
+                    if let Some(c) = leader.clients.get(&id) {
+                        match &c.sink {
+                            Sink::Quic(_) => {
+                                let _ = c.down.send(Down::Party(members));
+                            }
+                            Sink::Enet(peer, tx) => {
+                                let _ = tx.try_send(enet::EnetOut::Party { peer: *peer, members });
                             }
                         }
                     }
@@ -649,7 +666,8 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
         .is_ok();
     let mut buf = vec![0u8; edge::MAX_CHUNK];
     let mut pool = BytesMut::new();
-    let mut entered = None;
+    let mut entered: Option<KeptSession> = None;
+    let mut party = Vec::new();
     let lost = || {
         (
             close::SHUTDOWN,
@@ -694,6 +712,7 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
                     }
                     Some(Down::Close(code, reason)) => break (code, reason),
                     Some(Down::Entered(who)) => entered = Some(who),
+                    Some(Down::Party(members)) => party = members,
                     Some(Down::LeaderLost) | None => break lost(),
                 },
             }
@@ -703,7 +722,8 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
     // The leader forgets the session (a no-op when it closed it).
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
     // A player in the world whose leader is gone: kept for a gateway taking over.
-    if let (Some(who), true) = (entered, end == lost()) {
+    if let (Some(mut who), true) = (entered, end == lost()) {
+        who.party = party;
         state.kept.insert(
             id,
             Kept {

@@ -190,6 +190,8 @@ pub struct RelayLink {
     pub conn: quinn::Connection,
     /// The largest datagram the client takes (0: none).
     pub max_datagram: usize,
+    /// The link's version (`edge::link_version`): what the edge understands.
+    pub version: u16,
 }
 
 impl RelayLink {

@@ -318,6 +318,8 @@ pub enum HubEvent {
         node: String,
         /// The fencing token of the player's copy there.
         fence: u64,
+        /// Its party as the edge kept it (every member, leader first; empty: none).
+        party: Vec<String>,
     },
     /// A node registered.
     NodeUp {
@@ -835,6 +837,7 @@ impl Hub {
                 rid,
                 node,
                 fence,
+                party,
             } => {
                 let online = {
                     let mut acc = self.shared.accounts();
@@ -856,6 +859,7 @@ impl Hub {
                 };
                 match online {
                     Some(online) => {
+                        self.parties.expect(&online.name, party);
                         self.control(control::Event::Resume(Box::new(control::Resume {
                             session,
                             account,
@@ -1081,6 +1085,10 @@ impl Hub {
                     self.logins.remove(&session);
                     self.actions_forget(session);
                     let effects = self.parties.leave(&name);
+                    self.party_effects(effects);
+                }
+                Action::Adopted { name, .. } => {
+                    let effects = self.parties.restore(&name);
                     self.party_effects(effects);
                 }
                 Action::ZoneChanged { session } => self.resync_party(session),
@@ -1425,6 +1433,7 @@ impl Hub {
                 }
                 PartyEffect::Members { who, members } => {
                     if let Some(s) = self.control.session_by_name(&who) {
+                        self.tell_edge_party(s, &members);
                         self.sync_party(s, members);
                     }
                 }

@@ -239,6 +239,21 @@ impl Hub {
         }
     }
 
+    /// A relayed session's party changed: its edge keeps it with the session (link version
+    /// 2 and later), so that a gateway taking over puts the kept members back in one party.
+    pub(super) fn tell_edge_party(&self, session: SessionId, members: &[String]) {
+        use shared::internal::edge::{EdgeMsg, MAX_PARTY};
+        let Some(crate::hub::ClientLink::Relay(r)) = self.client(session).map(|c| c.link.clone())
+        else {
+            return;
+        };
+        if r.version < 2 {
+            return;
+        }
+        let members = members.iter().take(MAX_PARTY).cloned().collect();
+        let _ = r.tx.try_send(EdgeMsg::Party { id: r.id, members });
+    }
+
     /// A zone's `Output` to a player handle it does not host: the line goes to that
     /// player's session, wherever it plays (nothing if it is not in the game).
     pub(super) fn tell(&mut self, handle: u32, text: Vec<u8>, rgb: (u8, u8, u8)) {

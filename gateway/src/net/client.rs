@@ -494,6 +494,9 @@ pub struct KeptSession {
     pub node: String,
     /// The fencing token of the player's copy there.
     pub fence: u64,
+    /// Its party as the previous leader last told the edge (every member, leader first;
+    /// empty: none).
+    pub party: Vec<String>,
 }
 
 /// Serves a client the edge of this process kept when the leader it relayed to went
@@ -864,6 +867,7 @@ impl Conn {
             rid: k.rid,
             node: k.node,
             fence: k.fence,
+            party: k.party,
         });
     }
 

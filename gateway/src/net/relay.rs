@@ -85,9 +85,10 @@ pub(super) async fn serve(
         return;
     }
     let secret = shared.cfg.cluster_secret.as_bytes();
+    let link_version = edge::link_version(version);
     let refusal = if !edge::verify_edge(secret, &exporter, &proof) {
         Some("authentication failed")
-    } else if version != edge::VERSION {
+    } else if link_version.is_none() {
         Some("edge link version mismatch")
     } else if shared.shutting_down.load(Ordering::Relaxed) {
         Some("the leader is shutting down")
@@ -109,8 +110,9 @@ pub(super) async fn serve(
         conn.close(2u32.into(), reason.as_bytes());
         return;
     }
+    let version = link_version.unwrap_or(edge::MIN_VERSION);
     let welcome = EdgeMsg::Welcome {
-        version: edge::VERSION,
+        version,
         leader: shared.cfg.gateway_id.clone(),
         epoch: shared.control_epoch.load(Ordering::Relaxed),
         admin: shared.cfg.admin_listen.to_string(),
@@ -121,7 +123,7 @@ pub(super) async fn serve(
     }
     drop(preauth);
     let name = edge::short_reason(&name);
-    tracing::info!(edge = %name, peer = %conn.remote_address(), "edge link up");
+    tracing::info!(edge = %name, peer = %conn.remote_address(), version, "edge link up");
     let key = (name.clone(), conn.remote_address());
     shared.edges.insert(key.clone(), 0);
     let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
@@ -136,7 +138,7 @@ pub(super) async fn serve(
                     loop {
                         match dec.next_msg() {
                             Ok(Some(m)) => {
-                                if let Err(e) = message(&shared, &doors, &conn, &tx, &mut sessions, m) {
+                                if let Err(e) = message(&shared, &doors, (&conn, version), &tx, &mut sessions, m) {
                                     bad = Some(e);
                                     break;
                                 }
@@ -186,7 +188,7 @@ pub(super) async fn serve(
 fn message(
     shared: &Arc<Shared>,
     doors: &Arc<Doors>,
-    conn: &quinn::Connection,
+    (conn, version): (&quinn::Connection, u16),
     tx: &mpsc::Sender<EdgeMsg>,
     sessions: &mut HashMap<RelayId, Session>,
     m: EdgeMsg,
@@ -207,6 +209,7 @@ fn message(
                 tx: tx.clone(),
                 conn: conn.clone(),
                 max_datagram: usize::from(max_datagram),
+                version,
             };
             let (session, slot) = match admit_relayed(shared, doors, addr) {
                 Ok(s) => s,
@@ -261,6 +264,7 @@ fn message(
                     tx: tx.clone(),
                     conn: conn.clone(),
                     max_datagram: 0,
+                    version,
                 }
                 .close(
                     close::PROTOCOL,

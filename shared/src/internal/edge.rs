@@ -41,8 +41,21 @@ use super::codec::{CodecError, FrameDecoder};
 /// The ALPN of the edge link.
 pub const ALPN: &[u8] = b"rc-edge/1";
 
-/// The edge link's version; a peer with another is refused.
-pub const VERSION: u16 = 1;
+/// The edge link's version (2: [`EdgeMsg::Party`]).
+pub const VERSION: u16 = 2;
+
+/// The oldest version still spoken: a link runs at the lower of its two ends' versions
+/// (the leader's [`EdgeMsg::Welcome`] names it), so gateways are upgraded one at a time;
+/// a peer outside `MIN_VERSION..=VERSION` is refused.
+pub const MIN_VERSION: u16 = 1;
+
+/// The version a link runs at between an edge of `edge`'s version and a leader of this
+/// one's, or `None` when they share none.
+pub fn link_version(edge: u16) -> Option<u16> {
+    (MIN_VERSION..=VERSION)
+        .contains(&edge)
+        .then_some(edge.min(VERSION))
+}
 
 /// Largest message body: a client's stream bytes are relayed in chunks of at most
 /// [`MAX_CHUNK`], and every other message is small.
@@ -74,7 +87,8 @@ pub enum EdgeMsg {
     },
     /// Leader → edge: the edge is accepted.
     Welcome {
-        /// [`VERSION`].
+        /// The link's version: the lower of the edge's and the leader's
+        /// ([`link_version`]).
         version: u16,
         /// The leader's name.
         leader: String,
@@ -147,7 +161,19 @@ pub enum EdgeMsg {
         /// Why (at most [`MAX_REASON`] bytes).
         reason: String,
     },
+    /// Leader → edge (version 2): the session's party, every member's name, leader first
+    /// (empty: none), sent whenever it changes. The edge keeps it with the session, so
+    /// that a gateway taking over puts the kept members back in one party.
+    Party {
+        /// The session on this link.
+        id: RelayId,
+        /// The members, at most [`MAX_PARTY`].
+        members: Vec<String>,
+    },
 }
+
+/// The most party members an [`EdgeMsg::Party`] names (Realm Crafter's parties hold 8).
+pub const MAX_PARTY: usize = 8;
 
 /// An edge link message that cannot be decoded, or a frame too long.
 pub type EdgeCodecError = CodecError;
@@ -327,10 +353,23 @@ mod tests {
                 code: 6,
                 reason: "too slow".into(),
             },
+            EdgeMsg::Party {
+                id: 3,
+                members: vec!["Carys".into(), "Emrys".into()],
+            },
         ];
         for m in &msgs {
             assert_eq!(&roundtrip(m), m);
         }
+    }
+
+    #[test]
+    fn a_link_runs_at_the_lower_version_both_ends_speak() {
+        assert_eq!(link_version(VERSION), Some(VERSION));
+        assert_eq!(link_version(MIN_VERSION), Some(MIN_VERSION));
+        // A newer edge meets an older leader: the leader's version.
+        assert_eq!(link_version(VERSION + 1), None);
+        assert_eq!(link_version(0), None);
     }
 
     #[test]

@@ -645,6 +645,21 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
     let (mut pe, ge, _) = cluster_tests::new_enet_player(b_enet, "emrys").await;
     let e_to = (ge.area.x + 3.0, ge.area.y, ge.area.z + 3.0);
     assert!(echo(&mut pe, ge.runtime_id, e_to, WAIT).await);
+    // The two players of the edge are in a party.
+    pb.chat("/invite emrys").await.unwrap();
+    assert!(
+        chat_containing(&mut pe, "invited you", WAIT)
+            .await
+            .is_some()
+    );
+    pe.chat("/accept").await.unwrap();
+    // After the accept on the same connection: in the party by then.
+    pe.chat("/p before").await.unwrap();
+    let line = chat_containing(&mut pb, "before", WAIT).await;
+    assert!(
+        line.as_ref().is_some_and(|l| l.contains("<PARTY>")),
+        "{line:?}"
+    );
     let a_to = (ga.area.x + 7.0, ga.area.y, ga.area.z + 7.0);
     assert!(echo(&mut pa, ga.runtime_id, a_to, WAIT).await);
     let b_to = (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0);
@@ -703,6 +718,13 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
     assert!(
         chat_containing(&mut pe, "and you?", WAIT).await.is_some(),
         "the kept RCEnet player is the new leader's own"
+    );
+    // Their party was kept with them.
+    pb.chat("/p after").await.unwrap();
+    let line = chat_containing(&mut pe, "after", WAIT).await;
+    assert!(
+        line.as_ref().is_some_and(|l| l.contains("<PARTY>")),
+        "the kept players are in their party again: {line:?}"
     );
 }
 
