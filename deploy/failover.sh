@@ -23,7 +23,8 @@
 # at the end the logins again are compared with them: the surviving gateway's bots must
 # never have lost their session. KILL=none kills nothing; B_SHARE=P starts P % of the bots
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
-# each process's CPU (cores) over 20 s is printed.
+# each process's CPU (cores) over 20 s is printed. TRANSPORT=enet (or mixed) gives the bots
+# Realm Crafter's own transport (RCEnet, each gateway's RCEnet port in the same order).
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -47,6 +48,7 @@ EVERY=${EVERY:-15}
 EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
 B_SHARE=${B_SHARE:-50}
+TRANSPORT=${TRANSPORT:-quic}
 if [ "$ROUNDS" -gt 1 ]; then
     MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
@@ -84,12 +86,12 @@ URL="postgres://postgres@127.0.0.1:$PGPORT/rc"
 log "Postgres on 127.0.0.1:$PGPORT"
 
 SECRET="failover-$(date +%s%N)-0123456789abcdef0123456789"
-gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
-    local name=$1 client=$2 internal=$3 admin=$4
-    shift 4
+gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
+    local name=$1 client=$2 internal=$3 admin=$4 enet=$5
+    shift 5
     : >"$WORK/$name.out" # this start's ready line (the log goes on)
     GATEWAY_CLUSTER_SECRET=$SECRET GATEWAY_PASSWORD_HASH=fast \
-    GATEWAY_ENET_LISTEN=127.0.0.1:$(free_port) \
+    GATEWAY_ENET_LISTEN=127.0.0.1:$enet \
     GATEWAY_LOGIN_ATTEMPTS_PER_MINUTE=100000 GATEWAY_MAX_CONNECTIONS_PER_IP=100000 \
     GATEWAY_CONNECTIONS_PER_IP_PER_MINUTE=100000 GATEWAY_PLACEMENT_HOLD_MS=3000 \
     RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
@@ -98,19 +100,21 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT [--standby]
         >"$WORK/$name.out" 2>>"$WORK/$name.log" &
     PIDS+=($!)
 }
-A=($(free_port) $(free_port) $(free_port))
-B=($(free_port) $(free_port) $(free_port))
+A=($(free_port) $(free_port) $(free_port) $(free_port))
+B=($(free_port) $(free_port) $(free_port) $(free_port))
+# The swarm's transport, and each gateway's RCEnet address (in --gateway's order).
+bots_via() { echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"; }
 A_PEERS=(); B_PEERS=()
 if [ "$EDGES" = 1 ]; then
     A_PEERS=(--standby --peers "127.0.0.1:${B[1]}"); B_PEERS=(--peers "127.0.0.1:${A[1]}")
 fi
-gateway a "${A[0]}" "${A[1]}" "${A[2]}" "${A_PEERS[@]}"
+gateway a "${A[0]}" "${A[1]}" "${A[2]}" "${A[3]}" "${A_PEERS[@]}"
 A_PID=${PIDS[-1]}
 until grep -q "gateway ready" "$WORK/a.out" 2>/dev/null; do
     kill -0 "$A_PID" 2>/dev/null || { echo "gateway A exited:"; tail -5 "$WORK/a.log"; exit 1; }
     sleep 0.2
 done
-gateway b "${B[0]}" "${B[1]}" "${B[2]}" --standby "${B_PEERS[@]}"
+gateway b "${B[0]}" "${B[1]}" "${B[2]}" "${B[3]}" --standby "${B_PEERS[@]}"
 for n in n1 n2; do
     ZONE_NODE_CLUSTER_SECRET=$SECRET ZONE_NODE_INSECURE_SKIP_VERIFY=true \
     ZONE_NODE_GATEWAY_ADDR="127.0.0.1:${A[1]},127.0.0.1:${B[1]}" \
@@ -126,11 +130,11 @@ if [ "$EDGES" = 1 ]; then
     until curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.2; done
     log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
     ON_B=$((BOTS * B_SHARE / 100))
-    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$((BOTS - ON_B))" --prefix foa \
+    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$((BOTS - ON_B))" --prefix foa \
         --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
     SWARM_A=$!
     if [ "$ON_B" -gt 0 ]; then
-        "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" --bots "$ON_B" --prefix fob \
+        "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" $(bots_via "${B[3]}" "${A[3]}") --bots "$ON_B" --prefix fob \
             --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
         SWARM_B=$!
     else
@@ -178,7 +182,7 @@ if [ "$EDGES" = 1 ]; then
         fi
         if [ "$ROUNDS" -gt 1 ]; then
             sleep 2
-            gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
+            gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" "${VP[3]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
             if [ "$VICTIM" = a ]; then A_PID=${PIDS[-1]}; else B_PID=${PIDS[-1]}; fi
             until curl -fsS -m 2 "http://127.0.0.1:${VP[2]}/readyz" 2>/dev/null | grep -q edge; do sleep 0.2; done
             log "round $round: ${VICTIM^^} back, an edge"
@@ -206,7 +210,7 @@ PY
 fi
 log "gateway A (127.0.0.1:${A[0]}) serves with 2 nodes; standby B (127.0.0.1:${B[0]}) waits"
 
-"$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" --bots "$BOTS" --prefix fo \
+"$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$BOTS" --prefix fo \
     --duration "$DURATION" --ramp 5 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM=$!
 PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
@@ -239,7 +243,7 @@ for round in $(seq 1 "$ROUNDS"); do
     FAULTS+=("$HOW: took over $TOOK ms, placed $PLACED ms")
     if [ "$ROUNDS" -gt 1 ]; then
         sleep 2
-        gateway "$LEAD" "${P[0]}" "${P[1]}" "${P[2]}" --standby
+        gateway "$LEAD" "${P[0]}" "${P[1]}" "${P[2]}" "${P[3]}" --standby
         if [ "$LEAD" = a ]; then A_PID=${PIDS[-1]}; else B_PID=${PIDS[-1]}; fi
         log "round $round: ${LEAD^^} back as the standby"
         [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
