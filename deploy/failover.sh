@@ -25,6 +25,10 @@
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
 # each process's CPU (cores) over 20 s is printed. TRANSPORT=enet (or mixed) gives the bots
 # Realm Crafter's own transport (RCEnet, each gateway's RCEnet port in the same order).
+# With EDGES=1, ECONOMY=1 has the bots trade, drop, pick up and equip items (`swarm
+# --item-chance --closed-economy`: no shops, no eating, no fights, so nothing makes or
+# destroys an item or a coin) and reads the economy's totals from the database
+# (`gateway economy`) before the first fault and after the bots leave: they must be equal.
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -49,6 +53,10 @@ EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
 B_SHARE=${B_SHARE:-50}
 TRANSPORT=${TRANSPORT:-quic}
+ECONOMY=${ECONOMY:-0}
+# Checkpoints every PERSIST_MS (the zone nodes' persist_every_ms and the gateways'
+# checkpoint_ms): 30 s by default, 2 s with ECONOMY=1 (more of them fall among the faults).
+if [ "$ECONOMY" = 1 ]; then PERSIST_MS=${PERSIST_MS:-2000}; else PERSIST_MS=${PERSIST_MS:-30000}; fi
 if [ "$ROUNDS" -gt 1 ]; then
     MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
@@ -94,6 +102,7 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
     GATEWAY_ENET_LISTEN=127.0.0.1:$enet \
     GATEWAY_LOGIN_ATTEMPTS_PER_MINUTE=100000 GATEWAY_MAX_CONNECTIONS_PER_IP=100000 \
     GATEWAY_CONNECTIONS_PER_IP_PER_MINUTE=100000 GATEWAY_PLACEMENT_HOLD_MS=3000 \
+    GATEWAY_CHECKPOINT_MS=$PERSIST_MS \
     RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
         "$BIN/gateway" --listen "127.0.0.1:$client" --internal-listen "127.0.0.1:$internal" \
         --admin-listen "127.0.0.1:$admin" --data-dir "$WORK/$name" --database-url "$URL" "$@" \
@@ -103,7 +112,13 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
 A=($(free_port) $(free_port) $(free_port) $(free_port))
 B=($(free_port) $(free_port) $(free_port) $(free_port))
 # The swarm's transport, and each gateway's RCEnet address (in --gateway's order).
-bots_via() { echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"; }
+bots_via() {
+    echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"
+    [ "$ECONOMY" = 1 ] && echo --item-chance 0.3 --closed-economy --fight-chance 0
+    return 0
+}
+# The economy's totals of the bots' characters and the ground, as JSON.
+economy() { "$BIN/gateway" economy --prefix fo --database-url "$URL" 2>/dev/null || echo '{}'; }
 A_PEERS=(); B_PEERS=()
 if [ "$EDGES" = 1 ]; then
     A_PEERS=(--standby --peers "127.0.0.1:${B[1]}"); B_PEERS=(--peers "127.0.0.1:${A[1]}")
@@ -119,6 +134,7 @@ for n in n1 n2; do
     ZONE_NODE_CLUSTER_SECRET=$SECRET ZONE_NODE_INSECURE_SKIP_VERIFY=true \
     ZONE_NODE_GATEWAY_ADDR="127.0.0.1:${A[1]},127.0.0.1:${B[1]}" \
     ZONE_NODE_ADMIN_LISTEN=127.0.0.1:0 ZONE_NODE_RECONNECT_MAX_MS=500 \
+    ZONE_NODE_PERSIST_EVERY_MS=$PERSIST_MS \
     RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
         "$BIN/zone-node" run --node-id "$n" --bind-addr 127.0.0.1:0 2>"$WORK/$n.log" &
     PIDS+=($!)
@@ -151,6 +167,20 @@ if [ "$EDGES" = 1 ]; then
     HZ=$(getconf CLK_TCK)
     CPU=(); i=0; for p in "${CPU_PIDS[@]}"; do CPU+=("$(python3 -c "print(round(($(ticks "$p") - ${T_BEFORE[$i]}) / $HZ / 20, 3))")"); i=$((i + 1)); done
     log "CPU (cores) over 20 s: leader A ${CPU[0]}, edge B ${CPU[1]}, node n1 ${CPU[2]}, node n2 ${CPU[3]} ($((BOTS - ON_B)) bots start on A, $ON_B on B)"
+    if [ "$ECONOMY" = 1 ]; then
+        # A new character's starter items come from the world's login script and reach the
+        # database with its first checkpoint (PERSIST_MS): the reading before the faults is
+        # taken once two readings 3 s apart agree (up to 45 s).
+        totals() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(json.dumps([d.get("characters"), d.get("gold"), d.get("total")]))' "$1"; }
+        ECON0=$(economy)
+        for _ in $(seq 15); do
+            sleep 3
+            E=$(economy)
+            [ "$(totals "$E")" = "$(totals "$ECON0")" ] && break
+            ECON0=$E
+        done
+        log "economy before the faults: $ECON0"
+    fi
     sleep 5
     EXPECTED=0
     # The leader: ready and not an edge (an edge is ready too, and passes /cluster on).
@@ -191,6 +221,33 @@ if [ "$EDGES" = 1 ]; then
     done
     wait "$SWARM_A" || true
     [ -z "$SWARM_B" ] || wait "$SWARM_B" || true
+    if [ "$ECONOMY" = 1 ]; then
+        # The bots' logouts are saved; a zone's next checkpoint (ZONE_NODE_PERSIST_EVERY_MS)
+        # changes nothing of the totals (a logout saves the ground it touched with it).
+        sleep 3
+        ECON1=$(economy)
+        log "economy after the bots left: $ECON1"
+        python3 - "$ECON0" "$ECON1" "$BOTS" "$WORK/swarm-a.json" "$WORK/swarm-b.json" <<'PY'
+import json, sys
+a, b, bots = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+did = {}
+for path in sys.argv[4:6]:
+    for k, v in json.load(open(path)).get("items", {}).items():
+        did[k] = did.get(k, 0) + v
+print("the bots' item play: trades %s, dropped %s, picked up %s, equipped %s, unequipped %s" % (
+    did.get("trades_completed"), did.get("dropped"), did.get("picked_up"), did.get("equipped"), did.get("unequipped")))
+same = a.get("total") == b.get("total") and a.get("gold") == b.get("gold")
+print("economy: %s characters before, %s after (of %d bots); gold %s -> %s; items %s -> %s (on the ground after: %s): %s" % (
+    a.get("characters"), b.get("characters"), bots, a.get("gold"), b.get("gold"),
+    sum(a.get("total", {}).values()), sum(b.get("total", {}).values()), sum(b.get("ground", {}).values()),
+    "CONSERVED" if same and a.get("characters") == bots else "NOT CONSERVED"))
+if not same:
+    for k in sorted(set(a.get("total", {})) | set(b.get("total", {})), key=int):
+        x, y = a.get("total", {}).get(k, 0), b.get("total", {}).get(k, 0)
+        if x != y:
+            print("  item %s: %d -> %d" % (k, x, y))
+PY
+    fi
     CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
     DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
     python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" "$ROUNDS" "$EXPECTED" <<'PY'

@@ -43,6 +43,7 @@
 
 pub mod backups;
 pub mod copy;
+pub mod economy;
 mod health;
 pub mod pg;
 pub mod pg_server;

@@ -288,6 +288,8 @@ pub struct ItemBot {
     world: std::sync::Arc<ItemWorld>,
     /// Chance per idle second of starting an item action.
     chance: f64,
+    /// `--closed-economy`: no eating, no shops.
+    closed: bool,
     /// Bots' names start with it: only they are invited.
     prefix: String,
     own_rid: u16,
@@ -384,11 +386,19 @@ fn expectations(trade: &TradeState) -> Vec<TradeExpect> {
 }
 
 impl ItemBot {
-    /// A bot's item play; `chance` is `--item-chance`.
-    pub fn new(world: std::sync::Arc<ItemWorld>, chance: f64, prefix: &str, own_rid: u16) -> Self {
+    /// A bot's item play; `chance` is `--item-chance`, `closed` `--closed-economy` (no
+    /// eating, no shops).
+    pub fn new(
+        world: std::sync::Arc<ItemWorld>,
+        chance: f64,
+        closed: bool,
+        prefix: &str,
+        own_rid: u16,
+    ) -> Self {
         Self {
             world,
             chance: chance.clamp(0.0, 1.0),
+            closed,
             prefix: prefix.to_owned(),
             own_rid,
             players: HashMap::new(),
@@ -642,13 +652,13 @@ impl ItemBot {
         if !worn.is_empty() && free.is_some() {
             options.push((Action::Unequip, 1));
         }
-        if !edible.is_empty() {
+        if !edible.is_empty() && !self.closed {
             options.push((Action::Eat, 1));
         }
         if !partners.is_empty() {
             options.push((Action::Trade, 2));
         }
-        if shop.is_some() {
+        if shop.is_some() && !self.closed {
             options.push((Action::Shop, 2));
         }
         let total: u32 = options.iter().map(|o| o.1).sum();

@@ -164,6 +164,12 @@ struct Args {
     /// fetch either).
     #[arg(long, default_value_t = 0.0)]
     item_chance: f64,
+    /// With `--item-chance`: only the item actions that move items between players and the
+    /// ground (pick up, drop, equip, trade), never the world's sources and sinks (eating,
+    /// shops), so the items and gold over the bots and the ground stay constant
+    /// (`gateway economy` reads them from the store).
+    #[arg(long)]
+    closed_economy: bool,
     /// Chance per second that a bot casts one of its abilities that it predicts has
     /// recharged (`P_SpellUpdate "F"`): half the time at the nearest NPC within 60 units,
     /// else at no one (the demo's Mend then heals the caster). 0: none.
@@ -979,7 +985,13 @@ async fn play(
     let mut last_attack = Instant::now();
     // Item play (`--item-chance`), with the actors it already sees.
     let mut items = world.map(|w| {
-        let mut b = items::ItemBot::new(Arc::new(w), ctx.args.item_chance, &ctx.prefix, rid);
+        let mut b = items::ItemBot::new(
+            Arc::new(w),
+            ctx.args.item_chance,
+            ctx.args.closed_economy,
+            &ctx.prefix,
+            rid,
+        );
         for i in &g.packets {
             if let ServerPacket::NewActor(a) = &i.packet {
                 b.actor_appeared(a);
