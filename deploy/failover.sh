@@ -29,6 +29,7 @@
 # --item-chance --closed-economy`: no shops, no eating, no fights, so nothing makes or
 # destroys an item or a coin) and reads the economy's totals from the database
 # (`gateway economy`) before the first fault and after the bots leave: they must be equal.
+# LOST_AFTER=S: the bots count their gateway lost after S seconds of silence (5).
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -115,6 +116,7 @@ B=($(free_port) $(free_port) $(free_port) $(free_port))
 bots_via() {
     echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"
     [ "$ECONOMY" = 1 ] && echo --item-chance 0.3 --closed-economy --fight-chance 0
+    [ -n "${LOST_AFTER:-}" ] && echo --gateway-lost-after "$LOST_AFTER"
     return 0
 }
 # The economy's totals of the bots' characters and the ground, as JSON.

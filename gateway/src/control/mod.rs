@@ -214,6 +214,15 @@ pub struct SessionIds {
 /// register with the new leader within their reconnect backoff).
 pub const RESUME_WINDOW: Duration = Duration::from_secs(15);
 
+/// How long after the placement hold logins still wait ([`Control::settling`]): the
+/// orphans the nodes reported are detached at their registration, and their last saves
+/// (progress since the last checkpoint, items picked up or dropped) reach the store
+/// within this; a login loaded before would take the character back to its checkpoint
+/// and fence that save out, while the ground keeps what he dropped or lacks what he
+/// picked up (an item made or lost: found by `deploy/failover.sh ECONOMY=1
+/// LOST_AFTER=1`).
+pub const SETTLE_AFTER_HOLD: Duration = Duration::from_secs(1);
+
 /// Which trace an action belongs to (the shell keeps the spans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trace {
@@ -555,6 +564,8 @@ pub struct Control {
     startup_done: bool,
     /// Until when placement is held after start (see `Directory::hold`).
     hold_until: Option<Duration>,
+    /// Until when logins wait after the hold ([`SETTLE_AFTER_HOLD`]).
+    settle_until: Option<Duration>,
     /// The next fencing token handed out (`ActorStateDto::fence`): from the generation
     /// base, so a restarted gateway's tokens are larger.
     next_fence: u64,
@@ -600,6 +611,7 @@ impl Control {
             removed: BTreeSet::new(),
             startup_done: false,
             hold_until: None,
+            settle_until: None,
             next_fence: generation_base.saturating_mul(1024).max(1),
             now: Duration::ZERO,
             out: Vec::new(),
@@ -650,11 +662,23 @@ impl Control {
         std::mem::take(&mut self.out)
     }
 
+    /// Whether a login should wait before its character is loaded: a (re)started
+    /// gateway's placement hold, and [`SETTLE_AFTER_HOLD`] after it, while the copies the
+    /// previous gateway left on the nodes (orphans) are detached and their last saves
+    /// stored. The shell holds [`Event::Entered`] back meanwhile and loads the character
+    /// when it is over.
+    pub fn settling(&self) -> bool {
+        self.hold_until.is_some() || self.settle_until.is_some_and(|t| self.now < t)
+    }
+
     /// The next instant [`Control::on_timeout`] has work (`None`: nothing is due until
     /// the next event).
     pub fn poll_timeout(&self) -> Option<Duration> {
         let mut next = self.hold_until;
         let mut at = |t: Duration| next = Some(next.map_or(t, |n: Duration| n.min(t)));
+        if let Some(t) = self.settle_until.filter(|&t| t > self.now) {
+            at(t);
+        }
         for n in self.dir.nodes() {
             let due = n.last_seen_ms.saturating_add(self.cfg.node_timeout_ms);
             at(Duration::from_millis(due.saturating_add(1)));
@@ -689,6 +713,7 @@ impl Control {
         let now = self.now;
         if self.hold_until.is_some_and(|t| now >= t) {
             self.hold_until = None;
+            self.settle_until = Some(now + SETTLE_AFTER_HOLD);
             let mut actions = self.dir.release();
             // Logins and warps that waited for an instance nobody reported.
             let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();

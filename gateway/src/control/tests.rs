@@ -1118,3 +1118,35 @@ fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it()
     );
     assert_eq!(cl.c.kept(), 0);
 }
+
+#[test]
+fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
+    // A gateway that took over beside separate nodes holds placement for 3 s: a login
+    // loaded then would take its character back to the last checkpoint and fence out
+    // the save of the copy the previous gateway left on a node (an item made or lost).
+    let cfg = ControlConfig {
+        standalone: false,
+        placement_hold_ms: 3_000,
+        node_timeout_ms: 3_000,
+        shutdown_timeout: Duration::from_secs(10),
+    };
+    let mut c = Control::new(cfg, Arc::new(shared::content::demo_world()), 1_000);
+    let chars = chars();
+    assert!(c.settling(), "held from the start");
+    c.on_timeout(at(2_999), &chars);
+    assert!(c.settling());
+    c.on_timeout(at(3_000), &chars);
+    assert!(
+        c.settling(),
+        "the orphans detached at registration are still saving"
+    );
+    assert_eq!(
+        c.poll_timeout(),
+        Some(at(3_000) + SETTLE_AFTER_HOLD),
+        "woken when it is over"
+    );
+    c.on_timeout(at(3_000) + SETTLE_AFTER_HOLD, &chars);
+    assert!(!c.settling());
+    // A standalone gateway (its node starts empty) never holds logins back.
+    assert!(!control(1_000).settling());
+}

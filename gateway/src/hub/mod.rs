@@ -708,6 +708,18 @@ pub struct Hub {
     env: BTreeMap<String, Vec<u8>>,
     /// Each area's instance-0 weather as last announced (`WeatherLink`).
     weather: BTreeMap<String, u8>,
+    /// Logins held back while the cluster settles after a (re)start.
+    deferred: Vec<Deferred>,
+}
+
+/// A login held back while the cluster settles ([`Hub::enter_deferred`]).
+struct Deferred {
+    session: SessionId,
+    account: AccountId,
+    slot: u8,
+    is_dm: bool,
+    state: Box<ActorStateDto>,
+    login: tracing::Span,
 }
 
 impl Hub {
@@ -733,6 +745,7 @@ impl Hub {
             maps: console::Maps::default(),
             env: BTreeMap::new(),
             weather: BTreeMap::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -773,6 +786,78 @@ impl Hub {
         self.links.get(node).is_some_and(|l| l.send(msg))
     }
 
+    /// A login enters the world: the control plane places and attaches it
+    /// (`P_StartGame`'s end).
+    fn enter(
+        &mut self,
+        session: SessionId,
+        account: AccountId,
+        slot: u8,
+        is_dm: bool,
+        state: Box<ActorStateDto>,
+        login: tracing::Span,
+    ) {
+        let _login = login.enter();
+        self.entered_at(account);
+        let (ignore, user, email) = self
+            .shared
+            .accounts()
+            .book
+            .get(account)
+            .map(|a| {
+                (
+                    a.row.ignore.clone(),
+                    a.row.user.clone(),
+                    a.row.email.clone(),
+                )
+            })
+            .unwrap_or_default();
+        self.logins.insert(session, login.clone());
+        let connected = self.client(session).is_some();
+        self.control(control::Event::Entered(Box::new(control::Login {
+            session,
+            account,
+            slot,
+            is_dm,
+            state,
+            ignore,
+            user,
+            email,
+            connected,
+        })));
+        if !self.control.knows(session) {
+            // Refused: its trace ends here.
+            self.logins.remove(&session);
+        } else if let Some(message) = self.shared.updates.gate().lock_message() {
+            // Locked between its P_StartGame and now: removed as the others were.
+            self.remove_for_lock(session, &message);
+        }
+    }
+
+    /// Logins held back while the cluster settled ([`control::Control::settling`]) go on,
+    /// each with its character as the store now has it (the previous gateway's copy of
+    /// it saved meanwhile).
+    fn enter_deferred(&mut self) {
+        if self.deferred.is_empty() || self.control.settling() {
+            return;
+        }
+        for d in std::mem::take(&mut self.deferred) {
+            let fresh = self
+                .shared
+                .accounts()
+                .book
+                .get(d.account)
+                .and_then(|a| a.characters.get(usize::from(d.slot)).cloned());
+            // The control plane sets what is the login's own (RuntimeID, fencing token,
+            // account name and e-mail) on whichever copy it is given.
+            let state = match fresh {
+                Some(c) if c.name == d.state.name => Box::new(c),
+                _ => d.state,
+            };
+            self.enter(d.session, d.account, d.slot, d.is_dm, state, d.login);
+        }
+    }
+
     /// Handle one event.
     pub fn handle(&mut self, e: HubEvent) {
         match e {
@@ -784,40 +869,20 @@ impl Hub {
                 state,
                 login,
             } => {
-                let _login = login.enter();
-                self.entered_at(account);
-                let (ignore, user, email) = self
-                    .shared
-                    .accounts()
-                    .book
-                    .get(account)
-                    .map(|a| {
-                        (
-                            a.row.ignore.clone(),
-                            a.row.user.clone(),
-                            a.row.email.clone(),
-                        )
-                    })
-                    .unwrap_or_default();
-                self.logins.insert(session, login.clone());
-                let connected = self.client(session).is_some();
-                self.control(control::Event::Entered(Box::new(control::Login {
-                    session,
-                    account,
-                    slot,
-                    is_dm,
-                    state,
-                    ignore,
-                    user,
-                    email,
-                    connected,
-                })));
-                if !self.control.knows(session) {
-                    // Refused: its trace ends here.
-                    self.logins.remove(&session);
-                } else if let Some(message) = self.shared.updates.gate().lock_message() {
-                    // Locked between its P_StartGame and now: removed as the others were.
-                    self.remove_for_lock(session, &message);
+                if self.control.settling() {
+                    // After a (re)start: loaded once the previous gateway's copies on the
+                    // nodes are detached and saved (`Control::settling`).
+                    tracing::info!(parent: &login, session, "login waits for the cluster to settle");
+                    self.deferred.push(Deferred {
+                        session,
+                        account,
+                        slot,
+                        is_dm,
+                        state,
+                        login,
+                    });
+                } else {
+                    self.enter(session, account, slot, is_dm, state, login);
                 }
             }
             HubEvent::Frames {
@@ -1703,6 +1768,7 @@ impl Hub {
         let shared = self.shared.clone();
         let actions = self.control.on_timeout(now, &Book(&shared));
         self.apply(actions);
+        self.enter_deferred();
         self.expire_actor_queries();
         self.publish();
         self.rewrite_unsaved();
