@@ -56,6 +56,8 @@ pub enum Action {
     DetachOrphan {
         /// Node.
         node: NodeId,
+        /// The instance it is in there.
+        key: InstanceKey,
         /// Session.
         session: SessionId,
     },
@@ -360,6 +362,7 @@ impl Directory {
                     if !known(*s) {
                         out.push(Action::DetachOrphan {
                             node: id.to_owned(),
+                            key: r.key.clone(),
                             session: *s,
                         });
                     }
@@ -731,6 +734,7 @@ mod tests {
             a,
             vec![Action::DetachOrphan {
                 node: "n1".into(),
+                key: key("A", 0),
                 session: 2
             }]
         );

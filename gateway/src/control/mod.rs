@@ -566,6 +566,10 @@ pub struct Control {
     hold_until: Option<Duration>,
     /// Until when logins wait after the hold ([`SETTLE_AFTER_HOLD`]).
     settle_until: Option<Duration>,
+    /// Sessions the nodes reported that nobody here owns, during the placement hold: an
+    /// edge whose leader died may still claim them (`Event::Resume`, adopted at once);
+    /// detached as orphans when the hold ends. Session → (node, instance).
+    unclaimed: BTreeMap<SessionId, (NodeId, InstanceKey)>,
     /// The next fencing token handed out (`ActorStateDto::fence`): from the generation
     /// base, so a restarted gateway's tokens are larger.
     next_fence: u64,
@@ -612,6 +616,7 @@ impl Control {
             startup_done: false,
             hold_until: None,
             settle_until: None,
+            unclaimed: BTreeMap::new(),
             next_fence: generation_base.saturating_mul(1024).max(1),
             now: Duration::ZERO,
             out: Vec::new(),
@@ -643,7 +648,7 @@ impl Control {
                     self.gone(session);
                 }
             }
-            Event::Resume(r) => self.resume(*r),
+            Event::Resume(r) => self.resume(*r, chars),
             Event::NodeUp {
                 node,
                 addr,
@@ -714,6 +719,13 @@ impl Control {
         if self.hold_until.is_some_and(|t| now >= t) {
             self.hold_until = None;
             self.settle_until = Some(now + SETTLE_AFTER_HOLD);
+            // Copies no edge claimed: orphans, detached (their saves land within the
+            // settling second).
+            for (session, (node, _)) in std::mem::take(&mut self.unclaimed) {
+                if self.nodes.contains_key(&node) {
+                    self.send(&node, Msg::DetachPlayer { session }, Trace::Current);
+                }
+            }
             let mut actions = self.dir.release();
             // Logins and warps that waited for an instance nobody reported.
             let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
@@ -868,7 +880,7 @@ impl Control {
         self.resumable.len()
     }
 
-    fn resume(&mut self, r: Resume) {
+    fn resume(&mut self, r: Resume, chars: &dyn Characters) {
         let session = r.session;
         let taken = self.players.contains_key(&session)
             || self.resumable.contains_key(&session)
@@ -897,6 +909,11 @@ impl Control {
         self.free_rids.remove(i);
         let deadline = self.now + RESUME_WINDOW;
         self.resumable.insert(session, (r, deadline));
+        // Its node registered already (an edge of another gateway, linking after it):
+        // adopted from what the node reported, if that is the copy the edge names.
+        if let Some((node, key)) = self.unclaimed.get(&session).cloned() {
+            self.adopt(session, &node, &key, chars);
+        }
     }
 
     /// Adopts the kept sessions whose player `node` hosts (it registers): in the world
@@ -905,48 +922,53 @@ impl Control {
     fn adopt_kept(&mut self, node: &str, running: &[RunningInstance], chars: &dyn Characters) {
         for inst in running {
             for s in &inst.sessions {
-                // Only the copy where the previous leader had the player, of the lineage
-                // the store holds: any other is an orphan, detached as after a restart.
-                let current = self.resumable.get(s).is_some_and(|(r, _)| {
-                    r.node == node
-                        && chars.saved(r.account, r.slot).map(|c| c.fence) == Some(r.fence)
-                });
-                if !current {
-                    continue;
-                }
-                let Some((r, _)) = self.resumable.remove(s) else {
-                    continue;
-                };
-                self.fences.insert((r.account, r.slot), r.fence);
-                tracing::info!(session = s, node, instance = %inst.key, "adopting a kept session");
-                self.out.push(Action::Adopted {
-                    session: *s,
-                    name: r.online.name.clone(),
-                });
-                self.by_name.insert(fold(&r.online.name), *s);
-                self.players.insert(
-                    *s,
-                    Player {
-                        account: r.account,
-                        slot: r.slot,
-                        online: r.online,
-                        rid: r.rid,
-                        key: inst.key.clone(),
-                        state: None,
-                        arrival: ArrivalDto::Saved,
-                        node: Some(node.to_owned()),
-                        phase: Phase::InGame,
-                        queued: Vec::new(),
-                        login_open: false,
-                    },
-                );
-                self.out.push(Action::Route {
-                    session: *s,
-                    node: node.to_owned(),
-                });
-                self.out.push(Action::ZoneChanged { session: *s });
+                self.adopt(*s, node, &inst.key, chars);
             }
         }
+    }
+
+    /// Adopts kept session `s` if `node` hosts its player in instance `key`: only the
+    /// copy where the previous leader had the player, of the lineage the store holds (any
+    /// other is an orphan, detached as after a restart).
+    fn adopt(&mut self, s: SessionId, node: &str, key: &InstanceKey, chars: &dyn Characters) {
+        let current = self.resumable.get(&s).is_some_and(|(r, _)| {
+            r.node == node && chars.saved(r.account, r.slot).map(|c| c.fence) == Some(r.fence)
+        });
+        if !current {
+            return;
+        }
+        let Some((r, _)) = self.resumable.remove(&s) else {
+            return;
+        };
+        self.unclaimed.remove(&s);
+        self.fences.insert((r.account, r.slot), r.fence);
+        tracing::info!(session = s, node, instance = %key, "adopting a kept session");
+        self.out.push(Action::Adopted {
+            session: s,
+            name: r.online.name.clone(),
+        });
+        self.by_name.insert(fold(&r.online.name), s);
+        self.players.insert(
+            s,
+            Player {
+                account: r.account,
+                slot: r.slot,
+                online: r.online,
+                rid: r.rid,
+                key: key.clone(),
+                state: None,
+                arrival: ArrivalDto::Saved,
+                node: Some(node.to_owned()),
+                phase: Phase::InGame,
+                queued: Vec::new(),
+                login_open: false,
+            },
+        );
+        self.out.push(Action::Route {
+            session: s,
+            node: node.to_owned(),
+        });
+        self.out.push(Action::ZoneChanged { session: s });
     }
 
     /// The session of an online character (ASCII case-insensitive).
@@ -1400,6 +1422,8 @@ impl Control {
             self.transfers_link_lost(&node);
         }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
+        // What it reported before is superseded by what it reports now.
+        self.unclaimed.retain(|_, (n, _)| *n != node);
         self.adopt_kept(&node, running, chars);
         // A session is the node's to keep only while the gateway still has it there: one
         // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
@@ -1814,6 +1838,7 @@ impl Control {
         if !self.is_live(node, serial) {
             return;
         }
+        self.unclaimed.retain(|_, (n, _)| n != node);
         // Node loss (or a drained node leaving) is one trace: the re-placements, and the
         // handoffs that put its players back.
         self.out.push(Action::NodeLost {
@@ -1876,8 +1901,14 @@ impl Control {
                 tracing::info!(node = %node, instance = %key, generation, "stopping a stale copy");
                 self.send(&node, Msg::StopInstance { key, generation }, trace);
             }
-            directory::Action::DetachOrphan { node, session } => {
-                self.send(&node, Msg::DetachPlayer { session }, trace);
+            directory::Action::DetachOrphan { node, key, session } => {
+                if self.hold_until.is_some() {
+                    // Within the placement hold an edge of another gateway may still
+                    // claim it (`Event::Resume`); detached when the hold ends.
+                    self.unclaimed.insert(session, (node, key));
+                } else {
+                    self.send(&node, Msg::DetachPlayer { session }, trace);
+                }
             }
             directory::Action::Lost { key, node } => {
                 // `apply` handles it; a placement alone never loses an instance.

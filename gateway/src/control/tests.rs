@@ -1150,3 +1150,54 @@ fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
     // A standalone gateway (its node starts empty) never holds logins back.
     assert!(!control(1_000).settling());
 }
+
+#[test]
+fn a_session_an_edge_of_another_gateway_claims_after_its_node_registered_is_adopted() {
+    // Three gateways: the one taking over (this one, holding placement for 3 s) and an
+    // edge in another process whose clients were in the world. The node registers
+    // first, reporting Ann (session 7) and Bob (session 8), whom nobody here owns yet.
+    let cfg = ControlConfig {
+        standalone: false,
+        placement_hold_ms: 3_000,
+        node_timeout_ms: 3_000,
+        shutdown_timeout: Duration::from_secs(10),
+    };
+    let mut c = Control::new(cfg, Arc::new(shared::content::demo_world()), 1_000);
+    let chars = chars();
+    let a = c.handle(
+        at(1_000),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial: 1,
+            running: vec![running(key("Meadow", 0), 500, vec![7, 8])],
+        },
+        &chars,
+    );
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::DetachPlayer { .. })),
+        "within the hold the copies wait for a claim: {a:?}"
+    );
+    // The other edge links and claims Ann: adopted at once, from what n1 reported.
+    let rid = MIN_PLAYER_RID + 5;
+    let a = c.handle(at(2_000), kept(7, 1, "Ann", rid), &chars);
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Route { session: 7, node } if node == "n1")),
+        "{a:?}"
+    );
+    assert_eq!(c.node_of(7), Some("n1"));
+    // Nobody claims Bob: at the hold's end he is an orphan, detached (and saved).
+    let a = c.on_timeout(at(3_000), &chars);
+    assert_eq!(
+        sent(&a)
+            .into_iter()
+            .filter(|(_, m)| matches!(m, Msg::DetachPlayer { .. }))
+            .collect::<Vec<_>>(),
+        vec![("n1".to_string(), Msg::DetachPlayer { session: 8 })]
+    );
+    assert_eq!(c.node_of(7), Some("n1"), "Ann plays on");
+}
