@@ -144,7 +144,11 @@ pub(super) async fn serve(
             }
         }
         host.handle_timeout(now());
-        // Kept peers no gateway of this process took over in time: log in again.
+        let linked = state.leader.borrow().clone();
+        if let Some(leader) = linked {
+            resume_kept(&state, &mut peers, &tx, &leader);
+        }
+        // Kept peers no gateway took over in time: log in again.
         let t = now();
         for (&peer, p) in &mut peers {
             if p.kept_until.is_some_and(|at| t >= at) {
@@ -262,6 +266,23 @@ fn connected(
         host.disconnect_now(now, peer, close::RATE_LIMITED);
         return;
     }
+    if !relay(state, peers, tx, (peer, addr), &leader, None) {
+        unadmit(state, addr);
+        host.disconnect_now(now, peer, close::UNAVAILABLE);
+    }
+}
+
+/// Opens `peer` at `leader` (`Open`), or resumes it there in the world when `kept`
+/// (`Resume`: its previous leader went), and starts its task; false when the link's
+/// queue is full.
+fn relay(
+    state: &Arc<State>,
+    peers: &mut HashMap<PeerId, Peer>,
+    tx: &mpsc::Sender<EnetOut>,
+    (peer, addr): (PeerId, SocketAddr),
+    leader: &Arc<Leader>,
+    kept: Option<KeptSession>,
+) -> bool {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let (down_tx, down_rx) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
@@ -273,37 +294,55 @@ fn connected(
             sink: Sink::Enet(peer, tx.clone()),
         },
     );
-    let open = EdgeMsg::Open {
-        id,
-        addr,
-        compact: false,
-        max_datagram: u16::try_from(crate::hub::ENET_DATAGRAM).unwrap_or(u16::MAX),
+    let max_datagram = u16::try_from(crate::hub::ENET_DATAGRAM).unwrap_or(u16::MAX);
+    let first = match &kept {
+        None => EdgeMsg::Open {
+            id,
+            addr,
+            compact: false,
+            max_datagram,
+        },
+        Some(who) => EdgeMsg::Resume {
+            id,
+            addr,
+            compact: false,
+            max_datagram,
+            who: who.clone(),
+        },
     };
-    if leader.tx.try_send(open).is_err() {
+    if leader.tx.try_send(first).is_err() {
         leader.clients.remove(&id);
-        unadmit(state, addr);
-        host.disconnect_now(now, peer, close::UNAVAILABLE);
-        return;
+        return false;
     }
     let (up_tx, up_rx) = mpsc::unbounded_channel();
     let up_bytes = Arc::new(AtomicUsize::new(0));
-    peers.insert(
-        peer,
-        Peer {
-            id,
-            leader: leader.clone(),
-            up: Some(up_tx),
-            up_bytes: up_bytes.clone(),
-            counted: true,
-            addr,
-            entered: None,
-            party: Vec::new(),
-            closing: false,
-            kept_until: None,
-        },
-    );
+    let party = kept.as_ref().map(|k| k.party.clone()).unwrap_or_default();
+    let fresh = Peer {
+        id,
+        leader: leader.clone(),
+        up: Some(up_tx),
+        up_bytes: up_bytes.clone(),
+        counted: true,
+        addr,
+        entered: kept,
+        party,
+        closing: false,
+        kept_until: None,
+    };
+    match peers.get_mut(&peer) {
+        // A kept peer: still counted in the limits as when it connected.
+        Some(p) => {
+            *p = Peer {
+                counted: p.counted,
+                ..fresh
+            }
+        }
+        None => {
+            peers.insert(peer, fresh);
+        }
+    }
     tokio::spawn(peer_task(
-        leader,
+        leader.clone(),
         id,
         peer,
         tx.clone(),
@@ -312,6 +351,30 @@ fn connected(
         down_rx,
         queued,
     ));
+    true
+}
+
+/// The peers kept when their leader went, resumed at `leader` (another gateway took
+/// over and this edge linked to it).
+fn resume_kept(
+    state: &Arc<State>,
+    peers: &mut HashMap<PeerId, Peer>,
+    tx: &mpsc::Sender<EnetOut>,
+    leader: &Arc<Leader>,
+) {
+    let kept: Vec<(PeerId, SocketAddr, KeptSession)> = peers
+        .iter()
+        .filter(|(_, p)| p.kept_until.is_some() && !Arc::ptr_eq(&p.leader, leader))
+        .filter_map(|(&peer, p)| {
+            let mut who = p.entered.clone()?;
+            who.party.clone_from(&p.party);
+            Some((peer, p.addr, who))
+        })
+        .collect();
+    for (peer, addr, who) in kept {
+        // The link's queue full: tried again next window.
+        let _ = relay(state, peers, tx, (peer, addr), leader, Some(who));
+    }
 }
 
 /// Stream bytes an RCEnet peer may have waiting for the leader link (past it the peer

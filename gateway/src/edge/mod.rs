@@ -296,25 +296,34 @@ async fn find_leader(
     let mut logged_none = false;
     loop {
         let round = async {
+            let mut addrs: Vec<SocketAddr> = Vec::new();
             for peer in &state.cfg.peers {
                 // A name may stand for several gateways (a headless service): each.
-                let addrs: Vec<SocketAddr> = match tokio::net::lookup_host(peer.as_str()).await {
-                    Ok(a) => a.collect(),
+                match tokio::net::lookup_host(peer.as_str()).await {
+                    Ok(a) => addrs.extend(a),
                     Err(e) => {
                         tracing::debug!(peer = %peer, error = %e, "edge: peer does not resolve");
-                        continue;
-                    }
-                };
-                for addr in addrs {
-                    match connect(&state, &ep, addr).await {
-                        Ok(l) => return Some(l),
-                        Err(e) => {
-                            tracing::debug!(peer = %peer, %addr, error = %e, "edge: not the leader")
-                        }
                     }
                 }
             }
-            None
+            if addrs.is_empty() {
+                return None;
+            }
+            // Every peer at once: a dead one (the leader that just went) costs its
+            // timeout beside the others, not before them, so the edge links to the
+            // gateway that took over while it still holds placement for its claims.
+            let tries = addrs.into_iter().map(|addr| {
+                let (state, ep) = (&state, &ep);
+                Box::pin(async move {
+                    connect(state, ep, addr).await.map_err(|e| {
+                        tracing::debug!(%addr, error = %e, "edge: not the leader");
+                    })
+                })
+            });
+            futures_util::future::select_ok(tries)
+                .await
+                .ok()
+                .map(|(l, _)| l)
         };
         let found = tokio::select! {
             f = round => f,
@@ -325,6 +334,18 @@ async fn find_leader(
             let leader = Arc::new(leader);
             tracing::info!(leader = %leader.name, "edge: linked to the leader");
             state.leader.send_replace(Some(leader.clone()));
+            // Clients kept when the previous leader went (another gateway took over):
+            // resumed at this one, in the world (RCEnet peers: by the host tasks).
+            let ids: Vec<RelayId> = state.kept.iter().map(|k| *k.key()).collect();
+            for id in ids {
+                if let Some((_, k)) = state.kept.remove(&id) {
+                    state.open.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(
+                        resume(state.clone(), leader.clone(), k)
+                            .instrument(tracing::info_span!("edge_client", kept = true)),
+                    );
+                }
+            }
             let _ = linked.send(Some(Linked {
                 name: leader.name.clone(),
                 admin: leader.admin,
@@ -631,13 +652,51 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
     let Ok(Ok(conn)) = tokio::time::timeout(hs, incoming).await else {
         return;
     };
-    let Ok(Ok((mut send, mut recv))) = tokio::time::timeout(hs, conn.accept_bi()).await else {
+    let Ok(Ok((send, recv))) = tokio::time::timeout(hs, conn.accept_bi()).await else {
         conn.close(
             close::PROTOCOL.into(),
             shared::frame::NO_STREAM_IN_TIME.as_bytes(),
         );
         return;
     };
+    pipe(state, leader, conn, send, recv, None).await;
+}
+
+/// A QUIC client's compact flag and largest datagram, as the edge link's `Open` and
+/// `Resume` carry them.
+fn client_caps(conn: &quinn::Connection) -> (bool, u16) {
+    let compact =
+        crate::net::client::negotiated_alpn(conn).as_deref() == Some(shared::compact::ALPN);
+    let max_datagram = conn
+        .max_datagram_size()
+        .map_or(0, |m| u16::try_from(m).unwrap_or(u16::MAX));
+    (compact, max_datagram)
+}
+
+/// A client kept when the previous leader went, relayed again to the one now linked
+/// (another gateway took over): `Resume`d there, in the world, and piped as before.
+async fn resume(state: Arc<State>, leader: Arc<Leader>, k: Kept) {
+    let Kept {
+        conn,
+        send,
+        recv,
+        who,
+    } = k;
+    pipe(&state, leader, conn, send, recv, Some(who)).await;
+    state.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// One client's bytes piped both ways until either side ends; opened at the leader
+/// (`Open`), or resumed in the world when `kept` (`Resume`). A client in the world whose
+/// leader goes is kept for the next (in [`State::kept`]).
+async fn pipe(
+    state: &Arc<State>,
+    leader: Arc<Leader>,
+    conn: quinn::Connection,
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    kept: Option<KeptSession>,
+) {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let (down_tx, mut down) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
@@ -649,25 +708,28 @@ async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incomi
             sink: Sink::Quic(conn.clone()),
         },
     );
-    let compact =
-        crate::net::client::negotiated_alpn(&conn).as_deref() == Some(shared::compact::ALPN);
-    let max_datagram = conn
-        .max_datagram_size()
-        .map_or(0, |m| u16::try_from(m).unwrap_or(u16::MAX));
-    let opened = leader
-        .tx
-        .send(EdgeMsg::Open {
+    let (compact, max_datagram) = client_caps(&conn);
+    let addr = conn.remote_address();
+    let mut party = kept.as_ref().map(|k| k.party.clone()).unwrap_or_default();
+    let first = match &kept {
+        None => EdgeMsg::Open {
             id,
-            addr: conn.remote_address(),
+            addr,
             compact,
             max_datagram,
-        })
-        .await
-        .is_ok();
+        },
+        Some(who) => EdgeMsg::Resume {
+            id,
+            addr,
+            compact,
+            max_datagram,
+            who: who.clone(),
+        },
+    };
+    let opened = leader.tx.send(first).await.is_ok();
     let mut buf = vec![0u8; edge::MAX_CHUNK];
     let mut pool = BytesMut::new();
-    let mut entered: Option<KeptSession> = None;
-    let mut party = Vec::new();
+    let mut entered: Option<KeptSession> = kept;
     let lost = || {
         (
             close::SHUTDOWN,

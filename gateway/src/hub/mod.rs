@@ -1152,9 +1152,11 @@ impl Hub {
                     let effects = self.parties.leave(&name);
                     self.party_effects(effects);
                 }
-                Action::Adopted { name, .. } => {
+                Action::Adopted { session, name } => {
                     let effects = self.parties.restore(&name);
                     self.party_effects(effects);
+                    // A relayed one's edge keeps who it is for the next leader change.
+                    self.tell_edge_entered(session);
                 }
                 Action::ZoneChanged { session } => self.resync_party(session),
                 Action::Attached { session } => {

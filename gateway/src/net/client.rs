@@ -478,26 +478,9 @@ pub(super) fn open(
     }
 }
 
-/// A client an edge of this gateway kept through the leader change: its player is in the
-/// world on a zone node under the previous leader's `session`.
-#[derive(Debug, Clone)]
-pub struct KeptSession {
-    /// The previous leader's session id.
-    pub session: u64,
-    /// The account.
-    pub account: crate::session::AccountId,
-    /// The character slot.
-    pub slot: u8,
-    /// The player's RuntimeID.
-    pub rid: u16,
-    /// The node the previous leader had the player on.
-    pub node: String,
-    /// The fencing token of the player's copy there.
-    pub fence: u64,
-    /// Its party as the previous leader last told the edge (every member, leader first;
-    /// empty: none).
-    pub party: Vec<String>,
-}
+/// A client an edge kept through a leader change: its player is in the world on a zone
+/// node under the previous leader's session (what the edge link's `Resume` carries).
+pub type KeptSession = shared::internal::edge::KeptClient;
 
 /// Serves a client the edge of this process kept when the leader it relayed to went
 /// (`edge::Handover`): its connection goes on as one of this gateway's own, in the world,
@@ -682,6 +665,7 @@ pub(super) async fn relayed(
     compact: bool,
     input: RelayedIn,
     slot: ConnSlot,
+    kept: Option<KeptSession>,
 ) {
     let RelayedIn {
         mut stream,
@@ -708,6 +692,9 @@ pub(super) async fn relayed(
         compact,
         queued.clone(),
     );
+    if let Some(k) = kept {
+        c.adopt(k);
+    }
     let mut dec = FrameDecoder::with_max_frame_len(shared.cfg.max_frame_len);
     let end: End = loop {
         let (logged_in, in_game) = (c.session.is_logged_in(), c.in_game);

@@ -16,7 +16,9 @@ use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use super::client::{Doors, Relayed, RelayedIn, admit_relayed, relayed};
+use super::client::{
+    ConnSlot, Doors, KeptSession, Relayed, RelayedIn, admit_relayed, kept_slot, relayed,
+};
 use crate::hub::{Metrics, RELAY_QUEUE, RelayLink, Shared};
 use crate::session::close;
 
@@ -184,6 +186,50 @@ pub(super) async fn serve(
     writer.abort();
 }
 
+/// Starts relayed session `session` (a kept one starts in the world).
+fn start(
+    shared: &Arc<Shared>,
+    sessions: &mut HashMap<RelayId, Session>,
+    link: RelayLink,
+    session: u64,
+    slot: ConnSlot,
+    compact: bool,
+    kept: Option<KeptSession>,
+) {
+    let (stream_tx, stream_rx) = mpsc::unbounded_channel();
+    let (dg_tx, dg_rx) = mpsc::channel(RELAY_DATAGRAMS);
+    let stream_bytes = Arc::new(AtomicUsize::new(0));
+    let (id, addr) = (link.id, link.addr);
+    sessions.insert(
+        id,
+        Session {
+            stream: stream_tx,
+            stream_bytes: stream_bytes.clone(),
+            datagrams: dg_tx,
+        },
+    );
+    let span = match kept {
+        Some(_) => tracing::info_span!("session", session, peer = %addr, relay = id, kept = true),
+        None => tracing::info_span!("session", session, peer = %addr, relay = id),
+    };
+    tokio::spawn(
+        relayed(
+            shared.clone(),
+            session,
+            link,
+            compact,
+            RelayedIn {
+                stream: stream_rx,
+                stream_bytes,
+                datagrams: dg_rx,
+            },
+            slot,
+            kept,
+        )
+        .instrument(span),
+    );
+}
+
 /// One message from the edge; an error ends the link.
 fn message(
     shared: &Arc<Shared>,
@@ -219,32 +265,43 @@ fn message(
                     return Ok(());
                 }
             };
-            let (stream_tx, stream_rx) = mpsc::unbounded_channel();
-            let (dg_tx, dg_rx) = mpsc::channel(RELAY_DATAGRAMS);
-            let stream_bytes = Arc::new(AtomicUsize::new(0));
-            sessions.insert(
+            start(shared, sessions, link, session, slot, compact, None);
+        }
+        EdgeMsg::Resume {
+            id,
+            addr,
+            compact,
+            max_datagram,
+            who,
+        } if version >= 2 => {
+            if sessions.contains_key(&id) {
+                return Err(format!("session {id} opened twice"));
+            }
+            let link = RelayLink {
                 id,
-                Session {
-                    stream: stream_tx,
-                    stream_bytes: stream_bytes.clone(),
-                    datagrams: dg_tx,
-                },
-            );
-            let span = tracing::info_span!("session", session, peer = %addr, relay = id);
-            tokio::spawn(
-                relayed(
-                    shared.clone(),
-                    session,
-                    link,
-                    compact,
-                    RelayedIn {
-                        stream: stream_rx,
-                        stream_bytes,
-                        datagrams: dg_rx,
-                    },
-                    slot,
-                )
-                .instrument(span),
+                addr,
+                tx: tx.clone(),
+                conn: conn.clone(),
+                max_datagram: usize::from(max_datagram),
+                version,
+            };
+            // A client of an edge whose leader went, its player still in the world: its
+            // session goes on here under the previous leader's id.
+            let Some(slot) = kept_slot(shared, doors, addr, who.session) else {
+                link.close(
+                    close::SHUTDOWN,
+                    "your session could not be kept: log in again",
+                );
+                return Ok(());
+            };
+            start(
+                shared,
+                sessions,
+                link,
+                who.session,
+                slot,
+                compact,
+                Some(who),
             );
         }
         EdgeMsg::Stream { id, bytes } => {

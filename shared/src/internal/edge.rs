@@ -41,7 +41,7 @@ use super::codec::{CodecError, FrameDecoder};
 /// The ALPN of the edge link.
 pub const ALPN: &[u8] = b"rc-edge/1";
 
-/// The edge link's version (2: [`EdgeMsg::Party`]).
+/// The edge link's version (2: [`EdgeMsg::Party`], [`EdgeMsg::Resume`]).
 pub const VERSION: u16 = 2;
 
 /// The oldest version still spoken: a link runs at the lower of its two ends' versions
@@ -170,6 +170,42 @@ pub enum EdgeMsg {
         /// The members, at most [`MAX_PARTY`].
         members: Vec<String>,
     },
+    /// Edge → leader (version 2): a client this edge kept when its previous leader went,
+    /// whose player a zone node still hosts: opened as [`EdgeMsg::Open`] opens one, but in
+    /// the world already (the leader's control plane adopts the player where the node
+    /// reports him, as it adopts its own edge's, and closes the client if it cannot).
+    Resume {
+        /// Its number on this link.
+        id: RelayId,
+        /// Its address.
+        addr: SocketAddr,
+        /// Whether it negotiated the compact position profile.
+        compact: bool,
+        /// The largest datagram the client takes (0: none).
+        max_datagram: u16,
+        /// Who its player is and where.
+        who: KeptClient,
+    },
+}
+
+/// Who a client kept through a leader change is ([`EdgeMsg::Resume`]): what the previous
+/// leader said of it ([`EdgeMsg::Entered`], [`EdgeMsg::Party`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptClient {
+    /// The previous leader's session id (the zone nodes' key of the player).
+    pub session: u64,
+    /// The account.
+    pub account: u64,
+    /// The character slot.
+    pub slot: u8,
+    /// The player's RuntimeID.
+    pub rid: u16,
+    /// The zone node hosting the player, as the previous leader last said.
+    pub node: String,
+    /// The fencing token of the player's copy there.
+    pub fence: u64,
+    /// Its party (every member, leader first; empty: none), at most [`MAX_PARTY`].
+    pub party: Vec<String>,
 }
 
 /// The most party members an [`EdgeMsg::Party`] names (Realm Crafter's parties hold 8).
@@ -356,6 +392,21 @@ mod tests {
             EdgeMsg::Party {
                 id: 3,
                 members: vec!["Carys".into(), "Emrys".into()],
+            },
+            EdgeMsg::Resume {
+                id: 4,
+                addr: "203.0.113.9:5001".parse().unwrap(),
+                compact: false,
+                max_datagram: 1_200,
+                who: KeptClient {
+                    session: 1_700_000_000_000_002,
+                    account: 43,
+                    slot: 0,
+                    rid: 8,
+                    node: "n2".into(),
+                    fence: 1_795_000_000_000_124,
+                    party: vec!["Carys".into()],
+                },
             },
         ];
         for m in &msgs {

@@ -789,3 +789,109 @@ async fn a_leader_hands_the_lead_over_to_its_edge() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("no edge"), "{body}");
 }
+
+/// Three gateways (issue 41): A leads, B and C serve as its edges. A dies: one of B and C
+/// takes over, keeping its players, and the other links to it and resumes its own there
+/// (`EdgeMsg::Resume`): its QUIC and RCEnet players play on in their sessions, and
+/// everyone is online once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_three_gateways").unwrap();
+    let dir = cluster_tests::temp_dir("three-gateways");
+    let mut children = Children(Vec::new());
+    let a = (free_udp(), free_udp(), free_tcp());
+    let b = (free_udp(), free_udp(), free_tcp());
+    let c = (free_udp(), free_udp(), free_tcp());
+    let (ga, a_out) = gateway(&dir, "a", &url, a, false, &[], None, SECRET);
+    children.0.push(ga);
+    assert!(ready(&a_out, WAIT).is_some(), "A starts");
+    let (b_enet, c_enet) = (free_udp(), free_udp());
+    let (gb, b_out) = gateway(&dir, "b", &url, b, true, &[a.1, c.1], Some(b_enet), SECRET);
+    children.0.push(gb);
+    let (gc, c_out) = gateway(&dir, "c", &url, c, true, &[a.1, b.1], Some(c_enet), SECRET);
+    children.0.push(gc);
+    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
+    let node = command(&bin("zone-node"))
+        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
+        .arg("--gateway-addr")
+        .arg(format!("{},{},{}", a.1, b.1, c.1))
+        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
+        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
+        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(node_log)
+        .spawn()
+        .unwrap();
+    children.0.push(node);
+    wait_cluster(a.2, "n1 registers with A", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    edge_ready(b.2).await;
+    edge_ready(c.2).await;
+    let (mut pb, gb0) = new_player(b.0, "ffion").await;
+    let (mut pc, gc0) = new_player(c.0, "gethin").await;
+    let (mut pe, ge0, _) = cluster_tests::new_enet_player(c_enet, "heledd").await;
+    let moved = |g: &client::GameStart, d: f32| (g.area.x + d, g.area.y, g.area.z + d);
+    assert!(echo(&mut pb, gb0.runtime_id, moved(&gb0, 3.0), WAIT).await);
+    assert!(echo(&mut pc, gc0.runtime_id, moved(&gc0, 4.0), WAIT).await);
+    assert!(echo(&mut pe, ge0.runtime_id, moved(&ge0, 5.0), WAIT).await);
+    wait_cluster(a.2, "three in the world through two edges", |v| {
+        v.sessions.in_game == 3
+    })
+    .await;
+
+    let killed = Instant::now();
+    let _ = children.0[0].kill();
+    let _ = children.0[0].wait();
+    // One of B and C takes the database.
+    let deadline = Instant::now() + WAIT;
+    let leader = loop {
+        if ready(&b_out, Duration::from_millis(100)).is_some() {
+            break b;
+        }
+        if ready(&c_out, Duration::from_millis(100)).is_some() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "B or C takes over");
+    };
+    let other = if leader == b { c } else { b };
+    wait_cluster(leader.2, "n1 registers with the new leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    // The other edge links to the new leader.
+    edge_ready(other.2).await;
+    // Every player goes on in his session, whichever gateway holds him.
+    assert!(
+        echo(&mut pb, gb0.runtime_id, moved(&gb0, 7.0), WAIT).await,
+        "B's player plays on"
+    );
+    assert!(
+        echo(&mut pc, gc0.runtime_id, moved(&gc0, 8.0), WAIT).await,
+        "C's player plays on"
+    );
+    assert!(
+        echo(&mut pe, ge0.runtime_id, moved(&ge0, 9.0), WAIT).await,
+        "C's RCEnet player plays on"
+    );
+    println!(
+        "three gateways: every kept player moving again {:.2} s after the leader's kill",
+        killed.elapsed().as_secs_f64()
+    );
+    wait_cluster(leader.2, "all three online once", |v| {
+        v.sessions.in_game == 3
+    })
+    .await;
+    // The players of the edge that did not take over are the new leader's own now.
+    pb.chat("/pm gethin,still with us?").await.unwrap();
+    assert!(
+        chat_containing(&mut pc, "still with us?", WAIT)
+            .await
+            .is_some()
+    );
+}
