@@ -23,7 +23,8 @@ pub const ENV_PREFIX: &str = "ZONE_NODE_";
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
     /// The gateway's internal QUIC address (`host:port`); several, comma-separated, for
-    /// an active gateway and its standbys: each connection attempt tries the next.
+    /// an active gateway and its standbys or edges: each connection attempt tries every
+    /// one at once (only the leading gateway answers).
     pub gateway_addr: String,
     /// The TLS server name to expect from the gateway's certificate.
     pub gateway_server_name: String,

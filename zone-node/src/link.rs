@@ -284,8 +284,6 @@ struct LinkState {
     drain_deadline: Option<Instant>,
     /// The time base of `unacked`.
     epoch: Instant,
-    /// Connection attempts made: which of the gateway addresses is tried next.
-    attempts: usize,
     /// The newest control-plane epoch registered with: a gateway older than this (a
     /// deposed leader that has not noticed yet) is refused and the next address tried.
     gateway_epoch: u64,
@@ -297,7 +295,6 @@ impl LinkState {
             unacked: Retention::new(),
             drain_deadline: None,
             epoch: Instant::now(),
-            attempts: 0,
             gateway_epoch: 0,
         }
     }
@@ -384,8 +381,7 @@ async fn write_env(send: &mut quinn::SendStream, env: Envelope) -> Result<(), Se
 /// Connect, authenticate, register; returns the connection and control stream.
 async fn handshake(
     cfg: &NodeConfig,
-    gateway: &str,
-    round: usize,
+    gateways: &[&str],
     endpoint: &quinn::Endpoint,
     reg: &Registry,
     seen_epoch: u64,
@@ -399,21 +395,37 @@ async fn handshake(
     ),
     SessionEnd,
 > {
-    // A name with several addresses (every gateway pod behind one headless service):
-    // each round over the list tries the next of them.
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(gateway)
-        .await
-        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?
-        .collect();
-    let addr = addrs
-        .get(round % addrs.len().max(1))
-        .copied()
-        .ok_or_else(|| SessionEnd::Connect(format!("{gateway} has no address")))?;
-    let conn = endpoint
-        .connect(addr, &cfg.gateway_server_name)
-        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?
-        .await
-        .map_err(|e| SessionEnd::Connect(format!("{gateway}: {e}")))?;
+    // Every address of every gateway name (a name may stand for several: every gateway
+    // pod behind one headless service), tried at once: only the leading gateway answers
+    // (a standby binds no internal endpoint), and a dead one (the leader that just went)
+    // costs its timeout beside the others, not before them.
+    let mut addrs: Vec<(SocketAddr, &str)> = Vec::new();
+    let mut unresolved = Vec::new();
+    for &g in gateways {
+        match tokio::net::lookup_host(g).await {
+            Ok(a) => addrs.extend(a.map(|x| (x, g))),
+            Err(e) => unresolved.push(format!("{g}: {e}")),
+        }
+    }
+    if addrs.is_empty() {
+        return Err(SessionEnd::Connect(if unresolved.is_empty() {
+            "no gateway address".to_owned()
+        } else {
+            unresolved.join("; ")
+        }));
+    }
+    let tries = addrs.into_iter().map(|(addr, g)| {
+        Box::pin(async move {
+            let connecting = endpoint
+                .connect(addr, &cfg.gateway_server_name)
+                .map_err(|e| SessionEnd::Connect(format!("{g} ({addr}): {e}")))?;
+            let conn = connecting
+                .await
+                .map_err(|e| SessionEnd::Connect(format!("{g} ({addr}): {e}")))?;
+            Ok::<_, SessionEnd>((conn, g))
+        })
+    });
+    let ((conn, gateway), _others) = futures_util::future::select_ok(tries).await?;
     let (mut send, mut recv) = conn
         .open_bi()
         .await
@@ -549,16 +561,10 @@ async fn session(
                 .min(Duration::from_secs(10))
         })
     };
-    // Several gateway addresses (a standby gateway, docs/operations.md): each attempt
-    // tries the next, so a node finds whichever gateway serves now.
+    // Several gateway addresses (standbys and edges, docs/operations.md): all tried at
+    // once, so a node finds whichever gateway serves now.
     let gateways = cfg.gateway_addrs();
-    let gateway = gateways
-        .get(state.attempts % gateways.len().max(1))
-        .copied()
-        .unwrap_or(cfg.gateway_addr.as_str());
-    let round = state.attempts / gateways.len().max(1);
-    state.attempts = state.attempts.wrapping_add(1);
-    let hs = handshake(cfg, gateway, round, endpoint, reg, state.gateway_epoch);
+    let hs = handshake(cfg, &gateways, endpoint, reg, state.gateway_epoch);
     tokio::pin!(hs);
     let first_limit = limit(state);
     let hs_result = tokio::select! {
