@@ -30,6 +30,9 @@
 # destroys an item or a coin) and reads the economy's totals from the database
 # (`gateway economy`) before the first fault and after the bots leave: they must be equal.
 # LOST_AFTER=S: the bots count their gateway lost after S seconds of silence (5).
+# RAMP=S ramps the bots in over S seconds (5); SWARM_ARGS adds to both swarms' arguments
+# (capacity runs: KILL=none B_SHARE=0 or 50, RAMP=BOTS/10, SWARM_ARGS="--settle 150
+# --spread 6000 --portal-chance 0"; each half's p99 move -> own update is printed).
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -54,6 +57,7 @@ EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
 B_SHARE=${B_SHARE:-50}
 TRANSPORT=${TRANSPORT:-quic}
+RAMP=${RAMP:-5}
 ECONOMY=${ECONOMY:-0}
 # Checkpoints every PERSIST_MS (the zone nodes' persist_every_ms and the gateways'
 # checkpoint_ms): 30 s by default, 2 s with ECONOMY=1 (more of them fall among the faults).
@@ -117,6 +121,7 @@ bots_via() {
     echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"
     [ "$ECONOMY" = 1 ] && echo --item-chance 0.3 --closed-economy --fight-chance 0
     [ -n "${LOST_AFTER:-}" ] && echo --gateway-lost-after "$LOST_AFTER"
+    [ -n "${SWARM_ARGS:-}" ] && echo "$SWARM_ARGS"
     return 0
 }
 # The economy's totals of the bots' characters and the ground, as JSON.
@@ -149,11 +154,11 @@ if [ "$EDGES" = 1 ]; then
     log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
     ON_B=$((BOTS * B_SHARE / 100))
     "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$((BOTS - ON_B))" --prefix foa \
-        --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
+        --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
     SWARM_A=$!
     if [ "$ON_B" -gt 0 ]; then
         "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" $(bots_via "${B[3]}" "${A[3]}") --bots "$ON_B" --prefix fob \
-            --duration "$DURATION" --ramp 5 --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
+            --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
         SWARM_B=$!
     else
         SWARM_B=
@@ -257,9 +262,10 @@ import json, sys
 for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's bots (the edge's)")):
     d = json.load(open(path))
     g, e, gap = d.get("gateway_loss", {}), d.get("errors", {}), d.get("own_update_gap", {})
-    print("%s: %d bots, in game to the end %s, failed %s; logged in again through the other gateway %s, back in game (ms) %s; longest own-update gap p99 %s ms, max %s ms; errors: protocol %s, other %s" % (
+    mv = d.get("move_to_own_update", {})
+    print("%s: %d bots, in game to the end %s, failed %s; logged in again through the other gateway %s, back in game (ms) %s; move -> own update p50 %s ms, p99 %s ms; longest own-update gap p99 %s ms, max %s ms; errors: protocol %s, other %s" % (
         who, d.get("bots", 0), d.get("in_game"), d.get("failed"), g.get("relogins"), json.dumps(g.get("back_in_game")),
-        gap.get("p99_ms"), gap.get("max_ms"), json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
+        mv.get("p50_ms"), mv.get("p99_ms"), gap.get("p99_ms"), gap.get("max_ms"), json.dumps(e.get("protocol", {})), json.dumps(e.get("other", {}))))
 what = sys.argv[3] if sys.argv[6] == "1" else "%s faults, leader and edge in turn" % sys.argv[6]
 print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (what, sys.argv[4], sys.argv[5]))
 relogins = sum(json.load(open(p)).get("gateway_loss", {}).get("relogins", 0) for p in sys.argv[1:3])
@@ -270,7 +276,7 @@ fi
 log "gateway A (127.0.0.1:${A[0]}) serves with 2 nodes; standby B (127.0.0.1:${B[0]}) waits"
 
 "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$BOTS" --prefix fo \
-    --duration "$DURATION" --ramp 5 --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
+    --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm.json" 2>"$WORK/swarm.err" &
 SWARM=$!
 PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
 sleep $((KILL_AT + 5))
