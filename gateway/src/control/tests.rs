@@ -1119,18 +1119,23 @@ fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it()
     assert_eq!(cl.c.kept(), 0);
 }
 
-#[test]
-fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
-    // A gateway that took over beside separate nodes holds placement for 3 s: a login
-    // loaded then would take its character back to the last checkpoint and fence out
-    // the save of the copy the previous gateway left on a node (an item made or lost).
+/// A gateway that took over beside separate nodes: it holds placement for 3 s.
+fn held_control() -> Control {
     let cfg = ControlConfig {
         standalone: false,
         placement_hold_ms: 3_000,
         node_timeout_ms: 3_000,
         shutdown_timeout: Duration::from_secs(10),
     };
-    let mut c = Control::new(cfg, Arc::new(shared::content::demo_world()), 1_000);
+    Control::new(cfg, Arc::new(shared::content::demo_world()), 1_000)
+}
+
+#[test]
+fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
+    // A gateway that took over beside separate nodes holds placement for 3 s: a login
+    // loaded then would take its character back to the last checkpoint and fence out
+    // the save of the copy the previous gateway left on a node (an item made or lost).
+    let mut c = held_control();
     let chars = chars();
     assert!(c.settling(), "held from the start");
     c.on_timeout(at(2_999), &chars);
@@ -1156,13 +1161,7 @@ fn a_session_an_edge_of_another_gateway_claims_after_its_node_registered_is_adop
     // Three gateways: the one taking over (this one, holding placement for 3 s) and an
     // edge in another process whose clients were in the world. The node registers
     // first, reporting Ann (session 7) and Bob (session 8), whom nobody here owns yet.
-    let cfg = ControlConfig {
-        standalone: false,
-        placement_hold_ms: 3_000,
-        node_timeout_ms: 3_000,
-        shutdown_timeout: Duration::from_secs(10),
-    };
-    let mut c = Control::new(cfg, Arc::new(shared::content::demo_world()), 1_000);
+    let mut c = held_control();
     let chars = chars();
     let a = c.handle(
         at(1_000),

@@ -263,24 +263,28 @@ impl Drop for InFlight {
     }
 }
 
+/// A session whose `P_StartGame` succeeded, entering the world.
+#[derive(Debug)]
+pub struct Entering {
+    /// Session.
+    pub session: SessionId,
+    /// Account.
+    pub account: AccountId,
+    /// Character slot.
+    pub slot: u8,
+    /// DM account.
+    pub is_dm: bool,
+    /// Saved character.
+    pub state: Box<ActorStateDto>,
+    /// The login's trace span (`session.login`), ended once the player is attached.
+    pub login: tracing::Span,
+}
+
 /// Everything the hub hears.
 #[derive(Debug)]
 pub enum HubEvent {
     /// A session's `P_StartGame` succeeded.
-    Entered {
-        /// Session.
-        session: SessionId,
-        /// Account.
-        account: AccountId,
-        /// Character slot.
-        slot: u8,
-        /// DM account.
-        is_dm: bool,
-        /// Saved character.
-        state: Box<ActorStateDto>,
-        /// The login's trace span (`session.login`), ended once the player is attached.
-        login: tracing::Span,
-    },
+    Entered(Entering),
     /// In-game reliable frames for the zone, byte for byte.
     Frames {
         /// Session.
@@ -708,18 +712,9 @@ pub struct Hub {
     env: BTreeMap<String, Vec<u8>>,
     /// Each area's instance-0 weather as last announced (`WeatherLink`).
     weather: BTreeMap<String, u8>,
-    /// Logins held back while the cluster settles after a (re)start.
-    deferred: Vec<Deferred>,
-}
-
-/// A login held back while the cluster settles ([`Hub::enter_deferred`]).
-struct Deferred {
-    session: SessionId,
-    account: AccountId,
-    slot: u8,
-    is_dm: bool,
-    state: Box<ActorStateDto>,
-    login: tracing::Span,
+    /// Logins held back while the cluster settles after a (re)start
+    /// ([`Hub::enter_deferred`]).
+    deferred: Vec<Entering>,
 }
 
 impl Hub {
@@ -788,15 +783,15 @@ impl Hub {
 
     /// A login enters the world: the control plane places and attaches it
     /// (`P_StartGame`'s end).
-    fn enter(
-        &mut self,
-        session: SessionId,
-        account: AccountId,
-        slot: u8,
-        is_dm: bool,
-        state: Box<ActorStateDto>,
-        login: tracing::Span,
-    ) {
+    fn enter(&mut self, e: Entering) {
+        let Entering {
+            session,
+            account,
+            slot,
+            is_dm,
+            state,
+            login,
+        } = e;
         let _login = login.enter();
         self.entered_at(account);
         let (ignore, user, email) = self
@@ -841,7 +836,7 @@ impl Hub {
         if self.deferred.is_empty() || self.control.settling() {
             return;
         }
-        for d in std::mem::take(&mut self.deferred) {
+        for mut d in std::mem::take(&mut self.deferred) {
             let fresh = self
                 .shared
                 .accounts()
@@ -850,39 +845,25 @@ impl Hub {
                 .and_then(|a| a.characters.get(usize::from(d.slot)).cloned());
             // The control plane sets what is the login's own (RuntimeID, fencing token,
             // account name and e-mail) on whichever copy it is given.
-            let state = match fresh {
-                Some(c) if c.name == d.state.name => Box::new(c),
-                _ => d.state,
-            };
-            self.enter(d.session, d.account, d.slot, d.is_dm, state, d.login);
+            if let Some(c) = fresh.filter(|c| c.name == d.state.name) {
+                d.state = Box::new(c);
+            }
+            self.enter(d);
         }
     }
 
     /// Handle one event.
     pub fn handle(&mut self, e: HubEvent) {
         match e {
-            HubEvent::Entered {
-                session,
-                account,
-                slot,
-                is_dm,
-                state,
-                login,
-            } => {
+            HubEvent::Entered(e) => {
                 if self.control.settling() {
                     // After a (re)start: loaded once the previous gateway's copies on the
                     // nodes are detached and saved (`Control::settling`).
-                    tracing::info!(parent: &login, session, "login waits for the cluster to settle");
-                    self.deferred.push(Deferred {
-                        session,
-                        account,
-                        slot,
-                        is_dm,
-                        state,
-                        login,
-                    });
+                    tracing::info!(parent: &e.login, session = e.session,
+                        "login waits for the cluster to settle");
+                    self.deferred.push(e);
                 } else {
-                    self.enter(session, account, slot, is_dm, state, login);
+                    self.enter(e);
                 }
             }
             HubEvent::Frames {

@@ -1163,14 +1163,14 @@ impl Conn {
                     let login = self.login.take().unwrap_or_else(tracing::Span::none);
                     login.record("character", state.name.as_str());
                     login.record("outcome", "entered the world");
-                    shared.to_hub(HubEvent::Entered {
+                    shared.to_hub(HubEvent::Entered(crate::hub::Entering {
                         session: self.session_id,
                         account,
                         slot: index,
                         is_dm,
                         state,
                         login,
-                    });
+                    }));
                 }
                 SessionEvent::ToZone(_) => {}
                 SessionEvent::Ignored { id } => {

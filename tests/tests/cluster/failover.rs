@@ -160,6 +160,23 @@ async fn moves(c: &mut client::Connection, g: &client::GameStart, d: f32) -> boo
     .await
 }
 
+/// Zone node n1, given every gateway's internal address (checkpoints every 500 ms).
+fn node_n1(dir: &std::path::Path, gateways: &[SocketAddr]) -> Child {
+    let log = std::fs::File::create(dir.join("n1.log")).unwrap();
+    let gateways: Vec<String> = gateways.iter().map(ToString::to_string).collect();
+    command(&bin("zone-node"))
+        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
+        .args(["--gateway-addr", &gateways.join(",")])
+        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
+        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
+        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
+        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
 /// Gateway A (serving), gateway B (`--standby`) on `url`, and node n1 given both internal
 /// addresses, registered with A and every instance placed.
 struct Pair {
@@ -191,20 +208,7 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let b_enet = free_udp();
     let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet), SECRET);
     children.0.push(b);
-    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
-    let node = command(&bin("zone-node"))
-        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
-        .arg("--gateway-addr")
-        .arg(format!("{},{}", a_addrs.1, b_addrs.1))
-        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
-        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
-        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
-        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
-        .stdout(Stdio::null())
-        .stderr(node_log)
-        .spawn()
-        .unwrap();
-    children.0.push(node);
+    children.0.push(node_n1(&dir, &[a_addrs.1, b_addrs.1]));
     wait_cluster(a_addrs.2, "n1 registers with the active gateway", |v| {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
@@ -813,20 +817,7 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
     children.0.push(gb);
     let (gc, c_out) = gateway(&dir, "c", &url, c, true, &[a.1, b.1], Some(c_enet), SECRET);
     children.0.push(gc);
-    let node_log = std::fs::File::create(dir.join("n1.log")).unwrap();
-    let node = command(&bin("zone-node"))
-        .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
-        .arg("--gateway-addr")
-        .arg(format!("{},{},{}", a.1, b.1, c.1))
-        .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
-        .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
-        .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
-        .env("ZONE_NODE_RECONNECT_MAX_MS", "500")
-        .stdout(Stdio::null())
-        .stderr(node_log)
-        .spawn()
-        .unwrap();
-    children.0.push(node);
+    children.0.push(node_n1(&dir, &[a.1, b.1, c.1]));
     wait_cluster(a.2, "n1 registers with A", |v| {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
