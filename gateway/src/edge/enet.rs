@@ -14,7 +14,7 @@
 //! task starts in the world. A peer not in the world, or not taken over within
 //! [`super::KEEP_FOR`], is kicked and logs in again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,6 +121,8 @@ pub(super) async fn serve(
     let mut host = Host::new(host_config(&state.cfg, shards));
     let (tx, mut cmds) = mpsc::channel::<EnetOut>(COMMANDS);
     let mut peers: HashMap<PeerId, Peer> = HashMap::new();
+    // The peers kept since their leader went (see `Peer::kept_until`).
+    let mut kept: HashSet<PeerId> = HashSet::new();
     let epoch = Instant::now();
     let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
     let keep_for = u64::try_from(KEEP_FOR.as_millis()).unwrap_or(u64::MAX);
@@ -139,25 +141,33 @@ pub(super) async fn serve(
         });
         for _ in 0..COMMANDS {
             match cmds.try_recv() {
-                Ok(cmd) => command(&mut host, &mut peers, cmd, now(), keep_for),
+                Ok(cmd) => command(&mut host, &mut peers, &mut kept, cmd, (now(), keep_for)),
                 Err(_) => break,
             }
         }
         host.handle_timeout(now());
-        let linked = state.leader.borrow().clone();
-        if let Some(leader) = linked {
-            resume_kept(&state, &mut peers, &tx, &leader);
-        }
-        // Kept peers no gateway took over in time: log in again.
-        let t = now();
-        for (&peer, p) in &mut peers {
-            if p.kept_until.is_some_and(|at| t >= at) {
-                p.kept_until = None;
-                p.entered = None;
-                p.closing = true;
-                kick(&mut host, peer);
-                host.disconnect(t, peer, close::SHUTDOWN);
+        // Only while some peer is kept (no scan of every peer per window otherwise).
+        if !kept.is_empty() {
+            let linked = state.leader.borrow().clone();
+            if let Some(leader) = linked {
+                resume_kept(&state, &mut peers, &mut kept, &tx, &leader);
             }
+            // Kept peers no gateway took over in time: log in again.
+            let t = now();
+            kept.retain(|peer| {
+                let Some(p) = peers.get_mut(peer) else {
+                    return false;
+                };
+                if p.kept_until.is_some_and(|at| t >= at) {
+                    p.kept_until = None;
+                    p.entered = None;
+                    p.closing = true;
+                    kick(&mut host, *peer);
+                    host.disconnect(t, *peer, close::SHUTDOWN);
+                    return false;
+                }
+                p.kept_until.is_some()
+            });
         }
         while let Some(e) = host.poll_event() {
             match e {
@@ -193,7 +203,7 @@ pub(super) async fn serve(
     // last is taken; the peers in the world are handed over with the host, the others
     // are kicked (the disconnects go out now).
     while let Ok(cmd) = cmds.try_recv() {
-        command(&mut host, &mut peers, cmd, now(), keep_for);
+        command(&mut host, &mut peers, &mut kept, cmd, (now(), keep_for));
     }
     let t = now();
     let mut kept = Vec::new();
@@ -359,21 +369,25 @@ fn relay(
 fn resume_kept(
     state: &Arc<State>,
     peers: &mut HashMap<PeerId, Peer>,
+    kept: &mut HashSet<PeerId>,
     tx: &mpsc::Sender<EnetOut>,
     leader: &Arc<Leader>,
 ) {
-    let kept: Vec<(PeerId, SocketAddr, KeptSession)> = peers
+    let ready: Vec<(PeerId, SocketAddr, KeptSession)> = kept
         .iter()
+        .filter_map(|peer| Some((*peer, peers.get(peer)?)))
         .filter(|(_, p)| p.kept_until.is_some() && !Arc::ptr_eq(&p.leader, leader))
-        .filter_map(|(&peer, p)| {
+        .filter_map(|(peer, p)| {
             let mut who = p.entered.clone()?;
             who.party.clone_from(&p.party);
             Some((peer, p.addr, who))
         })
         .collect();
-    for (peer, addr, who) in kept {
+    for (peer, addr, who) in ready {
         // The link's queue full: tried again next window.
-        let _ = relay(state, peers, tx, (peer, addr), leader, Some(who));
+        if relay(state, peers, tx, (peer, addr), leader, Some(who)) {
+            kept.remove(&peer);
+        }
     }
 }
 
@@ -431,9 +445,9 @@ fn received(
 fn command(
     host: &mut Host,
     peers: &mut HashMap<PeerId, Peer>,
+    kept: &mut HashSet<PeerId>,
     cmd: EnetOut,
-    now: u64,
-    keep_for: u64,
+    (now, keep_for): (u64, u64),
 ) {
     match cmd {
         EnetOut::Entered { peer, who } => {
@@ -453,6 +467,7 @@ fn command(
             p.up = None;
             if p.entered.is_some() && !p.closing {
                 p.kept_until = Some(now.saturating_add(keep_for));
+                kept.insert(peer);
             } else if !p.closing {
                 p.closing = true;
                 kick(host, peer);
