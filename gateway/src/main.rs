@@ -513,6 +513,14 @@ fn copy_store(data: &Path, to: &str) -> anyhow::Result<()> {
 
 /// `gateway economy`: the store's item and gold totals, as JSON.
 fn economy(database_url: &str, data: &Path, prefix: Option<&str>) -> anyhow::Result<()> {
+    // An audit reads: it never creates an empty database where none was.
+    let file = data.join(gateway::store::DB_FILE);
+    if database_url.is_empty() && !file.exists() {
+        anyhow::bail!(
+            "no database at {} (--data-dir, or --database-url)",
+            file.display()
+        );
+    }
     let store = Store::open_configured(database_url, data).context("opening the store")?;
     let (records, unreadable) = store.load_all_quarantining().context("reading accounts")?;
     let (ground, _) = store.load_ground().context("reading the ground items")?;
