@@ -21,7 +21,9 @@
 # alternately the leader (first) and the edge, each victim restarted 2 s later (an edge
 # again); before each kill the leader's /cluster says how many bots the victim holds, and
 # at the end the logins again are compared with them: the surviving gateway's bots must
-# never have lost their session. KILL=none kills nothing; B_SHARE=P starts P % of the bots
+# never have lost their session. KILL=cutoff cuts the leader off from the database
+# instead (the server ends its connection; it runs on until it notices and steps down);
+# with ROUNDS, CUTOFF=1 does so at every other leader fault (rounds 3, 7, ...). KILL=none kills nothing; B_SHARE=P starts P % of the bots
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
 # each process's CPU (cores) over 20 s is printed. TRANSPORT=enet (or mixed) gives the bots
 # Realm Crafter's own transport (RCEnet, each gateway's RCEnet port in the same order).
@@ -55,6 +57,7 @@ ROUNDS=${ROUNDS:-1}
 EVERY=${EVERY:-15}
 EDGES=${EDGES:-0}
 KILL=${KILL:-edge}
+CUTOFF=${CUTOFF:-0}
 B_SHARE=${B_SHARE:-50}
 TRANSPORT=${TRANSPORT:-quic}
 RAMP=${RAMP:-5}
@@ -195,6 +198,7 @@ if [ "$EDGES" = 1 ]; then
     for round in $(seq 1 "$ROUNDS"); do
         [ "$KILL" = none ] && break
         WHO=$KILL
+        [ "$KILL" = cutoff ] && WHO=leader
         if [ "$ROUNDS" -gt 1 ]; then
             WHO=$([ $((round % 2)) = 1 ] && echo leader || echo edge)
         fi
@@ -204,9 +208,20 @@ if [ "$EDGES" = 1 ]; then
         ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${LP[2]}/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=sum(x["clients"] for x in d.get("edges",[])); print(e if sys.argv[1]=="edge" else d["sessions"]["in_game"]-e)' "$WHO")
         EXPECTED=$((EXPECTED + ON_VICTIM))
         T0=$(date +%s%N)
-        if [ "$WHO" = leader ]; then
+        if [ "$WHO" = leader ] && { [ "$KILL" = cutoff ] || { [ "$CUTOFF" = 1 ] && [ $((round % 4)) = 3 ]; }; }; then
+            # The database server ends the leader's connection (its lock goes with it):
+            # the edge takes over while the leader still runs, until it notices and
+            # steps down by itself. The edge must keep its players all the same.
+            PSQL "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()" >/dev/null
+            while kill -0 "$LPID" 2>/dev/null; do sleep 0.05; done
+            wait "$LPID" 2>/dev/null || true
+            log "round $round: leader ${L^^} cut off from the database ($ON_VICTIM bots on it), stepped down in $(( ($(date +%s%N) - T0) / 1000000 )) ms"
+        fi
+        if [ "$WHO" = leader ] && kill -0 "$LPID" 2>/dev/null; then
             kill -9 "$LPID"; wait "$LPID" 2>/dev/null || true
             log "round $round: leader ${L^^} SIGKILLed ($ON_VICTIM bots on it)"
+        fi
+        if [ "$WHO" = leader ]; then
             until grep -q "gateway ready" "$WORK/$E.out" 2>/dev/null; do sleep 0.05; done
             TOOK=$(( ($(date +%s%N) - T0) / 1000000 ))
             until [ "$(nodes "${EP[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done

@@ -26,6 +26,13 @@ use crate::session::close;
 /// holds its task; past this the client is closed as a flood, as an RCEnet peer is).
 pub const RELAY_INBOUND_BYTES: usize = 256 * 1024;
 
+/// How long a leader waits for its store to confirm the lease when an edge link ends.
+const LEASE_CONFIRM: Duration = Duration::from_secs(10);
+
+/// How long the players of an edge whose link ended stay in the world when the lease is
+/// not confirmed: the gateway steps down well before (then they are the new leader's).
+const DEPOSED_KEEP: Duration = Duration::from_secs(30);
+
 /// Datagrams a relayed session may have waiting (more are dropped, counted).
 const RELAY_DATAGRAMS: usize = 64;
 
@@ -178,12 +185,23 @@ pub(super) async fn serve(
             *n = sessions.len();
         }
     };
-    tracing::info!(edge = %name, reason = %why, sessions = sessions.len(), "edge link down: its clients are logged out");
     shared.edges.remove(&key);
+    writer.abort();
+    // An edge taking the database over ends its link first (so may a partition): ask the
+    // store before logging its players out. A deposed leader steps down with them still
+    // in the world, where the gateway that took over adopts them (the edge kept their
+    // connections); logging them out would pull them from the world under it.
+    let held = tokio::time::timeout(LEASE_CONFIRM, shared.writer.confirm_lease()).await;
+    // (A store too slow to answer in time is not a lost lease: the players go as before.)
+    if matches!(held, Ok(Ok(false) | Err(_))) && !sessions.is_empty() {
+        tracing::warn!(edge = %name, reason = %why, sessions = sessions.len(),
+            "edge link down and the store's lease is not confirmed: its players stay in the world while this gateway steps down");
+        tokio::time::sleep(DEPOSED_KEEP).await;
+    }
+    tracing::info!(edge = %name, reason = %why, sessions = sessions.len(), "edge link down: its clients are logged out");
     // Dropping the senders ends every session task (as a closed connection).
     sessions.clear();
     drop(tx);
-    writer.abort();
 }
 
 /// Starts relayed session `session` (a kept one starts in the world).

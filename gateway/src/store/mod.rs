@@ -1119,6 +1119,8 @@ enum Msg {
     Flush(mpsc::Sender<()>),
     After(AfterCommit),
     MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
+    /// Commit what came before, then check the lease now: true while it holds.
+    Lease(tokio::sync::oneshot::Sender<bool>),
     /// Commit what came before, then close the store (its connection) and stop.
     Close(mpsc::Sender<()>),
 }
@@ -1134,6 +1136,7 @@ enum Item {
     Flush(mpsc::Sender<()>),
     After(AfterCommit),
     MaxPages(Option<u64>, mpsc::Sender<Result<u64, String>>),
+    Lease(tokio::sync::oneshot::Sender<bool>),
     Close(mpsc::Sender<()>),
 }
 
@@ -1333,6 +1336,10 @@ impl Worker {
                 items.push(Item::MaxPages(p, t));
                 true
             }
+            Msg::Lease(t) => {
+                items.push(Item::Lease(t));
+                false
+            }
             Msg::Close(t) => {
                 items.push(Item::Close(t));
                 true
@@ -1434,6 +1441,10 @@ impl Worker {
                         tracing::warn!(max_pages = n, "store page limit set");
                     }
                     let _ = t.send(r);
+                }
+                Item::Lease(t) => {
+                    self.check_lease();
+                    let _ = t.send(self.deposed.borrow().is_none());
                 }
                 Item::Close(t) => self.closing = Some(t),
             }
@@ -1635,6 +1646,20 @@ impl Writer {
     /// down. Checked every [`LEASE_EVERY`] and on every write.
     pub fn deposed(&self) -> tokio::sync::watch::Receiver<Option<String>> {
         self.deposed.clone()
+    }
+
+    /// Checks the lease now, after what is queued: resolves to true while this gateway
+    /// still holds the store (always, on SQLite), false once it was deposed or the
+    /// writer is gone. A leader asks before it logs out the players of an edge whose link
+    /// ended: the edge may have ended it to take the database over, and a deposed leader
+    /// must leave those players in the world for it to adopt.
+    pub fn confirm_lease(&self) -> tokio::sync::oneshot::Receiver<bool> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Some(w) = self.tx.as_ref() {
+            // A writer gone drops `tx`: the receiver resolves to an error (not held).
+            let _ = w.send(Msg::Lease(tx));
+        }
+        rx
     }
 
     fn send_ops(

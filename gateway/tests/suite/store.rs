@@ -78,7 +78,39 @@ on_both_backends!(
     timed_bans_mutes_and_the_audit_log_are_stored,
     migrations_are_at_the_newest_version,
     a_sqlite_store_copies_into_another_and_is_verified,
+    the_writer_confirms_its_lease_until_another_gateway_claims_the_store,
 );
+
+/// `Writer::confirm_lease` (asked by a leader before it logs out the players of an edge
+/// whose link ended): true while the store is this gateway's (always on SQLite, whose
+/// directory lock cannot be taken away); on Postgres false once another gateway raised
+/// the control epoch, and the writer says it was deposed.
+fn the_writer_confirms_its_lease_until_another_gateway_claims_the_store(at: &At) {
+    let store = at.open();
+    store.claim_exclusive(7).unwrap();
+    let w = Writer::spawn(store).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let confirm = |w: &Writer| rt.block_on(w.confirm_lease()).unwrap_or(false);
+    assert!(confirm(&w), "the lease holds after the claim");
+    w.submit(vec![PersistOp::UpsertAccount(row(3, "Queued"))])
+        .unwrap();
+    assert!(confirm(&w), "asked after a write, it still holds");
+    assert!(w.deposed().borrow().is_none());
+    let At::Pg(_, url) = at else { return };
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'leader_epoch'",
+            &[],
+        )
+        .unwrap();
+    assert!(!confirm(&w), "another gateway's claim ends the lease");
+    assert!(w.deposed().borrow().is_some(), "and the writer says so");
+    assert!(!confirm(&w), "for good");
+}
 
 /// Both backends' migrations end at the same version, and opening again changes nothing.
 fn migrations_are_at_the_newest_version(at: &At) {

@@ -732,6 +732,66 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
     );
 }
 
+/// The leader is cut off from the database while it runs (the server ends its
+/// connection, and the lock with it): the edge takes the database over while the old
+/// leader still runs, until it notices and steps down. The edge ends its link to it first;
+/// the old leader must not log the edge's players out then (it asks the store, finds its
+/// lease gone, and leaves them in the world), so the edge keeps them in their sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_keeps_its_players_when_the_leader_is_cut_off_from_the_database() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_cutoff").unwrap();
+    let Pair {
+        mut children,
+        dir,
+        b_addrs,
+        b_out,
+        ..
+    } = pair_and_a_node(&url, "edge-cutoff", true).await;
+    edge_ready(b_addrs.2).await;
+    let (mut pb, gb) = new_player(b_addrs.0, "cerys").await;
+    let b_to = (gb.area.x + 5.0, gb.area.y, gb.area.z + 5.0);
+    assert!(echo(&mut pb, gb.runtime_id, b_to, WAIT).await);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+
+    let admin_url = url.clone();
+    let ended = tokio::task::spawn_blocking(move || {
+        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+        admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .len()
+    })
+    .await
+    .unwrap();
+    assert_eq!(ended, 1, "one gateway held the database");
+    assert!(ready(&b_out, WAIT).is_some(), "the edge takes over");
+    let deadline = Instant::now() + WAIT;
+    while children.0[0].try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the deposed leader steps down");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    assert!(
+        echo(&mut pb, gb.runtime_id, (b_to.0 + 3.0, b_to.1, b_to.2), WAIT).await,
+        "the edge's player plays on through the cut-off leader's step-down"
+    );
+    let log = std::fs::read_to_string(dir.join("a.log")).unwrap_or_default();
+    assert!(
+        !log.contains("its clients are logged out"),
+        "the deposed leader logged the edge's players out: {log}"
+    );
+}
+
 /// A gateway upgrade without a full disconnect: the leader hands the lead over (`gateway
 /// admin hand-over`); it exits at once, saving nothing and telling the node nothing, and
 /// its edge takes over keeping the player it relays in his session. A gateway with no

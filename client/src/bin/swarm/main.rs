@@ -629,12 +629,13 @@ async fn flooder(args: Arc<Args>, stats: Arc<Stats>, user: String, from: Instant
     }
 }
 
-/// Logs in (creating the account and character unless `--existing`) and enters the game.
-/// With `--item-chance`, also fetches the catalogue and the character sheet, so the SDK's
+/// Logs in (creating the account first unless `--existing` or `first` is false; a
+/// character when the account has none) and enters the game. With `--item-chance`, also fetches the catalogue and the character sheet, so the SDK's
 /// view of the items is whole, and returns what the bot needs of the catalogue.
 async fn enter(
     ctx: &BotCtx,
     turn: usize,
+    first: bool,
 ) -> Result<(Connection, client::GameStart, Option<items::ItemWorld>), BotError> {
     let verify = match &ctx.args.pin {
         Some(p) => Verify::pin_from_hex(p).map_err(|e| BotError::Other(e.to_string()))?,
@@ -665,7 +666,9 @@ async fn enter(
     };
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
     let password = "swarm";
-    if !ctx.args.existing && turn == 0 {
+    // A first login tried again through another gateway asks again: an account the lost
+    // gateway created is refused as taken, and the bot logs in to it.
+    if !ctx.args.existing && first {
         c.create_account(&ctx.user, password, "bot@example.invalid")
             .await?;
     }
@@ -705,12 +708,21 @@ async fn enter(
 async fn bot(ctx: BotCtx) {
     ctx.stats.started.fetch_add(1, Ordering::Relaxed);
     let mut turn = 0usize;
-    let (mut c, mut g, mut world) = match enter(&ctx, turn).await {
-        Ok(x) => x,
-        Err(e) => {
-            ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
-            ctx.stats.error(&e);
-            return;
+    let (mut c, mut g, mut world) = loop {
+        match enter(&ctx, turn, true).await {
+            Ok(x) => break x,
+            // A gateway lost during the first login (killed while the bot was ramping in)
+            // is passed over for the next, as a relogin is.
+            Err(BotError::Other(e)) if ctx.args.gateway.len() > 1 && Instant::now() < ctx.end => {
+                tracing::info!(bot = %ctx.user, error = %e, "gateway lost while logging in: trying the next");
+                turn += 1;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => {
+                ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
+                ctx.stats.error(&e);
+                return;
+            }
         }
     };
     ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
@@ -735,7 +747,7 @@ async fn bot(ctx: BotCtx) {
         tracing::info!(bot = %ctx.user, error = %why, "gateway lost: logging in again through the next");
         let again = loop {
             turn += 1;
-            match enter(&ctx, turn).await {
+            match enter(&ctx, turn, false).await {
                 Ok(x) => break Some(x),
                 Err(_) if Instant::now() < ctx.end => {
                     tokio::time::sleep(Duration::from_millis(250)).await;
