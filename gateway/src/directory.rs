@@ -284,6 +284,23 @@ impl Directory {
         self.assign(key.clone())
     }
 
+    /// Whether [`Directory::register`] keeps the copy `r` node `id` reports (the others
+    /// are stale: stopped, their players orphans). A gateway that took over adopts a kept
+    /// player only in a copy that stays (found by the simulator: one adopted in a copy
+    /// placed elsewhere since was stopped under him).
+    pub fn would_keep(&self, id: &str, r: &RunningInstance) -> bool {
+        match self.placements.get(&r.key) {
+            Some(p) if p.node == id => p.generation == r.generation,
+            Some(p) => self.newer_than_adopted(r, p),
+            None => r.generation < self.first_generation,
+        }
+    }
+
+    /// A reported copy newer than the one adopted from another node after a restart.
+    fn newer_than_adopted(&self, r: &RunningInstance, p: &Placement) -> bool {
+        r.generation > p.generation && p.generation < self.first_generation
+    }
+
     /// A node (re-)registered on connection `conn` with what it still runs. `known` says
     /// whether a session is alive at this gateway.
     #[allow(clippy::too_many_arguments)]
@@ -330,7 +347,7 @@ impl Directory {
                 Some(p) if p.node == id => p.generation == r.generation,
                 // Adopted from another node after a restart, but this copy is newer: the
                 // newest generation wins, the other copy goes.
-                Some(p) if r.generation > p.generation && p.generation < self.first_generation => {
+                Some(p) if self.newer_than_adopted(r, &p) => {
                     out.push(Action::Lost {
                         key: r.key.clone(),
                         node: p.node.clone(),
@@ -702,6 +719,7 @@ mod tests {
                 key,
                 generation,
                 sessions: vec![5],
+                fences: Vec::new(),
             })
             .collect();
         let known = |s: SessionId| s == 5;
@@ -721,11 +739,13 @@ mod tests {
                 key: key("A", 0),
                 generation: 500,
                 sessions: vec![1, 2],
+                fences: Vec::new(),
             },
             RunningInstance {
                 key: key("A", 4),
                 generation: 501,
                 sessions: vec![],
+                fences: Vec::new(),
             },
         ];
         let known = |s: SessionId| s == 1;
@@ -763,11 +783,13 @@ mod tests {
                 key: k.clone(),
                 generation: g,
                 sessions: vec![],
+                fences: Vec::new(),
             },
             RunningInstance {
                 key: key("A", 7),
                 generation: g7,
                 sessions: vec![4],
+                fences: Vec::new(),
             },
         ];
         let a = d.register(9_500, "n1", "h:1", 10, 2, &running, NONE);
@@ -787,6 +809,7 @@ mod tests {
                 key: key("A", 0),
                 generation: g,
                 sessions: vec![],
+                fences: Vec::new(),
             }]
         };
         // n1 still runs a copy given up before the restart (500); n2 the newer one (600).
@@ -833,6 +856,7 @@ mod tests {
                 key: key.clone(),
                 generation: *generation,
                 sessions: vec![],
+                fences: Vec::new(),
             })
             .collect();
         let a = d.register(9_100, "n1", "h:1", 10, 3, &running, NONE);

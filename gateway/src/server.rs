@@ -626,7 +626,14 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     }
     shared.clock_epoch_ms.store(clock_epoch, Ordering::Relaxed);
     shared.control_epoch.store(control_epoch, Ordering::Relaxed);
-    let hub_task = tokio::spawn(hub::run(Hub::new(shared.clone(), wall_ms()), rx));
+    // Generations, transfer ids and fencing tokens count from this base: the wall clock,
+    // but never below the control epoch, which each new leader raises above the last
+    // one's, so a leader whose clock is behind its predecessor's still mints numbers
+    // above the predecessor's base.
+    let hub_task = tokio::spawn(hub::run(
+        Hub::new(shared.clone(), wall_ms().max(control_epoch)),
+        rx,
+    ));
     let (stop, stop_rx) = watch::channel(false);
     let doors = net::client::Doors::new(&shared);
     let kept_enet: usize = enet

@@ -568,8 +568,10 @@ pub struct Control {
     settle_until: Option<Duration>,
     /// Sessions the nodes reported that nobody here owns, during the placement hold: an
     /// edge whose leader died may still claim them (`Event::Resume`, adopted at once);
-    /// detached as orphans when the hold ends. Session → (node, instance).
-    unclaimed: BTreeMap<SessionId, (NodeId, InstanceKey)>,
+    /// detached as orphans when the hold ends. (Session, node) → (instance, the fencing
+    /// token of the node's copy when the node said): two nodes may report copies of one
+    /// session (a stale one on a node given up), and each that is not adopted goes.
+    unclaimed: BTreeMap<(SessionId, NodeId), (InstanceKey, Option<u64>)>,
     /// The next fencing token handed out (`ActorStateDto::fence`): from the generation
     /// base, so a restarted gateway's tokens are larger.
     next_fence: u64,
@@ -721,7 +723,7 @@ impl Control {
             self.settle_until = Some(now + SETTLE_AFTER_HOLD);
             // Copies no edge claimed: orphans, detached (their saves land within the
             // settling second).
-            for (session, (node, _)) in std::mem::take(&mut self.unclaimed) {
+            for ((session, node), _) in std::mem::take(&mut self.unclaimed) {
                 if self.nodes.contains_key(&node) {
                     self.send(&node, Msg::DetachPlayer { session }, Trace::Current);
                 }
@@ -911,8 +913,14 @@ impl Control {
         self.resumable.insert(session, (r, deadline));
         // Its node registered already (an edge of another gateway, linking after it):
         // adopted from what the node reported, if that is the copy the edge names.
-        if let Some((node, key)) = self.unclaimed.get(&session).cloned() {
-            self.adopt(session, &node, &key, chars);
+        let reported: Vec<(NodeId, InstanceKey, Option<u64>)> = self
+            .unclaimed
+            .range((session, NodeId::new())..)
+            .take_while(|((s, _), _)| *s == session)
+            .map(|((_, n), (k, f))| (n.clone(), k.clone(), *f))
+            .collect();
+        for (node, key, fence) in reported {
+            self.adopt(session, &node, &key, fence, chars);
         }
     }
 
@@ -920,19 +928,36 @@ impl Control {
     /// there, routed to it, with no new fencing token (the node's copy carries the one
     /// the store holds).
     fn adopt_kept(&mut self, node: &str, running: &[RunningInstance], chars: &dyn Characters) {
-        for inst in running {
+        // Only in a copy the directory keeps: one placed elsewhere since is stopped.
+        let kept: Vec<&RunningInstance> = running
+            .iter()
+            .filter(|r| self.dir.would_keep(node, r))
+            .collect();
+        for inst in kept {
             for s in &inst.sessions {
-                self.adopt(*s, node, &inst.key, chars);
+                self.adopt(*s, node, &inst.key, inst.fence_of(*s), chars);
             }
         }
     }
 
     /// Adopts kept session `s` if `node` hosts its player in instance `key`: only the
     /// copy where the previous leader had the player, of the lineage the store holds (any
-    /// other is an orphan, detached as after a restart).
-    fn adopt(&mut self, s: SessionId, node: &str, key: &InstanceKey, chars: &dyn Characters) {
+    /// other is an orphan, detached as after a restart). `fence` is the token of the
+    /// node's copy, when the node said: it must be the stored one too. (A deposed leader
+    /// that did not know it yet may have put the player back on the same node with a
+    /// token the store never took: found by the simulator, issue 41.)
+    fn adopt(
+        &mut self,
+        s: SessionId,
+        node: &str,
+        key: &InstanceKey,
+        fence: Option<u64>,
+        chars: &dyn Characters,
+    ) {
         let current = self.resumable.get(&s).is_some_and(|(r, _)| {
-            r.node == node && chars.saved(r.account, r.slot).map(|c| c.fence) == Some(r.fence)
+            r.node == node
+                && chars.saved(r.account, r.slot).map(|c| c.fence) == Some(r.fence)
+                && fence.is_none_or(|f| f == r.fence)
         });
         if !current {
             return;
@@ -940,7 +965,10 @@ impl Control {
         let Some((r, _)) = self.resumable.remove(&s) else {
             return;
         };
-        self.unclaimed.remove(&s);
+        // Only this copy is his; another node's stale copy still goes at the hold's end
+        // (found by the simulator: it was forgotten and lived on, and every checkpoint of
+        // its zone was refused for its stale token).
+        self.unclaimed.remove(&(s, node.to_owned()));
         self.fences.insert((r.account, r.slot), r.fence);
         tracing::info!(session = s, node, instance = %key, "adopting a kept session");
         self.out.push(Action::Adopted {
@@ -1423,7 +1451,7 @@ impl Control {
         }
         tracing::info!(node = %node, addr, capacity, running = running.len(), "node registered");
         // What it reported before is superseded by what it reports now.
-        self.unclaimed.retain(|_, (n, _)| *n != node);
+        self.unclaimed.retain(|(_, n), _| *n != node);
         self.adopt_kept(&node, running, chars);
         // A session is the node's to keep only while the gateway still has it there: one
         // recovered or moved elsewhere meanwhile is an orphan on it (detached, its save
@@ -1482,6 +1510,12 @@ impl Control {
         }
         // Instances it no longer runs (it restarted) are lost: their players come back.
         self.apply(actions, Trace::Current, chars);
+        // The orphans held for a claim keep their copies' tokens (checked at adoption).
+        for ((s, n), (_, fence)) in &mut self.unclaimed {
+            if *n == node {
+                *fence = running.iter().find_map(|r| r.fence_of(*s));
+            }
+        }
         // What waited for one of them (a transfer whose prepared copy died with the
         // restart) has it placed again now, not once its wait times out.
         let lost: Vec<InstanceKey> = self
@@ -1568,7 +1602,13 @@ impl Control {
                 key,
                 generation,
                 sessions,
-            } => self.instance_given_up(node, key, generation, &sessions, chars),
+            } => {
+                // Copies held for a claim went with it (found by the simulator: a late
+                // claim adopted a player whose copy no longer existed).
+                self.unclaimed
+                    .retain(|(_, n), (k, _)| !(n.as_str() == node && *k == key));
+                self.instance_given_up(node, key, generation, &sessions, chars);
+            }
             Msg::InstanceReady { key, generation } => {
                 self.dir.heartbeat(now, node, serial, 0, 0);
                 if self.dir.ready(node, &key, generation) {
@@ -1580,6 +1620,8 @@ impl Control {
                 }
             }
             Msg::InstanceStopped { key, generation } => {
+                self.unclaimed
+                    .retain(|(_, n), (k, _)| !(n.as_str() == node && *k == key));
                 if self.dir.stopped(node, &key, generation) {
                     tracing::info!(node, instance = %key, generation, "instance stopped");
                     if self.removed.remove(&key) {
@@ -1604,6 +1646,7 @@ impl Control {
             } => self.snapshot(node, snapshot_id, session, reason, state),
             Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
             Msg::PlayerDetached { session, key } => {
+                self.unclaimed.remove(&(session, node.to_owned()));
                 let Some(p) = self.players.get(&session) else {
                     return;
                 };
@@ -1838,7 +1881,7 @@ impl Control {
         if !self.is_live(node, serial) {
             return;
         }
-        self.unclaimed.retain(|_, (n, _)| n != node);
+        self.unclaimed.retain(|(_, n), _| n != node);
         // Node loss (or a drained node leaving) is one trace: the re-placements, and the
         // handoffs that put its players back.
         self.out.push(Action::NodeLost {
@@ -1905,7 +1948,7 @@ impl Control {
                 if self.hold_until.is_some() {
                     // Within the placement hold an edge of another gateway may still
                     // claim it (`Event::Resume`); detached when the hold ends.
-                    self.unclaimed.insert(session, (node, key));
+                    self.unclaimed.insert((session, node), (key, None));
                 } else {
                     self.send(&node, Msg::DetachPlayer { session }, trace);
                 }

@@ -289,6 +289,7 @@ fn running(k: InstanceKey, generation: Generation, sessions: Vec<SessionId>) -> 
         key: k,
         generation,
         sessions,
+        fences: Vec::new(),
     }
 }
 
@@ -1199,4 +1200,183 @@ fn a_session_an_edge_of_another_gateway_claims_after_its_node_registered_is_adop
         vec![("n1".to_string(), Msg::DetachPlayer { session: 8 })]
     );
     assert_eq!(c.node_of(7), Some("n1"), "Ann plays on");
+}
+
+#[test]
+fn a_kept_session_is_not_adopted_in_a_copy_whose_token_the_store_never_took() {
+    // Found by the simulator (issue 41): the previous leader, deposed without knowing it
+    // yet, put Ann back on the same node n1 (it had given n1 up) with a fencing token the
+    // store refused. The node reports her copy with that token: it is not the one the
+    // store holds, so it is not adopted (an orphan, detached at the hold's end; its save
+    // refused), and her kept client is closed once the window passes: she logs in again
+    // from the store.
+    let mut c = held_control();
+    let chars = chars();
+    let rid = MIN_PLAYER_RID + 5;
+    c.handle(at(1_000), kept(7, 1, "Ann", rid), &chars);
+    c.handle(at(1_000), kept(8, 2, "Bob", rid + 1), &chars);
+    let mut inst = running(key("Meadow", 0), 500, vec![7, 8]);
+    inst.fences = vec![1_234_567, 0];
+    let a = c.handle(
+        at(1_500),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial: 1,
+            running: vec![inst],
+        },
+        &chars,
+    );
+    assert!(
+        !a.iter()
+            .any(|x| matches!(x, Action::Route { session: 7, .. })),
+        "{a:?}"
+    );
+    assert_eq!(c.node_of(7), None);
+    assert_eq!(
+        c.node_of(8),
+        Some("n1"),
+        "Bob's copy carries the stored token"
+    );
+    let a = c.on_timeout(at(3_000), &chars);
+    assert!(
+        sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_stale_copy_on_another_node_is_detached_though_the_player_is_adopted_elsewhere() {
+    // Found by the simulator (issue 41): the previous leader had given n2 up (paused) and
+    // put Ann back on n1. After the leader change n2 registers first, still hosting her
+    // stale copy (held for a claim within the hold), then n1 with the current one, which
+    // is adopted. The stale copy must still go at the hold's end: forgotten, it lived on,
+    // and every checkpoint of its zone was refused for its token.
+    let mut c = held_control();
+    let chars = chars();
+    let rid = MIN_PLAYER_RID + 5;
+    let up = |c: &mut Control, node: &str, serial, at_ms, inst: RunningInstance| {
+        c.handle(
+            at(at_ms),
+            Event::NodeUp {
+                node: node.into(),
+                addr: "h:1".into(),
+                capacity: 10,
+                serial,
+                running: vec![inst],
+            },
+            &chars,
+        )
+    };
+    up(
+        &mut c,
+        "n2",
+        1,
+        500,
+        running(key("Darkwood", 0), 400, vec![7]),
+    );
+    c.handle(at(600), kept(7, 1, "Ann", rid), &chars);
+    assert_eq!(
+        c.node_of(7),
+        None,
+        "n2's copy is not where the leader had her"
+    );
+    up(
+        &mut c,
+        "n1",
+        2,
+        700,
+        running(key("Meadow", 0), 500, vec![7]),
+    );
+    assert_eq!(c.node_of(7), Some("n1"), "adopted where the leader had her");
+    let a = c.on_timeout(at(3_000), &chars);
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::DetachPlayer { session: 7 })),
+        "the stale copy goes: {a:?}"
+    );
+    assert!(
+        !sent(&a).contains(&("n1".into(), Msg::DetachPlayer { session: 7 })),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_claim_after_its_instance_was_given_up_adopts_nothing() {
+    // Found by the simulator (issue 41): n1 reported Ann within the hold, then gave her
+    // instance up (its tick froze) before the edge holding her client claimed her. The
+    // copy is gone: the claim must not put her "in the world" where nothing hosts her.
+    let mut c = held_control();
+    let chars = chars();
+    c.handle(
+        at(500),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial: 1,
+            running: vec![running(key("Meadow", 0), 500, vec![7])],
+        },
+        &chars,
+    );
+    c.handle(
+        at(600),
+        Event::NodeMsg {
+            node: "n1".into(),
+            serial: 1,
+            msg: Msg::InstanceGivenUp {
+                key: key("Meadow", 0),
+                generation: 500,
+                sessions: vec![7],
+            },
+        },
+        &chars,
+    );
+    c.handle(at(700), kept(7, 1, "Ann", MIN_PLAYER_RID + 5), &chars);
+    assert_eq!(c.node_of(7), None);
+    assert_eq!(c.kept(), 1, "still waiting for a node to report her");
+}
+
+#[test]
+fn a_kept_session_is_not_adopted_in_a_copy_placed_elsewhere_since() {
+    // Found by the simulator (issue 41): Ann's node registers only after the new leader's
+    // placement hold, once her instance is placed on another node. Its copy there is
+    // stale (stopped): she is not adopted in it, to be stopped under her.
+    let mut c = held_control();
+    let chars = chars();
+    let up = |c: &mut Control, node: &str, serial, at_ms, running| {
+        c.handle(
+            at(at_ms),
+            Event::NodeUp {
+                node: node.into(),
+                addr: "h:1".into(),
+                capacity: 10,
+                serial,
+                running,
+            },
+            &chars,
+        )
+    };
+    up(&mut c, "n2", 1, 500, Vec::new());
+    c.handle(at(600), kept(7, 1, "Ann", MIN_PLAYER_RID + 5), &chars);
+    let a = c.on_timeout(at(3_000), &chars);
+    assert!(
+        a.iter().any(
+            |x| matches!(x, Action::Assign { node, key: k, .. } if node == "n2" && *k == key("Meadow", 0))
+        ),
+        "placed on n2 at the hold's end: {a:?}"
+    );
+    let a = up(
+        &mut c,
+        "n1",
+        2,
+        3_500,
+        vec![running(key("Meadow", 0), 400, vec![7])],
+    );
+    assert!(
+        sent(&a).iter().any(|(n, m)| n == "n1"
+            && matches!(m, Msg::StopInstance { key: k, .. } if *k == key("Meadow", 0))),
+        "n1's copy is stale: {a:?}"
+    );
+    assert_eq!(c.node_of(7), None, "not adopted in it");
 }

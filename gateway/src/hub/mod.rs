@@ -1648,8 +1648,9 @@ impl Hub {
         }
     }
 
-    /// A save from a copy handed out again since (its fencing token is older than the
-    /// stored one): acknowledged, so the node stops resending it, and dropped.
+    /// A save from a copy that is not the current one (its fencing token is not the
+    /// stored one: `AccountBook::fence_ok`): acknowledged, so the node stops resending
+    /// it, and dropped.
     fn fenced_save(&self, node: &str, snapshot_id: u64, what: &str) {
         Metrics::inc(&self.shared.metrics.fenced);
         tracing::warn!(

@@ -632,7 +632,7 @@ impl AccountBook {
     }
 
     /// Whether a save of `state` (for `owner`, or found by its name) comes from a copy
-    /// handed out again since: its fencing token is below the stored one.
+    /// that is not the current one: its fencing token is not the stored one.
     pub fn superseded(&self, owner: Option<(AccountId, u8)>, state: &ActorStateDto) -> bool {
         owner
             .or_else(|| self.find_character(&state.name))
@@ -640,12 +640,21 @@ impl AccountBook {
     }
 
     /// Whether a save carrying fencing token `fence` may replace the stored character
-    /// (see [`ActorStateDto::fence`]); false for an unknown character too.
+    /// (see [`ActorStateDto::fence`]): only the token the store holds, the one of the
+    /// current copy; false for an unknown character too.
+    ///
+    /// A smaller token is a copy handed out again since. A larger one was handed out by
+    /// a gateway whose hand-out never reached the store: a leader that crashed before its
+    /// write committed, or one deposed and not yet aware of it (its writes are refused
+    /// by its old epoch) that put a player of a node it gave up on back elsewhere. That
+    /// copy must not overwrite the one the new leader adopted with the stored token, so
+    /// it is refused too (found by the simulator's deposed leader, issue 41). This
+    /// gateway's own hand-outs change the book before any copy they make can save.
     pub fn fence_ok(&self, id: AccountId, slot: u8, fence: u64) -> bool {
         self.accounts
             .get(&id)
             .and_then(|a| a.characters.get(usize::from(slot)))
-            .is_some_and(|c| fence >= c.fence)
+            .is_some_and(|c| fence == c.fence)
     }
 
     /// The character is handed out again with fencing token `fence` (a login, a

@@ -1529,8 +1529,11 @@ fn one_character_is_restored_from_a_backup_file() {
     assert_eq!(book.restore_from_backup(ann, back.state, 10), Ok(0));
     let now = &book.get(ann).unwrap().characters[0];
     assert_eq!((now.gold, now.handle, now.fence), (5_000, handle, 10));
-    // A late save of the copy handed out before is refused.
+    // A late save of the copy handed out before is refused, and so is one of a copy
+    // whose hand-out never reached the store (a larger token).
     assert!(!book.fence_ok(ann, 0, 9));
+    assert!(!book.fence_ok(ann, 0, 11));
+    assert!(book.fence_ok(ann, 0, 10));
 
     // The deleted one comes back as a new last slot, with its own handle.
     let gone = backups::read_character(&backup_dir, "before.sqlite3", "gone")

@@ -142,9 +142,11 @@ pub struct ActorStateDto {
     pub memorising: Vec<MemorisingDto>,
     /// The fencing token of this copy of the character: the gateway draws a new, larger one
     /// each time it hands the character out from the store (a login, a recovery after a
-    /// node loss); handoffs carry it; the store refuses a save with a smaller token than
-    /// the one it holds, so a copy left behind on a node the cluster gave up on can never
-    /// overwrite the newer copy's progress, even across a gateway restart (0: none yet).
+    /// node loss); handoffs carry it; the store refuses a save whose token is not the one
+    /// it holds, so a copy left behind on a node the cluster gave up on (a smaller token),
+    /// or one a deposed leader handed out without reaching the store (a larger one), can
+    /// never overwrite the current copy's progress, even across a gateway restart (0:
+    /// none yet).
     #[serde(default)]
     pub fence: u64,
     /// The scripts' actions from other zones this character has taken

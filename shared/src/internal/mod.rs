@@ -180,6 +180,19 @@ pub struct RunningInstance {
     pub generation: Generation,
     /// Sessions currently hosted in it.
     pub sessions: Vec<SessionId>,
+    /// The fencing token of each session's copy, in the order of `sessions`
+    /// (`ActorStateDto::fence`): a gateway taking over adopts a kept player only in the
+    /// copy that carries the token the store holds. Empty from a node before issue 41.
+    #[serde(default)]
+    pub fences: Vec<u64>,
+}
+
+impl RunningInstance {
+    /// The fencing token of `session`'s copy here, if the node said.
+    pub fn fence_of(&self, session: SessionId) -> Option<u64> {
+        let i = self.sessions.iter().position(|s| *s == session)?;
+        self.fences.get(i).copied()
+    }
 }
 
 /// One instance's figures in a [`Msg::Heartbeat`].

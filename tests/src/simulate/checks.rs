@@ -66,6 +66,9 @@ impl Sim {
                 .filter_map(|((_, s), l)| self.clients.get(s).map(|c| (c.account, *l)))
                 .collect();
             for (account, l) in live {
+                if l & super::DEPOSED_LINEAGE != 0 {
+                    continue;
+                }
                 let m = self.materialized.entry(account).or_insert(0);
                 *m = (*m).max(l);
             }

@@ -151,6 +151,8 @@ const RECONNECT_MS: u64 = 500;
 const TRANSFER_BOUND: Duration = Duration::from_secs(30 + 15 + 1);
 /// How long the final checks wait for handoffs begun just before the end.
 const SETTLE_MS: u64 = 10_000;
+/// Marks the lineages the deposed leader handed out ([`Sim::deposed_lineage`]).
+const DEPOSED_LINEAGE: u64 = 1 << 62;
 /// How late after its deadline a transfer may still be listed (the timeout runs at the
 /// deadline; a step may be in between).
 const POLL_SLACK: Duration = Duration::from_millis(1);
@@ -182,6 +184,11 @@ enum Delivery {
     Resume { node: usize },
     /// A killed node's process starts again, empty.
     Restart { node: usize },
+    /// The deposed leader of `epoch` notices it lost the store and steps down.
+    StepDown { epoch: u64 },
+    /// An edge of another gateway claims a session it kept (`EdgeMsg::Resume`) at the
+    /// control plane of `epoch`, after the leader change.
+    Claim { epoch: u64, resume: Box<Resume> },
     /// A store commit completes: acknowledge `snapshot_id` on `serial`.
     Committed {
         node: usize,
@@ -228,6 +235,8 @@ struct Node {
     out_tags: BTreeMap<TransferId, u64>,
     /// Lineage of each transfer that came in.
     in_tags: BTreeMap<TransferId, u64>,
+    /// Copies pushed to a zone, not taken or refused yet: transfer → (session, lineage).
+    arriving: BTreeMap<TransferId, (SessionId, u64)>,
     /// Since when it has been connected and running without a break.
     stable_since: u64,
     next_heartbeat: u64,
@@ -255,10 +264,39 @@ impl Characters for Store {
     }
 }
 
+/// The deposed leader's view of the characters: its own in-memory book, as the store
+/// was when it was deposed, with its own hand-outs and saves since (which never reach the
+/// store).
+struct Book(BTreeMap<(u64, u8), ActorStateDto>);
+
+impl Characters for Book {
+    fn saved(&self, account: u64, slot: u8) -> Option<ActorStateDto> {
+        self.0.get(&(account, slot)).cloned()
+    }
+}
+
 struct Client {
     account: u64,
     /// The gateway's session is in the world (not refused, not closed).
     open: bool,
+}
+
+/// A leader another gateway took the store over from while it still ran (cut off from
+/// the store, it has not noticed yet): it goes on deciding over the node links it holds,
+/// and nodes reconnecting meanwhile may register with it, until its lease check tells it
+/// and it steps down (its links close; it says nothing more). The store refuses all it
+/// writes (its epoch is old): hand-outs, saves, logouts.
+struct Deposed {
+    control: Control,
+    epoch: u64,
+    /// When its process started (simulated ms): its clock counts from there.
+    offset: u64,
+    /// The node links it holds: node → serial.
+    links: BTreeMap<usize, u64>,
+    /// The lineage of each of its transfers (as `Sim::gw_tags`).
+    tags: BTreeMap<TransferId, u64>,
+    /// What it reads the characters from.
+    book: Book,
 }
 
 struct Sim {
@@ -273,6 +311,8 @@ struct Sim {
     contents: BTreeMap<String, Arc<ZoneContent>>,
     control: Control,
     gateway_epoch: u64,
+    /// The previous leader, while it runs on deposed.
+    deposed: Option<Deposed>,
     nodes: Vec<Node>,
     queue: BTreeMap<(u64, u64), Delivery>,
     seq: u64,
@@ -285,6 +325,11 @@ struct Sim {
     next_serial: u64,
     /// The current lineage of each account's character.
     lineage: BTreeMap<u64, u64>,
+    /// Numbers the lineages.
+    lineage_seq: u64,
+    /// Lineages handed out for a login (or a put-back) whose `AttachPlayer` is not sent
+    /// yet, by (control epoch, account): a leader deposed meanwhile still sends it.
+    handed: BTreeMap<(u64, u64), u64>,
     /// The newest lineage of each account's character that has been live or written.
     materialized: BTreeMap<u64, u64>,
     /// Lineage of each gateway transfer (by the gateway's id).
@@ -363,6 +408,7 @@ impl Sim {
                 copies: BTreeMap::new(),
                 out_tags: BTreeMap::new(),
                 in_tags: BTreeMap::new(),
+                arriving: BTreeMap::new(),
                 stable_since: 0,
                 next_heartbeat: 0,
                 next_tick: 0,
@@ -377,6 +423,7 @@ impl Sim {
             contents,
             control,
             gateway_epoch: 1,
+            deposed: None,
             nodes,
             queue: BTreeMap::new(),
             seq: 0,
@@ -387,6 +434,8 @@ impl Sim {
             next_session: 1,
             next_serial: 1,
             lineage: BTreeMap::new(),
+            lineage_seq: 0,
+            handed: BTreeMap::new(),
             materialized: BTreeMap::new(),
             gw_tags: BTreeMap::new(),
             current_tags: Vec::new(),
@@ -474,6 +523,9 @@ impl Sim {
             if let Some(t) = self.control.poll_timeout() {
                 next = next.min((ms(t) + self.gw_offset).max(self.now));
             }
+            if let Some(t) = self.deposed_due() {
+                next = next.min(t.max(self.now));
+            }
             for n in &self.nodes {
                 if n.up && !n.paused {
                     next = next.min(n.next_tick).min(n.next_heartbeat);
@@ -507,6 +559,15 @@ impl Sim {
                 let now = self.gw_now();
                 let actions = self.control.on_timeout(now, &self.store);
                 self.gateway_actions(actions)?;
+                self.check()?;
+            }
+            if self.deposed_due().is_some_and(|t| t <= self.now)
+                && let Some(d) = &mut self.deposed
+            {
+                self.steps += 1;
+                let now = Duration::from_millis(self.now.saturating_sub(d.offset));
+                let actions = d.control.on_timeout(now, &d.book);
+                self.deposed_actions(actions);
                 self.check()?;
             }
             for i in 0..self.nodes.len() {
@@ -841,6 +902,7 @@ impl Sim {
         n.copies.clear();
         n.out_tags.clear();
         n.in_tags.clear();
+        n.arriving.clear();
         if let Some(serial) = n.link.take() {
             let d = self.rng.gen_range(1..50);
             self.at(self.now + d, Delivery::LinkDown { node: i, serial });
@@ -858,8 +920,13 @@ impl Sim {
     fn restart_gateway(&mut self) {
         // Half the restarts are a leader change where the gateway taking over was the edge
         // of the players in the world: it keeps their clients, and its control plane adopts
-        // them from the nodes (`Event::Resume`) instead of logging them out.
-        let keep = SmallRng::seed_from_u64(self.keep_seed ^ self.gateway_epoch).gen_bool(0.5);
+        // them from the nodes (`Event::Resume`) instead of logging them out. Some of those
+        // are kept by another edge, which claims them later (during the new leader's
+        // placement hold, or after it). Half the leader changes leave the old leader
+        // running on, deposed, for a while (cut off from the store, it has not noticed).
+        let mut draw = SmallRng::seed_from_u64(self.keep_seed ^ self.gateway_epoch);
+        let keep = draw.gen_bool(0.5);
+        let linger = draw.gen_bool(0.5).then(|| draw.gen_range(100..4_000));
         let kept: Vec<Resume> = if keep {
             self.control
                 .players()
@@ -882,17 +949,31 @@ impl Sim {
         } else {
             Vec::new()
         };
-        self.log(|| format!("gateway restarts (keeping {} sessions)", kept.len()));
+        // A leader already deposed steps down now (one deposed at a time).
+        self.step_down();
+        self.log(|| {
+            format!(
+                "gateway restarts (keeping {} sessions{})",
+                kept.len(),
+                linger.map_or(String::new(), |ms| format!(
+                    "; the old leader runs on deposed for {ms} ms"
+                ))
+            )
+        });
+        let old_epoch = self.gateway_epoch;
         self.gateway_epoch += 1;
         // The new process's clock starts now.
-        self.gw_offset = self.now;
-        self.control = Control::new(
-            gateway_config(),
-            self.world.clone(),
-            self.gateway_epoch * 1_000_000_000,
+        let old_offset = std::mem::replace(&mut self.gw_offset, self.now);
+        let old = std::mem::replace(
+            &mut self.control,
+            Control::new(
+                gateway_config(),
+                self.world.clone(),
+                self.gateway_epoch * 1_000_000_000,
+            ),
         );
+        let old_tags = std::mem::take(&mut self.gw_tags);
         self.gw_started.clear();
-        self.gw_tags.clear();
         // Every client connection ends with the process; the accounts are free again.
         let open = self.open_sessions();
         for s in open {
@@ -902,24 +983,247 @@ impl Sim {
         }
         self.logged_on
             .retain(|a| kept.iter().any(|k| k.account == *a));
-        // Every node link ends too (the nodes reconnect).
-        for i in 0..self.nodes.len() {
-            if let Some(serial) = self.nodes[i].link {
-                let d = self.rng.gen_range(1..50);
-                self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
-                self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+        if let Some(ms) = linger {
+            // The old leader keeps its node links (and what is on its way on them) until
+            // it steps down.
+            let links = (0..self.nodes.len())
+                .filter_map(|i| {
+                    let n = &self.nodes[i];
+                    n.link.filter(|s| old.is_live(&n.id, *s)).map(|s| (i, s))
+                })
+                .collect();
+            let book = Book(
+                (1..=self.opts.accounts as u64)
+                    .filter_map(|a| self.store.saved(a, 0).map(|s| ((a, 0), s)))
+                    .collect(),
+            );
+            self.deposed = Some(Deposed {
+                control: old,
+                epoch: old_epoch,
+                offset: old_offset,
+                links,
+                tags: old_tags,
+                book,
+            });
+            self.at(self.now + ms, Delivery::StepDown { epoch: old_epoch });
+        } else {
+            // Every node link ends too (the nodes reconnect).
+            for i in 0..self.nodes.len() {
+                if let Some(serial) = self.nodes[i].link {
+                    let d = self.rng.gen_range(1..50);
+                    self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
+                    self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+                }
             }
+            // Commits not yet acknowledged are lost with the process's memory, but what
+            // the store committed stays (this store commits at once).
+            self.queue.retain(|_, d| {
+                !matches!(d, Delivery::LinkDown { .. } | Delivery::Committed { .. })
+            });
         }
-        // Commits not yet acknowledged are lost with the process's memory, but what the
-        // store committed stays (this store commits at once).
-        self.queue
-            .retain(|_, d| !matches!(d, Delivery::LinkDown { .. } | Delivery::Committed { .. }));
         self.kept_pending.clear();
         for k in kept {
             self.kept += 1;
-            self.kept_pending.insert(k.session);
-            self.gateway_event(Event::Resume(Box::new(k)));
+            if draw.gen_bool(0.25) {
+                // Kept by another edge: claimed when it finds the new leader.
+                let after = draw.gen_range(0..3_500);
+                let epoch = self.gateway_epoch;
+                self.at(
+                    self.now + after,
+                    Delivery::Claim {
+                        epoch,
+                        resume: Box::new(k),
+                    },
+                );
+            } else {
+                self.kept_pending.insert(k.session);
+                self.gateway_event(Event::Resume(Box::new(k)));
+            }
         }
+    }
+
+    /// The deposed leader notices and steps down: its process ends, and with it its node
+    /// links (the nodes reconnect) and whatever it had not sent.
+    fn step_down(&mut self) {
+        let Some(d) = self.deposed.take() else {
+            return;
+        };
+        self.log(|| format!("the deposed gateway (epoch {}) steps down", d.epoch));
+        for (i, serial) in d.links {
+            if self.nodes[i].link == Some(serial) {
+                let delay = self.rng.gen_range(1..50);
+                self.at(self.now + delay, Delivery::NodeLinkLost { node: i, serial });
+            }
+            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+        }
+    }
+
+    /// The serial of node `i`'s link to the deposed leader, if it holds one.
+    fn deposed_link(&self, i: usize) -> Option<u64> {
+        self.deposed.as_ref()?.links.get(&i).copied()
+    }
+
+    /// When the deposed leader's next timeout is due (simulated ms).
+    fn deposed_due(&self) -> Option<u64> {
+        let d = self.deposed.as_ref()?;
+        d.control.poll_timeout().map(|t| ms(t) + d.offset)
+    }
+
+    fn deposed_event(&mut self, e: Event) {
+        let Some(d) = &mut self.deposed else {
+            return;
+        };
+        let now = Duration::from_millis(self.now.saturating_sub(d.offset));
+        let actions = d.control.handle(now, e, &d.book);
+        self.deposed_actions(actions);
+    }
+
+    /// What the deposed leader decided: it still talks to the nodes it holds links to;
+    /// the store refuses its writes (saves are never acknowledged, hand-outs never
+    /// land); its clients are gone (their sessions were closed or kept by the leader).
+    fn deposed_actions(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            if self.deposed.is_none() {
+                return;
+            }
+            match a {
+                Action::Send { node, msg, .. } => self.deposed_send(&node, msg),
+                Action::Assign {
+                    node,
+                    key,
+                    generation,
+                    ..
+                } => self.deposed_send(
+                    &node,
+                    Msg::AssignInstance {
+                        key,
+                        generation,
+                        ground: Vec::new(),
+                        clock_epoch_ms: 0,
+                    },
+                ),
+                Action::CloseLink {
+                    node, reason, end, ..
+                } => {
+                    if let Some(i) = self.node_index(&node)
+                        && let Some(serial) = self.deposed_link(i)
+                        && end != LinkEnd::Closed
+                    {
+                        self.log(|| format!("deposed gw closes the link of {node}: {reason}"));
+                        let d = self.rng.gen_range(1..30);
+                        self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
+                        if end != LinkEnd::Draining {
+                            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+                        }
+                    }
+                }
+                Action::Save(save) => {
+                    let (node, id, entries): (String, u64, SaveEntries) = match *save {
+                        Save::One {
+                            node,
+                            snapshot_id,
+                            session,
+                            owner,
+                            reason,
+                            state,
+                        } => (
+                            node,
+                            snapshot_id,
+                            vec![(
+                                owner,
+                                SnapshotEntry {
+                                    session,
+                                    reason,
+                                    state: *state,
+                                },
+                            )],
+                        ),
+                        Save::Group {
+                            node,
+                            snapshot_id,
+                            entries,
+                            ..
+                        } => (node, snapshot_id, entries),
+                    };
+                    // Its own book takes what its fencing passes; the store refuses it.
+                    if let Some(d) = &mut self.deposed {
+                        for (owner, e) in entries {
+                            if let Some(k) = owner
+                                && d.book.0.get(&k).is_some_and(|c| c.fence == e.state.fence)
+                            {
+                                d.book.0.insert(k, e.state);
+                            }
+                        }
+                    }
+                    self.log(|| format!("the store refuses deposed save {id} of {node}"));
+                }
+                Action::HandOut {
+                    account,
+                    slot,
+                    fence,
+                    transfer,
+                } => {
+                    // Refused by the store, but the copy it hands out is real.
+                    if let Some(c) = self
+                        .deposed
+                        .as_mut()
+                        .and_then(|d| d.book.0.get_mut(&(account, slot)))
+                    {
+                        c.fence = fence;
+                    }
+                    let l = self.deposed_lineage();
+                    match (transfer, &mut self.deposed) {
+                        (Some(id), Some(d)) => {
+                            d.tags.insert(id, l);
+                        }
+                        (None, Some(d)) => {
+                            let epoch = d.epoch;
+                            self.handed.insert((epoch, account), l);
+                        }
+                        _ => {}
+                    }
+                }
+                Action::TransferBegan {
+                    id,
+                    session,
+                    recovery,
+                    ..
+                } => {
+                    let tag = if recovery {
+                        Some(self.deposed_lineage())
+                    } else {
+                        session.and_then(|s| {
+                            self.current_tags
+                                .iter()
+                                .find(|(x, _)| *x == s)
+                                .map(|(_, l)| *l)
+                        })
+                    };
+                    if let (Some(t), Some(d)) = (tag, &mut self.deposed) {
+                        d.tags.insert(id, t);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn deposed_send(&mut self, node: &str, msg: Msg) {
+        let Some(i) = self.node_index(node) else {
+            return;
+        };
+        let Some(serial) = self.deposed_link(i) else {
+            return;
+        };
+        if self.nodes[i].link != Some(serial)
+            || self
+                .deposed
+                .as_ref()
+                .is_none_or(|d| !d.control.is_live(node, serial))
+        {
+            return;
+        }
+        self.send_to_node(i, serial, msg, true);
     }
 
     // ----- deliveries -------------------------------------------------------------------
@@ -933,6 +1237,18 @@ impl Sim {
                 msg,
                 tag,
             } => {
+                if self.deposed_link(node) == Some(serial) {
+                    let id = self.nodes[node].id.clone();
+                    self.log(|| format!("{id} -> deposed gw: {}", describe(&msg)));
+                    self.current_tags = tag;
+                    self.deposed_event(Event::NodeMsg {
+                        node: id,
+                        serial,
+                        msg: *msg,
+                    });
+                    self.current_tags.clear();
+                    return Ok(());
+                }
                 // A link the gateway no longer has (it restarted, or closed it) is gone.
                 if self.nodes.get(node).and_then(|n| n.link) != Some(serial)
                     && !self.control.is_live(&self.nodes[node].id, serial)
@@ -971,6 +1287,18 @@ impl Sim {
                 let id = n.id.clone();
                 self.log(|| format!("gw -> {id}: {}", describe(&msg)));
                 self.node_msg(node, *msg, &tag);
+            }
+            Delivery::LinkDown { node, serial } if self.deposed_link(node) == Some(serial) => {
+                let id = self.nodes[node].id.clone();
+                self.log(|| format!("deposed gw: link {serial} of {id} closed"));
+                if let Some(d) = &mut self.deposed {
+                    d.links.remove(&node);
+                }
+                self.deposed_event(Event::NodeDown {
+                    node: id,
+                    serial,
+                    reason: "connection lost".into(),
+                });
             }
             Delivery::LinkDown { node, serial } => {
                 let id = self.nodes[node].id.clone();
@@ -1031,6 +1359,20 @@ impl Sim {
                     self.connect(node);
                 }
             }
+            Delivery::StepDown { epoch } => {
+                if self.deposed.as_ref().is_some_and(|d| d.epoch == epoch) {
+                    self.step_down();
+                }
+            }
+            Delivery::Claim { epoch, resume } => {
+                let session = resume.session;
+                if epoch == self.gateway_epoch && self.clients.get(&session).is_some_and(|c| c.open)
+                {
+                    self.log(|| format!("an edge claims kept session {session}"));
+                    self.kept_pending.insert(session);
+                    self.gateway_event(Event::Resume(resume));
+                }
+            }
             Delivery::Committed {
                 node,
                 serial,
@@ -1059,19 +1401,31 @@ impl Sim {
         };
         self.nodes[i].link = Some(serial);
         let id = self.nodes[i].id.clone();
+        // While a deposed leader runs on, it still accepts nodes: a node trying every
+        // gateway address may register with either.
+        let to_deposed = self.deposed.is_some() && self.rng.gen_bool(0.5);
+        let whom = if to_deposed { "the deposed gw" } else { "gw" };
         self.log(|| {
             format!(
-                "{id} registers on link {serial} running {}",
+                "{id} registers with {whom} on link {serial} running {}",
                 r.running.len()
             )
         });
-        self.gateway_event(Event::NodeUp {
+        let e = Event::NodeUp {
             node: r.node_id,
             addr: r.advertised_addr,
             capacity: r.capacity,
             serial,
             running: r.running,
-        });
+        };
+        if to_deposed {
+            if let Some(d) = &mut self.deposed {
+                d.links.insert(i, serial);
+            }
+            self.deposed_event(e);
+        } else {
+            self.gateway_event(e);
+        }
         self.resend_unacked(i, serial);
         self.nodes[i].stable_since = self.now;
     }
@@ -1142,11 +1496,16 @@ impl Sim {
                 } => {
                     self.store.book.hand_out(account, slot, fence);
                     self.store.book.take_persist();
-                    if let Some(id) = transfer {
-                        // A transfer's copy handed out again: a new lineage.
-                        let l = self.lineage.entry(account).or_insert(0);
-                        *l += 1;
-                        self.gw_tags.insert(id, *l);
+                    // Handed out again: a new lineage, which the transfer's copy (or the
+                    // `AttachPlayer` that follows) carries.
+                    let l = self.new_lineage(account);
+                    match transfer {
+                        Some(id) => {
+                            self.gw_tags.insert(id, l);
+                        }
+                        None => {
+                            self.handed.insert((self.gateway_epoch, account), l);
+                        }
                     }
                 }
                 Action::LoggedOff { account } => {
@@ -1169,11 +1528,10 @@ impl Sim {
                 } => {
                     let tag = if recovery {
                         // A recovery hands the character out from the store: a new lineage.
-                        session.and_then(|s| self.clients.get(&s)).map(|c| {
-                            let l = self.lineage.entry(c.account).or_insert(0);
-                            *l += 1;
-                            *l
-                        })
+                        session
+                            .and_then(|s| self.clients.get(&s))
+                            .map(|c| c.account)
+                            .map(|a| self.new_lineage(a))
                     } else {
                         session.and_then(|s| {
                             self.current_tags
@@ -1205,27 +1563,61 @@ impl Sim {
         let Some(serial) = self.gateway_link(i) else {
             return;
         };
+        self.send_to_node(i, serial, msg, false);
+    }
+
+    /// Posts a gateway's message to node `i` on link `serial`, tagged with the lineages
+    /// it carries; `deposed`: from the deposed leader (its hand-outs never reach the
+    /// store).
+    fn send_to_node(&mut self, i: usize, serial: u64, msg: Msg, deposed: bool) {
         let mut tag = Vec::new();
         match &msg {
             Msg::AttachPlayer { session, .. } => {
                 // A login hands the character out from the store: a new lineage.
-                if let Some(c) = self.clients.get(session) {
-                    let l = self.lineage.entry(c.account).or_insert(0);
-                    *l += 1;
-                    tag.push((*session, *l));
-                    let t = self.now;
-                    // Progress is counted from the hand-out.
-                    self.store.saved_at.insert(c.account, t);
+                if let Some(account) = self.clients.get(session).map(|c| c.account) {
+                    let epoch = match &self.deposed {
+                        Some(d) if deposed => d.epoch,
+                        _ => self.gateway_epoch,
+                    };
+                    let l = match self.handed.remove(&(epoch, account)) {
+                        Some(l) => l,
+                        None if deposed => self.deposed_lineage(),
+                        None => self.new_lineage(account),
+                    };
+                    tag.push((*session, l));
+                    if !deposed {
+                        // Progress is counted from the hand-out.
+                        self.store.saved_at.insert(account, self.now);
+                    }
                 }
             }
             Msg::Transfer(t) => {
-                if let (Some(s), Some(l)) = (t.session, self.gw_tags.get(&t.transfer_id)) {
+                let tags = match &self.deposed {
+                    Some(d) if deposed => &d.tags,
+                    _ => &self.gw_tags,
+                };
+                if let (Some(s), Some(l)) = (t.session, tags.get(&t.transfer_id)) {
                     tag.push((s, *l));
                 }
             }
             _ => {}
         }
         self.post(i, serial, Dir::ToNode, msg, tag);
+    }
+
+    /// A new lineage of `account`'s character, handed out by the leader: the current one.
+    fn new_lineage(&mut self, account: u64) -> u64 {
+        self.lineage_seq += 1;
+        let l = self.lineage_seq;
+        self.lineage.insert(account, l);
+        l
+    }
+
+    /// A lineage the deposed leader handed out: its hand-out never reaches the store, so
+    /// it is never the current one, and no write of it may ever be accepted.
+    fn deposed_lineage(&mut self) -> u64 {
+        self.lineage_seq += 1;
+        DEPOSED_LINEAGE | self.lineage_seq
     }
 
     /// The store commits a save the gateway accepted, as the hub does (a group is refused
@@ -1279,6 +1671,12 @@ impl Sim {
                 // never became live, its gateway gone, fences nothing).
                 let newest = self.materialized.get(&account).copied().unwrap_or(0);
                 if let Some(t) = tag {
+                    if t & DEPOSED_LINEAGE != 0 {
+                        return Err(self.violation(format!(
+                            "fencing: a write of account {account}'s character from {node} was \
+                             accepted from a copy the deposed leader handed out"
+                        )));
+                    }
                     if t < newest {
                         return Err(self.violation(format!(
                             "fencing: a write of account {account}'s character from {node} \

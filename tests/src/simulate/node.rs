@@ -259,6 +259,11 @@ impl Sim {
                         ..
                     } = &input
                     {
+                        // The copy's lineage is its when the zone takes it
+                        // (`AckTransfer`): a zone that holds the player already refuses a
+                        // second copy, and the one it holds keeps its lineage (seed 62,565:
+                        // a stale copy's warp into the instance its current copy was
+                        // arriving in took over the tag).
                         let n = &mut self.nodes[i];
                         let tag = n
                             .in_tags
@@ -266,7 +271,7 @@ impl Sim {
                             .or_else(|| n.out_tags.get(transfer_id))
                             .copied();
                         if let Some(l) = tag {
-                            n.copies.insert((key.clone(), p.0), l);
+                            n.arriving.insert(*transfer_id, (p.0, l));
                         }
                     }
                     self.push(i, &key, input);
@@ -424,6 +429,14 @@ impl Sim {
             self.log(|| l);
         }
         match &o {
+            ZoneOutput::AckTransfer { transfer_id } => {
+                if let Some((s, l)) = self.nodes[i].arriving.remove(transfer_id) {
+                    self.nodes[i].copies.insert((key.clone(), s), l);
+                }
+            }
+            ZoneOutput::NackTransfer { transfer_id, .. } => {
+                self.nodes[i].arriving.remove(transfer_id);
+            }
             ZoneOutput::TransferOut(t) => {
                 if let Some(c) = t.player.and_then(|p| self.clients.get(&p.0)) {
                     let account = c.account;

@@ -236,6 +236,9 @@ pub struct NodeCore<C, H> {
     draining: bool,
     instances: BTreeMap<InstanceKey, Hosted<H>>,
     sessions: BTreeMap<SessionId, InstanceKey>,
+    /// The fencing token of each hosted session's copy (reported at registration, so a
+    /// gateway taking over adopts only the copy the store knows).
+    fences: BTreeMap<SessionId, u64>,
     transfers: TransferTable<C>,
     /// The id block of the current registration and the next minter number in it: every
     /// zone sim created (a rebuild included) mints its transfer ids as its own minter.
@@ -253,6 +256,7 @@ impl<C: Clone, H> NodeCore<C, H> {
             draining: false,
             instances: BTreeMap::new(),
             sessions: BTreeMap::new(),
+            fences: BTreeMap::new(),
             transfers: TransferTable::new(),
             minters: (0, 1),
             next_id: first_id.max(1),
@@ -326,10 +330,18 @@ impl<C: Clone, H> NodeCore<C, H> {
         }
         self.instances
             .iter()
-            .map(|(key, h)| RunningInstance {
-                key: key.clone(),
-                generation: h.generation,
-                sessions: by_key.remove(key).unwrap_or_default(),
+            .map(|(key, h)| {
+                let sessions = by_key.remove(key).unwrap_or_default();
+                let fences = sessions
+                    .iter()
+                    .map(|s| self.fences.get(s).copied().unwrap_or(0))
+                    .collect();
+                RunningInstance {
+                    key: key.clone(),
+                    generation: h.generation,
+                    sessions,
+                    fences,
+                }
             })
             .collect()
     }
@@ -536,6 +548,8 @@ impl<C: Clone, H> NodeCore<C, H> {
         let h = self.instances.remove(key)?;
         let sessions = self.sessions_of(key);
         self.sessions.retain(|_, k| k != key);
+        let sessions_left = &self.sessions;
+        self.fences.retain(|s, _| sessions_left.contains_key(s));
         Some((
             Removed {
                 key: key.clone(),
@@ -587,6 +601,7 @@ impl<C: Clone, H> NodeCore<C, H> {
             return Err(RegistryError::DuplicateSession(a.session));
         }
         self.sessions.insert(a.session, a.key.clone());
+        self.fences.insert(a.session, a.state.fence);
         Ok(vec![NodeEffect::Push(
             a.key,
             ZoneInput::PlayerJoined {
@@ -622,6 +637,7 @@ impl<C: Clone, H> NodeCore<C, H> {
             return Vec::new();
         }
         self.sessions.remove(&session);
+        self.fences.remove(&session);
         vec![send(Msg::PlayerDetached {
             session,
             key: Some(key.clone()),
@@ -767,12 +783,14 @@ impl<C: Clone, H> NodeCore<C, H> {
         let mut out = Vec::with_capacity(fx.len());
         for e in fx {
             match e {
-                Effect::Route { session, to } => {
+                Effect::Route { session, to, fence } => {
                     self.sessions.insert(session, to);
+                    self.fences.insert(session, fence);
                 }
                 Effect::Unroute { session, from } => {
                     if self.sessions.get(&session) == Some(&from) {
                         self.sessions.remove(&session);
+                        self.fences.remove(&session);
                     }
                 }
                 Effect::Push(key, input) => out.push(NodeEffect::Push(key, input)),

@@ -42,6 +42,8 @@ struct Outgoing<C> {
 struct Incoming<C> {
     dest: InstanceKey,
     player: Option<PlayerKey>,
+    /// The arriving copy's fencing token.
+    fence: u64,
     /// The destination instance holds the actor prepared (acknowledged once).
     prepared: bool,
     /// From a local instance directly (its `Outgoing` carries the decision); else from
@@ -81,6 +83,8 @@ pub enum Effect<C> {
         session: u64,
         /// Its instance.
         to: InstanceKey,
+        /// The fencing token of the copy that arrived (`ActorStateDto::fence`).
+        fence: u64,
     },
     /// Forget the session's route if it still points at `from`.
     Unroute {
@@ -185,6 +189,7 @@ impl<C: Clone> TransferTable<C> {
                 Incoming {
                     dest: dest.clone(),
                     player: t.player,
+                    fence: t.state.fence,
                     prepared: false,
                     local: true,
                     ctx,
@@ -260,6 +265,7 @@ impl<C: Clone> TransferTable<C> {
             Incoming {
                 dest: dest.clone(),
                 player,
+                fence: t.state.fence,
                 prepared: false,
                 local: false,
                 ctx,
@@ -389,7 +395,7 @@ impl<C: Clone> TransferTable<C> {
             return out;
         }
         // Between two local instances: the decision goes straight to the destination.
-        let Some(_) = self.incoming.remove(&id) else {
+        let Some(arrived) = self.incoming.remove(&id) else {
             // The destination dropped its prepared copy (it stopped, or the copy expired)
             // after the source heard it was prepared.
             if let (true, Some(player)) = (commit, p.player) {
@@ -419,6 +425,7 @@ impl<C: Clone> TransferTable<C> {
                 out.push(Effect::Route {
                     session: player.0,
                     to: p.dest.clone(),
+                    fence: arrived.fence,
                 });
                 out.push(Effect::Send {
                     msg: Msg::PlayerMoved {
@@ -534,6 +541,7 @@ impl<C: Clone> TransferTable<C> {
                 out.push(Effect::Route {
                     session: player.0,
                     to: p.dest.clone(),
+                    fence: p.fence,
                 });
             }
             out.push(Effect::Push(
@@ -618,7 +626,7 @@ mod tests {
                     let id = id.map_or_else(String::new, |i| format!(" {}", i.serial));
                     format!("send {}{id} {}", msg.name(), ctx.unwrap_or("-"))
                 }
-                Effect::Route { session, to } => {
+                Effect::Route { session, to, .. } => {
                     format!("route {session} {}#{}", to.area, to.instance)
                 }
                 Effect::Unroute { session, from } => {

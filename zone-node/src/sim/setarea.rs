@@ -695,7 +695,12 @@ pub(crate) fn transfer_in(
         None => true,
     };
     if !ok {
-        st.reject(player, Rejection::BadJoin);
+        // No player is named: the refused copy never joined, and the player it names may
+        // be live here already (a stale copy's warp into the instance he is in). Naming
+        // him would make the node forget that live player's route (found by the
+        // control-plane simulator, issue 41: he lived on unrouted, a ghost whose stale
+        // saves refused his zone's checkpoints). The `NackTransfer` tells the source.
+        st.reject(None, Rejection::BadJoin);
         st.outputs.push(ZoneOutput::NackTransfer {
             transfer_id: tid,
             reason: "refused".into(),

@@ -548,3 +548,38 @@ fn handoff_messages_apply_between_ticks_and_other_inputs_wait() {
         "the leave waits for the tick"
     );
 }
+
+#[test]
+fn a_transfer_in_of_a_player_already_live_here_is_nacked_without_naming_him() {
+    // A stale copy's warp into the very instance where the player's current copy lives
+    // (after a leader change): refused, and the rejection names no player, so the node
+    // keeps routing the live one (found by the control-plane simulator, issue 41).
+    let mut h = SimHarness::new();
+    let (p, id) = h.spawn_player("Live", 0.0, 0.0);
+    let mut state = h.player_state("Live", 3.0, 3.0);
+    state.rid = 40;
+    h.clear();
+    h.push(ZoneInput::TransferIn {
+        transfer_id: tx(6),
+        player: Some(p),
+        is_dm: false,
+        state: Box::new(state),
+        arrival: Arrival::Saved,
+    });
+    h.tick();
+    assert!(h.outputs.iter().any(
+        |o| matches!(o, ZoneOutput::NackTransfer { transfer_id, .. } if *transfer_id == tx(6))
+    ));
+    assert!(
+        !h.outputs.iter().any(|o| matches!(
+            o,
+            ZoneOutput::Rejected {
+                player: Some(_),
+                ..
+            }
+        )),
+        "{:?}",
+        h.outputs
+    );
+    assert_eq!(h.sim.state().by_player(p), Some(id), "he plays on");
+}

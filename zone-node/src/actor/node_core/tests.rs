@@ -232,3 +232,51 @@ fn running_lists_every_copy_with_its_sessions() {
     assert_eq!(core.next_id(), 1);
     assert_eq!(core.next_id(), 2);
 }
+
+#[test]
+fn running_reports_each_copy_with_its_fencing_token() {
+    // A gateway taking over adopts a kept player only in the copy carrying the token the
+    // store holds (issue 41): the node says which token each copy carries, attached or
+    // arrived by a handoff.
+    let mut core = Core::new(4, 1);
+    core.assign(key("A"), 4, Vec::new(), make).unwrap();
+    let fenced = |fence| ActorStateDto {
+        fence,
+        ..ActorStateDto::default()
+    };
+    core.attach(Attach {
+        session: 9,
+        key: key("A"),
+        generation: 4,
+        rid: 1,
+        is_dm: false,
+        state: fenced(77),
+        arrival: ArrivalDto::Saved,
+    })
+    .unwrap();
+    let id = TransferId {
+        block: 1,
+        minter: 2,
+        serial: 5,
+    };
+    let t = TransferDto {
+        transfer_id: id,
+        generation: 4,
+        session: Some(3),
+        is_dm: false,
+        area: "A".into(),
+        instance: 0,
+        arrival: ArrivalDto::Saved,
+        state: fenced(88),
+    };
+    core.transfer_in(t, || "t").unwrap();
+    core.prepared(id);
+    core.remote_decided(id, true);
+    let r = core.running();
+    assert_eq!(r[0].sessions, [3, 9]);
+    assert_eq!(r[0].fences, [88, 77]);
+    assert_eq!((r[0].fence_of(9), r[0].fence_of(3)), (Some(77), Some(88)));
+    // Gone with the player.
+    core.player_removed(&key("A"), 9);
+    assert_eq!(core.running()[0].fences, [88]);
+}
