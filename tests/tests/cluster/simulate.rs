@@ -148,6 +148,24 @@ fn regression_seeds() {
         // back on another: the new leader adopted the stale copy the lost node reported
         // first (issue 41; adoption now asks for the node and the store's fencing token).
         (7_615, "kept session adopted from a stale copy"),
+        // Issue 41, session 36 (a deposed leader running on, late claims): a deposed
+        // leader's unstored fencing token accepted over the adopted copy's.
+        (345, "deposed leader's token accepted"),
+        (
+            159,
+            "adopted a copy the deposed leader put back on the same node",
+        ),
+        (27_021, "deposed leader's token accepted"),
+        // A stale copy held for a claim forgotten when the player was adopted elsewhere.
+        (24_224, "held stale copy forgotten"),
+        // A late claim adopted a player whose instance had been given up.
+        (42_734, "claim after the instance was given up"),
+        // Adopted in a copy placed elsewhere since, stopped under him.
+        (21_481, "adopted in a stale instance"),
+        // A refused duplicate `TransferIn` made the node forget the live copy's route.
+        (49_959, "refused transfer unrouted the live copy"),
+        // The simulator's own: a refused second copy took over the held one's tag.
+        (62_565, "refused copy's tag"),
     ];
     let opts = Options::default();
     for (seed, what) in found {
