@@ -1120,6 +1120,27 @@ fn a_session_kept_through_a_leader_change_is_adopted_where_its_node_reports_it()
     assert_eq!(cl.c.kept(), 0);
 }
 
+/// Node `node` registers on link `serial` at `at_ms`, reporting `running`.
+fn node_up(
+    c: &mut Control,
+    node: &str,
+    serial: u64,
+    at_ms: u64,
+    running: Vec<RunningInstance>,
+) -> Vec<Action> {
+    c.handle(
+        at(at_ms),
+        Event::NodeUp {
+            node: node.into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial,
+            running,
+        },
+        &chars(),
+    )
+}
+
 /// A gateway that took over beside separate nodes: it holds placement for 3 s.
 fn held_control() -> Control {
     let cfg = ControlConfig {
@@ -1217,17 +1238,7 @@ fn a_kept_session_is_not_adopted_in_a_copy_whose_token_the_store_never_took() {
     c.handle(at(1_000), kept(8, 2, "Bob", rid + 1), &chars);
     let mut inst = running(key("Meadow", 0), 500, vec![7, 8]);
     inst.fences = vec![1_234_567, 0];
-    let a = c.handle(
-        at(1_500),
-        Event::NodeUp {
-            node: "n1".into(),
-            addr: "h:1".into(),
-            capacity: 10,
-            serial: 1,
-            running: vec![inst],
-        },
-        &chars,
-    );
+    let a = node_up(&mut c, "n1", 1, 1_500, vec![inst]);
     assert!(
         !a.iter()
             .any(|x| matches!(x, Action::Route { session: 7, .. })),
@@ -1256,25 +1267,12 @@ fn a_stale_copy_on_another_node_is_detached_though_the_player_is_adopted_elsewhe
     let mut c = held_control();
     let chars = chars();
     let rid = MIN_PLAYER_RID + 5;
-    let up = |c: &mut Control, node: &str, serial, at_ms, inst: RunningInstance| {
-        c.handle(
-            at(at_ms),
-            Event::NodeUp {
-                node: node.into(),
-                addr: "h:1".into(),
-                capacity: 10,
-                serial,
-                running: vec![inst],
-            },
-            &chars,
-        )
-    };
-    up(
+    node_up(
         &mut c,
         "n2",
         1,
         500,
-        running(key("Darkwood", 0), 400, vec![7]),
+        vec![running(key("Darkwood", 0), 400, vec![7])],
     );
     c.handle(at(600), kept(7, 1, "Ann", rid), &chars);
     assert_eq!(
@@ -1282,12 +1280,12 @@ fn a_stale_copy_on_another_node_is_detached_though_the_player_is_adopted_elsewhe
         None,
         "n2's copy is not where the leader had her"
     );
-    up(
+    node_up(
         &mut c,
         "n1",
         2,
         700,
-        running(key("Meadow", 0), 500, vec![7]),
+        vec![running(key("Meadow", 0), 500, vec![7])],
     );
     assert_eq!(c.node_of(7), Some("n1"), "adopted where the leader had her");
     let a = c.on_timeout(at(3_000), &chars);
@@ -1308,16 +1306,12 @@ fn a_claim_after_its_instance_was_given_up_adopts_nothing() {
     // copy is gone: the claim must not put her "in the world" where nothing hosts her.
     let mut c = held_control();
     let chars = chars();
-    c.handle(
-        at(500),
-        Event::NodeUp {
-            node: "n1".into(),
-            addr: "h:1".into(),
-            capacity: 10,
-            serial: 1,
-            running: vec![running(key("Meadow", 0), 500, vec![7])],
-        },
-        &chars,
+    node_up(
+        &mut c,
+        "n1",
+        1,
+        500,
+        vec![running(key("Meadow", 0), 500, vec![7])],
     );
     c.handle(
         at(600),
@@ -1344,20 +1338,7 @@ fn a_kept_session_is_not_adopted_in_a_copy_placed_elsewhere_since() {
     // stale (stopped): she is not adopted in it, to be stopped under her.
     let mut c = held_control();
     let chars = chars();
-    let up = |c: &mut Control, node: &str, serial, at_ms, running| {
-        c.handle(
-            at(at_ms),
-            Event::NodeUp {
-                node: node.into(),
-                addr: "h:1".into(),
-                capacity: 10,
-                serial,
-                running,
-            },
-            &chars,
-        )
-    };
-    up(&mut c, "n2", 1, 500, Vec::new());
+    node_up(&mut c, "n2", 1, 500, Vec::new());
     c.handle(at(600), kept(7, 1, "Ann", MIN_PLAYER_RID + 5), &chars);
     let a = c.on_timeout(at(3_000), &chars);
     assert!(
@@ -1366,7 +1347,7 @@ fn a_kept_session_is_not_adopted_in_a_copy_placed_elsewhere_since() {
         ),
         "placed on n2 at the hold's end: {a:?}"
     );
-    let a = up(
+    let a = node_up(
         &mut c,
         "n1",
         2,

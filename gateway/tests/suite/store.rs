@@ -81,6 +81,16 @@ on_both_backends!(
     the_writer_confirms_its_lease_until_another_gateway_claims_the_store,
 );
 
+/// Raises the control epoch as another gateway's claim does, behind the holder's back.
+fn another_gateway_claims(admin: &mut postgres::Client) {
+    admin
+        .execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'leader_epoch'",
+            &[],
+        )
+        .unwrap();
+}
+
 /// `Writer::confirm_lease` (asked by a leader before it logs out the players of an edge
 /// whose link ended): true while the store is this gateway's (always on SQLite, whose
 /// directory lock cannot be taken away); on Postgres false once another gateway raised
@@ -101,12 +111,7 @@ fn the_writer_confirms_its_lease_until_another_gateway_claims_the_store(at: &At)
     assert!(w.deposed().borrow().is_none());
     let At::Pg(_, url) = at else { return };
     let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    admin
-        .execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'leader_epoch'",
-            &[],
-        )
-        .unwrap();
+    another_gateway_claims(&mut admin);
     assert!(!confirm(&w), "another gateway's claim ends the lease");
     assert!(w.deposed().borrow().is_some(), "and the writer says so");
     assert!(!confirm(&w), "for good");
@@ -1605,12 +1610,7 @@ fn a_deposed_store_is_told_and_its_writes_are_refused() {
     let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
     // Another claim while the old holder still believes it holds the database (its lock
     // was lost without it noticing): the epoch row moves on.
-    admin
-        .execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'leader_epoch'",
-            &[],
-        )
-        .unwrap();
+    another_gateway_claims(&mut admin);
     let err = old
         .apply(&[PersistOp::UpsertAccount(row(41, "Late"))])
         .unwrap_err();

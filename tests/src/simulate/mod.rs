@@ -1107,44 +1107,13 @@ impl Sim {
                 } => {
                     if let Some(i) = self.node_index(&node)
                         && let Some(serial) = self.deposed_link(i)
-                        && end != LinkEnd::Closed
                     {
-                        self.log(|| format!("deposed gw closes the link of {node}: {reason}"));
-                        let d = self.rng.gen_range(1..30);
-                        self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
-                        if end != LinkEnd::Draining {
-                            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
-                        }
+                        let line = format!("deposed gw closes the link of {node}: {reason}");
+                        self.close_link(i, serial, end, line);
                     }
                 }
                 Action::Save(save) => {
-                    let (node, id, entries): (String, u64, SaveEntries) = match *save {
-                        Save::One {
-                            node,
-                            snapshot_id,
-                            session,
-                            owner,
-                            reason,
-                            state,
-                        } => (
-                            node,
-                            snapshot_id,
-                            vec![(
-                                owner,
-                                SnapshotEntry {
-                                    session,
-                                    reason,
-                                    state: *state,
-                                },
-                            )],
-                        ),
-                        Save::Group {
-                            node,
-                            snapshot_id,
-                            entries,
-                            ..
-                        } => (node, snapshot_id, entries),
-                    };
+                    let (node, id, entries) = save_entries(*save);
                     // Its own book takes what its fencing passes; the store refuses it.
                     if let Some(d) = &mut self.deposed {
                         for (owner, e) in entries {
@@ -1192,12 +1161,7 @@ impl Sim {
                     let tag = if recovery {
                         Some(self.deposed_lineage())
                     } else {
-                        session.and_then(|s| {
-                            self.current_tags
-                                .iter()
-                                .find(|(x, _)| *x == s)
-                                .map(|(_, l)| *l)
-                        })
+                        self.carried_tag(session)
                     };
                     if let (Some(t), Some(d)) = (tag, &mut self.deposed) {
                         d.tags.insert(id, t);
@@ -1477,14 +1441,9 @@ impl Sim {
                 } => {
                     if let Some(i) = self.node_index(&node)
                         && let Some(serial) = self.nodes[i].link
-                        && end != LinkEnd::Closed
                     {
-                        self.log(|| format!("gw closes the link of {node}: {reason}"));
-                        let d = self.rng.gen_range(1..30);
-                        self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
-                        if end != LinkEnd::Draining {
-                            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
-                        }
+                        let line = format!("gw closes the link of {node}: {reason}");
+                        self.close_link(i, serial, end, line);
                     }
                 }
                 Action::Save(save) => self.save(*save)?,
@@ -1533,12 +1492,7 @@ impl Sim {
                             .map(|c| c.account)
                             .map(|a| self.new_lineage(a))
                     } else {
-                        session.and_then(|s| {
-                            self.current_tags
-                                .iter()
-                                .find(|(x, _)| *x == s)
-                                .map(|(_, l)| *l)
-                        })
+                        self.carried_tag(session)
                     };
                     if let Some(t) = tag {
                         self.gw_tags.insert(id, t);
@@ -1554,6 +1508,30 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// The lineage the message being handled carries for `session` (a node's
+    /// `Transfer`): a handoff carries its copy's lineage on.
+    fn carried_tag(&self, session: Option<SessionId>) -> Option<u64> {
+        let s = session?;
+        self.current_tags
+            .iter()
+            .find(|(x, _)| *x == s)
+            .map(|(_, l)| *l)
+    }
+
+    /// A gateway closes node `i`'s link `serial` (`Action::CloseLink`): the node notices
+    /// and reconnects; a draining link still delivers what is on its way.
+    fn close_link(&mut self, i: usize, serial: u64, end: LinkEnd, line: String) {
+        if end == LinkEnd::Closed {
+            return;
+        }
+        self.log(|| line);
+        let d = self.rng.gen_range(1..30);
+        self.at(self.now + d, Delivery::NodeLinkLost { node: i, serial });
+        if end != LinkEnd::Draining {
+            self.tails.retain(|(n, s, _), _| !(*n == i && *s == serial));
+        }
     }
 
     fn gateway_send(&mut self, node: &str, msg: Msg) {
@@ -1624,33 +1602,7 @@ impl Sim {
     /// whole when one of its copies is fenced by its token); the oracle then checks that
     /// no write of a superseded lineage got through.
     fn save(&mut self, save: Save) -> Result<(), Violation> {
-        let (node, snapshot_id, entries): (String, u64, SaveEntries) = match save {
-            Save::One {
-                node,
-                snapshot_id,
-                session,
-                owner,
-                reason,
-                state,
-            } => (
-                node,
-                snapshot_id,
-                vec![(
-                    owner,
-                    SnapshotEntry {
-                        session,
-                        reason,
-                        state: *state,
-                    },
-                )],
-            ),
-            Save::Group {
-                node,
-                snapshot_id,
-                entries,
-                ..
-            } => (node, snapshot_id, entries),
-        };
+        let (node, snapshot_id, entries) = save_entries(save);
         let target = |book: &AccountBook, owner: Option<(u64, u8)>, e: &SnapshotEntry| {
             owner.or_else(|| book.find_character(&e.state.name))
         };
@@ -1718,6 +1670,37 @@ impl Sim {
             at_ms: self.now,
             what,
         }
+    }
+}
+
+/// A save's node, snapshot id and characters, one or a group alike.
+fn save_entries(save: Save) -> (String, u64, SaveEntries) {
+    match save {
+        Save::One {
+            node,
+            snapshot_id,
+            session,
+            owner,
+            reason,
+            state,
+        } => (
+            node,
+            snapshot_id,
+            vec![(
+                owner,
+                SnapshotEntry {
+                    session,
+                    reason,
+                    state: *state,
+                },
+            )],
+        ),
+        Save::Group {
+            node,
+            snapshot_id,
+            entries,
+            ..
+        } => (node, snapshot_id, entries),
     }
 }
 

@@ -177,6 +177,26 @@ fn node_n1(dir: &std::path::Path, gateways: &[SocketAddr]) -> Child {
         .unwrap()
 }
 
+/// The database server ends the connection of the gateway holding the database (and its
+/// lock with it), as a partition or a database restart does.
+async fn cut_off_the_leader(url: &str) {
+    let admin_url = url.to_owned();
+    let ended = tokio::task::spawn_blocking(move || {
+        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+        admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .len()
+    })
+    .await
+    .unwrap();
+    assert_eq!(ended, 1, "one gateway held the database");
+}
+
 /// Gateway A (serving), gateway B (`--standby`) on `url`, and node n1 given both internal
 /// addresses, registered with A and every instance placed.
 struct Pair {
@@ -335,21 +355,7 @@ async fn a_gateway_cut_off_from_its_database_steps_down() {
 
     // The database server ends the active gateway's connection (the lock holder's).
     let cut = Instant::now();
-    let admin_url = url.clone();
-    let ended = tokio::task::spawn_blocking(move || {
-        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
-        admin
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks \
-                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .len()
-    })
-    .await
-    .unwrap();
-    assert_eq!(ended, 1, "one gateway held the database");
+    cut_off_the_leader(&url).await;
     // It steps down by itself: exits, with the reason in its log.
     let deadline = Instant::now() + WAIT;
     let status = loop {
@@ -756,21 +762,7 @@ async fn an_edge_keeps_its_players_when_the_leader_is_cut_off_from_the_database(
     assert!(echo(&mut pb, gb.runtime_id, b_to, WAIT).await);
     tokio::time::sleep(Duration::from_millis(1_000)).await;
 
-    let admin_url = url.clone();
-    let ended = tokio::task::spawn_blocking(move || {
-        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
-        admin
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks \
-                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .len()
-    })
-    .await
-    .unwrap();
-    assert_eq!(ended, 1, "one gateway held the database");
+    cut_off_the_leader(&url).await;
     assert!(ready(&b_out, WAIT).is_some(), "the edge takes over");
     let deadline = Instant::now() + WAIT;
     while children.0[0].try_wait().unwrap().is_none() {
