@@ -290,15 +290,15 @@ impl Directory {
     /// placed elsewhere since was stopped under him).
     pub fn would_keep(&self, id: &str, r: &RunningInstance) -> bool {
         match self.placements.get(&r.key) {
+            // Ours: kept when the generation matches.
             Some(p) if p.node == id => p.generation == r.generation,
-            Some(p) => self.newer_than_adopted(r, p),
+            // Placed elsewhere since: stale, unless the placement there was adopted from
+            // another node after a restart and this copy is newer (the newest wins).
+            Some(p) => r.generation > p.generation && p.generation < self.first_generation,
+            // Withdrawn by this gateway (its node was given up, or it was stopped): stale.
+            // Older than this gateway (it restarted): adopted.
             None => r.generation < self.first_generation,
         }
-    }
-
-    /// A reported copy newer than the one adopted from another node after a restart.
-    fn newer_than_adopted(&self, r: &RunningInstance, p: &Placement) -> bool {
-        r.generation > p.generation && p.generation < self.first_generation
     }
 
     /// A node (re-)registered on connection `conn` with what it still runs. `known` says
@@ -342,36 +342,28 @@ impl Directory {
         }
         for r in running {
             self.next_generation = self.next_generation.max(r.generation.saturating_add(1));
-            let keep = match self.placements.get(&r.key).cloned() {
-                // Ours: keep it when the generation matches.
-                Some(p) if p.node == id => p.generation == r.generation,
-                // Adopted from another node after a restart, but this copy is newer: the
-                // newest generation wins, the other copy goes.
-                Some(p) if self.newer_than_adopted(r, &p) => {
-                    out.push(Action::Lost {
-                        key: r.key.clone(),
-                        node: p.node.clone(),
-                    });
-                    out.push(Action::Stop {
-                        node: p.node,
-                        key: r.key.clone(),
-                        generation: p.generation,
-                    });
-                    self.adopt(id, r);
-                    true
-                }
-                // Placed elsewhere since: this copy is stale.
-                Some(_) => false,
-                // Withdrawn by this gateway (its node was given up, or it was stopped):
-                // stale.
-                None if r.generation >= self.first_generation => false,
-                // Unknown (the gateway restarted): adopt it.
-                None => {
-                    self.adopt(id, r);
-                    true
-                }
-            };
+            let keep = self.would_keep(id, r);
             if keep {
+                match self.placements.get(&r.key).cloned() {
+                    // Ours, at its generation.
+                    Some(p) if p.node == id => {}
+                    // Adopted from another node after a restart, but this copy is newer:
+                    // the newest generation wins, the other copy goes.
+                    Some(p) => {
+                        out.push(Action::Lost {
+                            key: r.key.clone(),
+                            node: p.node.clone(),
+                        });
+                        out.push(Action::Stop {
+                            node: p.node,
+                            key: r.key.clone(),
+                            generation: p.generation,
+                        });
+                        self.adopt(id, r);
+                    }
+                    // Unknown (the gateway restarted): adopt it.
+                    None => self.adopt(id, r),
+                }
                 if let Some(p) = self.placements.get_mut(&r.key) {
                     p.ready = true;
                 }
