@@ -101,6 +101,12 @@ pub struct GatewayConfig {
     /// waits: it serves clients on its own addresses and relays them to whichever peer
     /// leads (`docs/operations.md`, "Several gateways").
     pub peers: Vec<String>,
+    /// Where the zone nodes reach this gateway's client endpoint (`host:port`,
+    /// `--fanout-addr`, `GATEWAY_FANOUT_ADDR`) when it serves as an edge: they send its
+    /// clients' broadcast datagrams straight here instead of through the leader
+    /// (`docs/operations.md`, "Several gateways"). Empty: `listen` when it names an
+    /// address (not 0.0.0.0 or ::); `off`: never (the leader relays them).
+    pub fanout_addr: String,
     /// Password verifications per client network (IPv4 address, IPv6 /64) per minute, and
     /// at once; a verification beyond it is refused unrun (code 4).
     pub login_attempts_per_minute: u32,
@@ -206,6 +212,7 @@ impl Default for GatewayConfig {
             data_dir: PathBuf::from("data"),
             backup_dir: None,
             database_url: String::new(),
+            fanout_addr: String::new(),
             world: None,
             cluster_secret: String::new(),
             cert_path: None,
@@ -301,6 +308,7 @@ impl Settings for GatewayConfig {
             "password_hash" => self.password_hash = value.trim().to_ascii_lowercase(),
             "standalone" => self.standalone = boolean(value)?,
             "standby" => self.standby = boolean(value)?,
+            "fanout_addr" => self.fanout_addr = value.trim().to_owned(),
             "peers" => {
                 self.peers = value
                     .split(',')
@@ -483,6 +491,12 @@ impl GatewayConfig {
         if let Some(p) = self.peers.iter().find(|p| !host_port(p)) {
             return bad("peers", format!("{p:?} is not host:port"));
         }
+        if !matches!(self.fanout_addr.as_str(), "" | "off") && !host_port(&self.fanout_addr) {
+            return bad(
+                "fanout_addr",
+                format!("{:?} is not host:port (or off)", self.fanout_addr),
+            );
+        }
         if !self.admin_token.is_empty() && self.admin_token.len() < 24 {
             return bad(
                 "admin_token",
@@ -587,6 +601,16 @@ impl GatewayConfig {
         Ok(b)
     }
 
+    /// Where the zone nodes reach this gateway for the direct fan-out (`fanout_addr`),
+    /// if anywhere.
+    pub fn fanout_advertised(&self) -> Option<String> {
+        match self.fanout_addr.as_str() {
+            "off" => None,
+            "" => (!self.listen.ip().is_unspecified()).then(|| self.listen.to_string()),
+            a => Some(a.to_owned()),
+        }
+    }
+
     /// The idle timeout.
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_millis(self.idle_timeout_ms)
@@ -658,6 +682,24 @@ mod tests {
         c.set("peers", "").unwrap();
         assert!(c.peers.is_empty());
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn the_fanout_address_is_listen_unless_set_or_off() {
+        let mut c = GatewayConfig::default();
+        c.set("listen", "0.0.0.0:25000").unwrap();
+        assert_eq!(c.fanout_advertised(), None);
+        c.set("listen", "10.0.0.5:25000").unwrap();
+        assert_eq!(c.fanout_advertised().as_deref(), Some("10.0.0.5:25000"));
+        c.set("fanout_addr", "gateway-b:25000").unwrap();
+        assert_eq!(c.fanout_advertised().as_deref(), Some("gateway-b:25000"));
+        c.set("fanout_addr", "off").unwrap();
+        assert_eq!(c.fanout_advertised(), None);
+        c.cluster_secret = secret();
+        c.validate().unwrap();
+        c.set("fanout_addr", "gateway-b").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("fanout_addr"), "{e}");
     }
 
     #[test]

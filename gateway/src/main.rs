@@ -40,6 +40,11 @@ struct RunArgs {
     /// while another leads, this one serves clients and relays them to it (an edge).
     #[arg(long, value_name = "ADDRS")]
     peers: Option<String>,
+    /// As an edge: where the zone nodes reach this gateway's client endpoint (host:port)
+    /// to send its clients' broadcasts straight to it (default: --listen when it names an
+    /// address; `off`: through the leader).
+    #[arg(long, value_name = "ADDR")]
+    fanout_addr: Option<String>,
     /// World directory: a native world or a Realm Crafter `Server Data` directory
     /// (default: the embedded demo world).
     #[arg(long)]
@@ -85,6 +90,7 @@ impl RunArgs {
             ("data_dir", &self.data_dir),
             ("database_url", &self.database_url),
             ("peers", &self.peers),
+            ("fanout_addr", &self.fanout_addr),
             ("listen", &self.listen),
             ("internal_listen", &self.internal_listen),
             ("enet_listen", &self.enet_listen),

@@ -483,7 +483,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let writer = Writer::spawn(store)?;
     // Handles given at load to characters of an older database.
     writer.submit(book.take_persist())?;
-    let (client_cfg, identity, created) = tls::client_endpoint_config(&cfg)?;
+    let (client_cfg, identity, created) = tls::client_endpoint_config(&cfg, false)?;
     let fingerprint = identity.fingerprint();
     tracing::info!(sha256 = %fingerprint, created, "client certificate");
     // Kept in the data directory: nodes may pin its fingerprint, which must survive

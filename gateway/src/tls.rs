@@ -250,18 +250,29 @@ pub fn server_config(
 }
 
 /// The players' endpoint's configuration: the configured certificate (`cert_path`,
-/// `key_path`) or the one kept in the data directory, ALPN `rc/1` and `rc-compact/1`.
+/// `key_path`) or the one kept in the data directory, ALPN `rc/1` and `rc-compact/1`, and
+/// with `fanout` the zone nodes' `rc-fanout/1` too (an edge's endpoint).
 /// Returns it with the identity and whether the certificate was just made.
 pub fn client_endpoint_config(
     cfg: &crate::config::GatewayConfig,
+    fanout: bool,
 ) -> Result<(quinn::ServerConfig, Identity, bool), TlsError> {
     let (identity, created) = match (&cfg.cert_path, &cfg.key_path) {
         (Some(c), Some(k)) => (load_pem(c, k)?, false),
         _ => load_or_create(&cfg.data_dir)?,
     };
+    let alpns: &[&[u8]] = if fanout {
+        &[
+            b"rc/1",
+            shared::compact::ALPN,
+            shared::internal::FANOUT_ALPN,
+        ]
+    } else {
+        &[b"rc/1", shared::compact::ALPN]
+    };
     let server = server_config(
         &identity,
-        &[b"rc/1", shared::compact::ALPN],
+        alpns,
         Limits {
             idle: cfg.idle_timeout(),
             bidi_streams: 1,

@@ -24,6 +24,8 @@ use crate::actor::retention::{Retention, snapshot_id};
 use crate::actor::{Metrics, Outbound, Registry};
 use crate::config::NodeConfig;
 
+mod fanout;
+
 /// Why the link gave up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -149,6 +151,12 @@ fn hex_decode(s: &str) -> Option<Vec<u8>> {
 
 /// The QUIC client configuration for the internal link.
 pub fn client_config(cfg: &NodeConfig) -> Result<quinn::ClientConfig, LinkError> {
+    client_config_for(cfg, ALPN)
+}
+
+/// The QUIC client configuration offering `alpn` (the internal link's, or the fan-out
+/// link's to an edge gateway).
+fn client_config_for(cfg: &NodeConfig, alpn: &[u8]) -> Result<quinn::ClientConfig, LinkError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let pin = cfg.gateway_cert_sha256.as_deref().and_then(parse_pin);
     let verifier = Arc::new(GatewayVerifier {
@@ -161,7 +169,7 @@ pub fn client_config(cfg: &NodeConfig) -> Result<quinn::ClientConfig, LinkError>
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| LinkError::Setup(e.to_string()))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
@@ -195,6 +203,12 @@ pub async fn run(
         quinn::Endpoint::client(bind).map_err(|e| LinkError::Setup(e.to_string()))?;
     endpoint.set_default_client_config(client_config(&cfg)?);
     let mut state = LinkState::new();
+    state.fanout = fanout::Fanout::new(fanout::Connector {
+        endpoint: endpoint.clone(),
+        client: client_config_for(&cfg, shared::internal::FANOUT_ALPN)?,
+        cfg: Arc::new(cfg.clone()),
+        reg: reg.clone(),
+    });
     let mut backoff = Duration::from_millis(cfg.reconnect_min_ms);
     let max_backoff = Duration::from_millis(cfg.reconnect_max_ms);
     let span = tracing::info_span!("link", node = %cfg.node_id, gateway = %cfg.gateway_addr);
@@ -287,6 +301,8 @@ struct LinkState {
     /// The newest control-plane epoch registered with: a gateway older than this (a
     /// deposed leader that has not noticed yet) is refused and the next address tried.
     gateway_epoch: u64,
+    /// The direct fan-out to edge gateways.
+    fanout: fanout::Fanout,
 }
 
 impl LinkState {
@@ -296,6 +312,7 @@ impl LinkState {
             drain_deadline: None,
             epoch: Instant::now(),
             gateway_epoch: 0,
+            fanout: fanout::Fanout::default(),
         }
     }
 
@@ -434,7 +451,7 @@ async fn handshake(
     // placements it makes (their `AssignInstance` carry the context back).
     let span = tracing::info_span!(parent: None, "node.register", node = %cfg.node_id,
         gateway = %gateway, running = reg.instance_count());
-    let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv, seen_epoch)
+    let authenticated = authenticate(cfg, reg, &conn, &mut send, &mut recv, seen_epoch, false)
         .instrument(span)
         .await;
     let (dec, registered) = authenticated?;
@@ -459,6 +476,7 @@ async fn authenticate(
     send: &mut quinn::SendStream,
     recv: &mut quinn::RecvStream,
     seen_epoch: u64,
+    fanout: bool,
 ) -> Result<(FrameDecoder, Registered), SessionEnd> {
     let mut exporter = [0u8; EXPORTER_LEN];
     conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
@@ -490,9 +508,10 @@ async fn authenticate(
                     crate::telemetry::envelope_current(Msg::Register {
                         node_id: cfg.node_id.clone(),
                         advertised_addr: cfg.advertised_addr.clone(),
-                        capacity: cfg.capacity,
+                        // A fan-out link hosts nothing: it only carries broadcasts.
+                        capacity: if fanout { 0 } else { cfg.capacity },
                         protocol_version: PROTOCOL_VERSION,
-                        running: reg.running(),
+                        running: if fanout { Vec::new() } else { reg.running() },
                     }),
                 )
                 .await?;
@@ -502,8 +521,10 @@ async fn authenticate(
                 heartbeat_ms,
                 epoch,
             } => {
-                tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
-                    instances = reg.instance_count(), heartbeat_ms, epoch, "registered");
+                if !fanout {
+                    tracing::info!(node = %cfg.node_id, gateway = %gateway_id,
+                        instances = reg.instance_count(), heartbeat_ms, epoch, "registered");
+                }
                 return Ok((
                     dec,
                     Registered {
@@ -813,7 +834,13 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
         return;
     }
     match o {
-        Outbound::Broadcast { broadcast, .. } => {
+        Outbound::Broadcast { mut broadcast, .. } => {
+            // An edge's clients' datagrams straight to it; the rest through the leader.
+            let now = state.now_ms();
+            state.fanout.send_direct(&mut broadcast, &reg.metrics, now);
+            if broadcast.datagrams.is_empty() {
+                return;
+            }
             if encode_frame(&Envelope::new(Msg::Broadcast(broadcast)), wbuf).is_err() {
                 Metrics::inc(&reg.metrics.outbound_dropped);
             }
@@ -871,6 +898,11 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
         Msg::ClientFrames { session, frames } => reg.client_frames(session, &frames).err().map(err),
         Msg::SnapshotAck { snapshot_id } => {
             state.unacked.acked(snapshot_id);
+            None
+        }
+        Msg::Fanout { session, edge } => {
+            let now = state.now_ms();
+            state.fanout.set(session, edge, now);
             None
         }
         Msg::Transfer(t) => {

@@ -300,6 +300,7 @@ fn relay(
         id,
         Client {
             down: down_tx,
+            session: std::sync::atomic::AtomicU64::new(0),
             queued: queued.clone(),
             sink: Sink::Enet(peer, tx.clone()),
         },
@@ -321,7 +322,7 @@ fn relay(
         },
     };
     if leader.tx.try_send(first).is_err() {
-        leader.clients.remove(&id);
+        leader.forget(id);
         return false;
     }
     let (up_tx, up_rx) = mpsc::unbounded_channel();
@@ -574,14 +575,14 @@ async fn peer_task(
                 // The link's reader tells the host task itself.
                 Some(Down::Entered(_) | Down::Party(_)) => {}
                 Some(Down::LeaderLost) | None => {
-                    leader.clients.remove(&id);
+                    leader.forget(id);
                     let _ = host.send(EnetOut::Lost { peer }).await;
                     return;
                 }
             },
         }
     };
-    leader.clients.remove(&id);
+    leader.forget(id);
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
     let _ = host.send(EnetOut::Close { peer, kick, code }).await;
 }

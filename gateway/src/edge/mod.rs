@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument as _;
 
 mod enet;
+mod fanout;
 
 use crate::config::GatewayConfig;
 use crate::net::client::KeptSession;
@@ -88,6 +89,8 @@ pub struct Handover {
 /// One relayed client as the link's reader reaches it.
 struct Client {
     down: mpsc::UnboundedSender<Down>,
+    /// The leader's session id once its player entered the world (0: not yet).
+    session: AtomicU64,
     /// Bytes in `down` not yet written (bounded by `client_queue_bytes`).
     queued: Arc<AtomicUsize>,
     /// Where its datagrams go.
@@ -109,6 +112,21 @@ struct Leader {
     conn: quinn::Connection,
     tx: mpsc::Sender<EdgeMsg>,
     clients: DashMap<RelayId, Client>,
+    /// Each relayed player's session (the zone nodes' key) → its client here and the node
+    /// the leader last said hosts it: where the direct fan-out delivers ([`fanout`]).
+    sessions: DashMap<u64, (RelayId, String)>,
+}
+
+impl Leader {
+    /// Forgets relayed client `id` (and its session's fan-out entry).
+    fn forget(&self, id: RelayId) {
+        if let Some((_, c)) = self.clients.remove(&id) {
+            let session = c.session.load(Ordering::Relaxed);
+            if session != 0 {
+                self.sessions.remove_if(&session, |_, e| e.0 == id);
+            }
+        }
+    }
 }
 
 /// The edge's state every task shares.
@@ -122,6 +140,12 @@ struct State {
     epoch: AtomicU64,
     /// Clients kept when the leader went, by relay id.
     kept: DashMap<RelayId, Kept>,
+    /// Broadcast datagrams zone nodes sent here that went to their clients.
+    fanout_sent: AtomicU64,
+    /// Those that did not (no such client here, another node hosts it, no room).
+    fanout_dropped: AtomicU64,
+    /// Fan-out links refused (no proof of the cluster secret in time).
+    fanout_refused: AtomicU64,
 }
 
 /// The leader an edge is linked to.
@@ -176,7 +200,7 @@ impl Edge {
     /// Binds the client endpoint on `cfg.listen` and starts looking for the leader among
     /// `cfg.peers`.
     pub fn start(cfg: &GatewayConfig) -> Result<Self, EdgeError> {
-        let (server, _, _) = tls::client_endpoint_config(cfg)?;
+        let (server, _, _) = tls::client_endpoint_config(cfg, cfg.fanout_advertised().is_some())?;
         let endpoint = crate::server::edge_endpoint(cfg.listen, server)
             .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
         let heartbeat = Duration::from_millis(cfg.heartbeat_ms.max(10));
@@ -201,6 +225,9 @@ impl Edge {
             per_ip: DashMap::new(),
             epoch: AtomicU64::new(0),
             kept: DashMap::new(),
+            fanout_sent: AtomicU64::new(0),
+            fanout_dropped: AtomicU64::new(0),
+            fanout_refused: AtomicU64::new(0),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
@@ -449,6 +476,12 @@ async fn connect(
             }
             state.epoch.store(epoch, Ordering::Relaxed);
             let (tx, rx) = mpsc::channel(crate::hub::RELAY_QUEUE);
+            // First, before any client: where the zone nodes reach this edge.
+            if version >= 3
+                && let Some(addr) = state.cfg.fanout_advertised()
+            {
+                let _ = tx.try_send(EdgeMsg::Fanout { addr });
+            }
             tokio::spawn(writer(send, rx));
             // An unspecified admin address is the one this edge reached the leader at.
             let admin = match admin.parse::<SocketAddr>() {
@@ -462,6 +495,7 @@ async fn connect(
                 conn,
                 tx,
                 clients: DashMap::new(),
+                sessions: DashMap::new(),
             };
             Ok((leader, rd))
         }
@@ -539,6 +573,8 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                 }
                 Ok(EdgeMsg::Entered { id, session, account, slot, rid, node, fence }) => {
                     if let Some(c) = leader.clients.get(&id) {
+                        c.session.store(session, Ordering::Relaxed);
+                        leader.sessions.insert(session, (id, node.clone()));
                         // Its party comes on its own (`Party`), kept beside this.
                         let who = KeptSession { session, account, slot, rid, node, fence, party: Vec::new() };
                         match &c.sink {
@@ -613,9 +649,10 @@ async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::R
             continue;
         }
         let state = state.clone();
+        let stop = stop.clone();
         tokio::spawn(
             async move {
-                client(&state, leader, incoming).await;
+                client(&state, leader, incoming, stop).await;
                 state.open.fetch_sub(1, Ordering::Relaxed);
                 state.per_ip.remove_if_mut(&peer, |_, n| {
                     *n = n.saturating_sub(1);
@@ -647,11 +684,21 @@ fn admit(state: &State, addr: SocketAddr) -> bool {
 }
 
 /// One client: opened at the leader, its bytes piped both ways until either side ends.
-async fn client(state: &Arc<State>, leader: Arc<Leader>, incoming: quinn::Incoming) {
+/// (Or a zone node's fan-out link, [`fanout`], until it ends or the edge stops.)
+async fn client(
+    state: &Arc<State>,
+    leader: Arc<Leader>,
+    incoming: quinn::Incoming,
+    stop: watch::Receiver<bool>,
+) {
     let hs = Duration::from_millis(state.cfg.handshake_timeout_ms);
     let Ok(Ok(conn)) = tokio::time::timeout(hs, incoming).await else {
         return;
     };
+    if crate::net::client::negotiated_alpn(&conn).as_deref() == Some(shared::internal::FANOUT_ALPN)
+    {
+        return fanout::serve(state.clone(), conn, stop).await;
+    }
     let Ok(Ok((send, recv))) = tokio::time::timeout(hs, conn.accept_bi()).await else {
         conn.close(
             close::PROTOCOL.into(),
@@ -704,6 +751,7 @@ async fn pipe(
         id,
         Client {
             down: down_tx,
+            session: AtomicU64::new(0),
             queued: queued.clone(),
             sink: Sink::Quic(conn.clone()),
         },
@@ -780,7 +828,7 @@ async fn pipe(
             }
         }
     };
-    leader.clients.remove(&id);
+    leader.forget(id);
     // The leader forgets the session (a no-op when it closed it).
     let _ = leader.tx.try_send(EdgeMsg::Gone { id });
     // A player in the world whose leader is gone: kept for a gateway taking over.

@@ -4,6 +4,7 @@
 //! things the hub and the broadcast fan-out need.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -192,6 +193,9 @@ pub struct RelayLink {
     pub max_datagram: usize,
     /// The link's version (`edge::link_version`): what the edge understands.
     pub version: u16,
+    /// Where the zone nodes reach the edge to fan its clients' broadcasts out themselves
+    /// (`None`: the edge did not say; its clients' datagrams come through this gateway).
+    pub fanout: Option<Arc<shared::internal::FanoutEdge>>,
 }
 
 impl RelayLink {

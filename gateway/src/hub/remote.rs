@@ -219,14 +219,29 @@ impl Hub {
     /// A relayed session's player is in the world (or moved to another node): its edge
     /// keeps who it is and where, so that a gateway taking over can adopt the player
     /// instead of logging it out.
+    ///
+    /// The node hosting the player hears where to send the client's broadcast datagrams
+    /// ([`Msg::Fanout`]): straight to the edge when it takes them (an rc/1 or RCEnet
+    /// client; a compact one's are coded here, against what it acknowledged).
     pub(super) fn tell_edge_entered(&self, session: SessionId) {
-        let Some(crate::hub::ClientLink::Relay(r)) = self.client(session).map(|c| c.link.clone())
-        else {
+        let Some(c) = self.client(session) else {
+            return;
+        };
+        let crate::hub::ClientLink::Relay(r) = &c.link else {
             return;
         };
         if let Some(ids) = self.control.session_ids(session)
             && let Some(node) = ids.node
         {
+            if let Some(edge) = r.fanout.as_deref().filter(|_| c.compact.is_none()) {
+                self.send_node(
+                    &node,
+                    Msg::Fanout {
+                        session,
+                        edge: Some(edge.clone()),
+                    },
+                );
+            }
             let _ = r.tx.try_send(shared::internal::edge::EdgeMsg::Entered {
                 id: r.id,
                 session,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use shared::internal::edge::{self, Decoder, EdgeMsg, RelayId};
-use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN};
+use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, FanoutEdge};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
@@ -138,6 +138,12 @@ pub(super) async fn serve(
     let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
     let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
+    let mut link = EdgeLink {
+        name: name.clone(),
+        conn: conn.clone(),
+        version,
+        fanout: None,
+    };
     let why = loop {
         tokio::select! {
             r = recv.read(&mut buf) => match r {
@@ -147,7 +153,7 @@ pub(super) async fn serve(
                     loop {
                         match dec.next_msg() {
                             Ok(Some(m)) => {
-                                if let Err(e) = message(&shared, &doors, (&conn, version), &tx, &mut sessions, m) {
+                                if let Err(e) = message(&shared, &doors, &mut link, &tx, &mut sessions, m) {
                                     bad = Some(e);
                                     break;
                                 }
@@ -248,11 +254,44 @@ fn start(
     );
 }
 
+/// What the leader knows of one edge link.
+pub(super) struct EdgeLink {
+    /// The edge's name.
+    name: String,
+    /// The link.
+    conn: quinn::Connection,
+    /// Its version (`edge::link_version`).
+    version: u16,
+    /// Where the zone nodes reach the edge for the direct fan-out, once it said.
+    fanout: Option<Arc<FanoutEdge>>,
+}
+
+impl EdgeLink {
+    /// Relayed session `id` of this link.
+    fn relay_link(
+        &self,
+        id: RelayId,
+        addr: std::net::SocketAddr,
+        max_datagram: u16,
+        tx: &mpsc::Sender<EdgeMsg>,
+    ) -> RelayLink {
+        RelayLink {
+            id,
+            addr,
+            tx: tx.clone(),
+            conn: self.conn.clone(),
+            max_datagram: usize::from(max_datagram),
+            version: self.version,
+            fanout: self.fanout.clone(),
+        }
+    }
+}
+
 /// One message from the edge; an error ends the link.
 fn message(
     shared: &Arc<Shared>,
     doors: &Arc<Doors>,
-    (conn, version): (&quinn::Connection, u16),
+    edge: &mut EdgeLink,
     tx: &mpsc::Sender<EdgeMsg>,
     sessions: &mut HashMap<RelayId, Session>,
     m: EdgeMsg,
@@ -267,14 +306,7 @@ fn message(
             if sessions.contains_key(&id) {
                 return Err(format!("session {id} opened twice"));
             }
-            let link = RelayLink {
-                id,
-                addr,
-                tx: tx.clone(),
-                conn: conn.clone(),
-                max_datagram: usize::from(max_datagram),
-                version,
-            };
+            let link = edge.relay_link(id, addr, max_datagram, tx);
             let (session, slot) = match admit_relayed(shared, doors, addr) {
                 Ok(s) => s,
                 Err(why) => {
@@ -291,18 +323,11 @@ fn message(
             compact,
             max_datagram,
             who,
-        } if version >= 2 => {
+        } if edge.version >= 2 => {
             if sessions.contains_key(&id) {
                 return Err(format!("session {id} opened twice"));
             }
-            let link = RelayLink {
-                id,
-                addr,
-                tx: tx.clone(),
-                conn: conn.clone(),
-                max_datagram: usize::from(max_datagram),
-                version,
-            };
+            let link = edge.relay_link(id, addr, max_datagram, tx);
             // A client of an edge whose leader went, its player still in the world: its
             // session goes on here under the previous leader's id.
             let Some(slot) = kept_slot(shared, doors, addr, who.session) else {
@@ -333,18 +358,11 @@ fn message(
                 Metrics::inc(&shared.metrics.protocol_violations);
                 tracing::info!(relay = id, "relayed client flooding its stream: closed");
                 sessions.remove(&id);
-                RelayLink {
-                    id,
-                    addr: conn.remote_address(),
-                    tx: tx.clone(),
-                    conn: conn.clone(),
-                    max_datagram: 0,
-                    version,
-                }
-                .close(
-                    close::PROTOCOL,
-                    "too much data before the server could read it",
-                );
+                edge.relay_link(id, edge.conn.remote_address(), 0, tx)
+                    .close(
+                        close::PROTOCOL,
+                        "too much data before the server could read it",
+                    );
             } else if s.stream.send(Relayed::Stream(bytes)).is_err() {
                 s.stream_bytes.fetch_sub(len, Ordering::Relaxed);
                 sessions.remove(&id);
@@ -353,6 +371,19 @@ fn message(
         EdgeMsg::Gone { id } => {
             sessions.remove(&id);
         }
+        EdgeMsg::Fanout { addr } if edge.version >= 3 => {
+            if addr.len() > edge::MAX_REASON || !addr.contains(':') {
+                return Err(format!(
+                    "fan-out address {:?} is not host:port",
+                    edge::short_reason(&addr)
+                ));
+            }
+            tracing::info!(edge = %edge.name, fanout = %addr, "edge: zone nodes send its clients' broadcasts straight to it");
+            edge.fanout = Some(Arc::new(FanoutEdge {
+                name: edge.name.clone(),
+                addr,
+            }));
+        }
         other => {
             return Err(format!(
                 "unexpected edge message {}",
@@ -360,6 +391,7 @@ fn message(
                     EdgeMsg::Hello { .. } => "Hello",
                     EdgeMsg::Welcome { .. } => "Welcome",
                     EdgeMsg::Refused { .. } => "Refused",
+                    EdgeMsg::Fanout { .. } => "Fanout",
                     _ => "Close",
                 }
             ));

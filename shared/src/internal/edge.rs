@@ -41,8 +41,9 @@ use super::codec::{CodecError, FrameDecoder};
 /// The ALPN of the edge link.
 pub const ALPN: &[u8] = b"rc-edge/1";
 
-/// The edge link's version (2: [`EdgeMsg::Party`], [`EdgeMsg::Resume`]).
-pub const VERSION: u16 = 2;
+/// The edge link's version (2: [`EdgeMsg::Party`], [`EdgeMsg::Resume`]; 3:
+/// [`EdgeMsg::Fanout`]).
+pub const VERSION: u16 = 3;
 
 /// The oldest version still spoken: a link runs at the lower of its two ends' versions
 /// (the leader's [`EdgeMsg::Welcome`] names it), so gateways are upgraded one at a time;
@@ -185,6 +186,14 @@ pub enum EdgeMsg {
         max_datagram: u16,
         /// Who its player is and where.
         who: KeptClient,
+    },
+    /// Edge → leader (version 3), right after the welcome: the zone nodes reach this
+    /// edge's client endpoint at `addr` (its `fanout_addr`) for the direct fan-out, so
+    /// the leader tells each node hosting one of its rc/1 clients to send that client's
+    /// broadcast datagrams there ([`super::Msg::Fanout`]) instead of through the leader.
+    Fanout {
+        /// `host:port`, at most [`MAX_REASON`] bytes.
+        addr: String,
     },
 }
 
@@ -407,6 +416,9 @@ mod tests {
                     fence: 1_795_000_000_000_124,
                     party: vec!["Carys".into()],
                 },
+            },
+            EdgeMsg::Fanout {
+                addr: "gateway-b:25000".into(),
             },
         ];
         for m in &msgs {

@@ -148,6 +148,41 @@ impl Broadcast {
         }
         Ok(out.split().freeze())
     }
+
+    /// Moves the datagrams `to` gives a destination into one broadcast per destination
+    /// (each with the same frames and segments: the frames are shared, not copied); the
+    /// datagrams it gives none stay. The order of the datagrams is kept in every part.
+    /// A zone node splits its broadcast so that each edge gateway fans out its own
+    /// clients' datagrams, and the leader the rest.
+    pub fn split_off_by<K: PartialEq>(
+        &mut self,
+        mut to: impl FnMut(SessionId) -> Option<K>,
+    ) -> Vec<(K, Broadcast)> {
+        let mut parts: Vec<(K, Vec<FanoutDatagram>)> = Vec::new();
+        self.datagrams.retain(|d| {
+            let Some(k) = to(d.session) else {
+                return true;
+            };
+            match parts.iter_mut().find(|(p, _)| *p == k) {
+                Some((_, v)) => v.push(*d),
+                None => parts.push((k, vec![*d])),
+            }
+            false
+        });
+        parts
+            .into_iter()
+            .map(|(k, datagrams)| {
+                (
+                    k,
+                    Broadcast {
+                        frames: self.frames.clone(),
+                        segments: self.segments.clone(),
+                        datagrams,
+                    },
+                )
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -242,7 +277,56 @@ mod tests {
         assert!(buf.is_empty());
     }
 
+    #[test]
+    fn a_split_moves_each_datagram_to_its_destination_once() {
+        let mut b = sample();
+        b.datagrams.push(FanoutDatagram {
+            session: 7,
+            first: 3,
+            end: 4,
+        });
+        let parts =
+            b.split_off_by(|s| (s != 2).then_some(if s == 1 { "edge-b" } else { "edge-c" }));
+        let sessions = |b: &Broadcast| b.datagrams.iter().map(|d| d.session).collect::<Vec<_>>();
+        assert_eq!(sessions(&b), vec![2]);
+        assert_eq!(parts.len(), 2);
+        assert_eq!((parts[0].0, sessions(&parts[0].1)), ("edge-b", vec![1]));
+        assert_eq!((parts[1].0, sessions(&parts[1].1)), ("edge-c", vec![7]));
+        // Each part gathers the same bytes as the whole did.
+        let mut buf = BytesMut::new();
+        let d = parts[0]
+            .1
+            .gather(&parts[0].1.datagrams[0], 1200, &mut buf)
+            .unwrap();
+        assert_eq!(&d[..], b"aaaabbbbOWN1cccc");
+        // Nothing to split off: no part, the broadcast untouched.
+        let mut whole = sample();
+        assert!(whole.split_off_by(|_| None::<u8>).is_empty());
+        assert_eq!(whole, sample());
+    }
+
     proptest! {
+        /// Splitting keeps every datagram exactly once, in its order, under its
+        /// destination.
+        #[test]
+        fn split_keeps_every_datagram_once(sessions in proptest::collection::vec(0u64..12, 0..40)) {
+            let mut b = Broadcast {
+                frames: Bytes::from_static(b"xxxx"),
+                segments: vec![(0, 4)],
+                datagrams: sessions.iter().map(|&session| FanoutDatagram { session, first: 0, end: 1 }).collect(),
+            };
+            let to = |s: u64| (!s.is_multiple_of(3)).then_some(s % 3);
+            let parts = b.split_off_by(to);
+            let kept: Vec<u64> = b.datagrams.iter().map(|d| d.session).collect();
+            prop_assert_eq!(kept, sessions.iter().copied().filter(|s| to(*s).is_none()).collect::<Vec<_>>());
+            for (k, p) in &parts {
+                let got: Vec<u64> = p.datagrams.iter().map(|d| d.session).collect();
+                prop_assert_eq!(got, sessions.iter().copied().filter(|s| to(*s) == Some(*k)).collect::<Vec<_>>());
+            }
+            let total: usize = parts.iter().map(|(_, p)| p.datagrams.len()).sum::<usize>() + b.datagrams.len();
+            prop_assert_eq!(total, sessions.len());
+        }
+
         /// Whatever the ranges, gathering never panics, and what it returns is exactly
         /// the concatenation of the ranges.
         #[test]

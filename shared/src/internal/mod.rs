@@ -81,7 +81,8 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// Cluster page), and the gateway may send [`Msg::Drain`] (an operator drains a node).
 /// 12: `RegisterAck` carries the control plane's epoch; a node refuses an older one
 /// ([`RefuseReason::StaleEpoch`]).
-pub const PROTOCOL_VERSION: u16 = 12;
+/// 13: direct fan-out to edge gateways ([`Msg::Fanout`], [`FANOUT_ALPN`]).
+pub const PROTOCOL_VERSION: u16 = 13;
 
 /// Script errors a zone reports to the gateway per instance and second, at most.
 pub const SCRIPT_ERRORS_PER_SECOND: u32 = 10;
@@ -95,6 +96,22 @@ pub const DEFAULT_TICK_MS: u64 = 33;
 
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
+
+/// ALPN of a zone node's fan-out link to an edge gateway (node → the edge's client
+/// endpoint): the handshake of [`handshake`] (the node registers with no instances),
+/// then only [`Msg::Broadcast`]s for the clients the edge holds, which it gathers and
+/// sends itself instead of the leader relaying each datagram (`docs/internal-protocol.md`,
+/// "Direct fan-out").
+pub const FANOUT_ALPN: &[u8] = b"rc-fanout/1";
+
+/// Where a zone node reaches an edge gateway for the direct fan-out ([`Msg::Fanout`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FanoutEdge {
+    /// The edge's name (its `gateway_id`).
+    pub name: String,
+    /// Its client endpoint as the nodes reach it (`host:port`, its `fanout_addr`).
+    pub addr: String,
+}
 
 /// The TLS exporter label both sides feed into the handshake proofs.
 pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-rc-internal-auth";
@@ -502,6 +519,16 @@ pub enum Msg {
     /// Node → gateway: one instance's position broadcast (`P_StandardUpdate`), every
     /// frame once; the gateway fans it out to the clients' datagrams.
     Broadcast(fanout::Broadcast),
+    /// Gateway → node: where the session's broadcast datagrams go from now on. `Some`: to
+    /// that edge gateway over a fan-out link ([`FANOUT_ALPN`]), which holds the client (the
+    /// leader relays them while the link is not up); `None`: to the leader, as every
+    /// session's go by default. Sent whenever the session's player enters the node.
+    Fanout {
+        /// Session.
+        session: SessionId,
+        /// The edge holding the client, if any.
+        edge: Option<FanoutEdge>,
+    },
     /// Node → gateway: persist a character; answered by `SnapshotAck`.
     Snapshot {
         /// Node-unique id of this snapshot.
@@ -797,6 +824,7 @@ impl Msg {
             Self::ClientFrames { .. } => "ClientFrames",
             Self::ToClient { .. } => "ToClient",
             Self::Broadcast(_) => "Broadcast",
+            Self::Fanout { .. } => "Fanout",
             Self::Snapshot { .. } => "Snapshot",
             Self::SnapshotGroup(_) => "SnapshotGroup",
             Self::SnapshotAck { .. } => "SnapshotAck",

@@ -160,13 +160,16 @@ async fn moves(c: &mut client::Connection, g: &client::GameStart, d: f32) -> boo
     .await
 }
 
-/// Zone node n1, given every gateway's internal address (checkpoints every 500 ms).
-fn node_n1(dir: &std::path::Path, gateways: &[SocketAddr]) -> Child {
+/// Zone node n1, given every gateway's internal address (checkpoints every 500 ms), and
+/// its admin address.
+fn node_n1(dir: &std::path::Path, gateways: &[SocketAddr]) -> (Child, SocketAddr) {
     let log = std::fs::File::create(dir.join("n1.log")).unwrap();
     let gateways: Vec<String> = gateways.iter().map(ToString::to_string).collect();
-    command(&bin("zone-node"))
+    let admin = free_tcp();
+    let child = command(&bin("zone-node"))
         .args(["run", "--node-id", "n1", "--bind-addr", "127.0.0.1:0"])
         .args(["--gateway-addr", &gateways.join(",")])
+        .env("ZONE_NODE_ADMIN_LISTEN", admin.to_string())
         .env("ZONE_NODE_CLUSTER_SECRET", SECRET)
         .env("ZONE_NODE_INSECURE_SKIP_VERIFY", "true")
         .env("ZONE_NODE_PERSIST_EVERY_MS", "500")
@@ -174,7 +177,17 @@ fn node_n1(dir: &std::path::Path, gateways: &[SocketAddr]) -> Child {
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .unwrap()
+        .unwrap();
+    (child, admin)
+}
+
+/// One counter of a zone node's `/metrics` (0 when it is missing).
+fn node_counter(admin: SocketAddr, series: &str) -> u64 {
+    http_get(admin, "/metrics").map_or(0, |(_, m)| {
+        m.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// The database server ends the connection of the gateway holding the database (and its
@@ -207,6 +220,8 @@ struct Pair {
     b_out: mpsc::Receiver<String>,
     /// B's RCEnet address.
     b_enet: SocketAddr,
+    /// Node n1's admin address.
+    n1_admin: SocketAddr,
 }
 
 async fn active_standby_and_a_node(url: &str, name: &str) -> Pair {
@@ -228,7 +243,8 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let b_enet = free_udp();
     let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet), SECRET);
     children.0.push(b);
-    children.0.push(node_n1(&dir, &[a_addrs.1, b_addrs.1]));
+    let (n1, n1_admin) = node_n1(&dir, &[a_addrs.1, b_addrs.1]);
+    children.0.push(n1);
     wait_cluster(a_addrs.2, "n1 registers with the active gateway", |v| {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
@@ -240,6 +256,7 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
         b_addrs,
         b_out,
         b_enet,
+        n1_admin,
     }
 }
 
@@ -445,6 +462,7 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         a_addrs,
         b_addrs,
         b_enet,
+        n1_admin,
         ..
     } = pair_and_a_node(&url, "edges", true).await;
     // Linked to the leader, the edge is ready: it serves clients.
@@ -477,6 +495,13 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
         v.sessions.in_game == 3 && v.edges.iter().any(|e| e.clients == 2)
     })
     .await;
+    // The edge's players' updates came from the node straight to the edge (its
+    // `fanout_addr` is its client address), not relayed by the leader.
+    let direct = node_counter(n1_admin, "rc_zone_fanout_direct_total");
+    assert!(
+        direct > 0 && node_counter(n1_admin, "rc_zone_fanout_links_total") == 1,
+        "the node links the edge and fans its clients' broadcasts out there ({direct} datagrams)"
+    );
 
     // Chat crosses the gateways both ways.
     pb.chat("/pm alba,hello from the edge").await.unwrap();
@@ -869,7 +894,7 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
     children.0.push(gb);
     let (gc, c_out) = gateway(&dir, "c", &url, c, true, &[a.1, b.1], Some(c_enet), SECRET);
     children.0.push(gc);
-    children.0.push(node_n1(&dir, &[a.1, b.1, c.1]));
+    children.0.push(node_n1(&dir, &[a.1, b.1, c.1]).0);
     wait_cluster(a.2, "n1 registers with A", |v| {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })

@@ -141,6 +141,18 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Messages not sent to the gateway: its link was down, a position broadcast was stale (a newer one of its instance was queued), or a message did not encode.",
     ),
     (
+        "rc_zone_fanout_direct_total",
+        "Broadcast datagrams sent straight to the edge gateway holding their client (rc-fanout/1) instead of through the leader.",
+    ),
+    (
+        "rc_zone_fanout_dropped_total",
+        "Broadcasts for an edge gateway not sent: its fan-out link's queue was full.",
+    ),
+    (
+        "rc_zone_fanout_links_total",
+        "Fan-out links to edge gateways established (rc-fanout/1).",
+    ),
+    (
         "rc_zone_snapshots_superseded_total",
         "Unacknowledged periodic snapshots forgotten while the gateway was away, because a newer one saves the same characters.",
     ),
@@ -221,6 +233,12 @@ shared::counters! {
         stale => "rc_zone_stale_generation_total";
         /// Outbound messages dropped because the link was closed.
         outbound_dropped => "rc_zone_outbound_dropped_total";
+        /// Broadcast datagrams sent straight to an edge gateway.
+        fanout_direct => "rc_zone_fanout_direct_total";
+        /// Broadcasts for an edge gateway dropped (its link's queue was full).
+        fanout_dropped => "rc_zone_fanout_dropped_total";
+        /// Fan-out links established.
+        fanout_links => "rc_zone_fanout_links_total";
         /// Unacknowledged periodic snapshots forgotten because a newer one saves the same
         /// characters (the gateway was away).
         snapshots_superseded => "rc_zone_snapshots_superseded_total";

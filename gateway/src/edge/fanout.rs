@@ -1,0 +1,205 @@
+//! The edge's side of the direct fan-out (`rc-fanout/1`, `shared::internal::FANOUT_ALPN`):
+//! a zone node hosting players whose clients this edge holds connects to the edge's
+//! client endpoint, proves the cluster secret as it does to the leader (the node's half of
+//! `shared::internal::handshake`, registering no instances), and sends the broadcasts of
+//! those players only; the edge gathers each client's datagram and sends it itself. The
+//! leader no longer relays them: an edge's clients cost the leader their logins, reliable
+//! frames and inputs, not their share of every broadcast tick.
+//!
+//! Fencing: a datagram goes to a client only when the node sending it is the node the
+//! leader last said hosts the client's player ([`super::Leader::sessions`], from
+//! `EdgeMsg::Entered`), as the leader only fans out what the node it routes to sends.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
+use shared::internal::fanout::Broadcast;
+use shared::internal::handshake::{GatewayHandshake, Step};
+use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, Envelope, MAX_FRAME_LEN, Msg};
+use tokio::sync::watch;
+
+use super::{Sink, State, enet};
+
+/// How long a node has to open its stream and prove the secret.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// One zone node's fan-out link until it ends or the edge stops.
+pub(super) async fn serve(
+    state: Arc<State>,
+    conn: quinn::Connection,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Ok(Ok((mut send, mut recv))) = tokio::time::timeout(HANDSHAKE, conn.accept_bi()).await
+    else {
+        conn.close(2u32.into(), b"no stream");
+        return;
+    };
+    let small = usize::try_from(state.cfg.internal_preauth_frame_len).unwrap_or(usize::MAX);
+    let mut dec = FrameDecoder::with_max(small);
+    let mut buf = vec![0u8; 64 * 1024];
+    let node = tokio::time::timeout(
+        HANDSHAKE,
+        handshake(&state, &conn, &mut send, &mut recv, &mut dec, &mut buf),
+    )
+    .await;
+    let Ok(Some(node)) = node else {
+        state.fanout_refused.fetch_add(1, Ordering::Relaxed);
+        conn.close(2u32.into(), b"handshake not completed");
+        return;
+    };
+    tracing::info!(node = %node, peer = %conn.remote_address(), "edge: zone node fans its broadcasts out here");
+    let mut out = BytesMut::new();
+    let why = 'link: loop {
+        loop {
+            match dec.next_envelope() {
+                Ok(Some(Envelope {
+                    msg: Msg::Broadcast(b),
+                    ..
+                })) => deliver(&state, &node, &b, &mut out),
+                // Nothing else travels on this link; a newer node's extra is ignored.
+                Ok(Some(_)) | Err(CodecError::Malformed(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    conn.close(2u32.into(), b"protocol violation");
+                    break 'link format!("protocol violation: {e}");
+                }
+            }
+        }
+        tokio::select! {
+            r = recv.read(&mut buf) => match r {
+                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+                Ok(None) => break "the node finished the link".to_owned(),
+                Err(e) => break e.to_string(),
+            },
+            _ = stop.wait_for(|s| *s) => {
+                conn.close(0u32.into(), b"the edge stops");
+                break "this gateway stops serving as an edge".to_owned();
+            }
+        }
+    };
+    tracing::info!(node = %node, reason = %why,
+        sent = state.fanout_sent.load(Ordering::Relaxed),
+        dropped = state.fanout_dropped.load(Ordering::Relaxed),
+        "edge: fan-out link ended");
+}
+
+/// The gateway's half of the internal handshake on a fan-out link; the node's id once it
+/// proved the cluster secret.
+async fn handshake(
+    state: &State,
+    conn: &quinn::Connection,
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+    dec: &mut FrameDecoder,
+    buf: &mut [u8],
+) -> Option<String> {
+    let mut exporter = [0u8; EXPORTER_LEN];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .ok()?;
+    let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
+    ops::random::fill(&mut nonce);
+    ops::random::fill(&mut blind);
+    let mut hs = GatewayHandshake::new(
+        state.cfg.cluster_secret.as_bytes(),
+        nonce,
+        blind,
+        &exporter,
+        &state.cfg.gateway_id,
+        state.cfg.heartbeat_ms,
+    )
+    .with_epoch(state.epoch.load(Ordering::Relaxed));
+    loop {
+        let env = loop {
+            match dec.next_envelope() {
+                Ok(Some(e)) => break Ok(e),
+                Ok(None) => {}
+                Err(e) => break Err(e),
+            }
+            match recv.read(buf).await {
+                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+                _ => return None,
+            }
+        };
+        let (reply, done) = match hs.on_envelope(env) {
+            Step::Continue => continue,
+            Step::Send(m) => {
+                if matches!(m, Msg::Proven { .. }) {
+                    // Proven: a tick's broadcast may be large.
+                    dec.set_max(MAX_FRAME_LEN);
+                }
+                (m, None)
+            }
+            Step::Refuse(m) => {
+                tracing::warn!(msg = ?m, peer = %conn.remote_address(), "edge: refused a fan-out link");
+                (m, Some(None))
+            }
+            Step::Registered { node_id, reply, .. } => (reply, Some(Some(node_id))),
+        };
+        let mut v = Vec::new();
+        if encode_frame(&Envelope::new(reply), &mut v).is_err() || send.write_all(&v).await.is_err()
+        {
+            return None;
+        }
+        if let Some(done) = done {
+            return done;
+        }
+    }
+}
+
+/// One broadcast from `node`: each datagram gathered and sent to its client, when this
+/// edge holds the client and the leader said `node` hosts its player.
+#[doc(alias = "P_StandardUpdate")]
+fn deliver(state: &State, node: &str, b: &Broadcast, out: &mut BytesMut) {
+    let Some(leader) = state.leader.borrow().clone() else {
+        state
+            .fanout_dropped
+            .fetch_add(b.datagrams.len() as u64, Ordering::Relaxed);
+        return;
+    };
+    let (mut sent, mut dropped) = (0u64, 0u64);
+    for d in &b.datagrams {
+        let relay = leader
+            .sessions
+            .get(&d.session)
+            .filter(|e| e.1 == node)
+            .map(|e| e.0);
+        let Some(relay) = relay else {
+            dropped += 1;
+            continue;
+        };
+        let Some(c) = leader.clients.get(&relay) else {
+            leader.sessions.remove_if(&d.session, |_, e| e.0 == relay);
+            dropped += 1;
+            continue;
+        };
+        let ok = match &c.sink {
+            Sink::Quic(conn) => {
+                let max = conn.max_datagram_size().unwrap_or(0);
+                b.gather(d, max, out).is_ok_and(|bytes| {
+                    conn.datagram_send_buffer_space() >= bytes.len()
+                        && conn.send_datagram(bytes).is_ok()
+                })
+            }
+            Sink::Enet(peer, tx) => {
+                b.gather(d, crate::hub::ENET_DATAGRAM, out)
+                    .is_ok_and(|frames| {
+                        tx.try_send(enet::EnetOut::Datagram {
+                            peer: *peer,
+                            frames,
+                        })
+                        .is_ok()
+                    })
+            }
+        };
+        if ok {
+            sent += 1;
+        } else {
+            dropped += 1;
+        }
+    }
+    state.fanout_sent.fetch_add(sent, Ordering::Relaxed);
+    state.fanout_dropped.fetch_add(dropped, Ordering::Relaxed);
+}
