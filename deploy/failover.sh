@@ -35,6 +35,7 @@
 # RAMP=S ramps the bots in over S seconds (5); SWARM_ARGS adds to both swarms' arguments
 # (capacity runs: KILL=none B_SHARE=0 or 50, RAMP=BOTS/10, SWARM_ARGS="--settle 150
 # --spread 6000 --portal-chance 0"; each half's p99 move -> own update is printed).
+# KEEP_WORK=1 keeps the work directory (every process's log) instead of removing it.
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -83,7 +84,7 @@ as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     as_pg "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
-    rm -rf "$WORK"
+    if [ "${KEEP_WORK:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

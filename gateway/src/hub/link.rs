@@ -203,11 +203,17 @@ impl RelayLink {
     /// message is queued from a task of its own.
     pub fn close(&self, code: u32, reason: &str) {
         use shared::internal::edge::{EdgeMsg, short_reason};
-        let msg = EdgeMsg::Close {
+        self.send(EdgeMsg::Close {
             id: self.id,
             code,
             reason: short_reason(reason),
-        };
+        });
+    }
+
+    /// Sends `msg` to the edge, never waiting and never dropping it: when the link's queue
+    /// is full it is queued from a task of its own (the edge acts on it: a close, where
+    /// the player is, his party). Dropped only when the link is gone.
+    pub fn send(&self, msg: shared::internal::edge::EdgeMsg) {
         if let Err(mpsc::error::TrySendError::Full(msg)) = self.tx.try_send(msg) {
             let tx = self.tx.clone();
             tokio::spawn(async move {

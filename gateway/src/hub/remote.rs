@@ -242,7 +242,7 @@ impl Hub {
                     },
                 );
             }
-            let _ = r.tx.try_send(shared::internal::edge::EdgeMsg::Entered {
+            r.send(shared::internal::edge::EdgeMsg::Entered {
                 id: r.id,
                 session,
                 account: ids.account,
@@ -266,7 +266,7 @@ impl Hub {
             return;
         }
         let members = members.iter().take(MAX_PARTY).cloned().collect();
-        let _ = r.tx.try_send(EdgeMsg::Party { id: r.id, members });
+        r.send(EdgeMsg::Party { id: r.id, members });
     }
 
     /// A zone's `Output` to a player handle it does not host: the line goes to that

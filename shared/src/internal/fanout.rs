@@ -149,39 +149,72 @@ impl Broadcast {
         Ok(out.split().freeze())
     }
 
-    /// Moves the datagrams `to` gives a destination into one broadcast per destination
-    /// (each with the same frames and segments: the frames are shared, not copied); the
-    /// datagrams it gives none stay. The order of the datagrams is kept in every part.
-    /// A zone node splits its broadcast so that each edge gateway fans out its own
-    /// clients' datagrams, and the leader the rest.
+    /// Moves the datagrams `to` gives a destination into one broadcast per destination;
+    /// the datagrams it gives none stay. Every part shares the frames (not copied) and
+    /// carries only the segments of its own datagrams, so each gateway decodes its
+    /// clients' share of the tick, not everyone's; the order of the datagrams is kept, and
+    /// each gathers the same bytes as before. Nothing is touched when no datagram has a
+    /// destination. A zone node splits its broadcast so that each edge gateway fans out
+    /// its own clients' datagrams, and the leader the rest.
     pub fn split_off_by<K: PartialEq>(
         &mut self,
         mut to: impl FnMut(SessionId) -> Option<K>,
     ) -> Vec<(K, Broadcast)> {
-        let mut parts: Vec<(K, Vec<FanoutDatagram>)> = Vec::new();
-        self.datagrams.retain(|d| {
-            let Some(k) = to(d.session) else {
-                return true;
-            };
-            match parts.iter_mut().find(|(p, _)| *p == k) {
-                Some((_, v)) => v.push(*d),
-                None => parts.push((k, vec![*d])),
-            }
-            false
-        });
-        parts
-            .into_iter()
-            .map(|(k, datagrams)| {
-                (
-                    k,
-                    Broadcast {
-                        frames: self.frames.clone(),
-                        segments: self.segments.clone(),
-                        datagrams,
+        let dests: Vec<Option<K>> = self.datagrams.iter().map(|d| to(d.session)).collect();
+        if dests.iter().all(Option::is_none) {
+            return Vec::new();
+        }
+        let mut parts: Vec<(K, Broadcast)> = Vec::new();
+        let mut kept = Broadcast {
+            frames: self.frames.clone(),
+            segments: Vec::new(),
+            datagrams: Vec::new(),
+        };
+        for (d, dest) in self.datagrams.iter().zip(dests) {
+            let part = match dest {
+                None => &mut kept,
+                Some(k) => match parts.iter().position(|(p, _)| *p == k) {
+                    Some(i) => match parts.get_mut(i) {
+                        Some((_, b)) => b,
+                        None => continue,
                     },
-                )
-            })
-            .collect()
+                    None => {
+                        parts.push((
+                            k,
+                            Broadcast {
+                                frames: self.frames.clone(),
+                                segments: Vec::new(),
+                                datagrams: Vec::new(),
+                            },
+                        ));
+                        match parts.last_mut() {
+                            Some((_, b)) => b,
+                            None => continue,
+                        }
+                    }
+                },
+            };
+            part.push_from(&self.segments, d);
+        }
+        *self = kept;
+        parts
+    }
+
+    /// Appends datagram `d` of a broadcast whose segments are `segments`, with its own
+    /// segments copied over (one out of range becomes an empty datagram, which gathers
+    /// to [`FanoutError::Empty`] as the original's error would).
+    fn push_from(&mut self, segments: &[(u32, u32)], d: &FanoutDatagram) {
+        let src = segments
+            .get(d.first as usize..d.end as usize)
+            .unwrap_or(&[]);
+        let first = u32::try_from(self.segments.len()).unwrap_or(u32::MAX);
+        self.segments.extend_from_slice(src);
+        let end = u32::try_from(self.segments.len()).unwrap_or(u32::MAX);
+        self.datagrams.push(FanoutDatagram {
+            session: d.session,
+            first,
+            end,
+        });
     }
 }
 
@@ -325,6 +358,41 @@ mod tests {
             }
             let total: usize = parts.iter().map(|(_, p)| p.datagrams.len()).sum::<usize>() + b.datagrams.len();
             prop_assert_eq!(total, sessions.len());
+        }
+
+        /// Every datagram gathers the same bytes (or the same kind of error) after the
+        /// split as before it, wherever it went; each part holds only its own segments.
+        #[test]
+        fn split_gathers_what_the_whole_did(
+            frames in proptest::collection::vec(any::<u8>(), 0..64),
+            segments in proptest::collection::vec((0u32..70, 0u32..70), 0..12),
+            datagrams in proptest::collection::vec((0u64..6, 0u32..14, 0u32..14), 0..16),
+        ) {
+            let whole = Broadcast {
+                frames: Bytes::from(frames),
+                segments,
+                datagrams: datagrams.iter().map(|&(session, first, end)| FanoutDatagram { session, first, end }).collect(),
+            };
+            let mut kept = whole.clone();
+            let parts = kept.split_off_by(|s| (s > 1).then_some(s % 2));
+            let mut buf = BytesMut::new();
+            let mut after = Vec::new();
+            for b in std::iter::once(&kept).chain(parts.iter().map(|(_, p)| p)) {
+                for d in &b.datagrams {
+                    after.push((d.session, b.gather(d, 1_000, &mut buf).ok()));
+                }
+            }
+            for d in &whole.datagrams {
+                let before = whole.gather(d, 1_000, &mut buf).ok();
+                let i = after.iter().position(|(s, g)| *s == d.session && *g == before);
+                prop_assert!(i.is_some(), "datagram of {} gathers otherwise", d.session);
+                after.remove(i.unwrap_or(0));
+            }
+            prop_assert!(after.is_empty());
+            for (_, p) in &parts {
+                let own: usize = p.datagrams.iter().map(|d| (d.end - d.first) as usize).sum();
+                prop_assert_eq!(p.segments.len(), own);
+            }
         }
 
         /// Whatever the ranges, gathering never panics, and what it returns is exactly
