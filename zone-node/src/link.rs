@@ -837,8 +837,9 @@ fn outbound(reg: &Registry, state: &mut LinkState, o: Outbound, wbuf: &mut Vec<u
         Outbound::Broadcast { mut broadcast, .. } => {
             // An edge's clients' datagrams straight to it; the rest through the leader.
             let now = state.now_ms();
+            let had = !broadcast.datagrams.is_empty();
             state.fanout.send_direct(&mut broadcast, &reg.metrics, now);
-            if broadcast.datagrams.is_empty() {
+            if had && broadcast.datagrams.is_empty() {
                 return;
             }
             if encode_frame(&Envelope::new(Msg::Broadcast(broadcast)), wbuf).is_err() {
