@@ -17,8 +17,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
 use shared::internal::fanout::Broadcast;
-use shared::internal::handshake::{GatewayHandshake, Step};
-use shared::internal::{EXPORTER_LABEL, EXPORTER_LEN, Envelope, MAX_FRAME_LEN, Msg};
+use shared::internal::handshake::Step;
+use shared::internal::{Envelope, MAX_FRAME_LEN, Msg};
 use tokio::sync::watch;
 
 use super::{Sink, State, enet};
@@ -96,33 +96,10 @@ async fn handshake(
     dec: &mut FrameDecoder,
     buf: &mut [u8],
 ) -> Option<String> {
-    let mut exporter = [0u8; EXPORTER_LEN];
-    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
-        .ok()?;
-    let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
-    ops::random::fill(&mut nonce);
-    ops::random::fill(&mut blind);
-    let mut hs = GatewayHandshake::new(
-        state.cfg.cluster_secret.as_bytes(),
-        nonce,
-        blind,
-        &exporter,
-        &state.cfg.gateway_id,
-        state.cfg.heartbeat_ms,
-    )
-    .with_epoch(state.epoch.load(Ordering::Relaxed));
+    let epoch = state.epoch.load(Ordering::Relaxed);
+    let mut hs = crate::net::node::gateway_handshake(&state.cfg, conn, epoch)?;
     loop {
-        let env = loop {
-            match dec.next_envelope() {
-                Ok(Some(e)) => break Ok(e),
-                Ok(None) => {}
-                Err(e) => break Err(e),
-            }
-            match recv.read(buf).await {
-                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
-                _ => return None,
-            }
-        };
+        let env = crate::net::node::next_envelope(dec, recv, buf).await?;
         let (reply, done) = match hs.on_envelope(env) {
             Step::Continue => continue,
             Step::Send(m) => {

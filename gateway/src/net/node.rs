@@ -94,6 +94,53 @@ struct Registered {
     trace: std::collections::BTreeMap<String, String>,
 }
 
+/// The gateway's half of the internal handshake for `conn` (fresh nonce and blind, this
+/// connection's TLS exporter), holding control epoch `epoch`: a node's link here, or its
+/// fan-out link to an edge (`edge/fanout.rs`).
+pub(crate) fn gateway_handshake(
+    cfg: &crate::config::GatewayConfig,
+    conn: &quinn::Connection,
+    epoch: u64,
+) -> Option<GatewayHandshake> {
+    let mut exporter = [0u8; EXPORTER_LEN];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
+        .ok()?;
+    let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
+    ops::random::fill(&mut nonce);
+    ops::random::fill(&mut blind);
+    Some(
+        GatewayHandshake::new(
+            cfg.cluster_secret.as_bytes(),
+            nonce,
+            blind,
+            &exporter,
+            &cfg.gateway_id,
+            cfg.heartbeat_ms,
+        )
+        .with_epoch(epoch),
+    )
+}
+
+/// The next envelope (or the decoder's error) of a node's stream; `None` once the stream
+/// ends.
+pub(crate) async fn next_envelope(
+    dec: &mut FrameDecoder,
+    recv: &mut quinn::RecvStream,
+    buf: &mut [u8],
+) -> Option<Result<Envelope, CodecError>> {
+    loop {
+        match dec.next_envelope() {
+            Ok(Some(e)) => return Some(Ok(e)),
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        match recv.read(buf).await {
+            Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
+            _ => return None,
+        }
+    }
+}
+
 async fn handshake(
     shared: &Shared,
     conn: &quinn::Connection,
@@ -101,39 +148,14 @@ async fn handshake(
     recv: &mut quinn::RecvStream,
     dec: &mut FrameDecoder,
 ) -> Option<Registered> {
-    let mut exporter = [0u8; EXPORTER_LEN];
-    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, b"")
-        .ok()?;
-    let (mut nonce, mut blind) = ([0u8; 32], [0u8; 32]);
-    ops::random::fill(&mut nonce);
-    ops::random::fill(&mut blind);
-    let mut hs = GatewayHandshake::new(
-        shared.cfg.cluster_secret.as_bytes(),
-        nonce,
-        blind,
-        &exporter,
-        &shared.cfg.gateway_id,
-        shared.cfg.heartbeat_ms,
-    )
-    .with_epoch(
-        shared
-            .control_epoch
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
+    let epoch = shared
+        .control_epoch
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let mut hs = gateway_handshake(&shared.cfg, conn, epoch)?;
     let mut buf = vec![0u8; 16 * 1024];
     let mut register_trace = std::collections::BTreeMap::new();
     loop {
-        let env = loop {
-            match dec.next_envelope() {
-                Ok(Some(e)) => break Ok(e),
-                Ok(None) => {}
-                Err(e) => break Err(e),
-            }
-            match recv.read(&mut buf).await {
-                Ok(Some(n)) => dec.push(buf.get(..n).unwrap_or(&[])),
-                _ => return None,
-            }
-        };
+        let env = next_envelope(dec, recv, &mut buf).await?;
         if let Err(CodecError::TooLong { len, max }) = &env {
             Metrics::inc(&shared.metrics.internal_preauth_frame);
             tracing::warn!(
