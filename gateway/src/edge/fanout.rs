@@ -46,7 +46,7 @@ pub(super) async fn serve(
     )
     .await;
     let Ok(Some(node)) = node else {
-        state.fanout_refused.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(peer = %conn.remote_address(), "edge: a fan-out link did not prove the cluster secret in time");
         conn.close(2u32.into(), b"handshake not completed");
         return;
     };

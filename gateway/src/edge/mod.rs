@@ -144,8 +144,6 @@ struct State {
     fanout_sent: AtomicU64,
     /// Those that did not (no such client here, another node hosts it, no room).
     fanout_dropped: AtomicU64,
-    /// Fan-out links refused (no proof of the cluster secret in time).
-    fanout_refused: AtomicU64,
 }
 
 /// The leader an edge is linked to.
@@ -227,7 +225,6 @@ impl Edge {
             kept: DashMap::new(),
             fanout_sent: AtomicU64::new(0),
             fanout_dropped: AtomicU64::new(0),
-            fanout_refused: AtomicU64::new(0),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
