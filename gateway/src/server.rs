@@ -501,15 +501,16 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             peer_acks: Some(tls::PeerAcks::NODES),
         },
     )?;
-    let (client_ep, kept, adopted) = match handover {
+    let (client_ep, kept, adopted, fanout_links) = match handover {
         // The kept clients' connections live on the edge's endpoint, its RCEnet peers in
         // its hosts: they stay.
         Some(h) => {
             h.endpoint.set_server_config(Some(client_cfg));
-            (h.endpoint, h.kept, h.enet)
+            (h.endpoint, h.kept, h.enet, h.fanout)
         }
         None => (
             bind("clients", cfg.listen, client_cfg)?,
+            Vec::new(),
             Vec::new(),
             Vec::new(),
         ),
@@ -676,6 +677,9 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
         doors.clone(),
         stop_rx.clone(),
     ));
+    // The zone nodes the edge had fan-out links from register here now, not when their
+    // link to the previous leader times out.
+    crate::edge::announce_lead(fanout_links, control_epoch);
     let source: Arc<dyn AdminSource> = Arc::new(Admin(shared.clone()));
     let console = crate::console::api::router(Arc::new(Admin(shared.clone())));
     let mut admin_stop = stop_rx.clone();

@@ -203,11 +203,14 @@ pub async fn run(
         quinn::Endpoint::client(bind).map_err(|e| LinkError::Setup(e.to_string()))?;
     endpoint.set_default_client_config(client_config(&cfg)?);
     let mut state = LinkState::new();
+    let (leads, leads_rx) = watch::channel(0);
+    state.leads = leads_rx;
     state.fanout = fanout::Fanout::new(fanout::Connector {
         endpoint: endpoint.clone(),
         client: client_config_for(&cfg, shared::internal::FANOUT_ALPN)?,
         cfg: Arc::new(cfg.clone()),
         reg: reg.clone(),
+        leads: Arc::new(leads),
     });
     let mut backoff = Duration::from_millis(cfg.reconnect_min_ms);
     let max_backoff = Duration::from_millis(cfg.reconnect_max_ms);
@@ -303,6 +306,9 @@ struct LinkState {
     gateway_epoch: u64,
     /// The direct fan-out to edge gateways.
     fanout: fanout::Fanout,
+    /// The newest control epoch an edge announced taking the lead with (over its fan-out
+    /// link): a session with an older leader ends at once to register with it.
+    leads: watch::Receiver<u64>,
 }
 
 impl LinkState {
@@ -313,6 +319,7 @@ impl LinkState {
             epoch: Instant::now(),
             gateway_epoch: 0,
             fanout: fanout::Fanout::default(),
+            leads: watch::channel(0).1,
         }
     }
 
@@ -667,7 +674,7 @@ async fn session(
     });
     let result = session_loop(
         cfg,
-        heartbeat_ms,
+        (heartbeat_ms, registered.epoch),
         &conn,
         &mut send,
         reg,
@@ -696,7 +703,7 @@ async fn session(
 #[allow(clippy::too_many_arguments)]
 async fn session_loop(
     cfg: &NodeConfig,
-    heartbeat_ms: u64,
+    (heartbeat_ms, epoch): (u64, u64),
     conn: &quinn::Connection,
     send: &mut quinn::SendStream,
     reg: &Arc<Registry>,
@@ -713,8 +720,20 @@ async fn session_loop(
     resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_overruns = Metrics::get(&reg.metrics.overruns);
     let mut wbuf = Vec::with_capacity(64 * 1024);
+    let mut leads = state.leads.clone();
+    let mut leads_open = true;
     loop {
+        // An edge linked for the fan-out took the lead with a newer epoch: this leader is
+        // deposed or dead (silent until the link times out); register with the new one.
+        let announced = *leads.borrow_and_update();
+        if announced > epoch {
+            state.gateway_epoch = state.gateway_epoch.max(announced);
+            return Err(SessionEnd::Lost(format!(
+                "a gateway took the lead with epoch {announced} (this one has {epoch})"
+            )));
+        }
         tokio::select! {
+            r = leads.changed(), if leads_open => leads_open = r.is_ok(),
             i = in_rx.recv() => match i {
                 Some(Incoming::Env(Envelope { msg: Msg::Refused { reason }, .. })) => {
                     return Err(SessionEnd::Refused(reason));

@@ -75,7 +75,9 @@ pub(super) async fn serve(
                 Err(e) => break e.to_string(),
             },
             _ = stop.wait_for(|s| *s) => {
-                conn.close(0u32.into(), b"the edge stops");
+                // Kept open for the gateway taking over in this process to tell the node
+                // it leads now (`Handover::announce_lead`); closed when dropped unused.
+                state.parked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(conn.clone());
                 break "this gateway stops serving as an edge".to_owned();
             }
         }

@@ -84,6 +84,29 @@ pub struct Handover {
     /// The RCEnet host tasks' sockets and hosts, one per shard (empty: none, or they
     /// failed; the full gateway binds its own).
     pub enet: Vec<crate::net::enet::Adopted>,
+    /// The zone nodes' fan-out links, open until [`announce_lead`] (or dropped).
+    pub fanout: Vec<quinn::Connection>,
+}
+
+/// Tells each zone node linked here for the direct fan-out ([`Handover::fanout`]) that
+/// this gateway leads now, with control epoch `epoch`, closing its link
+/// ([`shared::internal::FANOUT_CLOSE_LEADS`]): the node registers here at once instead of
+/// waiting for its link to the previous leader, which may have died without a word, to
+/// time out. Called once the zone nodes' endpoint is bound.
+pub fn announce_lead(fanout: Vec<quinn::Connection>, epoch: u64) {
+    if !fanout.is_empty() {
+        tracing::info!(
+            nodes = fanout.len(),
+            epoch,
+            "telling the zone nodes linked for the fan-out that this gateway leads"
+        );
+    }
+    for conn in fanout {
+        conn.close(
+            shared::internal::FANOUT_CLOSE_LEADS.into(),
+            epoch.to_string().as_bytes(),
+        );
+    }
 }
 
 /// One relayed client as the link's reader reaches it.
@@ -144,6 +167,8 @@ struct State {
     fanout_sent: AtomicU64,
     /// Those that did not (no such client here, another node hosts it, no room).
     fanout_dropped: AtomicU64,
+    /// The zone nodes' fan-out links when the edge stopped, for [`Handover`].
+    parked: std::sync::Mutex<Vec<quinn::Connection>>,
 }
 
 /// The leader an edge is linked to.
@@ -225,6 +250,7 @@ impl Edge {
             kept: DashMap::new(),
             fanout_sent: AtomicU64::new(0),
             fanout_dropped: AtomicU64::new(0),
+            parked: std::sync::Mutex::new(Vec::new()),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
@@ -301,10 +327,18 @@ impl Edge {
             kept_enet,
             "edge: handing its clients in the world to this gateway"
         );
+        let fanout = std::mem::take(
+            &mut *self
+                .state
+                .parked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         Handover {
             endpoint: self.endpoint,
             kept,
             enet,
+            fanout,
         }
     }
 }

@@ -104,6 +104,12 @@ pub const ALPN: &[u8] = b"rc-internal/1";
 /// "Direct fan-out").
 pub const FANOUT_ALPN: &[u8] = b"rc-fanout/1";
 
+/// The application close code of a fan-out link whose edge has just taken the lead: the
+/// reason is the new control epoch in decimal. A node hearing it stops waiting for its
+/// current leader link to time out (the previous leader may have died without a word) and
+/// registers with the gateways again at once, refusing any leader older than that epoch.
+pub const FANOUT_CLOSE_LEADS: u32 = 4;
+
 /// Where a zone node reaches an edge gateway for the direct fan-out ([`Msg::Fanout`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FanoutEdge {

@@ -671,6 +671,7 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         b_addrs,
         b_out,
         b_enet,
+        n1_admin,
         ..
     } = pair_and_a_node(&url, "edge-takeover", true).await;
     edge_ready(b_addrs.2).await;
@@ -712,6 +713,13 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
         v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
     })
     .await;
+    // The node heard it over its fan-out link to the edge (the edge's players' broadcasts
+    // went there), not by its link to the dead leader timing out.
+    assert_eq!(
+        node_counter(n1_admin, "rc_zone_lead_announced_total"),
+        1,
+        "the new leader told the node it leads"
+    );
     // The edge's player never left: the same connection, the same session.
     let b_again = (b_to.0 + 4.0, b_to.1, b_to.2);
     assert!(

@@ -19,7 +19,7 @@ use std::time::Duration;
 use shared::internal::codec::encode_frame;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{Envelope, FanoutEdge, Msg, SessionId};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::actor::{Metrics, Registry};
 use crate::config::NodeConfig;
@@ -156,6 +156,9 @@ pub(crate) struct Connector {
     pub client: quinn::ClientConfig,
     pub cfg: Arc<NodeConfig>,
     pub reg: Arc<Registry>,
+    /// The newest control epoch an edge announced taking the lead with
+    /// ([`shared::internal::FANOUT_CLOSE_LEADS`]): the leader link registers again.
+    pub leads: Arc<watch::Sender<u64>>,
 }
 
 /// One edge's link task, as the link sees it.
@@ -273,7 +276,18 @@ async fn run(
                                 break e.to_string();
                             }
                         }
-                        e = conn.closed() => break e.to_string(),
+                        e = conn.closed() => {
+                            if let Some(epoch) = took_lead(&e) {
+                                tracing::info!(edge = %name, %addr, epoch, "the edge took the lead: registering with it now");
+                                Metrics::inc(&c.reg.metrics.lead_announced);
+                                c.leads.send_if_modified(|l| {
+                                    let newer = epoch > *l;
+                                    *l = (*l).max(epoch);
+                                    newer
+                                });
+                            }
+                            break e.to_string();
+                        }
                     }
                 };
                 up.store(false, Ordering::Relaxed);
@@ -298,6 +312,18 @@ async fn run(
             }
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// The control epoch of an edge that closed its fan-out link because it now leads.
+fn took_lead(e: &quinn::ConnectionError) -> Option<u64> {
+    match e {
+        quinn::ConnectionError::ApplicationClosed(c)
+            if c.error_code == quinn::VarInt::from_u32(shared::internal::FANOUT_CLOSE_LEADS) =>
+        {
+            std::str::from_utf8(&c.reason).ok()?.parse().ok()
+        }
+        _ => None,
     }
 }
 
@@ -333,6 +359,29 @@ mod tests {
             name: name.into(),
             addr: addr.into(),
         })
+    }
+
+    #[test]
+    fn only_the_lead_close_code_with_an_epoch_announces_a_leader() {
+        let closed = |code: u32, reason: &'static [u8]| {
+            quinn::ConnectionError::ApplicationClosed(quinn::ApplicationClose {
+                error_code: quinn::VarInt::from_u32(code),
+                reason: bytes::Bytes::from_static(reason),
+            })
+        };
+        let leads = shared::internal::FANOUT_CLOSE_LEADS;
+        assert_eq!(
+            took_lead(&closed(leads, b"1764500000123")),
+            Some(1_764_500_000_123)
+        );
+        assert_eq!(
+            took_lead(&closed(0, b"1764500000123")),
+            None,
+            "an edge that stops"
+        );
+        assert_eq!(took_lead(&closed(leads, b"soon")), None, "no epoch");
+        assert_eq!(took_lead(&closed(leads, b"")), None);
+        assert_eq!(took_lead(&quinn::ConnectionError::TimedOut), None);
     }
 
     #[test]
