@@ -58,6 +58,8 @@ enum SessionEnd {
     Timeout,
     #[error("the gateway speaks internal protocol version {theirs}, this node {ours}")]
     PeerVersion { ours: u16, theirs: u16 },
+    #[error("a gateway announced it leads with control epoch {0}: registering with it")]
+    LeadAnnounced(u64),
 }
 
 /// How the link finished.
@@ -254,6 +256,12 @@ pub async fn run(
                     SessionEnd::Refused(r) => {
                         tracing::error!(reason = %r, "gateway refused this node")
                     }
+                    SessionEnd::LeadAnnounced(_) => {
+                        tracing::info!(error = %e, "another gateway leads now");
+                        // Straight to it: it is up (it announced once its endpoint was).
+                        backoff = Duration::from_millis(cfg.reconnect_min_ms);
+                        continue;
+                    }
                     _ => tracing::warn!(error = %e, "gateway link down"),
                 }
             }
@@ -264,6 +272,8 @@ pub async fn run(
         // While disconnected: keep snapshots for later, refuse transfers (so they are never
         // lost), drop the rest; stop when the drain deadline passes.
         let wake = Instant::now() + backoff;
+        let mut leads = state.leads.clone();
+        let seen = state.gateway_epoch;
         loop {
             if let Some(d) = state.drain_deadline {
                 if reg.instance_count() == 0 && state.unacked.is_empty() {
@@ -277,6 +287,7 @@ pub async fn run(
             reg.expire_script_store(std::time::Instant::now());
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => break,
+                _ = newer_lead(&mut leads, seen) => break,
                 o = out_rx.recv() => match o {
                     Some(o) => offline(&reg, &mut state, o),
                     None => return Ok(LinkExit::Drained),
@@ -365,6 +376,15 @@ fn offline(reg: &Arc<Registry>, state: &mut LinkState, o: Outbound) {
             reg.script_store_failed(req);
         }
         _ => Metrics::inc(&reg.metrics.outbound_dropped),
+    }
+}
+
+/// Resolves with the newest epoch a gateway announced the lead with, once it is newer than
+/// `than` ([`fanout`]'s links hear it); never when no announcement can come any more.
+async fn newer_lead(leads: &mut watch::Receiver<u64>, than: u64) -> u64 {
+    match leads.wait_for(|e| *e > than).await {
+        Ok(e) => *e,
+        Err(_) => std::future::pending().await,
     }
 }
 
@@ -592,11 +612,20 @@ async fn session(
     // Several gateway addresses (standbys and edges, docs/operations.md): all tried at
     // once, so a node finds whichever gateway serves now.
     let gateways = cfg.gateway_addrs();
-    let hs = handshake(cfg, &gateways, endpoint, reg, state.gateway_epoch);
+    // No gateway older than the newest that announced the lead.
+    let mut leads = state.leads.clone();
+    state.gateway_epoch = state.gateway_epoch.max(*leads.borrow_and_update());
+    let seen = state.gateway_epoch;
+    let hs = handshake(cfg, &gateways, endpoint, reg, seen);
     tokio::pin!(hs);
     let first_limit = limit(state);
     let hs_result = tokio::select! {
         r = timeout(first_limit, &mut hs) => r,
+        // Connecting to gateways that are not up yet (the new leader binds its endpoint
+        // after taking over): start again at once when it says it is.
+        e = newer_lead(&mut leads, seen), if state.drain_deadline.is_none() => {
+            return Err(SessionEnd::LeadAnnounced(e));
+        }
         r = shutdown.changed(), if state.drain_deadline.is_none() => {
             if r.is_ok() && *shutdown.borrow() {
                 start_drain(reg, cfg, state);
@@ -721,19 +750,11 @@ async fn session_loop(
     let mut last_overruns = Metrics::get(&reg.metrics.overruns);
     let mut wbuf = Vec::with_capacity(64 * 1024);
     let mut leads = state.leads.clone();
-    let mut leads_open = true;
     loop {
-        // An edge linked for the fan-out took the lead with a newer epoch: this leader is
-        // deposed or dead (silent until the link times out); register with the new one.
-        let announced = *leads.borrow_and_update();
-        if announced > epoch {
-            state.gateway_epoch = state.gateway_epoch.max(announced);
-            return Err(SessionEnd::Lost(format!(
-                "a gateway took the lead with epoch {announced} (this one has {epoch})"
-            )));
-        }
         tokio::select! {
-            r = leads.changed(), if leads_open => leads_open = r.is_ok(),
+            // An edge linked for the fan-out took the lead with a newer epoch: this leader
+            // is deposed or dead (silent until the link times out); register with the new.
+            e = newer_lead(&mut leads, epoch) => return Err(SessionEnd::LeadAnnounced(e)),
             i = in_rx.recv() => match i {
                 Some(Incoming::Env(Envelope { msg: Msg::Refused { reason }, .. })) => {
                     return Err(SessionEnd::Refused(reason));
