@@ -166,6 +166,12 @@ fn regression_seeds() {
         (49_959, "refused transfer unrouted the live copy"),
         // The simulator's own: a refused second copy took over the held one's tag.
         (62_565, "refused copy's tag"),
+        // Issue 41, session 38 (the million-schedule run): a deposed leader's recovery
+        // committed a player into one instance of a node, the new leader's recovery
+        // prepared him into another instance of the same node, and its detach of the
+        // orphan took the newer copy (the node now refuses a transfer of a session it
+        // already hosts).
+        (203_333, "one session in two instances of a node"),
     ];
     let opts = Options::default();
     for (seed, what) in found {

@@ -724,6 +724,15 @@ impl<C: Clone, H> NodeCore<C, H> {
         self.transfers
             .admit(&t, hosted, self.draining)
             .map_err(refused)?;
+        // A session this node already hosts, in another instance, is never taken in a
+        // second time: one of the two copies is stale (a gateway recovered the player
+        // while a deposed one still moved it here), and the gateway sorts it out, as it
+        // does for a duplicate `AttachPlayer` (simulator seed 203333).
+        if let Some(s) = t.session
+            && self.sessions.contains_key(&s)
+        {
+            return Err(RegistryError::DuplicateSession(s));
+        }
         let fx = self
             .transfers
             .arrive(t, hosted, self.draining, ctx())

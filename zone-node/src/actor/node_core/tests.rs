@@ -280,3 +280,40 @@ fn running_reports_each_copy_with_its_fencing_token() {
     core.player_removed(&key("A"), 9);
     assert_eq!(core.running()[0].fences, [88]);
 }
+
+#[test]
+fn a_transfer_of_a_session_already_hosted_in_another_instance_is_refused() {
+    // A deposed leader's recovery put the player in A; the new leader's, not knowing,
+    // sends him to B on the same node: two live copies, and a detach would take only one
+    // (simulator seed 203333). The node refuses the second, as it refuses a second attach.
+    let mut core = Core::new(4, 1);
+    core.assign(key("A"), 4, Vec::new(), make).unwrap();
+    core.assign(key("B"), 5, Vec::new(), make).unwrap();
+    assert!(attach(&mut core, 3, &key("A"), 4));
+    let t = |serial, area: &str, generation| TransferDto {
+        transfer_id: TransferId {
+            block: 2,
+            minter: 1,
+            serial,
+        },
+        generation,
+        session: Some(3),
+        is_dm: false,
+        area: area.into(),
+        instance: 0,
+        arrival: ArrivalDto::Saved,
+        state: ActorStateDto::default(),
+    };
+    assert!(matches!(
+        core.transfer_in(t(1, "B", 5), || "t"),
+        Err(RegistryError::DuplicateSession(3))
+    ));
+    assert_eq!(
+        core.session_instance(3),
+        Some(&key("A")),
+        "the live copy keeps its route"
+    );
+    // Once he has left A, he may come in.
+    core.player_removed(&key("A"), 3);
+    assert!(core.transfer_in(t(2, "B", 5), || "t").is_ok());
+}
