@@ -108,6 +108,8 @@ struct Peer {
     closing: bool,
     /// Kept since the leader went: kicked at this time unless handed over first.
     kept_until: Option<u64>,
+    /// Its position budget, for the datagrams sent straight to its zone node.
+    positions: crate::session::budget::InputBudget,
 }
 
 /// Serves RCEnet on `socket` (one of `shards` on the address) until `stop`; then hands
@@ -129,6 +131,7 @@ pub(super) async fn serve(
     // Read and written on the host's clock, as the full gateway's host tasks (net::udp).
     let mut buf = vec![0u8; 65_536];
     let mut outbox = Outbox::default();
+    let mut pool = BytesMut::new();
     let mut tick = tokio::time::interval(Duration::from_millis(5));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -180,7 +183,13 @@ pub(super) async fn serve(
                     data,
                     reliable,
                 } => {
-                    if !received(&peers, peer, channel, &data, reliable) {
+                    if !received(
+                        &state,
+                        &mut peers,
+                        peer,
+                        (channel, &data, reliable),
+                        (now(), &mut pool),
+                    ) {
                         // It sends faster than the leader link takes: a flood.
                         tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
                         if let Some(p) = peers.get_mut(&peer) {
@@ -339,6 +348,7 @@ fn relay(
         party,
         closing: false,
         kept_until: None,
+        positions: crate::session::budget::InputBudget::new(state.budgets.clone(), 0),
     };
     match peers.get_mut(&peer) {
         // A kept peer: still counted in the limits as when it connected.
@@ -399,13 +409,13 @@ const UP_BYTES: usize = 256 * 1024;
 /// One packet from a peer, relayed; false when the peer floods (past [`UP_BYTES`]
 /// waiting): it is to be disconnected, a reliable packet cannot be dropped.
 fn received(
-    peers: &HashMap<PeerId, Peer>,
+    state: &State,
+    peers: &mut HashMap<PeerId, Peer>,
     peer: PeerId,
-    channel: u8,
-    data: &[u8],
-    reliable: bool,
+    (channel, data, reliable): (u8, &[u8], bool),
+    (now_ms, pool): (u64, &mut BytesMut),
 ) -> bool {
-    let Some(p) = peers.get(&peer) else {
+    let Some(p) = peers.get_mut(&peer) else {
         return true;
     };
     let Some(&ty) = data.first() else {
@@ -420,6 +430,25 @@ fn received(
     };
     if !reliable {
         if ty == ids::P_STANDARD_UPDATE && channel == CHANNEL_UPDATES {
+            // Straight to its zone node when it has a fan-out link here.
+            let mut frame = Vec::with_capacity(2 + data.len());
+            frame.extend_from_slice(&len.to_le_bytes());
+            frame.extend_from_slice(data);
+            let up = super::fanout::input(
+                state,
+                &p.leader,
+                p.id,
+                &mut p.positions,
+                now_ms,
+                &frame,
+                pool,
+            );
+            match up {
+                super::fanout::Up::Sent | super::fanout::Up::Dropped => return true,
+                // A flood of positions: disconnected as one of reliable packets is.
+                super::fanout::Up::Kick(_) => return false,
+                super::fanout::Up::Relay => {}
+            }
             let mut b = BytesMut::with_capacity(datagram::HEADER_LEN + 2 + data.len());
             datagram::put_header(&mut b, p.id);
             b.extend_from_slice(&len.to_le_bytes());

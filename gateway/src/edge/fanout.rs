@@ -18,7 +18,7 @@ use bytes::BytesMut;
 use shared::internal::codec::{CodecError, FrameDecoder, encode_frame};
 use shared::internal::fanout::Broadcast;
 use shared::internal::handshake::Step;
-use shared::internal::{Envelope, MAX_FRAME_LEN, Msg};
+use shared::internal::{Envelope, MAX_FRAME_LEN, Msg, datagram, edge};
 use tokio::sync::watch;
 
 use super::{Sink, State, enet};
@@ -51,6 +51,8 @@ pub(super) async fn serve(
         return;
     };
     tracing::info!(node = %node, peer = %conn.remote_address(), "edge: zone node fans its broadcasts out here");
+    // Its players' clients' positions go back to it on this link.
+    state.links.insert(node.clone(), conn.clone());
     let mut out = BytesMut::new();
     let why = 'link: loop {
         loop {
@@ -82,10 +84,81 @@ pub(super) async fn serve(
             }
         }
     };
+    state
+        .links
+        .remove_if(&node, |_, c| c.stable_id() == conn.stable_id());
     tracing::info!(node = %node, reason = %why,
         sent = state.fanout_sent.load(Ordering::Relaxed),
         dropped = state.fanout_dropped.load(Ordering::Relaxed),
+        inputs = state.inputs_direct.load(Ordering::Relaxed),
         "edge: fan-out link ended");
+}
+
+/// What became of a client's position datagram ([`input`]).
+pub(super) enum Up {
+    /// Sent straight to the zone node hosting its player.
+    Sent,
+    /// Malformed, or past the client's position budget: dropped.
+    Dropped,
+    /// Past its budget once too often: disconnect the client (close code 4), why.
+    Kick(String),
+    /// No fan-out link to its node (or not in the world yet): the leader relays it.
+    Relay,
+}
+
+/// A relayed client's `P_StandardUpdate` datagram (`d`: rc/1 frames) straight to the zone
+/// node hosting its player, over that node's fan-out link, as `[session u64][frames]`
+/// (`shared::internal::datagram`, what the leader sends), under the client's position
+/// budget (`input_budgets`' `position`; its reliable frames keep the leader's). The node
+/// is the one the leader last said hosts the session (`Entered`); a node without a link
+/// here, or a client not in the world yet, is the leader's to relay.
+#[doc(alias = "P_StandardUpdate")]
+pub(super) fn input(
+    state: &State,
+    leader: &super::Leader,
+    id: edge::RelayId,
+    budget: &mut crate::session::budget::InputBudget,
+    now_ms: u64,
+    d: &[u8],
+    pool: &mut BytesMut,
+) -> Up {
+    use crate::session::budget::Verdict;
+    let session = leader
+        .clients
+        .get(&id)
+        .map_or(0, |c| c.session.load(Ordering::Relaxed));
+    if session == 0 {
+        return Up::Relay;
+    }
+    let Some(node) = leader
+        .sessions
+        .get(&session)
+        .filter(|e| e.0 == id)
+        .map(|e| e.1.clone())
+    else {
+        return Up::Relay;
+    };
+    let Some(conn) = state.links.get(&node).map(|c| c.clone()) else {
+        return Up::Relay;
+    };
+    let frames = match shared::frame::split_datagram(d, Some(shared::proto::ids::P_STANDARD_UPDATE))
+    {
+        Ok(f) => f.count(),
+        Err(_) => return Up::Dropped,
+    };
+    match budget.admit_positions(now_ms, frames) {
+        Verdict::Admit => {}
+        Verdict::Drop(_) => return Up::Dropped,
+        Verdict::Kick(a) => return Up::Kick(format!("input flood ({a})")),
+    }
+    pool.reserve(datagram::HEADER_LEN + d.len());
+    datagram::put_header(pool, session);
+    pool.extend_from_slice(d);
+    if conn.send_datagram(pool.split().freeze()).is_err() {
+        return Up::Relay;
+    }
+    state.inputs_direct.fetch_add(1, Ordering::Relaxed);
+    Up::Sent
 }
 
 /// The gateway's half of the internal handshake on a fan-out link; the node's id once it

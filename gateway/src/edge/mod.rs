@@ -169,6 +169,13 @@ struct State {
     fanout_dropped: AtomicU64,
     /// The zone nodes' fan-out links when the edge stopped, for [`Handover`].
     parked: std::sync::Mutex<Vec<quinn::Connection>>,
+    /// Each zone node's fan-out link, by node id: where its players' clients' position
+    /// datagrams go ([`fanout::input`]).
+    links: DashMap<String, quinn::Connection>,
+    /// Client position datagrams sent straight to their zone node.
+    inputs_direct: AtomicU64,
+    /// Every client's input budgets (`input_budgets`).
+    budgets: crate::session::budget::Budgets,
 }
 
 /// The leader an edge is linked to.
@@ -251,6 +258,9 @@ impl Edge {
             fanout_sent: AtomicU64::new(0),
             fanout_dropped: AtomicU64::new(0),
             parked: std::sync::Mutex::new(Vec::new()),
+            links: DashMap::new(),
+            inputs_direct: AtomicU64::new(0),
+            budgets: crate::net::client::budgets(cfg),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
@@ -809,6 +819,11 @@ async fn pipe(
     let mut buf = vec![0u8; edge::MAX_CHUNK];
     let mut pool = BytesMut::new();
     let mut entered: Option<KeptSession> = kept;
+    // Its position datagrams go straight to its zone node when it can (not a compact
+    // client's: the leader decodes those), under this budget.
+    let mut budget =
+        (!compact).then(|| crate::session::budget::InputBudget::new(state.budgets.clone(), 0));
+    let born = std::time::Instant::now();
     let lost = || {
         (
             close::SHUTDOWN,
@@ -835,6 +850,14 @@ async fn pipe(
                 },
                 d = conn.read_datagram() => match d {
                     Ok(d) => {
+                        if let Some(budget) = &mut budget {
+                            let now = u64::try_from(born.elapsed().as_millis()).unwrap_or(u64::MAX);
+                            match fanout::input(state, &leader, id, budget, now, &d, &mut pool) {
+                                fanout::Up::Sent | fanout::Up::Dropped => continue,
+                                fanout::Up::Kick(reason) => break (close::RATE_LIMITED, reason),
+                                fanout::Up::Relay => {}
+                            }
+                        }
                         pool.reserve(d.len() + datagram::HEADER_LEN);
                         datagram::put_header(&mut pool, id);
                         pool.extend_from_slice(&d);

@@ -243,7 +243,7 @@ pub fn peer_key(addr: SocketAddr) -> PeerKey {
 }
 
 /// Each player's input budgets (validated with the configuration; the defaults if not).
-pub(super) fn budgets(cfg: &crate::config::GatewayConfig) -> Budgets {
+pub(crate) fn budgets(cfg: &crate::config::GatewayConfig) -> Budgets {
     cfg.budgets().unwrap_or_default()
 }
 

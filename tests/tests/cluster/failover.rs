@@ -199,7 +199,8 @@ async fn cut_off_the_leader(url: &str) {
         admin
             .query(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks \
-                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[],
             )
             .unwrap()
@@ -501,6 +502,14 @@ async fn an_edge_gateway_serves_clients_while_another_leads() {
     assert!(
         direct > 0 && node_counter(n1_admin, "rc_zone_fanout_links_total") == 1,
         "the node links the edge and fans its clients' broadcasts out there ({direct} datagrams)"
+    );
+    // Their positions go the other way on that link, not through the leader.
+    assert!(moves(&mut pb, &gb, 9.0).await);
+    assert!(moves(&mut pe, &ge, 5.0).await);
+    let inputs = node_counter(n1_admin, "rc_zone_fanout_inputs_total");
+    assert!(
+        inputs >= 2,
+        "the edge sends its clients' positions straight to the node ({inputs} datagrams)"
     );
 
     // Chat crosses the gateways both ways.
@@ -920,6 +929,10 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
         v.sessions.in_game == 3
     })
     .await;
+    // The store has each login's fencing token (written beside the attach, not before
+    // it: a leader killed within that write's latency of a login leaves a copy the next
+    // one cannot adopt; docs/operations.md, "Several gateways").
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
 
     let killed = Instant::now();
     let _ = children.0[0].kill();

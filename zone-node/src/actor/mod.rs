@@ -153,6 +153,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "Fan-out links to edge gateways established (rc-fanout/1).",
     ),
     (
+        "rc_zone_fanout_inputs_total",
+        "Client position datagrams an edge gateway sent straight here over its fan-out link (its clients' P_StandardUpdate), instead of through the leader.",
+    ),
+    (
         "rc_zone_lead_announced_total",
         "Edge gateways that announced over their fan-out link they had taken the lead, so this node registered with them without waiting for its old leader link to time out.",
     ),
@@ -243,6 +247,8 @@ shared::counters! {
         fanout_dropped => "rc_zone_fanout_dropped_total";
         /// Fan-out links established.
         fanout_links => "rc_zone_fanout_links_total";
+        /// Client position datagrams received over fan-out links.
+        fanout_inputs => "rc_zone_fanout_inputs_total";
         /// Edges that announced taking the lead over their fan-out link.
         lead_announced => "rc_zone_lead_announced_total";
         /// Unacknowledged periodic snapshots forgotten because a newer one saves the same

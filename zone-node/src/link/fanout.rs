@@ -276,18 +276,15 @@ async fn run(
                                 break e.to_string();
                             }
                         }
-                        e = conn.closed() => {
-                            if let Some(epoch) = took_lead(&e) {
-                                tracing::info!(edge = %name, %addr, epoch, "the edge took the lead: registering with it now");
-                                Metrics::inc(&c.reg.metrics.lead_announced);
-                                c.leads.send_if_modified(|l| {
-                                    let newer = epoch > *l;
-                                    *l = (*l).max(epoch);
-                                    newer
-                                });
+                        // Its clients' positions come straight from it, as from the leader.
+                        d = conn.read_datagram() => match d {
+                            Ok(d) => {
+                                Metrics::inc(&c.reg.metrics.fanout_inputs);
+                                c.reg.client_datagram(&d);
                             }
-                            break e.to_string();
-                        }
+                            Err(e) => break ended(&c, &name, &addr, &e),
+                        },
+                        e = conn.closed() => break ended(&c, &name, &addr, &e),
                     }
                 };
                 up.store(false, Ordering::Relaxed);
@@ -313,6 +310,21 @@ async fn run(
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
+}
+
+/// Why a fan-out link ended; an edge that closed it because it now leads is told to the
+/// leader link ([`Connector::leads`]).
+fn ended(c: &Connector, name: &str, addr: &str, e: &quinn::ConnectionError) -> String {
+    if let Some(epoch) = took_lead(e) {
+        tracing::info!(edge = %name, %addr, epoch, "the edge took the lead: registering with it now");
+        Metrics::inc(&c.reg.metrics.lead_announced);
+        c.leads.send_if_modified(|l| {
+            let newer = epoch > *l;
+            *l = (*l).max(epoch);
+            newer
+        });
+    }
+    e.to_string()
 }
 
 /// The control epoch of an edge that closed its fan-out link because it now leads.
