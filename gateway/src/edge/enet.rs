@@ -406,8 +406,10 @@ fn resume_kept(
 /// is closed as a flood, as the full gateway's host task does).
 const UP_BYTES: usize = 256 * 1024;
 
-/// One packet from a peer, relayed; false when the peer floods (past [`UP_BYTES`]
-/// waiting): it is to be disconnected, a reliable packet cannot be dropped.
+/// One packet from a peer, relayed (a position straight to its zone node when it can,
+/// [`super::fanout::input`]); false when the peer floods (past [`UP_BYTES`] waiting, or
+/// past its position budget too often): it is to be disconnected, a reliable packet
+/// cannot be dropped.
 fn received(
     state: &State,
     peers: &mut HashMap<PeerId, Peer>,
@@ -449,10 +451,9 @@ fn received(
                 super::fanout::Up::Kick(_) => return false,
                 super::fanout::Up::Relay => {}
             }
-            let mut b = BytesMut::with_capacity(datagram::HEADER_LEN + 2 + data.len());
+            let mut b = BytesMut::with_capacity(datagram::HEADER_LEN + frame.len());
             datagram::put_header(&mut b, p.id);
-            b.extend_from_slice(&len.to_le_bytes());
-            b.extend_from_slice(data);
+            b.extend_from_slice(&frame);
             let _ = p.leader.conn.send_datagram(b.freeze());
         }
         return true;
