@@ -724,12 +724,15 @@ impl<C: Clone, H> NodeCore<C, H> {
         self.transfers
             .admit(&t, hosted, self.draining)
             .map_err(refused)?;
-        // A session this node already hosts, in another instance, is never taken in a
-        // second time: one of the two copies is stale (a gateway recovered the player
-        // while a deposed one still moved it here), and the gateway sorts it out, as it
-        // does for a duplicate `AttachPlayer` (simulator seed 203333).
+        // A session this node already hosts is never taken in a second time, unless it
+        // is this very transfer going out of the instance that hosts it (a handoff the
+        // gateway routes back here: an instance it placed on demand). Otherwise one of
+        // the two copies is stale (a gateway recovered the player while a deposed one
+        // still moved him here), and the gateway sorts it out, as it does for a
+        // duplicate `AttachPlayer` (simulator seed 203333).
         if let Some(s) = t.session
-            && self.sessions.contains_key(&s)
+            && let Some(here) = self.sessions.get(&s)
+            && self.transfers.outgoing_source(id) != Some(here)
         {
             return Err(RegistryError::DuplicateSession(s));
         }

@@ -447,6 +447,11 @@ impl<C: Clone> TransferTable<C> {
         out
     }
 
+    /// The source instance of transfer `id`, when it is going out of this node.
+    pub fn outgoing_source(&self, id: TransferId) -> Option<&InstanceKey> {
+        self.outgoing.get(&id).map(|t| &t.source)
+    }
+
     /// Transfers out of `key` still waiting for an answer: `(id, player)`.
     pub fn pending_from(&self, key: &InstanceKey) -> Vec<(TransferId, Option<PlayerKey>)> {
         let mut v: Vec<_> = self
