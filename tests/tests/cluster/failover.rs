@@ -191,7 +191,10 @@ fn node_counter(admin: SocketAddr, series: &str) -> u64 {
 }
 
 /// The database server ends the connection of the gateway holding the database (and its
-/// lock with it), as a partition or a database restart does.
+/// lock with it), as a partition or a database restart does: the holder of the gateway's
+/// session lock (`store::pg`'s `EXCLUSIVE_LOCK`, 0x7263_6761_7465) on this test's
+/// database only (a standby's migration takes a transaction lock of its own meanwhile,
+/// and other tests share the server).
 async fn cut_off_the_leader(url: &str) {
     let admin_url = url.to_owned();
     let ended = tokio::task::spawn_blocking(move || {
@@ -200,7 +203,8 @@ async fn cut_off_the_leader(url: &str) {
             .query(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks \
                  WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() \
-                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                 AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = 125771261768805",
                 &[],
             )
             .unwrap()
