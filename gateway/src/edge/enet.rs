@@ -439,7 +439,7 @@ fn received(
             let up = super::fanout::input(
                 state,
                 &p.leader,
-                p.id,
+                (p.id, p.entered.as_ref().map(|w| w.session)),
                 &mut p.positions,
                 now_ms,
                 &frame,

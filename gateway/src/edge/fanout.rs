@@ -116,20 +116,16 @@ pub(super) enum Up {
 pub(super) fn input(
     state: &State,
     leader: &super::Leader,
-    id: edge::RelayId,
+    (id, session): (edge::RelayId, Option<u64>),
     budget: &mut crate::session::budget::InputBudget,
     now_ms: u64,
     d: &[u8],
     pool: &mut BytesMut,
 ) -> Up {
     use crate::session::budget::Verdict;
-    let session = leader
-        .clients
-        .get(&id)
-        .map_or(0, |c| c.session.load(Ordering::Relaxed));
-    if session == 0 {
+    let Some(session) = session else {
         return Up::Relay;
-    }
+    };
     let Some(node) = leader
         .sessions
         .get(&session)

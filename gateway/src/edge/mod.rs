@@ -852,7 +852,7 @@ async fn pipe(
                     Ok(d) => {
                         if let Some(budget) = &mut budget {
                             let now = u64::try_from(born.elapsed().as_millis()).unwrap_or(u64::MAX);
-                            match fanout::input(state, &leader, id, budget, now, &d, &mut pool) {
+                            match fanout::input(state, &leader, (id, entered.as_ref().map(|w| w.session)), budget, now, &d, &mut pool) {
                                 fanout::Up::Sent | fanout::Up::Dropped => continue,
                                 fanout::Up::Kick(reason) => break (close::RATE_LIMITED, reason),
                                 fanout::Up::Relay => {}
