@@ -172,6 +172,20 @@ pub enum Event {
     /// hosts it, instead of being logged out; unless a node reports it within
     /// [`RESUME_WINDOW`], its client is closed and the account logged off.
     Resume(Box<Resume>),
+    /// The store committed ([`Action::HandOut`]) a character's new fencing token, or
+    /// refused it (`stored` false: a deposed leader's write, a failing store). A login's
+    /// `AttachPlayer` waits for this: no copy of a character ever carries a token the
+    /// store may not hold, so the next leader can always adopt what the nodes report.
+    HandedOut {
+        /// The account.
+        account: AccountId,
+        /// The character slot.
+        slot: u8,
+        /// The token.
+        fence: u64,
+        /// Committed (false: refused or failed).
+        stored: bool,
+    },
 }
 
 /// A session kept through a leader change ([`Event::Resume`]).
@@ -542,6 +556,8 @@ pub struct Control {
     resumable: BTreeMap<SessionId, (Resume, Duration)>,
     /// The fencing token each character was last handed out with (or adopted with).
     fences: BTreeMap<(AccountId, u8), u64>,
+    /// Tokens handed out and not yet committed by the store ([`Event::HandedOut`]).
+    unstored: BTreeMap<(AccountId, u8), u64>,
     by_name: BTreeMap<String, SessionId>,
     /// Free player RuntimeIDs, least recently freed first: a freed one is reused last, so
     /// a new login never gets the RID of a leaving copy a node has not removed yet (found
@@ -603,6 +619,7 @@ impl Control {
             players: BTreeMap::new(),
             resumable: BTreeMap::new(),
             fences: BTreeMap::new(),
+            unstored: BTreeMap::new(),
             by_name: BTreeMap::new(),
             free_rids: (MIN_PLAYER_RID..=MAX_PLAYER_RID).collect(),
             transfers: BTreeMap::new(),
@@ -665,6 +682,12 @@ impl Control {
                 reason,
             } => self.node_down(&node, serial, &reason, chars),
             Event::Shutdown => self.begin_shutdown(),
+            Event::HandedOut {
+                account,
+                slot,
+                fence,
+                stored,
+            } => self.handed_out(account, slot, fence, stored),
         }
         std::mem::take(&mut self.out)
     }
@@ -1184,6 +1207,7 @@ impl Control {
         self.next_fence = fence.saturating_add(1);
         state.fence = fence;
         self.fences.insert((account, slot), fence);
+        self.unstored.insert((account, slot), fence);
         self.out.push(Action::HandOut {
             account,
             slot,
@@ -1321,6 +1345,13 @@ impl Control {
         let Some(p) = self.players.get_mut(&session) else {
             return;
         };
+        // Its token must be in the store first: a leader that dies before the store has
+        // it leaves no copy the next one cannot adopt ([`Event::HandedOut`]).
+        let unstored = self.unstored.get(&(p.account, p.slot));
+        if p.state.as_ref().is_some_and(|s| unstored == Some(&s.fence)) {
+            tracing::debug!(session, "login waits for its hand-out to be stored");
+            return;
+        }
         let Some(state) = p.state.take() else {
             return;
         };
@@ -1353,6 +1384,40 @@ impl Control {
             self.count(Count::FramesUp);
             self.send(&node, Msg::ClientFrames { session, frames }, Trace::Current);
         }
+    }
+
+    /// The store answered a hand-out: the login waiting for it attaches, or fails.
+    fn handed_out(&mut self, account: AccountId, slot: u8, fence: u64, stored: bool) {
+        if self.unstored.get(&(account, slot)) != Some(&fence) {
+            return;
+        }
+        self.unstored.remove(&(account, slot));
+        let login = self
+            .players
+            .iter()
+            .find(|(_, p)| {
+                p.account == account
+                    && p.slot == slot
+                    && matches!(p.phase, Phase::Attaching { .. })
+                    && p.state.as_ref().is_some_and(|s| s.fence == fence)
+            })
+            .map(|(s, _)| *s);
+        let Some(session) = login else {
+            // A recovery's or a transfer's: a failed write is written again from the book.
+            return;
+        };
+        if stored {
+            self.try_attach(session);
+            return;
+        }
+        tracing::warn!(session, "the store did not take the login's hand-out");
+        self.packet(session, ServerPacket::StartGame(StartGameReply::Failed));
+        self.close_client(
+            session,
+            close::SHUTDOWN,
+            "your character could not be loaded; try again later",
+        );
+        self.release(session);
     }
 
     fn wait(&mut self, key: InstanceKey, w: Waiter) {

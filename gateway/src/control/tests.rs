@@ -104,6 +104,8 @@ struct Cluster {
     now: u64,
     /// (node, key) → generation, from the assignments seen.
     gens: BTreeMap<(String, InstanceKey), Generation>,
+    /// Every hand-out is committed at once (false: the test answers them itself).
+    store_answers: bool,
 }
 
 impl Cluster {
@@ -113,10 +115,11 @@ impl Cluster {
             chars: chars(),
             now: 0,
             gens: BTreeMap::new(),
+            store_answers: true,
         }
     }
 
-    /// Feed an event; every assignment is answered ready at once.
+    /// Feed an event; every assignment is answered ready at once, every hand-out stored.
     fn ev(&mut self, e: Event) -> Vec<Action> {
         self.now += 10;
         let out = self.c.handle(at(self.now), e, &self.chars);
@@ -143,6 +146,26 @@ impl Cluster {
                         node,
                         serial,
                         msg: Msg::InstanceReady { key, generation },
+                    },
+                    &self.chars,
+                );
+                out.extend(more);
+            }
+            if self.store_answers
+                && let Action::HandOut {
+                    account,
+                    slot,
+                    fence,
+                    ..
+                } = out[i]
+            {
+                let more = self.c.handle(
+                    at(self.now),
+                    Event::HandedOut {
+                        account,
+                        slot,
+                        fence,
+                        stored: true,
                     },
                     &self.chars,
                 );
@@ -330,6 +353,110 @@ fn a_login_hands_the_character_out_with_a_new_fencing_token() {
     assert!(fence2 > fence + 1_000, "{fence} {fence2}");
     assert!(later.c.next_block > cl.c.next_block + 900);
     assert!(later.c.minter.mint().block > cl.c.next_block);
+}
+
+/// The `HandOut` in `a`, as (account, slot, fence).
+fn handed(a: &[Action]) -> (AccountId, u8, u64) {
+    a.iter()
+        .find_map(|a| match a {
+            Action::HandOut {
+                account,
+                slot,
+                fence,
+                ..
+            } => Some((*account, *slot, *fence)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no hand-out: {a:?}"))
+}
+
+fn attaches(a: &[Action]) -> bool {
+    sent(a)
+        .iter()
+        .any(|(_, m)| matches!(m, Msg::AttachPlayer { .. }))
+}
+
+#[test]
+fn a_login_attaches_only_once_the_store_has_its_token() {
+    let mut cl = Cluster::new();
+    cl.store_answers = false;
+    cl.up("n1", 1, Vec::new());
+    let a = cl.login(1, 1);
+    assert!(
+        !attaches(&a),
+        "attached before the store took the token: {a:?}"
+    );
+    let (account, slot, fence) = handed(&a);
+    // An answer for an older token changes nothing.
+    let stale = Event::HandedOut {
+        account,
+        slot,
+        fence: fence - 1,
+        stored: true,
+    };
+    assert!(!attaches(&cl.ev(stale)));
+    let a = cl.ev(Event::HandedOut {
+        account,
+        slot,
+        fence,
+        stored: true,
+    });
+    assert!(attaches(&a), "{a:?}");
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Attached { session: 1 }))
+    );
+    assert_eq!(cl.c.node_of(1), Some("n1"));
+    // Said twice: once only.
+    let a = cl.ev(Event::HandedOut {
+        account,
+        slot,
+        fence,
+        stored: true,
+    });
+    assert!(!attaches(&a), "{a:?}");
+}
+
+#[test]
+fn a_login_whose_token_the_store_refused_fails_and_logs_the_account_off() {
+    let mut cl = Cluster::new();
+    cl.store_answers = false;
+    cl.up("n1", 1, Vec::new());
+    let (account, slot, fence) = handed(&cl.login(1, 1));
+    let a = cl.ev(Event::HandedOut {
+        account,
+        slot,
+        fence,
+        stored: false,
+    });
+    assert!(!attaches(&a), "{a:?}");
+    assert!(a.iter().any(|x| matches!(
+        x,
+        Action::Packet {
+            session: 1,
+            packet: ServerPacket::StartGame(StartGameReply::Failed)
+        }
+    )));
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::CloseClient { session: 1, .. }))
+    );
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::LoggedOff { account: 1 }))
+    );
+    assert!(!cl.c.knows(1));
+    // A client gone while its token was on its way: the answer finds no login.
+    let (account, slot, fence) = handed(&cl.login(2, 1));
+    cl.ev(Event::Gone { session: 2 });
+    let a = cl.ev(Event::HandedOut {
+        account,
+        slot,
+        fence,
+        stored: true,
+    });
+    assert!(!attaches(&a), "{a:?}");
+    assert!(!cl.c.knows(2));
 }
 
 #[test]

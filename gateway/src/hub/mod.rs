@@ -375,6 +375,17 @@ pub enum HubEvent {
     },
     /// A question of the operator's console.
     Console(console::ConsoleQuery),
+    /// The store answered a character's hand-out (`control::Event::HandedOut`).
+    HandedOut {
+        /// The account.
+        account: AccountId,
+        /// The character slot.
+        slot: u8,
+        /// The new fencing token.
+        fence: u64,
+        /// Committed.
+        stored: bool,
+    },
 }
 
 /// The admin commands the hub carries out (the accounts ones are done on the book
@@ -989,6 +1000,17 @@ impl Hub {
                 let _ = reply.send(self.admin(cmd));
             }
             HubEvent::Console(q) => self.console_query(q),
+            HubEvent::HandedOut {
+                account,
+                slot,
+                fence,
+                stored,
+            } => self.control(control::Event::HandedOut {
+                account,
+                slot,
+                fence,
+                stored,
+            }),
         }
     }
 
@@ -1119,8 +1141,25 @@ impl Hub {
                         acc.book.hand_out(account, slot, fence);
                         acc.book.take_persist()
                     };
-                    if let Err(e) = self.shared.writer.submit(ops) {
+                    // A login attaches once the store has the token (its answer comes
+                    // back to the control plane through the hub's own queue).
+                    let hub = self.shared.hub.clone();
+                    let answer = move |stored: bool| {
+                        let _ = hub.send(HubEvent::HandedOut {
+                            account,
+                            slot,
+                            fence,
+                            stored,
+                        });
+                    };
+                    let done = answer.clone();
+                    let r = self
+                        .shared
+                        .writer
+                        .submit_then(ops, move |r| done(r.is_ok()));
+                    if let Err(e) = r {
                         tracing::error!(error = %e, "store writer unavailable");
+                        answer(false);
                     }
                 }
                 Action::LoggedOff { account } => {

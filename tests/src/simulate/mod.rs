@@ -189,6 +189,15 @@ enum Delivery {
     /// An edge of another gateway claims a session it kept (`EdgeMsg::Resume`) at the
     /// control plane of `epoch`, after the leader change.
     Claim { epoch: u64, resume: Box<Resume> },
+    /// The store's answer to a hand-out of the control plane of `epoch` reaches it
+    /// (`Event::HandedOut`): the gateway's writer runs apart from its control plane.
+    HandedOut {
+        epoch: u64,
+        account: u64,
+        slot: u8,
+        fence: u64,
+        stored: bool,
+    },
     /// A store commit completes: acknowledge `snapshot_id` on `serial`.
     Committed {
         node: usize,
@@ -305,6 +314,8 @@ struct Sim {
     /// the world (it was their edge); apart from `rng`, so a schedule's other draws stay
     /// what they were.
     keep_seed: u64,
+    /// Draws how long the store's answer to each hand-out takes; apart from `rng` too.
+    store_rng: SmallRng,
     opts: Options,
     now: u64,
     world: Arc<World>,
@@ -417,6 +428,7 @@ impl Sim {
         let mut sim = Self {
             rng: SmallRng::seed_from_u64(seed),
             keep_seed,
+            store_rng: SmallRng::seed_from_u64(seed ^ 0x7374_6f72_65),
             opts,
             now: 0,
             world,
@@ -1069,6 +1081,27 @@ impl Sim {
         d.control.poll_timeout().map(|t| ms(t) + d.offset)
     }
 
+    /// The store's answer to a hand-out reaches the control plane of `epoch` later: at
+    /// once mostly, now and then after a writer lagging by seconds (a leader that dies
+    /// meanwhile never hears it).
+    fn answer_hand_out(&mut self, epoch: u64, account: u64, slot: u8, fence: u64, stored: bool) {
+        let d = if self.store_rng.gen_bool(0.8) {
+            self.store_rng.gen_range(0..10)
+        } else {
+            self.store_rng.gen_range(10..2_500)
+        };
+        self.at(
+            self.now + d,
+            Delivery::HandedOut {
+                epoch,
+                account,
+                slot,
+                fence,
+                stored,
+            },
+        );
+    }
+
     fn deposed_event(&mut self, e: Event) {
         let Some(d) = &mut self.deposed else {
             return;
@@ -1133,6 +1166,10 @@ impl Sim {
                     transfer,
                 } => {
                     // Refused by the store, but the copy it hands out is real.
+                    if let Some(d) = &self.deposed {
+                        let epoch = d.epoch;
+                        self.answer_hand_out(epoch, account, slot, fence, false);
+                    }
                     if let Some(c) = self
                         .deposed
                         .as_mut()
@@ -1337,6 +1374,25 @@ impl Sim {
                     self.gateway_event(Event::Resume(resume));
                 }
             }
+            Delivery::HandedOut {
+                epoch,
+                account,
+                slot,
+                fence,
+                stored,
+            } => {
+                let e = Event::HandedOut {
+                    account,
+                    slot,
+                    fence,
+                    stored,
+                };
+                if epoch == self.gateway_epoch {
+                    self.gateway_event(e);
+                } else if self.deposed.as_ref().is_some_and(|d| d.epoch == epoch) {
+                    self.deposed_event(e);
+                }
+            }
             Delivery::Committed {
                 node,
                 serial,
@@ -1455,6 +1511,8 @@ impl Sim {
                 } => {
                     self.store.book.hand_out(account, slot, fence);
                     self.store.book.take_persist();
+                    let epoch = self.gateway_epoch;
+                    self.answer_hand_out(epoch, account, slot, fence, true);
                     // Handed out again: a new lineage, which the transfer's copy (or the
                     // `AttachPlayer` that follows) carries.
                     let l = self.new_lineage(account);
