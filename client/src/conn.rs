@@ -191,7 +191,9 @@ pub struct ConnectOptions {
     pub verify: Verify,
     /// QUIC keep-alive interval (zero disables it). Default 5 s.
     pub keep_alive: Duration,
-    /// Idle timeout after which the connection is dropped. Default 30 s.
+    /// Idle timeout after which the connection is dropped (QUIC's, and on RCEnet the
+    /// silence after which the server counts as gone: it pings an idle client every half
+    /// second). Default 30 s.
     pub idle_timeout: Duration,
     /// Limit on the handshake. Default 10 s.
     pub connect_timeout: Duration,
@@ -396,6 +398,7 @@ impl Connection {
                 addr,
                 opts.connect_timeout,
                 opts.send_new_client,
+                opts.idle_timeout,
             )
             .await?;
             tracing::debug!(%addr, "connected (RCEnet)");

@@ -50,6 +50,8 @@ enum Cmd {
         deadline: Instant,
         timeout: Duration,
         send_new_client: bool,
+        /// Silence after which the connection counts as lost.
+        idle: Duration,
         reply: oneshot::Sender<Result<Parts, ClientError>>,
     },
     /// One RC packet.
@@ -204,6 +206,7 @@ impl EnetTransport {
         addr: SocketAddr,
         timeout: Duration,
         send_new_client: bool,
+        idle: Duration,
     ) -> Result<Self, ClientError> {
         let own;
         let endpoint = match endpoint {
@@ -227,6 +230,7 @@ impl EnetTransport {
                 deadline,
                 timeout,
                 send_new_client,
+                idle,
                 reply,
             })
             .await
@@ -361,6 +365,11 @@ struct Live {
     counts: Arc<Counts>,
     /// After a local close: when the task stops waiting for the acknowledgement.
     closing: Option<Instant>,
+    /// Silence after which it counts as lost (the server pings an idle client every
+    /// half second, so only a server gone quiet is this silent).
+    idle: Duration,
+    /// When a datagram of the server last came, and how many had come by then.
+    heard: (Instant, u64),
     /// Packets of this turn, handed over at its end.
     batch: Vec<Packet>,
 }
@@ -383,6 +392,7 @@ struct Pending {
     /// The caller's limit, for its error.
     timeout: Duration,
     send_new_client: bool,
+    idle: Duration,
     reply: oneshot::Sender<Result<Parts, ClientError>>,
 }
 
@@ -482,6 +492,7 @@ impl Driver {
                 deadline,
                 timeout,
                 send_new_client,
+                idle,
                 reply,
             } => {
                 let session = self.next_session;
@@ -494,6 +505,7 @@ impl Driver {
                                 deadline,
                                 timeout,
                                 send_new_client,
+                                idle,
                                 reply,
                             },
                         );
@@ -644,6 +656,8 @@ impl Driver {
                 rtt_ms,
                 counts,
                 closing: None,
+                idle: p.idle,
+                heard: (Instant::now(), 0),
                 batch: Vec::new(),
             },
         );
@@ -688,8 +702,21 @@ impl Driver {
         for peer in gone {
             self.end(peer, CloseReason::Local, true);
         }
-        for (&peer, l) in &self.peers {
+        // A server that went silent (killed, or restarted without this connection's
+        // state) is noticed after the idle timeout, as QUIC's is, not ENet's own (up to
+        // 30 s of resends).
+        let mut silent = Vec::new();
+        for (&peer, l) in &mut self.peers {
             l.publish(&self.host, peer);
+            let came = self.host.peer_traffic(peer).map_or(0, |t| t.datagrams_in);
+            if came != l.heard.1 {
+                l.heard = (at, came);
+            } else if l.closing.is_none() && at.duration_since(l.heard.0) >= l.idle {
+                silent.push(peer);
+            }
+        }
+        for peer in silent {
+            self.end(peer, CloseReason::TimedOut, true);
         }
     }
 
@@ -708,10 +735,20 @@ mod tests {
     /// A one-socket ENet 1.1 server on loopback that echoes each packet back to its
     /// sender (reliable, channel 1) and reports what it saw.
     async fn echo_server() -> (SocketAddr, mpsc::UnboundedReceiver<(SocketAddr, Event)>) {
+        let (addr, rx, _) = echo_server_task().await;
+        (addr, rx)
+    }
+
+    /// [`echo_server`], with its task (abort it to kill the server without a word).
+    async fn echo_server_task() -> (
+        SocketAddr,
+        mpsc::UnboundedReceiver<(SocketAddr, Event)>,
+        tokio::task::JoinHandle<()>,
+    ) {
         let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let addr = socket.local_addr().unwrap();
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let epoch = Instant::now();
             let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap();
             let mut host = Host::new(HostConfig::default());
@@ -740,7 +777,7 @@ mod tests {
                 }
             }
         });
-        (addr, rx)
+        (addr, rx, task)
     }
 
     async fn packet(t: &mut EnetTransport) -> Vec<u8> {
@@ -756,14 +793,33 @@ mod tests {
         let (server, mut seen) = echo_server().await;
         let endpoint = EnetEndpoint::bind("127.0.0.1:0".parse().unwrap(), 2).unwrap();
         let timeout = Duration::from_secs(5);
-        let mut a = EnetTransport::connect(Some(&endpoint), server, timeout, false)
-            .await
-            .unwrap();
-        let mut b = EnetTransport::connect(Some(&endpoint), server, timeout, false)
-            .await
-            .unwrap();
+        let mut a = EnetTransport::connect(
+            Some(&endpoint),
+            server,
+            timeout,
+            false,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        let mut b = EnetTransport::connect(
+            Some(&endpoint),
+            server,
+            timeout,
+            false,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
         // The endpoint takes two: a third is refused, not queued.
-        let third = EnetTransport::connect(Some(&endpoint), server, timeout, false).await;
+        let third = EnetTransport::connect(
+            Some(&endpoint),
+            server,
+            timeout,
+            false,
+            Duration::from_secs(30),
+        )
+        .await;
         assert!(
             matches!(third, Err(ClientError::Config(_))),
             "{:?}",
@@ -816,10 +872,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_server_gone_silent_is_noticed_after_the_idle_timeout() {
+        let (server, _seen, task) = echo_server_task().await;
+        let idle = Duration::from_millis(1_500);
+        let mut t = EnetTransport::connect(None, server, Duration::from_secs(5), false, idle)
+            .await
+            .unwrap();
+        t.send(CHANNEL_RELIABLE, b"\x05hi".to_vec(), true).unwrap();
+        assert_eq!(packet(&mut t).await, b"\x05hi");
+        // Quiet but alive (ENet's pings): still open well past the idle timeout.
+        tokio::time::sleep(idle * 2).await;
+        assert!(t.close_reason().is_none(), "{:?}", t.close_reason());
+        // Killed without a word: lost after the idle timeout, not ENet's 30 s.
+        task.abort();
+        let gone = Instant::now();
+        tokio::time::timeout(Duration::from_secs(10), t.closed())
+            .await
+            .unwrap();
+        assert!(matches!(t.close_reason(), Some(CloseReason::TimedOut)));
+        assert!(
+            gone.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            gone.elapsed()
+        );
+    }
+
+    #[tokio::test]
     async fn a_silent_server_is_a_connect_timeout() {
         let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = silent.local_addr().unwrap();
-        let r = EnetTransport::connect(None, addr, Duration::from_millis(300), true).await;
+        let r = EnetTransport::connect(
+            None,
+            addr,
+            Duration::from_millis(300),
+            true,
+            Duration::from_secs(30),
+        )
+        .await;
         assert!(
             matches!(r, Err(ClientError::ConnectTimeout(_))),
             "{:?}",
