@@ -20,8 +20,9 @@
 # half's summary is printed on its own. With ROUNDS=N too, N faults EVERY seconds apart,
 # alternately the leader (first) and the edge, each victim restarted 2 s later (an edge
 # again); before each kill the leader's /cluster says how many bots the victim holds, and
-# at the end the logins again are compared with them: the surviving gateway's bots must
-# never have lost their session. KILL=cutoff cuts the leader off from the database
+# at the end each loss of a gateway a bot noticed in game (swarm's `gateway_loss.lost`:
+# when, and the gateway's address) is matched with the faults: one on a gateway no fault
+# had just hit is a surviving gateway's bot that lost its session (there must be none). KILL=cutoff cuts the leader off from the database
 # instead (the server ends its connection; it runs on until it notices and steps down);
 # with ROUNDS, CUTOFF=1 does so at every other leader fault (rounds 3, 7, ...). KILL=none kills nothing; B_SHARE=P starts P % of the bots
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
@@ -233,6 +234,9 @@ if [ "$EDGES" = 1 ]; then
             log "round $round: edge ${E^^} SIGKILLed ($ON_VICTIM bots on it)"
             VICTIM=$E; VP=("${EP[@]}"); OTHER_INTERNAL=${LP[1]}
         fi
+        # When and whom: a bot's loss of a gateway is the fault's only if it names one of
+        # these client ports (QUIC, RCEnet) soon after.
+        echo "$((T0 / 1000000)) ${VP[0]} ${VP[3]}" >>"$WORK/faults.txt"
         if [ "$ROUNDS" -gt 1 ]; then
             sleep 2
             gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" "${VP[3]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
@@ -273,7 +277,8 @@ PY
     fi
     CHARS=$(PSQL "SELECT count(*) FROM characters WHERE lower(name) LIKE 'fo%'" 2>/dev/null || echo "?")
     DUPES=$(PSQL "SELECT count(*) FROM (SELECT lower(name) FROM characters GROUP BY lower(name) HAVING count(*) > 1) d" 2>/dev/null || echo "?")
-    python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" "$ROUNDS" "$EXPECTED" <<'PY'
+    touch "$WORK/faults.txt"
+    python3 - "$WORK/swarm-a.json" "$WORK/swarm-b.json" "$KILL" "$CHARS" "$DUPES" "$ROUNDS" "$EXPECTED" "$WORK/faults.txt" "${LOST_AFTER:-5}" <<'PY'
 import json, sys
 for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's bots (the edge's)")):
     d = json.load(open(path))
@@ -285,7 +290,19 @@ for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's b
 what = sys.argv[3] if sys.argv[6] == "1" else "%s faults, leader and edge in turn" % sys.argv[6]
 print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (what, sys.argv[4], sys.argv[5]))
 relogins = sum(json.load(open(p)).get("gateway_loss", {}).get("relogins", 0) for p in sys.argv[1:3])
-print("bots on the victims when killed: %s; logins again: %s; the surviving gateways' bots that lost their session: %d" % (sys.argv[7], relogins, max(0, relogins - int(sys.argv[7]))))
+print("bots on the victims when killed: %s; logins again: %s (a bot logging in through a victim when it goes logs in again too)" % (sys.argv[7], relogins))
+# Each loss a bot noticed in game, against the faults: one on a gateway no fault had just
+# hit (from the fault to the bots' silence limit, LOST_AFTER, and 3 s more) is a surviving
+# gateway's bot that lost its session.
+faults = [tuple(int(x) for x in l.split()) for l in open(sys.argv[8]) if l.strip()]
+slack = (float(sys.argv[9]) + 3) * 1000
+losses = [l for p in sys.argv[1:3] for l in json.load(open(p)).get("gateway_loss", {}).get("lost", [])]
+unexplained = [(t, a) for t, a in losses
+               if not any(int(a.rsplit(":", 1)[1]) in (q, e) and t0 - 1000 <= t <= t0 + slack for t0, q, e in faults)]
+print("losses of a gateway in game: %d, each on a victim just after its fault: %d; the surviving gateways' bots that lost their session: %d" % (
+    len(losses), len(losses) - len(unexplained), len(unexplained)))
+for t, a in unexplained[:10]:
+    print("  lost %s at %d ms (faults: %s)" % (a, t, faults))
 PY
     exit 0
 fi

@@ -195,6 +195,10 @@ pub const FAMILIES: &[(&str, &str)] = &[
         "From a node's Transfer to the commit sent to its destination.",
     ),
     (
+        "rc_gateway_handout_commit_seconds",
+        "From a character's hand-out (a new fencing token: a login, a recovery) to the store's commit of it; a login's AttachPlayer waits for it.",
+    ),
+    (
         "rc_gateway_input_dropped_total",
         "In-game client inputs dropped past the player's budget for their action (input_budgets, chat_per_second), by action.",
     ),
@@ -473,6 +477,8 @@ shared::counters! {
         /// From a node's `Transfer` to the commit sent to its destination
         /// (`rc_gateway_handoff_latency_seconds`).
         handoff_latency: Histogram,
+        /// From a hand-out to its commit (`rc_gateway_handout_commit_seconds`).
+        handout_commit: Histogram,
         /// From a zone's remote query (or action, or walk) forwarded to the zone that
         /// answers it to that answer (`rc_gateway_remote_query_seconds`).
         remote_query_latency: Histogram,
@@ -528,6 +534,13 @@ impl Metrics {
             &[],
             &self.handoff_latency,
         );
+        let handout = "rc_gateway_handout_commit_seconds";
+        t.histogram_of(
+            handout,
+            family_help(FAMILIES, handout),
+            &[],
+            &self.handout_commit,
+        );
         let remote = "rc_gateway_remote_query_seconds";
         t.histogram_of(
             remote,
@@ -550,6 +563,7 @@ mod tests {
             &m.series(),
             &[
                 "rc_gateway_handoff_latency_seconds",
+                "rc_gateway_handout_commit_seconds",
                 "rc_gateway_remote_query_seconds",
                 "rc_gateway_input_dropped_total",
                 "rc_gateway_enet_peers",

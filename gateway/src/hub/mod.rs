@@ -1144,7 +1144,12 @@ impl Hub {
                     // A login attaches once the store has the token (its answer comes
                     // back to the control plane through the hub's own queue).
                     let hub = self.shared.hub.clone();
+                    let shared = Arc::downgrade(&self.shared);
+                    let handed = Instant::now();
                     let answer = move |stored: bool| {
+                        if let Some(s) = shared.upgrade() {
+                            s.metrics.handout_commit.observe(handed.elapsed());
+                        }
                         let _ = hub.send(HubEvent::HandedOut {
                             account,
                             slot,

@@ -341,6 +341,9 @@ struct Stats {
     relogins: AtomicU64,
     /// From losing the gateway to being in game again through another, ms.
     relogin_ms: Mutex<Vec<f64>>,
+    /// Each loss of a gateway in game: when it was noticed (Unix ms) and the gateway's
+    /// address, so a fault run can tell the victims' losses from a survivor's.
+    losses: Mutex<Vec<(u64, String)>>,
     /// Per bot that played to the end: the longest time its own position did not come
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
@@ -744,6 +747,10 @@ async fn bot(ctx: BotCtx) {
         let Some(why) = lost else { break };
         // The gateway is gone (or unreachable): the next one, until one lets the bot in.
         let lost_at = Instant::now();
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        lock(&ctx.stats.losses).push((unix_ms, c.remote_address().to_string()));
         tracing::info!(bot = %ctx.user, error = %why, "gateway lost: logging in again through the next");
         let again = loop {
             turn += 1;
@@ -1513,7 +1520,8 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let other = lock(&stats.other_errors).clone();
     let gateways: Vec<String> = args.gateway.iter().map(ToString::to_string).collect();
     let gateways = gateways.join(",");
-    Ok(serde_json::json!({
+    let lost = serde_json::to_value(&*lock(&stats.losses)).unwrap_or_default();
+    let mut out = serde_json::json!({
         "gateway": gateways,
         "bots": args.bots,
         "duration_s": args.duration,
@@ -1588,7 +1596,11 @@ async fn run(args: Args) -> Result<serde_json::Value> {
         },
         "item_chance": args.item_chance,
         "items": stats.items.json(),
-    }))
+    });
+    if let Some(g) = out.get_mut("gateway_loss").and_then(|g| g.as_object_mut()) {
+        g.insert("lost".into(), lost);
+    }
+    Ok(out)
 }
 
 fn main() -> Result<()> {
