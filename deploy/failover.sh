@@ -248,6 +248,24 @@ if [ "$EDGES" = 1 ]; then
     done
     wait "$SWARM_A" || true
     [ -z "$SWARM_B" ] || wait "$SWARM_B" || true
+    # How long logins waited for their fencing token's commit (both gateways since they
+    # last started; an edge hands nothing out).
+    for g in "${A[2]}" "${B[2]}"; do curl -fsS -m 2 "http://127.0.0.1:$g/metrics" 2>/dev/null || true; done | python3 -c '
+import re, sys
+b, n, total = {}, 0, 0.0
+for l in sys.stdin:
+    m = re.match(r"rc_gateway_handout_commit_seconds_bucket\{le=\"([^\"]+)\"\} (\S+)", l)
+    if m:
+        b[m.group(1)] = b.get(m.group(1), 0) + float(m.group(2))
+    elif l.startswith("rc_gateway_handout_commit_seconds_sum"):
+        total += float(l.split()[-1])
+    elif l.startswith("rc_gateway_handout_commit_seconds_count"):
+        n += int(float(l.split()[-1]))
+if n:
+    edges = sorted((float("inf") if k == "+Inf" else float(k), v) for k, v in b.items())
+    p99 = next((k for k, v in edges if v >= 0.99 * n), float("inf"))
+    print("hand-outs committed since the gateways last started: %d, mean %.1f ms, p99 under %s ms" % (n, 1000 * total / n, "%g" % (1000 * p99)))
+'
     if [ "$ECONOMY" = 1 ]; then
         # The bots' logouts are saved; a zone's next checkpoint (ZONE_NODE_PERSIST_EVERY_MS)
         # changes nothing of the totals (a logout saves the ground it touched with it).
