@@ -428,7 +428,7 @@ impl Sim {
         let mut sim = Self {
             rng: SmallRng::seed_from_u64(seed),
             keep_seed,
-            store_rng: SmallRng::seed_from_u64(seed ^ 0x7374_6f72_65),
+            store_rng: SmallRng::seed_from_u64(seed ^ 0x0073_746f_7265),
             opts,
             now: 0,
             world,
