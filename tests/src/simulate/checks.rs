@@ -13,8 +13,10 @@ use super::{Delivery, Dir, PERSIST_MS, Sim, TRANSFER_BOUND, Violation};
 /// Slack on the progress bound: a tick, the network's delays, the commit.
 const PROGRESS_SLACK_MS: u64 = 1_500;
 /// A character frozen in a handoff is in no checkpoint, but makes no progress either: the
-/// bound on the time since its last save grows by the longest freeze (the zones' transfer
-/// timeout, `ZoneConfig::transfer_timeout_ms`).
+/// bound on the time since its last save grows by each freeze: the zones' transfer
+/// timeout (`ZoneConfig::transfer_timeout_ms`), or until its copy was last prepared in a
+/// destination before the next freeze, when longer (a transfer whose source node died
+/// goes on from the gateway: found by seed 689,247).
 const FROZEN_MS: u64 = 2_000;
 
 impl Sim {
@@ -119,6 +121,35 @@ impl Sim {
         Ok(())
     }
 
+    /// How long `account`'s character may have been frozen in handoffs begun since
+    /// `since`: each freeze until its copy was last prepared before the next freeze, or
+    /// [`FROZEN_MS`] when longer (a rollback), and at least `FROZEN_MS` in all.
+    fn frozen_since(&self, account: u64, since: u64) -> u64 {
+        let none = Vec::new();
+        let freezes: Vec<u64> = self
+            .store
+            .frozen_at
+            .get(&account)
+            .unwrap_or(&none)
+            .iter()
+            .copied()
+            .filter(|at| *at >= since)
+            .collect();
+        let prepared = self.store.prepared_at.get(&account).unwrap_or(&none);
+        let mut total = 0;
+        for (k, f) in freezes.iter().enumerate() {
+            let next = freezes.get(k + 1).copied().unwrap_or(u64::MAX);
+            let until = prepared
+                .iter()
+                .copied()
+                .filter(|p| *p >= *f && *p < next)
+                .max()
+                .map_or(0, |p| p - f);
+            total += until.max(FROZEN_MS);
+        }
+        total.max(FROZEN_MS)
+    }
+
     /// At a kill of node `i`: the characters live there lose at most one checkpoint
     /// interval of progress (when the node was steadily connected and running).
     pub(super) fn check_progress_on_kill(&mut self, i: usize) {
@@ -132,14 +163,8 @@ impl Sim {
         for (account, session, key) in self.current_copies(i) {
             let since = self.store.saved_at.get(&account).copied().unwrap_or(0);
             let lost = self.now.saturating_sub(since);
-            // Each handoff begun since the save may have frozen it for up to `FROZEN_MS`.
-            let frozen = self
-                .store
-                .frozen_at
-                .get(&account)
-                .map_or(0, |t| t.iter().filter(|at| **at >= since).count() as u64)
-                .max(1);
-            if lost > PERSIST_MS + FROZEN_MS * frozen + PROGRESS_SLACK_MS {
+            let frozen = self.frozen_since(account, since);
+            if lost > PERSIST_MS + frozen + PROGRESS_SLACK_MS {
                 let v = self.violation(format!(
                     "progress: account {account}'s character (session {session}, {key} on {}) \
                      was last saved {lost} ms before its node was killed",

@@ -261,6 +261,9 @@ struct Store {
     /// When each character was frozen by a handoff out of its zone (a frozen character
     /// makes no progress and is not checkpointed).
     frozen_at: BTreeMap<u64, Vec<u64>>,
+    /// When a copy of each character was prepared in a destination zone (a handoff's
+    /// copy, which goes live at its commit right after).
+    prepared_at: BTreeMap<u64, Vec<u64>>,
 }
 
 impl Characters for Store {

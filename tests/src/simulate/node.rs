@@ -432,6 +432,14 @@ impl Sim {
             ZoneOutput::AckTransfer { transfer_id } => {
                 if let Some((s, l)) = self.nodes[i].arriving.remove(transfer_id) {
                     self.nodes[i].copies.insert((key.clone(), s), l);
+                    if let Some(c) = self.clients.get(&s) {
+                        let account = c.account;
+                        self.store
+                            .prepared_at
+                            .entry(account)
+                            .or_default()
+                            .push(self.now);
+                    }
                 }
             }
             ZoneOutput::NackTransfer { transfer_id, .. } => {

@@ -172,6 +172,12 @@ fn regression_seeds() {
         // orphan took the newer copy (the node now refuses a transfer of a session it
         // already hosts).
         (203_333, "one session in two instances of a node"),
+        // Issue 41, session 39, the checker's own: a handoff whose source node died went
+        // on from the gateway, its player frozen 4.2 s; the progress check allowed 2 s.
+        (
+            689_247,
+            "a handoff frozen past its zone's timeout after its source died",
+        ),
     ];
     let opts = Options::default();
     for (seed, what) in found {
