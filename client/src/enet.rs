@@ -793,33 +793,19 @@ mod tests {
         let (server, mut seen) = echo_server().await;
         let endpoint = EnetEndpoint::bind("127.0.0.1:0".parse().unwrap(), 2).unwrap();
         let timeout = Duration::from_secs(5);
-        let mut a = EnetTransport::connect(
-            Some(&endpoint),
-            server,
-            timeout,
-            false,
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap();
-        let mut b = EnetTransport::connect(
-            Some(&endpoint),
-            server,
-            timeout,
-            false,
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap();
+        let connect = || {
+            EnetTransport::connect(
+                Some(&endpoint),
+                server,
+                timeout,
+                false,
+                Duration::from_secs(30),
+            )
+        };
+        let mut a = connect().await.unwrap();
+        let mut b = connect().await.unwrap();
         // The endpoint takes two: a third is refused, not queued.
-        let third = EnetTransport::connect(
-            Some(&endpoint),
-            server,
-            timeout,
-            false,
-            Duration::from_secs(30),
-        )
-        .await;
+        let third = connect().await;
         assert!(
             matches!(third, Err(ClientError::Config(_))),
             "{:?}",

@@ -223,6 +223,20 @@ impl Cluster {
         })))
     }
 
+    /// The store's answer to hand-out `(account, slot, fence)`.
+    fn answer(
+        &mut self,
+        (account, slot, fence): (AccountId, u8, u64),
+        stored: bool,
+    ) -> Vec<Action> {
+        self.ev(Event::HandedOut {
+            account,
+            slot,
+            fence,
+            stored,
+        })
+    }
+
     /// Two nodes: n1 hosts every instance 0; Ann (session 1) plays on n1 in Meadow#0,
     /// and n1 sends her to Meadow#1, which is placed on n2 and prepares her there.
     /// Returns the transfer's id: n1's, unchanged at every hop.
@@ -388,19 +402,8 @@ fn a_login_attaches_only_once_the_store_has_its_token() {
     );
     let (account, slot, fence) = handed(&a);
     // An answer for an older token changes nothing.
-    let stale = Event::HandedOut {
-        account,
-        slot,
-        fence: fence - 1,
-        stored: true,
-    };
-    assert!(!attaches(&cl.ev(stale)));
-    let a = cl.ev(Event::HandedOut {
-        account,
-        slot,
-        fence,
-        stored: true,
-    });
+    assert!(!attaches(&cl.answer((account, slot, fence - 1), true)));
+    let a = cl.answer((account, slot, fence), true);
     assert!(attaches(&a), "{a:?}");
     assert!(
         a.iter()
@@ -408,12 +411,7 @@ fn a_login_attaches_only_once_the_store_has_its_token() {
     );
     assert_eq!(cl.c.node_of(1), Some("n1"));
     // Said twice: once only.
-    let a = cl.ev(Event::HandedOut {
-        account,
-        slot,
-        fence,
-        stored: true,
-    });
+    let a = cl.answer((account, slot, fence), true);
     assert!(!attaches(&a), "{a:?}");
 }
 
@@ -422,13 +420,8 @@ fn a_login_whose_token_the_store_refused_fails_and_logs_the_account_off() {
     let mut cl = Cluster::new();
     cl.store_answers = false;
     cl.up("n1", 1, Vec::new());
-    let (account, slot, fence) = handed(&cl.login(1, 1));
-    let a = cl.ev(Event::HandedOut {
-        account,
-        slot,
-        fence,
-        stored: false,
-    });
+    let handout = handed(&cl.login(1, 1));
+    let a = cl.answer(handout, false);
     assert!(!attaches(&a), "{a:?}");
     assert!(a.iter().any(|x| matches!(
         x,
@@ -447,14 +440,9 @@ fn a_login_whose_token_the_store_refused_fails_and_logs_the_account_off() {
     );
     assert!(!cl.c.knows(1));
     // A client gone while its token was on its way: the answer finds no login.
-    let (account, slot, fence) = handed(&cl.login(2, 1));
+    let handout = handed(&cl.login(2, 1));
     cl.ev(Event::Gone { session: 2 });
-    let a = cl.ev(Event::HandedOut {
-        account,
-        slot,
-        fence,
-        stored: true,
-    });
+    let a = cl.answer(handout, true);
     assert!(!attaches(&a), "{a:?}");
     assert!(!cl.c.knows(2));
 }

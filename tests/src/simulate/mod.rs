@@ -191,13 +191,7 @@ enum Delivery {
     Claim { epoch: u64, resume: Box<Resume> },
     /// The store's answer to a hand-out of the control plane of `epoch` reaches it
     /// (`Event::HandedOut`): the gateway's writer runs apart from its control plane.
-    HandedOut {
-        epoch: u64,
-        account: u64,
-        slot: u8,
-        fence: u64,
-        stored: bool,
-    },
+    HandedOut { epoch: u64, answer: Box<Event> },
     /// A store commit completes: acknowledge `snapshot_id` on `serial`.
     Committed {
         node: usize,
@@ -1093,16 +1087,13 @@ impl Sim {
         } else {
             self.store_rng.gen_range(10..2_500)
         };
-        self.at(
-            self.now + d,
-            Delivery::HandedOut {
-                epoch,
-                account,
-                slot,
-                fence,
-                stored,
-            },
-        );
+        let answer = Box::new(Event::HandedOut {
+            account,
+            slot,
+            fence,
+            stored,
+        });
+        self.at(self.now + d, Delivery::HandedOut { epoch, answer });
     }
 
     fn deposed_event(&mut self, e: Event) {
@@ -1377,23 +1368,11 @@ impl Sim {
                     self.gateway_event(Event::Resume(resume));
                 }
             }
-            Delivery::HandedOut {
-                epoch,
-                account,
-                slot,
-                fence,
-                stored,
-            } => {
-                let e = Event::HandedOut {
-                    account,
-                    slot,
-                    fence,
-                    stored,
-                };
+            Delivery::HandedOut { epoch, answer } => {
                 if epoch == self.gateway_epoch {
-                    self.gateway_event(e);
+                    self.gateway_event(*answer);
                 } else if self.deposed.as_ref().is_some_and(|d| d.epoch == epoch) {
-                    self.deposed_event(e);
+                    self.deposed_event(*answer);
                 }
             }
             Delivery::Committed {
