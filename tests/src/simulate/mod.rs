@@ -260,6 +260,11 @@ struct Store {
     prepared_at: BTreeMap<u64, Vec<u64>>,
 }
 
+/// Adds `now` to `account`'s times in `times` (a freeze, a preparation).
+fn note_at(times: &mut BTreeMap<u64, Vec<u64>>, account: u64, now: u64) {
+    times.entry(account).or_default().push(now);
+}
+
 impl Characters for Store {
     fn saved(&self, account: u64, slot: u8) -> Option<ActorStateDto> {
         let a = self.book.get(account)?;

@@ -433,12 +433,7 @@ impl Sim {
                 if let Some((s, l)) = self.nodes[i].arriving.remove(transfer_id) {
                     self.nodes[i].copies.insert((key.clone(), s), l);
                     if let Some(c) = self.clients.get(&s) {
-                        let account = c.account;
-                        self.store
-                            .prepared_at
-                            .entry(account)
-                            .or_default()
-                            .push(self.now);
+                        super::note_at(&mut self.store.prepared_at, c.account, self.now);
                     }
                 }
             }
@@ -447,12 +442,7 @@ impl Sim {
             }
             ZoneOutput::TransferOut(t) => {
                 if let Some(c) = t.player.and_then(|p| self.clients.get(&p.0)) {
-                    let account = c.account;
-                    self.store
-                        .frozen_at
-                        .entry(account)
-                        .or_default()
-                        .push(self.now);
+                    super::note_at(&mut self.store.frozen_at, c.account, self.now);
                 }
                 if let Some(p) = t.player
                     && let Some(l) = self.lineage_of(i, key, p.0)
