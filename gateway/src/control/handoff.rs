@@ -156,7 +156,8 @@ impl Control {
         self.forward_transfer(id, chars);
     }
 
-    /// Send a transfer to the node that owns its destination, once that is ready.
+    /// Send a transfer to the node that owns its destination, once that is ready and the
+    /// store has the token its copy carries.
     pub(super) fn forward_transfer(&mut self, id: TransferId, chars: &dyn Characters) {
         let Some(key) = self.transfers.get(&id).map(Transfer::key) else {
             return;
@@ -172,9 +173,18 @@ impl Control {
         // A draining node takes no one: wait until its instance is placed elsewhere.
         let usable =
             |n: &str| self.nodes.contains_key(n) && !self.dir.node(n).is_some_and(|d| d.draining);
+        let now = self.now;
         match ready {
+            Some(_) if self.carries_unstored(id) => {
+                // Handed out anew (a recovery, a source given up): no copy leaves before
+                // the store has its token, as for a login ([`super::Event::HandedOut`]).
+                if let Some(t) = self.transfers.get_mut(&id) {
+                    let wait = (now + ATTACH_TIMEOUT).min(t.started + MAX_HANDOFF);
+                    t.deadline = t.deadline.max(wait);
+                }
+                tracing::debug!(transfer = %id, "handoff waits for its hand-out to be stored");
+            }
             Some((dest, generation)) if usable(&dest) => {
-                let now = self.now;
                 let Some(t) = self.transfers.get_mut(&id) else {
                     return;
                 };
@@ -614,6 +624,56 @@ impl Control {
             };
             self.out.push(Action::Unroute { session });
         }
+    }
+
+    /// Whether the transfer's copy carries a token the store has not answered yet.
+    fn carries_unstored(&self, id: TransferId) -> bool {
+        let Some(t) = self.transfers.get(&id) else {
+            return false;
+        };
+        let owner = t.dto.session.and_then(|s| self.players.get(&s));
+        owner.is_some_and(|p| self.unstored.get(&(p.account, p.slot)) == Some(&t.dto.state.fence))
+    }
+
+    /// The store answered the hand-out of the copy transfer `id` carries: it goes out now,
+    /// or, refused (a deposed leader's write, a failing store), its player is disconnected
+    /// to log in again (no node holds it, and its token could not be stored).
+    pub(super) fn transfer_handed_out(
+        &mut self,
+        id: TransferId,
+        stored: bool,
+        chars: &dyn Characters,
+    ) {
+        if stored {
+            if self
+                .transfers
+                .get(&id)
+                .is_some_and(|t| t.forwarded_to.is_none())
+            {
+                self.forward_transfer(id, chars);
+            }
+            return;
+        }
+        let Some(t) = self.transfers.remove(&id) else {
+            return;
+        };
+        self.unwait(id);
+        self.count(Count::HandoffRolledBack);
+        // Where it was, or was last sent (it may still hold a prepared copy there).
+        for dest in t.forwarded_to.iter().chain(&t.old_dest) {
+            self.send(
+                dest,
+                Msg::TransferAbort { transfer_id: id },
+                Trace::Transfer(id),
+            );
+        }
+        if let Some(s) = t.dto.session {
+            self.recovery_failed(s, "the store did not take its hand-out");
+        }
+        self.out.push(Action::TransferEnded {
+            id,
+            outcome: "hand-out refused",
+        });
     }
 
     /// Sessions with a transfer in flight (their node loss is handled by the transfer).

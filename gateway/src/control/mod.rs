@@ -174,7 +174,8 @@ pub enum Event {
     Resume(Box<Resume>),
     /// The store committed ([`Action::HandOut`]) a character's new fencing token, or
     /// refused it (`stored` false: a deposed leader's write, a failing store). A login's
-    /// `AttachPlayer` waits for this: no copy of a character ever carries a token the
+    /// `AttachPlayer` waits for this, and so does the `Transfer` of a recovery or of a
+    /// handoff whose source node was given up: no copy of a character ever carries a token the
     /// store may not hold, so the next leader can always adopt what the nodes report.
     HandedOut {
         /// The account.
@@ -687,7 +688,7 @@ impl Control {
                 slot,
                 fence,
                 stored,
-            } => self.handed_out(account, slot, fence, stored),
+            } => self.handed_out(account, slot, fence, stored, chars),
         }
         std::mem::take(&mut self.out)
     }
@@ -1386,8 +1387,16 @@ impl Control {
         }
     }
 
-    /// The store answered a hand-out: the login waiting for it attaches, or fails.
-    fn handed_out(&mut self, account: AccountId, slot: u8, fence: u64, stored: bool) {
+    /// The store answered a hand-out: the login or the transfer waiting for it goes on,
+    /// or fails.
+    fn handed_out(
+        &mut self,
+        account: AccountId,
+        slot: u8,
+        fence: u64,
+        stored: bool,
+        chars: &dyn Characters,
+    ) {
         if self.unstored.get(&(account, slot)) != Some(&fence) {
             return;
         }
@@ -1403,7 +1412,21 @@ impl Control {
             })
             .map(|(s, _)| *s);
         let Some(session) = login else {
-            // A recovery's or a transfer's: a failed write is written again from the book.
+            // A recovery's or a transfer's copy, waiting in its transfer.
+            let carried = self
+                .transfers
+                .iter()
+                .find(|(_, t)| {
+                    t.dto.state.fence == fence
+                        && t.dto
+                            .session
+                            .and_then(|s| self.players.get(&s))
+                            .is_some_and(|p| p.account == account && p.slot == slot)
+                })
+                .map(|(id, _)| *id);
+            if let Some(id) = carried {
+                self.transfer_handed_out(id, stored, chars);
+            }
             return;
         };
         if stored {

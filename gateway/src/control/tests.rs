@@ -724,6 +724,14 @@ fn a_transfer_whose_source_is_given_up_is_handed_out_again_before_it_commits() {
         })
         .unwrap_or_else(|| panic!("not handed out again: {a:?}"));
     assert!(fence > old_fence);
+    // Nothing goes to the destination before the store has the new token.
+    assert!(
+        !sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2" && matches!(m, Msg::Transfer(_) | Msg::TransferCommit { .. })),
+        "{a:?}"
+    );
+    let a = cl.answer((1, 0, fence), true);
     // No commit of the old copy: the destination drops it and is sent the new one.
     let s: Vec<Msg> = sent(&a)
         .into_iter()
@@ -739,6 +747,81 @@ fn a_transfer_whose_source_is_given_up_is_handed_out_again_before_it_commits() {
     // Prepared again: no node holds her, so it commits at once.
     let g = cl.gens[&("n2".to_owned(), key("Meadow", 1))];
     cl.prepared_on_n2_commits_at_once(id, g);
+}
+
+/// A handoff whose source was given up, its new token refused by the store (this leader
+/// was deposed, or the store fails): the destination drops the old copy and the player,
+/// whom no node holds, is disconnected to log in again.
+#[test]
+fn a_transfer_whose_new_token_the_store_refused_disconnects_its_player() {
+    let mut cl = Cluster::new();
+    let id = cl.prepared_handoff();
+    cl.store_answers = false;
+    cl.msg("n2", heartbeat());
+    cl.now += 2_000;
+    cl.msg("n2", heartbeat());
+    let due = cl.c.poll_timeout().unwrap().max(at(cl.now + 1_100));
+    let handout = handed(&cl.c.on_timeout(due, &cl.chars));
+    let a = cl.answer(handout, false);
+    assert!(
+        sent(&a).contains(&("n2".into(), Msg::TransferAbort { transfer_id: id })),
+        "{a:?}"
+    );
+    assert!(!sent(&a).iter().any(|(_, m)| matches!(m, Msg::Transfer(_))));
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::CloseClient { session: 1, .. })),
+        "{a:?}"
+    );
+    assert!(!cl.c.knows(1));
+    assert!(cl.c.transfers.is_empty());
+}
+
+/// A player put back from its last save after its node was lost: its copy goes to the
+/// new placement only once the store has its new token (a leader killed in between
+/// leaves no copy the next one could not adopt).
+#[test]
+fn a_recovery_sends_its_copy_only_once_the_store_has_its_token() {
+    // Ann plays on n1; n1 misses its heartbeats and is given up: she is put back on n2.
+    let ann_put_back = || {
+        let mut cl = Cluster::ann_on_n1_of_two();
+        cl.store_answers = false;
+        cl.msg("n2", heartbeat());
+        cl.now += 2_000;
+        cl.msg("n2", heartbeat());
+        let due = cl.c.poll_timeout().unwrap().max(at(cl.now + 1_100));
+        let a = cl.c.on_timeout(due, &cl.chars);
+        let a = cl.answer_assignments(a);
+        assert!(
+            a.iter()
+                .any(|a| matches!(a, Action::TransferBegan { recovery: true, .. })),
+            "{a:?}"
+        );
+        assert!(
+            !sent(&a).iter().any(|(_, m)| matches!(m, Msg::Transfer(_))),
+            "sent before the store took the token: {a:?}"
+        );
+        let handout = handed(&a);
+        (cl, handout)
+    };
+    let (mut cl, handout) = ann_put_back();
+    let a = cl.answer(handout, true);
+    assert!(
+        sent(&a)
+            .iter()
+            .any(|(n, m)| n == "n2" && matches!(m, Msg::Transfer(t) if t.state.fence == handout.2)),
+        "{a:?}"
+    );
+    // Refused instead: she is disconnected to log in again.
+    let (mut cl, handout) = ann_put_back();
+    let a = cl.answer(handout, false);
+    assert!(!sent(&a).iter().any(|(_, m)| matches!(m, Msg::Transfer(_))));
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::CloseClient { session: 1, .. })),
+        "{a:?}"
+    );
+    assert!(!cl.c.knows(1));
 }
 
 /// Simulator seed 397,769: a player is put back because a newer generation of its

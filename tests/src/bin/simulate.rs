@@ -96,6 +96,7 @@ fn replay(path: &str, opts: &Options) -> anyhow::Result<ExitCode> {
         "recoveries": r.recoveries,
         "kept": r.kept,
         "adopted": r.adopted,
+        "lost_hand_outs": r.lost_hand_outs,
     });
     if let Some(v) = &r.violation {
         line["violation"] = serde_json::json!(format!("at {} ms: {}", v.at_ms, v.what));
@@ -116,6 +117,7 @@ struct Totals {
     recoveries: u64,
     kept: u64,
     adopted: u64,
+    lost_hand_outs: u64,
     violations: u64,
     first_failure: Option<Report>,
 }
@@ -127,6 +129,7 @@ impl Totals {
         self.recoveries += r.recoveries;
         self.kept += r.kept;
         self.adopted += r.adopted;
+        self.lost_hand_outs += r.lost_hand_outs;
         if r.violation.is_some() {
             self.violations += 1;
             if self.first_failure.as_ref().is_none_or(|f| r.seed < f.seed) {
@@ -141,6 +144,7 @@ impl Totals {
         self.recoveries += other.recoveries;
         self.kept += other.kept;
         self.adopted += other.adopted;
+        self.lost_hand_outs += other.lost_hand_outs;
         self.violations += other.violations;
         if let Some(f) = other.first_failure
             && self
@@ -200,6 +204,7 @@ fn main() -> anyhow::Result<ExitCode> {
         recoveries,
         kept,
         adopted,
+        lost_hand_outs,
         violations,
         first_failure,
     } = totals
@@ -214,6 +219,7 @@ fn main() -> anyhow::Result<ExitCode> {
         "recoveries": recoveries,
         "kept": kept,
         "adopted": adopted,
+        "lost_hand_outs": lost_hand_outs,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     if let Some(r) = &first_failure

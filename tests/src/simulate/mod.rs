@@ -99,6 +99,9 @@ pub struct Report {
     pub kept: u64,
     /// Kept sessions whose player the new gateway adopted from a node.
     pub adopted: u64,
+    /// Hand-outs (new fencing tokens) that never reached the store: their gateway died,
+    /// or was deposed, with the write queued.
+    pub lost_hand_outs: u64,
     /// The faults and client actions the schedule injected, as a replayable [`Schedule`]
     /// would list them.
     pub faults: Vec<Timed>,
@@ -130,6 +133,7 @@ fn finish(seed: u64, mut sim: Sim) -> Report {
         recoveries: sim.recoveries,
         kept: sim.kept,
         adopted: sim.adopted,
+        lost_hand_outs: sim.lost_hand_outs,
         faults: sim.faults,
     }
 }
@@ -191,7 +195,13 @@ enum Delivery {
     Claim { epoch: u64, resume: Box<Resume> },
     /// The store's answer to a hand-out of the control plane of `epoch` reaches it
     /// (`Event::HandedOut`): the gateway's writer runs apart from its control plane.
-    HandedOut { epoch: u64, answer: Box<Event> },
+    /// `undo`: the token the store held before, put back if the write is lost with its
+    /// process (None: the store refused it).
+    HandedOut {
+        epoch: u64,
+        answer: Box<Event>,
+        undo: Option<u64>,
+    },
     /// A store commit completes: acknowledge `snapshot_id` on `serial`.
     Committed {
         node: usize,
@@ -263,6 +273,26 @@ struct Store {
 /// Adds `now` to `account`'s times in `times` (a freeze, a preparation).
 fn note_at(times: &mut BTreeMap<u64, Vec<u64>>, account: u64, now: u64) {
     times.entry(account).or_default().push(now);
+}
+
+impl Store {
+    /// A hand-out of token `fence` never reached the store (its gateway died with the
+    /// write queued): the character carries `undo` again, as before it. Nothing else of it
+    /// changed meanwhile: no copy carried `fence` before the store answered.
+    fn lose_hand_out(&mut self, account: u64, slot: u8, fence: u64, undo: u64) {
+        let Some(mut state) = self.book.get(account).and_then(|a| {
+            a.characters
+                .get(usize::from(slot))
+                .filter(|c| c.fence == fence)
+                .cloned()
+        }) else {
+            return;
+        };
+        state.fence = undo;
+        self.book.delete_character(account, slot);
+        self.book.restore_character(account, slot, state);
+        self.book.take_persist();
+    }
 }
 
 impl Characters for Store {
@@ -355,6 +385,7 @@ struct Sim {
     recoveries: u64,
     kept: u64,
     adopted: u64,
+    lost_hand_outs: u64,
     /// Kept sessions not adopted yet.
     kept_pending: BTreeSet<SessionId>,
     healing: bool,
@@ -459,6 +490,7 @@ impl Sim {
             recoveries: 0,
             kept: 0,
             adopted: 0,
+            lost_hand_outs: 0,
             kept_pending: BTreeSet::new(),
             healing: false,
             pending_violation: None,
@@ -965,6 +997,20 @@ impl Sim {
         };
         // A leader already deposed steps down now (one deposed at a time).
         self.step_down();
+        self.lose_queued_hand_outs(&mut draw);
+        // A player in game carries a token the store holds: a copy made before its
+        // hand-out was committed would be refused by the next leader, and its kept
+        // session closed although its node hosts it.
+        for k in &kept {
+            let stored = self.store.saved(k.account, k.slot).map(|c| c.fence);
+            if stored != Some(k.fence) {
+                let v = self.violation(format!(
+                    "session {} is in game with token {} the store does not hold ({stored:?})",
+                    k.session, k.fence
+                ));
+                self.pending_violation.get_or_insert(v);
+            }
+        }
         self.log(|| {
             format!(
                 "gateway restarts (keeping {} sessions{})",
@@ -1056,6 +1102,52 @@ impl Sim {
         }
     }
 
+    /// The leader's store writer goes with it (killed, or cut off from the store): of the
+    /// hand-outs it has not answered yet, the last few never reach the store (its queue is
+    /// in order), the rest did and only their answers are lost. A deposed leader hears
+    /// "refused" for the lost ones.
+    fn lose_queued_hand_outs(&mut self, draw: &mut SmallRng) {
+        let epoch = self.gateway_epoch;
+        let queued: Vec<(u64, u64)> = self
+            .queue
+            .iter()
+            .filter_map(|((at, seq), d)| match d {
+                Delivery::HandedOut {
+                    epoch: e,
+                    undo: Some(_),
+                    ..
+                } if *e == epoch => Some((*seq, *at)),
+                _ => None,
+            })
+            .collect();
+        let mut queued: Vec<(u64, u64)> = queued;
+        queued.sort_unstable();
+        let lost = draw.gen_range(0..=queued.len());
+        for (seq, at) in queued.into_iter().rev().take(lost) {
+            let Some(Delivery::HandedOut { answer, undo, .. }) = self.queue.get_mut(&(at, seq))
+            else {
+                continue;
+            };
+            let (
+                Event::HandedOut {
+                    account,
+                    slot,
+                    fence,
+                    stored,
+                },
+                Some(prev),
+            ) = (answer.as_mut(), undo.take())
+            else {
+                continue;
+            };
+            *stored = false;
+            self.lost_hand_outs += 1;
+            let (account, slot, fence) = (*account, *slot, *fence);
+            self.log(|| format!("account {account}'s hand-out {fence} never reached the store"));
+            self.store.lose_hand_out(account, slot, fence, prev);
+        }
+    }
+
     /// The deposed leader notices and steps down: its process ends, and with it its node
     /// links (the nodes reconnect) and whatever it had not sent.
     fn step_down(&mut self) {
@@ -1086,7 +1178,12 @@ impl Sim {
     /// The store's answer to a hand-out reaches the control plane of `epoch` later: at
     /// once mostly, now and then after a writer lagging by seconds (a leader that dies
     /// meanwhile never hears it).
-    fn answer_hand_out(&mut self, epoch: u64, account: u64, slot: u8, fence: u64, stored: bool) {
+    fn answer_hand_out(
+        &mut self,
+        epoch: u64,
+        (account, slot, fence): (u64, u8, u64),
+        undo: Option<u64>,
+    ) {
         let d = if self.store_rng.gen_bool(0.8) {
             self.store_rng.gen_range(0..10)
         } else {
@@ -1096,9 +1193,16 @@ impl Sim {
             account,
             slot,
             fence,
-            stored,
+            stored: undo.is_some(),
         });
-        self.at(self.now + d, Delivery::HandedOut { epoch, answer });
+        self.at(
+            self.now + d,
+            Delivery::HandedOut {
+                epoch,
+                answer,
+                undo,
+            },
+        );
     }
 
     fn deposed_event(&mut self, e: Event) {
@@ -1167,7 +1271,7 @@ impl Sim {
                     // Refused by the store, but the copy it hands out is real.
                     if let Some(d) = &self.deposed {
                         let epoch = d.epoch;
-                        self.answer_hand_out(epoch, account, slot, fence, false);
+                        self.answer_hand_out(epoch, (account, slot, fence), None);
                     }
                     if let Some(c) = self
                         .deposed
@@ -1373,7 +1477,7 @@ impl Sim {
                     self.gateway_event(Event::Resume(resume));
                 }
             }
-            Delivery::HandedOut { epoch, answer } => {
+            Delivery::HandedOut { epoch, answer, .. } => {
                 if epoch == self.gateway_epoch {
                     self.gateway_event(*answer);
                 } else if self.deposed.as_ref().is_some_and(|d| d.epoch == epoch) {
@@ -1496,10 +1600,11 @@ impl Sim {
                     fence,
                     transfer,
                 } => {
+                    let undo = self.store.saved(account, slot).map_or(0, |c| c.fence);
                     self.store.book.hand_out(account, slot, fence);
                     self.store.book.take_persist();
                     let epoch = self.gateway_epoch;
-                    self.answer_hand_out(epoch, account, slot, fence, true);
+                    self.answer_hand_out(epoch, (account, slot, fence), Some(undo));
                     // Handed out again: a new lineage, which the transfer's copy (or the
                     // `AttachPlayer` that follows) carries.
                     let l = self.new_lineage(account);
