@@ -1108,7 +1108,7 @@ impl Sim {
     /// "refused" for the lost ones.
     fn lose_queued_hand_outs(&mut self, draw: &mut SmallRng) {
         let epoch = self.gateway_epoch;
-        let queued: Vec<(u64, u64)> = self
+        let mut queued: Vec<(u64, u64)> = self
             .queue
             .iter()
             .filter_map(|((at, seq), d)| match d {
@@ -1120,7 +1120,7 @@ impl Sim {
                 _ => None,
             })
             .collect();
-        let mut queued: Vec<(u64, u64)> = queued;
+        // In the order they were queued (the writer's order).
         queued.sort_unstable();
         let lost = draw.gen_range(0..=queued.len());
         for (seq, at) in queued.into_iter().rev().take(lost) {
