@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use shared::internal::{Generation, InstanceKey, Msg, SessionId, TransferDto, TransferId};
 
-use super::{ATTACH_TIMEOUT, Action, Characters, Control, Count, Phase, Trace, Waiter, close};
+use super::{
+    ATTACH_TIMEOUT, AccountId, Action, Characters, Control, Count, Phase, Trace, Waiter, close,
+};
 use crate::directory::NodeId;
 
 /// How long a forwarded transfer waits for the destination to prepare before the gateway
@@ -532,11 +534,7 @@ impl Control {
             if t.source.as_deref() != Some(node) {
                 continue;
             }
-            let owner = t
-                .dto
-                .session
-                .and_then(|s| self.players.get(&s))
-                .map(|p| (p.account, p.slot));
+            let owner = self.owner(t);
             self.source_let_go(id);
             let Some((account, slot)) = owner else {
                 continue;
@@ -626,13 +624,19 @@ impl Control {
         }
     }
 
+    /// The character a transfer carries, by its player's session: (account, slot).
+    pub(super) fn owner(&self, t: &Transfer) -> Option<(AccountId, u8)> {
+        let p = self.players.get(&t.dto.session?)?;
+        Some((p.account, p.slot))
+    }
+
     /// Whether the transfer's copy carries a token the store has not answered yet.
     fn carries_unstored(&self, id: TransferId) -> bool {
         let Some(t) = self.transfers.get(&id) else {
             return false;
         };
-        let owner = t.dto.session.and_then(|s| self.players.get(&s));
-        owner.is_some_and(|p| self.unstored.get(&(p.account, p.slot)) == Some(&t.dto.state.fence))
+        self.owner(t)
+            .is_some_and(|o| self.unstored.get(&o) == Some(&t.dto.state.fence))
     }
 
     /// The store answered the hand-out of the copy transfer `id` carries: it goes out now,

@@ -1416,13 +1416,7 @@ impl Control {
             let carried = self
                 .transfers
                 .iter()
-                .find(|(_, t)| {
-                    t.dto.state.fence == fence
-                        && t.dto
-                            .session
-                            .and_then(|s| self.players.get(&s))
-                            .is_some_and(|p| p.account == account && p.slot == slot)
-                })
+                .find(|(_, t)| t.dto.state.fence == fence && self.owner(t) == Some((account, slot)))
                 .map(|(id, _)| *id);
             if let Some(id) = carried {
                 self.transfer_handed_out(id, stored, chars);
