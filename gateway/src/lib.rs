@@ -41,3 +41,9 @@ mod standalone;
 pub mod store;
 pub mod tls;
 pub mod updates;
+
+/// A mutex's guard, a poisoned one recovered (every change made under the gateway's locks
+/// is one call, so what a panicking holder left is whole).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 use crate::admin::{self, AdminCommand, AdminFuture, AdminSource, ClusterView, MetricsText};
 use crate::config::GatewayConfig;
 use crate::hub::{self, Hub, HubAdmin, HubEvent, Shared};
+use crate::lock;
 use crate::net;
 use crate::session::{Argon2Hasher, PasswordHasher};
 use crate::store::{Store, StoreError, Writer};
@@ -501,18 +502,19 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             peer_acks: Some(tls::PeerAcks::NODES),
         },
     )?;
-    let (client_ep, kept, adopted, fanout_links) = match handover {
+    let (client_ep, kept, adopted, fanout_links, members) = match handover {
         // The kept clients' connections live on the edge's endpoint, its RCEnet peers in
         // its hosts: they stay.
         Some(h) => {
             h.endpoint.set_server_config(Some(client_cfg));
-            (h.endpoint, h.kept, h.enet, h.fanout)
+            (h.endpoint, h.kept, h.enet, h.fanout, h.members)
         }
         None => (
             bind("clients", cfg.listen, client_cfg)?,
             Vec::new(),
             Vec::new(),
             Vec::new(),
+            None,
         ),
     };
     let internal_ep = bind("zone nodes", cfg.internal_listen, internal_cfg)?;
@@ -648,6 +650,35 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             kept_enet,
             "resuming the sessions this gateway's edge kept through the leader change"
         );
+    }
+    // Taking over from a leader whose edges were this gateway alone: the placement hold
+    // ends once each of its nodes is back and the kept sessions are claimed, not at its
+    // deadline (another edge could still claim kept players of its own meanwhile).
+    match members {
+        Some(m) if m.edges.iter().all(|e| *e == cfg.gateway_id) => {
+            let sessions = kept
+                .iter()
+                .map(|k| k.who.session)
+                .chain(
+                    enet.iter()
+                        .flat_map(|(shards, _)| shards.iter())
+                        .filter_map(|(_, a)| a.as_ref())
+                        .flat_map(|(_, _, k)| k.iter().map(|p| p.who.session)),
+                )
+                .collect();
+            tracing::info!(
+                nodes = m.nodes.len(),
+                "taking over: placement is held until each node of the previous leader is back"
+            );
+            shared.take_over(m.nodes, sessions);
+        }
+        Some(m) => {
+            tracing::info!(
+                edges = m.edges.len(),
+                "taking over beside other edges: placement is held for their claims"
+            );
+        }
+        None => {}
     }
     for k in kept {
         net::client::resume(&shared, &doors, k);
@@ -1395,11 +1426,6 @@ async fn cancel_shutdown(shared: &Arc<Shared>) -> Result<String, String> {
     let text = "The scheduled shutdown is cancelled.".to_owned();
     let _ = hub_admin(shared, HubAdmin::Broadcast { text }).await;
     Ok("the scheduled shutdown is cancelled".into())
-}
-
-/// A mutex's guard, a poisoned one recovered.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A timed mute or ban's end (Unix ms) `minutes` from now.

@@ -172,6 +172,19 @@ pub enum Event {
     /// hosts it, instead of being logged out; unless a node reports it within
     /// [`RESUME_WINDOW`], its client is closed and the account logged off.
     Resume(Box<Resume>),
+    /// This gateway takes over from a leader that had `nodes` registered (its edge heard
+    /// so, `rc-edge` `Members`), and no other edge was linked to that leader that could
+    /// still claim kept sessions: the placement hold ends as soon as each of these nodes
+    /// has registered here and [`Event::Claimed`] came, not at its deadline. A node
+    /// missing from `nodes` (registered after the edge last heard) only registers after
+    /// the hold, as a slow node would: its copies are orphans then, detached and fenced.
+    TakeOver {
+        /// The previous leader's registered nodes.
+        nodes: BTreeSet<NodeId>,
+    },
+    /// Every session this gateway's edge kept has been handed over ([`Event::Resume`]) or
+    /// given up: no claim of its own is still to come.
+    Claimed,
     /// The store committed ([`Action::HandOut`]) a character's new fencing token, or
     /// refused it (`stored` false: a deposed leader's write, a failing store). A login's
     /// `AttachPlayer` waits for this, and so does the `Transfer` of a recovery or of a
@@ -583,6 +596,9 @@ pub struct Control {
     hold_until: Option<Duration>,
     /// Until when logins wait after the hold ([`SETTLE_AFTER_HOLD`]).
     settle_until: Option<Duration>,
+    /// Taking over ([`Event::TakeOver`]): the previous leader's nodes not registered here
+    /// yet, and whether this gateway's own claims are all in ([`Event::Claimed`]).
+    takeover: Option<(BTreeSet<NodeId>, bool)>,
     /// Sessions the nodes reported that nobody here owns, during the placement hold: an
     /// edge whose leader died may still claim them (`Event::Resume`, adopted at once);
     /// detached as orphans when the hold ends. (Session, node) → (instance, the fencing
@@ -636,6 +652,7 @@ impl Control {
             startup_done: false,
             hold_until: None,
             settle_until: None,
+            takeover: None,
             unclaimed: BTreeMap::new(),
             next_fence: generation_base.saturating_mul(1024).max(1),
             now: Duration::ZERO,
@@ -689,7 +706,18 @@ impl Control {
                 fence,
                 stored,
             } => self.handed_out(account, slot, fence, stored, chars),
+            Event::TakeOver { nodes } => {
+                if self.hold_until.is_some() {
+                    self.takeover = Some((nodes, false));
+                }
+            }
+            Event::Claimed => {
+                if let Some((_, claimed)) = &mut self.takeover {
+                    *claimed = true;
+                }
+            }
         }
+        self.end_hold_once_all_are_back(chars);
         std::mem::take(&mut self.out)
     }
 
@@ -737,27 +765,56 @@ impl Control {
         next
     }
 
+    /// Ends the placement hold of a gateway taking over ([`Event::TakeOver`]) once each of
+    /// the previous leader's nodes has registered here and its own claims are in.
+    fn end_hold_once_all_are_back(&mut self, chars: &dyn Characters) {
+        let back = self.hold_until.is_some()
+            && self.takeover.as_ref().is_some_and(|(nodes, claimed)| {
+                *claimed && nodes.iter().all(|n| self.nodes.contains_key(n))
+            });
+        if back {
+            self.end_hold(true, chars);
+        }
+    }
+
+    /// The placement hold ends (at its deadline, or `early`: every node is back): the
+    /// copies no edge claimed are detached as orphans, and what the nodes did not report is
+    /// placed anew.
+    fn end_hold(&mut self, early: bool, chars: &dyn Characters) {
+        self.hold_until = None;
+        self.takeover = None;
+        self.settle_until = Some(self.now + SETTLE_AFTER_HOLD);
+        // Copies no edge claimed: orphans, detached (their saves land within the settling
+        // second).
+        for ((session, node), _) in std::mem::take(&mut self.unclaimed) {
+            if self.nodes.contains_key(&node) {
+                self.send(&node, Msg::DetachPlayer { session }, Trace::Current);
+            }
+        }
+        let mut actions = self.dir.release();
+        // Logins and warps that waited for an instance nobody reported.
+        let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
+        actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
+        tracing::info!(
+            placed = actions.len(),
+            early,
+            "placement hold over{}",
+            if early {
+                ": every node of the previous leader is back"
+            } else {
+                ""
+            }
+        );
+        self.apply(actions, Trace::Current, chars);
+    }
+
     /// Do what is due at `now`: node expiry, the placement hold's end, login, logout,
     /// recovery and transfer timeouts, `RemoveZoneInstance`'s progress, the shutdown's.
     pub fn on_timeout(&mut self, now: Duration, chars: &dyn Characters) -> Vec<Action> {
         self.now = self.now.max(now);
         let now = self.now;
         if self.hold_until.is_some_and(|t| now >= t) {
-            self.hold_until = None;
-            self.settle_until = Some(now + SETTLE_AFTER_HOLD);
-            // Copies no edge claimed: orphans, detached (their saves land within the
-            // settling second).
-            for ((session, node), _) in std::mem::take(&mut self.unclaimed) {
-                if self.nodes.contains_key(&node) {
-                    self.send(&node, Msg::DetachPlayer { session }, Trace::Current);
-                }
-            }
-            let mut actions = self.dir.release();
-            // Logins and warps that waited for an instance nobody reported.
-            let waited: Vec<InstanceKey> = self.waiting.keys().cloned().collect();
-            actions.extend(waited.iter().filter_map(|k| self.dir.ensure(k)));
-            tracing::info!(placed = actions.len(), "placement hold over");
-            self.apply(actions, Trace::Current, chars);
+            self.end_hold(false, chars);
         }
         // Kept sessions no node reported: their players are not in the world.
         let expired: Vec<SessionId> = self

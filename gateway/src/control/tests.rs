@@ -1419,6 +1419,127 @@ fn a_session_an_edge_of_another_gateway_claims_after_its_node_registered_is_adop
     assert_eq!(c.node_of(7), Some("n1"), "Ann plays on");
 }
 
+fn detached(a: &[Action]) -> Vec<(String, Msg)> {
+    sent(a)
+        .into_iter()
+        .filter(|(_, m)| matches!(m, Msg::DetachPlayer { .. }))
+        .collect()
+}
+
+#[test]
+fn a_gateway_taking_over_ends_its_hold_once_every_node_of_the_old_leader_is_back() {
+    // This gateway's edge heard the old leader had n1 and n2, and was its only edge. Its
+    // edge kept Ann (session 7, on n1); Bob (session 8, on n2) was the dead leader's own.
+    let mut c = held_control();
+    let chars = chars();
+    c.handle(
+        at(0),
+        Event::TakeOver {
+            nodes: ["n1".to_owned(), "n2".to_owned()].into(),
+        },
+        &chars,
+    );
+    let rid = MIN_PLAYER_RID + 5;
+    c.handle(at(10), kept(7, 1, "Ann", rid), &chars);
+    let a = node_up(
+        &mut c,
+        "n1",
+        1,
+        200,
+        vec![running(key("Meadow", 0), 500, vec![7])],
+    );
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Route { session: 7, node } if node == "n1")),
+        "Ann is adopted: {a:?}"
+    );
+    assert!(c.settling(), "n2 is not back, nor the claims in");
+    let a = node_up(
+        &mut c,
+        "n2",
+        1,
+        300,
+        vec![running(key("Meadow", 1), 500, vec![8])],
+    );
+    assert!(
+        detached(&a).is_empty(),
+        "the edge's claims are not in: {a:?}"
+    );
+    assert!(c.settling());
+    // The edge's last kept session was handed over: every node is back, the hold ends
+    // at once, Bob (nobody's) is detached as an orphan and logins wait only for his save.
+    let a = c.handle(at(400), Event::Claimed, &chars);
+    assert_eq!(
+        detached(&a),
+        vec![("n2".to_owned(), Msg::DetachPlayer { session: 8 })]
+    );
+    assert!(c.settling(), "the orphan's save is on its way");
+    assert_eq!(c.poll_timeout(), Some(at(400) + SETTLE_AFTER_HOLD));
+    c.on_timeout(at(400) + SETTLE_AFTER_HOLD, &chars);
+    assert!(!c.settling(), "well before the 3 s hold's deadline");
+    assert_eq!(c.node_of(7), Some("n1"), "Ann plays on");
+}
+
+#[test]
+fn a_gateway_taking_over_waits_its_hold_out_for_a_node_that_is_not_back() {
+    // The old leader had n1 and n2; n2 died with it (or is slow): the hold runs to its
+    // deadline, as without the takeover's knowledge.
+    let mut c = held_control();
+    let chars = chars();
+    c.handle(
+        at(0),
+        Event::TakeOver {
+            nodes: ["n1".to_owned(), "n2".to_owned()].into(),
+        },
+        &chars,
+    );
+    c.handle(at(1), Event::Claimed, &chars);
+    let a = node_up(
+        &mut c,
+        "n1",
+        1,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
+    );
+    assert!(detached(&a).is_empty(), "{a:?}");
+    let a = c.on_timeout(at(2_999), &chars);
+    assert!(detached(&a).is_empty() && c.settling());
+    let a = c.on_timeout(at(3_000), &chars);
+    assert_eq!(
+        detached(&a),
+        vec![("n1".to_owned(), Msg::DetachPlayer { session: 8 })]
+    );
+    // A takeover heard after the hold (or by a gateway that holds nothing) changes nothing.
+    let mut c = control(1_000);
+    let a = c.handle(
+        at(0),
+        Event::TakeOver {
+            nodes: BTreeSet::new(),
+        },
+        &chars,
+    );
+    assert!(a.is_empty() && !c.settling());
+}
+
+#[test]
+fn a_gateway_without_the_old_leaders_members_waits_its_hold_out() {
+    // No `TakeOver` (a restart, or other edges that may claim): every node registering
+    // and every claim in do not end the hold.
+    let mut c = held_control();
+    let chars = chars();
+    c.handle(at(0), Event::Claimed, &chars);
+    node_up(
+        &mut c,
+        "n1",
+        1,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
+    );
+    assert!(c.settling());
+    let a = c.on_timeout(at(2_000), &chars);
+    assert!(detached(&a).is_empty(), "{a:?}");
+}
+
 #[test]
 fn a_kept_session_is_not_adopted_in_a_copy_whose_token_the_store_never_took() {
     // Found by the simulator (issue 41): the previous leader, deposed without knowing it

@@ -79,7 +79,7 @@ pub(super) async fn serve(
             _ = stop.wait_for(|s| *s) => {
                 // Kept open for the gateway taking over in this process to tell the node
                 // it leads now (`Handover::announce_lead`); closed when dropped unused.
-                state.parked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(conn.clone());
+                crate::lock(&state.parked).push(conn.clone());
                 break "this gateway stops serving as an edge".to_owned();
             }
         }

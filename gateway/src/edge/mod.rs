@@ -31,6 +31,7 @@ mod enet;
 mod fanout;
 
 use crate::config::GatewayConfig;
+use crate::lock;
 use crate::net::client::KeptSession;
 use crate::session::close;
 use crate::tls;
@@ -86,6 +87,9 @@ pub struct Handover {
     pub enet: Vec<crate::net::enet::Adopted>,
     /// The zone nodes' fan-out links, open until [`announce_lead`] (or dropped).
     pub fanout: Vec<quinn::Connection>,
+    /// The cluster's members as the last leader told (`EdgeMsg::Members`; `None`: it did
+    /// not, or a list may have been cut): the nodes the gateway taking over waits for.
+    pub members: Option<crate::hub::Members>,
 }
 
 /// Tells each zone node linked here for the direct fan-out ([`Handover::fanout`]) that
@@ -176,6 +180,9 @@ struct State {
     inputs_direct: AtomicU64,
     /// Every client's input budgets (`input_budgets`).
     budgets: crate::session::budget::Budgets,
+    /// The cluster's members as the leader last told (`None` until it does, and again at
+    /// every new link): kept when the link ends, for [`Handover::members`].
+    members: std::sync::Mutex<Option<crate::hub::Members>>,
 }
 
 /// The leader an edge is linked to.
@@ -261,6 +268,7 @@ impl Edge {
             links: DashMap::new(),
             inputs_direct: AtomicU64::new(0),
             budgets: crate::net::client::budgets(cfg),
+            members: std::sync::Mutex::new(None),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
@@ -337,18 +345,14 @@ impl Edge {
             kept_enet,
             "edge: handing its clients in the world to this gateway"
         );
-        let fanout = std::mem::take(
-            &mut *self
-                .state
-                .parked
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let fanout = std::mem::take(&mut *lock(&self.state.parked));
+        let members = lock(&self.state.members).take();
         Handover {
             endpoint: self.endpoint,
             kept,
             enet,
             fanout,
+            members,
         }
     }
 }
@@ -516,6 +520,8 @@ async fn connect(
                 ));
             }
             state.epoch.store(epoch, Ordering::Relaxed);
+            // What the previous leader said of the cluster is not this one's.
+            *lock(&state.members) = None;
             let (tx, rx) = mpsc::channel(crate::hub::RELAY_QUEUE);
             // First, before any client: where the zone nodes reach this edge.
             if version >= 3
@@ -641,6 +647,14 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
                             }
                         }
                     }
+                }
+                Ok(EdgeMsg::Members { nodes, edges }) => {
+                    // A list this long may have been cut: not a view to wait on.
+                    let whole = nodes.len() < edge::MAX_MEMBERS && edges.len() < edge::MAX_MEMBERS;
+                    *lock(&state.members) = whole.then(|| crate::hub::Members {
+                        nodes: nodes.into_iter().collect(),
+                        edges: edges.into_iter().collect(),
+                    });
                 }
                 Ok(_) => return "the leader sent an unexpected message".into(),
                 Err(e) => return e,

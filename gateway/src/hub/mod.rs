@@ -10,7 +10,7 @@
 //! span nodes, snapshots (saved, then acknowledged once committed), and everything about
 //! placement and node membership.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +32,7 @@ use crate::chat::{self, Effect, Route};
 use crate::config::GatewayConfig;
 use crate::control::{self, Action, Characters, Control, ControlConfig, Count, Save, Trace};
 use crate::directory::NodeId;
+use crate::lock;
 use crate::party::{Parties, PartyCommand, PartyEffect};
 use crate::script_store::ScriptStore;
 use crate::session::{AccountBook, AccountId, LoginThrottle, PasswordHasher, PersistOp, close};
@@ -325,6 +326,13 @@ pub enum HubEvent {
         /// Its party as the edge kept it (every member, leader first; empty: none).
         party: Vec<String>,
     },
+    /// This gateway takes over ([`Shared::take_over`]): the previous leader's nodes.
+    TakeOver {
+        /// Their ids.
+        nodes: BTreeSet<NodeId>,
+    },
+    /// Every session this gateway's edge kept has reached the hub or was given up.
+    Claimed,
     /// A node registered.
     NodeUp {
         /// Node id.
@@ -515,6 +523,13 @@ pub struct Shared {
     /// Edge gateways linked to this one (`rc-edge/1`), by name, with their relayed
     /// clients.
     pub edges: DashMap<(String, std::net::SocketAddr), usize>,
+    /// The registered zone nodes and linked edges, as each edge link tells its edge
+    /// (`rc-edge` `Members`): the hub sets the nodes, the edge links the edges.
+    pub members: tokio::sync::watch::Sender<Members>,
+    /// The sessions this gateway's edge kept and handed it at takeover that have not yet
+    /// reached the hub ([`Shared::claim_settled`]); when the last one has,
+    /// [`HubEvent::Claimed`].
+    claims: Mutex<BTreeSet<SessionId>>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -613,6 +628,8 @@ impl Shared {
             leaving: DashMap::new(),
             in_world: DashMap::new(),
             edges: DashMap::new(),
+            members: tokio::sync::watch::channel(Members::default()).0,
+            claims: Mutex::new(BTreeSet::new()),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
@@ -675,6 +692,49 @@ impl Shared {
     pub fn to_hub(&self, e: HubEvent) {
         let _ = self.hub.send(e);
     }
+
+    /// This gateway takes over from a leader that had `nodes` registered and no other
+    /// edge linked: its placement hold ends once those nodes are back and `kept` (the
+    /// sessions its edge kept) have each reached the hub or been given up
+    /// ([`Shared::claim_settled`]). Call before any kept session is served.
+    pub fn take_over(&self, nodes: BTreeSet<NodeId>, kept: BTreeSet<SessionId>) {
+        self.to_hub(HubEvent::TakeOver { nodes });
+        let mut claims = lock(&self.claims);
+        *claims = kept;
+        if claims.is_empty() {
+            self.to_hub(HubEvent::Claimed);
+        }
+    }
+
+    /// Kept session `session` has reached the hub (`HubEvent::Resume`, sent before this)
+    /// or was given up; the last of them sends [`HubEvent::Claimed`], after every one of
+    /// their `Resume`s. (A session that was not kept here: nothing.)
+    pub fn claim_settled(&self, session: SessionId) {
+        let mut claims = lock(&self.claims);
+        if claims.remove(&session) && claims.is_empty() {
+            self.to_hub(HubEvent::Claimed);
+        }
+    }
+
+    /// The edges linked here changed: each link tells its edge.
+    pub fn edges_changed(&self) {
+        let edges: BTreeSet<String> = self.edges.iter().map(|e| e.key().0.clone()).collect();
+        self.members.send_if_modified(|m| {
+            let changed = m.edges != edges;
+            m.edges = edges;
+            changed
+        });
+    }
+}
+
+/// Who else is in the cluster, as a leader tells its edges (`rc-edge` `Members`): what an
+/// edge taking over waits for before it places anything anew.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Members {
+    /// The zone nodes registered with this gateway.
+    pub nodes: BTreeSet<NodeId>,
+    /// The edges linked to this gateway, by name.
+    pub edges: BTreeSet<String>,
 }
 
 /// The account book, as the control plane reads saved characters from it.
@@ -765,6 +825,22 @@ impl Hub {
         let shared = self.shared.clone();
         let actions = self.control.handle(now, e, &Book(&shared));
         self.apply(actions);
+        self.publish_nodes();
+    }
+
+    /// The nodes in the directory (registered, and not yet given up: one whose link just
+    /// dropped will register again somewhere), for the edges, at once: an edge that takes
+    /// over waits for every node it heard of, and one it missed only costs the sessions of
+    /// that node's players.
+    fn publish_nodes(&self) {
+        let dir = self.control.directory();
+        self.shared.members.send_if_modified(|m| {
+            if m.nodes.iter().eq(dir.nodes().map(|n| &n.id)) {
+                return false;
+            }
+            m.nodes = dir.nodes().map(|n| n.id.clone()).collect();
+            true
+        });
     }
 
     fn client(&self, session: SessionId) -> Option<ClientHandle> {
@@ -887,6 +963,8 @@ impl Hub {
             }
             HubEvent::Chat { session, frame } => self.chat(session, frame),
             HubEvent::Gone { session } => self.control(control::Event::Gone { session }),
+            HubEvent::TakeOver { nodes } => self.control(control::Event::TakeOver { nodes }),
+            HubEvent::Claimed => self.control(control::Event::Claimed),
             HubEvent::Resume {
                 session,
                 account,
@@ -1796,6 +1874,7 @@ impl Hub {
         let shared = self.shared.clone();
         let actions = self.control.on_timeout(now, &Book(&shared));
         self.apply(actions);
+        self.publish_nodes();
         self.enter_deferred();
         self.expire_actor_queries();
         self.publish();

@@ -522,7 +522,11 @@ pub(super) fn kept_slot(
 ) -> Option<ConnSlot> {
     shared.reserve_session(session);
     let now_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut slot = ConnSlot::take(shared, doors, peer_key(peer), session, now_ms).ok()?;
+    let Ok(mut slot) = ConnSlot::take(shared, doors, peer_key(peer), session, now_ms) else {
+        // Given up: no claim of it is to come.
+        shared.claim_settled(session);
+        return None;
+    };
     slot.logged_in();
     slot.entered();
     Some(slot)
@@ -856,6 +860,7 @@ impl Conn {
             fence: k.fence,
             party: k.party,
         });
+        self.shared.claim_settled(k.session);
     }
 
     /// Whether the player is in the world.

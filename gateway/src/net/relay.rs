@@ -135,8 +135,10 @@ pub(super) async fn serve(
     tracing::info!(edge = %name, peer = %conn.remote_address(), version, "edge link up");
     let key = (name.clone(), conn.remote_address());
     shared.edges.insert(key.clone(), 0);
+    shared.edges_changed();
     let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
     let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
+    let members = (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone())));
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
     let mut link = EdgeLink {
         name: name.clone(),
@@ -192,7 +194,11 @@ pub(super) async fn serve(
         }
     };
     shared.edges.remove(&key);
+    shared.edges_changed();
     writer.abort();
+    if let Some(m) = members {
+        m.abort();
+    }
     // An edge taking the database over ends its link first (so may a partition): ask the
     // store before logging its players out. A deposed leader steps down with them still
     // in the world, where the gateway that took over adopts them (the edge kept their
@@ -208,6 +214,25 @@ pub(super) async fn serve(
     // Dropping the senders ends every session task (as a closed connection).
     sessions.clear();
     drop(tx);
+}
+
+/// Tells the edge the cluster's members now and whenever they change (`EdgeMsg::Members`,
+/// each list cut at [`edge::MAX_MEMBERS`]), until the link ends.
+async fn tell_members(shared: Arc<Shared>, tx: mpsc::Sender<EdgeMsg>) {
+    let mut rx = shared.members.subscribe();
+    rx.mark_changed();
+    while rx.changed().await.is_ok() {
+        let msg = {
+            let m = rx.borrow_and_update();
+            EdgeMsg::Members {
+                nodes: m.nodes.iter().take(edge::MAX_MEMBERS).cloned().collect(),
+                edges: m.edges.iter().take(edge::MAX_MEMBERS).cloned().collect(),
+            }
+        };
+        if tx.send(msg).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Starts relayed session `session` (a kept one starts in the world).

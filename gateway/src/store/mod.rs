@@ -63,6 +63,7 @@ use shared::metrics_text::Histogram;
 pub use health::{Change, Dirty, FailCause, Failure, Health, resync_ops};
 
 use crate::console::AuditEntry;
+use crate::lock;
 use crate::script_store::{ScriptStore, StoredEntry};
 use crate::session::{AccountBook, AccountId, AccountRow, PersistOp};
 
@@ -1187,13 +1188,6 @@ impl std::fmt::Debug for Writer {
         f.debug_struct("Writer")
             .field("stats", &self.stats)
             .finish()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

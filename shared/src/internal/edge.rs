@@ -22,7 +22,8 @@
 //!   [payload]`, never re-encoded), [`EdgeMsg::Gone`] tells the leader the client left,
 //!   [`EdgeMsg::Entered`] tells the edge the session's player is in the world (what a
 //!   gateway taking over needs to adopt him), and [`EdgeMsg::Close`] tells the edge to
-//!   close it.
+//!   close it. [`EdgeMsg::Members`] tells the edge which zone nodes and edges the leader
+//!   has, so that, taking over, it knows when every node is back.
 //! - Client datagrams (`P_StandardUpdate`) ride QUIC datagrams of the link, both ways,
 //!   with the internal 8-byte header ([`super::datagram`]) naming the relayed session.
 //!
@@ -42,8 +43,8 @@ use super::codec::{CodecError, FrameDecoder};
 pub const ALPN: &[u8] = b"rc-edge/1";
 
 /// The edge link's version (2: [`EdgeMsg::Party`], [`EdgeMsg::Resume`]; 3:
-/// [`EdgeMsg::Fanout`]).
-pub const VERSION: u16 = 3;
+/// [`EdgeMsg::Fanout`]; 4: [`EdgeMsg::Members`]).
+pub const VERSION: u16 = 4;
 
 /// The oldest version still spoken: a link runs at the lower of its two ends' versions
 /// (the leader's [`EdgeMsg::Welcome`] names it), so gateways are upgraded one at a time;
@@ -195,7 +196,24 @@ pub enum EdgeMsg {
         /// `host:port`, at most [`MAX_REASON`] bytes.
         addr: String,
     },
+    /// Leader → edge (version 4), after the welcome and whenever it changes: the zone
+    /// nodes registered with the leader and the edges linked to it (the receiver among
+    /// them), by name, at most [`MAX_MEMBERS`] each. An edge that takes over from this
+    /// leader, when no other edge was linked that could still claim kept players, ends its
+    /// placement hold as soon as each of these nodes has registered with it, instead of
+    /// waiting the hold out.
+    Members {
+        /// The registered zone nodes' ids.
+        nodes: Vec<String>,
+        /// The linked edges' names.
+        edges: Vec<String>,
+    },
 }
+
+/// The most names one [`EdgeMsg::Members`] list carries: the leader cuts a longer one
+/// there, so an edge takes a list this long for one that may have been cut (and waits its
+/// placement hold out, as without the message).
+pub const MAX_MEMBERS: usize = 512;
 
 /// Who a client kept through a leader change is ([`EdgeMsg::Resume`]): what the previous
 /// leader said of it ([`EdgeMsg::Entered`], [`EdgeMsg::Party`]).
@@ -419,6 +437,10 @@ mod tests {
             },
             EdgeMsg::Fanout {
                 addr: "gateway-b:25000".into(),
+            },
+            EdgeMsg::Members {
+                nodes: vec!["n1".into(), "n2".into()],
+                edges: vec!["gw-b".into()],
             },
         ];
         for m in &msgs {

@@ -97,6 +97,7 @@ fn replay(path: &str, opts: &Options) -> anyhow::Result<ExitCode> {
         "kept": r.kept,
         "adopted": r.adopted,
         "lost_hand_outs": r.lost_hand_outs,
+        "informed_takeovers": r.informed_takeovers,
     });
     if let Some(v) = &r.violation {
         line["violation"] = serde_json::json!(format!("at {} ms: {}", v.at_ms, v.what));
@@ -118,6 +119,7 @@ struct Totals {
     kept: u64,
     adopted: u64,
     lost_hand_outs: u64,
+    informed_takeovers: u64,
     violations: u64,
     first_failure: Option<Report>,
 }
@@ -130,6 +132,7 @@ impl Totals {
         self.kept += r.kept;
         self.adopted += r.adopted;
         self.lost_hand_outs += r.lost_hand_outs;
+        self.informed_takeovers += r.informed_takeovers;
         if r.violation.is_some() {
             self.violations += 1;
             if self.first_failure.as_ref().is_none_or(|f| r.seed < f.seed) {
@@ -145,6 +148,7 @@ impl Totals {
         self.kept += other.kept;
         self.adopted += other.adopted;
         self.lost_hand_outs += other.lost_hand_outs;
+        self.informed_takeovers += other.informed_takeovers;
         self.violations += other.violations;
         if let Some(f) = other.first_failure
             && self
@@ -205,6 +209,7 @@ fn main() -> anyhow::Result<ExitCode> {
         kept,
         adopted,
         lost_hand_outs,
+        informed_takeovers,
         violations,
         first_failure,
     } = totals
@@ -220,6 +225,7 @@ fn main() -> anyhow::Result<ExitCode> {
         "kept": kept,
         "adopted": adopted,
         "lost_hand_outs": lost_hand_outs,
+        "informed_takeovers": informed_takeovers,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     if let Some(r) = &first_failure

@@ -102,6 +102,9 @@ pub struct Report {
     /// Hand-outs (new fencing tokens) that never reached the store: their gateway died,
     /// or was deposed, with the write queued.
     pub lost_hand_outs: u64,
+    /// Leader changes where the gateway taking over knew the old leader's nodes and ended
+    /// its placement hold once they were back (`Event::TakeOver`).
+    pub informed_takeovers: u64,
     /// The faults and client actions the schedule injected, as a replayable [`Schedule`]
     /// would list them.
     pub faults: Vec<Timed>,
@@ -134,6 +137,7 @@ fn finish(seed: u64, mut sim: Sim) -> Report {
         kept: sim.kept,
         adopted: sim.adopted,
         lost_hand_outs: sim.lost_hand_outs,
+        informed_takeovers: sim.informed_takeovers,
         faults: sim.faults,
     }
 }
@@ -386,6 +390,7 @@ struct Sim {
     kept: u64,
     adopted: u64,
     lost_hand_outs: u64,
+    informed_takeovers: u64,
     /// Kept sessions not adopted yet.
     kept_pending: BTreeSet<SessionId>,
     healing: bool,
@@ -491,6 +496,7 @@ impl Sim {
             kept: 0,
             adopted: 0,
             lost_hand_outs: 0,
+            informed_takeovers: 0,
             kept_pending: BTreeSet::new(),
             healing: false,
             pending_violation: None,
@@ -1033,6 +1039,8 @@ impl Sim {
             ),
         );
         let old_tags = std::mem::take(&mut self.gw_tags);
+        // The nodes the old leader had (`rc-edge` `Members`), as its edge last heard.
+        let old_nodes: BTreeSet<String> = old.directory().nodes().map(|n| n.id.clone()).collect();
         self.gw_started.clear();
         // Every client connection ends with the process; the accounts are free again.
         let open = self.open_sessions();
@@ -1082,9 +1090,12 @@ impl Sim {
             });
         }
         self.kept_pending.clear();
+        let mut own = Vec::new();
+        let mut others = false;
         for k in kept {
             self.kept += 1;
             if draw.gen_bool(0.25) {
+                others = true;
                 // Kept by another edge: claimed when it finds the new leader.
                 let after = draw.gen_range(0..3_500);
                 let epoch = self.gateway_epoch;
@@ -1096,9 +1107,33 @@ impl Sim {
                     },
                 );
             } else {
-                self.kept_pending.insert(k.session);
-                self.gateway_event(Event::Resume(Box::new(k)));
+                own.push(k);
             }
+        }
+        // Half the gateways taking over, with no other edge to claim, knew the old
+        // leader's nodes, and end their hold once those are back: now and then the edge
+        // had not heard of the last one to register (it registers after the hold).
+        let informed = draw.gen_bool(0.5) && !others;
+        if informed {
+            let mut nodes = old_nodes;
+            if draw.gen_bool(0.1)
+                && let Some(last) = nodes
+                    .iter()
+                    .nth(draw.gen_range(0..nodes.len().max(1)))
+                    .cloned()
+            {
+                nodes.remove(&last);
+            }
+            self.informed_takeovers += 1;
+            self.log(|| format!("the gateway taking over waits for nodes {nodes:?}"));
+            self.gateway_event(Event::TakeOver { nodes });
+        }
+        for k in own {
+            self.kept_pending.insert(k.session);
+            self.gateway_event(Event::Resume(Box::new(k)));
+        }
+        if informed {
+            self.gateway_event(Event::Claimed);
         }
     }
 

@@ -48,6 +48,10 @@ fn free_tcp() -> SocketAddr {
         .unwrap()
 }
 
+/// The placement hold of an edge that takes over in these tests: longer than any wait
+/// (`WAIT`), so a login that had to wait it out fails.
+const EDGE_HOLD_MS: u64 = 120_000;
+
 /// A gateway process on `url` with this cluster secret; its stdout lines come through the
 /// receiver.
 #[allow(clippy::too_many_arguments)]
@@ -56,7 +60,7 @@ fn gateway(
     name: &str,
     url: &str,
     addrs: (SocketAddr, SocketAddr, SocketAddr),
-    standby: bool,
+    standby: Option<u64>,
     peers: &[SocketAddr],
     enet: Option<SocketAddr>,
     secret: &str,
@@ -80,11 +84,11 @@ fn gateway(
         .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
         .stdout(Stdio::piped())
         .stderr(log);
-    if standby {
+    if let Some(hold_ms) = standby {
         // It takes over a cluster whose node runs instances already: it waits for the
         // node to say what it runs, as a restarted gateway does.
         cmd.arg("--standby")
-            .env("GATEWAY_PLACEMENT_HOLD_MS", RESTART_HOLD_MS.to_string());
+            .env("GATEWAY_PLACEMENT_HOLD_MS", hold_ms.to_string());
     }
     if !peers.is_empty() {
         let peers: Vec<String> = peers.iter().map(ToString::to_string).collect();
@@ -240,13 +244,26 @@ async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", url, a_addrs, false, &[], None, SECRET);
+    let (a, a_out) = gateway(&dir, "a", url, a_addrs, None, &[], None, SECRET);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
     let peers = if edge { vec![a_addrs.1] } else { Vec::new() };
+    // An edge that takes over knows the leader's nodes (and that no other edge may claim
+    // its players): its placement hold ends once they are back, so a hold longer than
+    // any wait here must never be waited out (logins wait for it).
+    let hold = if edge { EDGE_HOLD_MS } else { RESTART_HOLD_MS };
     let b_enet = free_udp();
-    let (b, b_out) = gateway(&dir, "b", url, b_addrs, true, &peers, Some(b_enet), SECRET);
+    let (b, b_out) = gateway(
+        &dir,
+        "b",
+        url,
+        b_addrs,
+        Some(hold),
+        &peers,
+        Some(b_enet),
+        SECRET,
+    );
     children.0.push(b);
     let (n1, n1_admin) = node_n1(&dir, &[a_addrs.1, b_addrs.1]);
     children.0.push(n1);
@@ -434,7 +451,16 @@ async fn a_standby_waits_for_a_database_that_is_not_up_yet() {
     let nowhere = free_tcp();
     let url = format!("postgres://rc@127.0.0.1:{}/rc", nowhere.port());
     let addrs = (free_udp(), free_udp(), free_tcp());
-    let (b, _out) = gateway(&dir, "b", &url, addrs, true, &[], None, SECRET);
+    let (b, _out) = gateway(
+        &dir,
+        "b",
+        &url,
+        addrs,
+        Some(RESTART_HOLD_MS),
+        &[],
+        None,
+        SECRET,
+    );
     let mut children = Children(vec![b]);
     let deadline = Instant::now() + WAIT;
     while http_get(addrs.2, "/livez").map(|r| r.0).ok() != Some(200) {
@@ -644,7 +670,7 @@ async fn an_edge_without_the_cluster_secret_is_refused() {
         "forged",
         &url,
         f_addrs,
-        true,
+        Some(RESTART_HOLD_MS),
         &[a_addrs.1],
         None,
         "not-the-cluster-secret-0123456789abcdef",
@@ -907,13 +933,31 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
     let a = (free_udp(), free_udp(), free_tcp());
     let b = (free_udp(), free_udp(), free_tcp());
     let c = (free_udp(), free_udp(), free_tcp());
-    let (ga, a_out) = gateway(&dir, "a", &url, a, false, &[], None, SECRET);
+    let (ga, a_out) = gateway(&dir, "a", &url, a, None, &[], None, SECRET);
     children.0.push(ga);
     assert!(ready(&a_out, WAIT).is_some(), "A starts");
     let (b_enet, c_enet) = (free_udp(), free_udp());
-    let (gb, b_out) = gateway(&dir, "b", &url, b, true, &[a.1, c.1], Some(b_enet), SECRET);
+    let (gb, b_out) = gateway(
+        &dir,
+        "b",
+        &url,
+        b,
+        Some(RESTART_HOLD_MS),
+        &[a.1, c.1],
+        Some(b_enet),
+        SECRET,
+    );
     children.0.push(gb);
-    let (gc, c_out) = gateway(&dir, "c", &url, c, true, &[a.1, b.1], Some(c_enet), SECRET);
+    let (gc, c_out) = gateway(
+        &dir,
+        "c",
+        &url,
+        c,
+        Some(RESTART_HOLD_MS),
+        &[a.1, b.1],
+        Some(c_enet),
+        SECRET,
+    );
     children.0.push(gc);
     children.0.push(node_n1(&dir, &[a.1, b.1, c.1]).0);
     wait_cluster(a.2, "n1 registers with A", |v| {
