@@ -218,10 +218,12 @@ if [ "$EDGES" = 1 ]; then
             while kill -0 "$LPID" 2>/dev/null; do sleep 0.05; done
             wait "$LPID" 2>/dev/null || true
             log "round $round: leader ${L^^} cut off from the database ($ON_VICTIM bots on it), stepped down in $(( ($(date +%s%N) - T0) / 1000000 )) ms"
+            KIND=cutoff
         fi
         if [ "$WHO" = leader ] && kill -0 "$LPID" 2>/dev/null; then
             kill -9 "$LPID"; wait "$LPID" 2>/dev/null || true
             log "round $round: leader ${L^^} SIGKILLed ($ON_VICTIM bots on it)"
+            KIND=leader
         fi
         if [ "$WHO" = leader ]; then
             until grep -q "gateway ready" "$WORK/$E.out" 2>/dev/null; do sleep 0.05; done
@@ -232,11 +234,12 @@ if [ "$EDGES" = 1 ]; then
         else
             kill -9 "$EPID"; wait "$EPID" 2>/dev/null || true
             log "round $round: edge ${E^^} SIGKILLed ($ON_VICTIM bots on it)"
+            KIND=edge
             VICTIM=$E; VP=("${EP[@]}"); OTHER_INTERNAL=${LP[1]}
         fi
         # When and whom: a bot's loss of a gateway is the fault's only if it names one of
         # these client ports (QUIC, RCEnet) soon after.
-        echo "$((T0 / 1000000)) ${VP[0]} ${VP[3]}" >>"$WORK/faults.txt"
+        echo "$((T0 / 1000000)) ${VP[0]} ${VP[3]} $KIND" >>"$WORK/faults.txt"
         if [ "$ROUNDS" -gt 1 ]; then
             sleep 2
             gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" "${VP[3]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
@@ -312,11 +315,25 @@ print("bots on the victims when killed: %s; logins again: %s (a bot logging in t
 # Each loss a bot noticed in game, against the faults: one on a gateway no fault had just
 # hit (from the fault to the bots' silence limit, LOST_AFTER, and 3 s more) is a surviving
 # gateway's bot that lost its session.
-faults = [tuple(int(x) for x in l.split()) for l in open(sys.argv[8]) if l.strip()]
+faults = [(int(f[0]), int(f[1]), int(f[2]), f[3] if len(f) > 3 else "?") for f in (l.split() for l in open(sys.argv[8])) if f]
 slack = (float(sys.argv[9]) + 3) * 1000
+def fault_of(t, a):
+    port = int(a.rsplit(":", 1)[1])
+    hits = [f for f in faults if port in (f[1], f[2]) and f[0] - 1000 <= t <= f[0] + slack]
+    return hits[-1] if hits else None
 losses = [l for p in sys.argv[1:3] for l in json.load(open(p)).get("gateway_loss", {}).get("lost", [])]
-unexplained = [(t, a) for t, a in losses
-               if not any(int(a.rsplit(":", 1)[1]) in (q, e) and t0 - 1000 <= t <= t0 + slack for t0, q, e in faults)]
+unexplained = [(t, a) for t, a in losses if fault_of(t, a) is None]
+# From noticing the loss to in game again, by the fault that caused it: the leader
+# SIGKILLed (its bots wait for the takeover), cut off, or an edge SIGKILLed.
+comebacks = [c for p in sys.argv[1:3] for c in json.load(open(p)).get("gateway_loss", {}).get("comebacks", [])]
+def pct(v, q):
+    return v[min(len(v) - 1, int(q * len(v)))] if v else 0
+for kind in ("leader", "cutoff", "edge"):
+    ms = sorted(c[2] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind)
+    tries = sorted(c[3] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind)
+    if ms:
+        print("back in game after a fault of kind %s: %d bots, p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; logins tried p50 %d, max %d" % (
+            kind, len(ms), pct(ms, 0.5), pct(ms, 0.9), pct(ms, 0.99), ms[-1], pct(tries, 0.5), tries[-1]))
 print("losses of a gateway in game: %d, each on a victim just after its fault: %d; the surviving gateways' bots that lost their session: %d" % (
     len(losses), len(losses) - len(unexplained), len(unexplained)))
 for t, a in unexplained[:10]:

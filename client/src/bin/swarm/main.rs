@@ -344,6 +344,10 @@ struct Stats {
     /// Each loss of a gateway in game: when it was noticed (Unix ms) and the gateway's
     /// address, so a fault run can tell the victims' losses from a survivor's.
     losses: Mutex<Vec<(u64, String)>>,
+    /// Each loss a bot came back from: when it was noticed (Unix ms), the gateway lost,
+    /// the ms until in game again and the logins it took (a fault run splits them by the
+    /// fault that caused them).
+    comebacks: Mutex<Vec<(u64, String, f64, u32)>>,
     /// Per bot that played to the end: the longest time its own position did not come
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
@@ -752,8 +756,11 @@ async fn bot(ctx: BotCtx) {
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         lock(&ctx.stats.losses).push((unix_ms, c.remote_address().to_string()));
         tracing::info!(bot = %ctx.user, error = %why, "gateway lost: logging in again through the next");
+        let lost_addr = c.remote_address().to_string();
+        let mut tries = 0u32;
         let again = loop {
             turn += 1;
+            tries += 1;
             match enter(&ctx, turn, false).await {
                 Ok(x) => break Some(x),
                 Err(_) if Instant::now() < ctx.end => {
@@ -769,7 +776,9 @@ async fn bot(ctx: BotCtx) {
             return;
         };
         ctx.stats.relogins.fetch_add(1, Ordering::Relaxed);
-        lock(&ctx.stats.relogin_ms).push(lost_at.elapsed().as_secs_f64() * 1000.0);
+        let back_ms = lost_at.elapsed().as_secs_f64() * 1000.0;
+        lock(&ctx.stats.relogin_ms).push(back_ms);
+        lock(&ctx.stats.comebacks).push((unix_ms, lost_addr, back_ms, tries));
         (c, g, world) = (c2, g2, w2);
     }
     c.close(CloseCode::Normal).await;
@@ -1521,6 +1530,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     let gateways: Vec<String> = args.gateway.iter().map(ToString::to_string).collect();
     let gateways = gateways.join(",");
     let lost = serde_json::to_value(&*lock(&stats.losses)).unwrap_or_default();
+    let comebacks = serde_json::to_value(&*lock(&stats.comebacks)).unwrap_or_default();
     let mut out = serde_json::json!({
         "gateway": gateways,
         "bots": args.bots,
@@ -1599,6 +1609,7 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     });
     if let Some(g) = out.get_mut("gateway_loss").and_then(|g| g.as_object_mut()) {
         g.insert("lost".into(), lost);
+        g.insert("comebacks".into(), comebacks);
     }
     Ok(out)
 }
