@@ -336,6 +336,16 @@ for kind in ("leader", "cutoff", "edge"):
             kind, len(ms), pct(ms, 0.5), pct(ms, 0.9), pct(ms, 0.99), ms[-1], pct(tries, 0.5), tries[-1]))
 print("losses of a gateway in game: %d, each on a victim just after its fault: %d; the surviving gateways' bots that lost their session: %d" % (
     len(losses), len(losses) - len(unexplained), len(unexplained)))
+# Own-update gaps over a second, by the fault before them (within 15 s) and whether the
+# bot was on the victim or on the surviving gateway.
+for p in sys.argv[1:3]:
+    for t, ms, a in json.load(open(p)).get("long_gaps", []):
+        port = int(a.rsplit(":", 1)[1])
+        before = [f for f in faults if f[0] <= t <= f[0] + 15000]
+        f = before[-1] if before else None
+        side = "?" if f is None else ("victim" if port in (f[1], f[2]) else "survivor")
+        print("  own-update gap %.0f ms ending %s ms after a fault of kind %s, on the %s" % (
+            ms, "?" if f is None else t - f[0], "none" if f is None else f[3], side))
 for t, a in unexplained[:10]:
     print("  lost %s at %d ms (faults: %s)" % (a, t, faults))
 PY

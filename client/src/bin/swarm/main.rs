@@ -352,6 +352,9 @@ struct Stats {
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
     own_update_gap_ms: Mutex<Vec<f64>>,
+    /// Each own-update gap over a second: when it ended (Unix ms), how long (ms), and the
+    /// gateway the bot was on (a fault run tells which fault it followed).
+    long_gaps: Mutex<Vec<(u64, f64, String)>>,
     /// Bots that played to the end without ever seeing their own position.
     never_own_update: AtomicU64,
     /// What `--item-chance` bots did with items.
@@ -1257,6 +1260,16 @@ async fn play(
                             if gap_from.elapsed() > Duration::from_millis(500) {
                                 tracing::debug!(user = %ctx.user, gap_ms = gap_from.elapsed().as_millis(), hunting = hunt.is_some(), "own position came back late");
                             }
+                            if gap_from.elapsed() > Duration::from_secs(1) {
+                                let unix_ms = std::time::SystemTime::now()
+                                    .duration_since(std::time::UNIX_EPOCH)
+                                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                                lock(&ctx.stats.long_gaps).push((
+                                    unix_ms,
+                                    gap_from.elapsed().as_secs_f64() * 1000.0,
+                                    c.remote_address().to_string(),
+                                ));
+                            }
                             max_gap = max_gap.max(gap_from.elapsed());
                             gap_from = last_echo;
                             seen_own = true;
@@ -1610,6 +1623,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     if let Some(g) = out.get_mut("gateway_loss").and_then(|g| g.as_object_mut()) {
         g.insert("lost".into(), lost);
         g.insert("comebacks".into(), comebacks);
+    }
+    if let Some(o) = out.as_object_mut() {
+        let gaps = serde_json::to_value(&*lock(&stats.long_gaps)).unwrap_or_default();
+        o.insert("long_gaps".into(), gaps);
     }
     Ok(out)
 }
