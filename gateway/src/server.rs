@@ -655,7 +655,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     // ends once each of its nodes is back and the kept sessions are claimed, not at its
     // deadline (another edge could still claim kept players of its own meanwhile).
     match members {
-        Some(m) if m.edges.iter().all(|e| *e == cfg.gateway_id) => {
+        Some(m) if m.edges.is_empty() => {
             let sessions = kept
                 .iter()
                 .map(|k| k.who.session)

@@ -305,7 +305,7 @@ fn relay(
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let (down_tx, down_rx) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
-    leader.clients.insert(
+    leader.join(
         id,
         Client {
             down: down_tx,

@@ -54,6 +54,7 @@ pub(super) async fn serve(
     // Its players' clients' positions go back to it on this link.
     state.links.insert(node.clone(), conn.clone());
     let mut out = BytesMut::new();
+    let mut park = false;
     let why = 'link: loop {
         loop {
             match dec.next_envelope() {
@@ -77,13 +78,23 @@ pub(super) async fn serve(
                 Err(e) => break e.to_string(),
             },
             _ = stop.wait_for(|s| *s) => {
-                // Kept open for the gateway taking over in this process to tell the node
-                // it leads now (`Handover::announce_lead`); closed when dropped unused.
-                crate::lock(&state.parked).push(conn.clone());
+                park = true;
                 break "this gateway stops serving as an edge".to_owned();
             }
         }
     };
+    if park {
+        // Kept open, its stream too, for the gateway taking over in this process to tell
+        // the node it leads now (`announce_lead`); closed when dropped unused. (Dropping
+        // the stream stopped it, and the node, taking the link for lost, reconnected
+        // before the announcement came and missed it: found by `deploy/failover.sh`, the
+        // first takeover of each run placed its instances only after the nodes' links to
+        // the dead leader timed out.)
+        crate::lock(&state.parked).push(super::Parked {
+            conn: conn.clone(),
+            _stream: (send, recv),
+        });
+    }
     state
         .links
         .remove_if(&node, |_, c| c.stable_id() == conn.stable_id());

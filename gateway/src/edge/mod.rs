@@ -86,10 +86,18 @@ pub struct Handover {
     /// failed; the full gateway binds its own).
     pub enet: Vec<crate::net::enet::Adopted>,
     /// The zone nodes' fan-out links, open until [`announce_lead`] (or dropped).
-    pub fanout: Vec<quinn::Connection>,
+    pub fanout: Vec<Parked>,
     /// The cluster's members as the last leader told (`EdgeMsg::Members`; `None`: it did
     /// not, or a list may have been cut): the nodes the gateway taking over waits for.
     pub members: Option<crate::hub::Members>,
+}
+
+/// A zone node's fan-out link kept open, its stream too, while the edge hands over
+/// ([`Handover::fanout`]).
+#[derive(Debug)]
+pub struct Parked {
+    conn: quinn::Connection,
+    _stream: (quinn::SendStream, quinn::RecvStream),
 }
 
 /// Tells each zone node linked here for the direct fan-out ([`Handover::fanout`]) that
@@ -97,7 +105,7 @@ pub struct Handover {
 /// ([`shared::internal::FANOUT_CLOSE_LEADS`]): the node registers here at once instead of
 /// waiting for its link to the previous leader, which may have died without a word, to
 /// time out. Called once the zone nodes' endpoint is bound.
-pub fn announce_lead(fanout: Vec<quinn::Connection>, epoch: u64) {
+pub fn announce_lead(fanout: Vec<Parked>, epoch: u64) {
     if !fanout.is_empty() {
         tracing::info!(
             nodes = fanout.len(),
@@ -105,8 +113,9 @@ pub fn announce_lead(fanout: Vec<quinn::Connection>, epoch: u64) {
             "telling the zone nodes linked for the fan-out that this gateway leads"
         );
     }
-    for conn in fanout {
-        conn.close(
+    for link in fanout {
+        // Closed with its stream still open: the close is what the node hears.
+        link.conn.close(
             shared::internal::FANOUT_CLOSE_LEADS.into(),
             epoch.to_string().as_bytes(),
         );
@@ -142,9 +151,36 @@ struct Leader {
     /// Each relayed player's session (the zone nodes' key) → its client here and the node
     /// the leader last said hosts it: where the direct fan-out delivers ([`fanout`]).
     sessions: DashMap<u64, (RelayId, String)>,
+    /// Set when the link ended, before its clients are told ([`Leader::join`]).
+    gone: std::sync::atomic::AtomicBool,
 }
 
 impl Leader {
+    /// Relays client `id` through this link; told at once that the leader is lost if the
+    /// link ended meanwhile. (Found by `deploy/failover.sh`: a client that joined as the
+    /// link's end told the others was never told, and the edge's takeover waited for it
+    /// two seconds while its client waited for a login answer that could not come.)
+    fn join(&self, id: RelayId, client: Client) {
+        self.clients.insert(id, client);
+        if self.gone.load(Ordering::SeqCst)
+            && let Some((_, c)) = self.clients.remove(&id)
+        {
+            let _ = c.down.send(Down::LeaderLost);
+        }
+    }
+
+    /// The link ended: every client relayed through it hears so (each once, also one
+    /// joining meanwhile, [`Leader::join`]).
+    fn lost(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+        let ids: Vec<RelayId> = self.clients.iter().map(|c| *c.key()).collect();
+        for id in ids {
+            if let Some((_, c)) = self.clients.remove(&id) {
+                let _ = c.down.send(Down::LeaderLost);
+            }
+        }
+    }
+
     /// Forgets relayed client `id` (and its session's fan-out entry).
     fn forget(&self, id: RelayId) {
         if let Some((_, c)) = self.clients.remove(&id) {
@@ -172,7 +208,7 @@ struct State {
     /// Those that did not (no such client here, another node hosts it, no room).
     fanout_dropped: AtomicU64,
     /// The zone nodes' fan-out links when the edge stopped, for [`Handover`].
-    parked: std::sync::Mutex<Vec<quinn::Connection>>,
+    parked: std::sync::Mutex<Vec<Parked>>,
     /// Each zone node's fan-out link, by node id: where its players' clients' position
     /// datagrams go ([`fanout::input`]).
     links: DashMap<String, quinn::Connection>,
@@ -432,12 +468,7 @@ async fn find_leader(
                 "edge: the link to the leader ended; its clients log in again");
             // Every relayed session was the leader's: those in the world are kept a moment
             // for a gateway taking over (this one) to adopt, the others close.
-            let ids: Vec<RelayId> = leader.clients.iter().map(|c| *c.key()).collect();
-            for id in ids {
-                if let Some((_, c)) = leader.clients.remove(&id) {
-                    let _ = c.down.send(Down::LeaderLost);
-                }
-            }
+            leader.lost();
             leader.conn.close(0u32.into(), b"edge link ended");
         } else if !logged_none {
             logged_none = true;
@@ -543,6 +574,7 @@ async fn connect(
                 tx,
                 clients: DashMap::new(),
                 sessions: DashMap::new(),
+                gone: std::sync::atomic::AtomicBool::new(false),
             };
             Ok((leader, rd))
         }
@@ -802,7 +834,7 @@ async fn pipe(
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let (down_tx, mut down) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
-    leader.clients.insert(
+    leader.join(
         id,
         Client {
             down: down_tx,

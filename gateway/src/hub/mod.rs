@@ -718,7 +718,11 @@ impl Shared {
 
     /// The edges linked here changed: each link tells its edge.
     pub fn edges_changed(&self) {
-        let edges: BTreeSet<String> = self.edges.iter().map(|e| e.key().0.clone()).collect();
+        let edges: BTreeSet<String> = self
+            .edges
+            .iter()
+            .map(|e| edge_key(&e.key().0, e.key().1))
+            .collect();
         self.members.send_if_modified(|m| {
             let changed = m.edges != edges;
             m.edges = edges;
@@ -731,10 +735,16 @@ impl Shared {
 /// edge taking over waits for before it places anything anew.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Members {
-    /// The zone nodes registered with this gateway.
+    /// The zone nodes in this gateway's directory.
     pub nodes: BTreeSet<NodeId>,
-    /// The edges linked to this gateway, by name.
+    /// The edges linked to this gateway, each as [`edge_key`] names it (told an edge: the
+    /// *other* edges; names alone need not be unique).
     pub edges: BTreeSet<String>,
+}
+
+/// An edge link as [`Members::edges`] names it: `name@address`.
+pub fn edge_key(name: &str, addr: std::net::SocketAddr) -> String {
+    format!("{name}@{addr}")
 }
 
 /// The account book, as the control plane reads saved characters from it.

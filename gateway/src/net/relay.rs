@@ -138,7 +138,9 @@ pub(super) async fn serve(
     shared.edges_changed();
     let (tx, rx) = mpsc::channel::<EdgeMsg>(RELAY_QUEUE);
     let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
-    let members = (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone())));
+    let me = crate::hub::edge_key(&key.0, key.1);
+    let members =
+        (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone(), me)));
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
     let mut link = EdgeLink {
         name: name.clone(),
@@ -216,9 +218,10 @@ pub(super) async fn serve(
     drop(tx);
 }
 
-/// Tells the edge the cluster's members now and whenever they change (`EdgeMsg::Members`,
-/// each list cut at [`edge::MAX_MEMBERS`]), until the link ends.
-async fn tell_members(shared: Arc<Shared>, tx: mpsc::Sender<EdgeMsg>) {
+/// Tells the edge (`me`, as `hub::edge_key` names it) the cluster's members now and
+/// whenever they change: the nodes and the *other* edges (`EdgeMsg::Members`, each list
+/// cut at [`edge::MAX_MEMBERS`]), until the link ends.
+async fn tell_members(shared: Arc<Shared>, tx: mpsc::Sender<EdgeMsg>, me: String) {
     let mut rx = shared.members.subscribe();
     rx.mark_changed();
     while rx.changed().await.is_ok() {
@@ -226,7 +229,13 @@ async fn tell_members(shared: Arc<Shared>, tx: mpsc::Sender<EdgeMsg>) {
             let m = rx.borrow_and_update();
             EdgeMsg::Members {
                 nodes: m.nodes.iter().take(edge::MAX_MEMBERS).cloned().collect(),
-                edges: m.edges.iter().take(edge::MAX_MEMBERS).cloned().collect(),
+                edges: m
+                    .edges
+                    .iter()
+                    .filter(|e| **e != me)
+                    .take(edge::MAX_MEMBERS)
+                    .cloned()
+                    .collect(),
             }
         };
         if tx.send(msg).await.is_err() {

@@ -197,15 +197,14 @@ pub enum EdgeMsg {
         addr: String,
     },
     /// Leader → edge (version 4), after the welcome and whenever it changes: the zone
-    /// nodes registered with the leader and the edges linked to it (the receiver among
-    /// them), by name, at most [`MAX_MEMBERS`] each. An edge that takes over from this
-    /// leader, when no other edge was linked that could still claim kept players, ends its
-    /// placement hold as soon as each of these nodes has registered with it, instead of
-    /// waiting the hold out.
+    /// nodes in the leader's directory and the *other* edges linked to it, at most
+    /// [`MAX_MEMBERS`] each. An edge that takes over from this leader, when no other edge
+    /// was linked that could still claim kept players, ends its placement hold as soon as
+    /// each of these nodes has registered with it, instead of waiting the hold out.
     Members {
-        /// The registered zone nodes' ids.
+        /// The zone nodes' ids.
         nodes: Vec<String>,
-        /// The linked edges' names.
+        /// The other edges, each as `name@address` (the address the leader sees).
         edges: Vec<String>,
     },
 }
@@ -440,7 +439,7 @@ mod tests {
             },
             EdgeMsg::Members {
                 nodes: vec!["n1".into(), "n2".into()],
-                edges: vec!["gw-b".into()],
+                edges: vec!["gw-c@10.0.0.3:40000".into()],
             },
         ];
         for m in &msgs {
