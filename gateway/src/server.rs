@@ -306,12 +306,48 @@ pub(crate) fn edge_link_endpoint(addr: SocketAddr) -> Result<quinn::Endpoint, St
     quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, runtime).map_err(err)
 }
 
-/// The edge's client endpoint: the same socket and buffers as the full gateway's.
+/// The edge's client endpoint: the same socket, buffers and reset key as the full
+/// gateway's.
 pub(crate) fn edge_endpoint(
-    addr: SocketAddr,
+    gw: &GatewayConfig,
     cfg: quinn::ServerConfig,
 ) -> Result<quinn::Endpoint, StartError> {
-    bind("clients (edge)", addr, cfg)
+    bind("clients (edge)", gw.listen, cfg, (gw, "clients"))
+}
+
+/// The endpoint configuration of a server endpoint of this gateway bound to `addr`
+/// (`role`: clients or zone nodes). With a cluster secret its stateless reset key is
+/// derived from the secret, the gateway's id, the role and the address, so the same gateway started
+/// again on the same address has the same key: a client (or zone node) still sending to
+/// the connection of the process that died is told at its next packet, by a stateless
+/// reset (RFC 9000 §10.3) it can verify, that the connection is gone, instead of waiting
+/// out its idle timeout. (Found by `deploy/failover.sh`: the bots of a killed gateway
+/// noticed only after their 5-second idle timeout, though the gateway was back in 2 s; a
+/// zone node sent a restarted edge's players' broadcasts into its dead fan-out link for
+/// as long.) Without a secret (one gateway, nothing to restart beside): a random key.
+fn endpoint_config(gw: &GatewayConfig, role: &str, addr: SocketAddr) -> quinn::EndpointConfig {
+    use ring::hmac;
+    if gw.cluster_secret.is_empty() {
+        return quinn::EndpointConfig::default();
+    }
+    let secret = hmac::Key::new(hmac::HMAC_SHA256, gw.cluster_secret.as_bytes());
+    let label = format!("rc stateless reset key/{}/{role}/{addr}", gw.gateway_id);
+    let key = hmac::sign(&secret, label.as_bytes());
+    let mut cfg =
+        quinn::EndpointConfig::new(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, key.as_ref())));
+    // The connection ids carry a check under a key of their own: the restarted process
+    // must take the dead one's ids for its own to answer them with a reset (with a fresh
+    // key it drops them as forged, and says nothing).
+    let mut cid_key = [0u8; 8];
+    cid_key.copy_from_slice(key.as_ref().get(..8).unwrap_or(&[0; 8]));
+    let cid_key = u64::from_le_bytes(cid_key);
+    cfg.cid_generator(move || {
+        Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+    });
+    // Every client of a dead process is told within moments, not 50 a second (a reset is
+    // smaller than the packet that incited it: no amplification).
+    cfg.min_reset_interval(Duration::from_millis(1));
+    cfg
 }
 
 /// How many RCEnet host tasks: `enet_shards`, or one per CPU (at most 8) when 0.
@@ -388,16 +424,21 @@ fn reuse_port(_: &socket2::Socket) -> bool {
 /// A server endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (best effort).
 /// Every client's 5 Hz updates and acknowledgements land on one socket; with the kernel's
 /// default 208 KiB the kernel drops them while the gateway is busy with a broadcast burst.
+/// Its stateless reset key is `gw`'s for `role` ([`endpoint_config`]) on the address
+/// bound (the port given, or the one port 0 got: a restart is given that one).
 fn bind(
     what: &'static str,
     addr: SocketAddr,
     cfg: quinn::ServerConfig,
+    (gw, role): (&GatewayConfig, &str),
 ) -> Result<quinn::Endpoint, StartError> {
     let err = |source| StartError::Bind { what, addr, source };
     let socket = udp_socket(what, addr)?;
+    let bound = socket.local_addr().map_err(err)?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| err(std::io::Error::other("no async runtime for quinn")))?;
-    quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(cfg), socket, runtime).map_err(err)
+    let endpoint = endpoint_config(gw, role, bound);
+    quinn::Endpoint::new(endpoint, Some(cfg), socket, runtime).map_err(err)
 }
 
 /// Load the configured world (`None`: the embedded demo world), logging warnings.
@@ -510,14 +551,19 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             (h.endpoint, h.kept, h.enet, h.fanout, h.members)
         }
         None => (
-            bind("clients", cfg.listen, client_cfg)?,
+            bind("clients", cfg.listen, client_cfg, (&cfg, "clients"))?,
             Vec::new(),
             Vec::new(),
             Vec::new(),
             None,
         ),
     };
-    let internal_ep = bind("zone nodes", cfg.internal_listen, internal_cfg)?;
+    let internal_ep = bind(
+        "zone nodes",
+        cfg.internal_listen,
+        internal_cfg,
+        (&cfg, "zone nodes"),
+    )?;
     let client_addr = client_ep.local_addr().map_err(|source| StartError::Bind {
         what: "clients",
         addr: cfg.listen,

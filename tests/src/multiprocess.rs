@@ -319,6 +319,17 @@ impl ProcessCluster {
         self.spawn_gateway_at(client, internal, RESTART_HOLD_MS);
     }
 
+    /// SIGKILL the gateway (nothing saved, nobody told) and start it again on the same
+    /// data directory and addresses, as an orchestrator restarts a crashed process.
+    pub fn kill_and_restart_gateway(&mut self) {
+        if let Some(mut g) = self.gateway.take() {
+            let _ = g.kill();
+            let _ = g.wait();
+        }
+        let (client, internal) = (self.client_addr, self.internal_addr);
+        self.spawn_gateway_at(client, internal, RESTART_HOLD_MS);
+    }
+
     /// Start the gateway and read its addresses from its ready line (bounded by [`WAIT`]).
     /// Nodes are started one at a time and each is placed as it registers (no hold).
     fn spawn_gateway(&mut self) {

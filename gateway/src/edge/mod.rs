@@ -274,7 +274,7 @@ impl Edge {
     /// `cfg.peers`.
     pub fn start(cfg: &GatewayConfig) -> Result<Self, EdgeError> {
         let (server, _, _) = tls::client_endpoint_config(cfg, cfg.fanout_advertised().is_some())?;
-        let endpoint = crate::server::edge_endpoint(cfg.listen, server)
+        let endpoint = crate::server::edge_endpoint(cfg, server)
             .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
         let heartbeat = Duration::from_millis(cfg.heartbeat_ms.max(10));
         let idle = Duration::from_millis(cfg.node_timeout_ms.max(2_000));

@@ -182,6 +182,38 @@ async fn a_cluster_of_processes_plays_and_survives_a_node_loss() {
     );
 }
 
+/// A gateway SIGKILLed and started again on the same addresses (issue 41): its client,
+/// still sending to the connection of the dead process, is told at its next packet that
+/// the connection is gone, by a stateless reset the new process signs with the key both
+/// derive from the cluster secret, not after its idle timeout (30 s, longer than the
+/// wait here); and it logs in again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_gateways_client_hears_from_its_restart_that_its_connection_is_gone() {
+    let mut c = ProcessCluster::start_with("gw-kill", &[64]).await;
+    let (a, ga) = new_player(c.client_addr, "gamma").await;
+    c.kill_and_restart_gateway();
+    let at = (ga.area.x + 1.0, ga.area.y, ga.area.z);
+    let deadline = std::time::Instant::now() + WAIT;
+    let reason = loop {
+        if let Some(r) = a.close_reason() {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the client was not told its connection is gone"
+        );
+        // A player keeps moving: each update is a packet the new process answers.
+        let _ = a.send_update(&cluster_tests::update(at.0, at.1, at.2));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(matches!(reason, client::CloseReason::Reset), "{reason:?}");
+    c.wait_for("the node back and every area placed", WAIT, |v| {
+        v.nodes.len() == 1 && v.unplaced.is_empty()
+    })
+    .await;
+    let _ = login_again(c.client_addr, "gamma").await;
+}
+
 /// A gateway restart under separate zone-node processes (issue 23): SIGTERM saves every
 /// character and closes the players with code 3; the same binary on the same data
 /// directory and addresses comes back with the same internal certificate, the nodes
