@@ -1426,19 +1426,26 @@ fn detached(a: &[Action]) -> Vec<(String, Msg)> {
         .collect()
 }
 
-#[test]
-fn a_gateway_taking_over_ends_its_hold_once_every_node_of_the_old_leader_is_back() {
-    // This gateway's edge heard the old leader had n1 and n2, and was its only edge. Its
-    // edge kept Ann (session 7, on n1); Bob (session 8, on n2) was the dead leader's own.
+/// A gateway taking over (holding placement for 3 s) from a leader that had n1 and n2,
+/// whose only edge it was.
+fn taking_over_from_n1_and_n2() -> Control {
     let mut c = held_control();
-    let chars = chars();
     c.handle(
         at(0),
         Event::TakeOver {
             nodes: ["n1".to_owned(), "n2".to_owned()].into(),
         },
-        &chars,
+        &chars(),
     );
+    c
+}
+
+#[test]
+fn a_gateway_taking_over_ends_its_hold_once_every_node_of_the_old_leader_is_back() {
+    // This gateway's edge heard the old leader had n1 and n2, and was its only edge. Its
+    // edge kept Ann (session 7, on n1); Bob (session 8, on n2) was the dead leader's own.
+    let mut c = taking_over_from_n1_and_n2();
+    let chars = chars();
     let rid = MIN_PLAYER_RID + 5;
     c.handle(at(10), kept(7, 1, "Ann", rid), &chars);
     let a = node_up(
@@ -1484,15 +1491,8 @@ fn a_gateway_taking_over_ends_its_hold_once_every_node_of_the_old_leader_is_back
 fn a_gateway_taking_over_waits_its_hold_out_for_a_node_that_is_not_back() {
     // The old leader had n1 and n2; n2 died with it (or is slow): the hold runs to its
     // deadline, as without the takeover's knowledge.
-    let mut c = held_control();
+    let mut c = taking_over_from_n1_and_n2();
     let chars = chars();
-    c.handle(
-        at(0),
-        Event::TakeOver {
-            nodes: ["n1".to_owned(), "n2".to_owned()].into(),
-        },
-        &chars,
-    );
     c.handle(at(1), Event::Claimed, &chars);
     let a = node_up(
         &mut c,
