@@ -39,6 +39,12 @@ use crate::tls;
 /// How long the edge waits between rounds over its peers when none leads.
 const RETRY: Duration = Duration::from_millis(500);
 
+/// How long new clients wait, once the link to the leader is gone, for the edge to link
+/// again or take over, before they are refused (found by `deploy/failover.sh`: a cut-off
+/// leader closed its clients before the edge took over, the edge refused them, and they
+/// tried the stepped-down gateway next, costing their connect timeout).
+const UNLINKED_GRACE: Duration = Duration::from_secs(3);
+
 /// How long a client whose player is in the world waits, once the leader is gone, for
 /// this gateway to take over and adopt it (then it is closed: log in again).
 const KEEP_FOR: Duration = Duration::from_secs(10);
@@ -714,10 +720,29 @@ async fn serve_link(state: &State, leader: &Leader, mut rd: Decoding) -> String 
     }
 }
 
-/// Accepts clients while a leader is linked (refused otherwise: they try another
-/// address), within `max_connections` and `max_connections_per_ip`.
+/// Accepts clients while a leader is linked, within `max_connections` and
+/// `max_connections_per_ip`. With none linked, a new client waits in the endpoint's queue
+/// for up to [`UNLINKED_GRACE`] since the link went (the edge links to the gateway that
+/// took over, or becomes it and its full gateway accepts the client from the same
+/// endpoint); past that it is refused, to try another address.
 async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::Receiver<bool>) {
+    let mut linked = state.leader.subscribe();
+    let mut unlinked_at: Option<tokio::time::Instant> = None;
     loop {
+        if linked.borrow_and_update().is_some() {
+            unlinked_at = None;
+        } else {
+            let since = *unlinked_at.get_or_insert_with(tokio::time::Instant::now);
+            let until = since + UNLINKED_GRACE;
+            if tokio::time::Instant::now() < until {
+                tokio::select! {
+                    _ = linked.wait_for(Option::is_some) => {}
+                    () = tokio::time::sleep_until(until) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                continue;
+            }
+        }
         let incoming = tokio::select! {
             i = endpoint.accept() => match i {
                 Some(i) => i,
