@@ -128,17 +128,12 @@ impl ConsoleState {
 
     /// Recent chat (a poisoned lock is recovered: each change is one call).
     pub fn chat(&self) -> std::sync::MutexGuard<'_, ChatLog> {
-        self.chat
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock(&self.chat)
     }
 
     /// Keeps a script error (the oldest past [`SCRIPT_ERRORS_RECENT`] goes).
     pub fn script_error(&self, e: ScriptErrorLine) {
-        let mut q = self
-            .script_errors
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut q = crate::lock(&self.script_errors);
         if q.len() >= SCRIPT_ERRORS_RECENT {
             q.pop_front();
         }
@@ -150,10 +145,7 @@ impl ConsoleState {
     /// (ASCII case ignored), newest first.
     pub fn script_errors(&self, text: &str, limit: usize) -> Vec<ScriptErrorLine> {
         let t = text.to_ascii_lowercase();
-        let q = self
-            .script_errors
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let q = crate::lock(&self.script_errors);
         q.iter()
             .rev()
             .filter(|e| {
@@ -170,9 +162,7 @@ impl ConsoleState {
 
     /// The audit log.
     pub fn audit(&self) -> std::sync::MutexGuard<'_, AuditLog> {
-        self.audit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock(&self.audit)
     }
 }
 

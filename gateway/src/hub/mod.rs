@@ -658,26 +658,17 @@ impl Shared {
     /// Lock the accounts (a poisoned lock is recovered: the book stays consistent because
     /// every mutation is a single call).
     pub fn accounts(&self) -> std::sync::MutexGuard<'_, Accounts> {
-        match self.accounts.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.accounts)
     }
 
     /// Lock the stored ground items (a poisoned lock is recovered: each change is one call).
     pub fn ground(&self) -> std::sync::MutexGuard<'_, HashMap<InstanceKey, Vec<GroundItemDto>>> {
-        match self.ground.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.ground)
     }
 
     /// Lock the script store (a poisoned lock is recovered: each change is one call).
     pub fn scripts(&self) -> std::sync::MutexGuard<'_, ScriptStore> {
-        match self.scripts.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.scripts)
     }
 
     /// Whether `session` is routed to the node connection `conn_id` (`stable_id`): only

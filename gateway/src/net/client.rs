@@ -100,10 +100,7 @@ impl Doors {
     }
 
     fn lobby(&self) -> std::sync::MutexGuard<'_, Lobby> {
-        match self.lobby.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        crate::lock(&self.lobby)
     }
 }
 

@@ -162,9 +162,7 @@ impl PgStore {
     }
 
     fn client(&self) -> std::sync::MutexGuard<'_, Client> {
-        self.client
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock(&self.client)
     }
 
     /// Takes this database for this process alone (a session advisory lock, released when
