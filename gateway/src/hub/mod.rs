@@ -824,9 +824,19 @@ impl Hub {
     fn control(&mut self, e: control::Event) {
         let now = self.now();
         let shared = self.shared.clone();
+        // Only a node's own events change the directory's nodes (its expiry is the tick's):
+        // a client's frames, the hot path, skip the comparison.
+        let nodes = matches!(
+            e,
+            control::Event::NodeUp { .. }
+                | control::Event::NodeDown { .. }
+                | control::Event::NodeMsg { .. }
+        );
         let actions = self.control.handle(now, e, &Book(&shared));
         self.apply(actions);
-        self.publish_nodes();
+        if nodes {
+            self.publish_nodes();
+        }
     }
 
     /// The nodes in the directory (registered, and not yet given up: one whose link just
