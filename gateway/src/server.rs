@@ -697,34 +697,27 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             "resuming the sessions this gateway's edge kept through the leader change"
         );
     }
-    // Taking over from a leader whose edges were this gateway alone: the placement hold
-    // ends once each of its nodes is back and the kept sessions are claimed, not at its
-    // deadline (another edge could still claim kept players of its own meanwhile).
-    match members {
-        Some(m) if m.edges.is_empty() => {
-            let sessions = kept
-                .iter()
-                .map(|k| k.who.session)
-                .chain(
-                    enet.iter()
-                        .flat_map(|(shards, _)| shards.iter())
-                        .filter_map(|(_, a)| a.as_ref())
-                        .flat_map(|(_, _, k)| k.iter().map(|p| p.who.session)),
-                )
-                .collect();
-            tracing::info!(
-                nodes = m.nodes.len(),
-                "taking over: placement is held until each node of the previous leader is back"
-            );
-            shared.take_over(m.nodes, sessions);
-        }
-        Some(m) => {
-            tracing::info!(
-                edges = m.edges.len(),
-                "taking over beside other edges: placement is held for their claims"
-            );
-        }
-        None => {}
+    // Taking over from a leader whose nodes and other edges this gateway's edge heard of:
+    // the placement hold ends once each of those nodes is back and every kept session is
+    // claimed (its own, and each other edge's, which says when it is done), not at its
+    // deadline.
+    if let Some(m) = members {
+        let sessions = kept
+            .iter()
+            .map(|k| k.who.session)
+            .chain(
+                enet.iter()
+                    .flat_map(|(shards, _)| shards.iter())
+                    .filter_map(|(_, a)| a.as_ref())
+                    .flat_map(|(_, _, k)| k.iter().map(|p| p.who.session)),
+            )
+            .collect();
+        tracing::info!(
+            nodes = m.nodes.len(),
+            edges = m.edges.len(),
+            "taking over: placement is held until each node of the previous leader is back and each edge has claimed its players"
+        );
+        shared.take_over(m.nodes, m.edges, sessions);
     }
     for k in kept {
         net::client::resume(&shared, &doors, k);

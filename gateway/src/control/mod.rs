@@ -61,6 +61,17 @@ pub const STARTUP_SCRIPT: &str = "Startup";
 /// Its function.
 pub const STARTUP_FUNC: &str = "Main";
 
+/// What the placement hold of a gateway taking over waits for ([`Event::TakeOver`]).
+#[derive(Debug, Clone)]
+struct Takeover {
+    /// The previous leader's nodes (done once each is registered here).
+    nodes: BTreeSet<NodeId>,
+    /// Whether this gateway's own edge's claims are all in.
+    own_claimed: bool,
+    /// The other edges still to say they are done claiming.
+    edges: BTreeSet<String>,
+}
+
 /// What the control plane is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlConfig {
@@ -172,19 +183,27 @@ pub enum Event {
     /// hosts it, instead of being logged out; unless a node reports it within
     /// [`RESUME_WINDOW`], its client is closed and the account logged off.
     Resume(Box<Resume>),
-    /// This gateway takes over from a leader that had `nodes` registered (its edge heard
-    /// so, `rc-edge` `Members`), and no other edge was linked to that leader that could
-    /// still claim kept sessions: the placement hold ends as soon as each of these nodes
-    /// has registered here and [`Event::Claimed`] came, not at its deadline. A node
-    /// missing from `nodes` (registered after the edge last heard) only registers after
-    /// the hold, as a slow node would: its copies are orphans then, detached and fenced.
+    /// This gateway takes over from a leader that had `nodes` registered and `edges` linked
+    /// besides this gateway (its edge heard so, `rc-edge` `Members`): the placement hold
+    /// ends as soon as each of these nodes has registered here and every claimer (this
+    /// gateway's own edge, and each of `edges`) has said [`Event::Claimed`], not at its
+    /// deadline. A node missing from `nodes` (registered after the edge last heard) only
+    /// registers after the hold, as a slow node would: its copies are orphans then,
+    /// detached and fenced. An edge that never says it is done (it died too, or speaks an
+    /// older link) keeps the hold to its deadline.
     TakeOver {
         /// The previous leader's registered nodes.
         nodes: BTreeSet<NodeId>,
+        /// The previous leader's other edges, as `name@address` (`hub::edge_key`).
+        edges: BTreeSet<String>,
     },
-    /// Every session this gateway's edge kept has been handed over ([`Event::Resume`]) or
-    /// given up: no claim of its own is still to come.
-    Claimed,
+    /// Every session a claimer kept has been handed over ([`Event::Resume`], each before
+    /// this) or given up: no claim of its is still to come. `edge`: `None` for this
+    /// gateway's own edge, else the edge's `name@address`.
+    Claimed {
+        /// Who is done claiming.
+        edge: Option<String>,
+    },
     /// The store committed ([`Action::HandOut`]) a character's new fencing token, or
     /// refused it (`stored` false: a deposed leader's write, a failing store). A login's
     /// `AttachPlayer` waits for this, and so does the `Transfer` of a recovery or of a
@@ -596,9 +615,8 @@ pub struct Control {
     hold_until: Option<Duration>,
     /// Until when logins wait after the hold ([`SETTLE_AFTER_HOLD`]).
     settle_until: Option<Duration>,
-    /// Taking over ([`Event::TakeOver`]): the previous leader's nodes not registered here
-    /// yet, and whether this gateway's own claims are all in ([`Event::Claimed`]).
-    takeover: Option<(BTreeSet<NodeId>, bool)>,
+    /// Taking over ([`Event::TakeOver`]): what the placement hold still waits for.
+    takeover: Option<Takeover>,
     /// Sessions the nodes reported that nobody here owns, during the placement hold: an
     /// edge whose leader died may still claim them (`Event::Resume`, adopted at once);
     /// detached as orphans when the hold ends. (Session, node) → (instance, the fencing
@@ -706,14 +724,23 @@ impl Control {
                 fence,
                 stored,
             } => self.handed_out(account, slot, fence, stored, chars),
-            Event::TakeOver { nodes } => {
+            Event::TakeOver { nodes, edges } => {
                 if self.hold_until.is_some() {
-                    self.takeover = Some((nodes, false));
+                    self.takeover = Some(Takeover {
+                        nodes,
+                        own_claimed: false,
+                        edges,
+                    });
                 }
             }
-            Event::Claimed => {
-                if let Some((_, claimed)) = &mut self.takeover {
-                    *claimed = true;
+            Event::Claimed { edge } => {
+                if let Some(t) = &mut self.takeover {
+                    match edge {
+                        None => t.own_claimed = true,
+                        Some(e) => {
+                            t.edges.remove(&e);
+                        }
+                    }
                 }
             }
         }
@@ -766,11 +793,13 @@ impl Control {
     }
 
     /// Ends the placement hold of a gateway taking over ([`Event::TakeOver`]) once each of
-    /// the previous leader's nodes has registered here and its own claims are in.
+    /// the previous leader's nodes has registered here and every claimer is done.
     fn end_hold_once_all_are_back(&mut self, chars: &dyn Characters) {
         let back = self.hold_until.is_some()
-            && self.takeover.as_ref().is_some_and(|(nodes, claimed)| {
-                *claimed && nodes.iter().all(|n| self.nodes.contains_key(n))
+            && self.takeover.as_ref().is_some_and(|t| {
+                t.own_claimed
+                    && t.edges.is_empty()
+                    && t.nodes.iter().all(|n| self.nodes.contains_key(n))
             });
         if back {
             self.end_hold(true, chars);

@@ -1427,17 +1427,28 @@ fn detached(a: &[Action]) -> Vec<(String, Msg)> {
 }
 
 /// A gateway taking over (holding placement for 3 s) from a leader that had n1 and n2,
-/// whose only edge it was.
-fn taking_over_from_n1_and_n2() -> Control {
+/// and `edges` linked besides this gateway.
+fn taking_over_from_n1_and_n2_beside(edges: &[&str]) -> Control {
     let mut c = held_control();
     c.handle(
         at(0),
         Event::TakeOver {
             nodes: ["n1".to_owned(), "n2".to_owned()].into(),
+            edges: edges.iter().map(|e| (*e).to_owned()).collect(),
         },
         &chars(),
     );
     c
+}
+
+/// A gateway taking over from a leader that had n1 and n2, whose only edge it was.
+fn taking_over_from_n1_and_n2() -> Control {
+    taking_over_from_n1_and_n2_beside(&[])
+}
+
+/// This gateway's own edge is done claiming.
+fn own_claimed() -> Event {
+    Event::Claimed { edge: None }
 }
 
 #[test]
@@ -1475,7 +1486,7 @@ fn a_gateway_taking_over_ends_its_hold_once_every_node_of_the_old_leader_is_back
     assert!(c.settling());
     // The edge's last kept session was handed over: every node is back, the hold ends
     // at once, Bob (nobody's) is detached as an orphan and logins wait only for his save.
-    let a = c.handle(at(400), Event::Claimed, &chars);
+    let a = c.handle(at(400), own_claimed(), &chars);
     assert_eq!(
         detached(&a),
         vec![("n2".to_owned(), Msg::DetachPlayer { session: 8 })]
@@ -1493,7 +1504,7 @@ fn a_gateway_taking_over_waits_its_hold_out_for_a_node_that_is_not_back() {
     // deadline, as without the takeover's knowledge.
     let mut c = taking_over_from_n1_and_n2();
     let chars = chars();
-    c.handle(at(1), Event::Claimed, &chars);
+    c.handle(at(1), own_claimed(), &chars);
     let a = node_up(
         &mut c,
         "n1",
@@ -1515,6 +1526,7 @@ fn a_gateway_taking_over_waits_its_hold_out_for_a_node_that_is_not_back() {
         at(0),
         Event::TakeOver {
             nodes: BTreeSet::new(),
+            edges: BTreeSet::new(),
         },
         &chars,
     );
@@ -1522,12 +1534,92 @@ fn a_gateway_taking_over_waits_its_hold_out_for_a_node_that_is_not_back() {
 }
 
 #[test]
+fn a_gateway_taking_over_beside_other_edges_ends_its_hold_once_each_has_claimed() {
+    // The old leader had n1 and n2, this gateway's edge and two others, e2 and e3. Ann
+    // (session 7, on n1) was kept by e2; Bob (session 8, on n2) by nobody.
+    let mut c = taking_over_from_n1_and_n2_beside(&["e2@10.0.0.2:4000", "e3@10.0.0.3:4000"]);
+    let chars = chars();
+    c.handle(at(1), own_claimed(), &chars);
+    node_up(
+        &mut c,
+        "n1",
+        1,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![7])],
+    );
+    let a = node_up(
+        &mut c,
+        "n2",
+        1,
+        150,
+        vec![running(key("Meadow", 1), 500, vec![8])],
+    );
+    assert!(detached(&a).is_empty(), "e2 and e3 may still claim: {a:?}");
+    // e3 kept nobody: done at once. An edge the takeover did not wait for changes nothing.
+    for e in ["e3@10.0.0.3:4000", "e9@10.0.0.9:4000"] {
+        let a = c.handle(
+            at(200),
+            Event::Claimed {
+                edge: Some(e.into()),
+            },
+            &chars,
+        );
+        assert!(detached(&a).is_empty() && c.settling(), "{a:?}");
+    }
+    // e2 links, claims Ann (adopted at once), then says it is done: the hold ends.
+    let rid = MIN_PLAYER_RID + 5;
+    let a = c.handle(at(300), kept(7, 1, "Ann", rid), &chars);
+    assert!(
+        a.iter()
+            .any(|x| matches!(x, Action::Route { session: 7, node } if node == "n1")),
+        "{a:?}"
+    );
+    let a = c.handle(
+        at(310),
+        Event::Claimed {
+            edge: Some("e2@10.0.0.2:4000".into()),
+        },
+        &chars,
+    );
+    assert_eq!(
+        detached(&a),
+        vec![("n2".to_owned(), Msg::DetachPlayer { session: 8 })]
+    );
+    c.on_timeout(at(310) + SETTLE_AFTER_HOLD, &chars);
+    assert!(!c.settling(), "well before the 3 s hold's deadline");
+    assert_eq!(c.node_of(7), Some("n1"), "Ann plays on");
+}
+
+#[test]
+fn a_gateway_taking_over_waits_its_hold_out_for_an_edge_that_never_says_it_is_done() {
+    // e2 died with the old leader (or speaks a link older than `Claimed`).
+    let mut c = taking_over_from_n1_and_n2_beside(&["e2@10.0.0.2:4000"]);
+    let chars = chars();
+    c.handle(at(1), own_claimed(), &chars);
+    node_up(
+        &mut c,
+        "n1",
+        1,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
+    );
+    node_up(&mut c, "n2", 1, 150, vec![]);
+    let a = c.on_timeout(at(2_999), &chars);
+    assert!(detached(&a).is_empty() && c.settling(), "{a:?}");
+    let a = c.on_timeout(at(3_000), &chars);
+    assert_eq!(
+        detached(&a),
+        vec![("n1".to_owned(), Msg::DetachPlayer { session: 8 })]
+    );
+}
+
+#[test]
 fn a_gateway_without_the_old_leaders_members_waits_its_hold_out() {
-    // No `TakeOver` (a restart, or other edges that may claim): every node registering
-    // and every claim in do not end the hold.
+    // No `TakeOver` (a restart, or an edge that never heard the old leader's members):
+    // every node registering and every claim in do not end the hold.
     let mut c = held_control();
     let chars = chars();
-    c.handle(at(0), Event::Claimed, &chars);
+    c.handle(at(0), own_claimed(), &chars);
     node_up(
         &mut c,
         "n1",

@@ -125,6 +125,10 @@ pub(super) async fn serve(
     let mut peers: HashMap<PeerId, Peer> = HashMap::new();
     // The peers kept since their leader went (see `Peer::kept_until`).
     let mut kept: HashSet<PeerId> = HashSet::new();
+    // A new leader this task has still to tell it has resumed its kept peers there
+    // (`Tally`: the link's `Claimed` waits for every host task).
+    let mut leaders = state.leader.subscribe();
+    let mut to_tell: Option<Arc<Leader>> = None;
     let epoch = Instant::now();
     let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
     let keep_for = u64::try_from(KEEP_FOR.as_millis()).unwrap_or(u64::MAX);
@@ -149,11 +153,15 @@ pub(super) async fn serve(
             }
         }
         host.handle_timeout(now());
+        if leaders.has_changed().unwrap_or(false) {
+            to_tell = leaders.borrow_and_update().clone();
+        }
+        let mut resumed_all = true;
         // Only while some peer is kept (no scan of every peer per window otherwise).
         if !kept.is_empty() {
             let linked = state.leader.borrow().clone();
             if let Some(leader) = linked {
-                resume_kept(&state, &mut peers, &mut kept, &tx, &leader);
+                resumed_all = resume_kept(&state, &mut peers, &mut kept, &tx, &leader);
             }
             // Kept peers no gateway took over in time: log in again.
             let t = now();
@@ -171,6 +179,9 @@ pub(super) async fn serve(
                 }
                 p.kept_until.is_some()
             });
+        }
+        if resumed_all && let Some(leader) = to_tell.take() {
+            leader.claims.one_in();
         }
         while let Some(e) = host.poll_event() {
             match e {
@@ -376,14 +387,15 @@ fn relay(
 }
 
 /// The peers kept when their leader went, resumed at `leader` (another gateway took
-/// over and this edge linked to it).
+/// over and this edge linked to it); false when the link's queue had no room for some
+/// (tried again next window).
 fn resume_kept(
     state: &Arc<State>,
     peers: &mut HashMap<PeerId, Peer>,
     kept: &mut HashSet<PeerId>,
     tx: &mpsc::Sender<EnetOut>,
     leader: &Arc<Leader>,
-) {
+) -> bool {
     let ready: Vec<(PeerId, SocketAddr, KeptSession)> = kept
         .iter()
         .filter_map(|peer| Some((*peer, peers.get(peer)?)))
@@ -394,12 +406,16 @@ fn resume_kept(
             Some((peer, p.addr, who))
         })
         .collect();
+    let mut all = true;
     for (peer, addr, who) in ready {
         // The link's queue full: tried again next window.
         if relay(state, peers, tx, (peer, addr), leader, Some(who)) {
             kept.remove(&peer);
+        } else {
+            all = false;
         }
     }
+    all
 }
 
 /// Stream bytes an RCEnet peer may have waiting for the leader link (past it the peer

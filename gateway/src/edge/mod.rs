@@ -159,6 +159,48 @@ struct Leader {
     sessions: DashMap<u64, (RelayId, String)>,
     /// Set when the link ended, before its clients are told ([`Leader::join`]).
     gone: std::sync::atomic::AtomicBool,
+    /// The link's version (`edge::link_version`).
+    version: u16,
+    /// The kept clients' `Resume`s still to be queued on this link before `Claimed`.
+    claims: Tally,
+}
+
+/// What a new link still has to queue before it says [`EdgeMsg::Claimed`]: the `Resume`
+/// of each QUIC client kept when the previous leader went, and one word from each RCEnet
+/// host task once it has queued its kept peers' (so `Claimed` follows every `Resume` on
+/// the link's one queue, and a gateway taking over ends its hold only after them).
+#[derive(Debug, Default)]
+struct Tally {
+    left: AtomicUsize,
+    all_in: tokio::sync::Notify,
+}
+
+impl Tally {
+    /// `n` more to come (before any of them can come in).
+    fn add(&self, n: usize) {
+        self.left.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// One came in.
+    fn one_in(&self) {
+        let was = self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if was == Ok(1) {
+            self.all_in.notify_one();
+        }
+    }
+
+    /// Until every one has come in.
+    async fn all_in(&self) {
+        loop {
+            let notified = self.all_in.notified();
+            if self.left.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Leader {
@@ -225,6 +267,9 @@ struct State {
     /// The cluster's members as the leader last told (`None` until it does, and again at
     /// every new link): kept when the link ends, for [`Handover::members`].
     members: std::sync::Mutex<Option<crate::hub::Members>>,
+    /// How many RCEnet host tasks run (each says when it has resumed its kept peers at a
+    /// new leader, [`Tally`]).
+    enet_shards: usize,
 }
 
 /// The leader an edge is linked to.
@@ -296,6 +341,11 @@ impl Edge {
             .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
         link_ep.set_default_client_config(client_cfg);
         let (leader, _) = watch::channel(None);
+        let enet_sockets = match cfg.enet_listen {
+            Some(addr) => crate::server::edge_enet_sockets(cfg, addr)
+                .map_err(|e| EdgeError::Endpoint(e.to_string()))?,
+            None => Vec::new(),
+        };
         let state = Arc::new(State {
             cfg: cfg.clone(),
             leader,
@@ -311,21 +361,18 @@ impl Edge {
             inputs_direct: AtomicU64::new(0),
             budgets: crate::net::client::budgets(cfg),
             members: std::sync::Mutex::new(None),
+            enet_shards: enet_sockets.len(),
         });
         let (stop, stop_rx) = watch::channel(false);
         let (linked_tx, linked) = watch::channel(None);
         let state_for_edge = state.clone();
         let mut enet_tasks = Vec::new();
-        if let Some(addr) = cfg.enet_listen {
-            let sockets = crate::server::edge_enet_sockets(cfg, addr)
-                .map_err(|e| EdgeError::Endpoint(e.to_string()))?;
-            let shards = sockets.len();
-            for socket in sockets {
-                enet_tasks.push(tokio::spawn(
-                    enet::serve(state.clone(), socket, shards, stop_rx.clone())
-                        .instrument(tracing::info_span!("edge_enet")),
-                ));
-            }
+        let shards = enet_sockets.len();
+        for socket in enet_sockets {
+            enet_tasks.push(tokio::spawn(
+                enet::serve(state.clone(), socket, shards, stop_rx.clone())
+                    .instrument(tracing::info_span!("edge_enet")),
+            ));
         }
         let tasks = vec![
             tokio::spawn(
@@ -447,18 +494,34 @@ async fn find_leader(
             logged_none = false;
             let leader = Arc::new(leader);
             tracing::info!(leader = %leader.name, "edge: linked to the leader");
-            state.leader.send_replace(Some(leader.clone()));
             // Clients kept when the previous leader went (another gateway took over):
-            // resumed at this one, in the world (RCEnet peers: by the host tasks).
+            // resumed at this one, in the world (RCEnet peers: by the host tasks), and
+            // then `Claimed`, so that a gateway taking over knows when this edge's claims
+            // are all in.
             let ids: Vec<RelayId> = state.kept.iter().map(|k| *k.key()).collect();
-            for id in ids {
-                if let Some((_, k)) = state.kept.remove(&id) {
-                    state.open.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(
-                        resume(state.clone(), leader.clone(), k)
-                            .instrument(tracing::info_span!("edge_client", kept = true)),
-                    );
-                }
+            let kept: Vec<Kept> = ids
+                .into_iter()
+                .filter_map(|id| state.kept.remove(&id).map(|(_, k)| k))
+                .collect();
+            leader.claims.add(kept.len() + state.enet_shards);
+            state.leader.send_replace(Some(leader.clone()));
+            for k in kept {
+                state.open.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(
+                    resume(state.clone(), leader.clone(), k)
+                        .instrument(tracing::info_span!("edge_client", kept = true)),
+                );
+            }
+            if leader.version >= 5 {
+                let leader = leader.clone();
+                tokio::spawn(async move {
+                    if tokio::time::timeout(KEEP_FOR, leader.claims.all_in())
+                        .await
+                        .is_ok()
+                    {
+                        let _ = leader.tx.send(EdgeMsg::Claimed).await;
+                    }
+                });
             }
             let _ = linked.send(Some(Linked {
                 name: leader.name.clone(),
@@ -581,6 +644,8 @@ async fn connect(
                 clients: DashMap::new(),
                 sessions: DashMap::new(),
                 gone: std::sync::atomic::AtomicBool::new(false),
+                version,
+                claims: Tally::default(),
             };
             Ok((leader, rd))
         }
@@ -887,6 +952,9 @@ async fn pipe(
         },
     };
     let opened = leader.tx.send(first).await.is_ok();
+    if kept.is_some() {
+        leader.claims.one_in();
+    }
     let mut buf = vec![0u8; edge::MAX_CHUNK];
     let mut pool = BytesMut::new();
     let mut entered: Option<KeptSession> = kept;

@@ -326,13 +326,20 @@ pub enum HubEvent {
         /// Its party as the edge kept it (every member, leader first; empty: none).
         party: Vec<String>,
     },
-    /// This gateway takes over ([`Shared::take_over`]): the previous leader's nodes.
+    /// This gateway takes over ([`Shared::take_over`]): the previous leader's nodes and
+    /// other edges.
     TakeOver {
-        /// Their ids.
+        /// The nodes' ids.
         nodes: BTreeSet<NodeId>,
+        /// The edges' `name@address` ([`edge_key`]).
+        edges: BTreeSet<String>,
     },
-    /// Every session this gateway's edge kept has reached the hub or was given up.
-    Claimed,
+    /// Every session a claimer kept (`None`: this gateway's edge; else the edge's
+    /// [`edge_key`]) has reached the hub or was given up, and it said it has no more.
+    Claimed {
+        /// Who.
+        edge: Option<String>,
+    },
     /// A node registered.
     NodeUp {
         /// Node id.
@@ -526,10 +533,11 @@ pub struct Shared {
     /// The registered zone nodes and linked edges, as each edge link tells its edge
     /// (`rc-edge` `Members`): the hub sets the nodes, the edge links the edges.
     pub members: tokio::sync::watch::Sender<Members>,
-    /// The sessions this gateway's edge kept and handed it at takeover that have not yet
-    /// reached the hub ([`Shared::claim_settled`]); when the last one has,
-    /// [`HubEvent::Claimed`].
-    claims: Mutex<BTreeSet<SessionId>>,
+    /// The kept sessions claimed here (by this gateway's edge at takeover, or by another
+    /// edge, `rc-edge` `Resume`) that have not yet reached the hub
+    /// ([`Shared::claim_settled`]); once a claimer has said it is done and its last one
+    /// has, [`HubEvent::Claimed`].
+    claims: Mutex<Claims>,
     /// Open client connections, handshaking included (`max_connections`).
     pub open: std::sync::atomic::AtomicUsize,
     /// Open client connections not yet in the world (`retry_above`).
@@ -629,7 +637,7 @@ impl Shared {
             in_world: DashMap::new(),
             edges: DashMap::new(),
             members: tokio::sync::watch::channel(Members::default()).0,
-            claims: Mutex::new(BTreeSet::new()),
+            claims: Mutex::new(Claims::default()),
             open: std::sync::atomic::AtomicUsize::new(0),
             pregame: std::sync::atomic::AtomicUsize::new(0),
             next_session: AtomicU64::new(session_base.max(1)),
@@ -684,26 +692,49 @@ impl Shared {
         let _ = self.hub.send(e);
     }
 
-    /// This gateway takes over from a leader that had `nodes` registered and no other
-    /// edge linked: its placement hold ends once those nodes are back and `kept` (the
-    /// sessions its edge kept) have each reached the hub or been given up
-    /// ([`Shared::claim_settled`]). Call before any kept session is served.
-    pub fn take_over(&self, nodes: BTreeSet<NodeId>, kept: BTreeSet<SessionId>) {
-        self.to_hub(HubEvent::TakeOver { nodes });
+    /// This gateway takes over from a leader that had `nodes` registered and `edges` linked
+    /// besides it: its placement hold ends once those nodes are back, `kept` (the sessions
+    /// its edge kept) have each reached the hub or been given up
+    /// ([`Shared::claim_settled`]), and each of `edges` has said it is done claiming and
+    /// its claims have too. Call before any kept session is served.
+    pub fn take_over(
+        &self,
+        nodes: BTreeSet<NodeId>,
+        edges: BTreeSet<String>,
+        kept: BTreeSet<SessionId>,
+    ) {
+        self.to_hub(HubEvent::TakeOver { nodes, edges });
         let mut claims = lock(&self.claims);
-        *claims = kept;
-        if claims.is_empty() {
-            self.to_hub(HubEvent::Claimed);
+        *claims = Claims::default();
+        for s in kept {
+            claims.claim(None, s);
+        }
+        if let Some(done) = claims.done(None) {
+            self.to_hub(HubEvent::Claimed { edge: done });
+        }
+    }
+
+    /// Edge `edge` ([`edge_key`]) claims kept session `session` (`rc-edge` `Resume`):
+    /// counted until it reaches the hub or is given up ([`Shared::claim_settled`]).
+    pub fn claim(&self, edge: &str, session: SessionId) {
+        lock(&self.claims).claim(Some(edge.to_owned()), session);
+    }
+
+    /// Edge `edge` has sent every claim it will (`rc-edge` `Claimed`): once those have
+    /// reached the hub, [`HubEvent::Claimed`].
+    pub fn claims_done(&self, edge: &str) {
+        if let Some(done) = lock(&self.claims).done(Some(edge.to_owned())) {
+            self.to_hub(HubEvent::Claimed { edge: done });
         }
     }
 
     /// Kept session `session` has reached the hub (`HubEvent::Resume`, sent before this)
-    /// or was given up; the last of them sends [`HubEvent::Claimed`], after every one of
-    /// their `Resume`s. (A session that was not kept here: nothing.)
+    /// or was given up; the last of its claimer's, once the claimer is done, sends
+    /// [`HubEvent::Claimed`], after every one of their `Resume`s. (A session nobody
+    /// claimed: nothing.)
     pub fn claim_settled(&self, session: SessionId) {
-        let mut claims = lock(&self.claims);
-        if claims.remove(&session) && claims.is_empty() {
-            self.to_hub(HubEvent::Claimed);
+        if let Some(done) = lock(&self.claims).settled(session) {
+            self.to_hub(HubEvent::Claimed { edge: done });
         }
     }
 
@@ -736,6 +767,66 @@ pub struct Members {
 /// An edge link as [`Members::edges`] names it: `name@address`.
 pub fn edge_key(name: &str, addr: std::net::SocketAddr) -> String {
     format!("{name}@{addr}")
+}
+
+/// Who claims a kept session: `None`, this gateway's own edge (at takeover); else another
+/// edge, by [`edge_key`].
+type Claimer = Option<String>;
+
+/// The kept sessions claimed here that have not reached the hub yet, by claimer
+/// ([`Shared::claim`]); pure, so that its bookkeeping is tested on its own.
+#[derive(Debug, Default)]
+struct Claims {
+    /// Each claimed session not yet at the hub, and its claimer.
+    pending: BTreeMap<SessionId, Claimer>,
+    /// Per claimer: how many of `pending` are its, and whether it said it is done.
+    by: BTreeMap<Claimer, (usize, bool)>,
+}
+
+impl Claims {
+    /// `who` claims `session`.
+    fn claim(&mut self, who: Claimer, session: SessionId) {
+        if let Some(prev) = self.pending.insert(session, who.clone()) {
+            self.forget_one(&prev);
+        }
+        self.by.entry(who).or_default().0 += 1;
+    }
+
+    /// `who` has no more claims: `Some(who)` when none of its is pending (tell the hub).
+    fn done(&mut self, who: Claimer) -> Option<Claimer> {
+        let e = self.by.entry(who.clone()).or_default();
+        e.1 = true;
+        self.finish_if_done(who)
+    }
+
+    /// `session` reached the hub or was given up: `Some(claimer)` when it was the claimer's
+    /// last and the claimer is done (tell the hub).
+    fn settled(&mut self, session: SessionId) -> Option<Claimer> {
+        let who = self.pending.remove(&session)?;
+        self.forget_one(&who);
+        self.finish_if_done(who)
+    }
+
+    /// One of `who`'s pending claims is gone (an entry left at none pending and not done
+    /// is dropped: an edge that never says it is done leaves nothing behind).
+    fn forget_one(&mut self, who: &Claimer) {
+        if let Some(e) = self.by.get_mut(who) {
+            e.0 = e.0.saturating_sub(1);
+            if *e == (0, false) {
+                self.by.remove(who);
+            }
+        }
+    }
+
+    fn finish_if_done(&mut self, who: Claimer) -> Option<Claimer> {
+        match self.by.get(&who) {
+            Some(&(0, true)) => {
+                self.by.remove(&who);
+                Some(who)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The account book, as the control plane reads saved characters from it.
@@ -974,8 +1065,10 @@ impl Hub {
             }
             HubEvent::Chat { session, frame } => self.chat(session, frame),
             HubEvent::Gone { session } => self.control(control::Event::Gone { session }),
-            HubEvent::TakeOver { nodes } => self.control(control::Event::TakeOver { nodes }),
-            HubEvent::Claimed => self.control(control::Event::Claimed),
+            HubEvent::TakeOver { nodes, edges } => {
+                self.control(control::Event::TakeOver { nodes, edges });
+            }
+            HubEvent::Claimed { edge } => self.control(control::Event::Claimed { edge }),
             HubEvent::Resume {
                 session,
                 account,
@@ -2006,5 +2099,37 @@ pub async fn run(mut hub: Hub, mut rx: mpsc::UnboundedReceiver<HubEvent>) {
             },
             _ = tick.tick() => hub.tick(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Claims;
+
+    #[test]
+    fn a_claimer_is_done_once_it_said_so_and_its_last_claim_reached_the_hub() {
+        let mut c = Claims::default();
+        let e2 = Some("e2@10.0.0.2:4000".to_owned());
+        // This gateway's edge kept sessions 1 and 2; e2 claims 3.
+        c.claim(None, 1);
+        c.claim(None, 2);
+        assert_eq!(c.done(None), None, "1 and 2 still to reach the hub");
+        c.claim(e2.clone(), 3);
+        assert_eq!(c.settled(1), None);
+        assert_eq!(c.settled(3), None, "e2 has not said it is done");
+        assert_eq!(c.settled(2), Some(None), "the own edge's last");
+        assert_eq!(c.settled(2), None, "once");
+        assert_eq!(
+            c.done(e2.clone()),
+            Some(e2.clone()),
+            "e2's claims are all in"
+        );
+        assert_eq!(c.settled(99), None, "nobody's");
+        // An edge with nothing kept is done at once; one that never says so leaves nothing.
+        let e3 = Some("e3@10.0.0.3:4000".to_owned());
+        assert_eq!(c.done(e3.clone()), Some(e3));
+        c.claim(Some("old@10.0.0.4:4000".to_owned()), 4);
+        assert_eq!(c.settled(4), None);
+        assert!(c.pending.is_empty() && c.by.is_empty(), "{c:?}");
     }
 }

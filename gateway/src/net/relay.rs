@@ -140,10 +140,11 @@ pub(super) async fn serve(
     let writer = tokio::spawn(crate::edge::writer(send, rx).in_current_span());
     let me = crate::hub::edge_key(&key.0, key.1);
     let members =
-        (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone(), me)));
+        (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone(), me.clone())));
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
     let mut link = EdgeLink {
         name: name.clone(),
+        key: me,
         conn: conn.clone(),
         version,
         fanout: None,
@@ -292,6 +293,8 @@ fn start(
 pub(super) struct EdgeLink {
     /// The edge's name.
     name: String,
+    /// Its `name@address` (`hub::edge_key`), as the edges' `Members` name it.
+    key: String,
     /// The link.
     conn: quinn::Connection,
     /// Its version (`edge::link_version`).
@@ -362,6 +365,9 @@ fn message(
                 return Err(format!("session {id} opened twice"));
             }
             let link = edge.relay_link(id, addr, max_datagram, tx);
+            // Counted until it reaches the hub: a gateway taking over waits for the
+            // edge's claims (`Claimed`).
+            shared.claim(&edge.key, who.session);
             // A client of an edge whose leader went, its player still in the world: its
             // session goes on here under the previous leader's id.
             let Some(slot) = kept_slot(shared, doors, addr, who.session) else {
@@ -405,6 +411,10 @@ fn message(
         EdgeMsg::Gone { id } => {
             sessions.remove(&id);
         }
+        EdgeMsg::Claimed if edge.version >= 5 => {
+            tracing::info!(edge = %edge.name, "edge: every client it kept is claimed");
+            shared.claims_done(&edge.key);
+        }
         EdgeMsg::Fanout { addr } if edge.version >= 3 => {
             if addr.len() > edge::MAX_REASON || !addr.contains(':') {
                 return Err(format!(
@@ -420,14 +430,9 @@ fn message(
         }
         other => {
             return Err(format!(
-                "unexpected edge message {}",
-                match other {
-                    EdgeMsg::Hello { .. } => "Hello",
-                    EdgeMsg::Welcome { .. } => "Welcome",
-                    EdgeMsg::Refused { .. } => "Refused",
-                    EdgeMsg::Fanout { .. } => "Fanout",
-                    _ => "Close",
-                }
+                "unexpected edge message {} (link version {})",
+                other.name(),
+                edge.version
             ));
         }
     }

@@ -43,8 +43,8 @@ use super::codec::{CodecError, FrameDecoder};
 pub const ALPN: &[u8] = b"rc-edge/1";
 
 /// The edge link's version (2: [`EdgeMsg::Party`], [`EdgeMsg::Resume`]; 3:
-/// [`EdgeMsg::Fanout`]; 4: [`EdgeMsg::Members`]).
-pub const VERSION: u16 = 4;
+/// [`EdgeMsg::Fanout`]; 4: [`EdgeMsg::Members`]; 5: [`EdgeMsg::Claimed`]).
+pub const VERSION: u16 = 5;
 
 /// The oldest version still spoken: a link runs at the lower of its two ends' versions
 /// (the leader's [`EdgeMsg::Welcome`] names it), so gateways are upgraded one at a time;
@@ -198,15 +198,40 @@ pub enum EdgeMsg {
     },
     /// Leader → edge (version 4), after the welcome and whenever it changes: the zone
     /// nodes in the leader's directory and the *other* edges linked to it, at most
-    /// [`MAX_MEMBERS`] each. An edge that takes over from this leader, when no other edge
-    /// was linked that could still claim kept players, ends its placement hold as soon as
-    /// each of these nodes has registered with it, instead of waiting the hold out.
+    /// [`MAX_MEMBERS`] each. An edge that takes over from this leader ends its placement
+    /// hold as soon as each of these nodes has registered with it and each of these edges
+    /// has claimed its kept players ([`EdgeMsg::Claimed`]), instead of waiting the hold out.
     Members {
         /// The zone nodes' ids.
         nodes: Vec<String>,
         /// The other edges, each as `name@address` (the address the leader sees).
         edges: Vec<String>,
     },
+    /// Edge → leader (version 5), once on each link, after the [`EdgeMsg::Resume`] of every
+    /// client it kept when its previous leader went (none on a first link): it has no more
+    /// to claim. A gateway taking over waits for this from each edge its old leader had.
+    Claimed,
+}
+
+impl EdgeMsg {
+    /// The message's name, for errors and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Hello { .. } => "Hello",
+            Self::Welcome { .. } => "Welcome",
+            Self::Refused { .. } => "Refused",
+            Self::Open { .. } => "Open",
+            Self::Stream { .. } => "Stream",
+            Self::Gone { .. } => "Gone",
+            Self::Entered { .. } => "Entered",
+            Self::Close { .. } => "Close",
+            Self::Party { .. } => "Party",
+            Self::Resume { .. } => "Resume",
+            Self::Fanout { .. } => "Fanout",
+            Self::Members { .. } => "Members",
+            Self::Claimed => "Claimed",
+        }
+    }
 }
 
 /// The most names one [`EdgeMsg::Members`] list carries: the leader cuts a longer one
@@ -437,6 +462,7 @@ mod tests {
             EdgeMsg::Fanout {
                 addr: "gateway-b:25000".into(),
             },
+            EdgeMsg::Claimed,
             EdgeMsg::Members {
                 nodes: vec!["n1".into(), "n2".into()],
                 edges: vec!["gw-c@10.0.0.3:40000".into()],

@@ -194,9 +194,16 @@ enum Delivery {
     Restart { node: usize },
     /// The deposed leader of `epoch` notices it lost the store and steps down.
     StepDown { epoch: u64 },
-    /// An edge of another gateway claims a session it kept (`EdgeMsg::Resume`) at the
+    /// Edge `edge` of another gateway claims a session it kept (`EdgeMsg::Resume`) at the
     /// control plane of `epoch`, after the leader change.
-    Claim { epoch: u64, resume: Box<Resume> },
+    Claim {
+        epoch: u64,
+        edge: usize,
+        resume: Box<Resume>,
+    },
+    /// Edge `edge` has claimed every session it kept (`EdgeMsg::Claimed`), at the control
+    /// plane of `epoch`.
+    EdgeClaimed { epoch: u64, edge: usize },
     /// The store's answer to a hand-out of the control plane of `epoch` reaches it
     /// (`Event::HandedOut`): the gateway's writer runs apart from its control plane.
     /// `undo`: the token the store held before, put back if the write is lost with its
@@ -393,6 +400,9 @@ struct Sim {
     informed_takeovers: u64,
     /// Kept sessions not adopted yet.
     kept_pending: BTreeSet<SessionId>,
+    /// An informed takeover of the current gateway (`Event::TakeOver`): its placement
+    /// hold's deadline.
+    takeover_waits: Option<u64>,
     healing: bool,
     /// A violation found while handling an event, reported by the next check.
     pending_violation: Option<Violation>,
@@ -498,6 +508,7 @@ impl Sim {
             lost_hand_outs: 0,
             informed_takeovers: 0,
             kept_pending: BTreeSet::new(),
+            takeover_waits: None,
             healing: false,
             pending_violation: None,
             gw_started: BTreeMap::new(),
@@ -1090,19 +1101,24 @@ impl Sim {
             });
         }
         self.kept_pending.clear();
+        // The old leader's other edges (none to two), each linking to the new leader at a
+        // time of its own, claiming what it kept, and saying it is done (`Claimed`); now
+        // and then one never does (it died too, or speaks an older link).
+        let edges = draw.gen_range(0..=2usize);
+        let link_up: Vec<u64> = (0..edges).map(|_| draw.gen_range(0..3_500)).collect();
         let mut own = Vec::new();
-        let mut others = false;
         for k in kept {
             self.kept += 1;
-            if draw.gen_bool(0.25) {
-                others = true;
+            if edges > 0 && draw.gen_bool(0.25) {
                 // Kept by another edge: claimed when it finds the new leader.
-                let after = draw.gen_range(0..3_500);
+                let edge = draw.gen_range(0..edges);
+                let after = link_up[edge] + draw.gen_range(0..20);
                 let epoch = self.gateway_epoch;
                 self.at(
                     self.now + after,
                     Delivery::Claim {
                         epoch,
+                        edge,
                         resume: Box::new(k),
                     },
                 );
@@ -1110,11 +1126,18 @@ impl Sim {
                 own.push(k);
             }
         }
-        // Half the gateways taking over, with no other edge to claim, knew the old
-        // leader's nodes, and end their hold once those are back: now and then the edge
-        // had not heard of the last one to register (it registers after the hold).
-        let informed = draw.gen_bool(0.5) && !others;
-        if informed {
+        let epoch = self.gateway_epoch;
+        for (edge, up) in link_up.iter().enumerate() {
+            if draw.gen_bool(0.9) {
+                self.at(self.now + up + 20, Delivery::EdgeClaimed { epoch, edge });
+            }
+        }
+        // Half the gateways taking over knew the old leader's nodes and other edges, and
+        // end their hold once those nodes are back and those edges have claimed: now and
+        // then the edge had not heard of the last node to register (it registers after
+        // the hold).
+        self.takeover_waits = None;
+        if draw.gen_bool(0.5) {
             let mut nodes = old_nodes;
             if draw.gen_bool(0.1)
                 && let Some(last) = nodes
@@ -1125,16 +1148,20 @@ impl Sim {
                 nodes.remove(&last);
             }
             self.informed_takeovers += 1;
-            self.log(|| format!("the gateway taking over waits for nodes {nodes:?}"));
-            self.gateway_event(Event::TakeOver { nodes });
+            self.log(|| {
+                format!("the gateway taking over waits for nodes {nodes:?} and {edges} edges")
+            });
+            self.takeover_waits = Some(self.now + gateway_config().placement_hold_ms);
+            self.gateway_event(Event::TakeOver {
+                nodes,
+                edges: (0..edges).map(edge_name).collect(),
+            });
         }
         for k in own {
             self.kept_pending.insert(k.session);
             self.gateway_event(Event::Resume(Box::new(k)));
         }
-        if informed {
-            self.gateway_event(Event::Claimed);
-        }
+        self.gateway_event(Event::Claimed { edge: None });
     }
 
     /// The leader's store writer goes with it (killed, or cut off from the store): of the
@@ -1503,13 +1530,37 @@ impl Sim {
                     self.step_down();
                 }
             }
-            Delivery::Claim { epoch, resume } => {
+            Delivery::Claim {
+                epoch,
+                edge,
+                resume,
+            } => {
                 let session = resume.session;
+                // An informed takeover ends its hold early only once every edge it waits
+                // for has claimed: a claim after that is one it did not wait for.
+                if epoch == self.gateway_epoch
+                    && let Some(deadline) = self.takeover_waits
+                    && self.now < deadline
+                    && !self.control.directory().is_holding()
+                {
+                    let v = self.violation(format!(
+                        "edge {edge} claims session {session} after the placement hold ended early"
+                    ));
+                    self.pending_violation.get_or_insert(v);
+                }
                 if epoch == self.gateway_epoch && self.clients.get(&session).is_some_and(|c| c.open)
                 {
                     self.log(|| format!("an edge claims kept session {session}"));
                     self.kept_pending.insert(session);
                     self.gateway_event(Event::Resume(resume));
+                }
+            }
+            Delivery::EdgeClaimed { epoch, edge } => {
+                if epoch == self.gateway_epoch {
+                    self.log(|| format!("edge {edge} has claimed all it kept"));
+                    self.gateway_event(Event::Claimed {
+                        edge: Some(edge_name(edge)),
+                    });
                 }
             }
             Delivery::HandedOut { epoch, answer, .. } => {
@@ -1887,6 +1938,11 @@ fn save_entries(save: Save) -> (String, u64, SaveEntries) {
             ..
         } => (node, snapshot_id, entries),
     }
+}
+
+/// The name (`hub::edge_key`) of the old leader's other edge `i`.
+fn edge_name(i: usize) -> String {
+    format!("e{i}@10.0.1.{i}:4000")
 }
 
 fn gateway_config() -> ControlConfig {

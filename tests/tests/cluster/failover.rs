@@ -921,7 +921,10 @@ async fn a_leader_hands_the_lead_over_to_its_edge() {
 /// Three gateways (issue 41): A leads, B and C serve as its edges. A dies: one of B and C
 /// takes over, keeping its players, and the other links to it and resumes its own there
 /// (`EdgeMsg::Resume`): its QUIC and RCEnet players play on in their sessions, and
-/// everyone is online once.
+/// everyone is online once. The edges hold placement for 120 s when they take over, so
+/// the dead leader's player logging in again within the wait proves the new leader ended
+/// its hold once n1 was back and the other edge said it had claimed all it kept
+/// (`EdgeMsg::Claimed`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies() {
     let Some(server) = pg_server::start_or_skip() else {
@@ -942,7 +945,7 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
         "b",
         &url,
         b,
-        Some(RESTART_HOLD_MS),
+        Some(EDGE_HOLD_MS),
         &[a.1, c.1],
         Some(b_enet),
         SECRET,
@@ -953,7 +956,7 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
         "c",
         &url,
         c,
-        Some(RESTART_HOLD_MS),
+        Some(EDGE_HOLD_MS),
         &[a.1, b.1],
         Some(c_enet),
         SECRET,
@@ -969,12 +972,13 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
     let (mut pb, gb0) = new_player(b.0, "ffion").await;
     let (mut pc, gc0) = new_player(c.0, "gethin").await;
     let (mut pe, ge0, _) = cluster_tests::new_enet_player(c_enet, "heledd").await;
+    let (pa, _) = new_player(a.0, "ianto").await;
     let moved = |g: &client::GameStart, d: f32| (g.area.x + d, g.area.y, g.area.z + d);
     assert!(echo(&mut pb, gb0.runtime_id, moved(&gb0, 3.0), WAIT).await);
     assert!(echo(&mut pc, gc0.runtime_id, moved(&gc0, 4.0), WAIT).await);
     assert!(echo(&mut pe, ge0.runtime_id, moved(&ge0, 5.0), WAIT).await);
-    wait_cluster(a.2, "three in the world through two edges", |v| {
-        v.sessions.in_game == 3
+    wait_cluster(a.2, "four in the world, three through two edges", |v| {
+        v.sessions.in_game == 4
     })
     .await;
     // The store has each login's fencing token (written beside the attach, not before
@@ -985,6 +989,7 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
     let killed = Instant::now();
     let _ = children.0[0].kill();
     let _ = children.0[0].wait();
+    drop(pa);
     // One of B and C takes the database.
     let deadline = Instant::now() + WAIT;
     let leader = loop {
@@ -1020,8 +1025,16 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
         "three gateways: every kept player moving again {:.2} s after the leader's kill",
         killed.elapsed().as_secs_f64()
     );
-    wait_cluster(leader.2, "all three online once", |v| {
-        v.sessions.in_game == 3
+    // The dead leader's player logs in again: within the wait, not after the new
+    // leader's 120 s hold, as the other edge said it had claimed all it kept
+    // (`rc-edge` `Claimed`) and n1 was back.
+    let _ia = login_again(leader.0, "ianto").await;
+    println!(
+        "three gateways: the dead leader's player in game again {:.2} s after its kill",
+        killed.elapsed().as_secs_f64()
+    );
+    wait_cluster(leader.2, "all four online once", |v| {
+        v.sessions.in_game == 4
     })
     .await;
     // The players of the edge that did not take over are the new leader's own now.
