@@ -36,6 +36,10 @@
 # RAMP=S ramps the bots in over S seconds (5); SWARM_ARGS adds to both swarms' arguments
 # (capacity runs: KILL=none B_SHARE=0 or 50, RAMP=BOTS/10, SWARM_ARGS="--settle 150
 # --spread 6000 --portal-chance 0"; each half's p99 move -> own update is printed).
+# CPUS_PER_GATEWAY=C limits each gateway process to C cores (a CPU quota on a cgroup of its own;
+# needs root and cgroup v1's cpu controller or cgroup v2's with cpu delegated): a stand-in
+# for giving each gateway a machine of its own, so one against two gateways measures what
+# a second machine adds when the gateways are what runs out.
 # KEEP_WORK=1 keeps the work directory (every process's log) instead of removing it.
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
@@ -82,8 +86,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/rc-failover.XXXXXX")
 chmod 755 "$WORK"
 PIDS=()
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+CGROUPS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    sleep 0.2
+    for g in "${CGROUPS[@]}"; do rmdir "$g" 2>/dev/null || true; done
     as_pg "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
     if [ "${KEEP_WORK:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
 }
@@ -102,7 +109,29 @@ as_pg "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
 as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres rc
 URL="postgres://postgres@127.0.0.1:$PGPORT/rc"
 log "Postgres on 127.0.0.1:$PGPORT"
+[ -n "${CPUS_PER_GATEWAY:-}" ] && log "each gateway limited to $CPUS_PER_GATEWAY cores"
 
+# CPUS_PER_GATEWAY: PID joins the cgroup NAME, whose CPU quota is CPUS_PER_GATEWAY cores.
+limit_cpu() { # PID NAME
+    [ -n "${CPUS_PER_GATEWAY:-}" ] || return 0
+    local quota dir
+    quota=$(python3 -c 'import sys; print(max(1000, int(float(sys.argv[1]) * 100000)))' "$CPUS_PER_GATEWAY")
+    if [ -w /sys/fs/cgroup/cpu ]; then
+        dir=/sys/fs/cgroup/cpu/rc-failover-$$-$2
+        mkdir -p "$dir"
+        echo 100000 >"$dir/cpu.cfs_period_us"
+        echo "$quota" >"$dir/cpu.cfs_quota_us"
+    elif [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ]; then
+        dir=/sys/fs/cgroup/rc-failover-$$-$2
+        mkdir -p "$dir"
+        echo "$quota 100000" >"$dir/cpu.max"
+    else
+        echo "CPUS_PER_GATEWAY needs a writable cgroup cpu controller (root)" >&2
+        exit 1
+    fi
+    echo "$1" >"$dir/cgroup.procs" || { echo "gateway $2 (pid $1) could not join $dir" >&2; return 0; }
+    CGROUPS+=("$dir")
+}
 SECRET="failover-$(date +%s%N)-0123456789abcdef0123456789"
 gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
     local name=$1 client=$2 internal=$3 admin=$4 enet=$5
@@ -118,6 +147,7 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
         --admin-listen "127.0.0.1:$admin" --data-dir "$WORK/$name" --database-url "$URL" "$@" \
         >"$WORK/$name.out" 2>>"$WORK/$name.log" &
     PIDS+=($!)
+    limit_cpu "$!" "$name"
 }
 A=($(free_port) $(free_port) $(free_port) $(free_port))
 B=($(free_port) $(free_port) $(free_port) $(free_port))
