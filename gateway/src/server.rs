@@ -592,7 +592,10 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
             } else {
                 adopted
                     .into_iter()
-                    .map(|a| (a.socket, Some((a.host, a.epoch, a.kept))))
+                    .map(|a| {
+                        let (socket, host) = a.split();
+                        (socket, Some(host))
+                    })
                     .collect()
             };
             let local = match shards.first() {
@@ -688,7 +691,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
     let kept_enet: usize = enet
         .iter()
         .flat_map(|(shards, _)| shards.iter())
-        .filter_map(|(_, a)| a.as_ref().map(|(_, _, k)| k.len()))
+        .filter_map(|(_, a)| a.as_ref().map(|a| a.kept.len()))
         .sum();
     if !kept.is_empty() || kept_enet > 0 {
         tracing::info!(
@@ -709,7 +712,7 @@ pub async fn start(mut cfg: GatewayConfig, world: World) -> Result<Gateway, Star
                 enet.iter()
                     .flat_map(|(shards, _)| shards.iter())
                     .filter_map(|(_, a)| a.as_ref())
-                    .flat_map(|(_, _, k)| k.iter().map(|p| p.who.session)),
+                    .flat_map(|a| a.kept.iter().map(|p| p.who.session)),
             )
             .collect();
         tracing::info!(

@@ -13,6 +13,11 @@
 //! gateway's RCEnet host task of the same shard (`net::enet::Adopted`), whose session
 //! task starts in the world. A peer not in the world, or not taken over within
 //! [`super::KEEP_FOR`], is kicked and logs in again.
+//!
+//! A peer that connects while no leader is linked (the previous one just went) waits,
+//! its packets kept, up to [`super::UNLINKED_GRACE`]: opened at the leader this edge
+//! links to next, or handed over with the host when this gateway takes over
+//! (`net::enet::FreshPeer`), as a QUIC client waits in the endpoint's queue.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -29,9 +34,11 @@ use shared::proto::{KickedPlayer, ServerPacket, ids};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{Client, Down, KEEP_FOR, Leader, Sink, State};
+use super::{Client, Down, KEEP_FOR, Leader, Sink, State, UNLINKED_GRACE};
 use crate::net::client::KeptSession;
-use crate::net::enet::{Adopted, CHANNEL_RELIABLE, CHANNEL_UPDATES, KeptPeer, host_config};
+use crate::net::enet::{
+    Adopted, CHANNEL_RELIABLE, CHANNEL_UPDATES, FreshPeer, KeptPeer, host_config,
+};
 use crate::net::udp::{self, Outbox};
 use crate::session::close;
 
@@ -112,6 +119,15 @@ struct Peer {
     positions: crate::session::budget::InputBudget,
 }
 
+/// A peer connected while no leader was linked: it waits for one (or for this gateway to
+/// take over) until `until`, its reliable packets kept (at most [`UP_BYTES`]).
+struct Waiting {
+    addr: SocketAddr,
+    until: u64,
+    packets: Vec<(u8, Bytes)>,
+    bytes: usize,
+}
+
 /// Serves RCEnet on `socket` (one of `shards` on the address) until `stop`; then hands
 /// the socket, the host and the peers kept in it back (for the full gateway taking over).
 pub(super) async fn serve(
@@ -129,6 +145,9 @@ pub(super) async fn serve(
     // (`Tally`: the link's `Claimed` waits for every host task).
     let mut leaders = state.leader.subscribe();
     let mut to_tell: Option<Arc<Leader>> = None;
+    // Peers connected while no leader was linked.
+    let mut waiting: HashMap<PeerId, Waiting> = HashMap::new();
+    let grace = u64::try_from(UNLINKED_GRACE.as_millis()).unwrap_or(u64::MAX);
     let epoch = Instant::now();
     let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
     let keep_for = u64::try_from(KEEP_FOR.as_millis()).unwrap_or(u64::MAX);
@@ -183,10 +202,57 @@ pub(super) async fn serve(
         if resumed_all && let Some(leader) = to_tell.take() {
             leader.claims.one_in();
         }
+        if !waiting.is_empty() {
+            let t = now();
+            open_waiting(
+                &state,
+                &mut host,
+                (&mut peers, &mut waiting),
+                &tx,
+                (t, &mut pool),
+            );
+            // No leader in time: refused, to try another address.
+            waiting.retain(|peer, w| {
+                if t < w.until {
+                    return true;
+                }
+                unadmit(&state, w.addr);
+                host.disconnect_now(t, *peer, close::UNAVAILABLE);
+                false
+            });
+        }
         while let Some(e) = host.poll_event() {
             match e {
                 Event::Connect { peer, addr } => {
-                    connected(&state, &mut host, &mut peers, &tx, peer, addr, now());
+                    let t = now();
+                    if connected(&state, &mut host, &mut peers, &tx, peer, addr, t) == Some(false) {
+                        waiting.insert(
+                            peer,
+                            Waiting {
+                                addr,
+                                until: t.saturating_add(grace),
+                                packets: Vec::new(),
+                                bytes: 0,
+                            },
+                        );
+                    }
+                }
+                Event::Receive {
+                    peer,
+                    channel,
+                    data,
+                    reliable,
+                } if waiting.contains_key(&peer) => {
+                    if !wait_with(&mut waiting, peer, (channel, data, reliable)) {
+                        tracing::info!(
+                            ?peer,
+                            "RCEnet peer flooding while waiting for a leader: disconnecting"
+                        );
+                        if let Some(w) = waiting.remove(&peer) {
+                            unadmit(&state, w.addr);
+                        }
+                        host.disconnect(now(), peer, close::RATE_LIMITED);
+                    }
                 }
                 Event::Receive {
                     peer,
@@ -201,18 +267,15 @@ pub(super) async fn serve(
                         (channel, &data, reliable),
                         (now(), &mut pool),
                     ) {
-                        // It sends faster than the leader link takes: a flood.
-                        tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
-                        if let Some(p) = peers.get_mut(&peer) {
-                            p.up = None;
-                            p.closing = true;
-                        }
-                        host.disconnect(now(), peer, close::RATE_LIMITED);
+                        flooded(&mut host, &mut peers, peer, now());
                     }
                 }
                 Event::Disconnect { peer, .. } => {
                     if let Some(p) = peers.remove(&peer) {
                         forget(&state, &p);
+                    }
+                    if let Some(w) = waiting.remove(&peer) {
+                        unadmit(&state, w.addr);
                     }
                 }
             }
@@ -246,13 +309,93 @@ pub(super) async fn serve(
             }
         }
     }
+    // Peers still waiting for a leader: the full gateway opens them as its own.
+    let fresh = waiting
+        .into_iter()
+        .map(|(peer, w)| {
+            unadmit(&state, w.addr);
+            FreshPeer {
+                peer,
+                addr: w.addr,
+                packets: w.packets,
+            }
+        })
+        .collect();
     outbox.send_from(&mut host, &socket, t);
     Some(Adopted {
         socket,
         host,
         epoch,
         kept,
+        fresh,
     })
+}
+
+/// It sends faster than the leader link takes: a flood, disconnected.
+fn flooded(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, peer: PeerId, now: u64) {
+    tracing::info!(?peer, "RCEnet peer flooding its session: disconnecting");
+    if let Some(p) = peers.get_mut(&peer) {
+        p.up = None;
+        p.closing = true;
+    }
+    host.disconnect(now, peer, close::RATE_LIMITED);
+}
+
+/// Keeps a waiting peer's packet for when it is opened (a position is dropped: its
+/// player is not in the world yet); false past [`UP_BYTES`] kept (a flood).
+fn wait_with(
+    waiting: &mut HashMap<PeerId, Waiting>,
+    peer: PeerId,
+    (channel, data, reliable): (u8, Bytes, bool),
+) -> bool {
+    let Some(w) = waiting.get_mut(&peer) else {
+        return true;
+    };
+    if !reliable {
+        return true;
+    }
+    w.bytes = w.bytes.saturating_add(data.len());
+    if w.bytes > UP_BYTES {
+        return false;
+    }
+    w.packets.push((channel, data));
+    true
+}
+
+/// Opens the waiting peers at the leader once one is linked, and relays what they sent
+/// meanwhile (a full link queue leaves the rest for the next window).
+fn open_waiting(
+    state: &Arc<State>,
+    host: &mut Host,
+    (peers, waiting): (&mut HashMap<PeerId, Peer>, &mut HashMap<PeerId, Waiting>),
+    tx: &mpsc::Sender<EnetOut>,
+    (now, pool): (u64, &mut BytesMut),
+) {
+    let Some(leader) = state.leader.borrow().clone() else {
+        return;
+    };
+    let ids: Vec<PeerId> = waiting.keys().copied().collect();
+    for peer in ids {
+        let Some(w) = waiting.remove(&peer) else {
+            continue;
+        };
+        if !relay(state, peers, tx, (peer, w.addr), &leader, None) {
+            waiting.insert(peer, w);
+            return;
+        }
+        for (channel, data) in w.packets {
+            if !received(
+                state,
+                peers,
+                peer,
+                (channel, &data, true),
+                (now, &mut *pool),
+            ) {
+                flooded(host, peers, peer, now);
+                break;
+            }
+        }
+    }
 }
 
 fn kick(host: &mut Host, peer: PeerId) {
@@ -278,7 +421,9 @@ fn unadmit(state: &State, addr: SocketAddr) {
 }
 
 /// A peer finished ENet's handshake: within the edge's limits and with a leader linked,
-/// it is opened at the leader and given its task; refused otherwise.
+/// it is opened at the leader and given its task (`Some(true)`); within the limits with
+/// none linked, it is to wait for one (`Some(false)`, counted in the limits); refused
+/// otherwise (`None`).
 fn connected(
     state: &Arc<State>,
     host: &mut Host,
@@ -287,19 +432,20 @@ fn connected(
     peer: PeerId,
     addr: SocketAddr,
     now: u64,
-) {
-    let Some(leader) = state.leader.borrow().clone() else {
-        host.disconnect_now(now, peer, close::UNAVAILABLE);
-        return;
-    };
+) -> Option<bool> {
     if !super::admit(state, addr) {
         host.disconnect_now(now, peer, close::RATE_LIMITED);
-        return;
+        return None;
     }
+    let Some(leader) = state.leader.borrow().clone() else {
+        return Some(false);
+    };
     if !relay(state, peers, tx, (peer, addr), &leader, None) {
         unadmit(state, addr);
         host.disconnect_now(now, peer, close::UNAVAILABLE);
+        return None;
     }
+    Some(true)
 }
 
 /// Opens `peer` at `leader` (`Open`), or resumes it there in the world when `kept`

@@ -143,12 +143,55 @@ pub struct Adopted {
     pub epoch: Instant,
     /// The peers whose players are in the world, to serve as this gateway's own.
     pub kept: Vec<KeptPeer>,
+    /// The peers that connected while the edge had no leader, to open as new ones.
+    pub fresh: Vec<FreshPeer>,
+}
+
+/// An RCEnet peer that connected to an edge while it had no leader (the previous one had
+/// just gone) and waited: opened as a new connection, what it sent meanwhile read then.
+#[derive(Debug)]
+pub struct FreshPeer {
+    /// The peer in the adopted host.
+    pub peer: PeerId,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Its reliable packets so far (channel, `[type][payload]`), in order.
+    pub packets: Vec<(u8, Bytes)>,
+}
+
+/// An [`Adopted`] host without its socket (which the task is given apart).
+#[derive(Debug)]
+pub struct AdoptedHost {
+    /// The host.
+    pub host: Host,
+    /// The host's clock.
+    pub epoch: Instant,
+    /// Its peers in the world.
+    pub kept: Vec<KeptPeer>,
+    /// Its peers that waited for a leader.
+    pub fresh: Vec<FreshPeer>,
+}
+
+impl Adopted {
+    /// The socket, and the rest.
+    pub fn split(self) -> (std::net::UdpSocket, AdoptedHost) {
+        (
+            self.socket,
+            AdoptedHost {
+                host: self.host,
+                epoch: self.epoch,
+                kept: self.kept,
+                fresh: self.fresh,
+            },
+        )
+    }
 }
 
 impl std::fmt::Debug for Adopted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Adopted")
             .field("kept", &self.kept.len())
+            .field("fresh", &self.fresh.len())
             .finish_non_exhaustive()
     }
 }
@@ -167,21 +210,22 @@ pub struct KeptPeer {
 
 /// Serve RCEnet on `socket` (one of `shards` on the same port, non-blocking) until
 /// `shutdown` turns true; with `adopted`, on the host (and socket) an edge of this process
-/// served, its kept peers resumed in the world.
+/// served, its kept peers resumed in the world and its fresh ones opened.
 pub async fn serve(
     socket: std::net::UdpSocket,
     shards: usize,
     shared: Arc<Shared>,
     doors: Arc<Doors>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
-    adopted: Option<(Host, Instant, Vec<KeptPeer>)>,
+    adopted: Option<AdoptedHost>,
 ) {
     let (tx, mut cmds) = mpsc::channel(ENET_COMMANDS);
-    let (host, epoch, kept) = match adopted {
-        Some(a) => a,
+    let (host, epoch, kept, fresh) = match adopted {
+        Some(a) => (a.host, a.epoch, a.kept, a.fresh),
         None => (
             Host::new(host_config(&shared.cfg, shards)),
             Instant::now(),
+            Vec::new(),
             Vec::new(),
         ),
     };
@@ -197,6 +241,12 @@ pub async fn serve(
     };
     for k in kept {
         t.resume(k);
+    }
+    for f in fresh {
+        t.connected(f.peer, f.addr);
+        for (channel, data) in f.packets {
+            t.received(f.peer, channel, data, true);
+        }
     }
     // The runtime does not watch the socket: it is read and written on the host's clock
     // (net::udp), one wake-up per flush window whatever the load.

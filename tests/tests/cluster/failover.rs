@@ -1045,3 +1045,58 @@ async fn with_three_gateways_both_edges_keep_their_players_when_the_leader_dies(
             .is_some()
     );
 }
+
+/// An RCEnet client that connects to an edge with no leader linked waits for one instead
+/// of being refused (found by `deploy/failover.sh`: a cut-off leader's RCEnet bots were
+/// refused by the edge about to take over, and came back up to 13.6 s later). Here the
+/// edge never links (its peer address is nobody's), a client asks it to create an
+/// account, the leader dies, and the edge, taking over, hands the waiting peer with its
+/// ENet host to its full gateway, which answers what the client sent while it waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rcenet_client_of_an_edge_without_a_leader_waits_for_the_takeover() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_waiting").unwrap();
+    let dir = cluster_tests::temp_dir("edge-waiting");
+    let mut children = Children(Vec::new());
+    let a = (free_udp(), free_udp(), free_tcp());
+    let b = (free_udp(), free_udp(), free_tcp());
+    let (ga, a_out) = gateway(&dir, "a", &url, a, None, &[], None, SECRET);
+    children.0.push(ga);
+    assert!(ready(&a_out, WAIT).is_some(), "A starts");
+    let (b_enet, nowhere) = (free_udp(), free_udp());
+    let (gb, b_out) = gateway(
+        &dir,
+        "b",
+        &url,
+        b,
+        Some(RESTART_HOLD_MS),
+        &[nowhere],
+        Some(b_enet),
+        SECRET,
+    );
+    children.0.push(gb);
+    let deadline = Instant::now() + WAIT;
+    while http_get(b.2, "/livez").map(|r| r.0).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "B stands by");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut m = cluster_tests::connect_enet(b_enet).await;
+    let creating = tokio::spawn(async move {
+        let r = tokio::time::timeout(WAIT, m.create_account("nerys", "secret", "a@b.c")).await;
+        (m, r)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _ = children.0[0].kill();
+    let _ = children.0[0].wait();
+    assert!(ready(&b_out, WAIT).is_some(), "B takes over");
+    let (mut m, created) = creating.await.unwrap();
+    created
+        .expect("an answer in time")
+        .expect("the account created through the edge that took over");
+    assert!(
+        m.login("nerys", "secret").await.unwrap().is_empty(),
+        "and logged in on the same connection"
+    );
+}
