@@ -364,6 +364,12 @@ for kind in ("leader", "cutoff", "edge"):
     if ms:
         print("back in game after a fault of kind %s: %d bots, p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; logins tried p50 %d, max %d" % (
             kind, len(ms), pct(ms, 0.5), pct(ms, 0.9), pct(ms, 0.99), ms[-1], pct(tries, 0.5), tries[-1]))
+        # By transport: the victim's client port (QUIC) or its RCEnet port.
+        for label, col in (("QUIC", 1), ("RCEnet", 2)):
+            t = sorted(c[2] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind
+                       and int(c[1].rsplit(":", 1)[1]) == fault_of(c[0], c[1])[col])
+            if t:
+                print("    of them %s: %d bots, p50 %.0f ms, p90 %.0f ms, max %.0f ms" % (label, len(t), pct(t, 0.5), pct(t, 0.9), t[-1]))
 print("losses of a gateway in game: %d, each on a victim just after its fault: %d; the surviving gateways' bots that lost their session: %d" % (
     len(losses), len(losses) - len(unexplained), len(unexplained)))
 # Own-update gaps over a second, by the fault before them (within 15 s) and whether the
