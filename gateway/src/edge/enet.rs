@@ -341,6 +341,10 @@ fn flooded(host: &mut Host, peers: &mut HashMap<PeerId, Peer>, peer: PeerId, now
     host.disconnect(now, peer, close::RATE_LIMITED);
 }
 
+/// What one kept packet of a waiting peer costs beside its bytes (its `Bytes` handle and
+/// channel in the list), counted against [`UP_BYTES`].
+const WAITING_PACKET_COST: usize = 48;
+
 /// Keeps a waiting peer's packet for when it is opened (a position is dropped: its
 /// player is not in the world yet); false past [`UP_BYTES`] kept (a flood).
 fn wait_with(
@@ -354,7 +358,8 @@ fn wait_with(
     if !reliable {
         return true;
     }
-    w.bytes = w.bytes.saturating_add(data.len());
+    // Each kept packet costs its entry too: many tiny ones count as much as they take.
+    w.bytes = w.bytes.saturating_add(data.len() + WAITING_PACKET_COST);
     if w.bytes > UP_BYTES {
         return false;
     }
