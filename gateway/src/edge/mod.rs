@@ -808,10 +808,16 @@ async fn accept(state: Arc<State>, endpoint: quinn::Endpoint, mut stop: watch::R
                 continue;
             }
         }
+        // The link going while this waits sends the loop back to the grace above: a
+        // client arriving just after the leader left waits too instead of being refused.
         let incoming = tokio::select! {
             i = endpoint.accept() => match i {
                 Some(i) => i,
                 None => return,
+            },
+            changed = linked.changed() => match changed {
+                Ok(()) => continue,
+                Err(_) => return,
             },
             _ = stop.wait_for(|s| *s) => return,
         };

@@ -1100,3 +1100,98 @@ async fn an_rcenet_client_of_an_edge_without_a_leader_waits_for_the_takeover() {
         "and logged in on the same connection"
     );
 }
+
+/// A QUIC client that reaches an edge just after its leader left waits for the takeover
+/// instead of being refused (found by `deploy/failover.sh`: a cut-off leader's own bots,
+/// logging in again at once, reached the edge as its link ended; they were opened at the
+/// leaving leader and closed a moment later, or refused, and tried the stepped-down
+/// gateway next, 3–5 s). Here the leader hands the lead over, and the test itself holds
+/// the database's lock as it is released, so the edge, unlinked, cannot take over yet: a
+/// client connecting then is kept waiting in the endpoint's queue, and is served by the
+/// edge's own full gateway once the test lets it take over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_reaching_an_edge_just_after_its_leader_left_waits_for_the_takeover() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_between_leaders").unwrap();
+    let Pair {
+        mut children,
+        a_addrs,
+        b_addrs,
+        b_out,
+        ..
+    } = pair_and_a_node(&url, "edge-between-leaders", true).await;
+    edge_ready(b_addrs.2).await;
+    // The gateways' database lock, asked for while A holds it: granted to the test as A
+    // releases it, before B's next try.
+    let (release, released) = mpsc::channel::<()>();
+    let lock_url = url.clone();
+    let holder = std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&lock_url, postgres::NoTls).unwrap();
+        c.query("SELECT pg_advisory_lock(125771261768805)", &[])
+            .unwrap();
+        let _ = released.recv();
+    });
+    let admin_url = url.clone();
+    tokio::task::spawn_blocking(move || {
+        let queued = Instant::now() + WAIT;
+        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+        while admin
+            .query(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                 AND ((classid::bigint << 32) | objid::bigint) = 125771261768805",
+                &[],
+            )
+            .unwrap()
+            .is_empty()
+        {
+            assert!(
+                Instant::now() < queued,
+                "the test's lock request waits behind A"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+    .await
+    .unwrap();
+    let (status, body) = http_post(
+        a_addrs.2,
+        "/admin",
+        ADMIN_TOKEN,
+        r#"{"command":"hand_over"}"#,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let exit = children.0[0].wait().unwrap();
+    assert!(exit.success(), "the old leader exits: {exit}");
+    // B's link to A is gone and B cannot take over: it serves nobody now.
+    let unlinked = Instant::now() + WAIT;
+    while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() == Some(200) {
+        assert!(
+            Instant::now() < unlinked,
+            "the edge notices its leader left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let b = b_addrs.0;
+    let joining =
+        tokio::spawn(async move { tokio::time::timeout(WAIT, new_player(b, "idris")).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !joining.is_finished(),
+        "the client waits while nobody leads"
+    );
+    let _ = release.send(());
+    holder.join().unwrap();
+    assert!(ready(&b_out, WAIT).is_some(), "B takes over");
+    let (mut p, g) = joining
+        .await
+        .unwrap()
+        .expect("the client is served by the edge that took over");
+    let to = (g.area.x + 4.0, g.area.y, g.area.z + 4.0);
+    assert!(
+        echo(&mut p, g.runtime_id, to, WAIT).await,
+        "and plays there"
+    );
+}
