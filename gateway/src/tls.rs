@@ -354,6 +354,7 @@ pub fn edge_client_config(
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
     let mut t = quinn::TransportConfig::default();
     t.keep_alive_interval(Some(heartbeat));
+    t.initial_rtt(shared::internal::LINK_INITIAL_RTT);
     let idle = quinn::IdleTimeout::try_from(idle)
         .map_err(|e| TlsError::Config(format!("idle timeout: {e}")))?;
     t.max_idle_timeout(Some(idle));

@@ -177,6 +177,7 @@ fn client_config_for(cfg: &NodeConfig, alpn: &[u8]) -> Result<quinn::ClientConfi
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(Some(Duration::from_millis(cfg.heartbeat_ms.max(10))));
+    transport.initial_rtt(shared::internal::LINK_INITIAL_RTT);
     if let Ok(idle) = quinn::IdleTimeout::try_from(Duration::from_millis(
         (cfg.heartbeat_ms * 5).clamp(1_000, 60_000),
     )) {

@@ -97,6 +97,14 @@ pub const DEFAULT_TICK_MS: u64 = 33;
 /// The ALPN of the internal link.
 pub const ALPN: &[u8] = b"rc-internal/1";
 
+/// The round-trip time a cluster-internal QUIC connection (a zone node's link to the
+/// gateways, its fan-out links, an edge's link to the leader) assumes before it has
+/// measured one: the cluster runs on one network, and QUIC's default (333 ms) puts the
+/// first handshake retransmission a second after the first try. A node trying a gateway
+/// that takes over a moment later (it binds its endpoint only then) waited that second
+/// for its link (found by `deploy/failover.sh`); from 100 ms it is about 300 ms.
+pub const LINK_INITIAL_RTT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// ALPN of a zone node's fan-out link to an edge gateway (node → the edge's client
 /// endpoint): the handshake of [`handshake`] (the node registers with no instances),
 /// then only [`Msg::Broadcast`]s for the clients the edge holds, which it gathers and
