@@ -152,6 +152,15 @@ impl PgStore {
             config.keepalives_interval(std::time::Duration::from_secs(2));
             config.keepalives_retries(3);
         }
+        // The server's notices (a migration's "relation already exists, skipping", every
+        // time a standby polls for the database) are not news to an operator: debug level.
+        config.notice_callback(|n| {
+            tracing::debug!(
+                severity = n.severity(),
+                notice = n.message(),
+                "postgres notice"
+            );
+        });
         let client = config.connect(NoTls)?;
         let s = Self {
             client: std::sync::Mutex::new(client),
