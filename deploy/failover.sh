@@ -41,6 +41,11 @@
 # for giving each gateway a machine of its own, so one against two gateways measures what
 # a second machine adds when the gateways are what runs out.
 # KEEP_WORK=1 keeps the work directory (every process's log) instead of removing it.
+# Every bot connects from 127.0.0.1, so the gateways' per-address limits are raised
+# (connections, logins, and RCEnet's half-open handshakes: GATEWAY_ENET_HALF_OPEN and
+# GATEWAY_ENET_HALF_OPEN_PER_IP, 4096 unless set; at the default 8 per address a crowd
+# logging in again at once waits out ENet's CONNECT retries, 0.5 to 15 s, because the
+# bots share sockets and so cannot take the stateless cookies a lone client takes).
 #
 # Needs Postgres (Debian: apt-get install postgresql) and the binaries of the profile
 # (cargo build [--release] -p gateway -p zone-node -p client). Everything listens on
@@ -141,6 +146,8 @@ gateway() { # NAME CLIENT_PORT INTERNAL_PORT ADMIN_PORT ENET_PORT [--standby]
     GATEWAY_ENET_LISTEN=127.0.0.1:$enet \
     GATEWAY_LOGIN_ATTEMPTS_PER_MINUTE=100000 GATEWAY_MAX_CONNECTIONS_PER_IP=100000 \
     GATEWAY_CONNECTIONS_PER_IP_PER_MINUTE=100000 GATEWAY_PLACEMENT_HOLD_MS=3000 \
+    GATEWAY_ENET_HALF_OPEN=${GATEWAY_ENET_HALF_OPEN:-4096} \
+    GATEWAY_ENET_HALF_OPEN_PER_IP=${GATEWAY_ENET_HALF_OPEN_PER_IP:-4096} \
     GATEWAY_CHECKPOINT_MS=$PERSIST_MS \
     RUST_LOG=${RUST_LOG:-info} NO_COLOR=1 \
         "$BIN/gateway" --listen "127.0.0.1:$client" --internal-listen "127.0.0.1:$internal" \
@@ -370,18 +377,27 @@ for kind in ("leader", "cutoff", "edge"):
                        and int(c[1].rsplit(":", 1)[1]) == fault_of(c[0], c[1])[col])
             if t:
                 print("    of them %s: %d bots, p50 %.0f ms, p90 %.0f ms, max %.0f ms" % (label, len(t), pct(t, 0.5), pct(t, 0.9), t[-1]))
+# Why a login again failed (the bot then tried the next gateway), by kind.
+failed = {}
+for p in sys.argv[1:3]:
+    for k, n in json.load(open(p)).get("gateway_loss", {}).get("failed_relogins", {}).items():
+        failed[k] = failed.get(k, 0) + n
+if failed:
+    print("logins again that failed (then tried again): %s" % ", ".join("%s: %d" % kv for kv in sorted(failed.items())))
 print("losses of a gateway in game: %d, each on a victim just after its fault: %d; the surviving gateways' bots that lost their session: %d" % (
     len(losses), len(losses) - len(unexplained), len(unexplained)))
 # Own-update gaps over a second, by the fault before them (within 15 s) and whether the
 # bot was on the victim or on the surviving gateway.
 for p in sys.argv[1:3]:
-    for t, ms, a in json.load(open(p)).get("long_gaps", []):
+    for g in json.load(open(p)).get("long_gaps", []):
+        t, ms, a = g[:3]
+        who = g[3] if len(g) > 3 else "?"
         port = int(a.rsplit(":", 1)[1])
         before = [f for f in faults if f[0] <= t <= f[0] + 15000]
         f = before[-1] if before else None
         side = "?" if f is None else ("victim" if port in (f[1], f[2]) else "survivor")
-        print("  own-update gap %.0f ms ending %s ms after a fault of kind %s, on the %s" % (
-            ms, "?" if f is None else t - f[0], "none" if f is None else f[3], side))
+        print("  own-update gap %.0f ms ending %s ms after a fault of kind %s, on the %s (bot %s)" % (
+            ms, "?" if f is None else t - f[0], "none" if f is None else f[3], side, who))
 for t, a in unexplained[:10]:
     print("  lost %s at %d ms (faults: %s)" % (a, t, faults))
 PY

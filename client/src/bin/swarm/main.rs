@@ -348,13 +348,16 @@ struct Stats {
     /// the ms until in game again and the logins it took (a fault run splits them by the
     /// fault that caused them).
     comebacks: Mutex<Vec<(u64, String, f64, u32)>>,
+    /// Why a login again failed and was tried once more, by kind (a fault run tells a
+    /// comeback that took several logins from one that waited in a single login).
+    relogin_errors: Mutex<BTreeMap<String, u64>>,
     /// Per bot that played to the end: the longest time its own position did not come
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
     own_update_gap_ms: Mutex<Vec<f64>>,
-    /// Each own-update gap over a second: when it ended (Unix ms), how long (ms), and the
-    /// gateway the bot was on (a fault run tells which fault it followed).
-    long_gaps: Mutex<Vec<(u64, f64, String)>>,
+    /// Each own-update gap over a second: when it ended (Unix ms), how long (ms), the
+    /// gateway the bot was on (a fault run tells which fault it followed) and the bot.
+    long_gaps: Mutex<Vec<(u64, f64, String, String)>>,
     /// Bots that played to the end without ever seeing their own position.
     never_own_update: AtomicU64,
     /// What `--item-chance` bots did with items.
@@ -665,6 +668,7 @@ async fn enter(
     // over for the next, as a client with a list of servers does.
     let tries = ctx.args.gateway.len().max(1);
     let mut k = 0;
+    let began = Instant::now();
     let mut c = loop {
         let (transport, addr) = ctx.args.transport_of(ctx.index, turn + k);
         opts.transport = transport;
@@ -675,6 +679,7 @@ async fn enter(
         }
     };
     ctx.stats.connected.fetch_add(1, Ordering::Relaxed);
+    let connected = began.elapsed();
     let password = "swarm";
     // A first login tried again through another gateway asks again: an account the lost
     // gateway created is refused as taken, and the bot logs in to it.
@@ -708,7 +713,14 @@ async fn enter(
         // The ability book and the quest log (the login "S" and "Q" blocks).
         c.fetch_character(0).await?;
     }
+    let before_game = began.elapsed();
     let g = c.start_game(0).await?;
+    // Where a login again spent its time (a fault run's slow comebacks: RUST_LOG=info).
+    if !first {
+        tracing::info!(bot = %ctx.user, gateway = %c.remote_address(),
+            connect_ms = connected.as_millis(), login_ms = (before_game - connected).as_millis(),
+            start_game_ms = (began.elapsed() - before_game).as_millis(), "in game again");
+    }
     Ok((c, g, world))
 }
 
@@ -766,7 +778,11 @@ async fn bot(ctx: BotCtx) {
             tries += 1;
             match enter(&ctx, turn, false).await {
                 Ok(x) => break Some(x),
-                Err(_) if Instant::now() < ctx.end => {
+                Err(e) if Instant::now() < ctx.end => {
+                    let kind = match e {
+                        BotError::Protocol(k) | BotError::Other(k) => k,
+                    };
+                    *lock(&ctx.stats.relogin_errors).entry(kind).or_insert(0) += 1;
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
                 Err(e) => {
@@ -1268,6 +1284,7 @@ async fn play(
                                     unix_ms,
                                     gap_from.elapsed().as_secs_f64() * 1000.0,
                                     c.remote_address().to_string(),
+                                    ctx.user.clone(),
                                 ));
                             }
                             max_gap = max_gap.max(gap_from.elapsed());
@@ -1623,6 +1640,11 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     if let Some(g) = out.get_mut("gateway_loss").and_then(|g| g.as_object_mut()) {
         g.insert("lost".into(), lost);
         g.insert("comebacks".into(), comebacks);
+        let failed = lock(&stats.relogin_errors).clone();
+        g.insert(
+            "failed_relogins".into(),
+            serde_json::to_value(failed).unwrap_or_default(),
+        );
     }
     if let Some(o) = out.as_object_mut() {
         let gaps = serde_json::to_value(&*lock(&stats.long_gaps)).unwrap_or_default();
