@@ -261,7 +261,8 @@ pub struct SessionIds {
 /// register with the new leader within their reconnect backoff).
 pub const RESUME_WINDOW: Duration = Duration::from_secs(15);
 
-/// How long after the placement hold logins still wait ([`Control::settling`]): the
+/// How long after the placement hold logins may still wait ([`Control::settling`]; they
+/// go on sooner once every orphan's node says it left): the
 /// orphans the nodes reported are detached at their registration, and their last saves
 /// (progress since the last checkpoint, items picked up or dropped) reach the store
 /// within this; a login loaded before would take the character back to its checkpoint
@@ -623,6 +624,10 @@ pub struct Control {
     /// token of the node's copy when the node said): two nodes may report copies of one
     /// session (a stale one on a node given up), and each that is not adopted goes.
     unclaimed: BTreeMap<(SessionId, NodeId), (InstanceKey, Option<u64>)>,
+    /// The orphans detached when the hold ended whose node has not yet said they left
+    /// (`PlayerDetached`, which follows their last save): logins wait for these, for
+    /// [`SETTLE_AFTER_HOLD`] at most.
+    detaching: BTreeSet<(SessionId, NodeId)>,
     /// The next fencing token handed out (`ActorStateDto::fence`): from the generation
     /// base, so a restarted gateway's tokens are larger.
     next_fence: u64,
@@ -672,6 +677,7 @@ impl Control {
             settle_until: None,
             takeover: None,
             unclaimed: BTreeMap::new(),
+            detaching: BTreeSet::new(),
             next_fence: generation_base.saturating_mul(1024).max(1),
             now: Duration::ZERO,
             out: Vec::new(),
@@ -749,12 +755,18 @@ impl Control {
     }
 
     /// Whether a login should wait before its character is loaded: a (re)started
-    /// gateway's placement hold, and [`SETTLE_AFTER_HOLD`] after it, while the copies the
-    /// previous gateway left on the nodes (orphans) are detached and their last saves
-    /// stored. The shell holds [`Event::Entered`] back meanwhile and loads the character
-    /// when it is over.
+    /// gateway's placement hold, and after it, while the copies the previous gateway left
+    /// on the nodes (orphans) are detached, until each linked node has said its orphans
+    /// left (their last saves came first, so the book has them and the store has them
+    /// queued before any login's hand-out), for [`SETTLE_AFTER_HOLD`] at most. The shell
+    /// holds [`Event::Entered`] back meanwhile and loads the character when it is over.
     pub fn settling(&self) -> bool {
-        self.hold_until.is_some() || self.settle_until.is_some_and(|t| self.now < t)
+        self.hold_until.is_some()
+            || (self.settle_until.is_some_and(|t| self.now < t)
+                && self
+                    .detaching
+                    .iter()
+                    .any(|(_, node)| self.nodes.contains_key(node)))
     }
 
     /// The next instant [`Control::on_timeout`] has work (`None`: nothing is due until
@@ -815,9 +827,11 @@ impl Control {
         self.settle_until = Some(self.now + SETTLE_AFTER_HOLD);
         // Copies no edge claimed: orphans, detached (their saves land within the settling
         // second).
+        self.detaching.clear();
         for ((session, node), _) in std::mem::take(&mut self.unclaimed) {
             if self.nodes.contains_key(&node) {
                 self.send(&node, Msg::DetachPlayer { session }, Trace::Current);
+                self.detaching.insert((session, node));
             }
         }
         let mut actions = self.dir.release();
@@ -844,6 +858,10 @@ impl Control {
         let now = self.now;
         if self.hold_until.is_some_and(|t| now >= t) {
             self.end_hold(false, chars);
+        }
+        if self.settle_until.is_some_and(|t| now >= t) {
+            // Given up on: logins go on without their last saves' word.
+            self.detaching.clear();
         }
         // Kept sessions no node reported: their players are not in the world.
         let expired: Vec<SessionId> = self
@@ -1815,6 +1833,7 @@ impl Control {
             Msg::SnapshotGroup(g) => self.snapshot_group(node, *g),
             Msg::PlayerDetached { session, key } => {
                 self.unclaimed.remove(&(session, node.to_owned()));
+                self.detaching.remove(&(session, node.to_owned()));
                 let Some(p) = self.players.get(&session) else {
                     return;
                 };

@@ -1349,7 +1349,7 @@ fn held_control() -> Control {
 }
 
 #[test]
-fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
+fn logins_wait_out_the_placement_hold() {
     // A gateway that took over beside separate nodes holds placement for 3 s: a login
     // loaded then would take its character back to the last checkpoint and fence out
     // the save of the copy the previous gateway left on a node (an item made or lost).
@@ -1360,18 +1360,103 @@ fn logins_wait_out_the_placement_hold_and_the_orphans_last_saves() {
     assert!(c.settling());
     c.on_timeout(at(3_000), &chars);
     assert!(
-        c.settling(),
-        "the orphans detached at registration are still saving"
+        !c.settling(),
+        "no node reported an orphan: nothing to wait for"
     );
+    // A standalone gateway (its node starts empty) never holds logins back.
+    assert!(!control(1_000).settling());
+}
+
+#[test]
+fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
+    // n1 reports Bob (session 8) and Cai (session 9), whom nobody claims: at the hold's
+    // end both are detached, and logins wait until n1 says each left (its last save came
+    // first) -- not for the whole settling second -- or until that second is out.
+    let mut c = held_control();
+    let chars = chars();
+    let serial = 1;
+    c.handle(
+        at(100),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial,
+            running: vec![running(key("Meadow", 0), 500, vec![8, 9])],
+        },
+        &chars,
+    );
+    let a = c.on_timeout(at(3_000), &chars);
+    assert_eq!(detached(&a).len(), 2, "{a:?}");
+    assert!(c.settling(), "their saves are on their way");
+    let left = |c: &mut Control, session, t| {
+        c.handle(
+            at(t),
+            Event::NodeMsg {
+                node: "n1".into(),
+                serial,
+                msg: Msg::PlayerDetached {
+                    session,
+                    key: Some(key("Meadow", 0)),
+                },
+            },
+            &chars,
+        );
+    };
+    left(&mut c, 8, 3_010);
+    assert!(c.settling(), "Cai's save has not come");
+    left(&mut c, 9, 3_020);
+    assert!(
+        !c.settling(),
+        "both left: logins go on 20 ms after the hold"
+    );
+    // An orphan whose node never answers holds logins for the settling second at most.
+    let mut c = held_control();
+    c.handle(
+        at(100),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial,
+            running: vec![running(key("Meadow", 0), 500, vec![8])],
+        },
+        &chars,
+    );
+    c.on_timeout(at(3_000), &chars);
+    assert!(c.settling());
     assert_eq!(
-        c.poll_timeout(),
-        Some(at(3_000) + SETTLE_AFTER_HOLD),
-        "woken when it is over"
+        c.poll_timeout().map(|t| t <= at(3_000) + SETTLE_AFTER_HOLD),
+        Some(true),
+        "woken by then"
     );
     c.on_timeout(at(3_000) + SETTLE_AFTER_HOLD, &chars);
     assert!(!c.settling());
-    // A standalone gateway (its node starts empty) never holds logins back.
-    assert!(!control(1_000).settling());
+    // Nor one whose node is gone.
+    let mut c = held_control();
+    c.handle(
+        at(100),
+        Event::NodeUp {
+            node: "n1".into(),
+            addr: "h:1".into(),
+            capacity: 10,
+            serial,
+            running: vec![running(key("Meadow", 0), 500, vec![8])],
+        },
+        &chars,
+    );
+    c.on_timeout(at(3_000), &chars);
+    assert!(c.settling());
+    c.handle(
+        at(3_050),
+        Event::NodeDown {
+            node: "n1".into(),
+            serial,
+            reason: "link lost".into(),
+        },
+        &chars,
+    );
+    assert!(!c.settling(), "n1 is gone: nothing of it to wait for");
 }
 
 #[test]

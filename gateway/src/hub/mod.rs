@@ -1041,8 +1041,16 @@ impl Hub {
         }
     }
 
-    /// Handle one event.
+    /// Handle one event; logins held back while the cluster settled go on as soon as it
+    /// has (the last orphan's node said it left), not at the next tick.
     pub fn handle(&mut self, e: HubEvent) {
+        self.handle_event(e);
+        if !self.deferred.is_empty() {
+            self.enter_deferred();
+        }
+    }
+
+    fn handle_event(&mut self, e: HubEvent) {
         match e {
             HubEvent::Entered(e) => {
                 if self.control.settling() {
