@@ -371,6 +371,10 @@ for kind in ("leader", "cutoff", "edge"):
     if ms:
         print("back in game after a fault of kind %s: %d bots, p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; logins tried p50 %d, max %d" % (
             kind, len(ms), pct(ms, 0.5), pct(ms, 0.9), pct(ms, 0.99), ms[-1], pct(tries, 0.5), tries[-1]))
+        # The same from the fault itself (the above counts from when each bot noticed).
+        since = sorted(c[0] + c[2] - fault_of(c[0], c[1])[0] for c in comebacks
+                       if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind)
+        print("    from the fault: p50 %.0f ms, p90 %.0f ms, max %.0f ms" % (pct(since, 0.5), pct(since, 0.9), since[-1]))
         # By transport: the victim's client port (QUIC) or its RCEnet port.
         for label, col in (("QUIC", 1), ("RCEnet", 2)):
             t = sorted(c[2] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind

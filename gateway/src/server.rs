@@ -56,6 +56,12 @@ pub enum StartError {
 /// How often a standby gateway tries for the database.
 const STANDBY_POLL: Duration = Duration::from_millis(500);
 
+/// How long a stepping-down leader waits between ending its edges' links and closing its
+/// own clients ([`Gateway::step_down`]): an edge reading its link's end first holds
+/// those clients, logging in again at once, until it takes over, instead of opening them
+/// at the leaving gateway and closing them a moment later.
+const LINKS_END_FIRST: Duration = Duration::from_millis(200);
+
 /// The standby's wait is logged once.
 static STANDBY_LOGGED: AtomicBool = AtomicBool::new(false);
 
@@ -871,6 +877,10 @@ impl Gateway {
         // its bot a round to the stepped-down gateway, 3–5 s). The clients an edge relays
         // are left to it: it keeps those in the world for the gateway that takes over.
         self.internal_ep.close(0u32.into(), b"gateway stepped down");
+        // A moment for the edges to read it before this gateway's clients come (2 of 10
+        // fault runs still had a few reach an edge whose link stood): the takeover they
+        // will wait for takes longer than this anyway.
+        tokio::time::sleep(LINKS_END_FIRST).await;
         for c in &self.shared.clients {
             if !matches!(c.link, hub::ClientLink::Relay(_)) {
                 c.close(
