@@ -1375,16 +1375,12 @@ fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
     let mut c = held_control();
     let chars = chars();
     let serial = 1;
-    c.handle(
-        at(100),
-        Event::NodeUp {
-            node: "n1".into(),
-            addr: "h:1".into(),
-            capacity: 10,
-            serial,
-            running: vec![running(key("Meadow", 0), 500, vec![8, 9])],
-        },
-        &chars,
+    node_up(
+        &mut c,
+        "n1",
+        serial,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8, 9])],
     );
     let a = c.on_timeout(at(3_000), &chars);
     assert_eq!(detached(&a).len(), 2, "{a:?}");
@@ -1412,16 +1408,12 @@ fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
     );
     // An orphan whose node never answers holds logins for the settling second at most.
     let mut c = held_control();
-    c.handle(
-        at(100),
-        Event::NodeUp {
-            node: "n1".into(),
-            addr: "h:1".into(),
-            capacity: 10,
-            serial,
-            running: vec![running(key("Meadow", 0), 500, vec![8])],
-        },
-        &chars,
+    node_up(
+        &mut c,
+        "n1",
+        serial,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
     );
     c.on_timeout(at(3_000), &chars);
     assert!(c.settling());
@@ -1434,16 +1426,12 @@ fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
     assert!(!c.settling());
     // Nor one whose node is gone.
     let mut c = held_control();
-    c.handle(
-        at(100),
-        Event::NodeUp {
-            node: "n1".into(),
-            addr: "h:1".into(),
-            capacity: 10,
-            serial,
-            running: vec![running(key("Meadow", 0), 500, vec![8])],
-        },
-        &chars,
+    node_up(
+        &mut c,
+        "n1",
+        serial,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
     );
     c.on_timeout(at(3_000), &chars);
     assert!(c.settling());

@@ -878,16 +878,7 @@ async fn a_leader_hands_the_lead_over_to_its_edge() {
     let to = (g.area.x + 5.0, g.area.y, g.area.z + 5.0);
     assert!(echo(&mut p, g.runtime_id, to, WAIT).await);
     let handed = Instant::now();
-    let (status, body) = http_post(
-        a_addrs.2,
-        "/admin",
-        ADMIN_TOKEN,
-        r#"{"command":"hand_over"}"#,
-    )
-    .unwrap();
-    assert_eq!(status, 200, "{body}");
-    let exit = children.0[0].wait().unwrap();
-    assert!(exit.success(), "the old leader exits cleanly: {exit}");
+    hand_over(a_addrs.2, &mut children.0[0]);
     let line = ready(&b_out, WAIT).expect("the edge takes over");
     assert!(line.contains(&b_addrs.0.to_string()), "{line}");
     wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
@@ -916,6 +907,16 @@ async fn a_leader_hands_the_lead_over_to_its_edge() {
     .unwrap();
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("no edge"), "{body}");
+}
+
+/// Asks the leader whose admin address is `admin` to hand the lead over (`gateway admin
+/// hand-over`) and waits for its process to exit cleanly.
+fn hand_over(admin: SocketAddr, leader: &mut Child) {
+    let (status, body) =
+        http_post(admin, "/admin", ADMIN_TOKEN, r#"{"command":"hand_over"}"#).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let exit = leader.wait().unwrap();
+    assert!(exit.success(), "the old leader exits cleanly: {exit}");
 }
 
 /// Three gateways (issue 41): A leads, B and C serve as its edges. A dies: one of B and C
@@ -1155,16 +1156,7 @@ async fn a_client_reaching_an_edge_just_after_its_leader_left_waits_for_the_take
     })
     .await
     .unwrap();
-    let (status, body) = http_post(
-        a_addrs.2,
-        "/admin",
-        ADMIN_TOKEN,
-        r#"{"command":"hand_over"}"#,
-    )
-    .unwrap();
-    assert_eq!(status, 200, "{body}");
-    let exit = children.0[0].wait().unwrap();
-    assert!(exit.success(), "the old leader exits: {exit}");
+    hand_over(a_addrs.2, &mut children.0[0]);
     // B's link to A is gone and B cannot take over: it serves nobody now.
     let unlinked = Instant::now() + WAIT;
     while http_get(b_addrs.2, "/readyz").map(|r| r.0).ok() == Some(200) {
