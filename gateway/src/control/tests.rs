@@ -1367,6 +1367,21 @@ fn logins_wait_out_the_placement_hold() {
     assert!(!control(1_000).settling());
 }
 
+/// A gateway whose hold ended with Bob (session 8, on n1) detached as an orphan.
+fn settling_on_bob(serial: u64) -> Control {
+    let mut c = held_control();
+    node_up(
+        &mut c,
+        "n1",
+        serial,
+        100,
+        vec![running(key("Meadow", 0), 500, vec![8])],
+    );
+    c.on_timeout(at(3_000), &chars());
+    assert!(c.settling());
+    c
+}
+
 #[test]
 fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
     // n1 reports Bob (session 8) and Cai (session 9), whom nobody claims: at the hold's
@@ -1407,16 +1422,7 @@ fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
         "both left: logins go on 20 ms after the hold"
     );
     // An orphan whose node never answers holds logins for the settling second at most.
-    let mut c = held_control();
-    node_up(
-        &mut c,
-        "n1",
-        serial,
-        100,
-        vec![running(key("Meadow", 0), 500, vec![8])],
-    );
-    c.on_timeout(at(3_000), &chars);
-    assert!(c.settling());
+    let mut c = settling_on_bob(serial);
     assert_eq!(
         c.poll_timeout().map(|t| t <= at(3_000) + SETTLE_AFTER_HOLD),
         Some(true),
@@ -1425,16 +1431,7 @@ fn logins_wait_after_the_hold_until_each_orphan_has_left_its_node() {
     c.on_timeout(at(3_000) + SETTLE_AFTER_HOLD, &chars);
     assert!(!c.settling());
     // Nor one whose node is gone.
-    let mut c = held_control();
-    node_up(
-        &mut c,
-        "n1",
-        serial,
-        100,
-        vec![running(key("Meadow", 0), 500, vec![8])],
-    );
-    c.on_timeout(at(3_000), &chars);
-    assert!(c.settling());
+    let mut c = settling_on_bob(serial);
     c.handle(
         at(3_050),
         Event::NodeDown {
