@@ -756,17 +756,14 @@ impl Control {
 
     /// Whether a login should wait before its character is loaded: a (re)started
     /// gateway's placement hold, and after it, while the copies the previous gateway left
-    /// on the nodes (orphans) are detached, until each linked node has said its orphans
-    /// left (their last saves came first, so the book has them and the store has them
-    /// queued before any login's hand-out), for [`SETTLE_AFTER_HOLD`] at most. The shell
-    /// holds [`Event::Entered`] back meanwhile and loads the character when it is over.
+    /// on the nodes (orphans) are detached, until each node still linked has said its
+    /// orphans left (their last saves came first, so the book has them and the store has
+    /// them queued before any login's hand-out), for [`SETTLE_AFTER_HOLD`] at most. The
+    /// shell holds [`Event::Entered`] back meanwhile and loads the character when it is
+    /// over; it asks after every event while a login waits, so this is O(1).
     pub fn settling(&self) -> bool {
         self.hold_until.is_some()
-            || (self.settle_until.is_some_and(|t| self.now < t)
-                && self
-                    .detaching
-                    .iter()
-                    .any(|(_, node)| self.nodes.contains_key(node)))
+            || (self.settle_until.is_some_and(|t| self.now < t) && !self.detaching.is_empty())
     }
 
     /// The next instant [`Control::on_timeout`] has work (`None`: nothing is due until
@@ -905,6 +902,7 @@ impl Control {
             for n in gone {
                 // A link still open is closed; one already closed had its transfers
                 // settled by `node_down`.
+                self.detaching.retain(|(_, node)| node != &n);
                 if self.nodes.remove(&n).is_some() {
                     tracing::warn!(node = %n, "node missed its heartbeats: removed");
                     self.out.push(Action::CloseLink {
@@ -2069,6 +2067,7 @@ impl Control {
             return;
         }
         self.unclaimed.retain(|(_, n), _| n != node);
+        self.detaching.retain(|(_, n)| n != node);
         // Node loss (or a drained node leaving) is one trace: the re-placements, and the
         // handoffs that put its players back.
         self.out.push(Action::NodeLost {
