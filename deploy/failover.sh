@@ -195,9 +195,15 @@ if [ "$EDGES" = 1 ]; then
     until curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.2; done
     log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
     ON_B=$((BOTS * B_SHARE / 100))
-    "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$((BOTS - ON_B))" --prefix foa \
-        --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
-    SWARM_A=$!
+    if [ "$ON_B" -lt "$BOTS" ]; then
+        "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$((BOTS - ON_B))" --prefix foa \
+            --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
+        SWARM_A=$!
+    else
+        # B_SHARE=100: every bot on the edge (the leader serves only its sessions).
+        SWARM_A=
+        echo '{"bots": 0}' >"$WORK/swarm-a.json"
+    fi
     if [ "$ON_B" -gt 0 ]; then
         "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" $(bots_via "${B[3]}" "${A[3]}") --bots "$ON_B" --prefix fob \
             --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
@@ -286,7 +292,7 @@ if [ "$EDGES" = 1 ]; then
             [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
         fi
     done
-    wait "$SWARM_A" || true
+    [ -z "$SWARM_A" ] || wait "$SWARM_A" || true
     [ -z "$SWARM_B" ] || wait "$SWARM_B" || true
     # How long logins waited for their fencing token's commit (both gateways since they
     # last started; an edge hands nothing out).
