@@ -24,7 +24,9 @@
 # when, and the gateway's address) is matched with the faults: one on a gateway no fault
 # had just hit is a surviving gateway's bot that lost its session (there must be none). KILL=cutoff cuts the leader off from the database
 # instead (the server ends its connection; it runs on until it notices and steps down);
-# with ROUNDS, CUTOFF=1 does so at every other leader fault (rounds 3, 7, ...). KILL=none kills nothing; B_SHARE=P starts P % of the bots
+# with ROUNDS, CUTOFF=1 does so at every other leader fault (rounds 3, 7, ...), and BOTH=1
+# SIGKILLs both gateways at once at every other edge fault (rounds 4, 8, ...) and starts
+# both again 2 s later (standbys: one takes the database, the other is its edge). KILL=none kills nothing; B_SHARE=P starts P % of the bots
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
 # each process's CPU (cores) over 20 s is printed. TRANSPORT=enet (or mixed) gives the bots
 # Realm Crafter's own transport (RCEnet, each gateway's RCEnet port in the same order).
@@ -73,6 +75,7 @@ B_SHARE=${B_SHARE:-50}
 TRANSPORT=${TRANSPORT:-quic}
 RAMP=${RAMP:-5}
 ECONOMY=${ECONOMY:-0}
+BOTH=${BOTH:-0}
 # Checkpoints every PERSIST_MS (the zone nodes' persist_every_ms and the gateways'
 # checkpoint_ms): 30 s by default, 2 s with ECONOMY=1 (more of them fall among the faults).
 if [ "$ECONOMY" = 1 ]; then PERSIST_MS=${PERSIST_MS:-2000}; else PERSIST_MS=${PERSIST_MS:-30000}; fi
@@ -246,6 +249,30 @@ if [ "$EDGES" = 1 ]; then
         [ "$KILL" = cutoff ] && WHO=leader
         if [ "$ROUNDS" -gt 1 ]; then
             WHO=$([ $((round % 2)) = 1 ] && echo leader || echo edge)
+            [ "$BOTH" = 1 ] && [ $((round % 4)) = 0 ] && WHO=both
+        fi
+        if [ "$WHO" = both ]; then
+            # Every gateway at once: each bot is out until one of them is back and leads;
+            # the zone nodes keep the world, and the first gateway to take the database
+            # rebuilds the directory from them.
+            ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${A[2]}/cluster" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"]["in_game"])')
+            EXPECTED=$((EXPECTED + ON_VICTIM))
+            T0=$(date +%s%N)
+            kill -9 "$A_PID" "$B_PID"; wait "$A_PID" "$B_PID" 2>/dev/null || true
+            log "round $round: both gateways SIGKILLed ($ON_VICTIM bots on them)"
+            echo "$((T0 / 1000000)) ${A[0]} ${A[3]} both" >>"$WORK/faults.txt"
+            echo "$((T0 / 1000000)) ${B[0]} ${B[3]} both" >>"$WORK/faults.txt"
+            sleep 2
+            gateway a "${A[0]}" "${A[1]}" "${A[2]}" "${A[3]}" --standby --peers "127.0.0.1:${B[1]}"
+            A_PID=${PIDS[-1]}
+            gateway b "${B[0]}" "${B[1]}" "${B[2]}" "${B[3]}" --standby --peers "127.0.0.1:${A[1]}"
+            B_PID=${PIDS[-1]}
+            until grep -q "gateway ready" "$WORK/a.out" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
+            L=$(lead_port); if [ "$L" = a ]; then LP=("${A[@]}"); else LP=("${B[@]}"); fi
+            until [ "$(nodes "${LP[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
+            log "round $round: both back, ${L^^} leads, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after the fault"
+            [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
+            continue
         fi
         L=$(lead_port)
         if [ "$L" = a ]; then LP=("${A[@]}"); EP=("${B[@]}"); LPID=$A_PID; EPID=$B_PID; E=b; else LP=("${B[@]}"); EP=("${A[@]}"); LPID=$B_PID; EPID=$A_PID; E=a; fi
@@ -371,7 +398,7 @@ unexplained = [(t, a) for t, a in losses if fault_of(t, a) is None]
 comebacks = [c for p in sys.argv[1:3] for c in json.load(open(p)).get("gateway_loss", {}).get("comebacks", [])]
 def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))] if v else 0
-for kind in ("leader", "cutoff", "edge"):
+for kind in ("leader", "cutoff", "edge", "both"):
     ms = sorted(c[2] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind)
     tries = sorted(c[3] for c in comebacks if (fault_of(c[0], c[1]) or (0, 0, 0, None))[3] == kind)
     if ms:

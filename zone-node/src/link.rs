@@ -947,6 +947,12 @@ fn dispatch(reg: &Arc<Registry>, state: &mut LinkState, msg: Msg) -> Option<Msg>
             state.fanout.set(session, edge, now);
             None
         }
+        Msg::Edges { mut edges } => {
+            edges.truncate(shared::internal::MAX_EDGES);
+            let now = state.now_ms();
+            state.fanout.pin(edges, now);
+            None
+        }
         Msg::Transfer(t) => {
             let id = t.transfer_id;
             reg.transfer_in(*t).err().map(|e| Msg::TransferNack {

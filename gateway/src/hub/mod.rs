@@ -355,6 +355,9 @@ pub enum HubEvent {
         /// The trace context of its `Register`.
         trace: BTreeMap<String, String>,
     },
+    /// An edge's fan-out address came or went ([`Shared::fanouts`]): every node hears
+    /// the new list.
+    Edges,
     /// A control message from a node.
     NodeMsg {
         /// Node id.
@@ -530,6 +533,10 @@ pub struct Shared {
     /// Edge gateways linked to this one (`rc-edge/1`), by name, with their relayed
     /// clients.
     pub edges: DashMap<(String, std::net::SocketAddr), usize>,
+    /// Where the zone nodes reach each linked edge for the direct fan-out, by
+    /// [`edge_key`], once it said (`rc-edge` `Fanout`): every node hears the list
+    /// ([`Msg::Edges`], [`HubEvent::Edges`]) and keeps a fan-out link to each.
+    pub fanouts: DashMap<String, shared::internal::FanoutEdge>,
     /// The registered zone nodes and linked edges, as each edge link tells its edge
     /// (`rc-edge` `Members`): the hub sets the nodes, the edge links the edges.
     pub members: tokio::sync::watch::Sender<Members>,
@@ -636,6 +643,7 @@ impl Shared {
             leaving: DashMap::new(),
             in_world: DashMap::new(),
             edges: DashMap::new(),
+            fanouts: DashMap::new(),
             members: tokio::sync::watch::channel(Members::default()).0,
             claims: Mutex::new(Claims::default()),
             open: std::sync::atomic::AtomicUsize::new(0),
@@ -965,6 +973,19 @@ impl Hub {
         }
     }
 
+    /// Every linked edge's fan-out address, as each node hears them ([`Msg::Edges`]).
+    fn edges_msg(&self) -> Msg {
+        let mut edges: Vec<_> = self
+            .shared
+            .fanouts
+            .iter()
+            .map(|e| e.value().clone())
+            .collect();
+        edges.sort_by(|a, b| a.addr.cmp(&b.addr));
+        edges.truncate(shared::internal::MAX_EDGES);
+        Msg::Edges { edges }
+    }
+
     /// Send to a node, with the current span's trace context (see [`NodeLink::send`]).
     fn send_node(&self, node: &str, msg: Msg) -> bool {
         self.links.get(node).is_some_and(|l| l.send(msg))
@@ -1150,6 +1171,8 @@ impl Hub {
                 // the scripts of the last reload (its own disk has the ones of its start).
                 link.send(self.superglobals_msg());
                 link.send(self.shared_vars_msg());
+                // The edges, for the fan-out links that also carry an edge's lead.
+                link.send(self.edges_msg());
                 if let Some(m) = self.scripts_update_msg() {
                     link.send(m);
                 }
@@ -1190,6 +1213,11 @@ impl Hub {
                 let _ = reply.send(self.admin(cmd));
             }
             HubEvent::Console(q) => self.console_query(q),
+            HubEvent::Edges => {
+                for link in self.links.values() {
+                    link.send(self.edges_msg());
+                }
+            }
             HubEvent::HandedOut {
                 account,
                 slot,

@@ -198,6 +198,9 @@ pub(super) async fn serve(
     };
     shared.edges.remove(&key);
     shared.edges_changed();
+    if shared.fanouts.remove(&link.key).is_some() {
+        shared.to_hub(crate::hub::HubEvent::Edges);
+    }
     writer.abort();
     if let Some(m) = members {
         m.abort();
@@ -423,10 +426,13 @@ fn message(
                 ));
             }
             tracing::info!(edge = %edge.name, fanout = %addr, "edge: zone nodes send its clients' broadcasts straight to it");
-            edge.fanout = Some(Arc::new(FanoutEdge {
+            let fanout = FanoutEdge {
                 name: edge.name.clone(),
                 addr,
-            }));
+            };
+            shared.fanouts.insert(edge.key.clone(), fanout.clone());
+            shared.to_hub(crate::hub::HubEvent::Edges);
+            edge.fanout = Some(Arc::new(fanout));
         }
         other => {
             return Err(format!(

@@ -82,7 +82,12 @@ pub const MAX_ZONE_ACTORS: usize = 10_000;
 /// 12: `RegisterAck` carries the control plane's epoch; a node refuses an older one
 /// ([`RefuseReason::StaleEpoch`]).
 /// 13: direct fan-out to edge gateways ([`Msg::Fanout`], [`FANOUT_ALPN`]).
-pub const PROTOCOL_VERSION: u16 = 13;
+/// 14: the leader names every edge linked to it ([`Msg::Edges`]): each node keeps a
+/// fan-out link to each, the path on which an edge taking the lead announces it.
+pub const PROTOCOL_VERSION: u16 = 14;
+
+/// The most edges a [`Msg::Edges`] names (more are left out; a cluster has a handful).
+pub const MAX_EDGES: usize = 64;
 
 /// Script errors a zone reports to the gateway per instance and second, at most.
 pub const SCRIPT_ERRORS_PER_SECOND: u32 = 10;
@@ -543,6 +548,15 @@ pub enum Msg {
         /// The edge holding the client, if any.
         edge: Option<FanoutEdge>,
     },
+    /// Gateway → node: every edge gateway linked to this leader (at most [`MAX_EDGES`]),
+    /// sent when the node registers and whenever the edges change. The node keeps a
+    /// fan-out link to each, whether or not it hosts any of its clients: an edge taking
+    /// the lead closes those links saying so ([`FANOUT_CLOSE_LEADS`]), so every node
+    /// registers with it at once instead of waiting for its leader link to time out.
+    Edges {
+        /// The edges, as [`Msg::Fanout`] names them.
+        edges: Vec<FanoutEdge>,
+    },
     /// Node → gateway: persist a character; answered by `SnapshotAck`.
     Snapshot {
         /// Node-unique id of this snapshot.
@@ -839,6 +853,7 @@ impl Msg {
             Self::ToClient { .. } => "ToClient",
             Self::Broadcast(_) => "Broadcast",
             Self::Fanout { .. } => "Fanout",
+            Self::Edges { .. } => "Edges",
             Self::Snapshot { .. } => "Snapshot",
             Self::SnapshotGroup(_) => "SnapshotGroup",
             Self::SnapshotAck { .. } => "SnapshotAck",

@@ -810,6 +810,47 @@ async fn an_edge_takes_over_when_the_leader_dies_and_keeps_its_players() {
     );
 }
 
+/// A zone node keeps a fan-out link to every edge the leader names (`Msg::Edges`), not
+/// only to those holding clients of its players: an edge with no client at all that takes
+/// over tells the node at once over that link, so the node does not wait for its link to
+/// the dead leader to time out (2.5 s) before registering, and the placement hold with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_without_clients_tells_the_nodes_when_it_takes_the_lead() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_lead_no_clients").unwrap();
+    let Pair {
+        mut children,
+        b_addrs,
+        b_out,
+        n1_admin,
+        ..
+    } = pair_and_a_node(&url, "edge-lead-no-clients", true).await;
+    edge_ready(b_addrs.2).await;
+    // No player anywhere: the node links the edge because the leader named it.
+    let deadline = Instant::now() + WAIT;
+    while node_counter(n1_admin, "rc_zone_fanout_links_total") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the node links the edge the leader named"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = children.0[0].kill();
+    let _ = children.0[0].wait();
+    ready(&b_out, WAIT).expect("the edge takes over");
+    wait_cluster(b_addrs.2, "n1 registers with the new leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    assert_eq!(
+        node_counter(n1_admin, "rc_zone_lead_announced_total"),
+        1,
+        "the new leader told the node it leads over the fan-out link"
+    );
+}
+
 /// The leader is cut off from the database while it runs (the server ends its
 /// connection, and the lock with it): the edge takes the database over while the old
 /// leader still runs, until it notices and steps down. The edge ends its link to it first;

@@ -11,7 +11,7 @@
 //!
 //! [`Msg::Fanout`]: shared::internal::Msg::Fanout
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -53,6 +53,11 @@ pub(crate) struct Routes {
     via: HashMap<SessionId, (Arc<str>, u64)>,
     /// By address.
     edges: HashMap<Arc<str>, EdgeState>,
+    /// The edges the leader last named ([`Msg::Edges`]): linked whether or not a session
+    /// goes to them, never forgotten while named.
+    ///
+    /// [`Msg::Edges`]: shared::internal::Msg::Edges
+    pinned: HashSet<Arc<str>>,
     last_prune: u64,
 }
 
@@ -72,7 +77,29 @@ impl Routes {
             self.via.remove(&session);
             return Link::Keep;
         };
-        let (key, link) = match self.edges.get_key_value(addr.as_str()) {
+        let (key, link) = self.edge(name, addr, now);
+        self.via.insert(session, (key, now));
+        link
+    }
+
+    /// The leader names the edges linked to it: each is linked from now on, sessions or
+    /// not, until a later list leaves it out (then it goes as an unpinned one does).
+    pub(crate) fn pin(&mut self, edges: Vec<FanoutEdge>, now: u64) -> Vec<Link> {
+        self.pinned.clear();
+        let mut links = Vec::new();
+        for FanoutEdge { name, addr } in edges {
+            let (key, link) = self.edge(name, addr, now);
+            self.pinned.insert(key);
+            if link != Link::Keep {
+                links.push(link);
+            }
+        }
+        links
+    }
+
+    /// The edge at `addr`, known from now on (`Link::Start` when it was not).
+    fn edge(&mut self, name: String, addr: String, now: u64) -> (Arc<str>, Link) {
+        match self.edges.get_key_value(addr.as_str()) {
             Some((k, _)) => (k.clone(), Link::Keep),
             None => {
                 let k: Arc<str> = addr.into();
@@ -85,9 +112,7 @@ impl Routes {
                 );
                 (k.clone(), Link::Start(k, name))
             }
-        };
-        self.via.insert(session, (key, now));
-        link
+        }
     }
 
     /// Whether the link to the edge at `addr` is up now.
@@ -117,10 +142,19 @@ impl Routes {
             return Vec::new();
         }
         self.last_prune = now;
+        self.forget(now)
+    }
+
+    /// Forgets idle sessions and edges down too long now; returns the edges forgotten.
+    fn forget(&mut self, now: u64) -> Vec<Arc<str>> {
         let gone: Vec<Arc<str>> = self
             .edges
             .iter()
-            .filter(|(_, e)| !e.up && now.saturating_sub(e.down_since) >= EDGE_DOWN_MS)
+            .filter(|(k, e)| {
+                !e.up
+                    && now.saturating_sub(e.down_since) >= EDGE_DOWN_MS
+                    && !self.pinned.contains(*k)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         for k in &gone {
@@ -133,7 +167,7 @@ impl Routes {
         let idle: Vec<Arc<str>> = self
             .edges
             .keys()
-            .filter(|k| !self.via.values().any(|(n, _)| n == *k))
+            .filter(|k| !self.pinned.contains(*k) && !self.via.values().any(|(n, _)| n == *k))
             .cloned()
             .collect();
         for k in &idle {
@@ -195,7 +229,27 @@ impl Fanout {
 
     /// The leader says where `session`'s datagrams go.
     pub(crate) fn set(&mut self, session: SessionId, edge: Option<FanoutEdge>, now: u64) {
-        if let Link::Start(addr, name) = self.routes.set(session, edge, now)
+        let link = self.routes.set(session, edge, now);
+        self.start(link);
+    }
+
+    /// The leader names the edges linked to it ([`Msg::Edges`]): a link to each, so that
+    /// the one that takes the lead can say so here at once.
+    ///
+    /// [`Msg::Edges`]: shared::internal::Msg::Edges
+    pub(crate) fn pin(&mut self, edges: Vec<FanoutEdge>, now: u64) {
+        for link in self.routes.pin(edges, now) {
+            self.start(link);
+        }
+        // Edges the list left out, with no session either, go now (not at the next
+        // broadcast's prune: a node with no players may not broadcast for a long time).
+        for addr in self.routes.forget(now) {
+            self.links.remove(&addr);
+        }
+    }
+
+    fn start(&mut self, link: Link) {
+        if let Link::Start(addr, name) = link
             && let Some(c) = &self.connector
         {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
@@ -459,6 +513,38 @@ mod tests {
             vec![Arc::<str>::from("b:1")]
         );
         assert_eq!(r.sessions(), 0);
+    }
+
+    #[test]
+    fn the_edges_the_leader_names_are_linked_without_sessions_until_left_out() {
+        let named = |v: &[(&str, &str)]| -> Vec<FanoutEdge> {
+            v.iter().filter_map(|(n, a)| edge(n, a)).collect()
+        };
+        let mut r = Routes::default();
+        // A session's edge is known already: no second link for it.
+        assert_eq!(
+            r.set(1, edge("gw-b", "b:1"), 0),
+            Link::Start("b:1".into(), "gw-b".into())
+        );
+        assert_eq!(
+            r.pin(named(&[("gw-b", "b:1"), ("gw-c", "c:1")]), 0),
+            vec![Link::Start("c:1".into(), "gw-c".into())],
+            "a link to the edge no player of this node plays through"
+        );
+        assert_eq!(r.pin(named(&[("gw-b", "b:1"), ("gw-c", "c:1")]), 1), vec![]);
+        // Named, it stays however long it is down and whether or not a session goes to it.
+        r.link_state("c:1", true, 10);
+        r.link_state("c:1", false, 20);
+        assert_eq!(r.set(1, None, 30), Link::Keep);
+        assert!(r.prune(20 + EDGE_DOWN_MS + SESSION_IDLE_MS).is_empty());
+        assert_eq!(r.route(1, 40), None);
+        // A list without gw-c: it goes (no session of its own); gw-b stays named.
+        r.pin(named(&[("gw-b", "b:1")]), 50);
+        assert_eq!(r.forget(60), vec![Arc::<str>::from("c:1")]);
+        assert!(r.forget(70).is_empty(), "gw-b is still named");
+        // An empty list (the leader has no edges): every edge without a session goes.
+        r.pin(Vec::new(), 80);
+        assert_eq!(r.forget(90), vec![Arc::<str>::from("b:1")]);
     }
 
     #[test]
