@@ -253,6 +253,8 @@ pub async fn run(
                         "script store requests failed with the link"
                     );
                 }
+                // Nor will the handoffs it carried out: their players are put back now.
+                reg.gateway_lost();
                 match &e {
                     SessionEnd::Refused(r) => {
                         tracing::error!(reason = %r, "gateway refused this node")

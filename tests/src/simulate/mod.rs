@@ -1479,7 +1479,10 @@ impl Sim {
                 let n = &mut self.nodes[node];
                 if n.up && n.link == Some(serial) {
                     n.link = None;
+                    // `link.rs`: the handoffs the link carried out unanswered are given up.
+                    let fx = n.core.gateway_lost();
                     self.log(|| format!("node-{node}: link {serial} lost; reconnecting"));
+                    self.effects(node, fx);
                     let at = self.now + RECONNECT_MS + self.rng.gen_range(0..1_000);
                     self.at(at, Delivery::Connect { node });
                 }

@@ -249,7 +249,7 @@ impl Sim {
     }
 
     /// The core's effects (`Registry::apply`).
-    fn effects(&mut self, i: usize, fx: Vec<NodeEffect<()>>) {
+    pub(super) fn effects(&mut self, i: usize, fx: Vec<NodeEffect<()>>) {
         for e in fx {
             match e {
                 NodeEffect::Push(key, input) => {

@@ -1291,6 +1291,20 @@ impl Registry {
         self.apply(effects);
     }
 
+    /// The link to the gateway ended: a handoff it carried out that no destination had
+    /// acknowledged yet is given up now (its player is put back where he was), not at
+    /// the zone's transfer timeout: its answer went with the link.
+    pub fn gateway_lost(self: &Arc<Self>) {
+        let effects = self.lock_core().gateway_lost();
+        if !effects.is_empty() {
+            tracing::info!(
+                effects = effects.len(),
+                "the gateway link ended: handoffs it had not answered are given up"
+            );
+        }
+        self.apply(effects);
+    }
+
     /// The gateway passes on the source's decision for a transfer into this node.
     pub fn remote_transfer_decided(self: &Arc<Self>, id: TransferId, commit: bool) {
         tracing::debug!(transfer = %id, commit, "gateway passes on a transfer decision");

@@ -784,6 +784,14 @@ impl<C: Clone, H> NodeCore<C, H> {
         self.transfer_effects(fx)
     }
 
+    /// The link to the gateway ended: the transfers it carried out that no destination
+    /// acknowledged yet are refused, and their actors restored at their sources
+    /// ([`TransferTable::gateway_lost`]).
+    pub fn gateway_lost(&mut self) -> Vec<NodeEffect<C>> {
+        let fx = self.transfers.gateway_lost();
+        self.transfer_effects(fx)
+    }
+
     /// The gateway passes on the source's decision for a transfer into this node.
     pub fn remote_decided(&mut self, id: TransferId, commit: bool) -> Vec<NodeEffect<C>> {
         let fx = self.transfers.remote_decided(id, commit);

@@ -486,6 +486,28 @@ impl<C: Clone> TransferTable<C> {
         out
     }
 
+    /// The link to the gateway ended: every transfer sent out through it that the
+    /// destination had not yet acknowledged is refused, so its source restores the actor
+    /// now instead of at its timeout. The answer went with the link and can never come:
+    /// a gateway that takes over does not know the transfer, and the same gateway, when
+    /// this node registers again still hosting the player, refuses it
+    /// (`control::handoff`, `transfers_source_back`). An acknowledged one is left to its
+    /// source's decision.
+    pub fn gateway_lost(&mut self) -> Vec<Effect<C>> {
+        let mut ids: Vec<TransferId> = self
+            .outgoing
+            .iter()
+            .filter(|(_, t)| t.via_gateway && !t.prepared)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(self.remote_answer(id, Err("the link to the gateway was lost".into())));
+        }
+        out
+    }
+
     /// The gateway's answer to a transfer this node sent to another node: an ack (the
     /// remote destination is prepared) goes to the source instance, which decides; a
     /// refusal restores the actor there. An ack for a transfer no longer known is aborted.
@@ -770,6 +792,30 @@ mod tests {
             show(&t.remote_answer(tx(98), Err("x".into()))),
             ["count Refused"]
         );
+    }
+
+    #[test]
+    fn a_lost_gateway_link_gives_up_the_handoffs_it_had_not_answered() {
+        let (a, b, c) = (key("A", 0), key("B", 1), key("C", 0));
+        let mut t = Table::new();
+        // Two sent through the gateway, one of them acknowledged; one to a local instance.
+        t.start(a.clone(), &out(&b, 3, 8), false, "src");
+        t.start(a.clone(), &out(&b, 4, 7), false, "src");
+        assert_eq!(show(&t.remote_answer(tx(4), Ok(()))), ["push A#0 ack 4"]);
+        t.start(a.clone(), &out(&c, 5, 9), true, "src");
+        assert_eq!(
+            show(&t.gateway_lost()),
+            ["outcome src refused", "push A#0 nack 3"],
+            "only the unanswered one through the gateway"
+        );
+        // Its answer, should it come after all, finds nothing and aborts it.
+        assert_eq!(
+            show(&t.remote_answer(tx(3), Ok(()))),
+            ["count Refused", "send TransferAbort 3 -"]
+        );
+        // The acknowledged one is still its source's to decide.
+        committed_through_the_gateway(&mut t, &a, 4);
+        assert!(t.gateway_lost().is_empty());
     }
 
     #[test]
