@@ -268,6 +268,9 @@ if [ "$EDGES" = 1 ]; then
             gateway b "${B[0]}" "${B[1]}" "${B[2]}" "${B[3]}" --standby --peers "127.0.0.1:${A[1]}"
             B_PID=${PIDS[-1]}
             until grep -q "gateway ready" "$WORK/a.out" "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
+            # Which one leads: the other must be ready too (an edge) before A's answer says.
+            until curl -fsS -m 2 "http://127.0.0.1:${A[2]}/readyz" >/dev/null 2>&1 \
+                && curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.1; done
             L=$(lead_port); if [ "$L" = a ]; then LP=("${A[@]}"); else LP=("${B[@]}"); fi
             until [ "$(nodes "${LP[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
             log "round $round: both back, ${L^^} leads, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after the fault"
