@@ -39,6 +39,47 @@ pub fn zone_node_bin() -> PathBuf {
     multiprocess::bin("zone-node")
 }
 
+/// A loopback address whose port no other process of the machine will be given meanwhile,
+/// for a server a test starts later (a standby gateway binds its internal address only
+/// when it takes over, seconds after the test picked it). A port the kernel handed out
+/// for `127.0.0.1:0` and was released is not such a port: the next socket bound to port 0
+/// anywhere on the machine may get it (a failover test's standby once found its internal
+/// port taken, "Address already in use"). These ports lie below Linux's ephemeral range
+/// (32768 up), which the kernel never hands out for port 0, each is claimed across the
+/// machine's test processes by an exclusive lock on a file (held until this process
+/// exits; the kernel frees it with the process), and it is checked free for UDP and TCP
+/// when it is claimed.
+pub fn free_port() -> SocketAddr {
+    use std::sync::Mutex;
+    static HELD: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
+    const FIRST: u16 = 20_000;
+    const COUNT: u16 = 12_000;
+    let dir = std::env::temp_dir().join("rc-cluster-test-ports");
+    std::fs::create_dir_all(&dir).expect("the ports' lock directory");
+    // Processes of one run start at different places, so they seldom meet.
+    let start = u16::try_from(std::process::id() % u32::from(COUNT)).unwrap_or(0);
+    for i in 0..COUNT {
+        let port = FIRST + (start + i) % COUNT;
+        let Ok(f) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!("{port}.lock")))
+        else {
+            continue;
+        };
+        if f.try_lock().is_err() {
+            continue;
+        }
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if std::net::UdpSocket::bind(addr).is_ok() && std::net::TcpListener::bind(addr).is_ok() {
+            HELD.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+            return addr;
+        }
+    }
+    panic!("no free loopback port in {FIRST}..{}", FIRST + COUNT)
+}
+
 /// A fresh temporary directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rc-cluster-{name}-{}", std::process::id()));
@@ -212,9 +253,7 @@ impl Cluster {
         env: &[(&str, &str)],
         tweak: impl FnOnce(&mut GatewayConfig),
     ) -> (Self, SocketAddr) {
-        let admin = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port");
+        let admin = free_port();
         let admin_s = admin.to_string();
         let mut all = vec![("ZONE_NODE_ADMIN_LISTEN", admin_s.as_str())];
         all.extend_from_slice(env);

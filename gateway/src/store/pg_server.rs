@@ -101,11 +101,10 @@ impl PgServer {
                 return Err("cannot give the directory to the postgres user".into());
             }
         }
-        let port = free_port()?;
-        let s = Self {
+        let mut s = Self {
             bin,
             dir,
-            port,
+            port: 0,
             as_postgres,
         };
         let data = s.dir.join("data");
@@ -123,26 +122,46 @@ impl PgServer {
                 "--no-sync",
             ],
         )?;
-        let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
-            s.dir.display()
-        );
-        s.run(
-            "pg_ctl",
-            &[
-                "-D",
-                &data.to_string_lossy(),
-                "-l",
-                &s.dir.join("log").to_string_lossy(),
-                "-w",
-                "-t",
-                "60",
-                "-o",
-                &opts,
-                "start",
-            ],
-        )?;
-        Ok(s)
+        // The port is picked as late as it can be, and picked again should another
+        // process have bound it meanwhile (a released port 0 is anyone's next one).
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            s.port = free_port()?;
+            let opts = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                s.port,
+                s.dir.display()
+            );
+            let started = s.run(
+                "pg_ctl",
+                &[
+                    "-D",
+                    &data.to_string_lossy(),
+                    "-l",
+                    &s.dir.join("log").to_string_lossy(),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    &opts,
+                    "start",
+                ],
+            );
+            match started {
+                Ok(()) => return Ok(s),
+                Err(e) if tries < 3 && s.port_was_taken() => {
+                    eprintln!("Postgres test server: port {} taken, another: {e}", s.port);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether the server's log says its port was in use.
+    fn port_was_taken(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("log"))
+            .is_ok_and(|l| l.contains("Address already in use") || l.contains("could not bind"))
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {

@@ -36,16 +36,14 @@ impl Drop for Children {
     }
 }
 
+/// Ports a gateway binds later (a standby's internal one only when it takes over):
+/// [`cluster_tests::free_port`], never handed out to another socket meanwhile.
 fn free_udp() -> SocketAddr {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .unwrap()
+    cluster_tests::free_port()
 }
 
 fn free_tcp() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .unwrap()
+    cluster_tests::free_port()
 }
 
 /// The placement hold of an edge that takes over in these tests: longer than any wait

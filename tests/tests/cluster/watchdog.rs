@@ -85,9 +85,7 @@ async fn until(what: &str, within: Duration, f: impl Fn() -> bool + Send + Clone
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_instance_is_given_up_its_player_comes_back_and_the_others_play_on() {
-    let admin = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap();
+    let admin = cluster_tests::free_port();
     let admin_s = admin.to_string();
     let c = Cluster::start_with_env(
         "watchdog",
