@@ -19,7 +19,7 @@ use std::time::Duration;
 use shared::internal::codec::encode_frame;
 use shared::internal::fanout::Broadcast;
 use shared::internal::{Envelope, FanoutEdge, Msg, SessionId};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
 use crate::actor::{Metrics, Registry};
 use crate::config::NodeConfig;
@@ -68,6 +68,10 @@ pub(crate) enum Link {
     Keep,
     /// Start a link to the edge at this address (named so, for the logs).
     Start(Arc<str>, String),
+    /// Try the link to this edge again now, not at its backoff's end: the leader has just
+    /// named it, so it is up (an edge restarted at the address it had, or one that led
+    /// and is an edge again).
+    Retry(Arc<str>),
 }
 
 impl Routes {
@@ -83,12 +87,19 @@ impl Routes {
     }
 
     /// The leader names the edges linked to it: each is linked from now on, sessions or
-    /// not, until a later list leaves it out (then it goes as an unpinned one does).
+    /// not, until a later list leaves it out (then it goes as an unpinned one does). A
+    /// named edge whose link is down is tried again at once.
     pub(crate) fn pin(&mut self, edges: Vec<FanoutEdge>, now: u64) -> Vec<Link> {
         self.pinned.clear();
         let mut links = Vec::new();
         for FanoutEdge { name, addr } in edges {
             let (key, link) = self.edge(name, addr, now);
+            let link = match link {
+                Link::Keep if self.edges.get(&key).is_some_and(|e| !e.up) => {
+                    Link::Retry(key.clone())
+                }
+                other => other,
+            };
             self.pinned.insert(key);
             if link != Link::Keep {
                 links.push(link);
@@ -199,6 +210,8 @@ pub(crate) struct Connector {
 struct LinkHandle {
     tx: mpsc::Sender<Vec<u8>>,
     up: Arc<AtomicBool>,
+    /// Ends the task's wait between two attempts ([`Link::Retry`]).
+    retry: Arc<Notify>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -238,6 +251,7 @@ impl Fanout {
     ///
     /// [`Msg::Edges`]: shared::internal::Msg::Edges
     pub(crate) fn pin(&mut self, edges: Vec<FanoutEdge>, now: u64) {
+        self.link_states(now);
         for link in self.routes.pin(edges, now) {
             self.start(link);
         }
@@ -249,13 +263,44 @@ impl Fanout {
     }
 
     fn start(&mut self, link: Link) {
-        if let Link::Start(addr, name) = link
-            && let Some(c) = &self.connector
-        {
-            let (tx, rx) = mpsc::channel(LINK_QUEUE);
-            let up = Arc::new(AtomicBool::new(false));
-            let task = tokio::spawn(run(c.clone(), name, addr.clone(), up.clone(), rx));
-            self.links.insert(addr, LinkHandle { tx, up, task });
+        match link {
+            Link::Start(addr, name) => {
+                let Some(c) = &self.connector else { return };
+                let (tx, rx) = mpsc::channel(LINK_QUEUE);
+                let up = Arc::new(AtomicBool::new(false));
+                let retry = Arc::new(Notify::new());
+                let task = tokio::spawn(run(
+                    c.clone(),
+                    name,
+                    addr.clone(),
+                    up.clone(),
+                    retry.clone(),
+                    rx,
+                ));
+                self.links.insert(
+                    addr,
+                    LinkHandle {
+                        tx,
+                        up,
+                        retry,
+                        task,
+                    },
+                );
+            }
+            Link::Retry(addr) => {
+                if let Some(h) = self.links.get(&addr) {
+                    h.retry.notify_one();
+                }
+            }
+            Link::Keep => {}
+        }
+    }
+
+    /// The routes learn which links are up now.
+    fn link_states(&mut self, now: u64) {
+        for (addr, h) in &self.links {
+            self.routes
+                .link_state(addr, h.up.load(Ordering::Relaxed), now);
         }
     }
 
@@ -268,10 +313,7 @@ impl Fanout {
         if self.links.is_empty() {
             return;
         }
-        for (addr, h) in &self.links {
-            self.routes
-                .link_state(addr, h.up.load(Ordering::Relaxed), now);
-        }
+        self.link_states(now);
         let routes = &mut self.routes;
         for (addr, part) in b.split_off_by(|s| routes.route(s, now)) {
             let Some(h) = self.links.get(&addr) else {
@@ -292,12 +334,14 @@ impl Fanout {
 
 /// One edge's fan-out link: connects, proves the secret, writes the queued broadcasts;
 /// reconnects with backoff (broadcasts queued meanwhile are dropped: the routes send
-/// them to the leader while the link is down); ends when its queue closes.
+/// them to the leader while the link is down), at once when `retry` is notified; ends
+/// when its queue closes.
 async fn run(
     c: Connector,
     name: String,
     addr: Arc<str>,
     up: Arc<AtomicBool>,
+    retry: Arc<Notify>,
     mut rx: mpsc::Receiver<Vec<u8>>,
 ) {
     let mut backoff = Duration::from_millis(250);
@@ -356,13 +400,18 @@ async fn run(
         }
         let wake = tokio::time::sleep(backoff);
         tokio::pin!(wake);
+        backoff = (backoff * 2).min(MAX_BACKOFF);
         loop {
             tokio::select! {
                 () = &mut wake => break,
+                () = retry.notified() => {
+                    // The leader named the edge just now: it is up.
+                    backoff = Duration::from_millis(250);
+                    break;
+                }
                 f = rx.recv() => if f.is_none() { return },
             }
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
@@ -528,9 +577,15 @@ mod tests {
         );
         assert_eq!(
             r.pin(named(&[("gw-b", "b:1"), ("gw-c", "c:1")]), 0),
-            vec![Link::Start("c:1".into(), "gw-c".into())],
-            "a link to the edge no player of this node plays through"
+            vec![
+                Link::Retry("b:1".into()),
+                Link::Start("c:1".into(), "gw-c".into())
+            ],
+            "a link to the edge no player of this node plays through (and the other, not \
+             up yet, tried again now)"
         );
+        r.link_state("b:1", true, 1);
+        r.link_state("c:1", true, 1);
         assert_eq!(r.pin(named(&[("gw-b", "b:1"), ("gw-c", "c:1")]), 1), vec![]);
         // Named, it stays however long it is down and whether or not a session goes to it.
         r.link_state("c:1", true, 10);
@@ -545,6 +600,29 @@ mod tests {
         // An empty list (the leader has no edges): every edge without a session goes.
         r.pin(Vec::new(), 80);
         assert_eq!(r.forget(90), vec![Arc::<str>::from("b:1")]);
+    }
+
+    /// An edge restarted at the address it had (or one that led and is an edge again)
+    /// is named by the leader while its old link still waits out a backoff of up to
+    /// 10 s: it is tried again at once, or the node would not hear it take the lead
+    /// should the leader die before the backoff ends (session 47's 2.4 s placement).
+    #[test]
+    fn a_named_edge_whose_link_is_down_is_tried_again_at_once() {
+        let mut r = Routes::default();
+        let b = vec![FanoutEdge {
+            name: "gw-b".into(),
+            addr: "b:1".into(),
+        }];
+        assert_eq!(
+            r.pin(b.clone(), 0),
+            vec![Link::Start("b:1".into(), "gw-b".into())]
+        );
+        r.link_state("b:1", true, 10);
+        assert_eq!(r.pin(b.clone(), 20), vec![], "up: nothing to do");
+        // It goes (killed, or it took the lead and closed the link).
+        r.link_state("b:1", false, 30);
+        assert_eq!(r.pin(b.clone(), 40), vec![Link::Retry("b:1".into())]);
+        assert_eq!(r.pin(Vec::new(), 50), vec![], "not named: no retry");
     }
 
     #[test]
