@@ -26,7 +26,13 @@
 # instead (the server ends its connection; it runs on until it notices and steps down);
 # with ROUNDS, CUTOFF=1 does so at every other leader fault (rounds 3, 7, ...), and BOTH=1
 # SIGKILLs both gateways at once at every other edge fault (rounds 4, 8, ...) and starts
-# both again 2 s later (standbys: one takes the database, the other is its edge). KILL=none kills nothing; B_SHARE=P starts P % of the bots
+# both again 2 s later (standbys: one takes the database, the other is its edge).
+# SCHEDULE=random (with ROUNDS) draws each round from SEED (printed; the script's PID
+# unless set) instead: the leader SIGKILLed (2 in 7) or cut off (1 in 7), the edge (3 in
+# 7) or both (1 in 7), the victim started again 0-4 s later, the next fault 3-15 s after
+# that (once the victim is back: a fault never finds a gateway still starting), and the
+# bots go back to their first gateway RETURN_HOME s after a comeback through the other
+# (see RETURN_HOME below). KILL=none kills nothing; B_SHARE=P starts P % of the bots
 # on B (50; 0: every bot on the leader, the one-gateway baseline). Before the first fault,
 # each process's CPU (cores) over 20 s is printed. TRANSPORT=enet (or mixed) gives the bots
 # Realm Crafter's own transport (RCEnet, each gateway's RCEnet port in the same order).
@@ -76,11 +82,20 @@ TRANSPORT=${TRANSPORT:-quic}
 RAMP=${RAMP:-5}
 ECONOMY=${ECONOMY:-0}
 BOTH=${BOTH:-0}
+SCHEDULE=${SCHEDULE:-fixed}
+SEED=${SEED:-$$}
+RANDOM=$SEED
+# A bot that came back through the other gateway logs out after RETURN_HOME s and in again
+# through its first (3 with SCHEDULE=random, else 0: never). Without it every bot ends on
+# one gateway after the first faults, and a fault of the other then hits nobody.
+[ "$SCHEDULE" = random ] && RETURN_HOME=${RETURN_HOME:-3}
+RETURN_HOME=${RETURN_HOME:-0}
 # Checkpoints every PERSIST_MS (the zone nodes' persist_every_ms and the gateways'
 # checkpoint_ms): 30 s by default, 2 s with ECONOMY=1 (more of them fall among the faults).
 if [ "$ECONOMY" = 1 ]; then PERSIST_MS=${PERSIST_MS:-2000}; else PERSIST_MS=${PERSIST_MS:-30000}; fi
 if [ "$ROUNDS" -gt 1 ]; then
-    MIN=$((KILL_AT + 5 + ROUNDS * EVERY + 15))
+    PER_ROUND=$EVERY; [ "$SCHEDULE" = random ] && PER_ROUND=19
+    MIN=$((KILL_AT + 5 + ROUNDS * PER_ROUND + 15))
     [ "$DURATION" -ge "$MIN" ] || DURATION=$MIN
 fi
 for b in gateway zone-node swarm; do
@@ -166,6 +181,7 @@ bots_via() {
     echo --transport "$TRANSPORT" --enet "127.0.0.1:${1},127.0.0.1:${2}"
     [ "$ECONOMY" = 1 ] && echo --item-chance 0.3 --closed-economy --fight-chance 0
     [ -n "${LOST_AFTER:-}" ] && echo --gateway-lost-after "$LOST_AFTER"
+    [ "$RETURN_HOME" = 0 ] || echo --return-home "$RETURN_HOME"
     [ -n "${SWARM_ARGS:-}" ] && echo "$SWARM_ARGS"
     return 0
 }
@@ -242,14 +258,29 @@ if [ "$EDGES" = 1 ]; then
     sleep 5
     EXPECTED=0
     # The leader: ready and not an edge (an edge is ready too, and passes /cluster on).
+    # Sleeps until the Unix time T (ms), if it is still ahead.
+    sleep_until() { local ms=$(( $1 - $(date +%s%N) / 1000000 )); [ "$ms" -le 0 ] || sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"; }
     lead_port() { if curl -fsS -m 2 "http://127.0.0.1:${A[2]}/readyz" 2>/dev/null | grep -qv edge; then echo a; else echo b; fi; }
     for round in $(seq 1 "$ROUNDS"); do
         [ "$KILL" = none ] && break
         WHO=$KILL
         [ "$KILL" = cutoff ] && WHO=leader
+        RESTART=2; NEXT=$EVERY; CUT=0
         if [ "$ROUNDS" -gt 1 ]; then
             WHO=$([ $((round % 2)) = 1 ] && echo leader || echo edge)
             [ "$BOTH" = 1 ] && [ $((round % 4)) = 0 ] && WHO=both
+            [ "$CUTOFF" = 1 ] && [ $((round % 4)) = 3 ] && CUT=1
+        fi
+        if [ "$SCHEDULE" = random ]; then
+            # A schedule of its own from SEED: any kind of fault, any time apart.
+            case $((RANDOM % 7)) in
+                0 | 1) WHO=leader ;;
+                2) WHO=leader; CUT=1 ;;
+                3 | 4 | 5) WHO=edge ;;
+                6) WHO=both ;;
+            esac
+            RESTART=$((RANDOM % 5)); NEXT=$((RESTART + 3 + RANDOM % 13))
+            log "round $round (seed $SEED): $WHO$([ "$CUT" = 1 ] && echo ' (cut off)'), restarted after ${RESTART} s, the next fault ${NEXT} s after this one"
         fi
         if [ "$WHO" = both ]; then
             # Every gateway at once: each bot is out until one of them is back and leads;
@@ -262,7 +293,7 @@ if [ "$EDGES" = 1 ]; then
             log "round $round: both gateways SIGKILLed ($ON_VICTIM bots on them)"
             echo "$((T0 / 1000000)) ${A[0]} ${A[3]} both" >>"$WORK/faults.txt"
             echo "$((T0 / 1000000)) ${B[0]} ${B[3]} both" >>"$WORK/faults.txt"
-            sleep 2
+            sleep "$RESTART"
             gateway a "${A[0]}" "${A[1]}" "${A[2]}" "${A[3]}" --standby --peers "127.0.0.1:${B[1]}"
             A_PID=${PIDS[-1]}
             gateway b "${B[0]}" "${B[1]}" "${B[2]}" "${B[3]}" --standby --peers "127.0.0.1:${A[1]}"
@@ -274,7 +305,7 @@ if [ "$EDGES" = 1 ]; then
             L=$(lead_port); if [ "$L" = a ]; then LP=("${A[@]}"); else LP=("${B[@]}"); fi
             until [ "$(nodes "${LP[2]}" 2>/dev/null || echo 0)" = 2 ]; do sleep 0.1; done
             log "round $round: both back, ${L^^} leads, every instance placed $(( ($(date +%s%N) - T0) / 1000000 )) ms after the fault"
-            [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
+            [ "$round" = "$ROUNDS" ] || sleep_until $((T0 / 1000000 + NEXT * 1000))
             continue
         fi
         L=$(lead_port)
@@ -283,7 +314,7 @@ if [ "$EDGES" = 1 ]; then
         ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${LP[2]}/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=sum(x["clients"] for x in d.get("edges",[])); print(e if sys.argv[1]=="edge" else d["sessions"]["in_game"]-e)' "$WHO")
         EXPECTED=$((EXPECTED + ON_VICTIM))
         T0=$(date +%s%N)
-        if [ "$WHO" = leader ] && { [ "$KILL" = cutoff ] || { [ "$CUTOFF" = 1 ] && [ $((round % 4)) = 3 ]; }; }; then
+        if [ "$WHO" = leader ] && { [ "$KILL" = cutoff ] || [ "$CUT" = 1 ]; }; then
             # The database server ends the leader's connection (its lock goes with it):
             # the edge takes over while the leader still runs, until it notices and
             # steps down by itself. The edge must keep its players all the same.
@@ -314,12 +345,12 @@ if [ "$EDGES" = 1 ]; then
         # these client ports (QUIC, RCEnet) soon after.
         echo "$((T0 / 1000000)) ${VP[0]} ${VP[3]} $KIND" >>"$WORK/faults.txt"
         if [ "$ROUNDS" -gt 1 ]; then
-            sleep 2
+            sleep "$RESTART"
             gateway "$VICTIM" "${VP[0]}" "${VP[1]}" "${VP[2]}" "${VP[3]}" --standby --peers "127.0.0.1:$OTHER_INTERNAL"
             if [ "$VICTIM" = a ]; then A_PID=${PIDS[-1]}; else B_PID=${PIDS[-1]}; fi
             until curl -fsS -m 2 "http://127.0.0.1:${VP[2]}/readyz" 2>/dev/null | grep -q edge; do sleep 0.2; done
             log "round $round: ${VICTIM^^} back, an edge"
-            [ "$round" = "$ROUNDS" ] || sleep $((EVERY - 2))
+            [ "$round" = "$ROUNDS" ] || sleep_until $((T0 / 1000000 + NEXT * 1000))
         fi
     done
     [ -z "$SWARM_A" ] || wait "$SWARM_A" || true
@@ -384,7 +415,8 @@ for path, who in ((sys.argv[1], "A's bots (the leader's)"), (sys.argv[2], "B's b
 what = sys.argv[3] if sys.argv[6] == "1" else "%s faults, leader and edge in turn" % sys.argv[6]
 print("killed: the %s; characters of the bots in the database: %s; names stored twice: %s" % (what, sys.argv[4], sys.argv[5]))
 relogins = sum(json.load(open(p)).get("gateway_loss", {}).get("relogins", 0) for p in sys.argv[1:3])
-print("bots on the victims when killed: %s; logins again: %s (a bot logging in through a victim when it goes logs in again too)" % (sys.argv[7], relogins))
+home = sum(json.load(open(p)).get("gateway_loss", {}).get("returned_home", 0) for p in sys.argv[1:3])
+print("bots on the victims when killed: %s; logins again: %s (a bot logging in through a victim when it goes logs in again too); back to their first gateway (RETURN_HOME): %s" % (sys.argv[7], relogins, home))
 # Each loss a bot noticed in game, against the faults: one on a gateway no fault had just
 # hit (from the fault to the bots' silence limit, LOST_AFTER, and 3 s more) is a surviving
 # gateway's bot that lost its session.
@@ -393,7 +425,9 @@ slack = (float(sys.argv[9]) + 3) * 1000
 def fault_of(t, a):
     port = int(a.rsplit(":", 1)[1])
     hits = [f for f in faults if port in (f[1], f[2]) and f[0] - 1000 <= t <= f[0] + slack]
-    return hits[-1] if hits else None
+    # The last fault before the loss; one just after only if none came before.
+    before = [f for f in hits if f[0] <= t]
+    return before[-1] if before else (hits[0] if hits else None)
 losses = [l for p in sys.argv[1:3] for l in json.load(open(p)).get("gateway_loss", {}).get("lost", [])]
 unexplained = [(t, a) for t, a in losses if fault_of(t, a) is None]
 # From noticing the loss to in game again, by the fault that caused it: the leader

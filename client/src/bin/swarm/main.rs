@@ -89,6 +89,12 @@ struct Args {
     /// seconds counts it lost and logs in through the next (QUIC's idle timeout).
     #[arg(long, default_value_t = 5.0)]
     gateway_lost_after: f64,
+    /// With several gateways: a bot that came back through another gateway than its
+    /// first logs out after this many seconds and in again through its first, as players
+    /// leave and new ones arrive through a load balancer that spreads them (0: never; a
+    /// long fault run otherwise ends with every bot on one gateway).
+    #[arg(long, default_value_t = 0.0)]
+    return_home: f64,
     /// The gateway's RCEnet address (default: `--gateway`'s host, port 25002); several,
     /// comma-separated, in `--gateway`'s order.
     #[arg(long, value_delimiter = ',')]
@@ -351,6 +357,9 @@ struct Stats {
     /// Why a login again failed and was tried once more, by kind (a fault run tells a
     /// comeback that took several logins from one that waited in a single login).
     relogin_errors: Mutex<BTreeMap<String, u64>>,
+    /// Bots that logged out of another gateway and in again through their first
+    /// (`--return-home`).
+    returned_home: AtomicU64,
     /// Per bot that played to the end: the longest time its own position did not come
     /// back within one area (from arriving to the first update, between two, and from the
     /// last to the end). About the broadcast interval when nothing is lost.
@@ -748,13 +757,42 @@ async fn bot(ctx: BotCtx) {
         }
     };
     ctx.stats.in_game.fetch_add(1, Ordering::Relaxed);
+    let n = ctx.args.gateway.len().max(1);
+    // When to leave a gateway that is not the bot's first (`--return-home`).
+    let mut leave_at = None;
     loop {
         // UDP bytes (up, down) when measuring started.
         let mut base = None;
-        let played = play(&ctx, &mut c, &g, world.take(), &mut base).await;
+        let played = play(&ctx, &mut c, &g, world.take(), &mut base, leave_at).await;
         count_traffic(&ctx, &c, base);
+        if matches!(played, Ok(Played::Left)) {
+            // A player leaving: a clean logout, and in again through the first gateway
+            // (the next one if that does not answer).
+            c.close(CloseCode::Normal).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            turn = turn.div_ceil(n) * n;
+            let again = loop {
+                match enter(&ctx, turn, false).await {
+                    Ok(x) => break Some(x),
+                    Err(e) if Instant::now() < ctx.end => {
+                        tracing::info!(bot = %ctx.user, error = ?e, "logging in again through the first gateway failed: once more");
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                        turn += 1;
+                    }
+                    Err(e) => {
+                        ctx.stats.error(&e);
+                        break None;
+                    }
+                }
+            };
+            let Some((c2, g2, w2)) = again else { return };
+            ctx.stats.returned_home.fetch_add(1, Ordering::Relaxed);
+            (c, g, world) = (c2, g2, w2);
+            leave_at = None;
+            continue;
+        }
         let lost = match played {
-            Ok(()) => None,
+            Ok(_) => None,
             Err(BotError::Other(e)) if ctx.args.gateway.len() > 1 && Instant::now() < ctx.end => {
                 Some(e)
             }
@@ -799,8 +837,18 @@ async fn bot(ctx: BotCtx) {
         lock(&ctx.stats.relogin_ms).push(back_ms);
         lock(&ctx.stats.comebacks).push((unix_ms, lost_addr, back_ms, tries));
         (c, g, world) = (c2, g2, w2);
+        leave_at = (ctx.args.return_home > 0.0 && !turn.is_multiple_of(n))
+            .then(|| Instant::now() + Duration::from_secs_f64(ctx.args.return_home.min(86_400.0)));
     }
     c.close(CloseCode::Normal).await;
+}
+
+/// How a bot's play on one connection ended, when not by an error.
+enum Played {
+    /// The run's end.
+    ToTheEnd,
+    /// Time to log out and in again through the first gateway (`--return-home`).
+    Left,
 }
 
 /// Adds a connection's traffic since `base` and its drop counts to the run's.
@@ -968,7 +1016,8 @@ async fn play(
     g: &client::GameStart,
     world: Option<items::ItemWorld>,
     base: &mut Option<UdpCounts>,
-) -> Result<(), BotError> {
+    leave_at: Option<Instant>,
+) -> Result<Played, BotError> {
     let mut rng = SmallRng::seed_from_u64(ctx.seed);
     let rid = g.runtime_id;
     let start = (g.area.x, g.area.y, g.area.z);
@@ -1062,7 +1111,8 @@ async fn play(
     // timer made and dropped per loop cost the swarm a sixth of its CPU.
     let measure_from = tokio::time::sleep_until(ctx.measure_from);
     let end = tokio::time::sleep_until(ctx.end);
-    tokio::pin!(measure_from, end);
+    let leave = tokio::time::sleep_until(leave_at.unwrap_or(ctx.end));
+    tokio::pin!(measure_from, end, leave);
     loop {
         let measuring = base.is_some();
         tokio::select! {
@@ -1070,6 +1120,23 @@ async fn play(
                 *base = Some(UdpCounts::of(c));
                 // Gaps before do not count; one still open is measured in full from here.
                 max_gap = Duration::ZERO;
+            }
+            _ = &mut leave, if leave_at.is_some_and(|t| t < ctx.end) => {
+                if gap_from.elapsed() > Duration::from_secs(1) {
+                    // Still open as the bot leaves: a long gap all the same.
+                    let unix_ms = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                    lock(&ctx.stats.long_gaps).push((
+                        unix_ms,
+                        gap_from.elapsed().as_secs_f64() * 1000.0,
+                        c.remote_address().to_string(),
+                        format!("{} (open as it left)", ctx.user),
+                    ));
+                }
+                max_gap = max_gap.max(gap_from.elapsed());
+                lock(&ctx.stats.own_update_gap_ms).push(max_gap.as_secs_f64() * 1000.0);
+                return Ok(Played::Left);
             }
             _ = &mut end => {
                 tracing::debug!(user = %ctx.user, area = %w.area, pos = ?w.pos, target = ?w.target, "bot done");
@@ -1081,7 +1148,7 @@ async fn play(
                 if let Some(b) = &items {
                     b.finish(c, &ctx.stats.items);
                 }
-                return Ok(());
+                return Ok(Played::ToTheEnd);
             }
             _ = &mut input => {
                 let now = Instant::now();
@@ -1640,6 +1707,10 @@ async fn run(args: Args) -> Result<serde_json::Value> {
     if let Some(g) = out.get_mut("gateway_loss").and_then(|g| g.as_object_mut()) {
         g.insert("lost".into(), lost);
         g.insert("comebacks".into(), comebacks);
+        g.insert(
+            "returned_home".into(),
+            stats.returned_home.load(Ordering::Relaxed).into(),
+        );
         let failed = lock(&stats.relogin_errors).clone();
         g.insert(
             "failed_relogins".into(),
