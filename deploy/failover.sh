@@ -311,7 +311,7 @@ if [ "$EDGES" = 1 ]; then
         L=$(lead_port)
         if [ "$L" = a ]; then LP=("${A[@]}"); EP=("${B[@]}"); LPID=$A_PID; EPID=$B_PID; E=b; else LP=("${B[@]}"); EP=("${A[@]}"); LPID=$B_PID; EPID=$A_PID; E=a; fi
         # The bots the victim holds: the edge's relayed clients, or the leader's own.
-        ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${LP[2]}/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=sum(x["clients"] for x in d.get("edges",[])); print(e if sys.argv[1]=="edge" else d["sessions"]["in_game"]-e)' "$WHO")
+        ON_VICTIM=$(curl -fsS -m 2 "http://127.0.0.1:${LP[2]}/cluster" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=sum(x["clients"] for x in d.get("edges",[])); print(e if sys.argv[1]=="edge" else max(0, d["sessions"]["in_game"]-e))' "$WHO")
         EXPECTED=$((EXPECTED + ON_VICTIM))
         T0=$(date +%s%N)
         if [ "$WHO" = leader ] && { [ "$KILL" = cutoff ] || [ "$CUT" = 1 ]; }; then
@@ -469,7 +469,8 @@ for p in sys.argv[1:3]:
         port = int(a.rsplit(":", 1)[1])
         before = [f for f in faults if f[0] <= t <= f[0] + 15000]
         f = before[-1] if before else None
-        side = "?" if f is None else ("victim" if port in (f[1], f[2]) else "survivor")
+        # Every gateway of the fault (both of a "both") is a victim.
+        side = "?" if f is None else ("victim" if any(port in (x[1], x[2]) for x in faults if x[0] == f[0]) else "survivor")
         print("  own-update gap %.0f ms ending %s ms after a fault of kind %s, on the %s (bot %s)" % (
             ms, "?" if f is None else t - f[0], "none" if f is None else f[3], side, who))
 for t, a in unexplained[:10]:

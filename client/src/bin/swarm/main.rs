@@ -1134,7 +1134,8 @@ async fn play(
                         format!("{} (open as it left)", ctx.user),
                     ));
                 }
-                max_gap = max_gap.max(gap_from.elapsed());
+                // The gaps that ended; the open one may be a connection a fault has just
+                // killed without the bot knowing yet (it is listed above, with the fault).
                 lock(&ctx.stats.own_update_gap_ms).push(max_gap.as_secs_f64() * 1000.0);
                 return Ok(Played::Left);
             }
