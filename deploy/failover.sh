@@ -214,23 +214,23 @@ if [ "$EDGES" = 1 ]; then
     until curl -fsS -m 2 "http://127.0.0.1:${B[2]}/readyz" >/dev/null 2>&1; do sleep 0.2; done
     log "gateway A (127.0.0.1:${A[0]}) leads with 2 nodes; edge B (127.0.0.1:${B[0]}) serves too"
     ON_B=$((BOTS * B_SHARE / 100))
-    if [ "$ON_B" -lt "$BOTS" ]; then
-        "$BIN/swarm" --gateway "127.0.0.1:${A[0]},127.0.0.1:${B[0]}" $(bots_via "${A[3]}" "${B[3]}") --bots "$((BOTS - ON_B))" --prefix foa \
-            --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-a.json" 2>"$WORK/swarm-a.err" &
-        SWARM_A=$!
-    else
-        # B_SHARE=100: every bot on the edge (the leader serves only its sessions).
-        SWARM_A=
-        echo '{"bots": 0}' >"$WORK/swarm-a.json"
-    fi
-    if [ "$ON_B" -gt 0 ]; then
-        "$BIN/swarm" --gateway "127.0.0.1:${B[0]},127.0.0.1:${A[0]}" $(bots_via "${B[3]}" "${A[3]}") --bots "$ON_B" --prefix fob \
-            --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-b.json" 2>"$WORK/swarm-b.err" &
-        SWARM_B=$!
-    else
-        SWARM_B=
-        echo '{"bots": 0}' >"$WORK/swarm-b.json"
-    fi
+    # N bots whose first gateway is the first given, in the background (SWARM_PID; none:
+    # an empty summary and no PID).
+    bots_on() { # name n first-client other-client first-enet other-enet
+        SWARM_PID=
+        if [ "$2" -gt 0 ]; then
+            "$BIN/swarm" --gateway "127.0.0.1:$3,127.0.0.1:$4" $(bots_via "$5" "$6") --bots "$2" --prefix "fo$1" \
+                --duration "$DURATION" --ramp "$RAMP" --json >"$WORK/swarm-$1.json" 2>"$WORK/swarm-$1.err" &
+            SWARM_PID=$!
+        else
+            echo '{"bots": 0}' >"$WORK/swarm-$1.json"
+        fi
+    }
+    # B_SHARE=100: every bot on the edge (the leader serves only its sessions).
+    bots_on a "$((BOTS - ON_B))" "${A[0]}" "${B[0]}" "${A[3]}" "${B[3]}"
+    SWARM_A=$SWARM_PID
+    bots_on b "$ON_B" "${B[0]}" "${A[0]}" "${B[3]}" "${A[3]}"
+    SWARM_B=$SWARM_PID
     PSQL() { as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d rc -Atq -c "$1"; }
     sleep $((KILL_AT - 15 > 0 ? KILL_AT - 15 : 0))
     # CPU (cores) of each process over 20 s of steady play.

@@ -537,6 +537,10 @@ pub struct Shared {
     /// [`edge_key`], once it said (`rc-edge` `Fanout`): every node hears the list
     /// ([`Msg::Edges`], [`HubEvent::Edges`]) and keeps a fan-out link to each.
     pub fanouts: DashMap<String, shared::internal::FanoutEdge>,
+    /// Each linked edge's link, by [`edge_key`]: a new link from an edge at the fan-out
+    /// address an older link gave ends that one (the edge was restarted there; the old
+    /// link's timeout would keep its players "logged in" for seconds more).
+    pub edge_links: DashMap<String, quinn::Connection>,
     /// The registered zone nodes and linked edges, as each edge link tells its edge
     /// (`rc-edge` `Members`): the hub sets the nodes, the edge links the edges.
     pub members: tokio::sync::watch::Sender<Members>,
@@ -644,6 +648,7 @@ impl Shared {
             in_world: DashMap::new(),
             edges: DashMap::new(),
             fanouts: DashMap::new(),
+            edge_links: DashMap::new(),
             members: tokio::sync::watch::channel(Members::default()).0,
             claims: Mutex::new(Claims::default()),
             open: std::sync::atomic::AtomicUsize::new(0),

@@ -142,6 +142,7 @@ pub(super) async fn serve(
     let members =
         (version >= 4).then(|| tokio::spawn(tell_members(shared.clone(), tx.clone(), me.clone())));
     let mut sessions: HashMap<RelayId, Session> = HashMap::new();
+    shared.edge_links.insert(me.clone(), conn.clone());
     let mut link = EdgeLink {
         name: name.clone(),
         key: me,
@@ -198,6 +199,7 @@ pub(super) async fn serve(
     };
     shared.edges.remove(&key);
     shared.edges_changed();
+    shared.edge_links.remove(&link.key);
     if shared.fanouts.remove(&link.key).is_some() {
         shared.to_hub(crate::hub::HubEvent::Edges);
     }
@@ -293,6 +295,29 @@ fn start(
 }
 
 /// What the leader knows of one edge link.
+/// An edge now at fan-out address `addr` (link `key`) ends any older link that gave the
+/// same address: two live edges cannot both be reached there, so the old one's process is
+/// gone (killed and started again at once) though its link has not timed out yet. Its
+/// players are logged out now rather than after the timeout, and their logins again
+/// through another gateway are not refused "already logged in" meanwhile.
+fn supersede(shared: &Shared, key: &str, addr: &str) {
+    let old: Vec<String> = shared
+        .fanouts
+        .iter()
+        .filter(|f| f.key() != key && f.value().addr == addr)
+        .map(|f| f.key().clone())
+        .collect();
+    for k in old {
+        if let Some(c) = shared.edge_links.get(&k) {
+            tracing::info!(edge = %k, fanout = %addr, "edge: a new link from the same address ends the old one");
+            c.close(
+                2u32.into(),
+                b"superseded by a new link from the same edge address",
+            );
+        }
+    }
+}
+
 pub(super) struct EdgeLink {
     /// The edge's name.
     name: String,
@@ -426,6 +451,7 @@ fn message(
                 ));
             }
             tracing::info!(edge = %edge.name, fanout = %addr, "edge: zone nodes send its clients' broadcasts straight to it");
+            supersede(shared, &edge.key, &addr);
             let fanout = FanoutEdge {
                 name: edge.name.clone(),
                 addr,

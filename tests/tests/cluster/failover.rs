@@ -63,6 +63,22 @@ fn gateway(
     enet: Option<SocketAddr>,
     secret: &str,
 ) -> (Child, mpsc::Receiver<String>) {
+    gateway_env(dir, name, url, addrs, standby, peers, enet, secret, &[])
+}
+
+/// As [`gateway`], with these settings (environment) over the tests' own.
+#[allow(clippy::too_many_arguments)]
+fn gateway_env(
+    dir: &std::path::Path,
+    name: &str,
+    url: &str,
+    addrs: (SocketAddr, SocketAddr, SocketAddr),
+    standby: Option<u64>,
+    peers: &[SocketAddr],
+    enet: Option<SocketAddr>,
+    secret: &str,
+    env: &[(&str, &str)],
+) -> (Child, mpsc::Receiver<String>) {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut cmd = command(&bin("gateway"));
     cmd.args(["--listen", &addrs.0.to_string()])
@@ -80,6 +96,7 @@ fn gateway(
         .env("GATEWAY_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("GATEWAY_HEARTBEAT_MS", HEARTBEAT_MS.to_string())
         .env("GATEWAY_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(log);
     if let Some(hold_ms) = standby {
@@ -846,6 +863,73 @@ async fn an_edge_without_clients_tells_the_nodes_when_it_takes_the_lead() {
         node_counter(n1_admin, "rc_zone_lead_announced_total"),
         1,
         "the new leader told the node it leads over the fan-out link"
+    );
+}
+
+/// An edge killed and started again at once at its address: the leader ends the dead
+/// one's link as soon as the new one gives the same fan-out address, not when the link
+/// times out (10 s here), so the dead edge's player logs in again through the leader at
+/// once rather than being told "already logged in" until then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_restarted_at_its_address_ends_its_old_link_at_once() {
+    let Some(server) = pg_server::start_or_skip() else {
+        return;
+    };
+    let url = server.database("rc_edge_restart").unwrap();
+    let dir = cluster_tests::temp_dir("edge-restart");
+    let mut children = Children(Vec::new());
+    let a_addrs = (free_udp(), free_udp(), free_tcp());
+    let b_addrs = (free_udp(), free_udp(), free_tcp());
+    let slow = [("GATEWAY_NODE_TIMEOUT_MS", "10000")];
+    let (a, a_out) = gateway_env(&dir, "a", &url, a_addrs, None, &[], None, SECRET, &slow);
+    children.0.push(a);
+    assert!(ready(&a_out, WAIT).is_some(), "the leader starts");
+    let edge = |name: &str| {
+        gateway(
+            &dir,
+            name,
+            &url,
+            b_addrs,
+            Some(EDGE_HOLD_MS),
+            &[a_addrs.1],
+            None,
+            SECRET,
+        )
+    };
+    let (b, _b_out) = edge("b");
+    children.0.push(b);
+    let (n1, _) = node_n1(&dir, &[a_addrs.1, b_addrs.1]);
+    children.0.push(n1);
+    wait_cluster(a_addrs.2, "n1 registers with the leader", |v| {
+        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
+    })
+    .await;
+    edge_ready(b_addrs.2).await;
+    let (_p, _g) = new_player(b_addrs.0, "rhys").await;
+    wait_cluster(a_addrs.2, "the edge's player in the world", |v| {
+        v.sessions.in_game == 1 && v.edges.iter().any(|e| e.clients == 1)
+    })
+    .await;
+
+    let _ = children.0[1].kill();
+    let _ = children.0[1].wait();
+    let killed = Instant::now();
+    let (b2, _b2_out) = edge("b2");
+    children.0.push(b2);
+    edge_ready(b_addrs.2).await;
+    let mut c = cluster_tests::connect(a_addrs.0).await;
+    let chars = c.login("rhys", "secret").await;
+    assert!(
+        chars.is_ok(),
+        "the dead edge's player logs in again through the leader at once: {chars:?} ({:?} \
+         after the kill)",
+        killed.elapsed()
+    );
+    assert!(c.start_game(0).await.is_ok(), "and enters the world");
+    let log = std::fs::read_to_string(dir.join("a.log")).unwrap_or_default();
+    assert!(
+        log.contains("a new link from the same address ends the old one"),
+        "the leader ended the old link when the new one came: {log}"
     );
 }
 

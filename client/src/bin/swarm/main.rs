@@ -843,6 +843,20 @@ async fn bot(ctx: BotCtx) {
     c.close(CloseCode::Normal).await;
 }
 
+/// An own-update gap over a second, with when it ended (Unix ms), the gateway and the bot
+/// (a fault run ties it to the fault before it).
+fn long_gap(ctx: &BotCtx, c: &Connection, gap: Duration, who: String) {
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    lock(&ctx.stats.long_gaps).push((
+        unix_ms,
+        gap.as_secs_f64() * 1000.0,
+        c.remote_address().to_string(),
+        who,
+    ));
+}
+
 /// How a bot's play on one connection ended, when not by an error.
 enum Played {
     /// The run's end.
@@ -1124,15 +1138,7 @@ async fn play(
             _ = &mut leave, if leave_at.is_some_and(|t| t < ctx.end) => {
                 if gap_from.elapsed() > Duration::from_secs(1) {
                     // Still open as the bot leaves: a long gap all the same.
-                    let unix_ms = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                    lock(&ctx.stats.long_gaps).push((
-                        unix_ms,
-                        gap_from.elapsed().as_secs_f64() * 1000.0,
-                        c.remote_address().to_string(),
-                        format!("{} (open as it left)", ctx.user),
-                    ));
+                    long_gap(ctx, c, gap_from.elapsed(), format!("{} (open as it left)", ctx.user));
                 }
                 // The gaps that ended; the open one may be a connection a fault has just
                 // killed without the bot knowing yet (it is listed above, with the fault).
@@ -1345,15 +1351,7 @@ async fn play(
                                 tracing::debug!(user = %ctx.user, gap_ms = gap_from.elapsed().as_millis(), hunting = hunt.is_some(), "own position came back late");
                             }
                             if gap_from.elapsed() > Duration::from_secs(1) {
-                                let unix_ms = std::time::SystemTime::now()
-                                    .duration_since(std::time::UNIX_EPOCH)
-                                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                                lock(&ctx.stats.long_gaps).push((
-                                    unix_ms,
-                                    gap_from.elapsed().as_secs_f64() * 1000.0,
-                                    c.remote_address().to_string(),
-                                    ctx.user.clone(),
-                                ));
+                                long_gap(ctx, c, gap_from.elapsed(), ctx.user.clone());
                             }
                             max_gap = max_gap.max(gap_from.elapsed());
                             gap_from = last_echo;
