@@ -255,11 +255,16 @@ async fn active_standby_and_a_node(url: &str, name: &str) -> Pair {
 /// As [`active_standby_and_a_node`]; with `edge`, each gateway is given the other's
 /// internal address (`--peers`), so the standby serves clients meanwhile (an edge).
 async fn pair_and_a_node(url: &str, name: &str, edge: bool) -> Pair {
+    pair_and_a_node_env(url, name, edge, &[]).await
+}
+
+/// As [`pair_and_a_node`], the first gateway (A) with these settings over the tests' own.
+async fn pair_and_a_node_env(url: &str, name: &str, edge: bool, a_env: &[(&str, &str)]) -> Pair {
     let dir = cluster_tests::temp_dir(name);
     let mut children = Children(Vec::new());
     let a_addrs = (free_udp(), free_udp(), free_tcp());
     let b_addrs = (free_udp(), free_udp(), free_tcp());
-    let (a, a_out) = gateway(&dir, "a", url, a_addrs, None, &[], None, SECRET);
+    let (a, a_out) = gateway_env(&dir, "a", url, a_addrs, None, &[], None, SECRET, a_env);
     children.0.push(a);
     assert!(ready(&a_out, WAIT).is_some(), "the active gateway starts");
     // The standby waits for the database: no ready line while the active one holds it.
@@ -876,34 +881,15 @@ async fn an_edge_restarted_at_its_address_ends_its_old_link_at_once() {
         return;
     };
     let url = server.database("rc_edge_restart").unwrap();
-    let dir = cluster_tests::temp_dir("edge-restart");
-    let mut children = Children(Vec::new());
-    let a_addrs = (free_udp(), free_udp(), free_tcp());
-    let b_addrs = (free_udp(), free_udp(), free_tcp());
     let slow = [("GATEWAY_NODE_TIMEOUT_MS", "10000")];
-    let (a, a_out) = gateway_env(&dir, "a", &url, a_addrs, None, &[], None, SECRET, &slow);
-    children.0.push(a);
-    assert!(ready(&a_out, WAIT).is_some(), "the leader starts");
-    let edge = |name: &str| {
-        gateway(
-            &dir,
-            name,
-            &url,
-            b_addrs,
-            Some(EDGE_HOLD_MS),
-            &[a_addrs.1],
-            None,
-            SECRET,
-        )
-    };
-    let (b, _b_out) = edge("b");
-    children.0.push(b);
-    let (n1, _) = node_n1(&dir, &[a_addrs.1, b_addrs.1]);
-    children.0.push(n1);
-    wait_cluster(a_addrs.2, "n1 registers with the leader", |v| {
-        v.nodes.iter().any(|n| n.id == "n1") && v.unplaced.is_empty()
-    })
-    .await;
+    let Pair {
+        mut children,
+        dir,
+        a_addrs,
+        b_addrs,
+        b_enet,
+        ..
+    } = pair_and_a_node_env(&url, "edge-restart", true, &slow).await;
     edge_ready(b_addrs.2).await;
     let (_p, _g) = new_player(b_addrs.0, "rhys").await;
     wait_cluster(a_addrs.2, "the edge's player in the world", |v| {
@@ -914,7 +900,16 @@ async fn an_edge_restarted_at_its_address_ends_its_old_link_at_once() {
     let _ = children.0[1].kill();
     let _ = children.0[1].wait();
     let killed = Instant::now();
-    let (b2, _b2_out) = edge("b2");
+    let (b2, _b2_out) = gateway(
+        &dir,
+        "b2",
+        &url,
+        b_addrs,
+        Some(EDGE_HOLD_MS),
+        &[a_addrs.1],
+        Some(b_enet),
+        SECRET,
+    );
     children.0.push(b2);
     edge_ready(b_addrs.2).await;
     let mut c = cluster_tests::connect(a_addrs.0).await;
